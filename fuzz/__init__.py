@@ -1,0 +1,43 @@
+"""A property-based numerical fuzzing harness for GPU kernels.
+
+Public surface: targets (:class:`Target`, :func:`register`), cases, tolerance policy, the hunt
+loop and profiles. See README.md for the command line.
+"""
+
+from fuzz.backends import Backend, backends, get_backend, register_backend
+from fuzz.case import Case
+from fuzz.compare import Metrics, Tolerance, measure
+from fuzz.engine import HuntResult, check, hunt
+from fuzz.failures import CLASSES, Finding
+from fuzz.profiles import PROFILES, Profile, get_profile
+from fuzz.properties import Context, Property, check_case
+from fuzz.target import Hazard, Target, all_targets, get, load_plugin, register, select
+
+__all__ = [
+    "CLASSES",
+    "PROFILES",
+    "Backend",
+    "Case",
+    "Context",
+    "Finding",
+    "Hazard",
+    "HuntResult",
+    "Metrics",
+    "Profile",
+    "Property",
+    "Target",
+    "Tolerance",
+    "all_targets",
+    "backends",
+    "check",
+    "check_case",
+    "get",
+    "get_backend",
+    "get_profile",
+    "hunt",
+    "load_plugin",
+    "measure",
+    "register",
+    "register_backend",
+    "select",
+]

@@ -1,0 +1,309 @@
+"""Backends: where and how a kernel source runs, and how arrays get there and back.
+
+Four built-in backends, two per kernel language; the compiled and interpreted backend of one
+language run the same kernel source and are each other's *twin* (the in-process differential)::
+
+    triton            compiled Triton, CUDA tensors
+    triton-interpret  Triton's interpreter, CPU tensors (on a GPU host too)
+    pallas-gpu        Pallas compiled for the GPU (Triton lowering)
+    pallas-interpret  Pallas ``interpret=True`` on the CPU device
+
+A backend also allocates the outputs a kernel writes into: poisoned, and for torch with guard bands
+(memory before, between rows, and after the output) whose bits must survive the launch.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fuzz.arrays import bits, dtype_name, is_float, np_dtype
+
+# JAX must not grab most of the GPU's memory: torch and the oracles share the device.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+GUARD_ELEMENTS = 64  # before and after the output
+ROW_GAP = 3  # between consecutive rows of the output (an odd gap: misaligned on purpose)
+
+# Guard fill: a quiet NaN with a payload no arithmetic produces; output poisons for the two runs.
+_GUARD_BITS = {"float32": 0x7FC0DEAD, "float16": 0x7E5A, "bfloat16": 0x7FDA, "float64": 0x7FF8DEADBEEF0001}
+POISON_NAN = float("nan")
+POISON_FINITE = -7.75  # exact in every float dtype; a kernel never writes it by chance twice
+
+
+def guard_value(name: str) -> np.ndarray:
+    """One element holding the guard fill of dtype ``name``."""
+    if is_float(name):
+        return np.array([_GUARD_BITS[name]], dtype=bits(np.zeros(1, np_dtype(name))).dtype).view(
+            np_dtype(name)
+        )
+    return np.array([-0x5A5A], dtype=np_dtype(name)) if name != "bool" else np.array([True])
+
+
+@dataclass
+class OutBuffer:
+    """An output the kernel writes into, and what it takes to check its surroundings."""
+
+    array: Any  # what the kernel receives as ``out`` (a view, for torch)
+    storage: Any | None = None  # the whole allocation, guards included (torch)
+    covered: np.ndarray | None = None  # bool mask over ``storage``: True where ``array`` lives
+
+
+class Adapter:
+    """Moves host arrays to one framework/device and back."""
+
+    framework = ""
+    guards = False
+
+    def put(self, a: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def get(self, a: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def alloc(self, shape: tuple[int, ...], dtype: str, fill: float) -> OutBuffer:
+        raise NotImplementedError
+
+    def guard_violations(self, buf: OutBuffer) -> np.ndarray:
+        """Offsets (relative to the output's first element) of guard elements that changed."""
+        return np.zeros(0, np.int64)
+
+    def synchronize(self) -> None:
+        pass
+
+
+class TorchAdapter(Adapter):
+    framework = "torch"
+    guards = True
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def put(self, a: np.ndarray) -> Any:
+        import torch
+
+        name = dtype_name(a.dtype)
+        a = np.ascontiguousarray(a)
+        if name == "bfloat16":
+            t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+        else:
+            t = torch.from_numpy(a)
+        return t.to(self.device, non_blocking=False)
+
+    def get(self, t: Any) -> np.ndarray:
+        import torch
+
+        t = t.detach()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).cpu().numpy().view(np_dtype("bfloat16"))
+        return t.cpu().numpy()
+
+    def alloc(self, shape: tuple[int, ...], dtype: str, fill: float) -> OutBuffer:
+        import torch
+
+        n = shape[-1] if shape else 1
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        pitch = n + ROW_GAP
+        total = 2 * GUARD_ELEMENTS + rows * pitch
+        host = np.empty(total, np_dtype(dtype))
+        host[:] = guard_value(dtype)[0]
+        covered = np.zeros(total, bool)
+        idx = GUARD_ELEMENTS + (np.arange(rows)[:, None] * pitch + np.arange(n)[None, :])
+        covered[idx.ravel()] = True
+        host[covered] = fill
+        storage = self.put(host)
+        strides = [1] * len(shape)
+        if len(shape) >= 2:
+            strides[-2] = pitch
+            for d in range(len(shape) - 3, -1, -1):
+                strides[d] = strides[d + 1] * shape[d + 1]
+        view = torch.as_strided(storage, shape, strides, GUARD_ELEMENTS)
+        return OutBuffer(view, storage, covered)
+
+    def guard_violations(self, buf: OutBuffer) -> np.ndarray:
+        assert buf.storage is not None and buf.covered is not None
+        host = self.get(buf.storage)
+        expect = guard_value(dtype_name(host.dtype))
+        changed = (bits(host) != bits(expect)[0]) & ~buf.covered
+        return np.flatnonzero(changed) - GUARD_ELEMENTS
+
+    def synchronize(self) -> None:
+        if self.device.startswith("cuda"):
+            import torch
+
+            torch.cuda.synchronize()
+
+
+class JaxAdapter(Adapter):
+    framework = "jax"
+
+    def __init__(self, platform: str) -> None:
+        self.platform = platform
+
+    @functools.cached_property
+    def device(self) -> Any:
+        import jax
+
+        return jax.devices(self.platform)[0]
+
+    def put(self, a: np.ndarray) -> Any:
+        import jax
+
+        return jax.device_put(np.ascontiguousarray(a), self.device)
+
+    def get(self, a: Any) -> np.ndarray:
+        return np.asarray(a)
+
+    def alloc(self, shape: tuple[int, ...], dtype: str, fill: float) -> OutBuffer:
+        return OutBuffer(self.put(np.full(shape, fill, np_dtype(dtype))))
+
+    def synchronize(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A way to run one kernel language.
+
+    Attributes:
+        name: backend name used on the command line and in reports.
+        impl: which entry of ``Target.kernels`` it runs (``'triton'``, ``'pallas'``...).
+        interpret: passed to the kernel entry point.
+        compiled: True for a backend that needs an accelerator.
+        twin: the backend running the same source the other way (compiled <-> interpreted).
+        adapter: factory of the array adapter.
+        probe: returns ``None`` if the backend can run here, else the reason it cannot.
+    """
+
+    name: str
+    impl: str
+    interpret: bool
+    compiled: bool
+    twin: str | None
+    adapter: Callable[[], Adapter]
+    probe: Callable[[], str | None]
+
+    def unavailable_reason(self) -> str | None:
+        return _probe_cached(self.name, self.probe)
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable_reason() is None
+
+
+_probe_results: dict[str, str | None] = {}
+
+
+def _probe_cached(name: str, probe: Callable[[], str | None]) -> str | None:
+    if name not in _probe_results:
+        try:
+            _probe_results[name] = probe()
+        except Exception as e:  # a probe must never take the harness down
+            _probe_results[name] = f"probe failed: {type(e).__name__}: {e}"
+    return _probe_results[name]
+
+
+def _import_reason(module: str) -> str | None:
+    try:
+        __import__(module)
+    except Exception as e:
+        return f"cannot import {module}: {type(e).__name__}: {e}"
+    return None
+
+
+def cuda_reason() -> str | None:
+    """None if torch sees a CUDA device, else why not."""
+    reason = _import_reason("torch")
+    if reason:
+        return reason
+    import torch
+
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    return None
+
+
+def _probe_triton() -> str | None:
+    return _import_reason("triton") or cuda_reason()
+
+
+def _probe_triton_interpret() -> str | None:
+    return _import_reason("triton") or _import_reason("torch")
+
+
+def _jax_gpu_reason() -> str | None:
+    reason = _import_reason("jax")
+    if reason:
+        return reason
+    import jax
+
+    try:
+        jax.devices("gpu")
+    except RuntimeError:
+        return f"jax {jax.__version__} has no GPU backend here"
+    return _import_reason("jax.experimental.pallas.triton")
+
+
+def _probe_pallas_interpret() -> str | None:
+    return _import_reason("jax") or _import_reason("jax.experimental.pallas")
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> Backend:
+    """Adds a backend (plugins may add their own); names are unique."""
+    old = _BACKENDS.get(backend.name)
+    if old is not None and old != backend:
+        raise ValueError(f"backend {backend.name!r} is already registered")
+    _BACKENDS[backend.name] = backend
+    return backend
+
+
+for _b in (
+    Backend("triton", "triton", False, True, "triton-interpret", lambda: TorchAdapter("cuda"), _probe_triton),
+    Backend(
+        "triton-interpret", "triton", True, False, "triton", lambda: TorchAdapter("cpu"), _probe_triton_interpret
+    ),
+    Backend("pallas-gpu", "pallas", False, True, "pallas-interpret", lambda: JaxAdapter("gpu"), _jax_gpu_reason),
+    Backend(
+        "pallas-interpret", "pallas", True, False, "pallas-gpu", lambda: JaxAdapter("cpu"), _probe_pallas_interpret
+    ),
+):
+    register_backend(_b)
+
+
+def backends() -> Mapping[str, Backend]:
+    return dict(_BACKENDS)
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"backend={name!r} is unknown; known backends: {sorted(_BACKENDS)}") from None
+
+
+_adapters: dict[str, Adapter] = {}
+
+
+def adapter_for(backend: Backend) -> Adapter:
+    if backend.name not in _adapters:
+        _adapters[backend.name] = backend.adapter()
+    return _adapters[backend.name]
+
+
+def device_name() -> str:
+    """The accelerator's name, or the CPU's, for reports and reproducers."""
+    if cuda_reason() is None:
+        import torch
+
+        return torch.cuda.get_device_name(0)
+    import platform
+
+    return f"CPU ({platform.machine()}, {os.cpu_count()} cores)"

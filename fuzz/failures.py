@@ -1,0 +1,107 @@
+"""Failure classes and findings.
+
+Every failing example gets exactly one class; each class is raised as its own exception type, so
+Hypothesis treats two classes as two distinct bugs and shrinks each one separately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+NAN = "nan"
+INF = "inf"
+MASKING = "masking"
+OOB_WRITE = "out-of-bounds-write"
+ACCURACY = "accuracy"
+NONDETERMINISM = "nondeterminism"
+DIVERGENCE = "backend-divergence"
+CRASH = "crash"
+HANG = "hang"
+
+CLASSES = (CRASH, HANG, OOB_WRITE, NAN, INF, NONDETERMINISM, MASKING, ACCURACY, DIVERGENCE)
+
+DESCRIPTIONS = {
+    CRASH: "the kernel or its wrapper raised",
+    HANG: "the launch did not finish within the per-example timeout",
+    OOB_WRITE: "memory around the output (guard bands) changed",
+    NAN: "NaN where the oracle is finite (including output never written)",
+    INF: "Inf where the oracle is finite",
+    NONDETERMINISM: "two runs on the same inputs gave different bits",
+    MASKING: "masked-out inputs changed the output, or masked outputs are wrong",
+    ACCURACY: "error above the tolerance",
+    DIVERGENCE: "compiled and interpreted runs of one kernel disagree beyond tolerance",
+}
+
+
+@dataclass
+class Finding:
+    """One failure of one example.
+
+    Attributes:
+        cls: the failure class (one of ``CLASSES``).
+        prop: the property that failed.
+        message: one line a human reads first.
+        output: the output it concerns, if any.
+        index: where the worst element is.
+        kernel_value, oracle_value, error, tolerance: the worst element's numbers.
+        details: anything else (metrics, backend names, counts).
+        hazards: the declared input hazards that hold for the example.
+    """
+
+    cls: str
+    prop: str
+    message: str
+    output: str | None = None
+    index: tuple[int, ...] | None = None
+    kernel_value: float | None = None
+    oracle_value: float | None = None
+    error: float | None = None
+    tolerance: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    hazards: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.cls not in CLASSES:
+            raise ValueError(f"Finding.cls={self.cls!r} must be one of {CLASSES}")
+
+    @property
+    def where(self) -> str:
+        if self.output is None:
+            return ""
+        if self.index is None:
+            return self.output
+        return f"{self.output}[{', '.join(str(i) for i in self.index)}]"
+
+    def summary(self) -> str:
+        return f"{self.cls} ({self.prop}): {self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["class"] = d.pop("cls")
+        d["property"] = d.pop("prop")
+        d["index"] = list(self.index) if self.index is not None else None
+        d["where"] = self.where
+        return d
+
+
+class KernelFailure(AssertionError):
+    """Raised by a failing example; the subclass names the failure class."""
+
+    cls = ""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.summary())
+        self.finding = finding
+
+
+def _exception_type(cls: str) -> type[KernelFailure]:
+    name = "".join(part.capitalize() for part in cls.split("-")) + "Failure"
+    return type(name, (KernelFailure,), {"cls": cls, "__module__": __name__})
+
+
+FAILURE_TYPES: dict[str, type[KernelFailure]] = {c: _exception_type(c) for c in CLASSES}
+
+
+def raise_for(finding: Finding) -> None:
+    raise FAILURE_TYPES[finding.cls](finding)

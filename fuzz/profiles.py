@@ -1,0 +1,93 @@
+"""Profiles: Hypothesis settings plus what the harness runs under them.
+
+The names are registered as Hypothesis profiles too, so ``pytest --hypothesis-profile=gpu`` picks
+both the settings and the harness's side (backends, shape scale, differential, reference device).
+
+    ci       CPU interpreters, small shapes, derandomized, no database, no explain phase
+    dev      like ci, fewer examples: a quick look while editing a kernel
+    gpu      compiled backends + in-process differential against the interpreters, larger shapes,
+             a database, fp64 references on the GPU
+    nightly  like gpu (or ci's backends on a CPU-only machine) with many more examples
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, Phase, settings
+
+from fuzz.backends import cuda_reason
+
+_NO_EXPLAIN = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
+_QUIET_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+INTERPRETERS = ("triton-interpret", "pallas-interpret")
+COMPILED = ("triton", "pallas-gpu")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The harness's side of a profile.
+
+    Attributes:
+        name: also the Hypothesis profile's name.
+        backends: the backends whose kernels are checked directly.
+        scale: ``'small'`` or ``'large'``: which shape bounds the target strategies use.
+        differential: also run each case on the backend's twin (compiled vs interpreted).
+        ref_device: where the fp64 oracle and the naive reference run (``'cpu'``/``'cuda'``).
+        needs_gpu: stop with a clear message on a machine without CUDA.
+        max_examples: examples per target and backend.
+    """
+
+    name: str
+    backends: tuple[str, ...]
+    scale: str
+    differential: bool
+    ref_device: str
+    needs_gpu: bool
+    max_examples: int
+
+    @property
+    def settings(self) -> settings:
+        return settings.get_profile(self.name)
+
+
+PROFILES: dict[str, Profile] = {
+    "ci": Profile("ci", INTERPRETERS, "small", False, "cpu", False, 40),
+    "dev": Profile("dev", INTERPRETERS, "small", False, "cpu", False, 10),
+    "gpu": Profile("gpu", COMPILED, "large", True, "cuda", True, 200),
+    "nightly": Profile("nightly", COMPILED, "large", True, "cuda", True, 5000),
+}
+
+_COMMON = {"deadline": None, "suppress_health_check": _QUIET_CHECKS, "print_blob": False}
+settings.register_profile(
+    "ci", max_examples=PROFILES["ci"].max_examples, derandomize=True, database=None, phases=_NO_EXPLAIN, **_COMMON
+)
+settings.register_profile("dev", max_examples=PROFILES["dev"].max_examples, database=None, phases=_NO_EXPLAIN, **_COMMON)
+settings.register_profile("gpu", max_examples=PROFILES["gpu"].max_examples, phases=_NO_EXPLAIN, **_COMMON)
+settings.register_profile("nightly", max_examples=PROFILES["nightly"].max_examples, phases=_NO_EXPLAIN, **_COMMON)
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"profile={name!r} is unknown; choose one of {sorted(PROFILES)}") from None
+
+
+def default_profile() -> Profile:
+    """``gpu`` where CUDA is available, else ``ci``."""
+    return PROFILES["gpu" if cuda_reason() is None else "ci"]
+
+
+def gpu_missing_message(profile: Profile) -> str | None:
+    """The one clear message for a GPU profile on a machine without CUDA (None if fine)."""
+    if not profile.needs_gpu:
+        return None
+    reason = cuda_reason()
+    if reason is None:
+        return None
+    return (
+        f"the {profile.name!r} profile runs the compiled backends {', '.join(profile.backends)} "
+        f"and needs a CUDA GPU, but {reason}. Use --hypothesis-profile=ci (CPU interpreters) here."
+    )

@@ -1,0 +1,475 @@
+"""Properties: written once, checked for every target on every example.
+
+A :class:`Context` runs one case on one backend and caches what several properties share (the
+oracle, the naive reference, the clean launches). :func:`check_case` evaluates the properties in a
+fixed order and returns the first failure, so the class of a failing example is decided by the
+most specific property that sees it::
+
+    crash                 the kernel raised (or returned the wrong outputs)
+    guard-bands           memory around the outputs untouched            -> out-of-bounds-write
+    poisoned-output       every output element written (poison NaN, then -7.75) -> nan
+    determinism           the two clean runs agree bit for bit           -> nondeterminism
+    oracle                within tolerance of the fp64 oracle            -> nan / inf / masking / accuracy
+    masked-poison         NaN/Inf/huge in masked-out inputs change nothing -> masking
+    <target properties>   e.g. softmax rows sum to 1, shift invariance
+    backend-agreement     compiled and interpreted twins agree           -> backend-divergence
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fuzz import failures as F
+from fuzz.arrays import POISON_KINDS, bits, dtype_name, to_float64
+from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_for, get_backend
+from fuzz.compare import Metrics, measure
+from fuzz.failures import Finding
+from fuzz.timing import LaunchTimer
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+    from fuzz.case import Case
+    from fuzz.target import Target
+
+
+@dataclass(frozen=True)
+class Property:
+    """A checkable fact about a kernel.
+
+    ``check(ctx, params)`` returns a :class:`Finding` when the fact is violated, else None.
+    ``params`` is drawn from ``params_strategy`` (if any) by Hypothesis, recorded in reproducers.
+    ``applies(ctx)`` says whether the property means anything for this backend/case.
+    """
+
+    name: str
+    check: Callable[[Context, Any], Finding | None]
+    params_strategy: SearchStrategy[Any] | None = None
+    applies: Callable[[Context], bool] = lambda ctx: True
+    description: str = ""
+
+
+@dataclass
+class Launch:
+    """One kernel launch: outputs on the host, guard violations, timing, or the exception."""
+
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    guards: dict[str, np.ndarray] = field(default_factory=dict)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    error: BaseException | None = None
+    seconds: float = 0.0
+    compiled: bool = False
+
+
+@dataclass
+class Stats:
+    """Accumulated over the examples of one run."""
+
+    launches: int = 0
+    launch_seconds: float = 0.0
+    compile_seconds: float = 0.0
+
+    def add(self, launch: Launch) -> None:
+        self.launches += 1
+        self.launch_seconds += launch.seconds
+        if launch.compiled:
+            self.compile_seconds += launch.seconds
+
+
+class Context:
+    """One case on one backend, with everything properties share."""
+
+    def __init__(
+        self,
+        target: Target,
+        backend: Backend,
+        case: Case,
+        *,
+        ref_device: str = "cpu",
+        differential: bool = False,
+        stats: Stats | None = None,
+    ) -> None:
+        self.target = target
+        self.backend = backend
+        self.case = case
+        self.ref_device = ref_device
+        self.differential = differential
+        self.stats = stats if stats is not None else Stats()
+        self.adapter = adapter_for(backend)
+
+    # References -------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def oracle(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(v, np.float64) for k, v in self.target.oracle(self.case, self.ref_device).items()}
+
+    @functools.cached_property
+    def naive(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(v) for k, v in self.target.naive(self.case, self.ref_device).items()}
+
+    @functools.cached_property
+    def out_dtypes(self) -> dict[str, str]:
+        return {k: dtype_name(v.dtype) for k, v in self.naive.items()}
+
+    @functools.cached_property
+    def hazards(self) -> list[str]:
+        return self.target.hazards_of(self.case)
+
+    @functools.cached_property
+    def fixed(self) -> dict[str, np.ndarray]:
+        if self.target.fixed_outputs is None:
+            return {}
+        return {k: np.asarray(v, bool) for k, v in self.target.fixed_outputs(self.case).items()}
+
+    # Launches ---------------------------------------------------------------------------------
+
+    def launch(self, case: Case | None = None, *, fill: float = POISON_NAN, backend: Backend | None = None) -> Launch:
+        """Runs the kernel with outputs pre-filled with ``fill``; never raises."""
+        case = self.case if case is None else case
+        backend = self.backend if backend is None else backend
+        adapter = adapter_for(backend)
+        entry = self.target.kernels[backend.impl]
+        result = Launch()
+        try:
+            inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
+            bufs = {
+                name: adapter.alloc(self.oracle[name].shape, self.out_dtypes[name], fill) for name in self.oracle
+            }
+            out = {k: b.array for k, b in bufs.items()} if self.target.writes_out else None
+            with LaunchTimer() as timer, np.errstate(all="ignore"):
+                got = entry(inputs, dict(case.params), out=out, interpret=backend.interpret)
+                adapter.synchronize()
+            result.seconds, result.compiled = timer.seconds, timer.compiled
+            missing = set(self.oracle) - set(got)
+            if missing:
+                raise RuntimeError(f"kernel returned {sorted(got)}; expected outputs {sorted(self.oracle)}")
+            for name in self.oracle:
+                result.outputs[name] = adapter.get(got[name])
+                result.shapes[name] = tuple(result.outputs[name].shape)
+                if adapter.guards:
+                    result.guards[name] = adapter.guard_violations(bufs[name])
+        except Exception as e:  # crash: whatever the kernel raised
+            result.error = e
+        self.stats.add(result)
+        return result
+
+    @functools.cached_property
+    def clean(self) -> Launch:
+        return self.launch(fill=POISON_NAN)
+
+    @functools.cached_property
+    def repeat(self) -> Launch:
+        return self.launch(fill=POISON_FINITE)
+
+    def metrics(self, name: str) -> Metrics:
+        return self._metrics[name]
+
+    @functools.cached_property
+    def _metrics(self) -> dict[str, Metrics]:
+        return {
+            name: measure(self.clean.outputs[name], self.oracle[name], self.naive.get(name)) for name in self.oracle
+        }
+
+    def bound(self, name: str) -> float:
+        m = self.metrics(name)
+        return self.target.tolerance_for(name).bound(self.oracle[name], m.naive_max_abs, self.out_dtypes[name])
+
+    def finding(self, cls: str, prop: str, message: str, **kw: Any) -> Finding:
+        return Finding(cls, prop, message, hazards=list(self.hazards), **kw)
+
+
+def _fmt(v: float | None) -> str:
+    return "None" if v is None else f"{v:.6g}"
+
+
+# Generic properties -------------------------------------------------------------------------------
+
+
+def _crash(ctx: Context, _: Any) -> Finding | None:
+    for launch in (ctx.clean, ctx.repeat):
+        if launch.error is not None:
+            e = launch.error
+            return ctx.finding(F.CRASH, "crash", f"{type(e).__name__}: {e}".splitlines()[0][:500],
+                               details={"exception": type(e).__name__, "text": str(e)[:4000]})  # fmt: skip
+    for name, shape in ctx.clean.shapes.items():
+        if shape != ctx.oracle[name].shape:
+            return ctx.finding(F.CRASH, "crash", f"output {name} has shape {shape}, expected {ctx.oracle[name].shape}",
+                               output=name)  # fmt: skip
+    return None
+
+
+def describe_offset(off: int, shape: tuple[int, ...]) -> str:
+    """Where a guard element at ``off`` (elements from the output's start) lies."""
+    n = shape[-1] if shape else 1
+    rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+    pitch = n + ROW_GAP
+    if off < 0:
+        return f"{-off} element(s) before the output"
+    if off >= rows * pitch - ROW_GAP:
+        return f"{off - (rows * pitch - ROW_GAP) + 1} element(s) past the output's end"
+    row, col = divmod(off, pitch)
+    return f"past the end of row {row} (column {col} of {n})"
+
+
+def _guard_bands(ctx: Context, _: Any) -> Finding | None:
+    for launch in (ctx.clean, ctx.repeat):
+        for name, offsets in launch.guards.items():
+            if offsets.size:
+                shape = ctx.oracle[name].shape
+                where = [describe_offset(int(o), shape) for o in offsets[:4]]
+                return ctx.finding(
+                    F.OOB_WRITE,
+                    "guard-bands",
+                    f"{offsets.size} element(s) written outside {name}: " + "; ".join(where),
+                    output=name,
+                    details={"offsets": [int(o) for o in offsets[:64]]},
+                )
+    return None
+
+
+def _first_index(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(mask)[0]), mask.shape))
+
+
+def _poisoned_output(ctx: Context, _: Any) -> Finding | None:
+    for name in ctx.oracle:
+        a, b = ctx.clean.outputs[name], ctx.repeat.outputs[name]
+        fa, fb = to_float64(a), to_float64(b)
+        unwritten = np.isnan(fa) & (fb == POISON_FINITE)
+        if unwritten.any():
+            idx = _first_index(unwritten)
+            return ctx.finding(
+                F.NAN,
+                "poisoned-output",
+                f"{int(unwritten.sum())} element(s) of {name} never written (they keep the poison), "
+                f"first at {name}[{', '.join(map(str, idx))}]",
+                output=name,
+                index=idx,
+                kernel_value=float("nan"),
+                oracle_value=float(ctx.oracle[name][idx]),
+            )
+    return None
+
+
+def _determinism(ctx: Context, _: Any) -> Finding | None:
+    for name in ctx.oracle:
+        a, b = ctx.clean.outputs[name], ctx.repeat.outputs[name]
+        both_nan = np.isnan(to_float64(a)) & np.isnan(to_float64(b))
+        differ = (bits(a) != bits(b)) & ~both_nan
+        if differ.any():
+            idx = _first_index(differ)
+            return ctx.finding(
+                F.NONDETERMINISM,
+                "determinism",
+                f"two runs differ in {int(differ.sum())} element(s) of {name}, first {name}"
+                f"[{', '.join(map(str, idx))}]: {_fmt(float(a[idx]))} then {_fmt(float(b[idx]))}",
+                output=name,
+                index=idx,
+                kernel_value=float(a[idx]),
+                details={"second_value": float(b[idx])},
+            )
+    return None
+
+
+def _record_target(ctx: Context, name: str, ratio: float) -> None:
+    from hypothesis.control import currently_in_test_context
+
+    if currently_in_test_context():
+        from hypothesis import target
+
+        target(float(min(ratio, 1e12)), label=f"{name}: error / tolerance")
+
+
+def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Finding | None:
+    """Classifies ``got`` (one output) against the oracle: nan/inf/masking/accuracy, or None."""
+    o = ctx.oracle[name]
+    m = measure(got, o, ctx.naive.get(name))
+    tol = ctx.target.tolerance_for(name).bound(o, m.naive_max_abs, ctx.out_dtypes[name])
+    details = {"metrics": m.as_dict(), "tolerance_rule": ctx.target.tolerance_for(name).describe()}
+    if m.nonfinite_where_finite:
+        w = m.first_nonfinite
+        assert w is not None
+        cls = F.NAN if np.isnan(w.kernel) else F.INF
+        count = m.nonfinite_where_finite
+        return ctx.finding(
+            cls, prop,
+            f"{count} non-finite element(s) in {name} where the oracle is finite; "
+            f"{w.where(name)} = {_fmt(w.kernel)}, oracle {_fmt(w.oracle)}",
+            output=name, index=w.index, kernel_value=w.kernel, oracle_value=w.oracle,
+            error=float("inf"), tolerance=tol, details=details,
+        )  # fmt: skip
+    fixed = ctx.fixed.get(name)
+    if m.special_mismatch:
+        w = m.first_nonfinite
+        assert w is not None
+        cls = F.MASKING if fixed is not None and fixed[w.index] else F.ACCURACY
+        return ctx.finding(
+            cls, prop, f"{w.where(name)} = {_fmt(w.kernel)} but the oracle is {_fmt(w.oracle)}",
+            output=name, index=w.index, kernel_value=w.kernel, oracle_value=w.oracle,
+            error=float("inf"), tolerance=tol, details=details,
+        )  # fmt: skip
+    _record_target(ctx, name, m.max_abs / tol if tol > 0 else 0.0)
+    if m.max_abs <= tol:
+        return None
+    k = to_float64(got)
+    err = np.where(np.isfinite(o), np.abs(k - o), 0.0)
+    cls = F.ACCURACY
+    idx = m.worst.index if m.worst else ()
+    if fixed is not None and (fixed & (err > tol)).any():
+        cls = F.MASKING
+        idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(np.where(fixed, err, -1.0))), err.shape))
+    kv, ov, ev = float(k[idx]), float(o[idx]), float(err[idx])
+    where = f"{name}[{', '.join(map(str, idx))}]"
+    what = "masked/fixed element" if cls == F.MASKING else "worst element"
+    naive = f", naive {_fmt(m.naive_max_abs)}" if m.naive_max_abs is not None else ""
+    return ctx.finding(
+        cls, prop,
+        f"{what} {where} = {_fmt(kv)}, oracle {_fmt(ov)}: error {_fmt(ev)} > tolerance {_fmt(tol)}{naive}",
+        output=name, index=idx, kernel_value=kv, oracle_value=ov, error=ev, tolerance=tol, details=details,
+    )  # fmt: skip
+
+
+def _oracle(ctx: Context, _: Any) -> Finding | None:
+    for name in ctx.oracle:
+        f = compare_to_oracle(ctx, name, ctx.clean.outputs[name], "oracle")
+        if f is not None:
+            return f
+    return None
+
+
+def _masked_poison(ctx: Context, value: Any) -> Finding | None:
+    assert ctx.target.poison is not None
+    poisoned = ctx.target.poison(ctx.case, str(value))
+    if poisoned is None:
+        return None
+    launch = ctx.launch(poisoned)
+    if launch.error is not None:
+        e = launch.error
+        return ctx.finding(F.CRASH, "masked-poison", f"with masked inputs = {value}: {type(e).__name__}: {e}"[:500])
+    for name in ctx.oracle:
+        a, p = ctx.clean.outputs[name], launch.outputs[name]
+        both_nan = np.isnan(to_float64(a)) & np.isnan(to_float64(p))
+        differ = (bits(a) != bits(p)) & ~both_nan
+        if differ.any():
+            d = np.where(differ, np.abs(to_float64(a) - to_float64(p)), 0.0)
+            d = np.where(np.isnan(d), np.inf, d)
+            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(d)), d.shape))
+            return ctx.finding(
+                F.MASKING, "masked-poison",
+                f"setting masked-out inputs to {value} changed {int(differ.sum())} element(s) of {name}; "
+                f"{name}[{', '.join(map(str, idx))}]: {_fmt(float(a[idx]))} -> {_fmt(float(p[idx]))}",
+                output=name, index=idx, kernel_value=float(p[idx]), oracle_value=float(ctx.oracle[name][idx]),
+                details={"poison": value, "clean_value": float(a[idx])},
+            )  # fmt: skip
+    return None
+
+
+def _twin(ctx: Context) -> Backend | None:
+    if not ctx.differential or ctx.backend.twin is None:
+        return None
+    try:
+        twin = get_backend(ctx.backend.twin)
+    except ValueError:
+        return None
+    return twin if twin.available else None
+
+
+def _backend_agreement(ctx: Context, _: Any) -> Finding | None:
+    twin = _twin(ctx)
+    assert twin is not None
+    other = ctx.launch(backend=twin)
+    if other.error is not None:
+        e = other.error
+        return ctx.finding(F.DIVERGENCE, "backend-agreement",
+                           f"{twin.name} raised where {ctx.backend.name} did not: {type(e).__name__}: {e}"[:500])  # fmt: skip
+    for name in ctx.oracle:
+        a, b = to_float64(ctx.clean.outputs[name]), to_float64(other.outputs[name])
+        tol = ctx.bound(name) * ctx.target.tolerance_for(name).divergence_factor
+        nan_mismatch = np.isnan(a) != np.isnan(b)
+        inf_mismatch = (np.isinf(a) | np.isinf(b)) & (a != b) & ~np.isnan(a) & ~np.isnan(b)
+        diff = np.where(np.isfinite(a) & np.isfinite(b), np.abs(a - b), 0.0)
+        diff = np.where(nan_mismatch | inf_mismatch, np.inf, diff)
+        if diff.size and diff.max() > tol:
+            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+            return ctx.finding(
+                F.DIVERGENCE, "backend-agreement",
+                f"{ctx.backend.name} and {twin.name} differ at {name}[{', '.join(map(str, idx))}]: "
+                f"{_fmt(a[idx])} vs {_fmt(b[idx])} (oracle {_fmt(float(ctx.oracle[name][idx]))}), tolerance {_fmt(tol)}",
+                output=name, index=idx, kernel_value=float(a[idx]), oracle_value=float(ctx.oracle[name][idx]),
+                error=float(diff[idx]), tolerance=tol, details={"twin": twin.name, "twin_value": float(b[idx])},
+            )  # fmt: skip
+    return None
+
+
+GENERIC: tuple[Property, ...] = (
+    Property("crash", _crash, description="the kernel runs and returns every output with the oracle's shape"),
+    Property("guard-bands", _guard_bands, applies=lambda ctx: ctx.adapter.guards and ctx.target.writes_out,
+             description="memory before, between the rows of, and after each output keeps its bits"),
+    Property("poisoned-output", _poisoned_output, applies=lambda ctx: ctx.target.writes_out,
+             description="every output element is written"),
+    Property("determinism", _determinism, description="two runs on the same inputs give the same bits"),
+    Property("oracle", _oracle, description="within tolerance of the fp64 oracle; no NaN/Inf where it is finite"),
+    Property("masked-poison", _masked_poison, st.sampled_from(POISON_KINDS),
+             applies=lambda ctx: ctx.target.poison is not None,
+             description="NaN, Inf or huge values in masked-out inputs change no output bit"),
+)  # fmt: skip
+DIFFERENTIAL = Property(
+    "backend-agreement",
+    _backend_agreement,
+    applies=lambda ctx: _twin(ctx) is not None,
+    description="the compiled and interpreted runs of one kernel source agree within tolerance",
+)
+
+
+def properties_of(target: Target) -> tuple[Property, ...]:
+    return (*GENERIC, *target.properties, DIFFERENTIAL)
+
+
+@dataclass
+class Outcome:
+    """The result of checking one case: the first finding (if any) and the parameters drawn."""
+
+    finding: Finding | None
+    params: dict[str, Any]
+    context: Context
+
+
+def check_case(
+    target: Target,
+    backend: Backend,
+    case: Case,
+    *,
+    draw: Callable[[SearchStrategy[Any], str], Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+    ref_device: str = "cpu",
+    differential: bool = False,
+    stats: Stats | None = None,
+) -> Outcome:
+    """Checks every property in order and stops at the first failure.
+
+    Property parameters come from ``draw`` (Hypothesis) or from ``params`` (a replay).
+    """
+    ctx = Context(target, backend, case, ref_device=ref_device, differential=differential, stats=stats)
+    used: dict[str, Any] = {}
+    for prop in properties_of(target):
+        if not prop.applies(ctx):
+            continue
+        value = None
+        if prop.params_strategy is not None:
+            if params is not None and prop.name in params:
+                value = params[prop.name]
+            elif draw is not None:
+                value = draw(prop.params_strategy, prop.name)
+            else:
+                continue  # a replay that did not record this property's parameters
+            used[prop.name] = value
+        finding = prop.check(ctx, value)
+        if finding is not None:
+            return Outcome(finding, used, ctx)
+    return Outcome(None, used, ctx)

@@ -1,0 +1,307 @@
+"""Reproducer scripts: one standalone Python file per failure.
+
+The file embeds the shrunk inputs (``.npz``, zlib-compressed, base64; no pickle), the target,
+backend, profile parameters, the property parameters that were drawn, the tolerance, versions and
+device. Running it replays the case with every property and prints the class, the error and where
+it is; it exits 1 while a failure reproduces and 0 once it does not. ``--backend NAME`` replays on
+another backend (a bug seen on the GPU, replayed in the interpreter).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fuzz.arrays import dtype_name, np_dtype
+from fuzz.case import Case
+
+if TYPE_CHECKING:
+    from fuzz.failures import Finding
+    from fuzz.target import Target
+
+FORMAT = 1
+
+
+def encode_arrays(arrays: dict[str, np.ndarray]) -> tuple[str, dict[str, str]]:
+    """Arrays -> (base64 text of a compressed .npz, dtype names). bfloat16 travels as uint16."""
+    dtypes = {}
+    plain = {}
+    for name, a in arrays.items():
+        dtypes[name] = dtype_name(a.dtype)
+        plain[name] = a.view(np.uint16) if dtypes[name] == "bfloat16" else a
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **plain)
+    return base64.b64encode(buf.getvalue()).decode("ascii"), dtypes
+
+
+def decode_arrays(data: str, dtypes: dict[str, str]) -> dict[str, np.ndarray]:
+    raw = base64.b64decode("".join(data.split()))
+    with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+        out = {}
+        for name, dt in dtypes.items():
+            a = z[name]
+            out[name] = a.view(np_dtype(dt)) if dt == "bfloat16" else a.astype(np_dtype(dt), copy=False)
+        return out
+
+
+def versions() -> dict[str, str]:
+    import platform
+
+    out = {"python": platform.python_version()}
+    for mod in ("numpy", "torch", "triton", "jax", "jaxlib", "hypothesis"):
+        m = sys.modules.get(mod)
+        if m is None:
+            try:
+                m = __import__(mod)
+            except Exception:
+                continue
+        out[mod] = str(getattr(m, "__version__", "?"))
+    return out
+
+
+def signature(target: str, finding: Finding) -> str:
+    """Deduplication key: target, class, property, output and the location's pattern."""
+    where = "" if finding.index is None else ",".join("0" if i == 0 else "k" for i in finding.index)
+    key = f"{target}|{finding.cls}|{finding.prop}|{finding.output}|{where}"
+    return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+_TEMPLATE = '''\
+#!/usr/bin/env python3
+"""Reproducer: {target} on {backend} -> {cls}
+
+{message}
+
+target:    {target}{mutant}
+backend:   {backend} (replay elsewhere with --backend NAME)
+property:  {prop}
+case:      {case}
+tolerance: {tolerance}
+hazards:   {hazards}
+found:     {found} on {device}
+versions:  {versions}
+
+Run it: python {filename} [--backend NAME] [--quiet]
+Exit status 1 while the failure reproduces, 0 once it does not.
+"""
+
+REPRO = {meta!r}
+
+DATA = """
+{data}
+"""
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    try:
+        import fuzz.reproducer
+    except ImportError:
+        for parent in Path(__file__).resolve().parents:
+            if (parent / "fuzz" / "reproducer.py").is_file():
+                sys.path.insert(0, str(parent))
+                break
+        import fuzz.reproducer
+    sys.exit(fuzz.reproducer.main(REPRO, DATA, sys.argv[1:]))
+'''
+
+
+def write(
+    directory: str | os.PathLike[str],
+    *,
+    target: Target,
+    backend: str,
+    case: Case,
+    params: dict[str, Any],
+    finding: Finding,
+    ref_device: str,
+    differential: bool,
+) -> Path:
+    """Writes the reproducer of ``finding`` into ``directory`` (atomically) and returns its path."""
+    from fuzz.backends import device_name
+    from fuzz.target import target_plugin
+
+    data, dtypes = encode_arrays(dict(case.inputs))
+    sig = signature(target.name, finding)
+    meta = {
+        "format": FORMAT,
+        "target": target.name,
+        "plugin": target_plugin(target),
+        "backend": backend,
+        "mutant_of": target.mutant_of,
+        "expected_class": target.expected_class,
+        "class": finding.cls,
+        "property": finding.prop,
+        "message": finding.message,
+        "where": finding.where,
+        "error": finding.error,
+        "tolerance": finding.tolerance,
+        "signature": sig,
+        "params": case.params_json(),
+        "recipe": json.loads(json.dumps(dict(case.recipe), default=str)),
+        "property_params": json.dumps(params),
+        "dtypes": dtypes,
+        "ref_device": ref_device,
+        "differential": differential,
+        "tolerance_rule": {o: target.tolerance_for(o).as_dict() for o in _outputs(finding, target)},
+        "hazards": finding.hazards,
+        "versions": versions(),
+        "device": device_name(),
+        "found": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    name = f"{target.name}__{backend}__{finding.cls}__{sig}.py"
+    path = Path(directory) / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    text = _TEMPLATE.format(
+        target=target.name,
+        backend=backend,
+        cls=finding.cls,
+        message=textwrap.fill(finding.message, 96),
+        mutant=f" (mutant of {target.mutant_of}, expected class {target.expected_class})" if target.is_mutant else "",
+        prop=finding.prop,
+        case=repr(case)[:400],
+        tolerance="; ".join(f"{o}: {target.tolerance_for(o).describe()}" for o in _outputs(finding, target)),
+        hazards="; ".join(finding.hazards) or "none declared hold",
+        found=meta["found"],
+        device=meta["device"],
+        versions=", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
+        filename=path.name,
+        meta=_literal_safe(meta),
+        data="\n".join(textwrap.wrap(data, 100)),
+    )
+    _atomic_write(path, text)
+    return path
+
+
+def _literal_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as strings, so that ``repr`` is a Python literal."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _literal_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_literal_safe(v) for v in value]
+    return value
+
+
+def _outputs(finding: Finding, target: Target) -> list[str]:
+    if finding.output is not None:
+        return [finding.output]
+    from fuzz.compare import Tolerance
+
+    return ["*"] if isinstance(target.tolerance, Tolerance) else list(target.tolerance)
+
+
+# Replaying ------------------------------------------------------------------------------------------
+
+
+def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
+    """Reads ``REPRO`` and ``DATA`` from a reproducer file without running it."""
+    import ast
+
+    tree = ast.parse(Path(path).read_text(), filename=str(path))
+    found: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id in ("REPRO", "DATA"):
+                found[node.targets[0].id] = ast.literal_eval(node.value)
+    if "REPRO" not in found or "DATA" not in found:
+        raise ValueError(f"{path} is not a reproducer (no REPRO/DATA)")
+    return found["REPRO"], found["DATA"]
+
+
+def replay(meta: dict[str, Any], data: str, *, backend: str | None = None) -> Any:
+    """Runs the recorded case again; returns the :class:`fuzz.properties.Outcome`."""
+    from fuzz.backends import get_backend
+    from fuzz.properties import check_case
+    from fuzz.target import get, load_plugin
+
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"reproducer format {meta.get('format')!r} is not {FORMAT}")
+    if meta.get("plugin"):
+        load_plugin(meta["plugin"])
+    target = get(meta["target"])
+    b = get_backend(backend or meta["backend"])
+    reason = b.unavailable_reason()
+    if reason:
+        raise RuntimeError(f"backend {b.name} is not available here: {reason}")
+    case = Case(decode_arrays(data, meta["dtypes"]), meta["params"], meta.get("recipe", {}))
+    ref_device = meta.get("ref_device", "cpu")
+    if ref_device != "cpu":
+        from fuzz.backends import cuda_reason
+
+        if cuda_reason() is not None:
+            ref_device = "cpu"
+    return check_case(
+        target,
+        b,
+        case,
+        params=json.loads(meta.get("property_params", "{}")),
+        ref_device=ref_device,
+        differential=bool(meta.get("differential")) and backend in (None, meta["backend"]),
+    )
+
+
+def main(meta: dict[str, Any], data: str, argv: Sequence[str]) -> int:
+    """Entry point of a reproducer script."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=f"Replay {meta['target']} ({meta['class']}).")
+    parser.add_argument("--backend", help=f"backend to replay on (recorded: {meta['backend']})")
+    parser.add_argument("--quiet", action="store_true", help="print one line")
+    args = parser.parse_args(list(argv))
+    return report_replay(meta, data, backend=args.backend, quiet=args.quiet)
+
+
+def report_replay(meta: dict[str, Any], data: str, *, backend: str | None = None, quiet: bool = False) -> int:
+    """Replays and prints the verdict; returns the exit status (1: reproduces, 0: fixed, 2: error)."""
+    backend_name = backend or meta["backend"]
+    head = f"{meta['target']} on {backend_name}"
+    try:
+        outcome = replay(meta, data, backend=backend)
+    except Exception as e:
+        print(f"{head}: cannot replay: {type(e).__name__}: {e}")
+        return 2
+    f = outcome.finding
+    if f is None:
+        print(f"{head}: PASS (recorded: {meta['class']} in {meta['property']}; it no longer reproduces)")
+        return 0
+    same = "same class as recorded" if f.cls == meta["class"] else f"recorded {meta['class']}"
+    print(f"{head}: FAIL {f.cls} ({same})")
+    if not quiet:
+        print(f"  property: {f.prop}")
+        print(f"  {f.message}")
+        if f.error is not None and f.tolerance is not None:
+            print(f"  error {f.error:.6g} vs tolerance {f.tolerance:.6g}")
+        for h in f.hazards:
+            print(f"  hazard: {h}")
+        for line in f.details.get("origin", []):
+            print(f"  origin: {line}")
+    return 1

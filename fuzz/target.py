@@ -1,0 +1,255 @@
+"""The target record and its registry.
+
+A target is everything the harness needs to fuzz one kernel: its entry point per kernel language,
+the fp64 oracle, a naive same-dtype reference, the input strategy, the tolerance policy, the
+input hazards it knows about and any properties beyond the generic ones. Mutants are targets too,
+marked with the target they were copied from and the failure class they must produce.
+
+Targets come from the built-in families (``fuzz.targets``) or from plugins: a Python file or an
+importable module that calls :func:`register` (``python -m fuzz run --plugin FILE``, ``pytest
+--plugin FILE``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from fuzz.compare import Tolerance
+from fuzz.failures import CLASSES
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+    from fuzz.case import Case
+    from fuzz.properties import Property
+
+KNOWN_FAMILIES = ("softmax", "attention", "jagged_softmax", "simple_gla")
+
+
+class KernelEntry(Protocol):
+    def __call__(
+        self, inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None, interpret: bool
+    ) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """An input condition known to break kernels of this kind.
+
+    ``check(case)`` returns a sentence describing how the condition holds in ``case``
+    (``"masked-region exponent 90.5 > 88.72"``), or None when it does not hold.
+    """
+
+    name: str
+    check: Callable[[Case], str | None]
+
+    def holds(self, case: Case) -> str | None:
+        try:
+            return self.check(case)
+        except Exception as e:  # a hazard description must never fail an example
+            return f"(hazard check {self.name} failed: {type(e).__name__}: {e})"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One fuzzable kernel.
+
+    Attributes:
+        name: unique; starts with ``family``.
+        family: ``softmax``, ``attention``, ``jagged_softmax``, ``simple_gla``, or a plugin's own.
+        kernels: entry point per kernel language (``'triton'``, ``'pallas'``), called as
+            ``entry(inputs, params, out=..., interpret=...)`` with framework arrays, returning the
+            outputs by name. ``out`` holds poisoned outputs to write into (torch: in place;
+            JAX: the initial contents of the result) or is None.
+        oracle: ``oracle(case, device) -> {output: float64 ndarray}``.
+        naive: ``naive(case, device) -> {output: ndarray in the output dtype}``, the reference the
+            tolerance is relative to; its dtypes are the outputs' dtypes.
+        strategy: ``strategy(scale) -> SearchStrategy[Case]``, ``scale`` is ``'small'``/``'large'``.
+        tolerance: one policy for all outputs, or one per output name.
+        hazards: input conditions reported with findings (and as coverage events).
+        poison: ``poison(case, kind) -> Case | None``: the case with every input that must not
+            matter (masked-out keys, padding) set to the poison ``kind`` (``'nan'``, ``'inf'``,
+            ``'max'``, ``'-max'``, ``'-inf'``; see ``fuzz.arrays.special_value``); None if nothing
+            is masked.
+        fixed_outputs: ``fixed_outputs(case) -> {output: bool ndarray}``: elements whose value is
+            decided by the mask alone (zeros of masked keys, rows without a valid key); an error
+            there is classed ``masking`` rather than ``accuracy``.
+        properties: properties beyond the generic ones.
+        mutant_of: for a mutant, the real target it copies.
+        expected_class: for a mutant, the failure class it must produce.
+        shrink_bound: for a mutant, the largest input size (elements) its minimal reproducer may
+            have; the test suite asserts it.
+        writes_out: whether the entry points honour ``out`` (the guard-band and poisoned-output
+            properties need it).
+        description: one line for listings.
+        source: ``'builtin'`` or the plugin that registered it.
+    """
+
+    name: str
+    family: str
+    kernels: Mapping[str, KernelEntry]
+    oracle: Callable[[Case, str], Mapping[str, np.ndarray]]
+    naive: Callable[[Case, str], Mapping[str, np.ndarray]]
+    strategy: Callable[[str], SearchStrategy[Case]]
+    tolerance: Tolerance | Mapping[str, Tolerance] = field(default_factory=Tolerance)
+    hazards: Sequence[Hazard] = ()
+    poison: Callable[[Case, str], Case | None] | None = None
+    fixed_outputs: Callable[[Case], Mapping[str, np.ndarray]] | None = None
+    properties: Sequence[Property] = ()
+    mutant_of: str | None = None
+    expected_class: str | None = None
+    shrink_bound: int | None = None
+    writes_out: bool = True
+    description: str = ""
+    source: str = "builtin"
+
+    def __post_init__(self) -> None:
+        if not self.name.startswith(self.family):
+            raise ValueError(f"target name={self.name!r} must start with its family={self.family!r}")
+        if not self.kernels:
+            raise ValueError(f"target {self.name!r}: kernels must name at least one kernel language")
+        if (self.mutant_of is None) != (self.expected_class is None):
+            raise ValueError(f"target {self.name!r}: a mutant needs both mutant_of and expected_class")
+        if self.expected_class is not None and self.expected_class not in CLASSES:
+            raise ValueError(f"target {self.name!r}: expected_class={self.expected_class!r} is not one of {CLASSES}")
+
+    @property
+    def is_mutant(self) -> bool:
+        return self.mutant_of is not None
+
+    def tolerance_for(self, output: str) -> Tolerance:
+        if isinstance(self.tolerance, Tolerance):
+            return self.tolerance
+        try:
+            return self.tolerance[output]
+        except KeyError:
+            raise KeyError(f"target {self.name!r} has no tolerance for output {output!r}") from None
+
+    def hazards_of(self, case: Case) -> list[str]:
+        return [f"{h.name}: {d}" for h in self.hazards if (d := h.holds(case))]
+
+
+_TARGETS: dict[str, Target] = {}
+_LOADED_PLUGINS: dict[str, str] = {}
+
+
+def register(target: Target) -> Target:
+    """Adds ``target`` to the registry (re-registering the same name from a reloaded plugin
+    replaces it); returns it so that it can be used as an expression."""
+    if not isinstance(target, Target):
+        raise TypeError(f"register() takes a Target, got {type(target).__name__}")
+    if target.source == "builtin" and _loading:
+        target = dataclasses.replace(target, source=_loading[-1])
+    old = _TARGETS.get(target.name)
+    if old is not None and old.source != target.source:
+        raise ValueError(
+            f"target {target.name!r} from {target.source} is already registered by {old.source}"
+        )
+    _TARGETS[target.name] = target
+    return target
+
+
+def unregister(name: str) -> None:
+    _TARGETS.pop(name, None)
+
+
+def load_builtin() -> None:
+    importlib.import_module("fuzz.targets")
+
+
+def get(name: str) -> Target:
+    load_builtin()
+    try:
+        return _TARGETS[name]
+    except KeyError:
+        raise ValueError(f"target={name!r} is not registered; known: {', '.join(sorted(_TARGETS))}") from None
+
+
+def select(patterns: str | Sequence[str] = "*", *, mutants: bool | None = False) -> list[Target]:
+    """Targets whose names match any glob in ``patterns`` (comma-separated or a list).
+
+    ``mutants``: False for real targets only, True for mutants only, None for both.
+    """
+    load_builtin()
+    if isinstance(patterns, str):
+        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
+    out = []
+    for t in sorted(_TARGETS.values(), key=lambda t: t.name):
+        if mutants is not None and t.is_mutant != mutants:
+            continue
+        if any(fnmatch.fnmatchcase(t.name, p) for p in patterns):
+            out.append(t)
+    return out
+
+
+def all_targets() -> list[Target]:
+    return select("*", mutants=None)
+
+
+_loading: list[str] = []
+
+
+def load_plugin(spec: str) -> str:
+    """Imports a plugin: a ``.py`` file path or a module name. Returns how it is recorded.
+
+    The plugin registers its targets (and backends) when imported. Loading the same plugin twice
+    is a no-op.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"--plugin={spec!r} must be a .py file or a module name")
+    load_builtin()
+    is_file = spec.endswith(".py") or os.sep in spec or "/" in spec
+    if is_file:
+        path = os.path.abspath(spec)
+        if not os.path.isfile(path):
+            raise ValueError(f"--plugin={spec!r}: no such file")
+        key = spec = path
+    else:
+        key = spec
+    if key in _LOADED_PLUGINS:
+        return _LOADED_PLUGINS[key]
+    _loading.append(spec)
+    try:
+        if is_file:
+            digest = hashlib.sha1(path.encode()).hexdigest()[:8]
+            mod_name = f"fuzz_plugin_{os.path.splitext(os.path.basename(path))[0]}_{digest}"
+            loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+            assert loader_spec is not None and loader_spec.loader is not None
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[mod_name] = module
+            try:
+                loader_spec.loader.exec_module(module)
+            except Exception:
+                sys.modules.pop(mod_name, None)
+                raise
+        else:
+            try:
+                importlib.import_module(spec)
+            except ModuleNotFoundError as e:
+                if e.name == spec or spec.startswith(f"{e.name}."):
+                    raise ValueError(f"--plugin={spec!r}: no such module ({e})") from None
+                raise
+    finally:
+        _loading.pop()
+    _LOADED_PLUGINS[key] = spec
+    return spec
+
+
+def plugins() -> list[str]:
+    return list(_LOADED_PLUGINS.values())
+
+
+def target_plugin(target: Target) -> str | None:
+    """The plugin spec needed to get ``target`` back in another process (None if built in)."""
+    return None if target.source == "builtin" else target.source

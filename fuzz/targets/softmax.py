@@ -1,0 +1,320 @@
+"""The softmax family: the real masked row softmax and its mutants."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fuzz.arrays import finfo, special_value
+from fuzz.case import Case
+from fuzz.compare import Tolerance
+from fuzz.failures import ACCURACY, INF, NAN, Finding
+from fuzz.properties import Context, Property
+from fuzz.target import Hazard, Target, register
+from kernels.softmax.mutants import MUTANTS
+from oracles.softmax import softmax_naive, softmax_reference
+from strategies.softmax import softmax_cases
+
+TOLERANCE = Tolerance(rho=2.0, floor_ulps=2.0)
+FP32_EXP_MAX = finfo("float32").log_max  # 88.72
+
+
+def entry(module: types.ModuleType):
+    """The target entry point of a softmax kernel module (real or mutant, Triton or Pallas)."""
+
+    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
+            interpret: bool) -> dict[str, Any]:  # fmt: skip
+        y = module.softmax(
+            inputs["x"],
+            mask=inputs.get("mask"),
+            bias=inputs.get("bias"),
+            scale=params["scale"],
+            out=None if out is None else out["y"],
+            block_m=params["block_m"],
+            block_n=params["block_n"],
+            interpret=interpret,
+        )
+        return {"y": y}
+
+    return run
+
+
+def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
+    from fuzz.backends import TorchAdapter
+
+    adapter = TorchAdapter(device)
+    return {k: adapter.put(v) for k, v in case.inputs.items()}
+
+
+def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = _torch_inputs(case, device)
+    y = softmax_reference(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
+    return {"y": y.cpu().numpy()}
+
+
+def naive(case: Case, device: str) -> dict[str, np.ndarray]:
+    from fuzz.backends import TorchAdapter
+
+    t = _torch_inputs(case, device)
+    y = softmax_naive(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
+    return {"y": TorchAdapter(device).get(y)}
+
+
+def logits64(case: Case) -> np.ndarray:
+    """``scale * x + bias`` in float64 with masked keys at -inf."""
+    s = case.inputs["x"].astype(np.float64) * (case.params["scale"] or 1.0)
+    if "bias" in case.inputs:
+        s = s + case.inputs["bias"].astype(np.float64)
+    if "mask" in case.inputs:
+        s = np.where(case.inputs["mask"], s, -np.inf)
+    return s
+
+
+def _valid(case: Case) -> np.ndarray:
+    return np.isfinite(logits64(case))
+
+
+def poison(case: Case, kind: str) -> Case | None:
+    """Masked-out keys of ``x`` and ``bias`` set to the poison; None if nothing is masked."""
+    mask = case.inputs.get("mask")
+    if mask is None or mask.all():
+        return None
+    x = case.inputs["x"].copy()
+    x[~mask] = special_value(kind, case.params["dtype"])
+    new = {"x": x}
+    if "bias" in case.inputs:
+        b = case.inputs["bias"].copy()
+        b[~mask] = special_value(kind, case.params["dtype"])
+        new["bias"] = b
+    return case.replace(inputs=new)
+
+
+def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
+    """Outputs decided without arithmetic: 0 for masked keys and -inf logits; rows with no valid key."""
+    s = logits64(case)
+    fixed = ~np.isfinite(s)
+    fixed |= ~np.isfinite(s).any(axis=-1, keepdims=True)
+    return {"y": fixed}
+
+
+# Hazards ------------------------------------------------------------------------------------------
+
+
+def _exp_overflow(case: Case) -> str | None:
+    s = logits64(case)
+    top = s[np.isfinite(s)].max(initial=-np.inf)
+    if top > FP32_EXP_MAX:
+        return f"logit {top:.4g} > {FP32_EXP_MAX:.2f}: exp overflows fp32 unless the row max is subtracted"
+    return None
+
+
+def _low_precision_exp(case: Case) -> str | None:
+    s = logits64(case)
+    lim = finfo("float16").log_max
+    spread = np.where(np.isfinite(s), np.abs(s), 0.0).max(initial=0.0)
+    if case.params["dtype"] == "float16" and spread > lim:
+        return f"|logit| {spread:.4g} > {lim:.2f}: exp overflows if computed in float16"
+    return None
+
+
+def _no_valid_key(case: Case) -> str | None:
+    empty = ~_valid(case).any(axis=-1)
+    if empty.any():
+        return f"{int(empty.sum())} row(s) with no valid key (first: row {int(np.flatnonzero(empty)[0])})"
+    return None
+
+
+def _single_valid(case: Case) -> str | None:
+    single = _valid(case).sum(axis=-1) == 1
+    return f"{int(single.sum())} row(s) with exactly one valid key" if single.any() else None
+
+
+def _below_sentinel(case: Case) -> str | None:
+    s = logits64(case)
+    low = s[np.isfinite(s)].min(initial=np.inf)
+    if low < -1e4:
+        return f"valid logit {low:.4g} below a finite -1e4 sentinel: a masked key would outrank it"
+    return None
+
+
+def _neg_inf(case: Case) -> str | None:
+    x = case.inputs["x"].astype(np.float64)
+    keep = case.inputs.get("mask", np.ones(x.shape, bool))
+    n = int((np.isneginf(x) & keep).sum())
+    if "bias" in case.inputs:
+        n += int((np.isneginf(case.inputs["bias"].astype(np.float64)) & keep).sum())
+    return f"{n} unmasked -inf input(s)" if n else None
+
+
+def _partial_tile(case: Case) -> str | None:
+    n, b = case.inputs["x"].shape[-1], case.params["block_n"]
+    return f"row length {n} is not a multiple of block_n={b} (partial last tile)" if n % b else None
+
+
+def _multi_tile(case: Case) -> str | None:
+    n, b = case.inputs["x"].shape[-1], case.params["block_n"]
+    return f"row length {n} > block_n={b}: the running max and sum cross tiles" if n > b else None
+
+
+def _subnormal(case: Case) -> str | None:
+    x = case.inputs["x"].astype(np.float64)
+    tiny = finfo(case.params["dtype"]).tiny
+    n = int(((x != 0) & (np.abs(x) < tiny)).sum())
+    return f"{n} subnormal input(s)" if n else None
+
+
+HAZARDS = (
+    Hazard("exp-overflow", _exp_overflow),
+    Hazard("fp16-exp-overflow", _low_precision_exp),
+    Hazard("row-without-valid-key", _no_valid_key),
+    Hazard("single-valid-key", _single_valid),
+    Hazard("below-finite-sentinel", _below_sentinel),
+    Hazard("unmasked-neg-inf", _neg_inf),
+    Hazard("partial-tile", _partial_tile),
+    Hazard("multi-tile", _multi_tile),
+    Hazard("subnormal", _subnormal),
+)
+
+# Softmax-specific properties ----------------------------------------------------------------------
+
+
+def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
+    """Rows with a valid key sum to 1 within the rounding of n outputs (seed 003's gate 4)."""
+    y = ctx.clean.outputs["y"].astype(np.float64)
+    live = _valid(ctx.case).any(axis=-1)
+    if not live.any():
+        return None
+    n = y.shape[-1]
+    u = finfo(ctx.out_dtypes["y"]).eps
+    tol = TOLERANCE.rho * (u + n * finfo("float32").eps)
+    sums = y.sum(axis=-1)
+    dev = np.where(live, np.abs(sums - 1.0), 0.0)
+    dev = np.where(np.isnan(dev), np.inf, dev)
+    if dev.max() <= tol:
+        return None
+    r = int(np.argmax(dev))
+    return ctx.finding(
+        ACCURACY, "rows-sum-to-one", f"row {r} sums to {sums[r]:.8g}, not 1 (tolerance {tol:.3g})",
+        output="y", index=(r,), kernel_value=float(sums[r]), oracle_value=1.0, error=float(dev[r]), tolerance=tol,
+    )  # fmt: skip
+
+
+def _shift_invariance(ctx: Context, c: Any) -> Finding | None:
+    """softmax(x + c) == softmax(x): adding a constant to every logit of a row changes nothing.
+
+    Only up to rounding, which the tolerance derives: ``x + c`` rounded to the input dtype moves
+    each logit by ``d``, and the kernel rounds each fp32 logit ``scale * x + bias`` (two roundings,
+    at most ``2 u |s|`` each run). Outputs may then move by ``y * expm1(2 * max total)``, on top of
+    each run's own tolerance.
+    """
+    c = float(c)
+    case = ctx.case
+    x = case.inputs["x"]
+    x64 = x.astype(np.float64)
+    finite = np.isfinite(x64)
+    with np.errstate(over="ignore"):
+        shifted = np.where(finite, x64 + c, x64).astype(x.dtype)
+    s64 = shifted.astype(np.float64)
+    if not np.isfinite(s64[finite]).all():
+        return None  # the shift leaves the dtype's range: not a valid input
+    launch = ctx.launch(case.replace(inputs={"x": shifted}))
+    if launch.error is not None:
+        return None  # the crash property reports kernel exceptions on the clean run
+    y0 = ctx.clean.outputs["y"].astype(np.float64)
+    y1 = launch.outputs["y"].astype(np.float64)
+    scale = case.params["scale"] or 1.0
+    with np.errstate(invalid="ignore"):
+        d = np.abs(np.where(finite, s64 - x64 - c, 0.0)).max(initial=0.0) * scale
+    s0 = logits64(case)
+    s1 = logits64(case.replace(inputs={"x": shifted}))
+    mag = max(np.abs(s[np.isfinite(s)]).max(initial=0.0) for s in (s0, s1))
+    rounding = 2 * 2 * finfo("float32").unit_roundoff * mag
+    drift = float(np.expm1(2 * (d + rounding))) * float(np.abs(y0).max(initial=0.0))
+    tol = 2 * ctx.bound("y") + drift
+    bad = np.isfinite(y0) & ~np.isfinite(y1)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        cls = NAN if np.isnan(y1[idx]) else INF
+        return ctx.finding(
+            cls, "shift-invariance", f"adding {c:g} to x turns y[{', '.join(map(str, idx))}] into {y1[idx]}",
+            output="y", index=idx, kernel_value=float(y1[idx]), oracle_value=float(ctx.oracle["y"][idx]),
+            details={"shift": c},
+        )  # fmt: skip
+    diff = np.where(np.isfinite(y0) & np.isfinite(y1), np.abs(y1 - y0), 0.0)
+    if diff.max(initial=0.0) <= tol:
+        return None
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+    return ctx.finding(
+        ACCURACY, "shift-invariance",
+        f"adding {c:g} to x moves y[{', '.join(map(str, idx))}] from {y0[idx]:.6g} to {y1[idx]:.6g} "
+        f"(tolerance {tol:.3g})",
+        output="y", index=idx, kernel_value=float(y1[idx]), oracle_value=float(ctx.oracle["y"][idx]),
+        error=float(diff[idx]), tolerance=tol, details={"shift": c},
+    )  # fmt: skip
+
+
+PROPERTIES = (
+    Property("rows-sum-to-one", _rows_sum_to_one, description="rows with a valid key sum to 1"),
+    Property(
+        "shift-invariance",
+        _shift_invariance,
+        st.sampled_from((64.0, -64.0, 1000.0, 0.5)),
+        description="adding a constant to x leaves the output unchanged",
+    ),
+)
+
+
+def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
+    return Target(
+        name=name,
+        family="softmax",
+        kernels={impl: entry(m) for impl, m in modules.items()},
+        oracle=oracle,
+        naive=naive,
+        strategy=softmax_cases,
+        tolerance=TOLERANCE,
+        hazards=HAZARDS,
+        poison=poison,
+        fixed_outputs=fixed_outputs,
+        properties=PROPERTIES,
+        **kw,
+    )
+
+
+def _register() -> None:
+    from kernels.softmax import pallas, triton
+
+    register(
+        make_target(
+            "softmax",
+            {"triton": triton, "pallas": pallas},
+            description="masked row softmax with scale and bias (online, multi-tile rows)",
+        )
+    )
+    for m in MUTANTS:
+        register(
+            make_target(
+                f"softmax_mutant_{m.name}",
+                {"triton": m.module("triton"), "pallas": m.module("pallas")},
+                mutant_of="softmax",
+                expected_class=m.expected_class,
+                shrink_bound=SHRINK_BOUNDS[m.name],
+                description=m.description,
+            )
+        )
+
+
+# The largest input (elements) each mutant's minimal reproducer may have; asserted by the tests.
+SHRINK_BOUNDS = {
+    "no_rowmax": 2,  # one or two logits above 88.72
+    "finite_sentinel": 2,  # one fully masked row of one or two keys
+    "scale_twice": 2,  # one row of two keys (one key gives 1.0 at any scale)
+    "masked_row_nan": 2,  # one fully masked row
+    "pad_zero": 2,  # one row shorter than its tile, no mask
+}
+
+_register()

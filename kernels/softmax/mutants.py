@@ -1,0 +1,112 @@
+"""Softmax mutants: the real kernels with one bug from the softmax-pipeline checklist planted.
+
+Each mutant exists for both kernel languages, as the same bug written the way that language's
+kernel would have it, and names the failure class the harness must report for it.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+
+from kernels._mutate import Edit, mutate
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    description: str
+    expected_class: str
+    triton: tuple[Edit, ...]
+    pallas: tuple[Edit, ...]
+
+    def module(self, impl: str) -> types.ModuleType:
+        if impl == "triton":
+            from kernels.softmax import triton as real
+        elif impl == "pallas":
+            from kernels.softmax import pallas as real  # type: ignore[no-redef]
+        else:
+            raise ValueError(f"impl={impl!r} must be 'triton' or 'pallas'")
+        return mutate(real, self.name, getattr(self, impl))
+
+
+MUTANTS = (
+    Mutant(
+        "no_rowmax",
+        "exp(s) without subtracting the row max: overflows to Inf above 88.7, then Inf/Inf = NaN",
+        "nan",
+        triton=(
+            Edit(
+                """        m_shift = tl.where(m_new == float("-inf"), 0.0, m_new)
+        l_i = l_i * tl.exp(m_i - m_shift) + tl.sum(tl.exp(s - m_shift[:, None]), 1)""",
+                """        l_i = l_i + tl.sum(tl.exp(s), 1)""",
+            ),
+            Edit(
+                """    m_shift = tl.where(m_i == float("-inf"), 0.0, m_i)
+    # l_i""",
+                """    m_shift = tl.zeros_like(m_i)
+    # l_i""",
+            ),
+        ),
+        pallas=(
+            Edit(
+                """        m_shift = jnp.where(m_new == -jnp.inf, 0.0, m_new)
+        l_i = l_i * jnp.exp(m_i - m_shift) + jnp.exp(s - m_shift[:, None]).sum(axis=1)""",
+                """        l_i = l_i + jnp.exp(s).sum(axis=1)""",
+            ),
+            Edit(
+                """    m_shift = jnp.where(m_i == -jnp.inf, 0.0, m_i)
+    # l_i""",
+                """    m_shift = jnp.zeros_like(m_i)
+    # l_i""",
+            ),
+        ),
+    ),
+    Mutant(
+        "finite_sentinel",
+        "masked keys set to -1e9 instead of -inf: a fully masked row becomes uniform, and a masked "
+        "key wins over valid logits below -1e9",
+        "masking",
+        triton=(Edit('s = tl.where(keep != 0, s, float("-inf"))', "s = tl.where(keep != 0, s, -1e9)"),),
+        pallas=(Edit("s = jnp.where(mask_ref[:, cols] != 0, s, -jnp.inf)", "s = jnp.where(mask_ref[:, cols] != 0, s, -1e9)"),),
+    ),
+    Mutant(
+        "scale_twice",
+        "the scale applied twice (once by the caller's convention, once in the kernel)",
+        "accuracy",
+        triton=(Edit("    s = x * scale\n", "    s = x * scale * scale\n"),),
+        pallas=(Edit("s = x_ref[:, cols].astype(jnp.float32) * scale", "s = x_ref[:, cols].astype(jnp.float32) * scale * scale"),),
+    ),
+    Mutant(
+        "masked_row_nan",
+        "no guard for a row without a valid key: its sum is 0 and 0 * (1/0) gives NaN",
+        "nan",
+        triton=(
+            Edit(
+                "inv_l = tl.where(l_i > 0.0, 1.0 / tl.where(l_i > 0.0, l_i, 1.0), 0.0)",
+                "inv_l = 1.0 / l_i",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "inv_l = jnp.where(l_i > 0.0, 1.0 / jnp.where(l_i > 0.0, l_i, 1.0), 0.0)",
+                "inv_l = 1.0 / l_i",
+            ),
+        ),
+    ),
+    Mutant(
+        "pad_zero",
+        "the row's padding lanes loaded as 0 instead of -inf: with no mask, a partial last tile adds "
+        "exp(0 - max) per padding lane to the row sum",
+        "accuracy",
+        triton=(
+            Edit(
+                """        mask=in_bounds,
+        other=float("-inf"),""",
+                """        mask=in_bounds,
+        other=0.0,""",
+            ),
+        ),
+        pallas=(Edit("s = jnp.where(col < n_cols, s, -jnp.inf)", "s = jnp.where(col < n_cols, s, 0.0)"),),
+    ),
+)

@@ -1,0 +1,204 @@
+"""Masked row softmax in JAX Pallas (compiled for GPU through the Triton lowering, or interpreted).
+
+Same semantics as ``kernels.softmax.triton`` (see its docstring): ``s = scale * x + bias``, masked
+keys removed, rows with no valid key give zeros, statistics in fp32, output in the input dtype.
+
+GPU lowering constraints shape the wrapper: every array the kernel sees has power-of-two sizes,
+and no block may overhang its array (the compiled path does not honour the overhang the way the
+interpreter does). So the wrapper pads rows and columns on the host to power-of-two buckets and
+passes the true row length as data: one compiled kernel serves every length in a bucket. The
+kernel masks the padding itself with an iota against that length.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from kernels._validate import check_block, check_scale, next_pow2
+
+DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
+
+
+@dataclass(frozen=True)
+class _Static:
+    has_mask: bool
+    has_bias: bool
+    aliased_out: bool
+    block_m: int
+    block_n: int
+
+
+def _logits(x_ref, mask_ref, bias_ref, scale, n_cols, start, block_n):
+    """One ``[block_m, block_n]`` tile of logits; columns past ``n_cols`` are -inf."""
+    cols = pl.ds(start, block_n)
+    s = x_ref[:, cols].astype(jnp.float32) * scale
+    if bias_ref is not None:
+        s = s + bias_ref[:, cols].astype(jnp.float32)
+    # Padding columns (the host padded the row to a power of two) drop out as -inf.
+    col = start + jax.lax.broadcasted_iota(jnp.int32, s.shape, 1)
+    s = jnp.where(col < n_cols, s, -jnp.inf)
+    if mask_ref is not None:
+        s = jnp.where(mask_ref[:, cols] != 0, s, -jnp.inf)
+    return s
+
+
+def _softmax_kernel(*refs, static: _Static):
+    n_ref, scale_ref, x_ref = refs[:3]
+    rest = list(refs[3:])
+    mask_ref = rest.pop(0) if static.has_mask else None
+    bias_ref = rest.pop(0) if static.has_bias else None
+    if static.aliased_out:
+        rest.pop(0)  # the aliased initial contents of the output: never read
+    (o_ref,) = rest
+    n_cols = n_ref[0]
+    scale = scale_ref[0]
+    block_m, block_n = x_ref.shape[0], static.block_n
+    n_tiles = (n_cols + block_n - 1) // block_n
+
+    def stats(j, carry):
+        m_i, l_i = carry
+        start = pl.multiple_of(j * block_n, block_n)
+        s = _logits(x_ref, mask_ref, bias_ref, scale, n_cols, start, block_n)
+        m_new = jnp.maximum(m_i, s.max(axis=1))
+        # Shift a row that has no valid key yet by 0, never by -inf (exp(-inf - -inf) = NaN).
+        m_shift = jnp.where(m_new == -jnp.inf, 0.0, m_new)
+        l_i = l_i * jnp.exp(m_i - m_shift) + jnp.exp(s - m_shift[:, None]).sum(axis=1)
+        return m_new, l_i
+
+    init = (jnp.full((block_m,), -jnp.inf, jnp.float32), jnp.zeros((block_m,), jnp.float32))
+    m_i, l_i = jax.lax.fori_loop(0, n_tiles, stats, init)
+    m_shift = jnp.where(m_i == -jnp.inf, 0.0, m_i)
+    # l_i >= 1 for a row with a valid key (its max contributes exp(0)); 0 for a row without one.
+    inv_l = jnp.where(l_i > 0.0, 1.0 / jnp.where(l_i > 0.0, l_i, 1.0), 0.0)
+
+    def write(j, carry):
+        start = pl.multiple_of(j * block_n, block_n)
+        s = _logits(x_ref, mask_ref, bias_ref, scale, n_cols, start, block_n)
+        y = jnp.exp(s - m_shift[:, None]) * inv_l[:, None]
+        o_ref[:, pl.ds(start, block_n)] = y.astype(o_ref.dtype)
+        return carry
+
+    jax.lax.fori_loop(0, n_tiles, write, 0)
+
+
+@functools.partial(jax.jit, static_argnames=("static", "interpret"))
+def _softmax_padded(n_cols, scale, x, mask, bias, init, *, static: _Static, interpret: bool):
+    rows, cols = x.shape
+    row_block = pl.BlockSpec((static.block_m, cols), lambda i: (i, 0))
+    scalar = pl.BlockSpec((1,), lambda i: (0,))
+    operands = [n_cols, scale, x]
+    in_specs = [scalar, scalar, row_block]
+    for arr in (mask, bias, init):
+        if arr is not None:
+            operands.append(arr)
+            in_specs.append(row_block)
+    return pl.pallas_call(
+        functools.partial(_softmax_kernel, static=static),
+        grid=(rows // static.block_m,),
+        in_specs=in_specs,
+        out_specs=row_block,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        input_output_aliases={len(operands) - 1: 0} if static.aliased_out else {},
+        interpret=interpret,
+    )(*operands)
+
+
+def _pad2(a: jax.Array, rows: int, cols: int, value=0) -> jax.Array:
+    r, c = a.shape
+    if (r, c) == (rows, cols):
+        return a
+    return jnp.pad(a, ((0, rows - r), (0, cols - c)), constant_values=value)
+
+
+def _rows_of(name: str, a, shape: tuple[int, ...]):
+    if a is None:
+        return None
+    if not isinstance(a, jax.Array):
+        raise TypeError(f"{name} must be a jax.Array or None, got {type(a).__name__}")
+    try:
+        a = jnp.broadcast_to(a, shape)
+    except ValueError:
+        raise ValueError(f"{name}.shape={a.shape} does not broadcast to x.shape={shape}") from None
+    return a.reshape(-1, shape[-1])
+
+
+def softmax(
+    x: jax.Array,
+    *,
+    mask: jax.Array | None = None,
+    bias: jax.Array | None = None,
+    scale: float | None = None,
+    out: jax.Array | None = None,
+    block_m: int = 16,
+    block_n: int = 128,
+    interpret: bool = False,
+) -> jax.Array:
+    """Masked softmax over the last axis of ``x``.
+
+    Args:
+        x: logits ``[..., N]``, float32/float16/bfloat16, ``N >= 1``.
+        mask: optional boolean ``[..., N]`` (broadcastable); ``False`` removes a key.
+        bias: optional additive bias ``[..., N]`` (broadcastable), any float dtype; not scaled.
+        scale: positive finite multiplier applied to ``x`` once (default 1).
+        out: optional ``[..., N]`` array of ``x.dtype`` whose contents the kernel's output buffer
+            starts from (aliased): an element the kernel never writes keeps its value there.
+        block_m, block_n: tile sizes (powers of two; ``block_m <= 128``, ``16 <= block_n <= 8192``).
+        interpret: run Pallas's interpreter instead of compiling for the GPU.
+
+    Returns:
+        ``[..., N]`` in ``x.dtype``; rows with no valid key are zeros.
+    """
+    if not isinstance(x, jax.Array):
+        raise TypeError(f"x must be a jax.Array, got {type(x).__name__}")
+    if x.dtype not in DTYPES:
+        raise ValueError(f"x.dtype={x.dtype} is not supported; expected one of {DTYPES}")
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"x.shape={x.shape} must have a last axis of length >= 1")
+    scale = check_scale(scale)
+    check_block("block_m", block_m, 1, 128)
+    check_block("block_n", block_n, 16, 8192)
+    if mask is not None and isinstance(mask, jax.Array) and mask.dtype != jnp.bool_:
+        raise ValueError(f"mask.dtype={mask.dtype} must be bool")
+    if bias is not None and isinstance(bias, jax.Array):
+        if not jnp.issubdtype(bias.dtype, jnp.floating):
+            raise ValueError(f"bias.dtype={bias.dtype} must be a floating dtype")
+    if out is not None:
+        if not isinstance(out, jax.Array):
+            raise TypeError(f"out must be a jax.Array or None, got {type(out).__name__}")
+        if out.shape != x.shape or out.dtype != x.dtype:
+            raise ValueError(
+                f"out is {out.dtype}{list(out.shape)}; expected x's {x.dtype}{list(x.shape)}"
+            )
+    n_cols = x.shape[-1]
+    x2 = x.reshape(-1, n_cols)
+    n_rows = x2.shape[0]
+    mask2 = _rows_of("mask", mask, x.shape)
+    bias2 = _rows_of("bias", bias, x.shape)
+    if n_rows == 0:
+        return x if out is None else out
+    # Power-of-two buckets: rows to a multiple of block_m, columns to a multiple of block_n.
+    rows_p = max(next_pow2(n_rows), block_m)
+    cols_p = max(next_pow2(n_cols), block_n)
+    static = _Static(
+        has_mask=mask2 is not None,
+        has_bias=bias2 is not None,
+        aliased_out=out is not None,
+        block_m=block_m,
+        block_n=block_n,
+    )
+    y = _softmax_padded(
+        jnp.array([n_cols], jnp.int32),
+        jnp.array([scale], jnp.float32),
+        _pad2(x2, rows_p, cols_p),
+        None if mask2 is None else _pad2(mask2.astype(jnp.int8), rows_p, cols_p),
+        None if bias2 is None else _pad2(bias2, rows_p, cols_p),
+        None if out is None else _pad2(out.reshape(-1, n_cols), rows_p, cols_p),
+        static=static,
+        interpret=interpret,
+    )
+    return y[:n_rows, :n_cols].reshape(x.shape)

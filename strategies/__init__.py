@@ -1,0 +1,27 @@
+"""Hypothesis strategies for adversarial kernel inputs.
+
+Every strategy draws structure before values and shrinks toward the simplest input: small shapes,
+float32, no mask, seed 0, plain distributions. Invalid arguments raise
+``hypothesis.errors.InvalidArgument`` naming the argument.
+"""
+
+from strategies.masks import MASK_KINDS, MaskRecipe, build_mask, mask_recipes, masks
+from strategies.shapes import boundary_values, sizes, tiled_sizes
+from strategies.softmax import softmax_cases
+from strategies.values import ValueRecipe, float_dtypes, materialize, value_recipes
+
+__all__ = [
+    "MASK_KINDS",
+    "MaskRecipe",
+    "ValueRecipe",
+    "boundary_values",
+    "build_mask",
+    "float_dtypes",
+    "mask_recipes",
+    "masks",
+    "materialize",
+    "sizes",
+    "softmax_cases",
+    "tiled_sizes",
+    "value_recipes",
+]

@@ -1,0 +1,72 @@
+"""Sizes aimed at the boundaries where kernels break.
+
+Random sizes rarely land on a tile boundary; kernels break at 1, at powers of two plus or minus
+one, at a multiple of the block size plus or minus one, and at primes (no divisor to hide behind).
+These strategies mix such values with plain small integers, and shrink toward ``min_size``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import strategies as st
+
+from strategies._validate import check_int, check_order
+
+SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 257, 509, 1021, 2039, 4093)
+
+
+def boundary_values(max_size: int, *, blocks: Sequence[int] = (), min_size: int = 1) -> list[int]:
+    """Sorted boundary values in ``[min_size, max_size]``: 1, pow2 +-1, block multiples +-1, primes."""
+    vals = {1, 2, 3}
+    p = 1
+    while p <= 2 * max_size:
+        vals.update((p - 1, p, p + 1))
+        p *= 2
+    for b in blocks:
+        for k in range(1, 4):
+            vals.update((k * b - 1, k * b, k * b + 1))
+    vals.update(SMALL_PRIMES)
+    return sorted(v for v in vals if min_size <= v <= max_size)
+
+
+def sizes(*, max_size: int, min_size: int = 1, blocks: Sequence[int] = ()) -> st.SearchStrategy[int]:
+    """One dimension's length in ``[min_size, max_size]``.
+
+    Half of the draws are boundary values (see :func:`boundary_values`), the rest plain integers,
+    small ones first. Shrinks toward ``min_size``.
+    """
+    check_int("min_size", min_size, lo=0)
+    check_int("max_size", max_size, lo=0)
+    check_order("min_size", min_size, "max_size", max_size)
+    for b in blocks:
+        check_int("blocks[...]", b, lo=1)
+    small_hi = min(max_size, min_size + 7)
+    return st.one_of(
+        st.integers(min_size, small_hi),
+        st.sampled_from(boundary_values(max_size, blocks=blocks, min_size=min_size) or [min_size]),
+        st.integers(min_size, max_size),
+    )
+
+
+def tiled_sizes(block: int, *, max_size: int, min_size: int = 1) -> st.SearchStrategy[int]:
+    """A length ``n_tiles * block + rem`` with the remainder aimed at ``{0, 1, block - 1}``.
+
+    Drawn as structure (tile count, then remainder) so that shrinking removes whole tiles first and
+    then the tail: shrinks toward ``min_size`` (one partial tile of one element).
+    """
+    check_int("block", block, lo=1)
+    check_int("max_size", max_size, lo=1)
+    check_int("min_size", min_size, lo=0)
+    check_order("min_size", min_size, "max_size", max_size)
+    max_tiles = max_size // block
+
+    @st.composite
+    def build(draw: st.DrawFn) -> int:
+        tiles = draw(st.integers(0, max_tiles), label="tiles")
+        # Plain integers first, so that shrinking can walk a tail of block - 1 down to 2; the
+        # boundary remainders as the second branch, so half the draws land on them.
+        rem = draw(st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0))), label="remainder")
+        return min(max(tiles * block + rem, min_size), max_size)
+
+    return build()

@@ -1,0 +1,90 @@
+"""Cases for the masked row softmax: ``x [rows, cols]``, optional mask and bias, scale, tiles."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fuzz.arrays import FLOAT_DTYPES, np_dtype
+from fuzz.case import Case
+from strategies._validate import check_scale, check_subset
+from strategies.masks import MASK_KINDS, build_mask, mask_recipes
+from strategies.shapes import sizes, tiled_sizes
+from strategies.values import float_dtypes, materialize, value_recipes
+
+BIAS_KINDS = ("none", "random", "alibi", "-inf")
+SCALES = (None, 0.5, 0.125, 2.0, 1 / math.sqrt(64), 1 / math.sqrt(96))
+
+# Bounds per scale: small keeps the CPU interpreters quick; large is for compiled backends.
+LIMITS = {
+    "small": {"max_rows": 8, "max_tiles": 3, "block_m": (8, 4), "block_n": (16, 32), "max_elements": 1024},
+    "large": {
+        "max_rows": 300,
+        "max_tiles": 8,
+        "block_m": (16, 4, 64),
+        "block_n": (128, 16, 32, 256, 1024),
+        "max_elements": 1 << 18,
+    },
+}
+
+
+def _bias(kind: str, rows: int, cols: int, seed: int, dtype: str) -> np.ndarray | None:
+    if kind == "none":
+        return None
+    rng = np.random.default_rng(seed)
+    if kind == "random":
+        b = rng.standard_normal((rows, cols))
+    elif kind == "alibi":
+        # A per-row slope times the distance to the last key, as ALiBi adds to attention logits.
+        slopes = 2.0 ** (-8.0 * (np.arange(rows) + 1) / max(rows, 1))
+        b = -slopes[:, None] * (cols - 1 - np.arange(cols))[None, :]
+    else:  # "-inf": a bias that removes some keys, as an additive mask does
+        b = np.where(rng.random((rows, cols)) < 0.3, -np.inf, 0.0)
+    return b.astype(np_dtype(dtype))
+
+
+def softmax_cases(
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    mask_kinds: tuple[str, ...] = MASK_KINDS,
+    bias_kinds: tuple[str, ...] = BIAS_KINDS,
+) -> st.SearchStrategy[Case]:
+    """Softmax cases with inputs ``x`` (and ``mask``, ``bias`` when drawn).
+
+    Structure is drawn before values: dtype, tile sizes, rows, columns (tile count then tail), mask,
+    bias, scale, then the value recipe. Shrinks toward float32, one row, one column, no mask, no
+    bias, no scale and the plainest values (seed 0, normal, magnitude 1, offset 0).
+    """
+    lim = LIMITS[check_scale(scale)]
+    dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    mask_kinds = check_subset("mask_kinds", mask_kinds, MASK_KINDS)
+    bias_kinds = check_subset("bias_kinds", bias_kinds, BIAS_KINDS)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        dtype = draw(float_dtypes(dtypes), label="dtype")
+        block_m = draw(st.sampled_from(lim["block_m"]), label="block_m")
+        block_n = draw(st.sampled_from(lim["block_n"]), label="block_n")
+        rows = draw(sizes(max_size=lim["max_rows"], blocks=(block_m,)), label="rows")
+        max_cols = max(1, min(lim["max_tiles"] * block_n + block_n - 1, lim["max_elements"] // rows))
+        cols = draw(tiled_sizes(block_n, max_size=max_cols), label="cols")
+        mask_recipe = draw(mask_recipes(mask_kinds), label="mask")
+        bias_kind = draw(st.sampled_from(bias_kinds), label="bias")
+        bias_seed = 0 if bias_kind in ("none", "alibi") else draw(st.integers(0, 2**32 - 1), label="bias seed")
+        scale_value = draw(st.sampled_from(SCALES), label="scale")
+        recipe = draw(value_recipes(numel=rows * cols), label="values")
+        inputs = {"x": materialize(recipe, (rows, cols), dtype)}
+        mask = build_mask(mask_recipe, rows, cols)
+        if mask is not None:
+            inputs["mask"] = mask
+        bias = _bias(bias_kind, rows, cols, bias_seed, dtype)
+        if bias is not None:
+            inputs["bias"] = bias
+        params = {"dtype": dtype, "scale": scale_value, "block_m": block_m, "block_n": block_n}
+        described = {"values": recipe.describe(), "mask": mask_recipe.describe(), "bias": bias_kind}
+        return Case(inputs, params, described)
+
+    return build()

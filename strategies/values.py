@@ -1,0 +1,145 @@
+"""Array values from a small recipe instead of element by element.
+
+Drawing every element through Hypothesis makes large arrays slow to generate and slow to shrink.
+A :class:`ValueRecipe` (seed, distribution, magnitude, offset, injected specials) is a handful of
+choices that shrink well: toward seed 0, the normal distribution, magnitude 1, offset 0 and no
+specials. Arrays of at most ``EXPLICIT_MAX`` elements may instead be drawn element by element
+from values that matter (0, +-1, the exp-overflow boundary, a large negative logit, -inf...), so a
+minimal reproducer can show the one value that breaks a kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
+from strategies._validate import check_int, check_subset
+
+DISTRIBUTIONS = ("normal", "uniform", "constant", "ramp", "explicit")
+SPECIALS = ("none", "-inf", "subnormal", "zero")
+EXPLICIT_MAX = 4
+
+# Magnitudes and offsets that put logits where softmax pipelines break: exp overflow in fp32 at
+# 88.72 (fp16: 11.09), sentinels at -1e4/-1e9, fp16's 65504 range.
+MAGNITUDES = (1.0, 0.01, 4.0, 30.0, 1e4)
+OFFSETS = (0.0, 88.0, -88.0, 90.0, 12.0, -1e4, 1e4)
+EXPLICIT_VALUES = (0.0, 1.0, -1.0, 2.0, 89.0, -89.0, 12.0, 1e4, -1e4, -3e4, float("-inf"))
+
+
+@dataclass(frozen=True)
+class ValueRecipe:
+    """How to fill one float array.
+
+    Attributes:
+        seed: NumPy generator seed.
+        distribution: ``normal``/``uniform`` (+-1)/``constant`` (every element equal)/``ramp``
+            (evenly spaced in [-1, 1] along the last axis)/``explicit`` (``values`` as given).
+        magnitude: multiplies the distribution.
+        offset: added after scaling.
+        specials: ``-inf``/``subnormal``/``zero`` injected at a random ``density`` of positions.
+        density: fraction of positions that get the special value.
+        values: the elements, for ``explicit``.
+    """
+
+    seed: int = 0
+    distribution: str = "normal"
+    magnitude: float = 1.0
+    offset: float = 0.0
+    specials: str = "none"
+    density: float = 0.0
+    values: tuple[float, ...] = ()
+
+    def describe(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.distribution != "explicit":
+            d.pop("values")
+        if self.specials == "none":
+            d.pop("density")
+        return d
+
+
+def materialize(recipe: ValueRecipe, shape: Sequence[int], dtype: str) -> np.ndarray:
+    """The array a recipe describes, rounded to ``dtype`` (finite values clipped to its range)."""
+    shape = tuple(int(s) for s in shape)
+    n = int(np.prod(shape)) if shape else 1
+    rng = np.random.default_rng(recipe.seed)
+    if recipe.distribution == "explicit":
+        vals = np.resize(np.asarray(recipe.values or (0.0,), np.float64), n)
+        a = vals.reshape(shape)
+    else:
+        if recipe.distribution == "normal":
+            base = rng.standard_normal(shape)
+        elif recipe.distribution == "uniform":
+            base = rng.uniform(-1.0, 1.0, shape)
+        elif recipe.distribution == "constant":
+            base = np.full(shape, rng.standard_normal())
+        elif recipe.distribution == "ramp":
+            last = shape[-1] if shape else 1
+            base = np.broadcast_to(np.linspace(-1.0, 1.0, last), shape).copy()
+        else:
+            raise ValueError(f"distribution={recipe.distribution!r} must be one of {DISTRIBUTIONS}")
+        a = recipe.offset + recipe.magnitude * base
+    if recipe.specials != "none" and n:
+        hit = rng.random(shape) < recipe.density
+        if not hit.any():
+            hit.flat[rng.integers(n)] = True
+        fi = finfo(dtype)
+        if recipe.specials == "-inf":
+            a = np.where(hit, -np.inf, a)
+        elif recipe.specials == "subnormal":
+            a = np.where(hit, rng.uniform(-1.0, 1.0, shape) * fi.tiny, a)
+        elif recipe.specials == "zero":
+            a = np.where(hit, 0.0, a)
+        else:
+            raise ValueError(f"specials={recipe.specials!r} must be one of {SPECIALS}")
+    big = finfo(dtype).max
+    a = np.where(np.isfinite(a), np.clip(a, -big, big), a)
+    return np.asarray(a).astype(np_dtype(dtype))
+
+
+def value_recipes(
+    *,
+    numel: int,
+    distributions: Sequence[str] = DISTRIBUTIONS,
+    magnitudes: Sequence[float] = MAGNITUDES,
+    offsets: Sequence[float] = OFFSETS,
+    specials: Sequence[str] = SPECIALS,
+    explicit_values: Sequence[float] = EXPLICIT_VALUES,
+) -> st.SearchStrategy[ValueRecipe]:
+    """Recipes for an array of ``numel`` elements.
+
+    ``explicit`` is only drawn when ``numel <= EXPLICIT_MAX``. Shrinks toward seed 0, the first
+    distribution (normal), the first magnitude and offset (1 and 0) and no specials.
+    """
+    check_int("numel", numel, lo=0)
+    distributions = check_subset("distributions", distributions, DISTRIBUTIONS)
+    specials = check_subset("specials", specials, SPECIALS)
+    if not magnitudes or not offsets:
+        raise ValueError("magnitudes and offsets must not be empty")
+    if numel > EXPLICIT_MAX:
+        distributions = tuple(d for d in distributions if d != "explicit") or ("normal",)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> ValueRecipe:
+        dist = draw(st.sampled_from(distributions), label="distribution")
+        if dist == "explicit":
+            values = draw(st.lists(st.sampled_from(tuple(explicit_values)), min_size=numel, max_size=numel))
+            return ValueRecipe(distribution="explicit", values=tuple(values))
+        magnitude = draw(st.sampled_from(tuple(magnitudes)), label="magnitude")
+        offset = draw(st.sampled_from(tuple(offsets)), label="offset")
+        special = draw(st.sampled_from(specials), label="specials")
+        density = 0.0 if special == "none" else draw(st.sampled_from((0.1, 0.5, 1.0)), label="density")
+        seed = draw(st.integers(0, 2**32 - 1), label="seed")
+        return ValueRecipe(seed, dist, magnitude, offset, special, density)
+
+    return build()
+
+
+def float_dtypes(allowed: Sequence[str] = FLOAT_DTYPES) -> st.SearchStrategy[str]:
+    """One of ``allowed`` (names); shrinks toward the first (float32)."""
+    return st.sampled_from(check_subset("allowed", allowed, FLOAT_DTYPES))
