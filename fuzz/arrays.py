@@ -68,7 +68,9 @@ class FloatInfo:
 
 def finfo(name: str) -> FloatInfo:
     fi = ml_dtypes.finfo(np_dtype(name)) if name == "bfloat16" else np.finfo(np_dtype(name))
-    return FloatInfo(name, float(fi.eps), float(fi.max), float(fi.tiny), float(np.log(float(fi.max))))
+    return FloatInfo(
+        name, float(fi.eps), float(fi.max), float(fi.tiny), float(np.log(float(fi.max)))
+    )
 
 
 POISON_KINDS = ("nan", "inf", "max", "-max", "-inf")

@@ -31,7 +31,12 @@ GUARD_ELEMENTS = 64  # before and after the output
 ROW_GAP = 3  # between consecutive rows of the output (an odd gap: misaligned on purpose)
 
 # Guard fill: a quiet NaN with a payload no arithmetic produces; output poisons for the two runs.
-_GUARD_BITS = {"float32": 0x7FC0DEAD, "float16": 0x7E5A, "bfloat16": 0x7FDA, "float64": 0x7FF8DEADBEEF0001}
+_GUARD_BITS = {
+    "float32": 0x7FC0DEAD,
+    "float16": 0x7E5A,
+    "bfloat16": 0x7FDA,
+    "float64": 0x7FF8DEADBEEF0001,
+}
 POISON_NAN = float("nan")
 POISON_FINITE = -7.75  # exact in every float dtype; a kernel never writes it by chance twice
 
@@ -266,13 +271,41 @@ def register_backend(backend: Backend) -> Backend:
 
 
 for _b in (
-    Backend("triton", "triton", False, True, "triton-interpret", lambda: TorchAdapter("cuda"), _probe_triton),
     Backend(
-        "triton-interpret", "triton", True, False, "triton", lambda: TorchAdapter("cpu"), _probe_triton_interpret
+        "triton",
+        "triton",
+        False,
+        True,
+        "triton-interpret",
+        lambda: TorchAdapter("cuda"),
+        _probe_triton,
     ),
-    Backend("pallas-gpu", "pallas", False, True, "pallas-interpret", lambda: JaxAdapter("gpu"), _jax_gpu_reason),
     Backend(
-        "pallas-interpret", "pallas", True, False, "pallas-gpu", lambda: JaxAdapter("cpu"), _probe_pallas_interpret
+        "triton-interpret",
+        "triton",
+        True,
+        False,
+        "triton",
+        lambda: TorchAdapter("cpu"),
+        _probe_triton_interpret,
+    ),
+    Backend(
+        "pallas-gpu",
+        "pallas",
+        False,
+        True,
+        "pallas-interpret",
+        lambda: JaxAdapter("gpu"),
+        _jax_gpu_reason,
+    ),
+    Backend(
+        "pallas-interpret",
+        "pallas",
+        True,
+        False,
+        "pallas-gpu",
+        lambda: JaxAdapter("cpu"),
+        _probe_pallas_interpret,
     ),
 ):
     register_backend(_b)
@@ -286,7 +319,9 @@ def get_backend(name: str) -> Backend:
     try:
         return _BACKENDS[name]
     except KeyError:
-        raise ValueError(f"backend={name!r} is unknown; known backends: {sorted(_BACKENDS)}") from None
+        raise ValueError(
+            f"backend={name!r} is unknown; known backends: {sorted(_BACKENDS)}"
+        ) from None
 
 
 _adapters: dict[str, Adapter] = {}

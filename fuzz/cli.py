@@ -25,7 +25,9 @@ def _positive_float(text: str) -> float:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fuzz", description="Property-based numerical fuzzing of GPU kernels.")
+    p = argparse.ArgumentParser(
+        prog="python -m fuzz", description="Property-based numerical fuzzing of GPU kernels."
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     def plugin_arg(sp: argparse.ArgumentParser) -> None:
@@ -36,20 +38,38 @@ def _parser() -> argparse.ArgumentParser:
     plugin_arg(ls)
 
     run = sub.add_parser("run", help="a fuzz campaign with a time budget")
-    run.add_argument("--budget", type=_positive_float, default=120.0, help="total seconds (default 120)")
-    run.add_argument("--targets", default="*", help="comma-separated globs of target names (default *)")
-    run.add_argument("--backends", default="*", help="comma-separated globs of backend names (default: the profile's)")
+    run.add_argument(
+        "--budget", type=_positive_float, default=120.0, help="total seconds (default 120)"
+    )
+    run.add_argument(
+        "--targets", default="*", help="comma-separated globs of target names (default *)"
+    )
+    run.add_argument(
+        "--backends",
+        default="*",
+        help="comma-separated globs of backend names (default: the profile's)",
+    )
     run.add_argument("--out", required=True, help="output folder for report.json and reproducers")
-    run.add_argument("--mutants", action="store_true", help="also run the mutants (the harness proving itself)")
-    run.add_argument("--profile", default=None, help="ci, dev, gpu or nightly (default: gpu with CUDA, else ci)")
-    run.add_argument("--repro-dir", default=None, help="where reproducers go (default OUT/reproducers)")
-    run.add_argument("--db", default=None, help="example database folder (default OUT/examples; 'none' for none)")
+    run.add_argument(
+        "--mutants", action="store_true", help="also run the mutants (the harness proving itself)"
+    )
+    run.add_argument(
+        "--profile", default=None, help="ci, dev, gpu or nightly (default: gpu with CUDA, else ci)"
+    )
+    run.add_argument(
+        "--repro-dir", default=None, help="where reproducers go (default OUT/reproducers)"
+    )
+    run.add_argument(
+        "--db", default=None, help="example database folder (default OUT/examples; 'none' for none)"
+    )
     run.add_argument("--seed", type=int, default=None, help="random seed (default: a fresh one)")
     plugin_arg(run)
 
     rp = sub.add_parser("replay", help="replay reproducer scripts (files or folders)")
     rp.add_argument("paths", nargs="+")
-    rp.add_argument("--backend", default=None, help="replay on this backend instead of the recorded one")
+    rp.add_argument(
+        "--backend", default=None, help="replay on this backend instead of the recorded one"
+    )
     plugin_arg(rp)
     return p
 
@@ -100,7 +120,9 @@ def _select_backends(pattern: str, profile_backends: Sequence[str]) -> list[str]
         return list(profile_backends)
     names = [n for n in backends() if any(fnmatch.fnmatchcase(n, p) for p in pats)]
     if not names:
-        raise SystemExit(f"--backends={pattern!r} matches no backend; known: {', '.join(backends())}")
+        raise SystemExit(
+            f"--backends={pattern!r} matches no backend; known: {', '.join(backends())}"
+        )
     return names
 
 
@@ -119,7 +141,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile) if args.profile else default_profile()
     targets = select(args.targets, mutants=None if args.mutants else False)
     if not targets:
-        console.print(f"[red]--targets={args.targets!r} matches no target[/red] (see python -m fuzz list)")
+        console.print(
+            f"[red]--targets={args.targets!r} matches no target[/red] (see python -m fuzz list)"
+        )
         return EXIT_ERROR
     backend_names = _select_backends(args.backends, profile.backends)
     pairs = []
@@ -140,7 +164,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     repro_dir = Path(args.repro_dir) if args.repro_dir else out / "reproducers"
-    db = None if args.db == "none" else DirectoryBasedExampleDatabase(args.db or str(out / "examples"))
+    db = (
+        None
+        if args.db == "none"
+        else DirectoryBasedExampleDatabase(args.db or str(out / "examples"))
+    )
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     started = time.time()
     deadline = time.perf_counter() + args.budget
@@ -156,7 +184,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         for i, (t, b) in enumerate(pairs):
             left = deadline - time.perf_counter()
             share = max(left / (len(pairs) - i), 0.0)
-            r = hunt(t, b, profile, max_examples=10**9, seed=seed + i, database=db, repro_dir=repro_dir, time_limit=share)
+            r = hunt(
+                t,
+                b,
+                profile,
+                max_examples=10**9,
+                seed=seed + i,
+                database=db,
+                repro_dir=repro_dir,
+                time_limit=share,
+            )
             results.append(r)
             _print_line(console, r)
             report.write(report_path, report.build(results, profile=profile.name, budget=args.budget, started=started,
@@ -181,11 +218,18 @@ def _print_line(console: object, r: object) -> None:
     from fuzz.engine import HuntResult
 
     assert isinstance(console, Console) and isinstance(r, HuntResult)
-    colour = {"pass": "green", "found": "green", "fail": "red", "missed": "red", "wrong-class": "red"}[r.status]
+    colour = {
+        "pass": "green",
+        "found": "green",
+        "fail": "red",
+        "missed": "red",
+        "wrong-class": "red",
+    }[r.status]
     classes = ", ".join(r.classes) or "-"
     console.print(
         f"  [{colour}]{r.status:11}[/{colour}] {r.target:34} {r.backend:17} {r.examples:6d} ex "
-        f"{r.seconds:6.1f}s {r.examples_per_second:6.1f}/s  {classes}" + (f"  [red]{r.error}[/red]" if r.error else "")
+        f"{r.seconds:6.1f}s {r.examples_per_second:6.1f}/s  {classes}"
+        + (f"  [red]{r.error}[/red]" if r.error else "")
     )
 
 
@@ -205,18 +249,32 @@ def _print_summary(console: object, results: Sequence[object], report_path: Path
         for f in r.found.values():
             n += 1
             fd = f.finding
-            err = f"{fd.error:.3g} / {fd.tolerance:.3g}" if fd.error is not None and fd.tolerance is not None else ""
-            mark = "" if r.expected_class is None else (" (expected)" if fd.cls == r.expected_class else " (mutant)")
+            err = (
+                f"{fd.error:.3g} / {fd.tolerance:.3g}"
+                if fd.error is not None and fd.tolerance is not None
+                else ""
+            )
+            mark = (
+                ""
+                if r.expected_class is None
+                else (" (expected)" if fd.cls == r.expected_class else " (mutant)")
+            )
             table.add_row(r.target, r.backend, fd.cls + mark, fd.where, err, str(f.case.size),
                           os.path.relpath(f.reproducer) if f.reproducer else "")  # fmt: skip
     if n:
         console.print(table)
-    real_fail = sorted({r.target for r in results if isinstance(r, HuntResult) and r.status == "fail"})
+    real_fail = sorted(
+        {r.target for r in results if isinstance(r, HuntResult) and r.status == "fail"}
+    )
     mutants = [r for r in results if isinstance(r, HuntResult) and r.expected_class is not None]
     found = sum(1 for r in mutants if r.status == "found")
     console.print(
         f"{sum(r.examples for r in results if isinstance(r, HuntResult))} examples; "
-        + (f"[red]failing real targets: {', '.join(real_fail)}[/red]" if real_fail else "[green]no real target failed[/green]")
+        + (
+            f"[red]failing real targets: {', '.join(real_fail)}[/red]"
+            if real_fail
+            else "[green]no real target failed[/green]"
+        )
         + (f"; mutants found with the expected class: {found}/{len(mutants)}" if mutants else "")
         + f"\nreport: {report_path}"
     )
@@ -258,8 +316,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "list":
-        return cmd_list(args)
-    if args.command == "run":
-        return cmd_run(args)
-    return cmd_replay(args)
+    commands = {"list": cmd_list, "run": cmd_run, "replay": cmd_replay}
+    try:
+        return commands[args.command](args)
+    except ValueError as e:  # bad input named by the code that checked it
+        print(f"python -m fuzz {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_ERROR

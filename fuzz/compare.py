@@ -62,6 +62,11 @@ def _rms(a: np.ndarray) -> float:
 
 def measure(kernel: np.ndarray, oracle: np.ndarray, naive: np.ndarray | None = None) -> Metrics:
     """Compares a kernel output with the fp64 oracle (and, optionally, the naive reference)."""
+    with np.errstate(all="ignore"):  # inf - inf and friends are masked out below
+        return _measure(kernel, oracle, naive)
+
+
+def _measure(kernel: np.ndarray, oracle: np.ndarray, naive: np.ndarray | None) -> Metrics:
     if kernel.shape != oracle.shape:
         raise ValueError(f"kernel output shape {kernel.shape} != oracle shape {oracle.shape}")
     name = dtype_name(kernel.dtype)
@@ -84,7 +89,9 @@ def measure(kernel: np.ndarray, oracle: np.ndarray, naive: np.ndarray | None = N
     first_bad = None
     if bad.any() or special.any():
         flat = int(np.flatnonzero(bad | special)[0])
-        first_bad = Worst(_index(flat, k.shape), float(k.flat[flat]), float(o.flat[flat]), float("inf"))
+        first_bad = Worst(
+            _index(flat, k.shape), float(k.flat[flat]), float(o.flat[flat]), float("inf")
+        )
     naive_max = ratio = None
     if naive is not None:
         nv = to_float64(naive)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import event, given, reject, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.database import ExampleDatabase
@@ -108,11 +108,19 @@ class HuntResult:
             "launches": self.stats.launches,
             "launch_seconds": round(self.stats.launch_seconds, 3),
             "compile_seconds": round(self.stats.compile_seconds, 3),
-            "compile_share": round(self.stats.compile_seconds / self.seconds, 3) if self.seconds else 0.0,
+            "compile_share": round(self.stats.compile_seconds / self.seconds, 3)
+            if self.seconds
+            else 0.0,
+            "twin_launches": self.stats.twin_launches,
+            "twin_seconds": round(self.stats.twin_seconds, 3),
             "error": self.error,
             "events": dict(self.events),
             "findings": [f.as_dict() for f in self.found.values()],
         }
+
+
+class _OutOfTime(BaseException):
+    """Ends a hunt whose time is up (a BaseException: Hypothesis does not shrink it)."""
 
 
 def _exceptions(exc: BaseException) -> list[BaseException]:
@@ -131,9 +139,10 @@ def hunt(
     *,
     max_examples: int | None = None,
     seed: int | None = None,
-    database: ExampleDatabase | None | str = "profile",
+    database: ExampleDatabase | str | None = "profile",
     repro_dir: str | Path | None = None,
     time_limit: float | None = None,
+    min_examples: int = 1,
     on_example: Callable[[HuntResult], None] | None = None,
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns minimal failures per class.
@@ -144,7 +153,7 @@ def hunt(
         database: a Hypothesis example database, None for none, ``'profile'`` for the profile's.
         repro_dir: where to write reproducer scripts (None: do not write them).
         time_limit: seconds after which no new examples are generated (shrinking of a failure
-            already found still completes).
+            already found still completes), once ``min_examples`` have run.
         on_example: called after every example (progress display).
     """
     b = get_backend(backend) if isinstance(backend, str) else backend
@@ -165,8 +174,14 @@ def hunt(
 
     def run_one(case: Case, data: st.DataObject) -> None:
         final = current_build_context().is_final
-        if stop_at is not None and not first and not final and time.perf_counter() > stop_at:
-            reject()
+        if (
+            stop_at is not None
+            and not first
+            and not final
+            and result.examples >= min_examples
+            and time.perf_counter() > stop_at
+        ):
+            raise _OutOfTime
         result.examples += 1
         outcome = check_case(
             target,
@@ -175,6 +190,7 @@ def hunt(
             draw=lambda s, label: data.draw(s, label=label),
             ref_device=profile.ref_device,
             differential=profile.differential,
+            differential_max_cost=profile.differential_max_cost,
             stats=result.stats,
         )
         for h in outcome.context.hazards:
@@ -196,9 +212,9 @@ def hunt(
         raise_for(f)
 
     base = profile.settings
-    overrides: dict[str, Any] = {}
-    if max_examples is not None:
-        overrides["max_examples"] = max_examples
+    overrides: dict[str, Any] = {
+        "max_examples": profile.max_examples if max_examples is None else max_examples
+    }
     if database != "profile":
         overrides["database"] = database
     if seed is not None:
@@ -211,10 +227,12 @@ def hunt(
         test = hypothesis_seed(seed)(test)
     try:
         test()
-    except BaseException as exc:  # noqa: BLE001 - sorted below; KeyboardInterrupt re-raised
+    except _OutOfTime:
+        pass
+    except BaseException as exc:
         for e in _exceptions(exc):
             if isinstance(e, KeyboardInterrupt):
-                raise e
+                raise e from exc
             if isinstance(e, KernelFailure):
                 continue
             if isinstance(e, HypothesisException) and "Flaky" in type(e).__name__:
@@ -235,12 +253,18 @@ def hunt(
                 finding=f.finding,
                 ref_device=profile.ref_device,
                 differential=profile.differential,
+                differential_max_cost=profile.differential_max_cost,
             )
     return result
 
 
 def check(
-    target: Target, backend: Backend | str, profile: Profile, *, repro_dir: str | Path | None = None, **kw: Any
+    target: Target,
+    backend: Backend | str,
+    profile: Profile,
+    *,
+    repro_dir: str | Path | None = None,
+    **kw: Any,
 ) -> HuntResult:
     """Like :func:`hunt`, but raises ``AssertionError`` with a readable summary on any failure."""
     result = hunt(target, backend, profile, repro_dir=repro_dir, **kw)

@@ -34,6 +34,8 @@ class Profile:
         backends: the backends whose kernels are checked directly.
         scale: ``'small'`` or ``'large'``: which shape bounds the target strategies use.
         differential: also run each case on the backend's twin (compiled vs interpreted).
+        differential_max_cost: ...but only cases whose ``Target.interpreter_cost`` is at most this
+            (the interpreter is orders of magnitude slower than the compiled kernel).
         ref_device: where the fp64 oracle and the naive reference run (``'cpu'``/``'cuda'``).
         needs_gpu: stop with a clear message on a machine without CUDA.
         max_examples: examples per target and backend.
@@ -46,6 +48,7 @@ class Profile:
     ref_device: str
     needs_gpu: bool
     max_examples: int
+    differential_max_cost: float = 32.0
 
     @property
     def settings(self) -> settings:
@@ -56,16 +59,20 @@ PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", INTERPRETERS, "small", False, "cpu", False, 40),
     "dev": Profile("dev", INTERPRETERS, "small", False, "cpu", False, 10),
     "gpu": Profile("gpu", COMPILED, "large", True, "cuda", True, 200),
-    "nightly": Profile("nightly", COMPILED, "large", True, "cuda", True, 5000),
+    "nightly": Profile(
+        "nightly", COMPILED, "large", True, "cuda", True, 5000, differential_max_cost=256.0
+    ),
 }
 
-_COMMON = {"deadline": None, "suppress_health_check": _QUIET_CHECKS, "print_blob": False}
-settings.register_profile(
-    "ci", max_examples=PROFILES["ci"].max_examples, derandomize=True, database=None, phases=_NO_EXPLAIN, **_COMMON
+_BASE = settings(
+    deadline=None, suppress_health_check=_QUIET_CHECKS, print_blob=False, phases=_NO_EXPLAIN
 )
-settings.register_profile("dev", max_examples=PROFILES["dev"].max_examples, database=None, phases=_NO_EXPLAIN, **_COMMON)
-settings.register_profile("gpu", max_examples=PROFILES["gpu"].max_examples, phases=_NO_EXPLAIN, **_COMMON)
-settings.register_profile("nightly", max_examples=PROFILES["nightly"].max_examples, phases=_NO_EXPLAIN, **_COMMON)
+settings.register_profile(
+    "ci", _BASE, max_examples=PROFILES["ci"].max_examples, derandomize=True, database=None
+)
+settings.register_profile("dev", _BASE, max_examples=PROFILES["dev"].max_examples, database=None)
+settings.register_profile("gpu", _BASE, max_examples=PROFILES["gpu"].max_examples)
+settings.register_profile("nightly", _BASE, max_examples=PROFILES["nightly"].max_examples)
 
 
 def get_profile(name: str) -> Profile:

@@ -74,12 +74,17 @@ class Stats:
     launches: int = 0
     launch_seconds: float = 0.0
     compile_seconds: float = 0.0
+    twin_launches: int = 0  # launches on the twin backend (the differential)
+    twin_seconds: float = 0.0
 
-    def add(self, launch: Launch) -> None:
+    def add(self, launch: Launch, *, twin: bool = False) -> None:
         self.launches += 1
         self.launch_seconds += launch.seconds
         if launch.compiled:
             self.compile_seconds += launch.seconds
+        if twin:
+            self.twin_launches += 1
+            self.twin_seconds += launch.seconds
 
 
 class Context:
@@ -93,9 +98,11 @@ class Context:
         *,
         ref_device: str = "cpu",
         differential: bool = False,
+        differential_max_cost: float = float("inf"),
         stats: Stats | None = None,
     ) -> None:
         self.target = target
+        self.differential_max_cost = differential_max_cost
         self.backend = backend
         self.case = case
         self.ref_device = ref_device
@@ -107,7 +114,10 @@ class Context:
 
     @functools.cached_property
     def oracle(self) -> dict[str, np.ndarray]:
-        return {k: np.asarray(v, np.float64) for k, v in self.target.oracle(self.case, self.ref_device).items()}
+        return {
+            k: np.asarray(v, np.float64)
+            for k, v in self.target.oracle(self.case, self.ref_device).items()
+        }
 
     @functools.cached_property
     def naive(self) -> dict[str, np.ndarray]:
@@ -129,7 +139,9 @@ class Context:
 
     # Launches ---------------------------------------------------------------------------------
 
-    def launch(self, case: Case | None = None, *, fill: float = POISON_NAN, backend: Backend | None = None) -> Launch:
+    def launch(
+        self, case: Case | None = None, *, fill: float = POISON_NAN, backend: Backend | None = None
+    ) -> Launch:
         """Runs the kernel with outputs pre-filled with ``fill``; never raises."""
         case = self.case if case is None else case
         backend = self.backend if backend is None else backend
@@ -139,7 +151,8 @@ class Context:
         try:
             inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
             bufs = {
-                name: adapter.alloc(self.oracle[name].shape, self.out_dtypes[name], fill) for name in self.oracle
+                name: adapter.alloc(self.oracle[name].shape, self.out_dtypes[name], fill)
+                for name in self.oracle
             }
             out = {k: b.array for k, b in bufs.items()} if self.target.writes_out else None
             with LaunchTimer() as timer, np.errstate(all="ignore"):
@@ -148,7 +161,9 @@ class Context:
             result.seconds, result.compiled = timer.seconds, timer.compiled
             missing = set(self.oracle) - set(got)
             if missing:
-                raise RuntimeError(f"kernel returned {sorted(got)}; expected outputs {sorted(self.oracle)}")
+                raise RuntimeError(
+                    f"kernel returned {sorted(got)}; expected outputs {sorted(self.oracle)}"
+                )
             for name in self.oracle:
                 result.outputs[name] = adapter.get(got[name])
                 result.shapes[name] = tuple(result.outputs[name].shape)
@@ -156,7 +171,7 @@ class Context:
                     result.guards[name] = adapter.guard_violations(bufs[name])
         except Exception as e:  # crash: whatever the kernel raised
             result.error = e
-        self.stats.add(result)
+        self.stats.add(result, twin=backend is not self.backend)
         return result
 
     @functools.cached_property
@@ -173,12 +188,15 @@ class Context:
     @functools.cached_property
     def _metrics(self) -> dict[str, Metrics]:
         return {
-            name: measure(self.clean.outputs[name], self.oracle[name], self.naive.get(name)) for name in self.oracle
+            name: measure(self.clean.outputs[name], self.oracle[name], self.naive.get(name))
+            for name in self.oracle
         }
 
     def bound(self, name: str) -> float:
         m = self.metrics(name)
-        return self.target.tolerance_for(name).bound(self.oracle[name], m.naive_max_abs, self.out_dtypes[name])
+        return self.target.tolerance_for(name).bound(
+            self.oracle[name], m.naive_max_abs, self.out_dtypes[name]
+        )
 
     def finding(self, cls: str, prop: str, message: str, **kw: Any) -> Finding:
         return Finding(cls, prop, message, hazards=list(self.hazards), **kw)
@@ -323,7 +341,9 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
     idx = m.worst.index if m.worst else ()
     if fixed is not None and (fixed & (err > tol)).any():
         cls = F.MASKING
-        idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(np.where(fixed, err, -1.0))), err.shape))
+        idx = tuple(
+            int(i) for i in np.unravel_index(int(np.argmax(np.where(fixed, err, -1.0))), err.shape)
+        )
     kv, ov, ev = float(k[idx]), float(o[idx]), float(err[idx])
     where = f"{name}[{', '.join(map(str, idx))}]"
     what = "masked/fixed element" if cls == F.MASKING else "worst element"
@@ -351,7 +371,9 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
     launch = ctx.launch(poisoned)
     if launch.error is not None:
         e = launch.error
-        return ctx.finding(F.CRASH, "masked-poison", f"with masked inputs = {value}: {type(e).__name__}: {e}"[:500])
+        return ctx.finding(
+            F.CRASH, "masked-poison", f"with masked inputs = {value}: {type(e).__name__}: {e}"[:500]
+        )
     for name in ctx.oracle:
         a, p = ctx.clean.outputs[name], launch.outputs[name]
         both_nan = np.isnan(to_float64(a)) & np.isnan(to_float64(p))
@@ -372,6 +394,8 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
 
 def _twin(ctx: Context) -> Backend | None:
     if not ctx.differential or ctx.backend.twin is None:
+        return None
+    if ctx.target.interpreter_cost(ctx.case) > ctx.differential_max_cost:
         return None
     try:
         twin = get_backend(ctx.backend.twin)
@@ -449,13 +473,22 @@ def check_case(
     params: Mapping[str, Any] | None = None,
     ref_device: str = "cpu",
     differential: bool = False,
+    differential_max_cost: float = float("inf"),
     stats: Stats | None = None,
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
     Property parameters come from ``draw`` (Hypothesis) or from ``params`` (a replay).
     """
-    ctx = Context(target, backend, case, ref_device=ref_device, differential=differential, stats=stats)
+    ctx = Context(
+        target,
+        backend,
+        case,
+        ref_device=ref_device,
+        differential=differential,
+        differential_max_cost=differential_max_cost,
+        stats=stats,
+    )
     used: dict[str, Any] = {}
     for prop in properties_of(target):
         if not prop.applies(ctx):

@@ -64,7 +64,9 @@ def build(
             "real_failed": sorted({r["target"] for r in real if r["status"] == "fail"}),
             "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
             "mutants_total": len(mutants),
-            "harness_errors": [f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]],
+            "harness_errors": [
+                f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]
+            ],
         },
         "results": rows,
         **(extra or {}),

@@ -43,7 +43,7 @@ def encode_arrays(arrays: dict[str, np.ndarray]) -> tuple[str, dict[str, str]]:
         dtypes[name] = dtype_name(a.dtype)
         plain[name] = a.view(np.uint16) if dtypes[name] == "bfloat16" else a
     buf = io.BytesIO()
-    np.savez_compressed(buf, **plain)
+    np.savez_compressed(buf, **plain)  # type: ignore[arg-type]
     return base64.b64encode(buf.getvalue()).decode("ascii"), dtypes
 
 
@@ -53,7 +53,9 @@ def decode_arrays(data: str, dtypes: dict[str, str]) -> dict[str, np.ndarray]:
         out = {}
         for name, dt in dtypes.items():
             a = z[name]
-            out[name] = a.view(np_dtype(dt)) if dt == "bfloat16" else a.astype(np_dtype(dt), copy=False)
+            out[name] = (
+                a.view(np_dtype(dt)) if dt == "bfloat16" else a.astype(np_dtype(dt), copy=False)
+            )
         return out
 
 
@@ -144,6 +146,7 @@ def write(
     finding: Finding,
     ref_device: str,
     differential: bool,
+    differential_max_cost: float = float("inf"),
 ) -> Path:
     """Writes the reproducer of ``finding`` into ``directory`` (atomically) and returns its path."""
     from fuzz.backends import device_name
@@ -171,6 +174,7 @@ def write(
         "dtypes": dtypes,
         "ref_device": ref_device,
         "differential": differential,
+        "differential_max_cost": differential_max_cost,
         "tolerance_rule": {o: target.tolerance_for(o).as_dict() for o in _outputs(finding, target)},
         "hazards": finding.hazards,
         "versions": versions(),
@@ -184,10 +188,14 @@ def write(
         backend=backend,
         cls=finding.cls,
         message=textwrap.fill(finding.message, 96),
-        mutant=f" (mutant of {target.mutant_of}, expected class {target.expected_class})" if target.is_mutant else "",
+        mutant=f" (mutant of {target.mutant_of}, expected class {target.expected_class})"
+        if target.is_mutant
+        else "",
         prop=finding.prop,
         case=repr(case)[:400],
-        tolerance="; ".join(f"{o}: {target.tolerance_for(o).describe()}" for o in _outputs(finding, target)),
+        tolerance="; ".join(
+            f"{o}: {target.tolerance_for(o).describe()}" for o in _outputs(finding, target)
+        ),
         hazards="; ".join(finding.hazards) or "none declared hold",
         found=meta["found"],
         device=meta["device"],
@@ -229,7 +237,11 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     tree = ast.parse(Path(path).read_text(), filename=str(path))
     found: dict[str, Any] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             if node.targets[0].id in ("REPRO", "DATA"):
                 found[node.targets[0].id] = ast.literal_eval(node.value)
     if "REPRO" not in found or "DATA" not in found:
@@ -266,6 +278,7 @@ def replay(meta: dict[str, Any], data: str, *, backend: str | None = None) -> An
         params=json.loads(meta.get("property_params", "{}")),
         ref_device=ref_device,
         differential=bool(meta.get("differential")) and backend in (None, meta["backend"]),
+        differential_max_cost=float(meta.get("differential_max_cost", "inf")),
     )
 
 
@@ -280,7 +293,9 @@ def main(meta: dict[str, Any], data: str, argv: Sequence[str]) -> int:
     return report_replay(meta, data, backend=args.backend, quiet=args.quiet)
 
 
-def report_replay(meta: dict[str, Any], data: str, *, backend: str | None = None, quiet: bool = False) -> int:
+def report_replay(
+    meta: dict[str, Any], data: str, *, backend: str | None = None, quiet: bool = False
+) -> int:
     """Replays and prints the verdict; returns the exit status (1: reproduces, 0: fixed, 2: error)."""
     backend_name = backend or meta["backend"]
     head = f"{meta['target']} on {backend_name}"
@@ -291,7 +306,9 @@ def report_replay(meta: dict[str, Any], data: str, *, backend: str | None = None
         return 2
     f = outcome.finding
     if f is None:
-        print(f"{head}: PASS (recorded: {meta['class']} in {meta['property']}; it no longer reproduces)")
+        print(
+            f"{head}: PASS (recorded: {meta['class']} in {meta['property']}; it no longer reproduces)"
+        )
         return 0
     same = "same class as recorded" if f.cls == meta["class"] else f"recorded {meta['class']}"
     print(f"{head}: FAIL {f.cls} ({same})")

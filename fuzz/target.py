@@ -39,7 +39,12 @@ KNOWN_FAMILIES = ("softmax", "attention", "jagged_softmax", "simple_gla")
 
 class KernelEntry(Protocol):
     def __call__(
-        self, inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None, interpret: bool
+        self,
+        inputs: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        out: Mapping[str, Any] | None,
+        interpret: bool,
     ) -> Mapping[str, Any]: ...
 
 
@@ -90,6 +95,11 @@ class Target:
         expected_class: for a mutant, the failure class it must produce.
         shrink_bound: for a mutant, the largest input size (elements) its minimal reproducer may
             have; the test suite asserts it.
+        interpret_cost: ``interpret_cost(case) -> float``: the work an interpreter would do for
+            ``case``, in units of one program instance processing one tile; the in-process
+            differential runs only where this is within the profile's ``differential_max_cost``
+            (the Triton interpreter costs milliseconds per program-tile). Default: the largest
+            input's elements / 1024.
         writes_out: whether the entry points honour ``out`` (the guard-band and poisoned-output
             properties need it).
         description: one line for listings.
@@ -110,19 +120,28 @@ class Target:
     mutant_of: str | None = None
     expected_class: str | None = None
     shrink_bound: int | None = None
+    interpret_cost: Callable[[Case], float] | None = None
     writes_out: bool = True
     description: str = ""
     source: str = "builtin"
 
     def __post_init__(self) -> None:
         if not self.name.startswith(self.family):
-            raise ValueError(f"target name={self.name!r} must start with its family={self.family!r}")
+            raise ValueError(
+                f"target name={self.name!r} must start with its family={self.family!r}"
+            )
         if not self.kernels:
-            raise ValueError(f"target {self.name!r}: kernels must name at least one kernel language")
+            raise ValueError(
+                f"target {self.name!r}: kernels must name at least one kernel language"
+            )
         if (self.mutant_of is None) != (self.expected_class is None):
-            raise ValueError(f"target {self.name!r}: a mutant needs both mutant_of and expected_class")
+            raise ValueError(
+                f"target {self.name!r}: a mutant needs both mutant_of and expected_class"
+            )
         if self.expected_class is not None and self.expected_class not in CLASSES:
-            raise ValueError(f"target {self.name!r}: expected_class={self.expected_class!r} is not one of {CLASSES}")
+            raise ValueError(
+                f"target {self.name!r}: expected_class={self.expected_class!r} is not one of {CLASSES}"
+            )
 
     @property
     def is_mutant(self) -> bool:
@@ -135,6 +154,11 @@ class Target:
             return self.tolerance[output]
         except KeyError:
             raise KeyError(f"target {self.name!r} has no tolerance for output {output!r}") from None
+
+    def interpreter_cost(self, case: Case) -> float:
+        if self.interpret_cost is not None:
+            return float(self.interpret_cost(case))
+        return case.size / 1024
 
     def hazards_of(self, case: Case) -> list[str]:
         return [f"{h.name}: {d}" for h in self.hazards if (d := h.holds(case))]
@@ -173,7 +197,9 @@ def get(name: str) -> Target:
     try:
         return _TARGETS[name]
     except KeyError:
-        raise ValueError(f"target={name!r} is not registered; known: {', '.join(sorted(_TARGETS))}") from None
+        raise ValueError(
+            f"target={name!r} is not registered; known: {', '.join(sorted(_TARGETS))}"
+        ) from None
 
 
 def select(patterns: str | Sequence[str] = "*", *, mutants: bool | None = False) -> list[Target]:

@@ -51,7 +51,7 @@ def install() -> None:
     try:
         import jax.monitoring
 
-        def on_duration(event: str, _duration: float, **_: Any) -> None:
+        def on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
             if "compile" in event or "trace" in event or "lower" in event:
                 _bump()
 

@@ -79,7 +79,9 @@ def mask_recipes(kinds: tuple[str, ...] = MASK_KINDS) -> st.SearchStrategy[MaskR
     return build()
 
 
-def masks(rows: int, cols: int, kinds: tuple[str, ...] = MASK_KINDS) -> st.SearchStrategy[np.ndarray | None]:
+def masks(
+    rows: int, cols: int, kinds: tuple[str, ...] = MASK_KINDS
+) -> st.SearchStrategy[np.ndarray | None]:
     """``[rows, cols]`` masks (or None); shrinks toward no mask."""
     check_int("rows", rows, lo=1)
     check_int("cols", cols, lo=1)

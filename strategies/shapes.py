@@ -30,11 +30,14 @@ def boundary_values(max_size: int, *, blocks: Sequence[int] = (), min_size: int 
     return sorted(v for v in vals if min_size <= v <= max_size)
 
 
-def sizes(*, max_size: int, min_size: int = 1, blocks: Sequence[int] = ()) -> st.SearchStrategy[int]:
+def sizes(
+    *, max_size: int, min_size: int = 1, blocks: Sequence[int] = ()
+) -> st.SearchStrategy[int]:
     """One dimension's length in ``[min_size, max_size]``.
 
-    Half of the draws are boundary values (see :func:`boundary_values`), the rest plain integers,
-    small ones first. Shrinks toward ``min_size``.
+    A third of the draws are boundary values (see :func:`boundary_values`), the rest plain
+    integers, small ones first. Shrinks toward ``min_size``; plain integers come before the
+    boundary values so that a size can shrink to the smallest one that still fails.
     """
     check_int("min_size", min_size, lo=0)
     check_int("max_size", max_size, lo=0)
@@ -44,8 +47,8 @@ def sizes(*, max_size: int, min_size: int = 1, blocks: Sequence[int] = ()) -> st
     small_hi = min(max_size, min_size + 7)
     return st.one_of(
         st.integers(min_size, small_hi),
-        st.sampled_from(boundary_values(max_size, blocks=blocks, min_size=min_size) or [min_size]),
         st.integers(min_size, max_size),
+        st.sampled_from(boundary_values(max_size, blocks=blocks, min_size=min_size) or [min_size]),
     )
 
 
@@ -66,7 +69,10 @@ def tiled_sizes(block: int, *, max_size: int, min_size: int = 1) -> st.SearchStr
         tiles = draw(st.integers(0, max_tiles), label="tiles")
         # Plain integers first, so that shrinking can walk a tail of block - 1 down to 2; the
         # boundary remainders as the second branch, so half the draws land on them.
-        rem = draw(st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0))), label="remainder")
+        rem = draw(
+            st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0))),
+            label="remainder",
+        )
         return min(max(tiles * block + rem, min_size), max_size)
 
     return build()

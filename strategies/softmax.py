@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
@@ -17,16 +18,26 @@ from strategies.values import float_dtypes, materialize, value_recipes
 BIAS_KINDS = ("none", "random", "alibi", "-inf")
 SCALES = (None, 0.5, 0.125, 2.0, 1 / math.sqrt(64), 1 / math.sqrt(96))
 
+
+@dataclass(frozen=True)
+class Limits:
+    max_rows: int
+    max_tiles: int  # full column tiles (plus a partial one)
+    block_m: tuple[int, ...]
+    block_n: tuple[int, ...]
+    max_elements: int
+
+
 # Bounds per scale: small keeps the CPU interpreters quick; large is for compiled backends.
 LIMITS = {
-    "small": {"max_rows": 8, "max_tiles": 3, "block_m": (8, 4), "block_n": (16, 32), "max_elements": 1024},
-    "large": {
-        "max_rows": 300,
-        "max_tiles": 8,
-        "block_m": (16, 4, 64),
-        "block_n": (128, 16, 32, 256, 1024),
-        "max_elements": 1 << 18,
-    },
+    "small": Limits(max_rows=8, max_tiles=3, block_m=(8, 4), block_n=(16, 32), max_elements=1024),
+    "large": Limits(
+        max_rows=300,
+        max_tiles=8,
+        block_m=(16, 4, 64),
+        block_n=(128, 16, 32, 256, 1024),
+        max_elements=1 << 18,
+    ),
 }
 
 
@@ -66,14 +77,18 @@ def softmax_cases(
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
-        block_m = draw(st.sampled_from(lim["block_m"]), label="block_m")
-        block_n = draw(st.sampled_from(lim["block_n"]), label="block_n")
-        rows = draw(sizes(max_size=lim["max_rows"], blocks=(block_m,)), label="rows")
-        max_cols = max(1, min(lim["max_tiles"] * block_n + block_n - 1, lim["max_elements"] // rows))
+        block_m = draw(st.sampled_from(lim.block_m), label="block_m")
+        block_n = draw(st.sampled_from(lim.block_n), label="block_n")
+        rows = draw(sizes(max_size=lim.max_rows, blocks=(block_m,)), label="rows")
+        max_cols = max(1, min(lim.max_tiles * block_n + block_n - 1, lim.max_elements // rows))
         cols = draw(tiled_sizes(block_n, max_size=max_cols), label="cols")
         mask_recipe = draw(mask_recipes(mask_kinds), label="mask")
         bias_kind = draw(st.sampled_from(bias_kinds), label="bias")
-        bias_seed = 0 if bias_kind in ("none", "alibi") else draw(st.integers(0, 2**32 - 1), label="bias seed")
+        bias_seed = (
+            0
+            if bias_kind in ("none", "alibi")
+            else draw(st.integers(0, 2**32 - 1), label="bias seed")
+        )
         scale_value = draw(st.sampled_from(SCALES), label="scale")
         recipe = draw(value_recipes(numel=rows * cols), label="values")
         inputs = {"x": materialize(recipe, (rows, cols), dtype)}

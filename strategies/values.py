@@ -128,12 +128,16 @@ def value_recipes(
     def build(draw: st.DrawFn) -> ValueRecipe:
         dist = draw(st.sampled_from(distributions), label="distribution")
         if dist == "explicit":
-            values = draw(st.lists(st.sampled_from(tuple(explicit_values)), min_size=numel, max_size=numel))
+            values = draw(
+                st.lists(st.sampled_from(tuple(explicit_values)), min_size=numel, max_size=numel)
+            )
             return ValueRecipe(distribution="explicit", values=tuple(values))
         magnitude = draw(st.sampled_from(tuple(magnitudes)), label="magnitude")
         offset = draw(st.sampled_from(tuple(offsets)), label="offset")
         special = draw(st.sampled_from(specials), label="specials")
-        density = 0.0 if special == "none" else draw(st.sampled_from((0.1, 0.5, 1.0)), label="density")
+        density = (
+            0.0 if special == "none" else draw(st.sampled_from((0.1, 0.5, 1.0)), label="density")
+        )
         seed = draw(st.integers(0, 2**32 - 1), label="seed")
         return ValueRecipe(seed, dist, magnitude, offset, special, density)
 

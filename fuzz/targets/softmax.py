@@ -268,6 +268,12 @@ PROPERTIES = (
 )
 
 
+def interpret_cost(case: Case) -> float:
+    """Program instances x column tiles: what the Triton interpreter's time scales with."""
+    rows, cols = case.inputs["x"].shape
+    return -(-rows // case.params["block_m"]) * -(-cols // case.params["block_n"])
+
+
 def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
     return Target(
         name=name,
@@ -281,6 +287,7 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
         poison=poison,
         fixed_outputs=fixed_outputs,
         properties=PROPERTIES,
+        interpret_cost=interpret_cost,
         **kw,
     )
 

@@ -67,15 +67,27 @@ MUTANTS = (
         "masked keys set to -1e9 instead of -inf: a fully masked row becomes uniform, and a masked "
         "key wins over valid logits below -1e9",
         "masking",
-        triton=(Edit('s = tl.where(keep != 0, s, float("-inf"))', "s = tl.where(keep != 0, s, -1e9)"),),
-        pallas=(Edit("s = jnp.where(mask_ref[:, cols] != 0, s, -jnp.inf)", "s = jnp.where(mask_ref[:, cols] != 0, s, -1e9)"),),
+        triton=(
+            Edit('s = tl.where(keep != 0, s, float("-inf"))', "s = tl.where(keep != 0, s, -1e9)"),
+        ),
+        pallas=(
+            Edit(
+                "s = jnp.where(mask_ref[:, cols] != 0, s, -jnp.inf)",
+                "s = jnp.where(mask_ref[:, cols] != 0, s, -1e9)",
+            ),
+        ),
     ),
     Mutant(
         "scale_twice",
         "the scale applied twice (once by the caller's convention, once in the kernel)",
         "accuracy",
         triton=(Edit("    s = x * scale\n", "    s = x * scale * scale\n"),),
-        pallas=(Edit("s = x_ref[:, cols].astype(jnp.float32) * scale", "s = x_ref[:, cols].astype(jnp.float32) * scale * scale"),),
+        pallas=(
+            Edit(
+                "s = x_ref[:, cols].astype(jnp.float32) * scale",
+                "s = x_ref[:, cols].astype(jnp.float32) * scale * scale",
+            ),
+        ),
     ),
     Mutant(
         "masked_row_nan",
@@ -107,6 +119,8 @@ MUTANTS = (
         other=0.0,""",
             ),
         ),
-        pallas=(Edit("s = jnp.where(col < n_cols, s, -jnp.inf)", "s = jnp.where(col < n_cols, s, 0.0)"),),
+        pallas=(
+            Edit("s = jnp.where(col < n_cols, s, -jnp.inf)", "s = jnp.where(col < n_cols, s, 0.0)"),
+        ),
     ),
 )

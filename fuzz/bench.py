@@ -1,0 +1,109 @@
+"""Throughput benchmark: examples/s per target and backend, and where the time goes.
+
+    python -m fuzz.bench [--profile gpu] [--targets 'softmax'] [--examples 300] [--seed 0]
+
+Every example runs every property of the profile (oracle, naive reference, guard bands, poisoned
+outputs, determinism, masked poisoning, the target's own properties, and, in the gpu profile, the
+compiled-vs-interpreted differential within its cost cap). Each (target, backend) runs twice: a
+first pass that compiles whatever its shapes need, then the measured pass on fresh examples,
+whose compile share shows what a long campaign would still spend compiling. A bare loop (one
+Hypothesis example = one kernel launch + one fp64 check) is timed for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+from fuzz.engine import HuntResult, hunt
+from fuzz.profiles import default_profile, get_profile
+from fuzz.target import select
+
+
+def _bare_loop(target_name: str, backend: str, profile_name: str, examples: int) -> float:
+    """Examples/s of a bare Hypothesis loop: draw, launch once, compare with fp64 once."""
+    import numpy as np
+    from hypothesis import given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    from fuzz.backends import adapter_for, get_backend
+    from fuzz.target import get
+
+    t = get(target_name)
+    b = get_backend(backend)
+    adapter = adapter_for(b)
+    profile = get_profile(profile_name)
+    count = 0
+
+    def loop(case):
+        nonlocal count
+        count += 1
+        inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
+        got = t.kernels[b.impl](inputs, dict(case.params), out=None, interpret=b.interpret)
+        ref = t.oracle(case, profile.ref_device)
+        for name, r in ref.items():
+            k = adapter.get(got[name]).astype(np.float64)
+            assert k.shape == r.shape
+
+    def run(seed: int) -> None:
+        test = given(t.strategy(profile.scale))(loop)
+        test = settings(profile.settings, max_examples=examples, database=None, derandomize=False)(
+            test
+        )
+        hypothesis_seed(seed)(test)()
+
+    run(0)  # warm-up: compiles
+    count = 0
+    t0 = time.perf_counter()
+    run(1)
+    return count / (time.perf_counter() - t0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fuzz.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--profile", default=None)
+    p.add_argument("--targets", default="softmax")
+    p.add_argument("--backends", default=None, help="comma-separated (default: the profile's)")
+    p.add_argument("--examples", type=int, default=300)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--no-differential", action="store_true", help="measure without the differential"
+    )
+    p.add_argument("--bare", action="store_true", help="also time the bare loop")
+    args = p.parse_args(argv)
+    profile = get_profile(args.profile) if args.profile else default_profile()
+    if args.no_differential:
+        profile = dataclasses.replace(profile, differential=False)
+    backends = args.backends.split(",") if args.backends else list(profile.backends)
+    rows: list[tuple[HuntResult, HuntResult]] = []
+    for t in select(args.targets, mutants=None):
+        for b in backends:
+            warm = hunt(t, b, profile, max_examples=args.examples, seed=args.seed, database=None)
+            r = hunt(t, b, profile, max_examples=args.examples, seed=args.seed + 1, database=None)
+            rows.append((warm, r))
+    print(f"profile {profile.name}, differential {'on' if profile.differential else 'off'} "
+          f"(max interpreter cost {profile.differential_max_cost:g}), {args.examples} examples per run")  # fmt: skip
+    head = (f"{'target':34} {'backend':17} {'1st ex/s':>8} {'ex/s':>7} {'compile%':>8} "
+            f"{'diff%':>6} {'launch/ex':>9} {'status':>7}")  # fmt: skip
+    print(head)
+    print("-" * len(head))
+    for warm, r in rows:
+        comp = 100 * r.stats.compile_seconds / r.seconds if r.seconds else 0.0
+        diff = 100 * r.stats.twin_seconds / r.seconds if r.seconds else 0.0
+        per = r.stats.launches / r.examples if r.examples else 0.0
+        print(f"{r.target:34} {r.backend:17} {warm.examples_per_second:8.1f} {r.examples_per_second:7.1f} "
+              f"{comp:7.1f}% {diff:5.1f}% {per:9.2f} {r.status:>7}"
+              + (f"  first pass compile {warm.stats.compile_seconds:.1f}s" if warm.stats.compile_seconds else "")
+              + (f"  ERROR {r.error}" if r.error else ""))  # fmt: skip
+    if args.bare:
+        for b in backends:
+            rate = _bare_loop(select(args.targets)[0].name, b, profile.name, args.examples)
+            print(
+                f"bare loop ({select(args.targets)[0].name}, {b}, 1 launch + 1 fp64 check): {rate:.1f} ex/s"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

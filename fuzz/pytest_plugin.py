@@ -1,0 +1,125 @@
+"""pytest integration: ``pytest --hypothesis-profile=gpu [--plugin FILE]``.
+
+Registered as a ``pytest11`` entry point, so installing the package is enough. It
+
+* registers the harness profiles with Hypothesis before Hypothesis's own plugin loads one;
+* adds ``--plugin`` (targets from a file or module), ``--fuzz-targets``/``--fuzz-backends`` (globs)
+  and ``--repro-dir`` (where failing examples' reproducer scripts go);
+* stops the session with one clear message when a GPU profile is asked for without a GPU;
+* parametrizes any test that asks for ``fuzz_target`` (real targets) or ``fuzz_mutant`` (mutants),
+  together with ``fuzz_backend``, over the registry and the profile's backends, ids like
+  ``softmax-triton-interpret``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fuzz.profiles
+from fuzz.profiles import Profile, get_profile, gpu_missing_message
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fuzz", "kernel fuzzing harness")
+    group.addoption("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
+                    help="register extra fuzz targets from a .py file or a module (repeatable)")  # fmt: skip
+    group.addoption(
+        "--fuzz-targets", default="*", help="comma-separated globs of target names to test"
+    )
+    group.addoption(
+        "--fuzz-backends",
+        default="*",
+        help="comma-separated globs of backends (default: the profile's)",
+    )
+    group.addoption("--repro-dir", default=None,
+                    help="where reproducer scripts of failing examples go (default .fuzz-reproducers)")  # fmt: skip
+
+
+def _profile(config: pytest.Config) -> Profile:
+    name = config.getoption("hypothesis_profile", default=None) or "ci"
+    try:
+        return get_profile(name)
+    except ValueError:
+        return get_profile("ci")  # a profile of the user's own: the harness side defaults to ci
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    name = config.getoption("hypothesis_profile", default=None)
+    if name is None:
+        from hypothesis import settings
+
+        settings.load_profile("ci")  # plain `pytest` is the CI run: derandomized, no database
+    if name in fuzz.profiles.PROFILES:
+        message = gpu_missing_message(get_profile(name))
+        if message is not None:
+            pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
+    from fuzz.target import load_builtin, load_plugin
+
+    load_builtin()
+    for spec in config.getoption("plugin", default=[]) or []:
+        load_plugin(spec)
+
+
+def _backends(config: pytest.Config, profile: Profile) -> list[str]:
+    pattern = config.getoption("fuzz_backends")
+    if pattern == "*":
+        return list(profile.backends)
+    from fuzz.backends import backends
+
+    pats = [p.strip() for p in pattern.split(",") if p.strip()]
+    return [n for n in backends() if any(fnmatch.fnmatchcase(n, p) for p in pats)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    names = metafunc.fixturenames
+    kind = (
+        "fuzz_target"
+        if "fuzz_target" in names
+        else "fuzz_mutant"
+        if "fuzz_mutant" in names
+        else None
+    )
+    if kind is None or "fuzz_backend" not in names:
+        return
+    from fuzz.backends import get_backend
+    from fuzz.target import select
+
+    config = metafunc.config
+    profile = _profile(config)
+    targets = select(config.getoption("fuzz_targets"), mutants=kind == "fuzz_mutant")
+    params = []
+    for t in targets:
+        for b in _backends(config, profile):
+            if get_backend(b).impl not in t.kernels:
+                continue
+            params.append(pytest.param(t, b, id=f"{t.name}-{b}"))
+    metafunc.parametrize((kind, "fuzz_backend"), params)
+
+
+@pytest.fixture
+def fuzz_profile(request: pytest.FixtureRequest) -> Profile:
+    """The harness profile matching ``--hypothesis-profile`` (``ci`` by default)."""
+    return _profile(request.config)
+
+
+@pytest.fixture
+def fuzz_repro_dir(request: pytest.FixtureRequest) -> Path:
+    """Where reproducer scripts of failures found in this session go."""
+    opt = request.config.getoption("repro_dir")
+    return Path(opt) if opt else Path(os.getcwd()) / ".fuzz-reproducers"
+
+
+@pytest.fixture(autouse=False)
+def fuzz_require_backend(fuzz_backend: str) -> Any:
+    """Fails (never skips) a test whose backend cannot run here, naming the reason."""
+    from fuzz.backends import get_backend
+
+    reason = get_backend(fuzz_backend).unavailable_reason()
+    if reason is not None:
+        pytest.fail(f"backend {fuzz_backend} cannot run here: {reason}", pytrace=False)
+    return fuzz_backend

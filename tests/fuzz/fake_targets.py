@@ -1,0 +1,145 @@
+"""Fake CPU targets for testing the engine: a masked ``y = 2 * x`` with one planted bug each.
+
+Loaded as a plugin (``load_plugin(__file__)``), like a user's own targets. The kernels are torch
+code on CPU tensors run by two fake backends, ``fake`` (interpreted) and ``fake-compiled`` (its
+twin), so the compiled-vs-interpreted differential is testable without a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+
+from fuzz.arrays import special_value
+from fuzz.backends import Backend, TorchAdapter, register_backend
+from fuzz.case import Case
+from fuzz.compare import Tolerance
+from fuzz.target import Hazard, Target, register
+
+register_backend(
+    Backend("fake", "fake", True, False, "fake-compiled", lambda: TorchAdapter("cpu"), lambda: None)
+)
+register_backend(
+    Backend(
+        "fake-compiled", "fake", False, False, "fake", lambda: TorchAdapter("cpu"), lambda: None
+    )
+)
+
+
+def cases(scale: str) -> st.SearchStrategy[Case]:
+    @st.composite
+    def build(draw):
+        rows = draw(st.integers(1, 6))
+        cols = draw(st.integers(1, 9))
+        seed = draw(st.integers(0, 2**16))
+        masked = draw(st.booleans())
+        rng = np.random.default_rng(seed)
+        inputs = {"x": rng.standard_normal((rows, cols)).astype(np.float32)}
+        if masked:
+            inputs["mask"] = rng.random((rows, cols)) < 0.6
+        return Case(inputs, {"dtype": "float32"}, {"seed": seed})
+
+    return build()
+
+
+def oracle(case, device):
+    x = case.inputs["x"].astype(np.float64) * 2
+    if "mask" in case.inputs:
+        x = np.where(case.inputs["mask"], x, 0.0)
+    return {"y": x}
+
+
+def naive(case, device):
+    return {"y": oracle(case, device)["y"].astype(np.float32)}
+
+
+def poison(case, kind):
+    if "mask" not in case.inputs or case.inputs["mask"].all():
+        return None
+    x = case.inputs["x"].copy()
+    x[~case.inputs["mask"]] = special_value(kind, "float32")
+    return case.replace(inputs={"x": x})
+
+
+def fixed(case):
+    m = case.inputs.get("mask")
+    return {"y": np.zeros(case.inputs["x"].shape, bool) if m is None else ~m}
+
+
+def make_kernel(bug):
+    def run(inputs, params, *, out, interpret):
+        x, mask, y = inputs["x"], inputs.get("mask"), out["y"]
+        val = 2 * x
+        if mask is not None:
+            val = (
+                torch.where(mask, val, torch.zeros((), dtype=x.dtype))
+                if bug != "masking"
+                else val * mask
+            )
+        if bug == "crash" and x.shape[1] > 3:
+            raise RuntimeError("illegal memory access (simulated)")
+        if bug == "accuracy" and x.shape[1] >= 2:
+            val = val.clone()
+            val[:, 1] *= 1.01
+        if bug == "nan" and x.shape[0] >= 2:
+            val = val.clone()
+            val[1, 0] = float("nan")
+        if bug == "nondeterminism" and x.shape[1] >= 3:
+            val = val + torch.rand(()) * 1e-3
+        if bug == "divergence" and not interpret and x.shape[0] >= 3:
+            val = val * 1.1
+        if bug == "unwritten" and x.shape[1] >= 2:
+            y[:, :-1].copy_(val[:, :-1])
+            return {"y": y}
+        y.copy_(val)
+        if bug == "oob" and x.shape[0] >= 2:
+            # One element past the end of row 0: lands in the row gap (or the next row if dense).
+            flat = torch.as_strided(y, (y.shape[1] + 1,), (1,))
+            flat[y.shape[1]] = 7.0
+        return {"y": y}
+
+    return run
+
+
+BUGS = {
+    "crash": "crash",
+    "oob": "out-of-bounds-write",
+    "unwritten": "nan",
+    "nondeterminism": "nondeterminism",
+    "masking": "masking",
+    "accuracy": "accuracy",
+    "nan": "nan",
+    "divergence": "backend-divergence",
+}
+
+HAZARDS = (
+    Hazard(
+        "wide",
+        lambda c: f"{c.inputs['x'].shape[1]} columns" if c.inputs["x"].shape[1] > 3 else None,
+    ),
+)
+
+
+def target(name, bug=None):
+    return Target(
+        name=name,
+        family="fake",
+        kernels={"fake": make_kernel(bug)},
+        oracle=oracle,
+        naive=naive,
+        strategy=cases,
+        tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+        hazards=HAZARDS,
+        poison=poison,
+        fixed_outputs=fixed,
+        mutant_of=None if bug is None else "fake_double",
+        expected_class=None if bug is None else BUGS[bug],
+        shrink_bound=None if bug is None else 9,
+        description=f"fake target with planted bug {bug}" if bug else "fake masked doubling",
+    )
+
+
+register(target("fake_double"))
+for bug in BUGS:
+    register(target(f"fake_double_{bug}", bug))

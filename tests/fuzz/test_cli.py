@@ -1,0 +1,87 @@
+"""``python -m fuzz``: list, run (report, reproducers, exit status), replay."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+FAKE = os.path.join(os.path.dirname(__file__), "fake_targets.py")
+
+
+def fuzz_cli(*args, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_list_shows_targets_and_backend_availability():
+    proc = fuzz_cli("list", "--plugin", FAKE)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "softmax_mutant_no_rowmax" in out and "fake_double_oob" in out
+    assert "triton-interpret" in out and "pallas-interpret" in out
+    assert "no: torch sees no CUDA device" in out or "yes" in out
+
+
+def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
+    out = tmp_path / "out"
+    proc = fuzz_cli("run", "--plugin", FAKE, "--targets", "fake_double,fake_double_nan,fake_double_oob",
+                    "--backends", "fake", "--mutants", "--budget", "6", "--out", str(out), "--seed", "3")  # fmt: skip
+    # Only mutants fail: exit 0.
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["complete"] and report["summary"]["mutants_found"] == 2
+    rows = {r["target"]: r for r in report["results"]}
+    assert rows["fake_double"]["status"] == "pass" and rows["fake_double"]["examples"] > 0
+    nan = rows["fake_double_nan"]
+    assert nan["mutant"] and nan["expected_class"] == "nan" and nan["status"] == "found"
+    finding = nan["findings"][0]
+    assert finding["class"] == "nan" and finding["where"] == "y[1, 0]"
+    assert os.path.exists(finding["reproducer"])
+    # Replaying the reproducer folder: they all still fail -> exit 1.
+    proc = fuzz_cli("replay", "--plugin", FAKE, str(out / "reproducers"))
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout
+
+
+def test_run_exit_status_is_nonzero_for_a_failing_real_target(tmp_path):
+    plugin = tmp_path / "broken.py"
+    plugin.write_text(
+        "import dataclasses\n"
+        "from fuzz.target import load_plugin, register\n"
+        f"load_plugin({FAKE!r})\n"
+        "from fuzz.target import get\n"
+        "t = get('fake_double_accuracy')\n"
+        "register(dataclasses.replace(t, name='fake_broken', mutant_of=None, expected_class=None, source='builtin'))\n"
+    )
+    proc = fuzz_cli("run", "--plugin", str(plugin), "--targets", "fake_broken", "--backends", "fake",
+                    "--budget", "4", "--out", str(tmp_path / "o"))  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "failing real targets: fake_broken" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--budget", "-3", "--out", "x"], "--budget='-3' must be > 0 seconds"),
+        (["run", "--budget", "soon", "--out", "x"], "--budget='soon' must be a number of seconds"),
+        (
+            ["run", "--targets", "nothing*", "--out", "{tmp}"],
+            "--targets='nothing*' matches no target",
+        ),
+        (["run", "--profile", "warp", "--out", "{tmp}"], "profile='warp' is unknown"),
+        (
+            ["run", "--backends", "cuda-only", "--out", "{tmp}"],
+            "--backends='cuda-only' matches no backend",
+        ),
+        (["list", "--plugin", "no/such/file.py"], "--plugin='no/such/file.py': no such file"),
+        (["replay", "no-such-path"], "'no-such-path' is neither a file nor a folder"),
+    ],
+)
+def test_bad_arguments_get_clear_errors(tmp_path, args, message):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    proc = fuzz_cli(*args)
+    assert proc.returncode != 0
+    assert message in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr

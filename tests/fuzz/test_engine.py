@@ -1,0 +1,82 @@
+"""The engine on fake CPU targets: each planted bug is found, classified and shrunk; a correct
+target passes; the differential catches what only the twin backend does differently."""
+
+import pytest
+
+from fuzz.engine import check, hunt
+from fuzz.target import get
+
+
+def test_correct_fake_target_passes(fake_plugin, fake_profile):
+    result = check(get("fake_double"), "fake", fake_profile)
+    assert result.examples == fake_profile.max_examples
+    assert result.stats.launches >= 2 * result.examples  # the clean run and the repeat, at least
+
+
+@pytest.mark.parametrize(
+    "bug, cls, bound",
+    [
+        ("crash", "crash", 4),  # one row of 4 columns (the simulated fault needs > 3)
+        ("oob", "out-of-bounds-write", 2),  # two rows of one column
+        ("unwritten", "nan", 2),  # the last column of two is never written
+        ("nondeterminism", "nondeterminism", 3),
+        ("masking", "masking", 1),  # one masked element that x * mask turns into NaN
+        ("accuracy", "accuracy", 2),
+        ("nan", "nan", 2),
+    ],
+)
+def test_planted_bug_is_found_classified_and_shrunk(
+    fake_plugin, fake_profile, tmp_path, bug, cls, bound
+):
+    result = hunt(get(f"fake_double_{bug}"), "fake", fake_profile, repro_dir=tmp_path)
+    assert result.error is None
+    assert cls in result.found, result.classes
+    found = result.found[cls]
+    assert found.case.size <= bound, found.case
+    assert found.reproducer is not None and found.reproducer.exists()
+    assert result.status == "found"
+
+
+def test_guard_band_finding_says_where(fake_plugin, fake_profile):
+    result = hunt(get("fake_double_oob"), "fake", fake_profile)
+    msg = result.found["out-of-bounds-write"].finding.message
+    assert "past the end of row 0" in msg
+
+
+def test_divergence_needs_the_differential(fake_plugin, fake_profile, fake_differential_profile):
+    target = get("fake_double_divergence")
+    assert hunt(target, "fake", fake_profile).status == "missed"
+    result = hunt(target, "fake", fake_differential_profile)
+    assert "backend-divergence" in result.found
+    f = result.found["backend-divergence"].finding
+    assert f.details["twin"] == "fake-compiled"
+    assert result.found["backend-divergence"].case.inputs["x"].shape[0] == 3
+
+
+def test_check_raises_a_readable_summary(fake_plugin, fake_profile, tmp_path):
+    with pytest.raises(AssertionError) as info:
+        check(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path)
+    text = str(info.value)
+    assert "nan (oracle)" in text and "reproducer:" in text and "minimal case:" in text
+
+
+def test_hazards_are_recorded_as_events_and_on_findings(fake_plugin, fake_profile):
+    result = hunt(get("fake_double_crash"), "fake", fake_profile)
+    assert result.events["hazard wide"] > 0
+    assert any(h.startswith("wide:") for h in result.found["crash"].finding.hazards)
+
+
+def test_unavailable_backend_is_an_error_not_a_pass(fake_plugin, fake_profile):
+    result = hunt(get("fake_double"), "triton", fake_profile)
+    if result.error is None:
+        pytest.skip("this machine has CUDA")  # pragma: no cover
+    assert "not available" in result.error or "no triton kernel" in result.error
+    assert result.failed
+
+
+def test_time_limit_stops_generation(fake_plugin, fake_profile):
+    result = hunt(
+        get("fake_double"), "fake", fake_profile, max_examples=10**6, seed=1, time_limit=1.0
+    )
+    assert 0 < result.examples < 10**6
+    assert result.seconds < 10

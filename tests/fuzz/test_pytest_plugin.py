@@ -1,0 +1,80 @@
+"""The pytest plugin: profiles, --plugin, parametrization, and the GPU profile without a GPU."""
+
+import os
+
+import pytest
+
+from fuzz.backends import cuda_reason
+
+FAKE = os.path.join(os.path.dirname(__file__), "fake_targets.py")
+
+TEST_FILE = """
+from fuzz.engine import check
+
+def test_target(fuzz_target, fuzz_require_backend, fuzz_profile, fuzz_repro_dir):
+    check(fuzz_target, fuzz_require_backend, fuzz_profile, repro_dir=fuzz_repro_dir)
+"""
+
+
+@pytest.mark.skipif(cuda_reason() is None, reason="this machine has a GPU")
+def test_gpu_profile_without_gpu_stops_with_one_clear_message(pytester):
+    pytester.makepyfile(TEST_FILE)
+    result = pytester.runpytest_subprocess("--hypothesis-profile=gpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = result.stdout.str() + result.stderr.str()
+    assert (
+        "'gpu' profile runs the compiled backends triton, pallas-gpu and needs a CUDA GPU" in text
+    )
+    assert "--hypothesis-profile=ci" in text
+    assert "passed" not in text and "skipped" not in text
+
+
+def test_plugin_targets_are_parametrized_and_failures_write_reproducers(pytester, tmp_path):
+    pytester.makepyfile(TEST_FILE)
+    repro = tmp_path / "repro"
+    result = pytester.runpytest_subprocess(
+        "--plugin", FAKE, "--fuzz-targets", "fake_double*", "--fuzz-backends", "fake",
+        "--repro-dir", str(repro), "-v",
+    )  # fmt: skip
+    # Real targets only: fake_double passes; the planted-bug targets are mutants, not collected.
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_target?fake_double-fake? PASSED*"])
+
+
+def test_mutant_fixture_collects_mutants(pytester):
+    pytester.makepyfile(
+        """
+        def test_m(fuzz_mutant, fuzz_backend):
+            assert fuzz_mutant.is_mutant
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--plugin", FAKE, "--fuzz-targets", "fake_*", "--fuzz-backends", "fake"
+    )
+    result.assert_outcomes(passed=8)
+
+
+def test_failing_real_target_fails_with_the_finding(pytester, tmp_path):
+    plugin = tmp_path / "broken_plugin.py"
+    plugin.write_text(
+        "import dataclasses\n"
+        "from fuzz.target import load_plugin, register, get\n"
+        f"load_plugin({FAKE!r})\n"
+        "t = get('fake_double_oob')\n"
+        "register(dataclasses.replace(t, name='fake_broken', mutant_of=None, expected_class=None, source='builtin'))\n"
+    )
+    pytester.makepyfile(TEST_FILE)
+    repro = tmp_path / "repro"
+    result = pytester.runpytest_subprocess(
+        "--plugin",
+        str(plugin),
+        "--fuzz-targets",
+        "fake_broken",
+        "--fuzz-backends",
+        "fake",
+        "--repro-dir",
+        str(repro),
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*out-of-bounds-write (guard-bands)*", "*reproducer:*"])
+    assert list(repro.glob("fake_broken__fake__out-of-bounds-write__*.py"))

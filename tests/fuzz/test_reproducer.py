@@ -1,0 +1,89 @@
+"""Reproducer scripts: standalone, exit 1 while failing and 0 once fixed, replayable elsewhere."""
+
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fuzz import reproducer
+from fuzz.engine import hunt
+from fuzz.target import get
+
+
+def run_script(path, *args):
+    return subprocess.run(
+        [sys.executable, str(path), *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_arrays_round_trip_without_pickle():
+    arrays = {
+        "x": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "b": np.array([1.5, -np.inf], ml_dtypes.bfloat16),
+        "h": np.array([[np.nan]], np.float16),
+        "m": np.array([True, False]),
+    }
+    data, dtypes = reproducer.encode_arrays(arrays)
+    back = reproducer.decode_arrays(data, dtypes)
+    for k, a in arrays.items():
+        assert back[k].dtype == a.dtype and back[k].shape == a.shape
+        assert np.array_equal(back[k].view(np.uint8), a.view(np.uint8))
+
+
+def test_script_reproduces_and_names_the_failure(fake_plugin, fake_profile, tmp_path):
+    result = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path)
+    path = result.found["nan"].reproducer
+    text = path.read_text()
+    assert "pickle" not in text and "REPRO = " in text and "DATA = " in text
+    proc = run_script(path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL nan (same class as recorded)" in proc.stdout
+    assert "y[1, 0]" in proc.stdout
+
+
+def test_replay_passes_once_fixed(fake_plugin, fake_profile, tmp_path):
+    result = hunt(get("fake_double_accuracy"), "fake", fake_profile, repro_dir=tmp_path)
+    meta, data = reproducer.load(result.found["accuracy"].reproducer)
+    meta = {**meta, "target": "fake_double"}  # the same case against the fixed kernel
+    assert reproducer.replay(meta, data).finding is None
+    assert reproducer.report_replay(meta, data) == 0
+
+
+def test_replay_on_another_backend(fake_plugin, fake_profile, tmp_path):
+    result = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path)
+    proc = run_script(result.found["nan"].reproducer, "--backend", "fake-compiled")
+    assert proc.returncode == 1 and "on fake-compiled: FAIL nan" in proc.stdout
+
+
+def test_replay_on_an_unavailable_backend_says_why(fake_plugin, fake_profile, tmp_path):
+    result = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path)
+    meta, data = reproducer.load(result.found["nan"].reproducer)
+    code = reproducer.report_replay(meta, data, backend="no-such-backend")
+    assert code == 2
+
+
+def test_softmax_reproducer_runs_as_a_script(tmp_path):
+    from fuzz.profiles import get_profile
+
+    result = hunt(
+        get("softmax_mutant_masked_row_nan"),
+        "triton-interpret",
+        get_profile("ci"),
+        repro_dir=tmp_path,
+    )
+    path = result.found["nan"].reproducer
+    proc = run_script(path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL nan" in proc.stdout and "row-without-valid-key" in proc.stdout
+    # A bug seen on one backend, replayed on the other kernel language's interpreter.
+    proc = run_script(path, "--backend", "pallas-interpret", "--quiet")
+    assert proc.returncode == 1 and "pallas-interpret: FAIL nan" in proc.stdout
+
+
+def test_load_rejects_other_files(tmp_path):
+    p = tmp_path / "x.py"
+    p.write_text("print('hello')\n")
+    with pytest.raises(ValueError, match="not a reproducer"):
+        reproducer.load(p)

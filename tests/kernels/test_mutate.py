@@ -1,0 +1,35 @@
+"""The mutant mechanism: exact single edits, loud failure when a kernel drifts."""
+
+import inspect
+
+import pytest
+
+from kernels import _mutate
+from kernels.softmax import triton as ktriton
+from kernels.softmax.mutants import MUTANTS
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+@pytest.mark.parametrize("impl", ["triton", "pallas"])
+def test_each_softmax_mutant_differs_from_the_real_kernel_by_its_edits(mutant, impl):
+    module = mutant.module(impl)
+    real = __import__(f"kernels.softmax.{impl}", fromlist=["_"])
+    mutated = inspect.getsource(module)
+    assert mutated != inspect.getsource(real)
+    for edit in getattr(mutant, impl):
+        assert edit.new in mutated
+
+
+def test_edit_that_does_not_match_exactly_once_is_an_error():
+    with pytest.raises(_mutate.MutationError, match="occurs 0 times"):
+        _mutate.mutate(ktriton, "nothing", [_mutate.Edit("this text is not in the kernel", "x")])
+    with pytest.raises(_mutate.MutationError, match=r"occurs \d+ times"):
+        _mutate.mutate(ktriton, "many", [_mutate.Edit("tl.", "tl .")])
+
+
+def test_mutant_source_is_visible_to_tracebacks():
+    import linecache
+
+    module = MUTANTS[0].module("triton")
+    lines = linecache.getlines(module.__file__)
+    assert any("tl.exp(s)" in line for line in lines)

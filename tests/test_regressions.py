@@ -1,0 +1,28 @@
+"""Saved reproducers in tests/regressions/ run as ordinary tests.
+
+A reproducer of a real target is a fixed bug: it must replay clean. A reproducer of a mutant
+documents what the harness finds: it must still fail, with the mutant's expected class.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from fuzz import reproducer
+
+FILES = sorted((Path(__file__).parent / "regressions").glob("*.py"))
+
+
+def test_the_regression_folder_is_not_empty():
+    assert FILES, "tests/regressions/ holds no reproducers"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_saved_reproducer(path):
+    meta, data = reproducer.load(path)
+    outcome = reproducer.replay(meta, data)
+    if meta["mutant_of"] is None:
+        assert outcome.finding is None, f"regression: {outcome.finding.summary()}"
+    else:
+        assert outcome.finding is not None, f"{meta['target']} no longer fails on {meta['backend']}"
+        assert outcome.finding.cls == meta["expected_class"]
