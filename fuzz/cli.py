@@ -137,6 +137,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.target import select
 
     console = Console(stderr=True)
+    if not console.is_terminal:  # a log file: wide enough that the findings table stays readable
+        console = Console(stderr=True, width=160)
     _load_plugins(args.plugin)
     profile = get_profile(args.profile) if args.profile else default_profile()
     targets = select(args.targets, mutants=None if args.mutants else False)

@@ -202,6 +202,13 @@ class Context:
         return Finding(cls, prop, message, hazards=list(self.hazards), **kw)
 
 
+def exception_summary(e: BaseException) -> str:
+    """``Type: first line ... last line`` (compilers put the cause on the last line)."""
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    text = lines[0] if len(lines) <= 1 else f"{lines[0]} ... {lines[-1]}"
+    return f"{type(e).__name__}: {text}"[:500]
+
+
 def _fmt(v: float | None) -> str:
     return "None" if v is None else f"{v:.6g}"
 
@@ -213,7 +220,7 @@ def _crash(ctx: Context, _: Any) -> Finding | None:
     for launch in (ctx.clean, ctx.repeat):
         if launch.error is not None:
             e = launch.error
-            return ctx.finding(F.CRASH, "crash", f"{type(e).__name__}: {e}".splitlines()[0][:500],
+            return ctx.finding(F.CRASH, "crash", exception_summary(e),
                                details={"exception": type(e).__name__, "text": str(e)[:4000]})  # fmt: skip
     for name, shape in ctx.clean.shapes.items():
         if shape != ctx.oracle[name].shape:
@@ -411,7 +418,7 @@ def _backend_agreement(ctx: Context, _: Any) -> Finding | None:
     if other.error is not None:
         e = other.error
         return ctx.finding(F.DIVERGENCE, "backend-agreement",
-                           f"{twin.name} raised where {ctx.backend.name} did not: {type(e).__name__}: {e}"[:500])  # fmt: skip
+                           f"{twin.name} raised where {ctx.backend.name} did not: {exception_summary(e)}")  # fmt: skip
     for name in ctx.oracle:
         a, b = to_float64(ctx.clean.outputs[name]), to_float64(other.outputs[name])
         tol = ctx.bound(name) * ctx.target.tolerance_for(name).divergence_factor

@@ -34,9 +34,18 @@ def _twin(kernel: JITFunction) -> InterpretedFunction:
 
 
 def _call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
-    if getattr(_active, "depth", 0) > 0:
-        return _twin(self)(*args, **kwargs)
-    return _original_call(self, *args, **kwargs)
+    if getattr(_active, "depth", 0) == 0:
+        return _original_call(self, *args, **kwargs)
+    # InterpretedFunction.__call__ patches the callee's language modules (tl.core for the
+    # standard library) with interpreter builtins and never restores them: in a process that also
+    # compiles kernels, the next compilation would then trace interpreter builtins. Patch for the
+    # duration of the call only.
+    twin = _twin(self)
+    scope = _interpreter._patch_lang(twin.fn)
+    try:
+        return twin.rewrite()(*args, **kwargs)
+    finally:
+        scope.restore()
 
 
 JITFunction.__call__ = _call  # type: ignore[method-assign]

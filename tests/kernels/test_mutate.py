@@ -33,3 +33,23 @@ def test_mutant_source_is_visible_to_tracebacks():
     module = MUTANTS[0].module("triton")
     lines = linecache.getlines(module.__file__)
     assert any("tl.exp(s)" in line for line in lines)
+
+
+def test_interpreted_launch_leaves_triton_language_unpatched():
+    """An interpreted launch must not leave interpreter builtins in triton.language: a compiled
+    launch in the same process (the differential on a GPU host) would trace them."""
+    import torch
+    import triton.language as tl
+
+    def snapshot():
+        names = ("load", "store", "exp", "reduce", "where", "maximum", "full", "arange")
+        return {
+            (m.__name__, n): getattr(m, n)
+            for m in (tl, tl.core, tl.math)
+            for n in names
+            if hasattr(m, n)
+        }
+
+    before = snapshot()
+    ktriton.softmax(torch.randn(3, 40), block_n=16, interpret=True)
+    assert snapshot() == before

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Reproducer: softmax_mutant_finite_sentinel on triton-interpret -> masking
+
+masked/fixed element y[0, 0] = 0.0625, oracle 0: error 0.0625 > tolerance 2.8026e-45, naive 0
+
+target:    softmax_mutant_finite_sentinel (mutant of softmax, expected class masking)
+backend:   triton-interpret (replay elsewhere with --backend NAME)
+property:  oracle
+case:      Case(x=f32[1,1], mask=bool[1,1], dtype='float32', scale=None, block_m=8, block_n=16, recipe={"bias": "none", "mask": {"density": 0.5, "kind": "random", "seed": 0}, "values": {"distribution": "normal", "magnitude": 1.0, "offset": 0.0, "seed": 0, "specials": "none"}})
+tolerance: y: rho=2.0 x naive + 2.0 eps x max|oracle|
+hazards:   row-without-valid-key: 1 row(s) with no valid key (first: row 0); partial-tile: row length 1 is not a multiple of block_n=16 (partial last tile)
+found:     2026-11-22T13:25:25+0000 on CPU (x86_64, 2 cores)
+versions:  python 3.11.7, numpy 2.4.6, torch 2.13.0+cpu, triton 3.6.0, jax 0.10.2, jaxlib 0.10.2, hypothesis 6.168.3
+
+Run it: python softmax_mutant_finite_sentinel__triton-interpret__masking__0515d20f7f58.py [--backend NAME] [--quiet]
+Exit status 1 while the failure reproduces, 0 once it does not.
+"""
+
+REPRO = {'format': 1, 'target': 'softmax_mutant_finite_sentinel', 'plugin': None, 'backend': 'triton-interpret', 'mutant_of': 'softmax', 'expected_class': 'masking', 'class': 'masking', 'property': 'oracle', 'message': 'masked/fixed element y[0, 0] = 0.0625, oracle 0: error 0.0625 > tolerance 2.8026e-45, naive 0', 'where': 'y[0, 0]', 'error': 0.0625, 'tolerance': 2.802596928649634e-45, 'signature': '0515d20f7f58', 'params': {'dtype': 'float32', 'scale': None, 'block_m': 8, 'block_n': 16}, 'recipe': {'values': {'seed': 0, 'distribution': 'normal', 'magnitude': 1.0, 'offset': 0.0, 'specials': 'none'}, 'mask': {'kind': 'random', 'density': 0.5, 'seed': 0}, 'bias': 'none'}, 'property_params': '{}', 'dtypes': {'x': 'float32', 'mask': 'bool'}, 'ref_device': 'cpu', 'differential': False, 'differential_max_cost': 32.0, 'tolerance_rule': {'y': {'rho': 2.0, 'floor_ulps': 2.0, 'atol': 0.0, 'divergence_factor': 2.0}}, 'hazards': ['row-without-valid-key: 1 row(s) with no valid key (first: row 0)', 'partial-tile: row length 1 is not a multiple of block_n=16 (partial last tile)'], 'versions': {'python': '3.11.7', 'numpy': '2.4.6', 'torch': '2.13.0+cpu', 'triton': '3.6.0', 'jax': '0.10.2', 'jaxlib': '0.10.2', 'hypothesis': '6.168.3'}, 'device': 'CPU (x86_64, 2 cores)', 'found': '2026-11-22T13:25:25+0000'}
+
+DATA = """
+UEsDBC0AAAAIAAAAIQC3KmMQ//////////8FABQAeC5ucHkBABAAhAAAAAAAAABKAAAAAAAAAJvsF+obEMnIUMZQrZ6SWpxcpG6l
+oG6TZqKuo6Cell9UUpSYF59flJIKEndLzClOBYoXZyQWpAL5GoY6CoaaOgq1CmQDrpz9DHYAUEsDBC0AAAAIAAAAIQBN0A10////
+//////8IABQAbWFzay5ucHkBABAAgQAAAAAAAABHAAAAAAAAAJvsF+obEMnIUMZQrZ6SWpxcpG6loF6TZKiuo6Cell9UUpSYF59f
+lJIKEndLzClOBYoXZyQWpAL5GoY6CoaaOgq1CmQDLgYAUEsBAi0DLQAAAAgAAAAhALcqYxBKAAAAhAAAAAUAAAAAAAAAAAAAAIAB
+AAAAAHgubnB5UEsBAi0DLQAAAAgAAAAhAE3QDXRHAAAAgQAAAAgAAAAAAAAAAAAAAIABgQAAAG1hc2subnB5UEsFBgAAAAACAAIA
+aQAAAAIBAAAAAA==
+"""
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    try:
+        import fuzz.reproducer
+    except ImportError:
+        for parent in Path(__file__).resolve().parents:
+            if (parent / "fuzz" / "reproducer.py").is_file():
+                sys.path.insert(0, str(parent))
+                break
+        import fuzz.reproducer
+    sys.exit(fuzz.reproducer.main(REPRO, DATA, sys.argv[1:]))
