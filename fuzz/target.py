@@ -102,6 +102,12 @@ class Target:
             input's elements / 1024.
         writes_out: whether the entry points honour ``out`` (the guard-band and poisoned-output
             properties need it).
+        baseline_randn: ``baseline_randn(seed, scale) -> Case``: the target's default shape with
+            standard-normal values, one case per seed (how KernelBench checks a kernel: a few
+            seeded ``randn`` trials). Used by the mutant scoreboard's baselines.
+        baseline_grid: ``baseline_grid(scale) -> [Case]``: the fixed grid of shapes, dtypes and
+            options the family's upstream tests use (flash-attention, fla, the Triton
+            tutorials), ``randn`` values. Used by the mutant scoreboard's baselines.
         description: one line for listings.
         source: ``'builtin'`` or the plugin that registered it.
     """
@@ -122,6 +128,8 @@ class Target:
     shrink_bound: int | None = None
     interpret_cost: Callable[[Case], float] | None = None
     writes_out: bool = True
+    baseline_randn: Callable[[int, str], Case] | None = None
+    baseline_grid: Callable[[str], Sequence[Case]] | None = None
     description: str = ""
     source: str = "builtin"
 

@@ -274,6 +274,39 @@ def interpret_cost(case: Case) -> float:
     return -(-rows // case.params["block_m"]) * -(-cols // case.params["block_n"])
 
 
+# Baselines (the mutant scoreboard compares the harness with them) ------------------------------------
+
+
+def baseline_randn(seed: int, scale: str) -> Case:
+    """KernelBench-style: one default shape, standard-normal logits, no mask, no bias, no scale."""
+    rows, cols = (16, 1000) if scale == "small" else (256, 4096)
+    x = np.random.default_rng(seed).standard_normal((rows, cols)).astype(np.float32)
+    params = {"dtype": "float32", "scale": None, "block_m": 16, "block_n": 128}
+    return Case({"x": x}, params, {"baseline": "randn", "seed": seed})
+
+
+def baseline_grid(scale: str) -> list[Case]:
+    """A Triton-tutorial-style grid: a few row lengths around the tile, three dtypes, with and
+    without a random mask and a scale, ``randn`` values (seed 0)."""
+    from fuzz.arrays import np_dtype
+
+    cols_list = (1, 17, 128, 129, 1000) if scale == "small" else (1, 127, 128, 129, 1000, 4097)
+    rows = 4 if scale == "small" else 64
+    cases = []
+    for dtype in ("float32", "float16", "bfloat16"):
+        for cols in cols_list:
+            for masked in (False, True):
+                rng = np.random.default_rng(0)
+                x = rng.standard_normal((rows, cols)).astype(np_dtype(dtype))
+                inputs = {"x": x}
+                if masked:
+                    inputs["mask"] = rng.random((rows, cols)) < 0.5
+                params = {"dtype": dtype, "scale": 0.125 if masked else None, "block_m": 16,
+                          "block_n": 128}  # fmt: skip
+                cases.append(Case(inputs, params, {"baseline": "grid"}))
+    return cases
+
+
 def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
     return Target(
         name=name,
@@ -288,6 +321,8 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
         fixed_outputs=fixed_outputs,
         properties=PROPERTIES,
         interpret_cost=interpret_cost,
+        baseline_randn=baseline_randn,
+        baseline_grid=baseline_grid,
         **kw,
     )
 
