@@ -191,6 +191,7 @@ def hunt(
             ref_device=profile.ref_device,
             differential=profile.differential,
             differential_max_cost=profile.differential_max_cost,
+            differential_every=profile.differential_every,
             stats=result.stats,
         )
         for h in outcome.context.hazards:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from strategies._cache import cached_factory
 from strategies._validate import check_int, check_subset
 
 SLOPE_KINDS = ("standard", "scaled", "constant", "adversarial")
@@ -72,6 +73,7 @@ class SlopeRecipe:
         raise ValueError(f"slope kind={self.kind!r} must be one of {SLOPE_KINDS}")
 
 
+@cached_factory
 def slope_recipes(
     n_heads: int, *, kinds: tuple[str, ...] = SLOPE_KINDS
 ) -> st.SearchStrategy[SlopeRecipe]:
@@ -99,6 +101,7 @@ def slope_recipes(
     return build()
 
 
+@cached_factory
 def alibi_slopes(
     n_heads: int, *, kinds: tuple[str, ...] = SLOPE_KINDS
 ) -> st.SearchStrategy[np.ndarray]:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from strategies._cache import cached_factory
 from strategies._validate import check_int, check_subset
 
 MASK_KINDS = ("none", "full", "random", "causal", "masked_rows", "single_valid")
@@ -63,6 +64,7 @@ def build_mask(recipe: MaskRecipe, rows: int, cols: int) -> np.ndarray | None:
     raise ValueError(f"mask kind={recipe.kind!r} must be one of {MASK_KINDS}")
 
 
+@cached_factory
 def mask_recipes(kinds: tuple[str, ...] = MASK_KINDS) -> st.SearchStrategy[MaskRecipe]:
     """Mask recipes; shrinks toward the first kind (``none``), density 0.5 and seed 0."""
     kinds = check_subset("kinds", kinds, MASK_KINDS)
@@ -79,6 +81,7 @@ def mask_recipes(kinds: tuple[str, ...] = MASK_KINDS) -> st.SearchStrategy[MaskR
     return build()
 
 
+@cached_factory
 def masks(
     rows: int, cols: int, kinds: tuple[str, ...] = MASK_KINDS
 ) -> st.SearchStrategy[np.ndarray | None]:

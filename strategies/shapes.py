@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
+from strategies._cache import cached_factory
 from strategies._validate import check_int, check_order
 
 SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 257, 509, 1021, 2039, 4093)
@@ -30,6 +31,7 @@ def boundary_values(max_size: int, *, blocks: Sequence[int] = (), min_size: int 
     return sorted(v for v in vals if min_size <= v <= max_size)
 
 
+@cached_factory
 def sizes(
     *, max_size: int, min_size: int = 1, blocks: Sequence[int] = ()
 ) -> st.SearchStrategy[int]:
@@ -52,6 +54,7 @@ def sizes(
     )
 
 
+@cached_factory
 def tiled_sizes(block: int, *, max_size: int, min_size: int = 1) -> st.SearchStrategy[int]:
     """A length ``n_tiles * block + rem`` with the remainder aimed at ``{0, 1, block - 1}``.
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fuzz.arrays import FLOAT_DTYPES, np_dtype
 from fuzz.case import Case
+from strategies._cache import cached_factory
 from strategies._validate import check_scale, check_subset
 from strategies.masks import MASK_KINDS, build_mask, mask_recipes
 from strategies.shapes import sizes, tiled_sizes
@@ -56,6 +57,7 @@ def _bias(kind: str, rows: int, cols: int, seed: int, dtype: str) -> np.ndarray 
     return b.astype(np_dtype(dtype))
 
 
+@cached_factory
 def softmax_cases(
     scale: str = "small",
     *,

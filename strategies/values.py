@@ -18,6 +18,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
+from strategies._cache import cached_factory
 from strategies._validate import check_int, check_subset
 
 DISTRIBUTIONS = ("normal", "uniform", "constant", "ramp", "explicit")
@@ -102,6 +103,7 @@ def materialize(recipe: ValueRecipe, shape: Sequence[int], dtype: str) -> np.nda
     return np.asarray(a).astype(np_dtype(dtype))
 
 
+@cached_factory
 def value_recipes(
     *,
     numel: int,
@@ -144,6 +146,7 @@ def value_recipes(
     return build()
 
 
+@cached_factory
 def float_dtypes(allowed: Sequence[str] = FLOAT_DTYPES) -> st.SearchStrategy[str]:
     """One of ``allowed`` (names); shrinks toward the first (float32)."""
     return st.sampled_from(check_subset("allowed", allowed, FLOAT_DTYPES))
