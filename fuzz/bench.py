@@ -94,7 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_differential:
         profile = dataclasses.replace(profile, differential=False)
     backends = args.backends.split(",") if args.backends else list(profile.backends)
-    rows: list[str] = []
+    print(f"profile {profile.name}, differential {'on' if profile.differential else 'off'} "
+          f"(max interpreter cost {profile.differential_max_cost:g}, every "
+          f"{profile.differential_every} example(s)), {args.examples} examples per run")  # fmt: skip
+    head = (f"{'target':30} {'backend':17} {'pass':6} {'1st ex/s':>8} {'ex/s':>7} {'compile':>6} "
+            f"{'twin':>6} {'refs':>6} {'launch':>6} {'launch/ex':>9} {'status':>7}  slowest properties")  # fmt: skip
+    print(head)
+    print("-" * len(head), flush=True)
     for t in select(args.targets, mutants=None):
         for b in backends:
             # Pass 1 compiles what its examples need. Pass 2 ("fresh") draws new examples: what a
@@ -106,15 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 t, b, profile, max_examples=args.examples, seed=args.seed + 1, database=None
             )
             again = hunt(t, b, profile, max_examples=args.examples, seed=args.seed, database=None)
-            rows += [_row("fresh", warm, fresh), _row("warm", warm, again)]
-    print(f"profile {profile.name}, differential {'on' if profile.differential else 'off'} "
-          f"(max interpreter cost {profile.differential_max_cost:g}), {args.examples} examples per run")  # fmt: skip
-    head = (f"{'target':30} {'backend':17} {'pass':6} {'1st ex/s':>8} {'ex/s':>7} {'compile':>6} "
-            f"{'twin':>6} {'refs':>6} {'launch':>6} {'launch/ex':>9} {'status':>7}  slowest properties")  # fmt: skip
-    print(head)
-    print("-" * len(head))
-    for line in rows:
-        print(line)
+            print(_row("fresh", warm, fresh), flush=True)
+            print(_row("warm", warm, again), flush=True)
     if args.bare:
         for b in backends:
             rate = _bare_loop(select(args.targets)[0].name, b, profile.name, args.examples)

@@ -85,17 +85,17 @@ def slope_recipes(
     check_int("n_heads", n_heads, lo=1)
     kinds = check_subset("kinds", kinds, SLOPE_KINDS)
 
+    kind_st, factor_st = st.sampled_from(kinds), st.sampled_from(SCALE_FACTORS)
+    picks_st = st.lists(st.sampled_from(ADVERSARIAL), min_size=1, max_size=n_heads)
+
     @st.composite
     def build(draw: st.DrawFn) -> SlopeRecipe:
-        kind = draw(st.sampled_from(kinds), label="slope kind")
+        kind = draw(kind_st, label="slope kind")
         if kind == "standard":
             return SlopeRecipe("standard")
         if kind in ("scaled", "constant"):
-            return SlopeRecipe(kind, draw(st.sampled_from(SCALE_FACTORS), label="slope factor"))
-        picks = draw(
-            st.lists(st.sampled_from(ADVERSARIAL), min_size=1, max_size=n_heads),
-            label="slope picks",
-        )
+            return SlopeRecipe(kind, draw(factor_st, label="slope factor"))
+        picks = draw(picks_st, label="slope picks")
         return SlopeRecipe("adversarial", picks=tuple(picks))
 
     return build()

@@ -67,15 +67,15 @@ def tiled_sizes(block: int, *, max_size: int, min_size: int = 1) -> st.SearchStr
     check_order("min_size", min_size, "max_size", max_size)
     max_tiles = max_size // block
 
+    tiles_st = st.integers(0, max_tiles)
+    # Plain integers first, so that shrinking can walk a tail of block - 1 down to 2; the
+    # boundary remainders as the second branch, so half the draws land on them.
+    rem_st = st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0)))
+
     @st.composite
     def build(draw: st.DrawFn) -> int:
-        tiles = draw(st.integers(0, max_tiles), label="tiles")
-        # Plain integers first, so that shrinking can walk a tail of block - 1 down to 2; the
-        # boundary remainders as the second branch, so half the draws land on them.
-        rem = draw(
-            st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0))),
-            label="remainder",
-        )
+        tiles = draw(tiles_st, label="tiles")
+        rem = draw(rem_st, label="remainder")
         return min(max(tiles * block + rem, min_size), max_size)
 
     return build()
