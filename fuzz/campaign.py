@@ -329,7 +329,6 @@ class Campaign:
         if kind == "fatal":
             self.notes.append(f"worker {w.slot} could not start: {msg[1]}")
             self.log(f"worker {w.slot} could not start: {msg[1]}\n{msg[2]}")
-            w.startup_failures += 1
             return
         sid = msg[1]
         if kind == "replayed":
@@ -483,16 +482,21 @@ class Campaign:
             self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
                      f"{pair.target.name} on {pair.backend}")  # fmt: skip
         clear_inflight(w.config.inflight)
+        if not w.ready:
+            w.startup_failures += 1  # died before it could take any work
         w.busy = None
         w.ready = False
         if w.conn is not None:
             w.conn.close()
             w.conn = None
-        if self.stop_reason or reason == "shutdown":
+        out_of_time = self.fuzz_started is not None and self.remaining() < 0.5
+        if self.stop_reason or reason == "shutdown" or (out_of_time and not self.replay_queue):
             w.process = None
             return
         if w.startup_failures >= 3:
-            self.notes.append(f"worker {w.slot} failed to start 3 times; slot abandoned")
+            self.notes.append(
+                f"worker {w.slot} failed to start 3 times (see {w.config.log}); slot abandoned"
+            )
             w.process = None
             return
         self.restarts += 1
@@ -645,7 +649,7 @@ class Campaign:
                     w.conn.send(("stop",))
                 except (OSError, AttributeError):
                     pass
-                w.process.join(3)
+                w.process.join(1)  # everything it found has arrived; do not wait on its teardown
                 if w.process.is_alive():
                     w.process.kill()
                     w.process.join(3)

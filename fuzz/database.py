@@ -143,7 +143,7 @@ def _open_one(location: str) -> CheckedDatabase:
                 f"--db={location!r} needs the redis package: pip install 'kernel-fuzz[redis]'"
             ) from None
         client = redis.Redis.from_url(location, socket_timeout=10, socket_connect_timeout=5)
-        inner: ExampleDatabase = RedisExampleDatabase(client, key_prefix=b"kernel-fuzz:")
+        inner: ExampleDatabase = RedisExampleDatabase(client)
     else:
         path = Path(location)
         if path.exists() and not path.is_dir():

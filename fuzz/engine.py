@@ -329,6 +329,13 @@ def hunt(
         from hypothesis import seed as hypothesis_seed
 
         test = hypothesis_seed(seed)(test)
+        # @seed turns the database off (a seeded run is meant to be reproducible); a campaign
+        # slice is seeded only to vary between slices, and must still replay and save.
+        if "database" in overrides:
+            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+                test._hypothesis_internal_use_settings,  # type: ignore[attr-defined]
+                database=overrides["database"],
+            )
     try:
         test()
     except _OutOfTime:
