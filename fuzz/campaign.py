@@ -160,10 +160,7 @@ class Campaign:
         self.log = log
         self.progress = progress
         self.pairs = [
-            PairState(t, b)
-            for t in config.targets
-            for b in config.backends
-            if self._runs(t, b)
+            PairState(t, b) for t in config.targets for b in config.backends if self._runs(t, b)
         ]
         self.workers: list[WorkerHandle] = []
         self.slice_ids = 0
@@ -390,7 +387,8 @@ class Campaign:
         self.log(
             f"{pair.target.name} on {pair.backend}: +{summary.get('examples', 0)} examples in "
             f"{secs:.1f}s ({rate:.1f}/s), total {pair.examples}; classes: "
-            f"{', '.join(sorted(pair.found)) or '-'}" + (f" [{pair.retired}]" if pair.retired else "")
+            f"{', '.join(sorted(pair.found)) or '-'}"
+            + (f" [{pair.retired}]" if pair.retired else "")
         )
         self._write_report(throttle=True)
 
@@ -402,7 +400,9 @@ class Campaign:
         got = read_inflight(w.config.inflight)
         log_tail = _tail(w.config.log, 40)
         if got is None:
-            self.notes.append(f"{pair.target.name} on {pair.backend}: {message} (no in-flight case)")
+            self.notes.append(
+                f"{pair.target.name} on {pair.backend}: {message} (no in-flight case)"
+            )
             return
         meta, case = got
         finding = Finding(
@@ -544,12 +544,17 @@ class Campaign:
             self._load_previous()
             report.archive_previous(c.out)
         self._make_workers()
-        # The budget counts from the moment the first worker is ready (start-up is not fuzzing).
+        # The budget counts fuzzing time: from the moment the first worker is ready, and not while
+        # every worker is (re)starting.
         waiting_since = time.perf_counter()
         budget_started = False
+        last_tick = time.perf_counter()
         try:
             while True:
                 now = time.perf_counter()
+                if budget_started and not any(w.ready for w in self.workers):
+                    self.deadline += now - last_tick  # every worker (re)starting: not fuzzing
+                last_tick = now
                 if not budget_started and (
                     any(w.ready for w in self.workers) or now - waiting_since > 300
                 ):
@@ -561,8 +566,10 @@ class Campaign:
                         if w.ready and w.busy is None and w.process is not None:
                             self._dispatch(w)
                 busy = [w for w in self.workers if w.busy is not None]
-                if budget_started and not busy and (
-                    self.stop_reason or self.remaining() < 0.5 or not self._schedulable()
+                if (
+                    budget_started
+                    and not busy
+                    and (self.stop_reason or self.remaining() < 0.5 or not self._schedulable())
                 ):
                     break
                 if self.stop_reason and busy:

@@ -8,8 +8,9 @@ import os
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 
@@ -79,7 +80,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="do not replay the previous report's reproducers")  # fmt: skip
     plugin_arg(run)
 
-    mu = sub.add_parser("mutants", help="the mutant scoreboard: harness vs randn and grid baselines")
+    mu = sub.add_parser(
+        "mutants", help="the mutant scoreboard: harness vs randn and grid baselines"
+    )
     mu.add_argument("--budget", type=_positive_float, default=60.0,
                     help="seconds per mutant and backend for the harness (default 60)")  # fmt: skip
     mu.add_argument("--targets", default="*", help="globs of mutant names (default *)")
@@ -162,7 +165,13 @@ def _progress_console() -> object:
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from fuzz.campaign import Campaign, CampaignConfig, install_signal_handlers, plugin_specs, visible_gpus
+    from fuzz.campaign import (
+        Campaign,
+        CampaignConfig,
+        install_signal_handlers,
+        plugin_specs,
+        visible_gpus,
+    )
     from fuzz.database import open_database
     from fuzz.profiles import default_profile, get_profile
     from fuzz.target import select
@@ -248,7 +257,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _live_display(console: object) -> tuple[object | None, object, object | None]:
+def _live_display(console: object) -> tuple[Any, Callable[[str], None], Any]:
     """(rich Live or None, log function, progress callback): a live table on a terminal, plain
     timestamped lines otherwise."""
     from rich.console import Console
@@ -263,10 +272,10 @@ def _live_display(console: object) -> tuple[object | None, object, object | None
 
     if not console.is_terminal:
 
-        def log(line: str) -> None:
+        def plain(line: str) -> None:
             print(f"{stamp()} {line}", file=sys.stderr, flush=True)
 
-        return None, log, None
+        return None, plain, None
     live = Live(console=console, refresh_per_second=4, transient=False)
     last = [0.0]
 
@@ -275,7 +284,9 @@ def _live_display(console: object) -> tuple[object | None, object, object | None
 
         assert isinstance(c, Campaign)
         left = max(0.0, c.remaining()) if c.fuzz_started is not None else c.config.budget
-        t = Table(title=f"campaign: {left:.0f}s left, {len(c.workers)} worker(s), {c.restarts} restart(s)")
+        t = Table(
+            title=f"campaign: {left:.0f}s left, {len(c.workers)} worker(s), {c.restarts} restart(s)"
+        )
         for col in ("target", "backend", "examples", "ex/s", "failures", "state"):
             t.add_column(col)
         for p in c.pairs:
@@ -303,12 +314,22 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
 
     assert isinstance(console, Console)
     table = Table(title="findings")
-    for col in ("triage", "target", "backends", "class", "where", "error / tol", "case", "reproducer"):
+    for col in (
+        "triage",
+        "target",
+        "backends",
+        "class",
+        "where",
+        "error / tol",
+        "case",
+        "reproducer",
+    ):
         table.add_column(col)
     for f in report["findings"]:
         err = (
             f"{f['error']:.3g} / {f['tolerance']:.3g}"
-            if isinstance(f.get("error"), (int, float)) and isinstance(f.get("tolerance"), (int, float))
+            if isinstance(f.get("error"), (int, float))
+            and isinstance(f.get("tolerance"), (int, float))
             else ""
         )
         mark = ""
@@ -334,7 +355,11 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
             if s["mutants_total"]
             else ""
         )
-        + (f"\n[yellow]interrupted ({report['interrupted']})[/yellow]" if report.get("interrupted") else "")
+        + (
+            f"\n[yellow]interrupted ({report['interrupted']})[/yellow]"
+            if report.get("interrupted")
+            else ""
+        )
         + f"\nreport: {out / 'report.md'}, {out / 'index.html'}, {out / 'report.json'}, {out / 'report.xml'}"
     )
 
@@ -382,7 +407,10 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile) if args.profile else default_profile()
     mutants = select(args.targets, mutants=True)
     if not mutants:
-        print(f"--targets={args.targets!r} matches no mutant (see python -m fuzz list)", file=sys.stderr)
+        print(
+            f"--targets={args.targets!r} matches no mutant (see python -m fuzz list)",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     backends = _select_backends(args.backends, profile.backends)
     board = run_scoreboard(mutants, backends, profile, budget=args.budget, seed=args.seed,

@@ -87,7 +87,10 @@ class CheckedDatabase(ExampleDatabase):
             self.warn(f"fetch failed: {type(e).__name__}: {e}")
             return
         for value in values:
-            if not isinstance(value, (bytes, bytearray)) or choices_from_bytes(bytes(value)) is None:
+            if (
+                not isinstance(value, (bytes, bytearray))
+                or choices_from_bytes(bytes(value)) is None
+            ):
                 self.warn(f"skipped a corrupt entry ({len(value)} bytes) under key {key[:60]!r}")
                 continue
             yield bytes(value)
@@ -154,9 +157,7 @@ def _open_one(location: str) -> CheckedDatabase:
     return db
 
 
-def open_database(
-    location: str | None, shared: Sequence[str] = ()
-) -> CampaignDatabase | None:
+def open_database(location: str | None, shared: Sequence[str] = ()) -> CampaignDatabase | None:
     """The campaign database at ``location`` with ``shared`` ones multiplexed read-only under it.
 
     ``location`` ``None``/``'none'`` means no database (shared ones are then ignored).

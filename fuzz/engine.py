@@ -25,9 +25,9 @@ from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.failures import Finding, KernelFailure, raise_for
+from fuzz.plots import error_maps
 from fuzz.profiles import Profile
 from fuzz.properties import Stats, check_case
-from fuzz.plots import error_maps
 from fuzz.target import Target
 
 if TYPE_CHECKING:

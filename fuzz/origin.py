@@ -101,7 +101,7 @@ def _library_dirs() -> tuple[str, ...]:
     dirs = [os.path.dirname(numpy.__file__)]
     for mod in ("triton", "torch"):
         try:
-            dirs.append(os.path.dirname(__import__(mod).__file__))
+            dirs.append(os.path.dirname(str(__import__(mod).__file__)))
         except Exception:
             pass
     return tuple(d + os.sep for d in dirs)
@@ -138,9 +138,14 @@ def _trace_triton(target: Target, case: Case) -> dict[str, Any]:
     except Exception as e:
         fpe = _fp_error(e)
         if fpe is None:
-            return {"found": False, "note": f"the interpreted replay raised {type(e).__name__}: {e}"[:300]}
+            return {
+                "found": False,
+                "note": f"the interpreted replay raised {type(e).__name__}: {e}"[:300],
+            }
         libs = _library_dirs()
-        frames = [f for f in traceback.extract_tb(fpe.__traceback__) if not f.filename.startswith(libs)]
+        frames = [
+            f for f in traceback.extract_tb(fpe.__traceback__) if not f.filename.startswith(libs)
+        ]
         if not frames:
             return {"found": False, "note": f"{fpe} outside kernel code"}
         f = frames[-1]
@@ -265,7 +270,9 @@ def _eval_eqn(eqn: Any, invals: list[Any]) -> list[Any]:
         return carry
     if name == "cond":
         index, ops = invals[0], invals[1:]
-        j, consts = _closed(p["branches"][int(np.clip(np.asarray(index), 0, len(p["branches"]) - 1))])
+        j, consts = _closed(
+            p["branches"][int(np.clip(np.asarray(index), 0, len(p["branches"]) - 1))]
+        )
         return _eval(j, consts, ops)
     if name == "scan":
         j, consts = _closed(p["jaxpr"])
@@ -312,12 +319,12 @@ def _intercept_pallas_call() -> Any:
         return _eval(closed.jaxpr, list(closed.consts), list(args))
 
     saved = pallas_call_p.impl
-    pallas_call_p.impl = impl
+    pallas_call_p.impl = impl  # type: ignore[method-assign]
     try:
         with jax.disable_jit():
             yield
     finally:
-        pallas_call_p.impl = saved
+        pallas_call_p.impl = saved  # type: ignore[method-assign]
 
 
 def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
@@ -340,6 +347,9 @@ def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
             born = born.__cause__ or born.__context__  # type: ignore[assignment]
         if isinstance(born, _Born):
             return born.record
-        return {"found": False, "note": f"the interpreted replay raised {type(e).__name__}: {e}"[:300]}
+        return {
+            "found": False,
+            "note": f"the interpreted replay raised {type(e).__name__}: {e}"[:300],
+        }
     return {"found": False, "note": "no primitive of the interpreted kernel turned finite "
             "operands into Inf or NaN (the non-finite value may be compiled-only behaviour)"}  # fmt: skip

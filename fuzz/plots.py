@@ -67,7 +67,9 @@ def error_ratio(kernel: np.ndarray, oracle: np.ndarray, tolerance: float) -> np.
     return np.where(special, np.inf, ratio)
 
 
-def error_map(name: str, kernel: np.ndarray, oracle: np.ndarray, tolerance: float) -> dict[str, Any]:
+def error_map(
+    name: str, kernel: np.ndarray, oracle: np.ndarray, tolerance: float
+) -> dict[str, Any]:
     """The JSON summary of one output's error (see the module docstring)."""
     ratio = error_ratio(kernel, oracle, tolerance)
     flat = ratio.ravel()
@@ -108,7 +110,7 @@ def _round(v: float) -> float:
 
 def error_maps(ctx: Context) -> list[dict[str, Any]]:
     """Error maps of every output of the clean launch in ``ctx`` (none if it crashed)."""
-    out = []
+    out: list[dict[str, Any]] = []
     launch = ctx.clean
     if launch.error is not None:
         return out
@@ -149,7 +151,9 @@ def _png(rgb: np.ndarray) -> bytes:
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         body = tag + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+        return (
+            struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+        )
 
     return (
         b"\x89PNG\r\n\x1a\n"

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 
-
 def _nvidia_smi_gpus() -> list[str]:
     import shutil
     import subprocess
@@ -32,7 +31,9 @@ def _nvidia_smi_gpus() -> list[str]:
     if shutil.which("nvidia-smi") is None:
         return []
     try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     return [str(i) for i, line in enumerate(out.splitlines()) if line.startswith("GPU ")]

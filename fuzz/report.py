@@ -70,7 +70,9 @@ def archive_previous(out: Path) -> Path | None:
         stamp = json.loads(prev.read_text()).get("started", "")
     except (OSError, ValueError):
         stamp = ""
-    stamp = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stamp) or str(int(time.time()))
+    stamp = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stamp) or str(
+        int(time.time())
+    )
     dest = out / "history" / stamp
     n = 1
     while dest.exists():
@@ -148,7 +150,10 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
         if sig in current:
             continue
         verdict = c.triage_results.get(f.get("reproducer", ""))
-        slim = {k: f.get(k) for k in ("signature", "target", "class", "message", "reproducer", "backends")}
+        slim = {
+            k: f.get(k)
+            for k in ("signature", "target", "class", "message", "reproducer", "backends")
+        }
         if verdict is None or verdict.get("status") == "error":
             unconfirmed.append({**slim, "why": (verdict or {}).get("verdict", "not replayed")})
         elif verdict["status"] == "pass":
@@ -157,7 +162,12 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
             current[sig] = {**f, "triage": "still failing", "replayed": verdict.get("verdict")}
     findings = sorted(
         current.values(),
-        key=lambda f: (f.get("mutant_of") is not None, f["triage"] != "new", f["target"], f["class"]),
+        key=lambda f: (
+            f.get("mutant_of") is not None,
+            f["triage"] != "new",
+            f["target"],
+            f["class"],
+        ),
     )
     for f in findings:
         t = next((p.target for p in c.pairs if p.target.name == f["target"]), None)
@@ -181,11 +191,16 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
         "seed": c.config.seed,
         "versions": versions(),
         "device": device_name(),
-        "workers": [{"slot": w.slot, "device": w.device, "restarts": w.restarts} for w in c.workers],
+        "workers": [
+            {"slot": w.slot, "device": w.device, "restarts": w.restarts} for w in c.workers
+        ],
         "worker_restarts": c.restarts,
         "example_timeout": c.config.example_timeout,
-        "database": {"local": c.config.db, "shared": list(c.config.db_shared),
-                     "problems": sorted(set(c.db_problems))[:200]},  # fmt: skip
+        "database": {
+            "local": c.config.db,
+            "shared": list(c.config.db_shared),
+            "problems": sorted(set(c.db_problems))[:200],
+        },
         "summary": {
             "runs": len(rows),
             "examples": sum(r["examples"] for r in rows),
@@ -196,7 +211,9 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
             "real_failed": real_failed,
             "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
             "mutants_total": len(mutants),
-            "harness_errors": [f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]],
+            "harness_errors": [
+                f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]
+            ],
         },
         "triage": {
             "previous": (c.previous or {}).get("started"),
@@ -235,7 +252,9 @@ def _origin_text(f: dict[str, Any]) -> list[str]:
 
 def markdown(data: dict[str, Any], out: Path) -> str:
     s = data["summary"]
-    state = "complete" if data["complete"] else f"INCOMPLETE ({data.get('interrupted') or 'running'})"
+    state = (
+        "complete" if data["complete"] else f"INCOMPLETE ({data.get('interrupted') or 'running'})"
+    )
     lines = [
         f"# Fuzz campaign {data['started']}",
         "",
@@ -252,7 +271,10 @@ def markdown(data: dict[str, Any], out: Path) -> str:
     else:
         lines += ["No real target failed.", ""]
     if s["mutants_total"]:
-        lines += [f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.", ""]
+        lines += [
+            f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",
+            "",
+        ]
     for title, pick in (("New", "new"), ("Still failing", "still failing")):
         group = [f for f in data["findings"] if f["triage"] == pick]
         if not group:
@@ -261,12 +283,16 @@ def markdown(data: dict[str, Any], out: Path) -> str:
         for f in group:
             mark = ""
             if f.get("mutant"):
-                mark = " (mutant, expected)" if f["class"] == f.get("expected_class") else " (mutant)"
+                mark = (
+                    " (mutant, expected)" if f["class"] == f.get("expected_class") else " (mutant)"
+                )
             lines.append(f"### `{f['class']}` in {f['target']}{mark} on {', '.join(f['backends'])}")
             lines.append("")
             lines.append(f"- {f['message']}")
             if f.get("case"):
-                lines.append(f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`")
+                lines.append(
+                    f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
+                )
             for h in f.get("hazards", []):
                 lines.append(f"- hazard: {h}")
             for o in _origin_text(f):
@@ -281,7 +307,9 @@ def markdown(data: dict[str, Any], out: Path) -> str:
     if data["triage"]["fixed"]:
         lines += ["## Fixed", ""]
         for f in data["triage"]["fixed"]:
-            lines.append(f"- `{f['class']}` in {f['target']} (signature `{f['signature']}`): its reproducer passes now")
+            lines.append(
+                f"- `{f['class']}` in {f['target']} (signature `{f['signature']}`): its reproducer passes now"
+            )
         lines.append("")
     if data["triage"]["not_rechecked"]:
         lines += ["## Not re-checked", ""]
@@ -325,19 +353,27 @@ def junit(data: dict[str, Any]) -> str:
         elif not r["mutant"] and r["findings"]:
             failures += 1
             msg = ", ".join(f["class"] for f in r["findings"])
-            body = f"<failure message={quoteattr(msg)} type=\"kernel-fuzz\">{html.escape(text)}</failure>"
+            body = f'<failure message={quoteattr(msg)} type="kernel-fuzz">{html.escape(text)}</failure>'
         elif r["mutant"] and r["status"] != "found":
             skipped += 1
             why = f"mutant {r['status']}: expected {r['expected_class']}"
             body = f"<skipped message={quoteattr(why)}/>"
         stats = f"{r['examples']} examples, {r['examples_per_second']} ex/s"
         out = f"<system-out>{html.escape(stats)}</system-out>"
-        cases.append(f'  <testcase classname={cls} name={name} time="{r["seconds"]}">{body}{out}</testcase>')
+        cases.append(
+            f'  <testcase classname={cls} name={name} time="{r["seconds"]}">{body}{out}</testcase>'
+        )
     head = (
         f'<testsuite name="kernel-fuzz campaign" tests="{len(cases)}" failures="{failures}" '
         f'errors="{errors}" skipped="{skipped}" time="{data["seconds"]}" timestamp={quoteattr(data["started"])}>'
     )
-    return '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>\n' + head + "\n" + "\n".join(cases) + "\n</testsuite>\n</testsuites>\n"
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>\n'
+        + head
+        + "\n"
+        + "\n".join(cases)
+        + "\n</testsuite>\n</testsuites>\n"
+    )
 
 
 # HTML ----------------------------------------------------------------------------------------------------
@@ -384,7 +420,9 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
         f"<p>{_e(f['message'])}</p>",
     ]
     if f.get("case"):
-        parts.append(f"<p>minimal case ({_e(f.get('case_size'))} elements): <code>{_e(f['case'][:400])}</code></p>")
+        parts.append(
+            f"<p>minimal case ({_e(f.get('case_size'))} elements): <code>{_e(f['case'][:400])}</code></p>"
+        )
     for h in f.get("hazards", []):
         parts.append(f"<p>hazard: {_e(h)}</p>")
     origin = _origin_text(f)
@@ -392,7 +430,9 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
         parts.append("<pre class=origin>" + _e("\n".join(origin)) + "</pre>")
     log = f.get("details", {}).get("log")
     if log:
-        parts.append(f"<details><summary>worker log</summary><pre>{_e(log[-3000:])}</pre></details>")
+        parts.append(
+            f"<details><summary>worker log</summary><pre>{_e(log[-3000:])}</pre></details>"
+        )
     maps = f.get("plots") or []
     if maps:
         parts.append('<div class="maps">')
@@ -421,15 +461,27 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
 
 def html_report(data: dict[str, Any], out: Path) -> str:
     s = data["summary"]
-    state = "complete" if data["complete"] else f"incomplete ({_e(data.get('interrupted') or 'running')})"
+    state = (
+        "complete"
+        if data["complete"]
+        else f"incomplete ({_e(data.get('interrupted') or 'running')})"
+    )
     body = [
         f"<h1>Fuzz campaign {_e(data['started'])}</h1>",
         f"<p>{state}; profile <code>{_e(data['profile'])}</code>, budget {data['budget']:g} s, "
         f"ran {data['seconds']:.0f} s on {_e(data['device'])}; {s['examples']} examples; "
         f"{len(data['workers'])} worker(s), {data['worker_restarts']} restart(s).</p>",
         f"<p><b>{s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed</b>; "
-        + (f"failing real targets: {_e(', '.join(s['real_failed']))}" if s["real_failed"] else "no real target failed")
-        + (f"; mutants found {s['mutants_found']}/{s['mutants_total']}" if s["mutants_total"] else "")
+        + (
+            f"failing real targets: {_e(', '.join(s['real_failed']))}"
+            if s["real_failed"]
+            else "no real target failed"
+        )
+        + (
+            f"; mutants found {s['mutants_found']}/{s['mutants_total']}"
+            if s["mutants_total"]
+            else ""
+        )
         + "</p>",
     ]
     for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
@@ -439,10 +491,21 @@ def html_report(data: dict[str, Any], out: Path) -> str:
             body.extend(_finding_html(f, out) for f in group)
     if data["triage"]["fixed"]:
         body.append("<h2>Fixed</h2><ul>")
-        body.extend(f"<li><code>{_e(f['class'])}</code> in {_e(f['target'])}</li>" for f in data["triage"]["fixed"])
+        body.extend(
+            f"<li><code>{_e(f['class'])}</code> in {_e(f['target'])}</li>"
+            for f in data["triage"]["fixed"]
+        )
         body.append("</ul>")
     body.append("<h2>Throughput</h2>")
-    body.append(plots.bars_svg([(f"{r['target']} [{r['backend']}]", r["examples_per_second"]) for r in data["results"]], unit=" ex/s"))
+    body.append(
+        plots.bars_svg(
+            [
+                (f"{r['target']} [{r['backend']}]", r["examples_per_second"])
+                for r in data["results"]
+            ],
+            unit=" ex/s",
+        )
+    )
     body.append("<h2>Targets</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
                 "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th></tr>")  # fmt: skip
     for r in data["results"]:
@@ -455,8 +518,14 @@ def html_report(data: dict[str, Any], out: Path) -> str:
     body.append("</table>")
     warnings = [*data["notes"], *data["database"]["problems"]]
     if warnings:
-        body.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>")
-    body.append("<p><small>" + _e(", ".join(f"{k} {v}" for k, v in data["versions"].items())) + "</small></p>")
+        body.append(
+            "<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>"
+        )
+    body.append(
+        "<p><small>"
+        + _e(", ".join(f"{k} {v}" for k, v in data["versions"].items()))
+        + "</small></p>"
+    )
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
         f"<title>kernel-fuzz campaign {_e(data['started'])}</title><style>{_CSS}</style></head>"

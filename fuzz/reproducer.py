@@ -349,7 +349,9 @@ def replay_isolated(
     if backend:
         cmd += ["--backend", backend]
     env = {**os.environ, "KERNEL_FUZZ_REPLAY_MARKER": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     lines: list[str] = []
     started = threading.Event()
 

@@ -131,10 +131,13 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     n = len(rows)
     h_found = [r for r in rows if r["harness"]["found"]]
-    h_minutes = sum(
-        (r["harness"]["seconds_to_first"] if r["harness"]["found"] else r["harness"]["seconds"])
-        for r in rows
-    ) / 60
+    h_minutes = (
+        sum(
+            (r["harness"]["seconds_to_first"] if r["harness"]["found"] else r["harness"]["seconds"])
+            for r in rows
+        )
+        / 60
+    )
     out["harness"] = {
         "detected": len(h_found),
         "expected_class": sum(r["harness"]["expected"] for r in rows),
@@ -188,7 +191,11 @@ HEADERS = ["mutant", "backend", "found", "class", "examples to 1st", "s to 1st",
 def summary_lines(board: dict[str, Any]) -> list[str]:
     s = board["summary"]
     lines = []
-    for key, label in (("harness", "harness"), ("randn", f"randn x{RANDN_TRIALS}"), ("grid", "fixed grid")):
+    for key, label in (
+        ("harness", "harness"),
+        ("randn", f"randn x{RANDN_TRIALS}"),
+        ("grid", "fixed grid"),
+    ):
         d = s[key]
         if d["total"] == 0 or d.get("rate") is None:
             lines.append(f"{label:12} n/a")
@@ -207,7 +214,9 @@ def print_scoreboard(board: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console(width=max(Console().width, 160))
-    t = Table(title=f"mutant scoreboard (profile {board['profile']}, {board['budget']:g}s per mutant)")
+    t = Table(
+        title=f"mutant scoreboard (profile {board['profile']}, {board['budget']:g}s per mutant)"
+    )
     for h in HEADERS:
         t.add_column(h)
     for row in table_rows(board):

@@ -140,7 +140,7 @@ def _setup(config: WorkerConfig) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = config.cuda_device
     # The parent handles Ctrl-C for the whole campaign; a worker finishes or is killed.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    log = open(config.log, "a", buffering=1)  # noqa: SIM115 (kept open for faulthandler)
+    log = open(config.log, "a", buffering=1)
     faulthandler.enable(file=log, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)  # the parent's hang probe
     sys.stderr = log

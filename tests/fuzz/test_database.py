@@ -31,7 +31,9 @@ def test_a_hunt_starts_by_replaying_the_database(fake_plugin, fake_profile, tmp_
     assert again.found["nan"].case.size == first.found["nan"].case.size
 
 
-def test_corrupt_and_unreadable_entries_are_skipped_with_a_warning(fake_plugin, fake_profile, tmp_path):
+def test_corrupt_and_unreadable_entries_are_skipped_with_a_warning(
+    fake_plugin, fake_profile, tmp_path
+):
     path = tmp_path / "db"
     db = open_database(str(path))
     _hunt(db, fake_profile, seed=1)

@@ -39,7 +39,11 @@ def test_heatmap_is_a_valid_png_of_the_grid_size():
     width, height = struct.unpack(">II", raw[16:24])
     assert (width, height) == (3, 2)
     idat = raw[raw.index(b"IDAT") + 4 :]
-    assert len(zlib.decompress(idat[: struct.unpack(">I", raw[raw.index(b"IDAT") - 4 : raw.index(b"IDAT")])[0]])) == 2 * (1 + 3 * 3)
+    assert len(
+        zlib.decompress(
+            idat[: struct.unpack(">I", raw[raw.index(b"IDAT") - 4 : raw.index(b"IDAT")])[0]]
+        )
+    ) == 2 * (1 + 3 * 3)
 
 
 def test_svgs_are_well_formed():

@@ -31,12 +31,18 @@ def test_scale_twice_is_missed_by_randn_and_found_by_the_harness_and_the_grid(tm
     assert row["grid"]["found"] and row["grid"]["class"] == "accuracy"
     s = board["summary"]
     assert s["harness"]["rate"] == 1.0 and s["randn"]["rate"] == 0.0 and s["grid"]["rate"] == 1.0
-    assert table_rows(board)[0][:4] == ["softmax_mutant_scale_twice", "triton-interpret", "yes", "accuracy"]
+    assert table_rows(board)[0][:4] == [
+        "softmax_mutant_scale_twice",
+        "triton-interpret",
+        "yes",
+        "accuracy",
+    ]
     assert any(line.startswith("harness      detected 1/1 (100%)") for line in summary_lines(board))
     write_scoreboard(tmp_path, board)
-    assert "| softmax_mutant_scale_twice | triton-interpret | yes | accuracy |" in (
-        tmp_path / "scoreboard.md"
-    ).read_text()
+    assert (
+        "| softmax_mutant_scale_twice | triton-interpret | yes | accuracy |"
+        in (tmp_path / "scoreboard.md").read_text()
+    )
 
 
 def test_cli_scoreboard_shows_na_for_targets_without_baselines():

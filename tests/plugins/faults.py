@@ -52,7 +52,7 @@ def _scale_kernel(
     ok = cols < n_cols
     x = tl.load(x_ptr + row * stride_xm + cols, mask=ok, other=0.0)
     if SPIN:
-        while tl.load(flag_ptr) == 0:  # nobody ever sets the flag
+        while tl.load(flag_ptr, volatile=True) == 0:  # nobody ever sets the flag
             pass
     if WILD:
         tl.store(y_ptr + row * stride_ym + cols + WILD_OFFSET, x * 2.0, mask=ok)
@@ -60,7 +60,9 @@ def _scale_kernel(
         tl.store(y_ptr + row * stride_ym + cols, x * 2.0, mask=ok)
 
 
-def scale(x: torch.Tensor, out: torch.Tensor, *, fault: str | None, interpret: bool) -> torch.Tensor:
+def scale(
+    x: torch.Tensor, out: torch.Tensor, *, fault: str | None, interpret: bool
+) -> torch.Tensor:
     rows, cols = x.shape
     if fault == "raise" and cols >= 4:
         raise RuntimeError(f"launch failed: {cols=} >= 4 (injected fault)")
