@@ -178,7 +178,7 @@ class Campaign:
         self._last_write = 0.0
         self._superseded: list[Path] = []
         n = max(len(self.pairs), 1)
-        self.slice_seconds = config.slice_seconds or min(60.0, max(1.0, config.budget / (4 * n)))
+        self.slice_seconds = config.slice_seconds or min(60.0, max(3.0, config.budget / (4 * n)))
         self.floor = config.min_share * config.budget / n
 
     @staticmethod
@@ -273,7 +273,7 @@ class Campaign:
             return False
         self.slice_ids += 1
         limit = min(self.slice_seconds, left)
-        shrink = max(10.0, self.slice_seconds)
+        shrink = max(30.0, 2 * self.slice_seconds)  # shrinking a new class may take a while
         now = time.perf_counter()
         sl = Slice(self.slice_ids, pair, now, limit, now + limit + shrink)
         pair.running = True

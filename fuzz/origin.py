@@ -60,6 +60,57 @@ def trace(target: Target, backend: str, case: Case) -> dict[str, Any]:
     return {"found": False, "note": f"no NaN/Inf origin tracer for {impl} kernels"}
 
 
+def trace_finding(
+    target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Like :func:`trace`, for a finding: the non-finite value may come from a launch on inputs a
+    property derived from ``case`` (masked keys poisoned, a constant added). The case is checked
+    again with the recorded property ``params`` while every launched input set is recorded, and
+    each is traced in launch order until one shows an origin.
+    """
+    from fuzz.backends import get_backend
+    from fuzz.properties import Context, check_case
+
+    launched: list[Case] = []
+    original = Context.launch
+
+    def spy(self: Context, c: Case | None = None, **kw: Any) -> Any:
+        if kw.get("backend") in (None, self.backend):
+            launched.append(self.case if c is None else c)
+        return original(self, c, **kw)
+
+    Context.launch = spy  # type: ignore[method-assign]
+    try:
+        check_case(target, get_backend(backend), case, params=params or {})
+    finally:
+        Context.launch = original  # type: ignore[method-assign]
+    distinct: list[Case] = []
+    for c in launched:
+        if not any(c is d or _same(c, d) for d in distinct):
+            distinct.append(c)
+    first: dict[str, Any] | None = None
+    for i, c in enumerate(distinct or [case]):
+        o = trace(target, backend, c)
+        if o.get("found"):
+            if c is not case and not _same(c, case):
+                changed = [k for k in c.inputs if not _same_array(c.inputs[k], case.inputs.get(k))]
+                o["launch"] = f"launch on inputs a property derived from the example ({', '.join(changed)} changed)"
+                o["launch_hazards"] = target.hazards_of(c)
+            return o
+        first = first or o
+    return first or trace(target, backend, case)
+
+
+def _same_array(a: Any, b: Any) -> bool:
+    return b is not None and a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _same(a: Case, b: Case) -> bool:
+    return a.inputs.keys() == b.inputs.keys() and all(
+        _same_array(a.inputs[k], b.inputs[k]) for k in a.inputs
+    )
+
+
 def describe(origin: dict[str, Any] | None) -> list[str]:
     """Human lines for reports and reproducer output."""
     if not origin:
@@ -77,6 +128,9 @@ def describe(origin: dict[str, Any] | None) -> list[str]:
     ]
     if origin.get("detail"):
         lines.append(f"        {origin['detail']}")
+    if origin.get("launch"):
+        lines.append(f"        in the {origin['launch']}")
+        lines.extend(f"        hazard there: {h}" for h in origin.get("launch_hazards", []))
     return lines
 
 
@@ -98,13 +152,19 @@ def _frame_record(filename: str, line: int, function: str, col: int | None, end_
 def _library_dirs() -> tuple[str, ...]:
     import numpy
 
-    dirs = [os.path.dirname(numpy.__file__)]
+    dirs = [os.path.dirname(numpy.__file__) + os.sep, os.path.dirname(__file__) + os.sep]
     for mod in ("triton", "torch"):
         try:
-            dirs.append(os.path.dirname(str(__import__(mod).__file__)))
+            dirs.append(os.path.dirname(str(__import__(mod).__file__)) + os.sep)
         except Exception:
             pass
-    return tuple(d + os.sep for d in dirs)
+    try:  # the interpreter shim that routes calls of jit helpers (tl.sum...) to their twins
+        import kernels._triton_interp as shim
+
+        dirs.append(str(shim.__file__))
+    except Exception:
+        pass
+    return tuple(dirs)
 
 
 def _fp_error(e: BaseException) -> FloatingPointError | None:

@@ -436,7 +436,9 @@ def report_replay(
             from fuzz.target import get
 
             try:
-                o = origin.trace(get(meta["target"]), backend_name, outcome.context.case)
+                o = origin.trace_finding(
+                    get(meta["target"]), backend_name, outcome.context.case, outcome.params
+                )
             except Exception as e:
                 o = {"error": f"{type(e).__name__}: {e}"}
             for line in origin.describe(o):

@@ -280,7 +280,7 @@ def _attach_origin(found: Any, target: Any, backend: str) -> None:
     from fuzz import origin
 
     try:
-        o = origin.trace(target, backend, found.case)
+        o = origin.trace_finding(target, backend, found.case, found.params)
     except Exception as e:  # tracing is a diagnosis: never lose the finding over it
         o = {"error": f"{type(e).__name__}: {e}"}
     found.finding.details["origin"] = o

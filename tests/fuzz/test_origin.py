@@ -70,3 +70,22 @@ def test_describe_covers_every_outcome():
     assert origin.describe({"error": "boom"}) == ["origin: not traced (boom)"]
     assert origin.describe({"found": False, "note": "n"}) == ["origin: n"]
     assert origin.trace(get("softmax"), "triton", OVERFLOW)["found"] in (True, False)
+
+
+def test_a_nan_born_in_a_derived_launch_is_traced_there():
+    """no_rowmax on logits near 80: the example itself passes the oracle, but adding 1000 to x
+    (the shift-invariance property) overflows exp; the origin names that launch and its hazard."""
+    target = get("softmax_mutant_no_rowmax")
+    case = Case({"x": np.array([[80.0, 80.5]], np.float32)}, PARAMS)
+    o = origin.trace_finding(target, "triton-interpret", case, {"shift-invariance": 1000.0})
+    assert o["found"] and o["expression"] == "tl.exp(s)"
+    assert "derived from the example (x changed)" in o["launch"]
+    assert any(h.startswith("exp-overflow: logit 1080") for h in o["launch_hazards"])
+
+
+def test_an_overflowing_row_sum_points_at_the_sum_in_the_kernel():
+    case = Case({"x": np.array([[88.0, 88.5]], np.float32)}, PARAMS)  # each exp fits, the sum not
+    o = origin.trace(get("softmax_mutant_no_rowmax"), "triton-interpret", case)
+    assert o["found"] and o["kind"] == "overflow"
+    assert o["file"] == "<mutant no_rowmax of kernels.softmax.triton>"
+    assert o["expression"] == "tl.sum(tl.exp(s), 1)"
