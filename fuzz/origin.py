@@ -89,12 +89,14 @@ def trace_finding(
         if not any(c is d or _same(c, d) for d in distinct):
             distinct.append(c)
     first: dict[str, Any] | None = None
-    for i, c in enumerate(distinct or [case]):
+    for c in distinct or [case]:
         o = trace(target, backend, c)
         if o.get("found"):
             if c is not case and not _same(c, case):
                 changed = [k for k in c.inputs if not _same_array(c.inputs[k], case.inputs.get(k))]
-                o["launch"] = f"launch on inputs a property derived from the example ({', '.join(changed)} changed)"
+                o["launch"] = (
+                    f"launch on inputs a property derived from the example ({', '.join(changed)} changed)"
+                )
                 o["launch_hazards"] = target.hazards_of(c)
             return o
         first = first or o
@@ -102,7 +104,9 @@ def trace_finding(
 
 
 def _same_array(a: Any, b: Any) -> bool:
-    return b is not None and a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    return (
+        b is not None and a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    )
 
 
 def _same(a: Case, b: Case) -> bool:

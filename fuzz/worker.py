@@ -270,6 +270,7 @@ def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, 
         f.reproducer = engine.write_reproducer(config.repro_dir, target, backend.name, f, profile)
         found.append(_found_dict(f))
     summary = result.as_dict()
+    summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
     summary["found"] = found
     summary["features"] = sorted(result.features)
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []

@@ -33,7 +33,7 @@ def fault_campaign(tmp_path_factory):
     fake targets (a correct one and a planted NaN)."""
     out = tmp_path_factory.mktemp("faults") / "out"
     proc = fuzz_cli(
-        "run", "--plugin", FAULTS, "--plugin", FAKE, "--mutants",
+        "run", "--profile", "ci", "--plugin", FAULTS, "--plugin", FAKE, "--mutants",
         "--targets", "faults*,fake_double,fake_double_nan",
         "--backends", "triton-interpret,fake", "--budget", "9", "--example-timeout", "2",
         "--seed", "1", "--out", str(out),
@@ -103,7 +103,7 @@ def test_reports_markdown_and_junit(fault_campaign):
 def test_sigterm_ends_the_campaign_with_a_complete_report(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fuzz", "run", "--plugin", FAKE, "--mutants", "--targets",
+        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", FAKE, "--mutants", "--targets",
          "fake_double,fake_double_nan", "--backends", "fake", "--budget", "120", "--slice", "1", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -143,7 +143,7 @@ def test_triage_against_the_previous_report(tmp_path):
     plugin = tmp_path / "toggle.py"
     plugin.write_text(TOGGLE.format(fake=FAKE))
     out = tmp_path / "out"
-    args = ["run", "--plugin", str(plugin), "--mutants", "--targets", "fake_toggle,fake_double_oob",
+    args = ["run", "--profile", "ci", "--plugin", str(plugin), "--mutants", "--targets", "fake_toggle,fake_double_oob",
             "--backends", "fake", "--budget", "3", "--out", str(out), "--seed", "2"]  # fmt: skip
     first = fuzz_cli(*args, env={"FAKE_TOGGLE_BUG": "1"})
     assert first.returncode == 1, first.stderr  # a real target fails: exit status 1

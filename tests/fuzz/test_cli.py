@@ -27,7 +27,7 @@ def test_list_shows_targets_and_backend_availability():
 
 def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
     out = tmp_path / "out"
-    proc = fuzz_cli("run", "--plugin", FAKE, "--targets", "fake_double,fake_double_nan,fake_double_oob",
+    proc = fuzz_cli("run", "--profile", "ci", "--plugin", FAKE, "--targets", "fake_double,fake_double_nan,fake_double_oob",
                     "--backends", "fake", "--mutants", "--budget", "4", "--out", str(out), "--seed", "3")  # fmt: skip
     # Only mutants fail: exit 0.
     assert proc.returncode == 0, proc.stdout + proc.stderr
