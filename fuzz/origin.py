@@ -79,7 +79,7 @@ def trace_finding(
             launched.append(self.case if c is None else c)
         return original(self, c, **kw)
 
-    Context.launch = spy  # type: ignore[method-assign]
+    Context.launch = spy  # type: ignore[method-assign,assignment]
     try:
         check_case(target, get_backend(backend), case, params=params or {})
     finally:
