@@ -178,7 +178,10 @@ class Campaign:
         self._last_write = 0.0
         self._superseded: list[Path] = []
         n = max(len(self.pairs), 1)
-        self.slice_seconds = config.slice_seconds or min(60.0, max(3.0, config.budget / (4 * n)))
+        # A quarter of an even split, at least 3 s (less when the budget cannot give every pair
+        # one slice of 3 s), at most 60 s.
+        low = min(3.0, max(0.5, config.budget / n))
+        self.slice_seconds = config.slice_seconds or min(60.0, max(low, config.budget / (4 * n)))
         self.floor = config.min_share * config.budget / n
 
     @staticmethod
