@@ -387,7 +387,7 @@ table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #ddd;paddi
 .maps{display:flex;flex-wrap:wrap;gap:1.5em}
 .map img{image-rendering:pixelated;border:1px solid #999;display:block}
 .legend{width:320px;height:10px;image-rendering:pixelated;display:block}
-code,pre{background:#f4f4f4;padding:1px 3px} pre{padding:.5em;overflow-x:auto}
+code,pre{background:#f4f4f4;padding:1px 3px} pre{padding:.5em;white-space:pre-wrap;overflow-wrap:anywhere}
 .tag{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee;margin-right:.3em}
 """
 

@@ -265,6 +265,8 @@ def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, 
     clear_inflight(prefix)
     found = []
     for f in result.found.values():
+        if not f.plots:  # the best example so far when shrinking was cut short: plot it too
+            f.plots = _plots(target, backend, f)
         if f.finding.cls in ("nan", "inf"):
             _attach_origin(f, target, backend.name)
         f.reproducer = engine.write_reproducer(config.repro_dir, target, backend.name, f, profile)
@@ -275,6 +277,17 @@ def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, 
     summary["features"] = sorted(result.features)
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []
     conn.send(("done", sid, summary))
+
+
+def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:
+    from fuzz.plots import error_maps
+    from fuzz.properties import check_case
+
+    try:
+        outcome = check_case(target, backend, found.case, params=found.params)
+        return error_maps(outcome.context)
+    except Exception:  # a picture is never worth losing the finding
+        return []
 
 
 def _attach_origin(found: Any, target: Any, backend: str) -> None:
