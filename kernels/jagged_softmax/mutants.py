@@ -96,13 +96,13 @@ MUTANTS = (
         "nan",
         triton=(
             Edit(
-                "inv_l = tl.where(l_i > 0.0, 1.0 / tl.where(l_i > 0.0, l_i, 1.0), 0.0)",
+                "inv_l = tl.where(l_i == 0.0, 0.0, 1.0 / tl.where(l_i == 0.0, 1.0, l_i))",
                 "inv_l = 1.0 / l_i",
             ),
         ),
         pallas=(
             Edit(
-                "inv_l = jnp.where(l_i > 0.0, 1.0 / jnp.where(l_i > 0.0, l_i, 1.0), 0.0)",
+                "inv_l = jnp.where(l_i == 0.0, 0.0, 1.0 / jnp.where(l_i == 0.0, 1.0, l_i))",
                 "inv_l = 1.0 / l_i",
             ),
         ),

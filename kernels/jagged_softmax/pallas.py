@@ -91,8 +91,9 @@ def _jagged_softmax_kernel(meta_ref, offsets_ref, values_ref, *refs, static: _St
         m_i, l_i = jax.lax.fori_loop(0, n_tiles, stats, init)
         m_shift = jnp.where(m_i == -jnp.inf, 0.0, m_i)
         # l_i >= 1 for a column with a finite value (its max contributes exp(0)); 0 for a column
-        # with none, which then gives zeros instead of 0 * (1 / 0).
-        inv_l = jnp.where(l_i > 0.0, 1.0 / jnp.where(l_i > 0.0, l_i, 1.0), 0.0)
+        # with none, which then gives zeros instead of 0 * (1 / 0). (A NaN value makes the
+        # column's sum NaN and stays NaN, as in jax.nn.softmax.)
+        inv_l = jnp.where(l_i == 0.0, 0.0, 1.0 / jnp.where(l_i == 0.0, 1.0, l_i))
 
         def write(t, c):
             row0 = start + t * block_n

@@ -73,8 +73,9 @@ def _jagged_softmax_kernel(
             m_i = m_new
         m_shift = tl.where(m_i == float("-inf"), 0.0, m_i)
         # l_i >= 1 for a column with a finite value (its max contributes exp(0)); 0 for a column
-        # with none, which then gives zeros instead of 0 * (1 / 0).
-        inv_l = tl.where(l_i > 0.0, 1.0 / tl.where(l_i > 0.0, l_i, 1.0), 0.0)
+        # with none, which then gives zeros instead of 0 * (1 / 0). (A NaN value makes the
+        # column's sum NaN and stays NaN, as in torch.softmax.)
+        inv_l = tl.where(l_i == 0.0, 0.0, 1.0 / tl.where(l_i == 0.0, 1.0, l_i))
         for row0 in range(start, end, BLOCK_N):
             ok = (tile_rows < end - row0) & col_ok
             x = tl.load(values_ptr + row0 * stride_vn + v_tile, mask=ok, other=float("-inf"))
