@@ -461,18 +461,24 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
 
 
 # The largest input (elements: max(N * M, B + 1)) each mutant's minimal reproducer may have,
-# asserted by tests/test_mutants.py, with the minimal case the ci profile shrinks to.
+# asserted by tests/test_mutants.py, with the minimal case the ci profile shrinks to (block_n=4,
+# one column, float32, plain normal values, one program per segment). Both scales draw block_n=4
+# first, so the bounds are meant to hold under the gpu profile too.
 SHRINK_BOUNDS = {
-    # One segment one row longer than the smallest tile (block_n=4), one column: 5 elements.
+    # One segment one row longer than the tile: lengths [5].
     "sum_overwrite": 5,
-    # Three one-row segments, two programs (program 0 takes segments 0 and 2, then program 1
-    # writes segment 1's overhang over row 2): offsets [0, 1, 2, 3], 4 elements.
+    # Lengths [1, 2, 1] or [1, 1, 1] (or [0, 1, 2]: a leading empty segment shifts the program
+    # assignment the same way), found by schedule-invariance with num_programs=2: program 0 takes
+    # segments 0 and 2, then program 1's segment 1 overhangs onto segment 2's first row.
     "store_past_end": 4,
-    # Either bug's minimal case.
-    "seed": 5,
+    # The expected class (accuracy) comes from the sum bug: [5]. 6 leaves room for an accuracy
+    # example of the store bug when a case's own num_programs runs segments out of order (seen:
+    # [0, 0, 1, 1, 2] with P=2, 6 elements; its empty segments decide which program takes which
+    # segment, so the shrinker cannot drop them).
+    "seed": 6,
     # One row, one column, value -inf: values 1 element, offsets 2.
     "empty_nan": 2,
-    # One segment of one row (or none): the phantom segment writes row N, past the output.
+    # Lengths [1]: the phantom segment [N, N + 1) writes row N, past the output's end.
     "offsets_past_end": 2,
 }
 

@@ -15,11 +15,12 @@ no block may overhang its array, so the wrapper pads on the host. Rows are padde
 two of at least ``N + block_n - 1``, so that the last tile of the last segment lies inside the
 array (a dynamic slice that overhangs would be clamped by the interpreter, i.e. read the wrong
 rows); the padding rows and columns hold ``pad_value`` (NaN by default: a kernel that let
-padding reach a real output would show it). Offsets are padded with ``N`` (empty segments), the
-true segment count, column count and program count P are passed as data (the grid has one
-program per padded offsets entry; only the first P take segments, the others stay idle). Stores are masked
-(``jax.experimental.pallas.triton.store``): programs share the output block, and a tile's rows
-past its segment's end belong to another program's segment.
+padding reach a real output would show it). Offsets are padded with ``N`` (empty segments),
+with at least one spare entry. The true segment count, column count and program count P are data
+(a ``(4,)`` int32 array); the grid has one program per padded offsets entry and only the first P
+take segments, the others stay idle. Stores are masked (``jax.experimental.pallas.triton.store``):
+programs share the output block, and a tile's rows past its segment's end belong to another
+program's segment.
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ def jagged_softmax(
     offsets_p[: n_segments + 1] = host
     static = _Static(block_n=block_n, block_m=block_m, aliased_out=out is not None)
     y = _jagged_softmax_padded(
-        jnp.array([n_segments, n_cols, programs], jnp.int32),
+        jnp.array([n_segments, n_cols, programs, 0], jnp.int32),  # (4,): a power of two
         jnp.asarray(offsets_p),
         _pad2(values, rows_p, cols_p, pad_value),
         None if out is None else _pad2(out, rows_p, cols_p, pad_value),
