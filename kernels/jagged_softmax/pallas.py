@@ -39,7 +39,7 @@ from kernels._validate import check_block, next_pow2
 
 DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
 _MIN_ROWS = 32  # the smallest row bucket: fewer distinct compiled shapes for tiny inputs
-_MIN_SEGMENTS = 8  # likewise for the offsets' length
+_MIN_SEGMENTS = 16  # likewise for the offsets' length
 _MIN_COLS = 16  # and for the columns
 
 
