@@ -14,8 +14,10 @@ interpreted launches runs, that call is routed to the callee's own interpreted t
 from __future__ import annotations
 
 import threading
+import types
 from typing import Any
 
+import triton.language as tl
 import triton.runtime.interpreter as _interpreter
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
@@ -36,16 +38,31 @@ def _twin(kernel: JITFunction) -> InterpretedFunction:
 def _call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
     if getattr(_active, "depth", 0) == 0:
         return _original_call(self, *args, **kwargs)
+    twin = _twin(self)
+    if _langs_of(twin.fn) <= _active.patched:
+        # The launch has these language modules patched already (see _Launcher).
+        return twin.rewrite()(*args, **kwargs)
     # InterpretedFunction.__call__ patches the callee's language modules (tl.core for the
     # standard library) with interpreter builtins and never restores them: in a process that also
     # compiles kernels, the next compilation would then trace interpreter builtins. Patch for the
     # duration of the call only.
-    twin = _twin(self)
     scope = _interpreter._patch_lang(twin.fn)
     try:
         return twin.rewrite()(*args, **kwargs)
     finally:
         scope.restore()
+
+
+def _langs_of(fn: Any) -> frozenset[int]:
+    """The language modules ``_patch_lang(fn)`` patches (by id)."""
+    return frozenset(id(v) for v in fn.__globals__.values() if v is tl or v is tl.core)
+
+
+# A function that sees triton.language.core only: ``_patch_lang`` of it patches what the standard
+# library's jit functions (tl.max, tl.sum, tl.zeros...) use.
+_core_anchor = types.FunctionType(
+    compile("def f(): pass", "<core>", "exec").co_consts[0], {"core": tl.core}
+)
 
 
 JITFunction.__call__ = _call  # type: ignore[method-assign]
@@ -69,11 +86,23 @@ class _Launcher:
         self._grid = grid
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The interpreter patches the kernel's own language modules (usually triton.language) for
+        # the launch. Patch triton.language.core too, once, around it (so that the scopes unwind
+        # in order), instead of once per call of a standard-library function such as tl.max or
+        # tl.sum: re-patching costs milliseconds per call.
+        outermost = getattr(_active, "depth", 0) == 0
+        scope = None
+        if outermost:
+            scope = _interpreter._patch_lang(_core_anchor)
+            _active.patched = _langs_of(self._twin.fn) | _langs_of(_core_anchor)
         _active.depth = getattr(_active, "depth", 0) + 1
         try:
             return self._twin[self._grid](*args, **kwargs)
         finally:
             _active.depth -= 1
+            if scope is not None:
+                scope.restore()
+                _active.patched = frozenset()
 
 
 class Interpreted:
