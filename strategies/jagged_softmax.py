@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from hypothesis import strategies as st
 
 from fuzz.arrays import FLOAT_DTYPES
@@ -60,6 +61,8 @@ LIMITS = {
     ),
 }
 
+# A column of -inf (no finite value in any segment), simplest choice first.
+DEAD_COLUMNS = ("none", "last")
 GUARDS = ("nan",)  # the clean run's guard-row poison; the masked-poison property varies it
 
 
@@ -76,28 +79,39 @@ def jagged_softmax_cases(
     lim = LIMITS[check_scale(scale)]
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
 
+    # Sub-strategies are built once, outside the draw (building one costs more than drawing).
+    dtype_st = float_dtypes(dtypes)
+    block_n_st, block_m_st = st.sampled_from(lim.block_n), st.sampled_from(lim.block_m)
+    programs_st = st.sampled_from(lim.num_programs)
+    dead_st = st.sampled_from(DEAD_COLUMNS)
+    lengths_st = {
+        b: segment_lengths(
+            block=b,
+            max_total=lim.max_rows,
+            max_segments=lim.max_segments,
+            max_tiles=lim.max_tiles,
+            max_many=lim.max_many,
+        )
+        for b in lim.block_n
+    }
+
     @st.composite
     def build(draw: st.DrawFn) -> Case:
-        dtype = draw(float_dtypes(dtypes), label="dtype")
-        block_n = draw(st.sampled_from(lim.block_n), label="block_n")
-        block_m = draw(st.sampled_from(lim.block_m), label="block_m")
-        num_programs = draw(st.sampled_from(lim.num_programs), label="num_programs")
-        lengths = draw(
-            segment_lengths(
-                block=block_n,
-                max_total=lim.max_rows,
-                max_segments=lim.max_segments,
-                max_tiles=lim.max_tiles,
-                max_many=lim.max_many,
-            ),
-            label="segment lengths",
-        )
+        dtype = draw(dtype_st, label="dtype")
+        block_n = draw(block_n_st, label="block_n")
+        block_m = draw(block_m_st, label="block_m")
+        num_programs = draw(programs_st, label="num_programs")
+        lengths = draw(lengths_st[block_n], label="segment lengths")
         offsets = offsets_from_lengths(lengths)
         n_rows = int(offsets[-1])
         max_cols = max(1, min(lim.max_cols, lim.max_elements // max(n_rows, 1)))
         n_cols = draw(sizes(max_size=max_cols, blocks=(block_m,)), label="columns")
         recipe = draw(value_recipes(numel=n_rows * n_cols), label="values")
         values = materialize(recipe, (n_rows, n_cols), dtype)
+        dead = draw(dead_st, label="dead column")
+        if dead == "last" and n_rows:
+            # A column whose every value is -inf: no valid entry in any segment (0/0 territory).
+            values[:, -1] = -np.inf
         params = {
             "dtype": dtype,
             "block_n": block_n,
@@ -105,7 +119,7 @@ def jagged_softmax_cases(
             "num_programs": num_programs,
             "guard": GUARDS[0],
         }
-        described = {"lengths": list(lengths), "values": recipe.describe()}
+        described = {"lengths": list(lengths), "values": recipe.describe(), "dead column": dead}
         return Case({"values": values, "offsets": offsets}, params, described)
 
     return build()
