@@ -168,7 +168,36 @@ def _attn_kernel(
     lse_ref[...] = lse
 
 
-@functools.partial(jax.jit, static_argnames=("static", "group", "interpret"))
+# XLA compiles the interpreter's program for the CPU in ~1 s with its default options, and each new
+# shape bucket compiles again; without the fusion emitters and LLVM's optimizations it takes ~0.2 s
+# and computes the same IEEE fp32 operations (no fast math either way). Only interpreted calls
+# use these options; a JAX version that does not know one of them gets the defaults.
+INTERPRET_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+_options_ok = [True]
+
+
+def jit_twins(fn, static_argnames: tuple[str, ...]):
+    """``fn`` jitted twice: for compiled calls, and with ``INTERPRET_COMPILER_OPTIONS`` for
+    ``interpret=True`` calls; returns a function that picks by its ``interpret`` argument."""
+    plain = jax.jit(fn, static_argnames=static_argnames)
+    quick = jax.jit(
+        fn, static_argnames=static_argnames, compiler_options=INTERPRET_COMPILER_OPTIONS
+    )
+
+    @functools.wraps(fn)
+    def call(*args, interpret: bool, **kw):
+        if interpret and _options_ok[0]:
+            try:
+                return quick(*args, interpret=interpret, **kw)
+            except Exception as e:  # an option this JAX/XLA does not know
+                if not any(name in str(e) for name in INTERPRET_COMPILER_OPTIONS):
+                    raise
+                _options_ok[0] = False
+        return plain(*args, interpret=interpret, **kw)
+
+    return call
+
+
 def _attention_padded(
     q_lens, k_lens, fparams, iparams, slopes, q, k, v, o_init, lse_init, *, static, group, interpret
 ):
@@ -203,6 +232,9 @@ def _attention_padded(
         input_output_aliases={8: 0, 9: 1},
         interpret=interpret,
     )(q_lens, k_lens, fparams, iparams, slopes, q, k, v, o_init, lse_init)
+
+
+_attention_padded = jit_twins(_attention_padded, ("static", "group", "interpret"))
 
 
 # Host-side layout. The kernel needs padded power-of-two arrays; building them with jnp ops costs

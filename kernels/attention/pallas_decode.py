@@ -40,6 +40,7 @@ from kernels.attention.pallas import (
     _tanh,
     _xp,
     bucket,
+    jit_twins,
 )
 
 
@@ -128,7 +129,6 @@ def _combine_kernel(o_part_ref, lse_part_ref, o_init_ref, lse_init_ref, o_ref, l
     lse_ref[...] = jnp.where(total > 0.0, m_shift + jnp.log(total_safe), -jnp.inf)
 
 
-@functools.partial(jax.jit, static_argnames=("static", "interpret"))
 def _decode_padded(lens, fparams, iparams, slopes, q, k, v, o_init, lse_init, *, static, interpret):
     batch, hkv, g_p, dp = q.shape
     tk = k.shape[2]
@@ -176,6 +176,9 @@ def _decode_padded(lens, fparams, iparams, slopes, q, k, v, o_init, lse_init, *,
         input_output_aliases={2: 0, 3: 1},
         interpret=interpret,
     )(part_o, part_lse, o_init, lse_init)
+
+
+_decode_padded = jit_twins(_decode_padded, ("static", "interpret"))
 
 
 def attention_decode(
