@@ -312,7 +312,7 @@ def _determinism(ctx: Context, _: Any) -> Finding | None:
 def _record_target(ctx: Context, name: str, ratio: float) -> None:
     from hypothesis.control import currently_in_test_context
 
-    if currently_in_test_context():
+    if ctx.target.targeting and currently_in_test_context():
         from hypothesis import target
 
         target(float(min(ratio, 1e12)), label=f"{name}: error / tolerance")
@@ -324,7 +324,10 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
     m = measure(got, o, ctx.naive.get(name))
     tol = ctx.target.tolerance_for(name).bound(o, m.naive_max_abs, ctx.out_dtypes[name])
     tol += ctx.floor.get(name, 0.0)
-    details = {"metrics": m.as_dict(), "tolerance_rule": ctx.target.tolerance_for(name).describe()}
+    details: dict[str, Any] = {
+        "metrics": m.as_dict(),
+        "tolerance_rule": ctx.target.tolerance_for(name).describe(),
+    }
     if name in ctx.floor:
         details["error_floor"] = ctx.floor[name]
     if m.nonfinite_where_finite:

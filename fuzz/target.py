@@ -100,6 +100,10 @@ class Target:
             that any implementation in the kernel's working precision incurs (e.g. fp32 dot
             products of large logits), which the naive reference's own error need not reflect
             when both compute in the same precision. None: no allowance.
+        targeting: whether the oracle comparison reports ``error / tolerance`` to
+            ``hypothesis.target()``. Hypothesis then spends the second half of a run of fewer than
+            1000 examples climbing on the best-scoring example; a family whose bugs hide in
+            structure (shapes, masks, tiles) rather than in values gets more from fresh examples.
         interpret_cost: ``interpret_cost(case) -> float``: the work an interpreter would do for
             ``case``, in units of one program instance processing one tile; the in-process
             differential runs only where this is within the profile's ``differential_max_cost``
@@ -132,6 +136,7 @@ class Target:
     expected_class: str | None = None
     shrink_bound: int | None = None
     error_floor: Callable[[Case, str], Mapping[str, float]] | None = None
+    targeting: bool = True
     interpret_cost: Callable[[Case], float] | None = None
     writes_out: bool = True
     baseline_randn: Callable[[int, str], Case] | None = None

@@ -13,6 +13,7 @@ interpreted launches runs, that call is routed to the callee's own interpreted t
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
@@ -39,8 +40,11 @@ def _call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
     # InterpretedFunction.__call__ patches the callee's language modules (tl.core for the
     # standard library) with interpreter builtins and never restores them: in a process that also
     # compiles kernels, the next compilation would then trace interpreter builtins. Patch for the
-    # duration of the call only.
+    # duration of the call only (or not at all inside a fast launch, which patched both language
+    # modules for its whole duration).
     twin = _twin(self)
+    if getattr(_active, "prepatched", False):
+        return twin.rewrite()(*args, **kwargs)
     scope = _interpreter._patch_lang(twin.fn)
     try:
         return twin.rewrite()(*args, **kwargs)
@@ -64,38 +68,76 @@ _interpreter._patch_lang_tensor = _patch_lang_tensor
 
 
 class _Launcher:
-    def __init__(self, twin: InterpretedFunction, grid: Any) -> None:
+    def __init__(self, twin: InterpretedFunction, grid: Any, fast: bool) -> None:
         self._twin = twin
         self._grid = grid
+        self._fast = fast
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         _active.depth = getattr(_active, "depth", 0) + 1
         try:
-            return self._twin[self._grid](*args, **kwargs)
+            if not self._fast or getattr(_active, "prepatched", False):
+                return self._twin[self._grid](*args, **kwargs)
+            return self._fast_launch(*args, **kwargs)
         finally:
             _active.depth -= 1
+
+    def _fast_launch(self, *args: Any, **kwargs: Any) -> Any:
+        # Patch tl.core (the standard library's module) once, around the interpreter's own patch of
+        # the kernel's modules, so that restores happen in reverse order (the two patches share the
+        # tensor and dtype classes); nested @jit calls then need no patching of their own.
+        builder = _interpreter.interpreter_builder
+        options = builder.options
+        scope = _interpreter._patch_lang(_STDLIB_FN)
+        _active.prepatched = True
+        builder.options = dataclasses.replace(options, sanitize_overflow=False)
+        try:
+            return self._twin[self._grid](*args, **kwargs)
+        finally:
+            builder.options = options
+            _active.prepatched = False
+            scope.restore()
+
+
+def _stdlib_fn() -> Any:
+    from triton.language import standard
+
+    return standard.max.fn  # any standard-library function: its globals hold triton.language.core
+
+
+_STDLIB_FN = _stdlib_fn()
 
 
 class Interpreted:
     """``kernel[grid](...)`` like a ``JITFunction``, run by Triton's interpreter."""
 
-    def __init__(self, kernel: JITFunction) -> None:
+    def __init__(self, kernel: JITFunction, fast: bool = False) -> None:
         self.kernel = kernel
         self.twin = _twin(kernel)
+        self.fast = fast
 
     def __getitem__(self, grid: Any) -> _Launcher:
-        return _Launcher(self.twin, grid)
+        return _Launcher(self.twin, grid, self.fast)
 
 
-_interpreted: dict[int, Interpreted] = {}
+_interpreted: dict[tuple[int, bool], Interpreted] = {}
 
 
-def interpreted(kernel: JITFunction) -> Interpreted:
-    """Returns the interpreted twin of ``kernel`` (cached); it runs on CPU tensors."""
+def interpreted(kernel: JITFunction, *, fast: bool = False) -> Interpreted:
+    """Returns the interpreted twin of ``kernel`` (cached); it runs on CPU tensors.
+
+    ``fast=True`` halves the interpreter's overhead per operation: the language modules are
+    patched once per launch instead of once per nested ``@jit`` call (``tl.max``, ``tl.sum``, the
+    kernel's own helpers), and the interpreter's int32-overflow checks of integer arithmetic (an
+    int64 recomputation and an assertion per operation, for index arithmetic that can only
+    overflow at tensor sizes the interpreter never runs) are off for the launch. Results are the
+    same; compiled launches are unaffected.
+    """
     if not isinstance(kernel, JITFunction):
         raise TypeError(f"kernel must be a @triton.jit function, got {type(kernel).__name__}")
-    twin = _interpreted.get(id(kernel))
+    key = (id(kernel), bool(fast))
+    twin = _interpreted.get(key)
     if twin is None or twin.kernel is not kernel:
-        twin = Interpreted(kernel)
-        _interpreted[id(kernel)] = twin
+        twin = Interpreted(kernel, fast=bool(fast))
+        _interpreted[key] = twin
     return twin

@@ -89,9 +89,7 @@ def sequences(
         assert cu_seqlens_k is not None and batch == 1
         cq = [int(x) for x in cu_seqlens_q.tolist()]
         ck = [int(x) for x in cu_seqlens_k.tolist()]
-        return [
-            (0, cq[n], cq[n + 1] - cq[n], ck[n], ck[n + 1] - ck[n]) for n in range(len(cq) - 1)
-        ]
+        return [(0, cq[n], cq[n + 1] - cq[n], ck[n], ck[n + 1] - ck[n]) for n in range(len(cq) - 1)]
     lens = [tk] * batch if key_lengths is None else [int(x) for x in key_lengths.tolist()]
     return [(b, 0, tq, 0, lens[b]) for b in range(batch)]
 

@@ -5,6 +5,7 @@ float32, no mask, seed 0, plain distributions. Invalid arguments raise
 ``hypothesis.errors.InvalidArgument`` naming the argument.
 """
 
+from strategies.attention import attention_cases, decode_cases, varlen_cases
 from strategies.masks import MASK_KINDS, MaskRecipe, build_mask, mask_recipes, masks
 from strategies.shapes import boundary_values, sizes, tiled_sizes
 from strategies.softmax import softmax_cases
@@ -14,8 +15,10 @@ __all__ = [
     "MASK_KINDS",
     "MaskRecipe",
     "ValueRecipe",
+    "attention_cases",
     "boundary_values",
     "build_mask",
+    "decode_cases",
     "float_dtypes",
     "mask_recipes",
     "masks",
@@ -24,4 +27,5 @@ __all__ = [
     "softmax_cases",
     "tiled_sizes",
     "value_recipes",
+    "varlen_cases",
 ]

@@ -17,7 +17,10 @@ Boundaries the draws aim at (``kernels/attention/README.md`` says why each matte
 * ALiBi slopes from ``strategies.alibi``: standard first, then scaled, constant and adversarial
   (0, tiny, huge); soft caps small (saturating) and large;
 * a logit level: ``q`` and ``k`` shifted along a common direction so that every logit sits near
-  +-100 or +-1000 (the log-sum-exp beyond fp32's exp range, +-88.72) or 12 (fp16's).
+  +-100 or +-1000 (the log-sum-exp beyond fp32's exp range, +-88.72) or 12 (fp16's);
+* a logit trend: the keys shifted along that direction in proportion to their position, so that
+  the logits rise (or fall) across the key axis: with a rise, the running max of the online
+  softmax grows in every key tile and the accumulator must be rescaled each time.
 
 Everything shrinks toward one batch element, one head, length 1, head dim 1, no mask, no modifier,
 float32, standard slopes and plain normal values (seed 0).
@@ -25,6 +28,7 @@ float32, standard slopes and plain normal values (seed 0).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -34,12 +38,12 @@ from hypothesis import strategies as st
 
 from fuzz.arrays import FLOAT_DTYPES, np_dtype
 from fuzz.case import Case
+from strategies import alibi, shapes
 from strategies._validate import check_scale, check_subset
-from strategies.alibi import slope_recipes
-from strategies.shapes import tiled_sizes
-from strategies.values import ValueRecipe, float_dtypes, materialize, value_recipes
+from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize
 
 LEVELS = (0.0, 100.0, -100.0, 12.0, -1000.0, 1000.0)
+TRENDS = (0.0, 8.0, -8.0, 40.0)
 SOFTCAPS = (30.0, 1.0, 50.0, 0.1, 5.0)
 SCALES = (None, 0.5, 1.0, 0.125, 2.0, 0.03)
 WINDOW_SIDES = (-1, 0, 1, 2, 3, 7, 16)
@@ -48,6 +52,19 @@ V_MAGNITUDES = (1.0, 0.01, 100.0)
 V_OFFSETS = (0.0, 1.0, -3.0)
 EXPLICIT = (1.0, 0.0, -1.0, 2.0, 10.0, -10.0, 0.5)
 SPECIALS = ("none", "zero", "subnormal")
+
+
+# The shared factories build a fresh ``st.composite`` per call, and defining a composite makes
+# Hypothesis read the function's source (milliseconds); a case draws several, so build each
+# distinct one once.
+@functools.cache
+def tiled_sizes(block: int, *, max_size: int) -> st.SearchStrategy[int]:
+    return shapes.tiled_sizes(block, max_size=max_size)
+
+
+@functools.cache
+def slope_recipes(n_heads: int) -> st.SearchStrategy[alibi.SlopeRecipe]:
+    return alibi.slope_recipes(n_heads)
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,8 @@ class Limits:
         max_tiles: full tiles in a length (plus a tail of up to ``block - 1``).
         max_seqs: packed sequences; max_splits: decode splits.
         max_scores: bound of ``B * Hq * Tq * Tk`` (the oracle's score matrix).
+        max_work: bound of the program-tiles of one launch (``B * Hq * q tiles * k tiles``):
+            the Triton interpreter's time is about 10 ms per program-tile.
     """
 
     blocks_q: tuple[int, ...]
@@ -76,6 +95,7 @@ class Limits:
     max_seqs: int
     max_splits: int
     max_scores: int
+    max_work: int
 
 
 # small keeps the CPU interpreters quick (a few program-tiles per launch); large is for the GPU.
@@ -92,6 +112,7 @@ LIMITS = {
         max_seqs=3,
         max_splits=4,
         max_scores=1 << 14,
+        max_work=8,
     ),
     "large": Limits(
         blocks_q=(64, 16, 32, 128),
@@ -105,6 +126,7 @@ LIMITS = {
         max_seqs=8,
         max_splits=16,
         max_scores=1 << 26,
+        max_work=1 << 30,
     ),
 }
 
@@ -119,12 +141,13 @@ class Modifiers:
     slopes: np.ndarray | None
     slope_recipe: dict[str, Any] | None
     level: float
+    trend: float
 
     def params(self) -> dict[str, Any]:
         return {"scale": self.scale, "softcap": self.softcap, "alibi": self.alibi}
 
     def describe(self) -> dict[str, Any]:
-        return {"slopes": self.slope_recipe, "level": self.level}
+        return {"slopes": self.slope_recipe, "level": self.level, "trend": self.trend}
 
 
 def _heads(draw: st.DrawFn, lim: Limits) -> tuple[int, int]:
@@ -146,33 +169,68 @@ def _modifiers(draw: st.DrawFn, n_heads: int) -> Modifiers:
         recipe = r.describe()
     softcap = draw(st.one_of(st.none(), st.sampled_from(SOFTCAPS)), label="softcap")
     level = draw(st.sampled_from(LEVELS), label="logit level")
-    return Modifiers(scale, softcap, kind, slopes, recipe, level)
+    trend = draw(st.sampled_from(TRENDS), label="logit trend")
+    return Modifiers(scale, softcap, kind, slopes, recipe, level, trend)
+
+
+_WINDOW_SIDE = st.one_of(st.sampled_from(WINDOW_SIDES), st.integers(0, 40))
 
 
 def _window(draw: st.DrawFn) -> list[int] | None:
+    """None, or ``[left, right]`` with -1 (unbounded) and narrow sides first."""
     if not draw(st.booleans(), label="window"):
         return None
-    side = st.one_of(st.sampled_from(WINDOW_SIDES), st.integers(0, 40))
-    return [draw(side, label="window left"), draw(side, label="window right")]
+    return [draw(_WINDOW_SIDE, label="window left"), draw(_WINDOW_SIDE, label="window right")]
 
 
+@functools.cache
 def _length_choice(n: int) -> st.SearchStrategy[int]:
     """A length in ``[0, n]``: full first, then 0, 1, n - 1, then any."""
     picks = list(dict.fromkeys(min(max(x, 0), n) for x in (n, 0, 1, n - 1)))
     return st.one_of(st.sampled_from(picks), st.integers(0, n))
 
 
+@functools.cache
+def _seq_length(block: int, top: int) -> st.SearchStrategy[int]:
+    """A packed sequence's length in ``[0, top]``: tiny first, then 0, 1 and the block's edges."""
+    edges = sorted({min(x, top) for x in (0, 1, block - 1, block, block + 1)})
+    return st.one_of(st.integers(1, min(3, top)), st.sampled_from(edges), st.integers(0, top))
+
+
+_SEED = st.integers(0, 2**16 - 1)
+_QK_DISTRIBUTIONS = ("normal", "uniform", "constant")
+_EXPLICIT_VALUE = st.sampled_from(EXPLICIT)
+
+
 def _recipes(draw: st.DrawFn, q_numel: int, k_numel: int) -> tuple[ValueRecipe, ...]:
-    qk = {"magnitudes": QK_MAGNITUDES, "offsets": (0.0,), "specials": SPECIALS,
-          "explicit_values": EXPLICIT}  # fmt: skip
-    q = draw(value_recipes(numel=q_numel, **qk), label="q values")
-    k = draw(value_recipes(numel=k_numel, **qk), label="k values")
-    v = draw(
-        value_recipes(numel=k_numel, magnitudes=V_MAGNITUDES, offsets=V_OFFSETS,
-                      specials=SPECIALS, explicit_values=EXPLICIT),  # fmt: skip
-        label="v values",
-    )
-    return q, k, v
+    """Value recipes of q, k and v (``strategies.values``), drawn as one compact recipe: a seed
+    and a distribution shared by q and k, a magnitude each, v's magnitude and offset, and one
+    kind of special values for all three. Few choices keep shrinking quick. Tiny q and k (at most
+    ``EXPLICIT_MAX`` elements) may instead be given element by element."""
+    explicit = max(q_numel, k_numel) <= EXPLICIT_MAX
+    kinds = (*_QK_DISTRIBUTIONS, "explicit") if explicit else _QK_DISTRIBUTIONS
+    dist = draw(st.sampled_from(kinds), label="q/k distribution")
+    if dist == "explicit":
+        rq = ValueRecipe(distribution="explicit",
+                         values=tuple(draw(_EXPLICIT_VALUE, label="q value") for _ in range(q_numel)))  # fmt: skip
+        rk = ValueRecipe(distribution="explicit",
+                         values=tuple(draw(_EXPLICIT_VALUE, label="k value") for _ in range(k_numel)))  # fmt: skip
+        seed = 0
+    else:
+        q_mag = draw(st.sampled_from(QK_MAGNITUDES), label="q magnitude")
+        k_mag = draw(st.sampled_from(QK_MAGNITUDES), label="k magnitude")
+        seed = draw(_SEED, label="seed")
+        rq = ValueRecipe(seed, dist, q_mag)
+        rk = ValueRecipe(seed + 1, dist, k_mag)
+    v_mag = draw(st.sampled_from(V_MAGNITUDES), label="v magnitude")
+    v_off = draw(st.sampled_from(V_OFFSETS), label="v offset")
+    special = draw(st.sampled_from(SPECIALS), label="specials")
+    density = 0.0 if special == "none" else draw(st.sampled_from((0.1, 0.5, 1.0)), label="density")
+    rv = ValueRecipe(seed + 2, "normal", v_mag, v_off, special, density)
+    if special != "none" and dist != "explicit":
+        rq = ValueRecipe(rq.seed, rq.distribution, rq.magnitude, 0.0, special, density)
+        rk = ValueRecipe(rk.seed, rk.distribution, rk.magnitude, 0.0, special, density)
+    return rq, rk, rv
 
 
 def _materialize_qkv(
@@ -182,17 +240,19 @@ def _materialize_qkv(
     dtype: str,
     mods: Modifiers,
 ) -> dict[str, np.ndarray]:
-    """q, k, v from their recipes; ``q`` and ``k`` shifted so that ``scale * q . k ~ level``."""
+    """q, k, v from their recipes; ``q`` and ``k`` shifted along the all-ones direction so that
+    ``scale * q_i . k_j ~ level + trend * j / (Tk - 1)`` (plus the recipes' own logits)."""
     rq, rk, rv = recipes
     q = materialize(rq, q_shape, "float32").astype(np.float64)
     k = materialize(rk, k_shape, "float32").astype(np.float64)
     v = materialize(rv, k_shape, dtype)
-    if mods.level:
+    if mods.level or mods.trend:
         d = q_shape[-1]
         scale = mods.scale if mods.scale is not None else 1.0 / math.sqrt(d)
-        shift = math.sqrt(abs(mods.level) / (scale * d))
-        q = q + math.copysign(shift, mods.level)
-        k = k + shift
+        a = math.sqrt(max(abs(mods.level), abs(mods.trend)) / (scale * d))
+        t = np.arange(k_shape[2], dtype=np.float64) / max(k_shape[2] - 1, 1)
+        q = q + a
+        k = k + ((mods.level + mods.trend * t) / (a * d * scale))[:, None]
     big = float(np.finfo(np.float32).max) if dtype != "float16" else 65504.0
     return {
         "q": np.clip(q, -big, big).astype(np_dtype(dtype)),
@@ -230,9 +290,14 @@ def attention_cases(
         hq, hkv = _heads(draw, lim)
         batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
         d = draw(st.sampled_from(lim.head_dims), label="D")
-        tq = draw(tiled_sizes(block_q, max_size=(lim.max_tiles + 1) * block_q - 1), label="Tq")
-        room = max(1, lim.max_scores // (batch * hq * tq))
-        max_tk = max(1, min((lim.max_tiles + 1) * block_k - 1, room))
+        room = max(1, lim.max_work // (batch * hq))  # program-tiles per head
+        n_q = min(lim.max_tiles + 1, room)
+        tq = draw(
+            tiled_sizes(block_q, max_size=n_q * block_q - 1 if n_q > 1 else block_q), label="Tq"
+        )
+        n_k = max(1, min(lim.max_tiles + 1, room // math.ceil(tq / block_q)))
+        max_tk = n_k * block_k - 1 if n_k > 1 else block_k
+        max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
         tk = draw(tiled_sizes(block_k, max_size=max_tk), label="Tk")
         causal = draw(st.booleans(), label="causal")
         window = _window(draw)
@@ -282,17 +347,23 @@ def varlen_cases(
         max_q = (lim.max_tiles + 1) * block_q - 1
         max_k = (lim.max_tiles + 1) * block_k - 1
 
-        def length(block: int, top: int) -> st.SearchStrategy[int]:
-            return st.one_of(st.integers(1, 3), st.sampled_from((0, 1, block - 1, block, block + 1)),
-                             st.integers(0, top)).map(lambda n: min(n, top))  # fmt: skip
-
         pairs = draw(
-            st.lists(st.tuples(length(block_q, max_q), length(block_k, max_k)),
-                     min_size=1, max_size=n_max),  # fmt: skip
+            st.lists(
+                st.tuples(_seq_length(block_q, max_q), _seq_length(block_k, max_k)),
+                min_size=1,
+                max_size=n_max,
+            ),
             label="sequence lengths",
         )
-        # Keep the oracle's (and the interpreters') work bounded: trim the longest sequences.
-        while sum(lq * lk for lq, lk in pairs) * hq > lim.max_scores and len(pairs) > 1:
+
+        # Keep the oracle's and the interpreters' work bounded: drop sequences from the end.
+        def work(ps: list[tuple[int, int]]) -> int:
+            return hq * sum(
+                max(1, math.ceil(a / block_q)) * max(1, math.ceil(b / block_k)) for a, b in ps
+            )
+
+        while len(pairs) > 1 and (sum(a * b for a, b in pairs) * hq > lim.max_scores
+                                  or work(pairs) > lim.max_work):  # fmt: skip
             pairs.pop()
         lq = np.array([p[0] for p in pairs], np.int64)
         lk = np.array([p[1] for p in pairs], np.int64)
@@ -346,10 +417,9 @@ def decode_cases(
         batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
         d = draw(st.sampled_from(lim.head_dims), label="D")
         room = max(1, lim.max_scores // (batch * hq))
-        tmax = draw(
-            tiled_sizes(block_k, max_size=max(1, min((lim.max_tiles + 1) * block_k - 1, room))),
-            label="Tmax",
-        )
+        n_k = max(1, min(lim.max_tiles + 1, lim.max_work // (batch * hkv) - splits))
+        max_t = n_k * block_k - 1 if n_k > 1 else block_k
+        tmax = draw(tiled_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
         cache_len = np.array(
             [draw(_length_choice(tmax), label="cache_len") for _ in range(batch)], np.int32
         )

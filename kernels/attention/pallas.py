@@ -172,7 +172,10 @@ def _attn_kernel(
 # shape bucket compiles again; without the fusion emitters and LLVM's optimizations it takes ~0.2 s
 # and computes the same IEEE fp32 operations (no fast math either way). Only interpreted calls
 # use these options; a JAX version that does not know one of them gets the defaults.
-INTERPRET_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+INTERPRET_COMPILER_OPTIONS = {
+    "xla_cpu_use_fusion_emitters": False,
+    "xla_backend_optimization_level": 0,
+}
 _options_ok = [True]
 
 
@@ -287,7 +290,9 @@ def _slopes(alibi_slopes, n_heads: int) -> jax.Array | None:
         return jnp.asarray(standard_alibi_slopes(n_heads), jnp.float32)
     a = _check_array("alibi_slopes", alibi_slopes)
     if tuple(a.shape) != (n_heads,):
-        raise ValueError(f"alibi_slopes.shape={tuple(a.shape)} must be ({n_heads},), one per q head")
+        raise ValueError(
+            f"alibi_slopes.shape={tuple(a.shape)} must be ({n_heads},), one per q head"
+        )
     if not jnp.issubdtype(a.dtype, jnp.floating):
         raise ValueError(f"alibi_slopes.dtype={a.dtype} must be a floating dtype")
     if not bool(jnp.isfinite(a).all()):

@@ -57,7 +57,8 @@ def _tanh(x):
     z = x * x
     series = x * (
         1.0
-        + z * (_T1 + z * (_T2 + z * (_T3 + z * (_T4 + z * (_T5 + z * (_T6 + z * (_T7 + z * _T8)))))))
+        + z
+        * (_T1 + z * (_T2 + z * (_T3 + z * (_T4 + z * (_T5 + z * (_T6 + z * (_T7 + z * _T8)))))))
     )
     big = 1.0 - 2.0 / (tl.exp(2.0 * tl.minimum(a, 20.0)) + 1.0)
     return tl.where(a < 0.55, series, tl.where(x < 0, -big, big))
@@ -172,20 +173,17 @@ def _attn_fwd_kernel(
     m_i = tl.full([BLOCK_Q], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_Q], tl.float32)
     acc = tl.zeros([BLOCK_Q, BLOCK_D], tl.float32)
+    offs_k = tl.arange(0, BLOCK_K)
+    k_ptrs = k_base + offs_k[:, None] * stride_kt + dims[None, :] * stride_kd
+    v_ptrs = v_base + offs_k[:, None] * stride_vt + dims[None, :] * stride_vd
     for start in range(lo, hi, BLOCK_K):
-        cols = start + tl.arange(0, BLOCK_K)
+        cols = start + offs_k
         col_ok = cols < k_len
-        k = tl.load(
-            k_base + cols[:, None] * stride_kt + dims[None, :] * stride_kd,
-            mask=col_ok[:, None] & dim_ok[None, :],
-            other=0.0,
-        ).to(tl.float32)
-        v = tl.load(
-            v_base + cols[:, None] * stride_vt + dims[None, :] * stride_vd,
-            mask=col_ok[:, None] & dim_ok[None, :],
-            other=0.0,
-        ).to(tl.float32)
-        valid = col_ok[None, :] & (rows[:, None] >= 0)
+        # Keys past the sequence's key count are never read (zeros instead).
+        kv_mask = col_ok[:, None] & dim_ok[None, :]
+        k = tl.load(k_ptrs + start * stride_kt, mask=kv_mask, other=0.0).to(tl.float32)
+        v = tl.load(v_ptrs + start * stride_vt, mask=kv_mask, other=0.0).to(tl.float32)
+        valid = col_ok[None, :]
         if IS_CAUSAL:
             valid = valid & (cols[None, :] <= pos[:, None])
         if HAS_LEFT:
@@ -225,7 +223,7 @@ def _attn_fwd_kernel(
 
 
 def _kernel(interpret: bool):
-    return interpreted(_attn_fwd_kernel) if interpret else _attn_fwd_kernel
+    return interpreted(_attn_fwd_kernel, fast=True) if interpret else _attn_fwd_kernel
 
 
 def _check_tensor(name: str, t, *, device: torch.device) -> torch.Tensor:
@@ -252,7 +250,9 @@ def _slopes(alibi_slopes, n_heads: int, device: torch.device) -> torch.Tensor | 
         return torch.tensor(standard_alibi_slopes(n_heads), dtype=torch.float32, device=device)
     t = _check_tensor("alibi_slopes", alibi_slopes, device=device)
     if tuple(t.shape) != (n_heads,):
-        raise ValueError(f"alibi_slopes.shape={tuple(t.shape)} must be ({n_heads},), one per q head")
+        raise ValueError(
+            f"alibi_slopes.shape={tuple(t.shape)} must be ({n_heads},), one per q head"
+        )
     if not t.is_floating_point():
         raise ValueError(f"alibi_slopes.dtype={t.dtype} must be a floating dtype")
     if not torch.isfinite(t).all():

@@ -144,9 +144,7 @@ def _decode_split_kernel(
     lse = tl.where(l_i > 0.0, m_i + tl.log(l_safe), float("-inf"))
     part = b.to(tl.int64) * stride_pb + heads * stride_ph + split * stride_ps
     tl.store(o_part_ptr + part[:, None] + dims[None, :], o, mask=g_ok[:, None])
-    tl.store(
-        lse_part_ptr + b.to(tl.int64) * stride_lb + heads * stride_lh + split, lse, mask=g_ok
-    )
+    tl.store(lse_part_ptr + b.to(tl.int64) * stride_lb + heads * stride_lh + split, lse, mask=g_ok)
 
 
 @triton.jit
@@ -178,10 +176,16 @@ def _decode_combine_kernel(
     s_ok = s < num_splits
     dims = tl.arange(0, BLOCK_D)
     lse_s = tl.load(
-        lse_part_ptr + b.to(tl.int64) * stride_lb + h * stride_lh + s, mask=s_ok, other=float("-inf")
+        lse_part_ptr + b.to(tl.int64) * stride_lb + h * stride_lh + s,
+        mask=s_ok,
+        other=float("-inf"),
     )
     o_s = tl.load(
-        o_part_ptr + b.to(tl.int64) * stride_pb + h * stride_ph + s[:, None] * stride_ps + dims[None, :],
+        o_part_ptr
+        + b.to(tl.int64) * stride_pb
+        + h * stride_ph
+        + s[:, None] * stride_ps
+        + dims[None, :],
         mask=s_ok[:, None],
         other=0.0,
     )
@@ -283,8 +287,12 @@ def attention_decode(
     dp = padded_head_dim(d)
     o_part = torch.empty((batch, hq, num_splits, dp), dtype=torch.float32, device=q.device)
     lse_part = torch.empty((batch, hq, num_splits), dtype=torch.float32, device=q.device)
-    split_kernel = interpreted(_decode_split_kernel) if interpret else _decode_split_kernel
-    combine_kernel = interpreted(_decode_combine_kernel) if interpret else _decode_combine_kernel
+    split_kernel = (
+        interpreted(_decode_split_kernel, fast=True) if interpret else _decode_split_kernel
+    )
+    combine_kernel = (
+        interpreted(_decode_combine_kernel, fast=True) if interpret else _decode_combine_kernel
+    )
     split_kernel[(num_splits, batch * hkv)](
         q,
         k_cache,
