@@ -82,6 +82,8 @@ class Limits:
         max_scores: bound of ``B * Hq * Tq * Tk`` (the oracle's score matrix).
         max_work: bound of the program-tiles of one launch (``B * Hq * q tiles * k tiles``):
             the Triton interpreter's time is about 10 ms per program-tile.
+        tile_elements: bound of ``block * D_pad``: tiles are cut for large head dims, as
+            deployments choose them (fp32 tiles of 128 x 256 overflow a GPU's shared memory).
     """
 
     blocks_q: tuple[int, ...]
@@ -96,6 +98,7 @@ class Limits:
     max_splits: int
     max_scores: int
     max_work: int
+    tile_elements: int
 
 
 # small keeps the CPU interpreters quick (a few program-tiles per launch); large is for the GPU.
@@ -113,6 +116,7 @@ LIMITS = {
         max_splits=4,
         max_scores=1 << 14,
         max_work=8,
+        tile_elements=1 << 13,
     ),
     "large": Limits(
         blocks_q=(64, 16, 32, 128),
@@ -127,6 +131,7 @@ LIMITS = {
         max_splits=16,
         max_scores=1 << 26,
         max_work=1 << 30,
+        tile_elements=1 << 13,
     ),
 }
 
@@ -148,6 +153,12 @@ class Modifiers:
 
     def describe(self) -> dict[str, Any]:
         return {"slopes": self.slope_recipe, "level": self.level, "trend": self.trend}
+
+
+def _fit(block: int, d: int, lim: Limits) -> int:
+    """``block``, cut so that ``block * D_pad <= tile_elements`` (never below 16)."""
+    d_pad = max(16, 1 << max(d - 1, 0).bit_length())
+    return max(16, min(block, lim.tile_elements // d_pad))
 
 
 def _heads(draw: st.DrawFn, lim: Limits) -> tuple[int, int]:
@@ -290,6 +301,7 @@ def attention_cases(
         hq, hkv = _heads(draw, lim)
         batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
         d = draw(st.sampled_from(lim.head_dims), label="D")
+        block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
         room = max(1, lim.max_work // (batch * hq))  # program-tiles per head
         n_q = min(lim.max_tiles + 1, room)
         tq = draw(
@@ -343,6 +355,7 @@ def varlen_cases(
         block_k = draw(st.sampled_from(lim.blocks_k), label="block_k")
         hq, hkv = _heads(draw, lim)
         d = draw(st.sampled_from(lim.head_dims), label="D")
+        block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
         n_max = max(1, min(lim.max_seqs, lim.max_bh // hq))
         max_q = (lim.max_tiles + 1) * block_q - 1
         max_k = (lim.max_tiles + 1) * block_k - 1
@@ -416,6 +429,7 @@ def decode_cases(
         hq, hkv = _heads(draw, lim)
         batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
         d = draw(st.sampled_from(lim.head_dims), label="D")
+        block_k = _fit(block_k, d, lim)
         room = max(1, lim.max_scores // (batch * hq))
         n_k = max(1, min(lim.max_tiles + 1, lim.max_work // (batch * hkv) - splits))
         max_t = n_k * block_k - 1 if n_k > 1 else block_k

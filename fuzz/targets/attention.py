@@ -912,17 +912,32 @@ def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Targe
 
 
 # The largest input (elements) each mutant's minimal reproducer may have; asserted by the tests.
-# Every one shrinks to head dim 1, one batch element and one head; the minimal cases:
+# Every one shrinks to fp32, head dim 1, one head, no modifier; the minimal case each lands on
+# under the ci profile (both interpreters):
 SHRINK_BOUNDS = {
-    "mask_times_exp": 2,  # q [1,1,1,1], k [1,1,2,1]: a padding lane or future key with s - m > 88.7
-    "finite_sentinel": 2,  # q [1,1,2,1] over 1 key, causal: row 0 sees nothing, gets v[0]
-    "mask_before_scale": 2,  # the same fully masked row (or masked keys at -cap with a soft cap)
-    "scale_twice": 2,  # one query, two keys, an explicit scale != 1
-    "causal_diagonal": 2,  # causal, one query over two keys: the diagonal key is dropped
-    "causal_loop_bound": 17,  # block_q 32 > block_k 16, causal, Tq = Tk = 17: key 16 skipped
-    "no_rescale": 17,  # one query over 17 keys (two tiles of 16), the max grows in the second
-    "masked_row_nan": 1,  # key_lengths [0]: the row's 0/0
-    "partial_tile_unmasked": 1,  # one query, one key: 15 padding lanes counted with logit 0
+    # q, k [1,1,1,1], logits near -100: the 15 padding lanes of the key tile get exp(0 + 100) =
+    # inf, times the 0 of the mask: NaN.
+    "mask_times_exp": 1,
+    # q [1,1,2,1] over one key, causal: row 0 has no visible key and averages the masked one.
+    "finite_sentinel": 2,
+    # the same fully masked row (the accuracy class it also shows: one key under a soft cap,
+    # the padding lanes at -cap next to a saturated valid logit).
+    "mask_before_scale": 2,
+    # q, k [1,1,1,1], D = 1 (default scale 1, invisible to the oracle): scale-applied-once.
+    "scale_twice": 1,
+    # causal, one query, one key: the query loses its own position.
+    "causal_diagonal": 1,
+    # block_q 32 > block_k 16, causal, q [1,1,17,1] over one key: row 16 sits at position 0, the
+    # loop bound stops at key 0.
+    "causal_loop_bound": 17,
+    # one query over two key tiles (k [1,1,23,1] found; 17 is the least that can fail) whose
+    # max grows in the second.
+    "no_rescale": 32,
+    # two batch elements of one query and one key, key_lengths [1, 0] (the shrinker keeps the
+    # batch of two; one element with key length 0 is the least that fails).
+    "masked_row_nan": 2,
+    # q, k [1,1,1,1], no mask: the 15 padding lanes count as keys with logit 0.
+    "partial_tile_unmasked": 1,
 }
 
 

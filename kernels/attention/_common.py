@@ -162,9 +162,9 @@ def check_cu_seqlens(name: str, cu: np.ndarray, total: int, *, exact: bool) -> n
     return cu.astype(np.int32)
 
 
-def padded_head_dim(d: int) -> int:
-    """The power of two (>= 16) the head dim is padded to inside the kernels."""
-    return max(16, next_pow2(d))
+def padded_head_dim(d: int, minimum: int = 16) -> int:
+    """The power of two (>= ``minimum``, itself >= 16) the head dim is padded to in a kernel."""
+    return max(minimum, next_pow2(d))
 
 
 def to_host(name: str, a: Any) -> np.ndarray:

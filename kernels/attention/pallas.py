@@ -42,6 +42,7 @@ from kernels.attention._common import (
 DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
 _HIGHEST = jax.lax.Precision.HIGHEST
 MIN_BUCKET = 64  # smallest padded length: short sequences share one compiled kernel
+MIN_HEAD_BUCKET = 32  # smallest padded head dim: small head dims share one compiled kernel
 
 # Coefficients of tanh(x) / x as a polynomial in x^2 (Taylor series; |x| < 0.55 keeps the
 # truncation below 2e-8 relative). The same formula as the Triton kernel, so that both kernels
@@ -406,7 +407,7 @@ def attention(
     lx = xp.zeros((batch, hq, tq), jnp.float32) if lse_out is None else xp.asarray(lse_out)
     # Power-of-two buckets: sequences, lengths and the head dim.
     n_p = next_pow2(n)
-    dp = padded_head_dim(d)
+    dp = padded_head_dim(d, MIN_HEAD_BUCKET)
     tq_p = bucket(int(q_lens.max()), block_q)
     if varlen:
         tk_p = bucket(int(k_lens.max()), block_k)

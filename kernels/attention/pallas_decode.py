@@ -31,6 +31,7 @@ from kernels.attention._common import (
 from kernels.attention.pallas import (
     _HIGHEST,
     DTYPES,
+    MIN_HEAD_BUCKET,
     _check_array,
     _check_out,
     _index_array,
@@ -225,7 +226,7 @@ def attention_decode(
         )
     group = hq // hkv
     g_p = max(16, next_pow2(group))
-    dp = padded_head_dim(d)
+    dp = padded_head_dim(d, MIN_HEAD_BUCKET)
     tk_p = bucket(tmax, block_k)
     xp = _xp(q)
 

@@ -120,28 +120,30 @@ def _attn_fwd_kernel(
     h = pid_bh % n_heads
     hk = h // group
     if IS_VARLEN:
-        # Sequence b of the packed batch: its rows start at cu_q[b] (queries) and cu_k[b] (keys).
+        # Sequence b of the packed batch (of one): its rows start at cu_q[b] (queries) and
+        # cu_k[b] (keys).
         q_start = tl.load(cu_q_ptr + b)
         q_len = tl.load(cu_q_ptr + b + 1) - q_start
         k_start = tl.load(cu_k_ptr + b)
         k_len = tl.load(cu_k_ptr + b + 1) - k_start
-        batch = b * 0  # one packed batch
+        q_base = q_ptr + h * stride_qh + q_start * stride_qt
+        k_base = k_ptr + hk * stride_kh + k_start * stride_kt
+        v_base = v_ptr + hk * stride_vh + k_start * stride_vt
+        o_base = o_ptr + h * stride_oh + q_start * stride_ot
+        lse_base = lse_ptr + h * stride_lh + q_start * stride_lt
     else:
-        q_start = 0
         q_len = seq_q
-        k_start = 0
         k_len = seq_k
         if HAS_KEY_LEN:
             k_len = tl.load(key_len_ptr + b)
-        batch = b
+        b64 = b.to(tl.int64)
+        q_base = q_ptr + b64 * stride_qb + h * stride_qh
+        k_base = k_ptr + b64 * stride_kb + hk * stride_kh
+        v_base = v_ptr + b64 * stride_vb + hk * stride_vh
+        o_base = o_ptr + b64 * stride_ob + h * stride_oh
+        lse_base = lse_ptr + b64 * stride_lb + h * stride_lh
     # Query i of this sequence sits at key position i + diag (bottom-right alignment).
     diag = k_len - q_len
-
-    q_base = q_ptr + batch.to(tl.int64) * stride_qb + h * stride_qh + q_start * stride_qt
-    k_base = k_ptr + batch.to(tl.int64) * stride_kb + hk * stride_kh + k_start * stride_kt
-    v_base = v_ptr + batch.to(tl.int64) * stride_vb + hk * stride_vh + k_start * stride_vt
-    o_base = o_ptr + batch.to(tl.int64) * stride_ob + h * stride_oh + q_start * stride_ot
-    lse_base = lse_ptr + batch.to(tl.int64) * stride_lb + h * stride_lh + q_start * stride_lt
 
     rows = pid_q * BLOCK_Q + tl.arange(0, BLOCK_Q)
     dims = tl.arange(0, BLOCK_D)

@@ -178,6 +178,10 @@ def test_large_bounds(factory):
     def check(case):
         q = case.inputs["q"]
         assert q.shape[-1] <= 256
+        d_pad = max(16, 1 << (q.shape[-1] - 1).bit_length())
+        for block in ("block_q", "block_k"):
+            if block in case.params:
+                assert case.params[block] * d_pad <= 1 << 13 or case.params[block] == 16
         heads = q.shape[1]
         n = len(seqs(case))
         assert n * heads <= 32 or q.shape[0] == 1
