@@ -80,8 +80,11 @@ class Limits:
         max_tiles: full tiles in a length (plus a tail of up to ``block - 1``).
         max_seqs: packed sequences; max_splits: decode splits.
         max_scores: bound of ``B * Hq * Tq * Tk`` (the oracle's score matrix).
-        max_work: bound of the program-tiles of one launch (``B * Hq * q tiles * k tiles``):
-            the Triton interpreter's time is about 10 ms per program-tile.
+        max_programs: bound of the programs of one dense launch (``B * Hq * q tiles``); the key
+            axis always gets its ``max_tiles + 1`` tiles (rescaling, loop bounds and partial
+            tiles live there). The Triton interpreter costs about 10 ms per program and tile.
+        max_work: bound of the program-tiles of one packed launch (``Hq * sum over sequences of
+            q tiles * k tiles``).
         tile_elements: bound of ``block * D_pad``: tiles are cut for large head dims, as
             deployments choose them (fp32 tiles of 128 x 256 overflow a GPU's shared memory).
     """
@@ -97,6 +100,7 @@ class Limits:
     max_seqs: int
     max_splits: int
     max_scores: int
+    max_programs: int
     max_work: int
     tile_elements: int
 
@@ -115,7 +119,8 @@ LIMITS = {
         max_seqs=3,
         max_splits=4,
         max_scores=1 << 14,
-        max_work=8,
+        max_programs=3,
+        max_work=6,
         tile_elements=1 << 13,
     ),
     "large": Limits(
@@ -130,6 +135,7 @@ LIMITS = {
         max_seqs=8,
         max_splits=16,
         max_scores=1 << 26,
+        max_programs=1 << 30,
         max_work=1 << 30,
         tile_elements=1 << 13,
     ),
@@ -302,13 +308,11 @@ def attention_cases(
         batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
         d = draw(st.sampled_from(lim.head_dims), label="D")
         block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
-        room = max(1, lim.max_work // (batch * hq))  # program-tiles per head
-        n_q = min(lim.max_tiles + 1, room)
+        n_q = max(1, min(lim.max_tiles + 1, lim.max_programs // (batch * hq)))
         tq = draw(
             tiled_sizes(block_q, max_size=n_q * block_q - 1 if n_q > 1 else block_q), label="Tq"
         )
-        n_k = max(1, min(lim.max_tiles + 1, room // math.ceil(tq / block_q)))
-        max_tk = n_k * block_k - 1 if n_k > 1 else block_k
+        max_tk = (lim.max_tiles + 1) * block_k - 1
         max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
         tk = draw(tiled_sizes(block_k, max_size=max_tk), label="Tk")
         causal = draw(st.booleans(), label="causal")
@@ -431,8 +435,7 @@ def decode_cases(
         d = draw(st.sampled_from(lim.head_dims), label="D")
         block_k = _fit(block_k, d, lim)
         room = max(1, lim.max_scores // (batch * hq))
-        n_k = max(1, min(lim.max_tiles + 1, lim.max_work // (batch * hkv) - splits))
-        max_t = n_k * block_k - 1 if n_k > 1 else block_k
+        max_t = (lim.max_tiles + 1) * block_k - 1
         tmax = draw(tiled_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
         cache_len = np.array(
             [draw(_length_choice(tmax), label="cache_len") for _ in range(batch)], np.int32
