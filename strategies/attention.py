@@ -72,7 +72,9 @@ class Limits:
     """Bounds for one scale.
 
     Attributes:
-        blocks_q, blocks_k: tile sizes to draw from (first = simplest).
+        block_pairs: ``(block_q, block_k)`` pairs to draw from (first = simplest); pairs with
+            ``block_q > block_k`` (the causal loop bound's condition) are listed twice.
+        blocks_k: key tile sizes for decode (first = simplest).
         head_dims: head dims to draw from (first = simplest).
         groups: GQA ratios ``Hq / Hkv``.
         max_kv_heads, max_batch: bounds of ``Hkv`` and ``B``.
@@ -89,7 +91,7 @@ class Limits:
             deployments choose them (fp32 tiles of 128 x 256 overflow a GPU's shared memory).
     """
 
-    blocks_q: tuple[int, ...]
+    block_pairs: tuple[tuple[int, int], ...]
     blocks_k: tuple[int, ...]
     head_dims: tuple[int, ...]
     groups: tuple[int, ...]
@@ -108,7 +110,7 @@ class Limits:
 # small keeps the CPU interpreters quick (a few program-tiles per launch); large is for the GPU.
 LIMITS = {
     "small": Limits(
-        blocks_q=(16, 32),
+        block_pairs=((16, 16), (32, 16), (16, 32), (32, 16), (32, 32)),
         blocks_k=(16, 32),
         head_dims=(1, 16, 2, 8, 32, 3, 64, 24),
         groups=(1, 2, 3),
@@ -124,7 +126,18 @@ LIMITS = {
         tile_elements=1 << 13,
     ),
     "large": Limits(
-        blocks_q=(64, 16, 32, 128),
+        block_pairs=(
+            (64, 64),
+            (128, 64),
+            (64, 128),
+            (128, 32),
+            (32, 64),
+            (64, 16),
+            (16, 16),
+            (128, 128),
+            (32, 32),
+            (64, 32),
+        ),
         blocks_k=(64, 16, 32, 128),
         head_dims=(64, 128, 16, 32, 1, 80, 96, 8, 256),
         groups=(1, 2, 4, 8, 3, 5),
@@ -302,8 +315,7 @@ def attention_cases(
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
-        block_q = draw(st.sampled_from(lim.blocks_q), label="block_q")
-        block_k = draw(st.sampled_from(lim.blocks_k), label="block_k")
+        block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
         hq, hkv = _heads(draw, lim)
         batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
         d = draw(st.sampled_from(lim.head_dims), label="D")
@@ -355,8 +367,7 @@ def varlen_cases(
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
-        block_q = draw(st.sampled_from(lim.blocks_q), label="block_q")
-        block_k = draw(st.sampled_from(lim.blocks_k), label="block_k")
+        block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
         hq, hkv = _heads(draw, lim)
         d = draw(st.sampled_from(lim.head_dims), label="D")
         block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)

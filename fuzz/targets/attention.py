@@ -930,8 +930,8 @@ SHRINK_BOUNDS = {
     # block_q 32 > block_k 16, causal, q [1,1,17,1] over one key: row 16 sits at position 0, the
     # loop bound stops at key 0.
     "causal_loop_bound": 17,
-    # one query over two key tiles (k [1,1,23,1] found; 17 is the least that can fail) whose
-    # max grows in the second.
+    # one query over two key tiles of 16 whose max grows in the second: k [1,1,n,1] with
+    # 17 <= n <= 31 (17 is the least that can fail; the shrinker lands within the two tiles).
     "no_rescale": 32,
     # two batch elements of one query and one key, key_lengths [1, 0] (the shrinker keeps the
     # batch of two; one element with key length 0 is the least that fails).
