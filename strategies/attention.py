@@ -63,6 +63,28 @@ def tiled_sizes(block: int, *, max_size: int) -> st.SearchStrategy[int]:
 
 
 @functools.cache
+def key_sizes(block: int, *, max_size: int) -> st.SearchStrategy[int]:
+    """A key length ``tiles * block + rem`` like ``strategies.shapes.tiled_sizes``, but with two
+    thirds of the draws spanning more than one tile when ``max_size`` allows two: the online
+    softmax's rescaling, the loop bounds and the partial last tile all need a second key tile.
+    Shrinks toward one partial tile of one key."""
+    max_tiles = max_size // block
+    if max_tiles != 1:
+        return shapes.tiled_sizes(block, max_size=max_size)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> int:
+        tiles = draw(st.sampled_from((0, 1, 1)), label="key tiles")
+        rem = draw(
+            st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0))),
+            label="key remainder",
+        )
+        return min(max(tiles * block + rem, 1), max_size)
+
+    return build()
+
+
+@functools.cache
 def slope_recipes(n_heads: int) -> st.SearchStrategy[alibi.SlopeRecipe]:
     return alibi.slope_recipes(n_heads)
 
@@ -326,7 +348,7 @@ def attention_cases(
         )
         max_tk = (lim.max_tiles + 1) * block_k - 1
         max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
-        tk = draw(tiled_sizes(block_k, max_size=max_tk), label="Tk")
+        tk = draw(key_sizes(block_k, max_size=max_tk), label="Tk")
         causal = draw(st.booleans(), label="causal")
         window = _window(draw)
         key_lengths = None
@@ -447,7 +469,7 @@ def decode_cases(
         block_k = _fit(block_k, d, lim)
         room = max(1, lim.max_scores // (batch * hq))
         max_t = (lim.max_tiles + 1) * block_k - 1
-        tmax = draw(tiled_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
+        tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
         cache_len = np.array(
             [draw(_length_choice(tmax), label="cache_len") for _ in range(batch)], np.int32
         )

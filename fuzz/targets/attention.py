@@ -916,8 +916,10 @@ def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Targe
 # under the ci profile (both interpreters):
 SHRINK_BOUNDS = {
     # q, k [1,1,1,1], logits near -100: the 15 padding lanes of the key tile get exp(0 + 100) =
-    # inf, times the 0 of the mask: NaN.
-    "mask_times_exp": 1,
+    # inf, times the 0 of the mask: NaN. (Run inside the whole suite, where Hypothesis's pool of
+    # constants from the project's modules differs, it has also stopped at one or two queries
+    # over five keys, causal, with rising logits: a masked key 88.7 above the row max.)
+    "mask_times_exp": 8,
     # q [1,1,2,1] over one key, causal: row 0 has no visible key and averages the masked one.
     "finite_sentinel": 2,
     # the same fully masked row (the accuracy class it also shows: one key under a soft cap,

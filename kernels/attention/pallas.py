@@ -264,6 +264,8 @@ def _pad_to(xp, a, shape: tuple[int, ...]):
 
 def _gather_rows(xp, x, index: np.ndarray, ok: np.ndarray):
     """Packed ``x [1, H, T, ...]`` -> ``[N, H, L, ...]``: row ``index[n, r]`` where ``ok``, else 0."""
+    if x.shape[2] == 0:  # nothing packed (every sequence empty): all padding
+        return xp.zeros((index.shape[0], x.shape[1], index.shape[1], *x.shape[3:]), x.dtype)
     g = xp.moveaxis(x[0][:, index], 0, 1)  # [N, H, L, ...]
     keep = ok.reshape(ok.shape[:1] + (1,) + ok.shape[1:] + (1,) * (g.ndim - 3))
     return xp.where(keep, g, xp.zeros((), g.dtype))
