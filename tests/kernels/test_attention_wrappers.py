@@ -187,6 +187,12 @@ def test_empty_lengths(call):
     assert torch.all(o == 0) and torch.isneginf(lse).all()
     o, lse = call(q[:, :, :0], k0, k0)
     assert o.shape == (1, 1, 0, 4) and lse.shape == (1, 1, 0)
+    # Packed sequences with no key row at all (found by the fuzzer: the Pallas wrapper's gather
+    # of an empty key array used to raise IndexError).
+    o, lse = call(
+        q, k0, k0, cu_seqlens_q=np.array([0, 1, 3], I32), cu_seqlens_k=np.array([0, 0, 0], I32)
+    )
+    assert torch.all(o == 0) and torch.isneginf(lse).all()
 
 
 @pytest.mark.parametrize("call", CALLS, ids=IDS)
