@@ -32,9 +32,11 @@ prof.enable()
 r = hunt(t, args.backend, profile, max_examples=args.examples, seed=0, database=None)
 prof.disable()
 st = r.stats
-print(f"{r.examples} examples, {r.examples_per_second:.1f}/s; launches {st.launches} "
-      f"({st.launch_seconds:.2f}s, twin {st.twin_seconds:.2f}s, compile {st.compile_seconds:.2f}s), "
-      f"references {st.reference_seconds:.2f}s, total {r.seconds:.2f}s")
+print(
+    f"{r.examples} examples, {r.examples_per_second:.1f}/s; launches {st.launches} "
+    f"({st.launch_seconds:.2f}s, twin {st.twin_seconds:.2f}s, compile {st.compile_seconds:.2f}s), "
+    f"references {st.reference_seconds:.2f}s, total {r.seconds:.2f}s"
+)
 print({k: round(v, 3) for k, v in sorted(st.property_seconds.items(), key=lambda kv: -kv[1])})
 stats = pstats.Stats(prof)
 stats.sort_stats("tottime").print_stats(25)

@@ -217,11 +217,18 @@ class Context:
             for name in self.oracle
         }
 
+    @functools.cached_property
+    def floor(self) -> dict[str, float]:
+        """The target's case-derived error floor per output (``Target.error_floor``)."""
+        if self.target.error_floor is None:
+            return {}
+        return {k: float(v) for k, v in self.target.error_floor(self.case, self.ref_device).items()}
+
     def bound(self, name: str) -> float:
         m = self.metrics(name)
         return self.target.tolerance_for(name).bound(
             self.oracle[name], m.naive_max_abs, self.out_dtypes[name]
-        )
+        ) + self.floor.get(name, 0.0)
 
     def finding(self, cls: str, prop: str, message: str, **kw: Any) -> Finding:
         return Finding(cls, prop, message, hazards=list(self.hazards), **kw)
@@ -330,7 +337,7 @@ def _determinism(ctx: Context, _: Any) -> Finding | None:
 def _record_target(ctx: Context, name: str, ratio: float) -> None:
     from hypothesis.control import currently_in_test_context
 
-    if currently_in_test_context():
+    if ctx.target.targeting and currently_in_test_context():
         from hypothesis import target
 
         target(float(min(ratio, 1e12)), label=f"{name}: error / tolerance")
@@ -342,7 +349,13 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
     clean = ctx.clean.outputs.get(name) if ctx.clean.error is None else None
     m = ctx.metrics(name) if got is clean else measure(got, o, ctx.naive.get(name))
     tol = ctx.target.tolerance_for(name).bound(o, m.naive_max_abs, ctx.out_dtypes[name])
-    details = {"metrics": m.as_dict(), "tolerance_rule": ctx.target.tolerance_for(name).describe()}
+    tol += ctx.floor.get(name, 0.0)
+    details: dict[str, Any] = {
+        "metrics": m.as_dict(),
+        "tolerance_rule": ctx.target.tolerance_for(name).describe(),
+    }
+    if name in ctx.floor:
+        details["error_floor"] = ctx.floor[name]
     if m.nonfinite_where_finite:
         w = m.first_nonfinite
         assert w is not None

@@ -13,6 +13,7 @@ interpreted launches runs, that call is routed to the callee's own interpreted t
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import types
 from typing import Any
@@ -81,9 +82,10 @@ _interpreter._patch_lang_tensor = _patch_lang_tensor
 
 
 class _Launcher:
-    def __init__(self, twin: InterpretedFunction, grid: Any) -> None:
+    def __init__(self, twin: InterpretedFunction, grid: Any, fast: bool) -> None:
         self._twin = twin
         self._grid = grid
+        self._fast = fast
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The interpreter patches the kernel's own language modules (usually triton.language) for
@@ -92,15 +94,20 @@ class _Launcher:
         # tl.sum: re-patching costs milliseconds per call.
         outermost = getattr(_active, "depth", 0) == 0
         scope = None
+        builder = _interpreter.interpreter_builder
+        options = builder.options
         if outermost:
             scope = _interpreter._patch_lang(_core_anchor)
             _active.patched = _langs_of(self._twin.fn) | _langs_of(_core_anchor)
+            if self._fast:
+                builder.options = dataclasses.replace(options, sanitize_overflow=False)
         _active.depth = getattr(_active, "depth", 0) + 1
         try:
             return self._twin[self._grid](*args, **kwargs)
         finally:
             _active.depth -= 1
             if scope is not None:
+                builder.options = options
                 scope.restore()
                 _active.patched = frozenset()
 
@@ -108,23 +115,31 @@ class _Launcher:
 class Interpreted:
     """``kernel[grid](...)`` like a ``JITFunction``, run by Triton's interpreter."""
 
-    def __init__(self, kernel: JITFunction) -> None:
+    def __init__(self, kernel: JITFunction, fast: bool = False) -> None:
         self.kernel = kernel
         self.twin = _twin(kernel)
+        self.fast = fast
 
     def __getitem__(self, grid: Any) -> _Launcher:
-        return _Launcher(self.twin, grid)
+        return _Launcher(self.twin, grid, self.fast)
 
 
-_interpreted: dict[int, Interpreted] = {}
+_interpreted: dict[tuple[int, bool], Interpreted] = {}
 
 
-def interpreted(kernel: JITFunction) -> Interpreted:
-    """Returns the interpreted twin of ``kernel`` (cached); it runs on CPU tensors."""
+def interpreted(kernel: JITFunction, *, fast: bool = False) -> Interpreted:
+    """Returns the interpreted twin of ``kernel`` (cached); it runs on CPU tensors.
+
+    ``fast=True`` also turns off, for the launch, the interpreter's int32-overflow checks of
+    integer arithmetic (an int64 recomputation and an assertion per operation, for index
+    arithmetic that can only overflow at tensor sizes the interpreter never runs). Results are the
+    same; compiled launches are unaffected.
+    """
     if not isinstance(kernel, JITFunction):
         raise TypeError(f"kernel must be a @triton.jit function, got {type(kernel).__name__}")
-    twin = _interpreted.get(id(kernel))
+    key = (id(kernel), bool(fast))
+    twin = _interpreted.get(key)
     if twin is None or twin.kernel is not kernel:
-        twin = Interpreted(kernel)
-        _interpreted[id(kernel)] = twin
+        twin = Interpreted(kernel, fast=bool(fast))
+        _interpreted[key] = twin
     return twin

@@ -5,6 +5,7 @@ float32, no mask, seed 0, plain distributions. Invalid arguments raise
 ``hypothesis.errors.InvalidArgument`` naming the argument.
 """
 
+from strategies.attention import attention_cases, decode_cases, varlen_cases
 from strategies.jagged import jagged_offsets, offsets_from_lengths, segment_lengths
 from strategies.jagged_softmax import jagged_softmax_cases
 from strategies.masks import MASK_KINDS, MaskRecipe, build_mask, mask_recipes, masks
@@ -16,8 +17,10 @@ __all__ = [
     "MASK_KINDS",
     "MaskRecipe",
     "ValueRecipe",
+    "attention_cases",
     "boundary_values",
     "build_mask",
+    "decode_cases",
     "float_dtypes",
     "jagged_offsets",
     "jagged_softmax_cases",
@@ -30,4 +33,5 @@ __all__ = [
     "softmax_cases",
     "tiled_sizes",
     "value_recipes",
+    "varlen_cases",
 ]
