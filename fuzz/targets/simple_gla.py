@@ -831,11 +831,11 @@ SHRINK_BOUNDS = {
     ("fwd", "mask_mul"): 16,
     ("bwd", "mask_mul"): 16,
     ("bwd", "select_after_exp"): 16,
-    # chunk 16, |gamma| just above 88.72/16 (threshold of another dtype/chunk, or a slope >= 5.55)
-    # and T = 16: the last row's exp(-b_15) overflows; 16 x 16 = 256 elements.
-    ("fwd", "anchor"): 256,
-    # chunk 16, |gamma| above 88.72/15, T = 1 with the final state: the padded rows' state
-    # weights overflow; 16 elements.
+    # chunk 16, T = 1 and a decay past 103.3 (exp(b_0) underflows to 0 while exp(-b_0) = Inf):
+    # an adversarial ALiBi slope of 1000 or a gate of -1000; 16 elements.
+    ("fwd", "anchor"): 16,
+    # chunk 16, |gamma| above 88.72/15 (threshold kind), T = 1 with the final state: the padded
+    # rows' state weights overflow; 16 elements.
     ("fwd", "pad_unmasked"): 16,
     # chunk 16, the standard slope of one head (1/256), T = 1 with an initial and the final
     # state: h0 (16 x 16 = 256 elements) is carried undecayed.

@@ -56,9 +56,13 @@ MUTANTS = (
             ),
         ),
         pallas=(
+            # XLA's algebraic simplifier rewrites exp(x) * convert(bool mask) into a select (so a
+            # boolean mask multiply is harmless under XLA on the CPU, as seed 004's where was
+            # harmful under XLA on the TPU); the mask here is numeric, built from the indices.
             Edit(
                 "    return jnp.exp(jnp.where(causal, b_rows[:, None] - b_cols[None, :], -jnp.inf))",
-                "    return jnp.exp(b_rows[:, None] - b_cols[None, :]) * causal.astype(jnp.float32)",
+                "    tri = jnp.clip(rows[:, None] - cols[None, :] + 1, 0, 1).astype(jnp.float32)\n"
+                "    return jnp.exp(b_rows[:, None] - b_cols[None, :]) * tri",
             ),
         ),
     ),
@@ -92,9 +96,10 @@ MUTANTS = (
     Mutant(
         "anchor",
         "anchor factorisation: exp(b_i) * exp(-b_j) instead of exp(b_i - b_j); exp(-b_j) "
-        "overflows once the chunk's cumulative decay passes 88.72 (and exp(b_i) underflows into "
-        "subnormals before that), although every true ratio is <= 1",
-        {"fwd": "inf"},
+        "overflows once the chunk's cumulative decay passes 88.72, and once it passes 103.3 "
+        "exp(b_i) underflows to 0 (87.3 where subnormals are flushed): 0 * Inf = NaN, although "
+        "every true ratio is <= 1",
+        {"fwd": "nan"},
         triton=(
             Edit(
                 '    return tl.exp(tl.where(causal, b_rows[:, None] - b_cols[None, :], float("-inf")))',

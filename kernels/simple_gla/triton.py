@@ -76,14 +76,11 @@ def _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
 
 
 @triton.jit
-def _load_rows(base, tok, rows_ok, cols, n_cols, s_t, s_c):
-    """A ``[rows, cols]`` tile as fp32; rows past the sequence end and padded columns are 0."""
-    x = tl.load(
-        base + tok[:, None] * s_t + cols[None, :] * s_c,
-        mask=rows_ok[:, None] & (cols[None, :] < n_cols),
-        other=0.0,
-    )
-    return x.to(tl.float32)
+def _load_rows(col_ptrs, tok, s_t, mask):
+    """A ``[rows, cols]`` tile as fp32 from ``col_ptrs [1, cols]`` (the row-0 pointers of each
+    column) at token rows ``tok``; masked-out elements (rows past the sequence end, padded
+    columns) are 0."""
+    return tl.load(col_ptrs + tok[:, None] * s_t, mask=mask, other=0.0).to(tl.float32)
 
 
 @triton.jit
@@ -125,12 +122,15 @@ def _fwd_kernel(
     ks = tl.arange(0, BK)
     vs = tl.arange(0, BV)
     chunk_idx = tl.arange(0, BT)
-    state_ok = (ks[:, None] < K) & (vs[None, :] < V)
-    q_base = q_ptr + i_b * s_qb + i_h * s_qh
-    k_base = k_ptr + i_b * s_kb + i_h * s_kh
-    v_base = v_ptr + i_b * s_vb + i_h * s_vh
+    k_ok = ks[None, :] < K
+    v_ok = vs[None, :] < V
+    state_ok = (ks[:, None] < K) & v_ok
+    # Loop-invariant pointers to row 0 of each column of this (sequence, head).
+    q_cols = q_ptr + i_b * s_qb + i_h * s_qh + ks[None, :] * s_qk
+    k_cols = k_ptr + i_b * s_kb + i_h * s_kh + ks[None, :] * s_kk
+    v_cols = v_ptr + i_b * s_vb + i_h * s_vh + vs[None, :] * s_vv
+    o_cols = o_ptr + i_b * s_ob + i_h * s_oh + vs[None, :] * s_ov
     g_base = g_ptr + i_b * s_gb + i_h * s_gh
-    o_base = o_ptr + i_b * s_ob + i_h * s_oh
     st_base = states_ptr + pid.to(tl.int64) * NT_STATES * BK * BV
     st_offs = ks[:, None] * BV + vs[None, :]
     if HAS_H0:
@@ -158,9 +158,12 @@ def _fwd_kernel(
         for r in tl.static_range(NB):
             rows = r * BS + tl.arange(0, BS)
             valid = rows < n_valid
-            q = _load_rows(q_base, tok0 + rows, valid, ks, K, s_qt, s_qk)
-            k = _load_rows(k_base, tok0 + rows, valid, ks, K, s_kt, s_kk)
-            v = _load_rows(v_base, tok0 + rows, valid, vs, V, s_vt, s_vv)
+            tok = tok0 + rows
+            mask_k = valid[:, None] & k_ok
+            mask_v = valid[:, None] & v_ok
+            q = _load_rows(q_cols, tok, s_qt, mask_k)
+            k = _load_rows(k_cols, tok, s_kt, mask_k)
+            v = _load_rows(v_cols, tok, s_vt, mask_v)
             b = _tile_decay(
                 g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, r, BS, PER_TOKEN
             )
@@ -171,20 +174,16 @@ def _fwd_kernel(
                     if s == r:  # the diagonal tile: this tile's own columns
                         k_s, v_s, b_s = k, v, b
                     else:
-                        col_ok = cols < n_valid
-                        k_s = _load_rows(k_base, tok0 + cols, col_ok, ks, K, s_kt, s_kk)
-                        v_s = _load_rows(v_base, tok0 + cols, col_ok, vs, V, s_vt, s_vv)
+                        col_ok = (cols < n_valid)[:, None]
+                        k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
+                        v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
                         b_s = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
                                           s, BS, PER_TOKEN)  # fmt: skip
                     w_intra = _intra_weights(b, b_s, rows, cols)
                     a = tl.dot(q, tl.trans(k_s), input_precision="ieee") * w_intra
                     o += tl.dot(a, v_s, input_precision="ieee")
-                o = o * scale
-                tl.store(
-                    o_base + (tok0 + rows)[:, None] * s_ot + vs[None, :] * s_ov,
-                    o.to(o_ptr.dtype.element_ty),
-                    mask=valid[:, None] & (vs[None, :] < V),
-                )
+                tl.store(o_cols + tok[:, None] * s_ot, (o * scale).to(o_ptr.dtype.element_ty),
+                         mask=mask_v)  # fmt: skip
             w_state = _state_weights(b, b_last, valid)
             kv += tl.dot(tl.trans(k * w_state[:, None]), v, input_precision="ieee")
         decay_last = tl.exp(b_last)
@@ -225,15 +224,18 @@ def _bwd_kernel(
     ks = tl.arange(0, BK)
     vs = tl.arange(0, BV)
     chunk_idx = tl.arange(0, BT)
-    state_ok = (ks[:, None] < K) & (vs[None, :] < V)
-    q_base = q_ptr + i_b * s_qb + i_h * s_qh
-    k_base = k_ptr + i_b * s_kb + i_h * s_kh
-    v_base = v_ptr + i_b * s_vb + i_h * s_vh
+    k_ok = ks[None, :] < K
+    v_ok = vs[None, :] < V
+    state_ok = (ks[:, None] < K) & v_ok
+    # Loop-invariant pointers to row 0 of each column of this (sequence, head).
+    q_cols = q_ptr + i_b * s_qb + i_h * s_qh + ks[None, :] * s_qk
+    k_cols = k_ptr + i_b * s_kb + i_h * s_kh + ks[None, :] * s_kk
+    v_cols = v_ptr + i_b * s_vb + i_h * s_vh + vs[None, :] * s_vv
+    do_cols = do_ptr + i_b * s_dob + i_h * s_doh + vs[None, :] * s_dov
+    dq_cols = dq_ptr + i_b * s_dqb + i_h * s_dqh + ks[None, :] * s_dqk
+    dk_cols = dk_ptr + i_b * s_dkb + i_h * s_dkh + ks[None, :] * s_dkk
+    dv_cols = dv_ptr + i_b * s_dvb + i_h * s_dvh + vs[None, :] * s_dvv
     g_base = g_ptr + i_b * s_gb + i_h * s_gh
-    do_base = do_ptr + i_b * s_dob + i_h * s_doh
-    dq_base = dq_ptr + i_b * s_dqb + i_h * s_dqh
-    dk_base = dk_ptr + i_b * s_dkb + i_h * s_dkh
-    dv_base = dv_ptr + i_b * s_dvb + i_h * s_dvh
     dg_base = dg_ptr + i_b * s_dgb + i_h * s_dgh
     st_base = states_ptr + pid.to(tl.int64) * NT_STATES * BK * BV
     st_offs = ks[:, None] * BV + vs[None, :]
@@ -268,10 +270,13 @@ def _bwd_kernel(
             r: tl.constexpr = NB - 1 - rr
             rows = r * BS + tl.arange(0, BS)
             valid = rows < n_valid
-            q = _load_rows(q_base, tok0 + rows, valid, ks, K, s_qt, s_qk)
-            k = _load_rows(k_base, tok0 + rows, valid, ks, K, s_kt, s_kk)
-            v = _load_rows(v_base, tok0 + rows, valid, vs, V, s_vt, s_vv)
-            do = _load_rows(do_base, tok0 + rows, valid, vs, V, s_dot, s_dov)
+            tok = tok0 + rows
+            mask_k = valid[:, None] & k_ok
+            mask_v = valid[:, None] & v_ok
+            q = _load_rows(q_cols, tok, s_qt, mask_k)
+            k = _load_rows(k_cols, tok, s_kt, mask_k)
+            v = _load_rows(v_cols, tok, s_vt, mask_v)
+            do = _load_rows(do_cols, tok, s_dot, mask_v)
             b = _tile_decay(
                 g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, r, BS, PER_TOKEN
             )
@@ -283,9 +288,9 @@ def _bwd_kernel(
                 if s == r:  # the diagonal tile: this tile's own columns
                     k_s, v_s, b_s = k, v, b
                 else:
-                    col_ok = cols < n_valid
-                    k_s = _load_rows(k_base, tok0 + cols, col_ok, ks, K, s_kt, s_kk)
-                    v_s = _load_rows(v_base, tok0 + cols, col_ok, vs, V, s_vt, s_vv)
+                    col_ok = (cols < n_valid)[:, None]
+                    k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
+                    v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
                     b_s = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, s,
                                       BS, PER_TOKEN)  # fmt: skip
                 w_rec = _intra_weights(b, b_s, rows, cols)  # the forward's weights, recomputed
@@ -300,9 +305,9 @@ def _bwd_kernel(
                 if i == r:  # the diagonal tile: this tile's own rows
                     q_i, do_i, b_i = q, do, b
                 else:
-                    row_ok = rows_i < n_valid
-                    q_i = _load_rows(q_base, tok0 + rows_i, row_ok, ks, K, s_qt, s_qk)
-                    do_i = _load_rows(do_base, tok0 + rows_i, row_ok, vs, V, s_dot, s_dov)
+                    row_ok = (rows_i < n_valid)[:, None]
+                    q_i = _load_rows(q_cols, tok0 + rows_i, s_qt, row_ok & k_ok)
+                    do_i = _load_rows(do_cols, tok0 + rows_i, s_dot, row_ok & v_ok)
                     b_i = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, i,
                                       BS, PER_TOKEN)  # fmt: skip
                 w_col = _intra_weights(b_i, b, rows_i, rows) * scale
@@ -310,19 +315,15 @@ def _bwd_kernel(
                 da_t = tl.dot(do_i, tl.trans(v), input_precision="ieee") * w_col
                 dk += tl.dot(tl.trans(da_t), q_i, input_precision="ieee")
                 dv += tl.dot(tl.trans(a_t), do_i, input_precision="ieee")
-            ok_k = valid[:, None] & (ks[None, :] < K)
-            ok_v = valid[:, None] & (vs[None, :] < V)
-            tl.store(dq_base + (tok0 + rows)[:, None] * s_dqt + ks[None, :] * s_dqk,
-                     dq.to(dq_ptr.dtype.element_ty), mask=ok_k)  # fmt: skip
-            tl.store(dk_base + (tok0 + rows)[:, None] * s_dkt + ks[None, :] * s_dkk,
-                     dk.to(dk_ptr.dtype.element_ty), mask=ok_k)  # fmt: skip
-            tl.store(dv_base + (tok0 + rows)[:, None] * s_dvt + vs[None, :] * s_dvv,
-                     dv.to(dv_ptr.dtype.element_ty), mask=ok_v)  # fmt: skip
+            row_t = tok[:, None]
+            tl.store(dq_cols + row_t * s_dqt, dq.to(dq_ptr.dtype.element_ty), mask=mask_k)
+            tl.store(dk_cols + row_t * s_dkt, dk.to(dk_ptr.dtype.element_ty), mask=mask_k)
+            tl.store(dv_cols + row_t * s_dvt, dv.to(dv_ptr.dtype.element_ty), mask=mask_v)
             if PER_TOKEN:
                 db = tl.sum(q * dq, axis=1) - tl.sum(k * dk, axis=1)
                 db += tl.where(rows == n_valid - 1, boundary, 0.0)
                 suffix = tl.sum(tl.where(rows[None, :] >= rows[:, None], db[None, :], 0.0), axis=1)
-                tl.store(dg_base + (tok0 + rows) * s_dgt, suffix + carry, mask=valid)
+                tl.store(dg_base + tok * s_dgt, suffix + carry, mask=valid)
                 carry += tl.sum(db, axis=0)
             d_acc += tl.dot(tl.trans(q * e_q[:, None]), do, input_precision="ieee")
         d_state = d_state * tl.exp(b_last) + d_acc
