@@ -33,19 +33,65 @@ def _twin(kernel: JITFunction) -> InterpretedFunction:
     return twin
 
 
+def _lang_key(fn: Any) -> frozenset[int]:
+    """The language modules a function sees (what ``_patch_lang`` patches for it)."""
+    tl, core = _interpreter.tl, _interpreter.tl.core
+    return frozenset(id(v) for v in fn.__globals__.values() if v is tl or v is core)
+
+
+class _LaunchScope:
+    """The patches of one interpreted launch: the launch's own (made by the interpreter for the
+    kernel's module) and those made for the helpers and standard-library functions it calls,
+    each set of language modules patched once. ``restore`` undoes the nested ones first, in
+    reverse order, then the launch's own, so every attribute gets its original back."""
+
+    def __init__(self, own: Any, fn: Any) -> None:
+        self.own = own
+        self.nested: dict[frozenset[int], Any] = {_lang_key(fn): None}
+
+    def restore(self) -> None:
+        for scope in reversed([s for s in self.nested.values() if s is not None]):
+            scope.restore()
+        self.nested.clear()
+        _active.launch = None
+        self.own.restore()
+
+
+_original_patch_lang = _interpreter._patch_lang
+
+
+def _patch_lang(fn: Any) -> Any:
+    scope = _original_patch_lang(fn)
+    if getattr(_active, "depth", 0) and getattr(_active, "launch", None) is None:
+        # The interpreter patching for one of our launches: track the nested patches with it.
+        _active.launch = _LaunchScope(scope, fn)
+        return _active.launch
+    return scope
+
+
+_interpreter._patch_lang = _patch_lang
+
+
 def _call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
     if getattr(_active, "depth", 0) == 0:
         return _original_call(self, *args, **kwargs)
     # InterpretedFunction.__call__ patches the callee's language modules (tl.core for the
     # standard library) with interpreter builtins and never restores them: in a process that also
-    # compiles kernels, the next compilation would then trace interpreter builtins. Patch for the
-    # duration of the call only.
+    # compiles kernels, the next compilation would then trace interpreter builtins. So the patch
+    # lasts until the end of the launch (and each set of modules is patched once per launch:
+    # patching costs far more than most interpreted operations).
     twin = _twin(self)
-    scope = _interpreter._patch_lang(twin.fn)
-    try:
-        return twin.rewrite()(*args, **kwargs)
-    finally:
-        scope.restore()
+    launch = getattr(_active, "launch", None)
+    if launch is None:  # not inside a launch's patches: patch for the duration of the call
+        scope = _original_patch_lang(twin.fn)
+        try:
+            return twin.rewrite()(*args, **kwargs)
+        finally:
+            scope.restore()
+    key = _lang_key(twin.fn)
+    if key not in launch.nested:
+        launch.nested[key] = _original_patch_lang(twin.fn)
+    return twin.rewrite()(*args, **kwargs)
 
 
 JITFunction.__call__ = _call  # type: ignore[method-assign]
@@ -70,10 +116,13 @@ class _Launcher:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         _active.depth = getattr(_active, "depth", 0) + 1
+        outer = getattr(_active, "launch", None)
+        _active.launch = None
         try:
             return self._twin[self._grid](*args, **kwargs)
         finally:
             _active.depth -= 1
+            _active.launch = outer
 
 
 class Interpreted:

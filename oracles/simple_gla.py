@@ -430,13 +430,12 @@ def simple_gla_magnitudes(
         loss = (o * dop).sum()
         if dht is not None:
             loss = loss + (ht * dht.to(F64).abs()).sum()
+        got: list[torch.Tensor | None]
         if loss.requires_grad:
-            gq, gk, gv, gh0, *gs = torch.autograd.grad(
-                loss, [qp, kp, vp, h0, *states], allow_unused=True
-            )
+            got = list(torch.autograd.grad(loss, [qp, kp, vp, h0, *states], allow_unused=True))
         else:  # no token and no dht: nothing depends on the inputs
-            gq = gk = gv = gh0 = None
-            gs = [None] * len(states)
+            got = [None] * (4 + len(states))
+        gq, gk, gv, gh0, *gs = got
     zeros = torch.zeros_like
     gq = zeros(qp) if gq is None else gq
     gk = zeros(kp) if gk is None else gk

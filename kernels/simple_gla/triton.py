@@ -141,7 +141,7 @@ def _fwd_kernel(
     gamma = 0.0
     if not PER_TOKEN:
         gamma = tl.load(gamma_ptr + i_h).to(tl.float32)
-    n_chunks = tl.cdiv(seq_len, BT)
+    n_chunks = tl.cdiv(seq_len, BT).to(tl.int32)
     for c in range(0, n_chunks):
         tok0 = bos + c * BT
         n_valid = tl.minimum(seq_len - c * BT, BT)
@@ -248,7 +248,7 @@ def _bwd_kernel(
     gamma = 0.0
     if not PER_TOKEN:
         gamma = tl.load(gamma_ptr + i_h).to(tl.float32)
-    n_chunks = tl.cdiv(seq_len, BT)
+    n_chunks = tl.cdiv(seq_len, BT).to(tl.int32)
     for cc in range(0, n_chunks):
         c = n_chunks - 1 - cc
         tok0 = bos + c * BT
@@ -266,8 +266,7 @@ def _bwd_kernel(
             boundary = tl.sum(tl.sum(d_state * h_end, axis=1), axis=0)  # <dS, H_c>
         d_acc = tl.zeros([BK, BV], dtype=tl.float32)
         carry = 0.0  # sum of db over the tiles after this one (dg is a suffix sum)
-        for rr in tl.static_range(NB):
-            r: tl.constexpr = NB - 1 - rr
+        for r in tl.static_range(NB - 1, -1, -1):  # tiles last to first: dg is a suffix sum
             rows = r * BS + tl.arange(0, BS)
             valid = rows < n_valid
             tok = tok0 + rows
