@@ -203,6 +203,8 @@ def _bwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, do_ref, g_re
                 w_rec = _intra_weights(b, b_s, rows, cols)  # the forward's weights, recomputed
                 da = _dot(do, v_s, tb=True) * w_rec * scale
                 dq = dq + _dot(da, k_s)
+                if s == i:
+                    da_diag = da  # the diagonal tile's dA, reused for dk below
             # dk, dv: this tile's columns against the row tiles at or below the diagonal.
             w_state = _state_weights(b, b_last, valid)
             dk = _dot(v, d_state, tb=True) * w_state[:, None]
@@ -216,7 +218,7 @@ def _bwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, do_ref, g_re
                                                    static.per_token)  # fmt: skip
                 w_col = _intra_weights(b_j, b, rows_j, rows) * scale
                 a_t = _dot(q_j, k, tb=True) * w_col
-                da_t = _dot(do_j, v, tb=True) * w_col
+                da_t = da_diag if j == i else _dot(do_j, v, tb=True) * w_col
                 dk = dk + _dot(da_t, q_j, ta=True)
                 dv = dv + _dot(a_t, do_j, ta=True)
             dq_ref[pl.ds(start, bs), :] = dq.astype(dq_ref.dtype)

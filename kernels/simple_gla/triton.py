@@ -295,6 +295,8 @@ def _bwd_kernel(
                 w_rec = _intra_weights(b, b_s, rows, cols)  # the forward's weights, recomputed
                 da = tl.dot(do, tl.trans(v_s), input_precision="ieee") * w_rec * scale
                 dq += tl.dot(da, k_s, input_precision="ieee")
+                if s == r:
+                    da_diag = da  # the diagonal tile's dA, reused for dk below
             # dk, dv: this tile's columns against the row tiles at or below the diagonal.
             w_state = _state_weights(b, b_last, valid)
             dk = tl.dot(v, tl.trans(d_state), input_precision="ieee") * w_state[:, None]
@@ -311,7 +313,10 @@ def _bwd_kernel(
                                       BS, PER_TOKEN)  # fmt: skip
                 w_col = _intra_weights(b_i, b, rows_i, rows) * scale
                 a_t = tl.dot(q_i, tl.trans(k), input_precision="ieee") * w_col
-                da_t = tl.dot(do_i, tl.trans(v), input_precision="ieee") * w_col
+                if i == r:
+                    da_t = da_diag
+                else:
+                    da_t = tl.dot(do_i, tl.trans(v), input_precision="ieee") * w_col
                 dk += tl.dot(tl.trans(da_t), q_i, input_precision="ieee")
                 dv += tl.dot(tl.trans(a_t), do_i, input_precision="ieee")
             row_t = tok[:, None]

@@ -5,7 +5,7 @@ reached."""
 import numpy as np
 import pytest
 from hypothesis import find, settings
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import InvalidArgument, NoSuchExample
 
 from fuzz.arrays import finfo
 from strategies.alibi import standard_slopes
@@ -109,9 +109,9 @@ def test_corners_are_reached(predicate):
 def test_large_scale_reaches_seed_004():
     """Chunk 128 with the standard ALiBi slopes of 16 heads: 0.707 x 127 > 88.72."""
     case = find(
-        simple_gla_fwd_cases("large"),
-        lambda c: c.params["chunk_size"] == 128 and c.inputs["q"].shape[2] == 16
-        and c.recipe["decay"]["kind"] == "alibi" and c.inputs["q"].shape[1] > 128,
+        simple_gla_fwd_cases("large", chunk_sizes=(128,), forms=("g_gamma",), dtypes=("bfloat16",)),
+        lambda c: c.inputs["q"].shape[2] == 16 and c.recipe["decay"]["kind"] == "alibi"
+        and c.inputs["q"].shape[1] > 128,
         settings=settings(max_examples=3000, database=None),
     )  # fmt: skip
     assert float(-case.inputs["g_gamma"].min()) * 127 > 88.72
@@ -121,15 +121,12 @@ def test_fp16_outputs_stay_representable():
     """Inputs are scaled down (by powers of two) until a bound of every output fits fp16."""
 
     def big(c):
-        if c.params["dtype"] != "float16":
-            return False
         m = max(float(np.abs(a.astype(np.float64)).max(initial=0.0)) for k, a in c.inputs.items()
                 if k in ("q", "k", "v", "do", "h0", "dht"))  # fmt: skip
         s = c.params["scale"] or c.inputs["q"].shape[3] ** -0.5
         n = max(_lengths(c)) + 1
-        return (
-            s * n * max(c.inputs["q"].shape[3], c.inputs["v"].shape[3]) * max(m, 1) ** 3 > 2.0**13
-        )
+        return s * n * max(c.inputs["q"].shape[3], c.inputs["v"].shape[3]) * m**3 > 2.0**12 * 1.01
 
-    with pytest.raises(Exception, match="Could not find"):
-        find(simple_gla_bwd_cases("large"), big, settings=settings(max_examples=300, database=None))
+    with pytest.raises(NoSuchExample):
+        find(simple_gla_bwd_cases("large", dtypes=("float16",)), big,
+             settings=settings(max_examples=40, database=None))  # fmt: skip
