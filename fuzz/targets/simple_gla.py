@@ -38,6 +38,7 @@ from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
 
 FP32_LOG_MAX = finfo("float32").log_max  # 88.72
 FP16_LOG_MAX = finfo("float16").log_max  # 11.09
+FP32_TINY_LOG = -float(np.log(finfo("float32").tiny))  # 87.34: exp(-x) is subnormal beyond
 TILE = 64  # kernels.simple_gla._common.TILE: chunks longer than this are tiled
 U32 = 2.0**-24
 TINY32 = 2.0**-126  # the smallest normal float32
@@ -254,6 +255,19 @@ def error_model(case: Case, chunk: int | None = None) -> ErrorModel:
 
 
 def _error_model(case: Case, chunk: int) -> ErrorModel:
+    """The derivation (kernels/simple_gla/README.md, "Error analysis"), in four lines:
+
+    * every output element is a sum over paths of ``exp(X) x product of inputs`` (``X <= 0``,
+      the log decays the path crosses); ``dg`` is the chunk-suffix sum of ``q.dq - k.dk``;
+    * arithmetic: a path meets at most ``n = 2 (K + V) + 3 C + 6 NT + 32`` fp32 roundings (dots
+      over K and V, the C-term intra-chunk and state sums, per chunk two state roundings and an
+      exp of 4 ulps), so its relative error is at most ``gamma_n``;
+    * weights: the exponent computed from fp32 prefix sums is off by at most
+      ``c_w u (|X| + 2 S)`` (``c_w = 2 (C + 4)``, ``S`` the largest chunk sum of ``|g|``), hence
+      ``|w_hat - w| <= c_w u (0.74 + 2 S) exp(2 c_w u S) exp(0.49 X)``;
+    * so ``|error| <= 2 (gamma_n + (1 + gamma_n) weight) x MAG``, MAG being the output computed
+      in fp64 on absolute inputs with every log decay times 0.49 (a sum of non-negative terms).
+    """
     import torch
 
     from oracles.simple_gla import simple_gla_magnitudes
@@ -364,9 +378,9 @@ def _fp16_overflow(case: Case) -> str | None:
 
 def _anchor_overflow(case: Case) -> str | None:
     _, total = _chunk_exponents(case, min(case.params["chunk_size"], TILE))
-    if total > FP32_LOG_MAX:
-        return (f"cumulative decay {total:.4g} > {FP32_LOG_MAX:.2f} within a tile: exp(-b_j) of an "
-                "anchored factorisation overflows")  # fmt: skip
+    if total > FP32_TINY_LOG:
+        return (f"cumulative decay {total:.4g} > {FP32_TINY_LOG:.2f} within a tile: exp(b) is "
+                "subnormal or 0, an anchored factorisation exp(b_i) / exp(b_j) loses it")  # fmt: skip
     return None
 
 
@@ -848,10 +862,10 @@ SHRINK_BOUNDS = {
     ("fwd", "mask_mul"): 16,
     ("bwd", "mask_mul"): 16,
     ("bwd", "select_after_exp"): 16,
-    # chunk 16 and a cumulative decay past the point where exp(b_i) underflows to 0 while
-    # exp(-b_j) = Inf: past 103.3 with subnormals (Triton's interpreter: T = 1 with an
-    # adversarial slope of 1000 or a gate of -1000, 16 elements), past 87.3 where XLA flushes
-    # them (Pallas interpreter: T = 15 with |gamma| just above 88.72/15, 240 elements).
+    # chunk 16 and a cumulative decay past the point where exp(b) underflows to 0 (0 / 0): past
+    # 103.3 with subnormals (Triton's interpreter: T = 1 with an adversarial slope of 1000 or a
+    # gate of -1000, 16 elements), past 87.3 where XLA flushes them (Pallas interpreter: T = 15
+    # with |gamma| just above 88.72/15, 240 elements).
     ("fwd", "anchor"): 256,
     # chunk 16, |gamma| above 88.72/15 (threshold kind), T = 1 with the final state: the padded
     # rows' state weights overflow; 16 elements.

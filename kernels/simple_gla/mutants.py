@@ -95,21 +95,22 @@ MUTANTS = (
     ),
     Mutant(
         "anchor",
-        "anchor factorisation: exp(b_i) * exp(-b_j) instead of exp(b_i - b_j); exp(-b_j) "
-        "overflows once the chunk's cumulative decay passes 88.72, and once it passes 103.3 "
-        "exp(b_i) underflows to 0 (87.3 where subnormals are flushed): 0 * Inf = NaN, although "
-        "every true ratio is <= 1",
+        "anchored factorisation: the decay ratio as a quotient of cumulative decays "
+        "P_i / P_j with P = exp(b) (the cumulative product of the gates) instead of "
+        "exp(b_i - b_j); P underflows to 0 once the chunk's cumulative decay passes 103.3 (87.3 "
+        "where subnormals are flushed) and 0 / 0 = NaN, although every true ratio is <= 1 (and "
+        "P is inaccurate subnormal before that)",
         {"fwd": "nan"},
         triton=(
             Edit(
                 '    return tl.exp(tl.where(causal, b_rows[:, None] - b_cols[None, :], float("-inf")))',
-                "    return tl.where(causal, tl.exp(b_rows)[:, None] * tl.exp(-b_cols)[None, :], 0.0)",
+                "    return tl.where(causal, tl.exp(b_rows)[:, None] / tl.exp(b_cols)[None, :], 0.0)",
             ),
         ),
         pallas=(
             Edit(
                 "    return jnp.exp(jnp.where(causal, b_rows[:, None] - b_cols[None, :], -jnp.inf))",
-                "    return jnp.where(causal, jnp.exp(b_rows)[:, None] * jnp.exp(-b_cols)[None, :], 0.0)",
+                "    return jnp.where(causal, jnp.exp(b_rows)[:, None] / jnp.exp(b_cols)[None, :], 0.0)",
             ),
         ),
     ),
