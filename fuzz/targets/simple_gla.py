@@ -863,9 +863,10 @@ SHRINK_BOUNDS = {
     ("bwd", "mask_mul"): 16,
     ("bwd", "select_after_exp"): 16,
     # chunk 16 and a cumulative decay past the point where exp(b) underflows to 0 (0 / 0): past
-    # 103.3 with subnormals (Triton's interpreter: T = 1 with an adversarial slope of 1000 or a
-    # gate of -1000, 16 elements), past 87.3 where XLA flushes them (Pallas interpreter: T = 15
-    # with |gamma| just above 88.72/15, 240 elements).
+    # 103.3 with subnormals (Triton's interpreter: T = 16, |gamma| = 88.72/15 x 1.125 = 6.65, so
+    # b_15 = -106.5; 256 elements), past 87.3 where XLA flushes them (Pallas interpreter: T = 12
+    # with a constant slope of 8, b_11 = -96; 192 elements). T = 1 with a slope of 1000 also
+    # fails, 16 elements.
     ("fwd", "anchor"): 256,
     # chunk 16, |gamma| above 88.72/15 (threshold kind), T = 1 with the final state: the padded
     # rows' state weights overflow; 16 elements.
