@@ -38,7 +38,6 @@ from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
 from fuzz.case import Case
 from strategies._validate import check_scale, check_subset
 from strategies.alibi import SlopeRecipe, slope_recipes, standard_slopes
-from strategies.shapes import tiled_sizes
 from strategies.values import ValueRecipe, materialize, value_recipes
 
 FORMS = ("g_gamma", "g")
@@ -46,6 +45,8 @@ GAMMA_KINDS = ("alibi", "threshold", "slopes")
 GATE_KINDS = ("logsigmoid", "threshold", "mixed")
 SIDES = ("below", "above")
 MARGINS = (2.0**-10, 2.0**-6, 2.0**-3, 1.0)
+# A margin of 1 (twice the threshold) also overflows the padded rows of a half-empty last chunk.
+MARGIN_WEIGHTS = (2, 1, 1, 3)
 GATE_SCALES = (1.0, 4.0, 0.25, 16.0)
 GATE_SPECIALS = (0.0, -30.0, -100.0, -1e3, -1e4)
 GATE_DENSITIES = (0.1, 0.5, 1.0)
@@ -178,7 +179,7 @@ def decay_recipes(form: str, heads: int, chunks: tuple[int, ...], chunk: int):
     break). Shrinks toward the standard ALiBi slopes (``g_gamma``) or mild log-sigmoid gates (``g``).
     """
     kinds = (
-        (("alibi", 2), ("threshold", 5), ("slopes", 2)) if form == "g_gamma"
+        (("alibi", 2), ("threshold", 6), ("slopes", 2)) if form == "g_gamma"
         else (("logsigmoid", 2), ("threshold", 2), ("mixed", 2))
     )  # fmt: skip
     threshold_chunks = ((chunk, 3), *((c, 1) for c in chunks if c != chunk))
@@ -192,9 +193,10 @@ def decay_recipes(form: str, heads: int, chunks: tuple[int, ...], chunk: int):
             dtype = draw(weighted((("float32", 3), ("bfloat16", 1), ("float16", 1))),
                          label="threshold dtype")  # fmt: skip
             c = draw(weighted(threshold_chunks), label="threshold chunk")
-            sides = draw(st.lists(weighted((("above", 2), ("below", 1))), min_size=1,
+            sides = draw(st.lists(weighted((("above", 3), ("below", 1))), min_size=1,
                                   max_size=heads), label="sides")  # fmt: skip
-            margin = draw(st.sampled_from(MARGINS), label="margin")
+            margins = tuple(zip(MARGINS, MARGIN_WEIGHTS, strict=True))
+            margin = draw(weighted(margins), label="margin")
             return DecayRecipe(form, "threshold", dtype, c, tuple(sides), margin)
         if kind == "slopes":
             rec = draw(slope_recipes(heads, kinds=("scaled", "constant", "adversarial")),
@@ -208,6 +210,27 @@ def decay_recipes(form: str, heads: int, chunks: tuple[int, ...], chunk: int):
         seed = draw(st.integers(0, 2**32 - 1), label="gate seed")
         return DecayRecipe("g", kind, gate_scale=gate_scale, special=special, density=density,
                            seed=seed)  # fmt: skip
+
+    return build()
+
+
+def chunked_lengths(chunk: int, *, max_size: int, min_size: int = 1) -> st.SearchStrategy[int]:
+    """A length ``n_chunks * chunk + tail``: the chunk count, then the tail aimed at 1, ``chunk - 1``
+    and 0 (a last chunk of one token leaves ``chunk - 1`` padded rows: the most exposed case).
+
+    Like ``strategies.shapes.tiled_sizes`` but with the tail's corners weighted up. Shrinks toward
+    ``min_size`` (whole chunks removed first, then the tail toward 0).
+    """
+
+    @st.composite
+    def build(draw: st.DrawFn) -> int:
+        tiles = draw(st.integers(0, max(0, max_size // chunk)), label="chunks")
+        kind = draw(weighted((("any", 2), ("one", 2), ("last", 1), ("zero", 1))), label="tail")
+        if kind == "any":
+            tail = draw(st.integers(0, chunk - 1), label="tail length")
+        else:
+            tail = {"one": 1, "last": chunk - 1, "zero": 0}[kind]
+        return min(max(tiles * chunk + tail, min_size), max_size)
 
     return build()
 
@@ -267,7 +290,7 @@ def simple_gla_cases(
             n_seqs = draw(st.integers(1, lim.max_seqs), label="sequences")
             per_seq = max(1, max_len // n_seqs)
             lengths = [
-                draw(tiled_sizes(chunk, max_size=per_seq, min_size=0), label=f"length {i}")
+                draw(chunked_lengths(chunk, max_size=per_seq, min_size=0), label=f"length {i}")
                 for i in range(n_seqs)
             ]
             if sum(lengths) == 0:
@@ -276,13 +299,13 @@ def simple_gla_cases(
             cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
         else:
             batch = draw(st.integers(1, lim.max_batch), label="batch")
-            length = draw(tiled_sizes(chunk, max_size=max(1, max_len // batch)), label="T")
+            length = draw(chunked_lengths(chunk, max_size=max(1, max_len // batch)), label="T")
             cu = None
             lengths = [length] * batch
         n = len(lengths)
         has_h0 = draw(st.booleans(), label="h0")
         final = (
-            draw(weighted(((False, 1), (True, 2))), label="output_final_state")
+            draw(weighted(((False, 1), (True, 3))), label="output_final_state")
             if not grads
             else False
         )

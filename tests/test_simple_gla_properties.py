@@ -194,3 +194,28 @@ def test_baselines_are_well_formed_and_pass_on_the_real_kernels(kind):
         for name in ctx.oracle:
             err = np.abs(ctx.clean.outputs[name].astype(np.float64) - ctx.oracle[name]).max()
             assert err <= ctx.bound(name), name
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["fwd", "bwd"])
+@pytest.mark.parametrize("chunk", [128, 256])
+def test_seed_004_alibi_16_heads_long_chunks(backend, kind, chunk):
+    """Seed 004's scenario: the standard ALiBi slopes of 16 heads (|gamma| up to 0.707) with chunk
+    128 (0.707 x 127 = 89.8 > 88.72) or 256: the real kernels stay finite and within tolerance."""
+    rng = np.random.default_rng(4)
+    b, t, h, d = 1, chunk + 5, 16, 16
+    inputs = {n: rng.standard_normal((b, t, h, d)).astype(np.float32) for n in ("q", "k", "v")}
+    inputs["g_gamma"] = np.array(alibi_g_gamma(h), np.float32)
+    params = {"dtype": "float32", "chunk_size": chunk, "scale": None}
+    if kind == "fwd":
+        params["output_final_state"] = True
+    else:
+        inputs["do"] = rng.standard_normal((b, t, h, d)).astype(np.float32)
+    case = Case(inputs, params)
+    target = get(f"simple_gla_{kind}")
+    assert any(hz.startswith("chunk-exp-overflow") for hz in target.hazards_of(case))
+    ctx = Context(target, get_backend(backend), case)
+    for name in ctx.oracle:
+        got = ctx.clean.outputs[name].astype(np.float64)
+        assert np.isfinite(got).all(), name
+        assert np.abs(got - ctx.oracle[name]).max() <= ctx.bound(name), name
