@@ -18,6 +18,7 @@ most specific property that sees it::
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -206,12 +207,32 @@ class Context:
 
     def bound(self, name: str) -> float:
         m = self.metrics(name)
-        return self.target.tolerance_for(name).bound(
-            self.oracle[name], m.naive_max_abs, self.out_dtypes[name], case=self.case, output=name
-        )
+        return tolerance_bound(
+            self.target.tolerance_for(name), self.oracle[name], m.naive_max_abs,
+            self.out_dtypes[name], self.case, name,
+        )  # fmt: skip
 
     def finding(self, cls: str, prop: str, message: str, **kw: Any) -> Finding:
         return Finding(cls, prop, message, hazards=list(self.hazards), **kw)
+
+
+_CASE_AWARE: dict[type, bool] = {}
+
+
+def _case_aware(cls: type) -> bool:
+    if cls not in _CASE_AWARE:
+        params = inspect.signature(cls.bound).parameters  # type: ignore[attr-defined]
+        _CASE_AWARE[cls] = "case" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return _CASE_AWARE[cls]
+
+
+def tolerance_bound(tol: Any, oracle: np.ndarray, naive_max_abs: float | None, dtype: str,
+                    case: Case, output: str) -> float:  # fmt: skip
+    """``tol.bound(...)``, passing the case and the output's name to bounds that take them (a
+    ``Tolerance`` subclass written for the three-argument form still works)."""
+    if _case_aware(type(tol)):
+        return float(tol.bound(oracle, naive_max_abs, dtype, case=case, output=output))
+    return float(tol.bound(oracle, naive_max_abs, dtype))
 
 
 def exception_summary(e: BaseException) -> str:
@@ -327,8 +348,8 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
     """Classifies ``got`` (one output) against the oracle: nan/inf/masking/accuracy, or None."""
     o = ctx.oracle[name]
     m = measure(got, o, ctx.naive.get(name))
-    tol = ctx.target.tolerance_for(name).bound(
-        o, m.naive_max_abs, ctx.out_dtypes[name], case=ctx.case, output=name
+    tol = tolerance_bound(
+        ctx.target.tolerance_for(name), o, m.naive_max_abs, ctx.out_dtypes[name], ctx.case, name
     )
     details = {"metrics": m.as_dict(), "tolerance_rule": ctx.target.tolerance_for(name).describe()}
     if m.nonfinite_where_finite:

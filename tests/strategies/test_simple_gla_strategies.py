@@ -10,6 +10,7 @@ from hypothesis.errors import InvalidArgument, NoSuchExample
 from fuzz.arrays import finfo
 from strategies.alibi import standard_slopes
 from strategies.simple_gla import (
+    LIMITS,
     DecayRecipe,
     overflow_threshold,
     simple_gla_bwd_cases,
@@ -119,15 +120,17 @@ def test_corners_are_reached():
     assert seen == set(CORNERS), set(CORNERS) - seen
 
 
-def test_large_scale_reaches_seed_004():
-    """Chunk 128 with the standard ALiBi slopes of 16 heads: 0.707 x 127 > 88.72."""
-    case = find(
-        simple_gla_fwd_cases("large", chunk_sizes=(128,), forms=("g_gamma",), dtypes=("bfloat16",)),
-        lambda c: c.inputs["q"].shape[2] == 16 and c.recipe["decay"]["kind"] == "alibi"
-        and c.inputs["q"].shape[1] > 128,
-        settings=settings(max_examples=3000, database=None),
-    )  # fmt: skip
-    assert float(-case.inputs["g_gamma"].min()) * 127 > 88.72
+def test_large_scale_covers_seed_004():
+    """The GPU scale draws chunk 128 and 256, 16 to 64 heads and the standard ALiBi slopes, whose
+    largest |gamma| overflows a 128-token chunk's masked triangle (0.707 x 127 > 88.72) from 16
+    heads on."""
+    lim = LIMITS["large"]
+    assert {128, 256} <= set(lim.chunks) and {16, 20, 32, 64} <= set(lim.heads)
+    for h in (16, 20, 32, 64):
+        gamma = -DecayRecipe("g_gamma", "alibi").g_gamma(h).astype(np.float64)
+        assert gamma.max() * 127 > 88.72 and gamma.max() == pytest.approx(standard_slopes(h).max())
+    case = find(simple_gla_fwd_cases("large", chunk_sizes=(128,)), lambda c: True)
+    assert case.params["chunk_size"] == 128
 
 
 def test_fp16_outputs_stay_representable():
