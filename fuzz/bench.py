@@ -4,10 +4,12 @@
 
 Every example runs every property of the profile (oracle, naive reference, guard bands, poisoned
 outputs, determinism, masked poisoning, the target's own properties, and, in the gpu profile, the
-compiled-vs-interpreted differential within its cost cap). Each (target, backend) runs twice: a
-first pass that compiles whatever its shapes need, then the measured pass on fresh examples,
-whose compile share shows what a long campaign would still spend compiling. A bare loop (one
-Hypothesis example = one kernel launch + one fp64 check) is timed for comparison.
+compiled-vs-interpreted differential within its cost cap). Each (target, backend) runs three
+passes: one that compiles whatever its examples need, one on fresh examples (what a campaign
+still meeting new kernel variants sees) and one replaying the first pass's examples (every variant
+compiled: the steady state). Columns: share of time compiling, in the interpreted twin, in the
+fp64 oracle + naive reference, in the kernel launches, and the three slowest properties. A bare
+loop (one Hypothesis example = one kernel launch + one fp64 check) is timed for comparison.
 """
 
 from __future__ import annotations
@@ -60,6 +62,22 @@ def _bare_loop(target_name: str, backend: str, profile_name: str, examples: int)
     return count / (time.perf_counter() - t0)
 
 
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:5.1f}%" if whole else "   - "
+
+
+def _row(label: str, warm: HuntResult, r: HuntResult) -> str:
+    st = r.stats
+    per = st.launches / r.examples if r.examples else 0.0
+    props = sorted(st.property_seconds.items(), key=lambda kv: -kv[1])[:3]
+    top = ", ".join(f"{k} {100 * v / r.seconds:.0f}%" for k, v in props) if r.seconds else ""
+    return (f"{r.target:30} {r.backend:17} {label:6} {warm.examples_per_second:8.1f} "
+            f"{r.examples_per_second:7.1f} {_share(st.compile_seconds, r.seconds)} "
+            f"{_share(st.twin_seconds, r.seconds)} {_share(st.reference_seconds, r.seconds)} "
+            f"{_share(st.launch_seconds - st.twin_seconds, r.seconds)} {per:9.2f} {r.status:>7}  {top}"
+            + (f"  ERROR {r.error}" if r.error else ""))  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fuzz.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default=None)
@@ -76,26 +94,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_differential:
         profile = dataclasses.replace(profile, differential=False)
     backends = args.backends.split(",") if args.backends else list(profile.backends)
-    rows: list[tuple[HuntResult, HuntResult]] = []
+    print(f"profile {profile.name}, differential {'on' if profile.differential else 'off'} "
+          f"(max interpreter cost {profile.differential_max_cost:g}, every "
+          f"{profile.differential_every} example(s)), {args.examples} examples per run")  # fmt: skip
+    head = (f"{'target':30} {'backend':17} {'pass':6} {'1st ex/s':>8} {'ex/s':>7} {'compile':>6} "
+            f"{'twin':>6} {'refs':>6} {'launch':>6} {'launch/ex':>9} {'status':>7}  slowest properties")  # fmt: skip
+    print(head)
+    print("-" * len(head), flush=True)
     for t in select(args.targets, mutants=None):
         for b in backends:
+            # Pass 1 compiles what its examples need. Pass 2 ("fresh") draws new examples: what a
+            # campaign that is still meeting new shapes and configurations sees. Pass 3 ("warm")
+            # replays pass 1's examples: every kernel variant already compiled, the steady state
+            # of a long campaign whose variants have all been met.
             warm = hunt(t, b, profile, max_examples=args.examples, seed=args.seed, database=None)
-            r = hunt(t, b, profile, max_examples=args.examples, seed=args.seed + 1, database=None)
-            rows.append((warm, r))
-    print(f"profile {profile.name}, differential {'on' if profile.differential else 'off'} "
-          f"(max interpreter cost {profile.differential_max_cost:g}), {args.examples} examples per run")  # fmt: skip
-    head = (f"{'target':34} {'backend':17} {'1st ex/s':>8} {'ex/s':>7} {'compile%':>8} "
-            f"{'diff%':>6} {'launch/ex':>9} {'status':>7}")  # fmt: skip
-    print(head)
-    print("-" * len(head))
-    for warm, r in rows:
-        comp = 100 * r.stats.compile_seconds / r.seconds if r.seconds else 0.0
-        diff = 100 * r.stats.twin_seconds / r.seconds if r.seconds else 0.0
-        per = r.stats.launches / r.examples if r.examples else 0.0
-        print(f"{r.target:34} {r.backend:17} {warm.examples_per_second:8.1f} {r.examples_per_second:7.1f} "
-              f"{comp:7.1f}% {diff:5.1f}% {per:9.2f} {r.status:>7}"
-              + (f"  first pass compile {warm.stats.compile_seconds:.1f}s" if warm.stats.compile_seconds else "")
-              + (f"  ERROR {r.error}" if r.error else ""))  # fmt: skip
+            fresh = hunt(
+                t, b, profile, max_examples=args.examples, seed=args.seed + 1, database=None
+            )
+            again = hunt(t, b, profile, max_examples=args.examples, seed=args.seed, database=None)
+            print(_row("fresh", warm, fresh), flush=True)
+            print(_row("warm", warm, again), flush=True)
     if args.bare:
         for b in backends:
             rate = _bare_loop(select(args.targets)[0].name, b, profile.name, args.examples)

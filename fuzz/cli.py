@@ -8,8 +8,9 @@ import os
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 
@@ -59,11 +60,37 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--repro-dir", default=None, help="where reproducers go (default OUT/reproducers)"
     )
-    run.add_argument(
-        "--db", default=None, help="example database folder (default OUT/examples; 'none' for none)"
-    )
+    run.add_argument("--db", default=None, metavar="DIR_OR_URL",
+                     help="example database: a folder, redis://HOST:PORT[/N], or 'none' "
+                     "(default OUT/examples)")  # fmt: skip
+    run.add_argument("--db-shared", action="append", default=[], metavar="DIR_OR_URL",
+                     help="a shared database read (never written) under --db (repeatable)")  # fmt: skip
     run.add_argument("--seed", type=int, default=None, help="random seed (default: a fresh one)")
+    run.add_argument("--workers", type=int, default=None,
+                     help="worker processes (default: one per visible GPU, else 1)")  # fmt: skip
+    run.add_argument("--example-timeout", type=_positive_float, default=None, metavar="S",
+                     help="seconds one example may run before it is a hang (default 120; "
+                     "600 with a CPU profile)")  # fmt: skip
+    run.add_argument("--slice", type=_positive_float, default=None, metavar="S",
+                     help="seconds per scheduling slice (default: budget / (4 x pairs), 1..60)")  # fmt: skip
+    run.add_argument("--min-share", type=float, default=0.3,
+                     help="fraction of the budget split evenly before the scheduler favours "
+                     "productive pairs (default 0.3)")  # fmt: skip
+    run.add_argument("--no-triage", action="store_true",
+                     help="do not replay the previous report's reproducers")  # fmt: skip
     plugin_arg(run)
+
+    mu = sub.add_parser(
+        "mutants", help="the mutant scoreboard: harness vs randn and grid baselines"
+    )
+    mu.add_argument("--budget", type=_positive_float, default=60.0,
+                    help="seconds per mutant and backend for the harness (default 60)")  # fmt: skip
+    mu.add_argument("--targets", default="*", help="globs of mutant names (default *)")
+    mu.add_argument("--backends", default="*", help="globs of backends (default: the profile's)")
+    mu.add_argument("--profile", default=None, help="ci, dev, gpu or nightly")
+    mu.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    mu.add_argument("--out", default=None, help="also write scoreboard.json and scoreboard.md here")
+    plugin_arg(mu)
 
     rp = sub.add_parser("replay", help="replay reproducer scripts (files or folders)")
     rp.add_argument("paths", nargs="+")
@@ -126,19 +153,31 @@ def _select_backends(pattern: str, profile_backends: Sequence[str]) -> list[str]
     return names
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from hypothesis.database import DirectoryBasedExampleDatabase
+def _progress_console() -> object:
     from rich.console import Console
-
-    from fuzz import report
-    from fuzz.backends import get_backend
-    from fuzz.engine import HuntResult, hunt
-    from fuzz.profiles import default_profile, get_profile
-    from fuzz.target import select
 
     console = Console(stderr=True)
     if not console.is_terminal:  # a log file: wide enough that the findings table stays readable
         console = Console(stderr=True, width=160)
+    return console
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from fuzz.campaign import (
+        Campaign,
+        CampaignConfig,
+        install_signal_handlers,
+        plugin_specs,
+        visible_gpus,
+    )
+    from fuzz.database import open_database
+    from fuzz.profiles import default_profile, get_profile
+    from fuzz.target import select
+
+    console = _progress_console()
+    assert isinstance(console, Console)
     _load_plugins(args.plugin)
     profile = get_profile(args.profile) if args.profile else default_profile()
     targets = select(args.targets, mutants=None if args.mutants else False)
@@ -148,137 +187,180 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return EXIT_ERROR
     backend_names = _select_backends(args.backends, profile.backends)
-    pairs = []
+    from fuzz.backends import get_backend
+
+    runnable = []
     skipped = []
-    for t in targets:
-        for name in backend_names:
-            b = get_backend(name)
-            reason = b.unavailable_reason()
-            if reason is not None:
-                skipped.append(f"{name}: {reason}")
-            elif b.impl in t.kernels:
-                pairs.append((t, b))
+    for name in backend_names:
+        reason = get_backend(name).unavailable_reason()
+        if reason is not None:
+            skipped.append(f"{name}: {reason}")
+        else:
+            runnable.append(name)
     for s in sorted(set(skipped)):
         console.print(f"[yellow]skipping backend {s}[/yellow]")
-    if not pairs:
+    out = Path(args.out)
+    db = None if args.db == "none" else (args.db or str(out / "examples"))
+    open_database(db, args.db_shared)  # a bad location fails here, with its message
+    gpus = visible_gpus() if any(get_backend(b).compiled for b in runnable) else []
+    workers = args.workers or max(1, len(gpus))
+    if workers < 1:
+        raise ValueError(f"--workers={workers} must be >= 1")
+    if not 0 <= args.min_share <= 1:
+        raise ValueError(f"--min-share={args.min_share} must be between 0 and 1")
+    timeout = args.example_timeout or (120.0 if profile.needs_gpu else 600.0)
+    seed = args.seed if args.seed is not None else random.randrange(2**31)
+    config = CampaignConfig(
+        targets=targets,
+        backends=runnable,
+        profile=profile,
+        budget=args.budget,
+        out=out,
+        repro_dir=Path(args.repro_dir) if args.repro_dir else out / "reproducers",
+        db=db,
+        db_shared=list(args.db_shared),
+        seed=seed,
+        workers=workers,
+        devices=gpus or [None],
+        example_timeout=timeout,
+        min_share=args.min_share,
+        slice_seconds=args.slice,
+        argv=sys.argv[1:],
+        plugins=plugin_specs(targets),
+        triage=not args.no_triage,
+    )
+    live, log, progress = _live_display(console)
+    campaign = Campaign(config, log=log, progress=progress)
+    if not campaign.pairs:
         console.print("[red]nothing to run: no selected backend is available here[/red]")
         return EXIT_ERROR
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    repro_dir = Path(args.repro_dir) if args.repro_dir else out / "reproducers"
-    db = (
-        None
-        if args.db == "none"
-        else DirectoryBasedExampleDatabase(args.db or str(out / "examples"))
-    )
-    seed = args.seed if args.seed is not None else random.randrange(2**31)
-    started = time.time()
-    deadline = time.perf_counter() + args.budget
-    results: list[HuntResult] = []
-    report_path = out / "report.json"
     console.print(
-        f"fuzzing {len(targets)} target(s) x {len(backend_names)} backend(s) = {len(pairs)} run(s), "
-        f"profile {profile.name}, budget {args.budget:.0f}s, seed {seed} -> {out}"
+        f"fuzzing {len(targets)} target(s) on {len(runnable)} backend(s) = {len(campaign.pairs)} pair(s), "
+        f"profile {profile.name}, budget {args.budget:g}s, {workers} worker(s)"
+        + (f" on GPU(s) {', '.join(gpus)}" if gpus else "")
+        + f", seed {seed} -> {out}"
     )
-    extra = {"seed": seed}
-    interrupted = False
+    undo = install_signal_handlers(campaign)
     try:
-        for i, (t, b) in enumerate(pairs):
-            left = deadline - time.perf_counter()
-            share = max(left / (len(pairs) - i), 0.0)
-            r = hunt(
-                t,
-                b,
-                profile,
-                max_examples=10**9,
-                seed=seed + i,
-                database=db,
-                repro_dir=repro_dir,
-                time_limit=share,
-            )
-            results.append(r)
-            _print_line(console, r)
-            report.write(report_path, report.build(results, profile=profile.name, budget=args.budget, started=started,
-                                                   argv=sys.argv[1:], complete=False, extra=extra))  # fmt: skip
-    except KeyboardInterrupt:
-        interrupted = True
-        console.print("[yellow]interrupted: writing the report of what was found so far[/yellow]")
-    final = report.build(results, profile=profile.name, budget=args.budget, started=started, argv=sys.argv[1:],
-                         complete=not interrupted, extra=extra)  # fmt: skip
-    report.write(report_path, final)
-    _print_summary(console, results, report_path)
+        if live is not None:
+            with live:
+                final = campaign.run()
+        else:
+            final = campaign.run()
+    finally:
+        undo()
+    _print_summary(console, final, out)
     if final["summary"]["real_failed"]:
         return EXIT_FAIL
-    if final["summary"]["harness_errors"] or interrupted:
+    if final["summary"]["harness_errors"] or final.get("interrupted"):
         return EXIT_ERROR
     return EXIT_OK
 
 
-def _print_line(console: object, r: object) -> None:
+def _live_display(console: object) -> tuple[Any, Callable[[str], None], Any]:
+    """(rich Live or None, log function, progress callback): a live table on a terminal, plain
+    timestamped lines otherwise."""
     from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
 
-    from fuzz.engine import HuntResult
+    assert isinstance(console, Console)
+    t0 = time.perf_counter()
 
-    assert isinstance(console, Console) and isinstance(r, HuntResult)
-    colour = {
-        "pass": "green",
-        "found": "green",
-        "fail": "red",
-        "missed": "red",
-        "wrong-class": "red",
-    }[r.status]
-    classes = ", ".join(r.classes) or "-"
-    console.print(
-        f"  [{colour}]{r.status:11}[/{colour}] {r.target:34} {r.backend:17} {r.examples:6d} ex "
-        f"{r.seconds:6.1f}s {r.examples_per_second:6.1f}/s  {classes}"
-        + (f"  [red]{r.error}[/red]" if r.error else "")
-    )
+    def stamp() -> str:
+        return f"[{time.perf_counter() - t0:7.1f}s]"
+
+    if not console.is_terminal:
+
+        def plain(line: str) -> None:
+            print(f"{stamp()} {line}", file=sys.stderr, flush=True)
+
+        return None, plain, None
+    live = Live(console=console, refresh_per_second=4, transient=False)
+    last = [0.0]
+
+    def table(c: object) -> Table:
+        from fuzz.campaign import Campaign
+
+        assert isinstance(c, Campaign)
+        left = max(0.0, c.remaining()) if c.fuzz_started is not None else c.config.budget
+        t = Table(
+            title=f"campaign: {left:.0f}s left, {len(c.workers)} worker(s), {c.restarts} restart(s)"
+        )
+        for col in ("target", "backend", "examples", "ex/s", "failures", "state"):
+            t.add_column(col)
+        for p in c.pairs:
+            rate = p.total_examples / p.seconds if p.seconds > 0 else 0.0
+            state = p.retired or ("running" if p.running else "")
+            t.add_row(p.target.name, p.backend, str(p.total_examples), f"{rate:.1f}",
+                      ", ".join(sorted(p.found)) or "-", state)  # fmt: skip
+        return t
+
+    def progress(c: object) -> None:
+        now = time.perf_counter()
+        if now - last[0] > 0.25:
+            last[0] = now
+            live.update(table(c))
+
+    def log(line: str) -> None:
+        live.console.print(f"{stamp()} {line}", markup=False, highlight=False)
+
+    return live, log, progress
 
 
-def _print_summary(console: object, results: Sequence[object], report_path: Path) -> None:
+def _print_summary(console: object, report: dict, out: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from fuzz.engine import HuntResult
-
     assert isinstance(console, Console)
     table = Table(title="findings")
-    for col in ("target", "backend", "class", "where", "error / tol", "case size", "reproducer"):
+    for col in (
+        "triage",
+        "target",
+        "backends",
+        "class",
+        "where",
+        "error / tol",
+        "case",
+        "reproducer",
+    ):
         table.add_column(col)
-    n = 0
-    for r in results:
-        assert isinstance(r, HuntResult)
-        for f in r.found.values():
-            n += 1
-            fd = f.finding
-            err = (
-                f"{fd.error:.3g} / {fd.tolerance:.3g}"
-                if fd.error is not None and fd.tolerance is not None
-                else ""
-            )
-            mark = (
-                ""
-                if r.expected_class is None
-                else (" (expected)" if fd.cls == r.expected_class else " (mutant)")
-            )
-            table.add_row(r.target, r.backend, fd.cls + mark, fd.where, err, str(f.case.size),
-                          os.path.relpath(f.reproducer) if f.reproducer else "")  # fmt: skip
-    if n:
+    for f in report["findings"]:
+        err = (
+            f"{f['error']:.3g} / {f['tolerance']:.3g}"
+            if isinstance(f.get("error"), (int, float))
+            and isinstance(f.get("tolerance"), (int, float))
+            else ""
+        )
+        mark = ""
+        if f.get("mutant"):
+            mark = " (expected)" if f["class"] == f.get("expected_class") else " (mutant)"
+        repro = f.get("reproducer") or ""
+        table.add_row(f["triage"], f["target"], ", ".join(f["backends"]), f["class"] + mark,
+                      f.get("where", ""), err, str(f.get("case_size", "")),
+                      os.path.relpath(repro) if repro else "")  # fmt: skip
+    if report["findings"]:
         console.print(table)
-    real_fail = sorted(
-        {r.target for r in results if isinstance(r, HuntResult) and r.status == "fail"}
-    )
-    mutants = [r for r in results if isinstance(r, HuntResult) and r.expected_class is not None]
-    found = sum(1 for r in mutants if r.status == "found")
+    s = report["summary"]
+    real_fail = s["real_failed"]
     console.print(
-        f"{sum(r.examples for r in results if isinstance(r, HuntResult))} examples; "
+        f"{s['examples']} examples; {s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed; "
         + (
             f"[red]failing real targets: {', '.join(real_fail)}[/red]"
             if real_fail
             else "[green]no real target failed[/green]"
         )
-        + (f"; mutants found with the expected class: {found}/{len(mutants)}" if mutants else "")
-        + f"\nreport: {report_path}"
+        + (
+            f"; mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}"
+            if s["mutants_total"]
+            else ""
+        )
+        + (
+            f"\n[yellow]interrupted ({report['interrupted']})[/yellow]"
+            if report.get("interrupted")
+            else ""
+        )
+        + f"\nreport: {out / 'report.md'}, {out / 'index.html'}, {out / 'report.json'}, {out / 'report.xml'}"
     )
 
 
@@ -311,14 +393,37 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(f"{f}: {e}")
             worst = max(worst, EXIT_ERROR)
             continue
-        print(f"== {f}")
-        worst = max(worst, report_replay(meta, data, backend=args.backend))
+        print(f"== {f}", flush=True)
+        worst = max(worst, report_replay(meta, data, backend=args.backend, path=f))
     return worst
+
+
+def cmd_mutants(args: argparse.Namespace) -> int:
+    from fuzz.profiles import default_profile, get_profile
+    from fuzz.scoreboard import print_scoreboard, run_scoreboard, write_scoreboard
+    from fuzz.target import select
+
+    _load_plugins(args.plugin)
+    profile = get_profile(args.profile) if args.profile else default_profile()
+    mutants = select(args.targets, mutants=True)
+    if not mutants:
+        print(
+            f"--targets={args.targets!r} matches no mutant (see python -m fuzz list)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    backends = _select_backends(args.backends, profile.backends)
+    board = run_scoreboard(mutants, backends, profile, budget=args.budget, seed=args.seed,
+                           log=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+    print_scoreboard(board)
+    if args.out:
+        write_scoreboard(Path(args.out), board)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"list": cmd_list, "run": cmd_run, "replay": cmd_replay}
+    commands = {"list": cmd_list, "run": cmd_run, "replay": cmd_replay, "mutants": cmd_mutants}
     try:
         return commands[args.command](args)
     except ValueError as e:  # bad input named by the code that checked it

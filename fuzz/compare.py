@@ -140,18 +140,7 @@ class Tolerance:
             if not (isinstance(value, (int, float)) and value >= 0 and np.isfinite(value)):
                 raise ValueError(f"Tolerance.{name}={value!r} must be a finite number >= 0")
 
-    def bound(
-        self,
-        oracle: np.ndarray,
-        naive_max_abs: float | None,
-        dtype: str,
-        *,
-        case: Any = None,
-        output: str | None = None,
-    ) -> float:
-        """The allowed error. ``case`` and ``output`` (the example and the output's name) are
-        passed by the properties for subclasses whose bound depends on the inputs (e.g. an error
-        bound derived from the case's sizes and magnitudes); this rule ignores them."""
+    def bound(self, oracle: np.ndarray, naive_max_abs: float | None, dtype: str) -> float:
         o = np.asarray(oracle, np.float64)
         finite = o[np.isfinite(o)]
         magnitude = float(np.abs(finite).max()) if finite.size else 0.0

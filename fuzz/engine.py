@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hypothesis import event, given, settings
+from hypothesis import Phase, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.database import ExampleDatabase
@@ -25,9 +25,13 @@ from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.failures import Finding, KernelFailure, raise_for
+from fuzz.plots import error_maps
 from fuzz.profiles import Profile
 from fuzz.properties import Stats, check_case
 from fuzz.target import Target
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
 
 
 @dataclass
@@ -41,6 +45,12 @@ class Found:
     first_seconds: float  # seconds into the hunt when it first appeared
     minimal_seconds: float = 0.0  # seconds into the hunt when the minimal example was replayed
     reproducer: Path | None = None
+    final: bool = False  # Hypothesis replayed it as the minimal example (else: the best so far)
+    plots: list[dict[str, Any]] = field(default_factory=list)  # fuzz.plots.error_maps of it
+
+    @property
+    def signature(self) -> str:
+        return self.finding.details.get("signature", "")
 
     @property
     def shrink_seconds(self) -> float:
@@ -56,7 +66,9 @@ class Found:
             "first_example": self.first_example,
             "first_seconds": round(self.first_seconds, 3),
             "shrink_seconds": round(self.shrink_seconds, 3),
+            "shrunk": self.final,
             "reproducer": str(self.reproducer) if self.reproducer else None,
+            "plots": self.plots,
         }
 
 
@@ -72,6 +84,9 @@ class HuntResult:
     found: dict[str, Found] = field(default_factory=dict)
     error: str | None = None  # the harness itself failed (strategy error, health check...)
     events: collections.Counter[str] = field(default_factory=collections.Counter)
+    known_hits: collections.Counter[str] = field(default_factory=collections.Counter)
+    features: set[str] = field(default_factory=set)  # coverage: hazard combinations, events
+    stopped: str = ""  # why the hunt ended: "time", "examples", "exhausted", "hard-limit"
 
     @property
     def classes(self) -> list[str]:
@@ -114,7 +129,9 @@ class HuntResult:
             "twin_launches": self.stats.twin_launches,
             "twin_seconds": round(self.stats.twin_seconds, 3),
             "error": self.error,
+            "stopped": self.stopped,
             "events": dict(self.events),
+            "known_hits": dict(self.known_hits),
             "findings": [f.as_dict() for f in self.found.values()],
         }
 
@@ -132,6 +149,37 @@ def _exceptions(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
+def database_key(target: str, backend: str) -> bytes:
+    """The example-database key of one target on one backend.
+
+    Stable across harness versions (Hypothesis would otherwise hash the test function's source),
+    so a database keeps serving after an upgrade and is shared by every front end.
+    """
+    return f"kernel-fuzz:{target}|{backend}".encode()
+
+
+@dataclass
+class Hooks:
+    """Callbacks a campaign worker attaches to a hunt (all optional).
+
+    Attributes:
+        before_example: ``(case)``, before the first launch of an example (persist it: a launch
+            may kill the process).
+        on_draw: ``(property, value)``, whenever a property parameter is drawn (before the launch
+            that uses it).
+        after_example: ``(result)``, after every example (progress).
+        on_found: ``(result, found)``, when a failure class first appears and when its minimal
+            example is final (nothing found is lost if the process dies while shrinking).
+        on_feature: ``(feature)``, a coverage feature seen for the first time in this hunt.
+    """
+
+    before_example: Callable[[Case], None] | None = None
+    on_draw: Callable[[str, Any], None] | None = None
+    after_example: Callable[[HuntResult], None] | None = None
+    on_found: Callable[[HuntResult, Found], None] | None = None
+    on_feature: Callable[[str], None] | None = None
+
+
 def hunt(
     target: Target,
     backend: Backend | str,
@@ -142,8 +190,13 @@ def hunt(
     database: ExampleDatabase | str | None = "profile",
     repro_dir: str | Path | None = None,
     time_limit: float | None = None,
+    hard_limit: float | None = None,
     min_examples: int = 1,
+    known: Collection[str] = (),
+    reuse: bool = True,
     on_example: Callable[[HuntResult], None] | None = None,
+    hooks: Hooks | None = None,
+    plots: bool = False,
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns minimal failures per class.
 
@@ -151,14 +204,25 @@ def hunt(
         max_examples: overrides the profile's example count.
         seed: a fixed seed (the run is then not derandomized by the profile).
         database: a Hypothesis example database, None for none, ``'profile'`` for the profile's.
+            Failing examples are saved under :func:`database_key`; the hunt starts by replaying
+            what the database holds for this target and backend (unless ``reuse`` is False).
         repro_dir: where to write reproducer scripts (None: do not write them).
         time_limit: seconds after which no new examples are generated (shrinking of a failure
             already found still completes), once ``min_examples`` have run.
+        hard_limit: seconds after which the hunt stops whatever it is doing, shrinking included;
+            a failure being shrunk is kept as the best example so far.
+        known: failure classes already found and shrunk (by an earlier slice of a campaign): an
+            example failing with one of them counts as a hit and is not shrunk again, so the hunt
+            goes on looking for new classes.
+        reuse: replay the database first (a campaign's later slices skip it).
         on_example: called after every example (progress display).
+        hooks: campaign callbacks (:class:`Hooks`).
+        plots: attach error maps (``fuzz.plots``) of each minimal example to its finding.
     """
     b = get_backend(backend) if isinstance(backend, str) else backend
     reason = b.unavailable_reason()
     result = HuntResult(target.name, b.name, target.mutant_of, target.expected_class)
+    hooks = hooks or Hooks()
     if reason is not None:
         result.error = f"backend {b.name} is not available: {reason}"
         return result
@@ -168,47 +232,85 @@ def hunt(
     strategy = target.strategy(profile.scale)
     t0 = time.perf_counter()
     stop_at = None if time_limit is None else t0 + time_limit
+    hard_at = None if hard_limit is None else t0 + hard_limit
     last_seen: dict[str, Found] = {}
     minimal: dict[str, Found] = {}
     first: dict[str, tuple[int, float]] = {}
+    known = frozenset(known)
+
+    def feature(name: str) -> None:
+        if name not in result.features:
+            result.features.add(name)
+            if hooks.on_feature is not None:
+                hooks.on_feature(name)
 
     def run_one(case: Case, data: st.DataObject) -> None:
         final = current_build_context().is_final
+        now = time.perf_counter()
+        if hard_at is not None and now > hard_at and not final:
+            result.stopped = "hard-limit"
+            raise _OutOfTime
         if (
             stop_at is not None
             and not first
             and not final
             and result.examples >= min_examples
-            and time.perf_counter() > stop_at
+            and now > stop_at
         ):
+            result.stopped = "time"
             raise _OutOfTime
         result.examples += 1
+        if hooks.before_example is not None:
+            hooks.before_example(case)
+
+        def draw(s: SearchStrategy[Any], label: str) -> Any:
+            value = data.draw(s, label=label)
+            if hooks.on_draw is not None:
+                hooks.on_draw(label, value)
+            return value
+
         outcome = check_case(
             target,
             b,
             case,
-            draw=lambda s, label: data.draw(s, label=label),
+            draw=draw,
             ref_device=profile.ref_device,
             differential=profile.differential,
             differential_max_cost=profile.differential_max_cost,
+            differential_every=profile.differential_every,
             stats=result.stats,
         )
-        for h in outcome.context.hazards:
-            name = h.split(":", 1)[0]
+        names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
+        for name in names:
             result.events[f"hazard {name}"] += 1
             event("hazard", name)
+        feature("hazards: " + (" + ".join(names) or "none"))
         f = outcome.finding
         if on_example is not None:
             on_example(result)
+        if hooks.after_example is not None:
+            hooks.after_example(result)
         if f is None:
             return
-        now = time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0
         result.events[f"failure {f.cls}"] += 1
         event("failure", f.cls)
-        if f.cls not in first:
-            first[f.cls] = (result.examples, now)
-        found = Found(f, case, outcome.params, *first[f.cls], minimal_seconds=now)
+        feature(f"failure: {f.cls} in {f.prop}")
+        if f.cls in known:
+            result.known_hits[f.cls] += 1
+            return  # found and shrunk before: look for something new instead
+        f.details["signature"] = reproducer.signature(target.name, f)
+        is_new = f.cls not in first
+        if is_new:
+            first[f.cls] = (result.examples, elapsed)
+        found = Found(f, case, outcome.params, *first[f.cls], minimal_seconds=elapsed, final=final)
+        if final and plots:
+            found.plots = error_maps(outcome.context)
         (minimal if final else last_seen)[f.cls] = found
+        if (is_new or final) and hooks.on_found is not None:
+            if is_new and plots and not found.plots:
+                found.plots = error_maps(outcome.context)
+            hooks.on_found(result, found)
         raise_for(f)
 
     base = profile.settings
@@ -219,12 +321,22 @@ def hunt(
         overrides["database"] = database
     if seed is not None:
         overrides["derandomize"] = False
+    if not reuse:
+        overrides["phases"] = tuple(p for p in base.phases if p is not Phase.reuse)
     test = settings(base, **overrides)(given(case=strategy, data=st.data())(run_one))
     test.hypothesis.inner_test._hypothesis_internal_add_digest = f"{target.name}|{b.name}".encode()  # type: ignore[attr-defined]
+    test._hypothesis_internal_database_key = database_key(target.name, b.name)  # type: ignore[attr-defined]
     if seed is not None:
         from hypothesis import seed as hypothesis_seed
 
         test = hypothesis_seed(seed)(test)
+        # @seed turns the database off (a seeded run is meant to be reproducible); a campaign
+        # slice is seeded only to vary between slices, and must still replay and save.
+        if "database" in overrides:
+            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+                test._hypothesis_internal_use_settings,  # type: ignore[attr-defined]
+                database=overrides["database"],
+            )
     try:
         test()
     except _OutOfTime:
@@ -235,27 +347,39 @@ def hunt(
                 raise e from exc
             if isinstance(e, KernelFailure):
                 continue
+            if isinstance(e, _OutOfTime):
+                continue
             if isinstance(e, HypothesisException) and "Flaky" in type(e).__name__:
                 continue  # a failure that did not replay: kept from last_seen below
             if result.error is None:
                 result.error = f"{type(e).__name__}: {e}"[:2000]
     result.seconds = time.perf_counter() - t0
+    if not result.stopped:
+        result.stopped = "examples"
     for cls, f in {**last_seen, **minimal}.items():
         result.found[cls] = f
     if repro_dir is not None:
         for f in result.found.values():
-            f.reproducer = reproducer.write(
-                repro_dir,
-                target=target,
-                backend=b.name,
-                case=f.case,
-                params=f.params,
-                finding=f.finding,
-                ref_device=profile.ref_device,
-                differential=profile.differential,
-                differential_max_cost=profile.differential_max_cost,
-            )
+            f.reproducer = write_reproducer(repro_dir, target, b.name, f, profile)
     return result
+
+
+def write_reproducer(
+    repro_dir: str | Path, target: Target, backend: str, found: Found, profile: Profile, **kw: Any
+) -> Path:
+    """Writes the reproducer script of ``found`` (atomically) and returns its path."""
+    return reproducer.write(
+        repro_dir,
+        target=target,
+        backend=backend,
+        case=found.case,
+        params=found.params,
+        finding=found.finding,
+        ref_device=profile.ref_device,
+        differential=profile.differential,
+        differential_max_cost=profile.differential_max_cost,
+        **kw,
+    )
 
 
 def check(

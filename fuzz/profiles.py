@@ -36,6 +36,8 @@ class Profile:
         differential: also run each case on the backend's twin (compiled vs interpreted).
         differential_max_cost: ...but only cases whose ``Target.interpreter_cost`` is at most this
             (the interpreter is orders of magnitude slower than the compiled kernel).
+        differential_every: ...and on one example in this many (a drawn choice, so replays and
+            shrinking see the same decision).
         ref_device: where the fp64 oracle and the naive reference run (``'cpu'``/``'cuda'``).
         needs_gpu: stop with a clear message on a machine without CUDA.
         max_examples: examples per target and backend.
@@ -49,6 +51,7 @@ class Profile:
     needs_gpu: bool
     max_examples: int
     differential_max_cost: float = 32.0
+    differential_every: int = 1
 
     @property
     def settings(self) -> settings:
@@ -58,9 +61,27 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", INTERPRETERS, "small", False, "cpu", False, 40),
     "dev": Profile("dev", INTERPRETERS, "small", False, "cpu", False, 10),
-    "gpu": Profile("gpu", COMPILED, "large", True, "cuda", True, 200),
+    "gpu": Profile(
+        "gpu",
+        COMPILED,
+        "large",
+        True,
+        "cuda",
+        True,
+        200,
+        differential_max_cost=16.0,
+        differential_every=4,
+    ),
     "nightly": Profile(
-        "nightly", COMPILED, "large", True, "cuda", True, 5000, differential_max_cost=256.0
+        "nightly",
+        COMPILED,
+        "large",
+        True,
+        "cuda",
+        True,
+        5000,
+        differential_max_cost=256.0,
+        differential_every=2,
     ),
 }
 

@@ -8,7 +8,10 @@ Registered as a ``pytest11`` entry point, so installing the package is enough. I
 * stops the session with one clear message when a GPU profile is asked for without a GPU;
 * parametrizes any test that asks for ``fuzz_target`` (real targets) or ``fuzz_mutant`` (mutants),
   together with ``fuzz_backend``, over the registry and the profile's backends, ids like
-  ``softmax-triton-interpret``.
+  ``softmax-triton-interpret``;
+* under ``pytest -n N`` (xdist) on a machine with several GPUs, gives each xdist worker one GPU:
+  worker ``gwK`` sets ``CUDA_VISIBLE_DEVICES`` to the K-th visible device (round robin) when this
+  module is imported, before torch or JAX initialise CUDA.
 """
 
 from __future__ import annotations
@@ -20,8 +23,46 @@ from typing import Any
 
 import pytest
 
-import fuzz.profiles
-from fuzz.profiles import Profile, get_profile, gpu_missing_message
+
+def _nvidia_smi_gpus() -> list[str]:
+    import shutil
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
+
+
+def device_for_xdist_worker(worker: str, devices: list[str]) -> str | None:
+    """The device of xdist worker ``gwK`` (round robin over ``devices``); None if not mapped."""
+    if not worker.startswith("gw") or not worker[2:].isdigit() or len(devices) < 2:
+        return None
+    return devices[int(worker[2:]) % len(devices)]
+
+
+def map_xdist_worker_to_gpu() -> str | None:
+    """Sets ``CUDA_VISIBLE_DEVICES`` for this xdist worker; returns the device chosen."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or os.environ.get("KERNEL_FUZZ_XDIST_GPU") == "off":
+        return None
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = [d.strip() for d in env.split(",") if d.strip()] if env else _nvidia_smi_gpus()
+    device = device_for_xdist_worker(worker, devices)
+    if device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = device
+    return device
+
+
+_XDIST_DEVICE = map_xdist_worker_to_gpu()  # at import: before any test module touches CUDA
+
+import fuzz.profiles  # noqa: E402
+from fuzz.profiles import Profile, get_profile, gpu_missing_message  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

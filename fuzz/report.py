@@ -1,18 +1,43 @@
-"""Campaign reports: ``report.json``, written atomically after every target/backend run."""
+"""Campaign reports: what the user reads in the morning, and what CI systems parse.
+
+Written into the campaign's output folder, each atomically (a reader sees the old file or the
+new one, never half):
+
+    report.json   machine-readable: versions, device, per target/backend examples, time,
+                  throughput, findings (class, signature, reproducer, origin, hazards, plots data),
+                  triage against the previous report; rewritten whenever something is found
+    report.md     the morning summary: new, still failing, fixed; then every finding
+    report.xml    JUnit XML: one test case per target and backend
+    index.html    the same with plots, self-contained (no network): per finding a heatmap of the
+                  error of the minimal example's outputs against the oracle and an error
+                  histogram; throughput per target
+
+The previous campaign's reports in the same folder move to ``history/<its start time>/``; its
+findings are triaged: *new* (first seen now), *still failing* (seen again, or its reproducer still
+fails when replayed at the start of this campaign), *fixed* (its reproducer passes now).
+Findings are deduplicated by signature (target, class, property, output, location pattern).
+"""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import quoteattr
 
-from fuzz.engine import HuntResult
+from fuzz import plots
 
-REPORT_VERSION = 1
+if TYPE_CHECKING:
+    from fuzz.campaign import Campaign
+
+REPORT_VERSION = 2
+REPORT_FILES = ("report.json", "report.md", "report.xml", "index.html")
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -32,46 +57,477 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def build(
-    results: Iterable[HuntResult],
-    *,
-    profile: str,
-    budget: float | None,
-    started: float,
-    argv: list[str] | None = None,
-    complete: bool = True,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+def write_json(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(report, indent=2, default=str, allow_nan=True) + "\n")
+
+
+def archive_previous(out: Path) -> Path | None:
+    """Moves the previous campaign's reports to ``out/history/<its start>/``."""
+    prev = out / "report.json"
+    if not prev.exists():
+        return None
+    try:
+        stamp = json.loads(prev.read_text()).get("started", "")
+    except (OSError, ValueError):
+        stamp = ""
+    stamp = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stamp) or str(
+        int(time.time())
+    )
+    dest = out / "history" / stamp
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = out / "history" / f"{stamp}-{n}"
+    dest.mkdir(parents=True)
+    for name in REPORT_FILES:
+        if (out / name).exists():
+            shutil.move(str(out / name), dest / name)
+    return dest
+
+
+# Building ------------------------------------------------------------------------------------------
+
+
+def _pair_row(p: Any) -> dict[str, Any]:
+    t = p.target
+    secs = p.seconds
+    ex = p.total_examples
+    return {
+        "target": t.name,
+        "backend": p.backend,
+        "family": t.family,
+        "mutant": t.is_mutant,
+        "mutant_of": t.mutant_of,
+        "expected_class": t.expected_class,
+        "status": p.status,
+        "examples": ex,
+        "seconds": round(secs, 3),
+        "examples_per_second": round(ex / secs, 2) if secs > 0 else 0.0,
+        "slices": p.slices,
+        "worker_deaths": p.deaths,
+        "retired": p.retired or None,
+        "launches": int(p.stats["launches"]),
+        "launch_seconds": round(p.stats["launch_seconds"], 3),
+        "compile_seconds": round(p.stats["compile_seconds"], 3),
+        "compile_share": round(p.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
+        "twin_launches": int(p.stats["twin_launches"]),
+        "error": p.error,
+        "events": dict(p.events),
+        "known_hits": dict(p.known_hits),
+        "coverage_features": len(p.features),
+        "findings": sorted(p.found.values(), key=lambda f: f["class"]),
+    }
+
+
+def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        sig = r.get("signature") or f"{r['target']}|{r['class']}"
+        if sig not in out:
+            out[sig] = {**r, "backends": [r["backend"]], "reproducers": [r.get("reproducer")]}
+        else:
+            d = out[sig]
+            if r["backend"] not in d["backends"]:
+                d["backends"].append(r["backend"])
+                d["reproducers"].append(r.get("reproducer"))
+    return out
+
+
+def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
+    """The report dict of campaign ``c`` as it stands."""
     from fuzz.backends import device_name
     from fuzz.reproducer import versions
 
-    rows = [r.as_dict() for r in results]
+    rows = [_pair_row(p) for p in c.pairs]
+    current = _dedupe(f for r in rows for f in r["findings"])
+    prev_findings = {
+        f.get("signature"): f for f in (c.previous or {}).get("findings", []) if f.get("signature")
+    }
+    fixed, unconfirmed = [], []
+    for sig, f in current.items():
+        f["triage"] = "still failing" if sig in prev_findings else "new"
+    for sig, f in prev_findings.items():
+        if sig in current:
+            continue
+        verdict = c.triage_results.get(f.get("reproducer", ""))
+        slim = {
+            k: f.get(k)
+            for k in ("signature", "target", "class", "message", "reproducer", "backends")
+        }
+        if verdict is None or verdict.get("status") == "error":
+            unconfirmed.append({**slim, "why": (verdict or {}).get("verdict", "not replayed")})
+        elif verdict["status"] == "pass":
+            fixed.append(slim)
+        else:
+            current[sig] = {**f, "triage": "still failing", "replayed": verdict.get("verdict")}
+    findings = sorted(
+        current.values(),
+        key=lambda f: (
+            f.get("mutant_of") is not None,
+            f["triage"] != "new",
+            f["target"],
+            f["class"],
+        ),
+    )
+    for f in findings:
+        t = next((p.target for p in c.pairs if p.target.name == f["target"]), None)
+        f["mutant"] = bool(t and t.is_mutant)
+        f["mutant_of"] = t.mutant_of if t else f.get("mutant_of")
+        f["expected_class"] = t.expected_class if t else f.get("expected_class")
     real = [r for r in rows if not r["mutant"]]
     mutants = [r for r in rows if r["mutant"]]
+    real_failed = sorted({r["target"] for r in real if r["status"] == "fail"}
+                         | {f["target"] for f in findings if not f["mutant"]})  # fmt: skip
+    now = time.time()
     return {
         "version": REPORT_VERSION,
-        "complete": complete,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "seconds": round(time.time() - started, 3),
-        "budget": budget,
-        "profile": profile,
-        "argv": argv or [],
+        "complete": final and c.stop_reason is None,
+        "interrupted": c.stop_reason,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(c.started_wall)),
+        "seconds": round(now - c.started_wall, 3),
+        "budget": c.config.budget,
+        "profile": c.config.profile.name,
+        "argv": list(c.config.argv),
+        "seed": c.config.seed,
         "versions": versions(),
         "device": device_name(),
+        "workers": [
+            {"slot": w.slot, "device": w.device, "restarts": w.restarts} for w in c.workers
+        ],
+        "worker_restarts": c.restarts,
+        "example_timeout": c.config.example_timeout,
+        "database": {
+            "local": c.config.db,
+            "shared": list(c.config.db_shared),
+            "problems": sorted(set(c.db_problems))[:200],
+        },
         "summary": {
             "runs": len(rows),
             "examples": sum(r["examples"] for r in rows),
-            "real_failed": sorted({r["target"] for r in real if r["status"] == "fail"}),
+            "findings": len(findings),
+            "new": sum(f["triage"] == "new" for f in findings),
+            "still_failing": sum(f["triage"] == "still failing" for f in findings),
+            "fixed": len(fixed),
+            "real_failed": real_failed,
             "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
             "mutants_total": len(mutants),
             "harness_errors": [
                 f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]
             ],
         },
+        "triage": {
+            "previous": (c.previous or {}).get("started"),
+            "fixed": fixed,
+            "not_rechecked": unconfirmed,
+        },
+        "notes": c.notes,
         "results": rows,
-        **(extra or {}),
+        "findings": findings,
     }
 
 
-def write(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(report, indent=2, default=str, allow_nan=True) + "\n")
+def write_all(out: Path, data: dict[str, Any]) -> None:
+    atomic_write_text(out / "report.md", markdown(data, out))
+    atomic_write_text(out / "report.xml", junit(data))
+    atomic_write_text(out / "index.html", html_report(data, out))
+
+
+# Markdown ------------------------------------------------------------------------------------------------
+
+
+def _rel(path: str | None, out: Path) -> str:
+    if not path:
+        return ""
+    try:
+        return os.path.relpath(path, out)
+    except ValueError:
+        return path
+
+
+def _origin_text(f: dict[str, Any]) -> list[str]:
+    from fuzz.origin import describe
+
+    return describe(f.get("details", {}).get("origin"))
+
+
+def markdown(data: dict[str, Any], out: Path) -> str:
+    s = data["summary"]
+    state = (
+        "complete" if data["complete"] else f"INCOMPLETE ({data.get('interrupted') or 'running'})"
+    )
+    lines = [
+        f"# Fuzz campaign {data['started']}",
+        "",
+        f"{state}; profile `{data['profile']}`, budget {data['budget']:g} s, ran {data['seconds']:.0f} s "
+        f"on {data['device']}; {s['examples']} examples over {s['runs']} target/backend pairs; "
+        f"{len(data['workers'])} worker(s), {data['worker_restarts']} restart(s).",
+        "",
+        f"**{s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed** "
+        f"(previous report: {data['triage']['previous'] or 'none'}).",
+        "",
+    ]
+    if s["real_failed"]:
+        lines += [f"Failing real targets: {', '.join(s['real_failed'])}.", ""]
+    else:
+        lines += ["No real target failed.", ""]
+    if s["mutants_total"]:
+        lines += [
+            f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",
+            "",
+        ]
+    for title, pick in (("New", "new"), ("Still failing", "still failing")):
+        group = [f for f in data["findings"] if f["triage"] == pick]
+        if not group:
+            continue
+        lines += [f"## {title}", ""]
+        for f in group:
+            mark = ""
+            if f.get("mutant"):
+                mark = (
+                    " (mutant, expected)" if f["class"] == f.get("expected_class") else " (mutant)"
+                )
+            lines.append(f"### `{f['class']}` in {f['target']}{mark} on {', '.join(f['backends'])}")
+            lines.append("")
+            lines.append(f"- {f['message']}")
+            if f.get("case"):
+                lines.append(
+                    f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
+                )
+            for h in f.get("hazards", []):
+                lines.append(f"- hazard: {h}")
+            for o in _origin_text(f):
+                lines.append(f"- {o.strip()}")
+            if f.get("replayed"):
+                lines.append(f"- replayed at the start: {f['replayed']}")
+            for r in f.get("reproducers", [f.get("reproducer")]):
+                if r:
+                    lines.append(f"- reproducer: `python {_rel(r, out)}`")
+            lines.append(f"- signature `{f.get('signature')}`")
+            lines.append("")
+    if data["triage"]["fixed"]:
+        lines += ["## Fixed", ""]
+        for f in data["triage"]["fixed"]:
+            lines.append(
+                f"- `{f['class']}` in {f['target']} (signature `{f['signature']}`): its reproducer passes now"
+            )
+        lines.append("")
+    if data["triage"]["not_rechecked"]:
+        lines += ["## Not re-checked", ""]
+        for f in data["triage"]["not_rechecked"]:
+            lines.append(f"- `{f['class']}` in {f['target']}: {f['why']}")
+        lines.append("")
+    lines += ["## Targets", "", "| target | backend | status | examples | ex/s | seconds | classes |",
+              "| --- | --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for r in data["results"]:
+        classes = ", ".join(f["class"] for f in r["findings"]) or "-"
+        lines.append(f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
+                     f"| {r['examples']} | {r['examples_per_second']:.1f} | {r['seconds']:.1f} | {classes} |")  # fmt: skip
+    lines.append("")
+    problems = data["database"]["problems"]
+    if problems or data["notes"]:
+        lines += ["## Warnings", ""] + [f"- {p}" for p in [*data["notes"], *problems]] + [""]
+    v = data["versions"]
+    lines.append("Versions: " + ", ".join(f"{k} {x}" for k, x in v.items()) + ".")
+    return "\n".join(lines) + "\n"
+
+
+# JUnit ---------------------------------------------------------------------------------------------------
+
+
+def junit(data: dict[str, Any]) -> str:
+    """One test case per target and backend: real failures fail, harness errors error, mutants
+    pass when found with their expected class and are skipped (with the reason) otherwise."""
+    cases = []
+    failures = errors = skipped = 0
+    for r in data["results"]:
+        name = quoteattr(f"{r['target']}[{r['backend']}]")
+        cls = quoteattr(f"kernel_fuzz.{r['family']}")
+        body = ""
+        text = "\n".join(
+            f"{f['class']} ({f.get('property')}): {f['message']}\n  reproducer: {f.get('reproducer')}"
+            for f in r["findings"]
+        )
+        if r["error"]:
+            errors += 1
+            body = f"<error message={quoteattr(r['error'][:500])}/>"
+        elif not r["mutant"] and r["findings"]:
+            failures += 1
+            msg = ", ".join(f["class"] for f in r["findings"])
+            body = f'<failure message={quoteattr(msg)} type="kernel-fuzz">{html.escape(text)}</failure>'
+        elif r["mutant"] and r["status"] != "found":
+            skipped += 1
+            why = f"mutant {r['status']}: expected {r['expected_class']}"
+            body = f"<skipped message={quoteattr(why)}/>"
+        stats = f"{r['examples']} examples, {r['examples_per_second']} ex/s"
+        out = f"<system-out>{html.escape(stats)}</system-out>"
+        cases.append(
+            f'  <testcase classname={cls} name={name} time="{r["seconds"]}">{body}{out}</testcase>'
+        )
+    head = (
+        f'<testsuite name="kernel-fuzz campaign" tests="{len(cases)}" failures="{failures}" '
+        f'errors="{errors}" skipped="{skipped}" time="{data["seconds"]}" timestamp={quoteattr(data["started"])}>'
+    )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>\n'
+        + head
+        + "\n"
+        + "\n".join(cases)
+        + "\n</testsuite>\n</testsuites>\n"
+    )
+
+
+# HTML ----------------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+h1{font-size:1.5em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em}
+table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
+.finding{border:1px solid #ccc;border-radius:6px;padding:.6em 1em;margin:1em 0}
+.new{border-left:6px solid #c03} .still{border-left:6px solid #e90}
+.maps{display:flex;flex-wrap:wrap;gap:1.5em}
+.map img{image-rendering:pixelated;border:1px solid #999;display:block}
+.legend{width:320px;height:10px;image-rendering:pixelated;display:block}
+code,pre{background:#f4f4f4;padding:1px 3px} pre{padding:.5em;white-space:pre-wrap;overflow-wrap:anywhere}
+.tag{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee;margin-right:.3em}
+"""
+
+_SELFCHECK = """
+<script>
+window.addEventListener('load', function () {
+  var bad = [];
+  var imgs = document.querySelectorAll('img');
+  imgs.forEach(function (im, i) { if (!(im.complete && im.naturalWidth > 0)) bad.push('img' + i); });
+  var svgs = document.querySelectorAll('svg');
+  svgs.forEach(function (s, i) { var b = s.getBoundingClientRect(); if (!(b.width > 0 && b.height > 0)) bad.push('svg' + i); });
+  document.body.setAttribute('data-selfcheck', bad.length ? 'fail ' + bad.join(',')
+    : 'ok ' + imgs.length + ' images ' + svgs.length + ' svgs');
+});
+</script>
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _finding_html(f: dict[str, Any], out: Path) -> str:
+    cls = "new" if f["triage"] == "new" else "still"
+    tags = [f["triage"], f["class"]] + (["mutant"] if f.get("mutant") else [])
+    parts = [
+        f'<section class="finding {cls}" id="f-{_e(f.get("signature"))}">',
+        f"<h3>{''.join(f'<span class=tag>{_e(t)}</span>' for t in tags)}"
+        f"{_e(f['target'])} on {_e(', '.join(f['backends']))}</h3>",
+        f"<p>{_e(f['message'])}</p>",
+    ]
+    if f.get("case"):
+        parts.append(
+            f"<p>minimal case ({_e(f.get('case_size'))} elements): <code>{_e(f['case'][:400])}</code></p>"
+        )
+    for h in f.get("hazards", []):
+        parts.append(f"<p>hazard: {_e(h)}</p>")
+    origin = _origin_text(f)
+    if origin:
+        parts.append("<pre class=origin>" + _e("\n".join(origin)) + "</pre>")
+    log = f.get("details", {}).get("log")
+    if log:
+        parts.append(
+            f"<details><summary>worker log</summary><pre>{_e(log[-3000:])}</pre></details>"
+        )
+    maps = f.get("plots") or []
+    if maps:
+        parts.append('<div class="maps">')
+        for m in maps:
+            rows, cols = len(m["grid"]), len(m["grid"][0]) if m["grid"] else 1
+            cell = min(320 / max(cols, 1), 320 / max(rows, 1), 40.0)
+            parts.append(
+                f'<figure class="map"><img alt="error map of {_e(m["output"])}" src="{plots.heatmap_png(m["grid"])}" '
+                f'style="width:{cols * cell:.0f}px;height:{rows * cell:.0f}px">'
+                f'<img class="legend" alt="scale" src="{plots.legend_png()}">'
+                f"<figcaption><b>{_e(m['output'])}</b> {_e(m['reduced'])}; error / tolerance "
+                f"(tolerance {m['tolerance']:.3g}; cells are max over {m['block'][0]}x{m['block'][1]} blocks): white exact, "
+                f"blue within tolerance, yellow-red above, magenta NaN/Inf; worst at {_e(m['worst'])}</figcaption></figure>"
+                f"<figure>{plots.histogram_svg(m)}<figcaption>{_e(m['output'])}: log10(error / tolerance), "
+                f"{m['exact']} exact, {m['nonfinite']} NaN/Inf of {m['elements']}</figcaption></figure>"
+            )
+        parts.append("</div>")
+    elif f["class"] in ("crash", "hang"):
+        parts.append("<p><i>no output to plot: the kernel did not return</i></p>")
+    for r in f.get("reproducers", [f.get("reproducer")]):
+        if r:
+            parts.append(f"<p>reproducer: <code>python {_e(_rel(r, out))}</code></p>")
+    parts.append(f"<p><small>signature {_e(f.get('signature'))}</small></p></section>")
+    return "\n".join(parts)
+
+
+def html_report(data: dict[str, Any], out: Path) -> str:
+    s = data["summary"]
+    state = (
+        "complete"
+        if data["complete"]
+        else f"incomplete ({_e(data.get('interrupted') or 'running')})"
+    )
+    body = [
+        f"<h1>Fuzz campaign {_e(data['started'])}</h1>",
+        f"<p>{state}; profile <code>{_e(data['profile'])}</code>, budget {data['budget']:g} s, "
+        f"ran {data['seconds']:.0f} s on {_e(data['device'])}; {s['examples']} examples; "
+        f"{len(data['workers'])} worker(s), {data['worker_restarts']} restart(s).</p>",
+        f"<p><b>{s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed</b>; "
+        + (
+            f"failing real targets: {_e(', '.join(s['real_failed']))}"
+            if s["real_failed"]
+            else "no real target failed"
+        )
+        + (
+            f"; mutants found {s['mutants_found']}/{s['mutants_total']}"
+            if s["mutants_total"]
+            else ""
+        )
+        + "</p>",
+    ]
+    for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
+        group = [f for f in data["findings"] if f["triage"] == pick]
+        if group:
+            body.append(f"<h2>{title}</h2>")
+            body.extend(_finding_html(f, out) for f in group)
+    if data["triage"]["fixed"]:
+        body.append("<h2>Fixed</h2><ul>")
+        body.extend(
+            f"<li><code>{_e(f['class'])}</code> in {_e(f['target'])}</li>"
+            for f in data["triage"]["fixed"]
+        )
+        body.append("</ul>")
+    body.append("<h2>Throughput</h2>")
+    body.append(
+        plots.bars_svg(
+            [
+                (f"{r['target']} [{r['backend']}]", r["examples_per_second"])
+                for r in data["results"]
+            ],
+            unit=" ex/s",
+        )
+    )
+    body.append("<h2>Targets</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
+                "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th></tr>")  # fmt: skip
+    for r in data["results"]:
+        body.append(
+            f"<tr><td>{_e(r['target'])}</td><td>{_e(r['backend'])}</td><td>{_e(r['status'])}"
+            f"{' (' + _e(r['retired']) + ')' if r['retired'] else ''}</td><td>{r['examples']}</td>"
+            f"<td>{r['examples_per_second']:.1f}</td><td>{r['seconds']:.1f}</td><td>{r['compile_share']:.0%}</td>"
+            f"<td>{_e(', '.join(f['class'] for f in r['findings']) or '-')}</td></tr>"
+        )
+    body.append("</table>")
+    warnings = [*data["notes"], *data["database"]["problems"]]
+    if warnings:
+        body.append(
+            "<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>"
+        )
+    body.append(
+        "<p><small>"
+        + _e(", ".join(f"{k} {v}" for k, v in data["versions"].items()))
+        + "</small></p>"
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f"<title>kernel-fuzz campaign {_e(data['started'])}</title><style>{_CSS}</style></head>"
+        "<body>\n" + "\n".join(body) + _SELFCHECK + "</body></html>\n"
+    )

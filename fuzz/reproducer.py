@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from fuzz.target import Target
 
 FORMAT = 1
+Q3, S3 = '"' * 3, "'" * 3
 
 
 def encode_arrays(arrays: dict[str, np.ndarray]) -> tuple[str, dict[str, str]]:
@@ -107,10 +108,10 @@ property:  {prop}
 case:      {case}
 tolerance: {tolerance}
 hazards:   {hazards}
-found:     {found} on {device}
+{origin}found:     {found} on {device}
 versions:  {versions}
 
-Run it: python {filename} [--backend NAME] [--quiet]
+Run it: python {filename} [--backend NAME] [--quiet]{isolate_note}
 Exit status 1 while the failure reproduces, 0 once it does not.
 """
 
@@ -147,8 +148,15 @@ def write(
     ref_device: str,
     differential: bool,
     differential_max_cost: float = float("inf"),
+    isolate: bool = False,
+    timeout: float | None = None,
 ) -> Path:
-    """Writes the reproducer of ``finding`` into ``directory`` (atomically) and returns its path."""
+    """Writes the reproducer of ``finding`` into ``directory`` (atomically) and returns its path.
+
+    ``isolate``: the failure killed or hung the process that ran it (a segfault, a lost CUDA
+    context, a hang): the script then replays in a child process (``timeout`` seconds at most)
+    and reports how the child ended, so that replaying never takes the replayer down.
+    """
     from fuzz.backends import device_name
     from fuzz.target import target_plugin
 
@@ -177,6 +185,10 @@ def write(
         "differential_max_cost": differential_max_cost,
         "tolerance_rule": {o: target.tolerance_for(o).as_dict() for o in _outputs(finding, target)},
         "hazards": finding.hazards,
+        "origin": finding.details.get("origin"),
+        "process": finding.details.get("process"),
+        "isolate": isolate,
+        "timeout": timeout,
         "versions": versions(),
         "device": device_name(),
         "found": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -197,6 +209,11 @@ def write(
             f"{o}: {target.tolerance_for(o).describe()}" for o in _outputs(finding, target)
         ),
         hazards="; ".join(finding.hazards) or "none declared hold",
+        origin="".join(f"{line}\n" for line in _origin_lines(finding.details.get("origin"))),
+        isolate_note="\n(it replays in a child process: the failure kills or hangs the process "
+        "running it;\n--in-process runs it here)"
+        if isolate
+        else "",
         found=meta["found"],
         device=meta["device"],
         versions=", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
@@ -206,6 +223,12 @@ def write(
     )
     _atomic_write(path, text)
     return path
+
+
+def _origin_lines(origin: dict[str, Any] | None) -> list[str]:
+    from fuzz.origin import describe
+
+    return [line.replace(Q3, S3) for line in describe(origin)]
 
 
 def _literal_safe(value: Any) -> Any:
@@ -271,6 +294,8 @@ def replay(meta: dict[str, Any], data: str, *, backend: str | None = None) -> An
 
         if cuda_reason() is not None:
             ref_device = "cpu"
+    if os.environ.get("KERNEL_FUZZ_REPLAY_MARKER"):
+        print(_MARKER, flush=True)  # replay_isolated times the replay from here
     return check_case(
         target,
         b,
@@ -289,16 +314,103 @@ def main(meta: dict[str, Any], data: str, argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=f"Replay {meta['target']} ({meta['class']}).")
     parser.add_argument("--backend", help=f"backend to replay on (recorded: {meta['backend']})")
     parser.add_argument("--quiet", action="store_true", help="print one line")
+    parser.add_argument("--in-process", action="store_true",
+                        help="replay here even if the failure kills or hangs its process")  # fmt: skip
     args = parser.parse_args(list(argv))
-    return report_replay(meta, data, backend=args.backend, quiet=args.quiet)
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0].endswith(".py") else None
+    return report_replay(meta, data, backend=args.backend, quiet=args.quiet, path=script,
+                         in_process=args.in_process)  # fmt: skip
+
+
+def _signal_name(code: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+_MARKER = "-- kernel-fuzz: replay starts"
+
+
+def replay_isolated(
+    path: str | os.PathLike[str], *, backend: str | None = None, timeout: float | None = None
+) -> tuple[int, str]:
+    """Runs the reproducer at ``path`` in a child process; returns (exit status, verdict line).
+
+    A child killed by a signal, or whose replay is still running ``2 * timeout + 2`` seconds after
+    it started (the child's start-up is not counted), means the failure reproduces (status 1).
+    """
+    import subprocess
+    import threading
+
+    cmd = [sys.executable, str(path), "--in-process", "--quiet"]
+    if backend:
+        cmd += ["--backend", backend]
+    env = {**os.environ, "KERNEL_FUZZ_REPLAY_MARKER": "1"}
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+    lines: list[str] = []
+    started = threading.Event()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(_MARKER):
+                started.set()
+            elif line.strip():
+                lines.append(line.rstrip())
+        started.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    limit = 2 * (timeout if timeout is not None else 60.0) + 2
+    started.wait(300)
+    try:
+        proc.wait(limit)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return 1, f"FAIL hang (the replay did not finish within {limit:g} s; killed)"
+    reader.join(5)
+    last = lines[-1] if lines else ""
+    if proc.returncode < 0:
+        return 1, f"FAIL crash (the replay process was killed by {_signal_name(proc.returncode)})"
+    if proc.returncode in (0, 1):
+        verdict = next((line for line in lines if ": PASS" in line or ": FAIL" in line), last)
+        return proc.returncode, verdict
+    return 1, f"FAIL crash (the replay process exited with status {proc.returncode}: {last[:200]})"
 
 
 def report_replay(
-    meta: dict[str, Any], data: str, *, backend: str | None = None, quiet: bool = False
+    meta: dict[str, Any],
+    data: str,
+    *,
+    backend: str | None = None,
+    quiet: bool = False,
+    path: str | os.PathLike[str] | None = None,
+    in_process: bool = False,
 ) -> int:
-    """Replays and prints the verdict; returns the exit status (1: reproduces, 0: fixed, 2: error)."""
+    """Replays and prints the verdict; returns the exit status (1: reproduces, 0: fixed, 2: error).
+
+    A reproducer recorded as ``isolate`` (its failure kills or hangs the process) replays in a
+    child process when ``path`` is known, unless ``in_process``.
+    """
     backend_name = backend or meta["backend"]
     head = f"{meta['target']} on {backend_name}"
+    if meta.get("isolate") and path is not None and not in_process:
+        timeout = meta.get("timeout")
+        code, verdict = replay_isolated(
+            path, backend=backend, timeout=None if timeout is None else float(timeout)
+        )
+        if verdict.startswith(head):
+            verdict = verdict[len(head) :].lstrip(": ")
+        print(f"{head}: {verdict}")
+        if code == 1 and not quiet:
+            print(f"  recorded: {meta['message']}")
+        return code
     try:
         outcome = replay(meta, data, backend=backend)
     except Exception as e:
@@ -319,6 +431,16 @@ def report_replay(
             print(f"  error {f.error:.6g} vs tolerance {f.tolerance:.6g}")
         for h in f.hazards:
             print(f"  hazard: {h}")
-        for line in f.details.get("origin", []):
-            print(f"  origin: {line}")
+        if f.cls in ("nan", "inf"):
+            from fuzz import origin
+            from fuzz.target import get
+
+            try:
+                o = origin.trace_finding(
+                    get(meta["target"]), backend_name, outcome.context.case, outcome.params
+                )
+            except Exception as e:
+                o = {"error": f"{type(e).__name__}: {e}"}
+            for line in origin.describe(o):
+                print(f"  {line}")
     return 1

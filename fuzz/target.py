@@ -95,6 +95,15 @@ class Target:
         expected_class: for a mutant, the failure class it must produce.
         shrink_bound: for a mutant, the largest input size (elements) its minimal reproducer may
             have; the test suite asserts it.
+        error_floor: ``error_floor(case, device) -> {output: float}``: an absolute allowance per
+            output added to the tolerance rule, derived from the case: the a-priori rounding error
+            that any implementation in the kernel's working precision incurs (e.g. fp32 dot
+            products of large logits), which the naive reference's own error need not reflect
+            when both compute in the same precision. None: no allowance.
+        targeting: whether the oracle comparison reports ``error / tolerance`` to
+            ``hypothesis.target()``. Hypothesis then spends the second half of a run of fewer than
+            1000 examples climbing on the best-scoring example; a family whose bugs hide in
+            structure (shapes, masks, tiles) rather than in values gets more from fresh examples.
         interpret_cost: ``interpret_cost(case) -> float``: the work an interpreter would do for
             ``case``, in units of one program instance processing one tile; the in-process
             differential runs only where this is within the profile's ``differential_max_cost``
@@ -126,6 +135,8 @@ class Target:
     mutant_of: str | None = None
     expected_class: str | None = None
     shrink_bound: int | None = None
+    error_floor: Callable[[Case, str], Mapping[str, float]] | None = None
+    targeting: bool = True
     interpret_cost: Callable[[Case], float] | None = None
     writes_out: bool = True
     baseline_randn: Callable[[int, str], Case] | None = None

@@ -13,9 +13,12 @@ interpreted launches runs, that call is routed to the callee's own interpreted t
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import types
 from typing import Any
 
+import triton.language as tl
 import triton.runtime.interpreter as _interpreter
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
@@ -33,65 +36,34 @@ def _twin(kernel: JITFunction) -> InterpretedFunction:
     return twin
 
 
-def _lang_key(fn: Any) -> frozenset[int]:
-    """The language modules a function sees (what ``_patch_lang`` patches for it)."""
-    tl, core = _interpreter.tl, _interpreter.tl.core
-    return frozenset(id(v) for v in fn.__globals__.values() if v is tl or v is core)
-
-
-class _LaunchScope:
-    """The patches of one interpreted launch: the launch's own (made by the interpreter for the
-    kernel's module) and those made for the helpers and standard-library functions it calls,
-    each set of language modules patched once. ``restore`` undoes the nested ones first, in
-    reverse order, then the launch's own, so every attribute gets its original back."""
-
-    def __init__(self, own: Any, fn: Any) -> None:
-        self.own = own
-        self.nested: dict[frozenset[int], Any] = {_lang_key(fn): None}
-
-    def restore(self) -> None:
-        for scope in reversed([s for s in self.nested.values() if s is not None]):
-            scope.restore()
-        self.nested.clear()
-        _active.launch = None
-        self.own.restore()
-
-
-_original_patch_lang = _interpreter._patch_lang
-
-
-def _patch_lang(fn: Any) -> Any:
-    scope = _original_patch_lang(fn)
-    if getattr(_active, "depth", 0) and getattr(_active, "launch", None) is None:
-        # The interpreter patching for one of our launches: track the nested patches with it.
-        _active.launch = _LaunchScope(scope, fn)
-        return _active.launch
-    return scope
-
-
-_interpreter._patch_lang = _patch_lang
-
-
 def _call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
     if getattr(_active, "depth", 0) == 0:
         return _original_call(self, *args, **kwargs)
+    twin = _twin(self)
+    if _langs_of(twin.fn) <= _active.patched:
+        # The launch has these language modules patched already (see _Launcher).
+        return twin.rewrite()(*args, **kwargs)
     # InterpretedFunction.__call__ patches the callee's language modules (tl.core for the
     # standard library) with interpreter builtins and never restores them: in a process that also
-    # compiles kernels, the next compilation would then trace interpreter builtins. So the patch
-    # lasts until the end of the launch (and each set of modules is patched once per launch:
-    # patching costs far more than most interpreted operations).
-    twin = _twin(self)
-    launch = getattr(_active, "launch", None)
-    if launch is None:  # not inside a launch's patches: patch for the duration of the call
-        scope = _original_patch_lang(twin.fn)
-        try:
-            return twin.rewrite()(*args, **kwargs)
-        finally:
-            scope.restore()
-    key = _lang_key(twin.fn)
-    if key not in launch.nested:
-        launch.nested[key] = _original_patch_lang(twin.fn)
-    return twin.rewrite()(*args, **kwargs)
+    # compiles kernels, the next compilation would then trace interpreter builtins. Patch for the
+    # duration of the call only.
+    scope = _interpreter._patch_lang(twin.fn)
+    try:
+        return twin.rewrite()(*args, **kwargs)
+    finally:
+        scope.restore()
+
+
+def _langs_of(fn: Any) -> frozenset[int]:
+    """The language modules ``_patch_lang(fn)`` patches (by id)."""
+    return frozenset(id(v) for v in fn.__globals__.values() if v is tl or v is tl.core)
+
+
+# A function that sees triton.language.core only: ``_patch_lang`` of it patches what the standard
+# library's jit functions (tl.max, tl.sum, tl.zeros...) use.
+_core_anchor = types.FunctionType(
+    compile("def f(): pass", "<core>", "exec").co_consts[0], {"core": tl.core}
+)
 
 
 JITFunction.__call__ = _call  # type: ignore[method-assign]
@@ -110,41 +82,64 @@ _interpreter._patch_lang_tensor = _patch_lang_tensor
 
 
 class _Launcher:
-    def __init__(self, twin: InterpretedFunction, grid: Any) -> None:
+    def __init__(self, twin: InterpretedFunction, grid: Any, fast: bool) -> None:
         self._twin = twin
         self._grid = grid
+        self._fast = fast
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The interpreter patches the kernel's own language modules (usually triton.language) for
+        # the launch. Patch triton.language.core too, once, around it (so that the scopes unwind
+        # in order), instead of once per call of a standard-library function such as tl.max or
+        # tl.sum: re-patching costs milliseconds per call.
+        outermost = getattr(_active, "depth", 0) == 0
+        scope = None
+        builder = _interpreter.interpreter_builder
+        options = builder.options
+        if outermost:
+            scope = _interpreter._patch_lang(_core_anchor)
+            _active.patched = _langs_of(self._twin.fn) | _langs_of(_core_anchor)
+            if self._fast:
+                builder.options = dataclasses.replace(options, sanitize_overflow=False)
         _active.depth = getattr(_active, "depth", 0) + 1
-        outer = getattr(_active, "launch", None)
-        _active.launch = None
         try:
             return self._twin[self._grid](*args, **kwargs)
         finally:
             _active.depth -= 1
-            _active.launch = outer
+            if scope is not None:
+                builder.options = options
+                scope.restore()
+                _active.patched = frozenset()
 
 
 class Interpreted:
     """``kernel[grid](...)`` like a ``JITFunction``, run by Triton's interpreter."""
 
-    def __init__(self, kernel: JITFunction) -> None:
+    def __init__(self, kernel: JITFunction, fast: bool = False) -> None:
         self.kernel = kernel
         self.twin = _twin(kernel)
+        self.fast = fast
 
     def __getitem__(self, grid: Any) -> _Launcher:
-        return _Launcher(self.twin, grid)
+        return _Launcher(self.twin, grid, self.fast)
 
 
-_interpreted: dict[int, Interpreted] = {}
+_interpreted: dict[tuple[int, bool], Interpreted] = {}
 
 
-def interpreted(kernel: JITFunction) -> Interpreted:
-    """Returns the interpreted twin of ``kernel`` (cached); it runs on CPU tensors."""
+def interpreted(kernel: JITFunction, *, fast: bool = False) -> Interpreted:
+    """Returns the interpreted twin of ``kernel`` (cached); it runs on CPU tensors.
+
+    ``fast=True`` also turns off, for the launch, the interpreter's int32-overflow checks of
+    integer arithmetic (an int64 recomputation and an assertion per operation, for index
+    arithmetic that can only overflow at tensor sizes the interpreter never runs). Results are the
+    same; compiled launches are unaffected.
+    """
     if not isinstance(kernel, JITFunction):
         raise TypeError(f"kernel must be a @triton.jit function, got {type(kernel).__name__}")
-    twin = _interpreted.get(id(kernel))
+    key = (id(kernel), bool(fast))
+    twin = _interpreted.get(key)
     if twin is None or twin.kernel is not kernel:
-        twin = Interpreted(kernel)
-        _interpreted[id(kernel)] = twin
+        twin = Interpreted(kernel, fast=bool(fast))
+        _interpreted[key] = twin
     return twin

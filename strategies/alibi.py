@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from strategies._cache import cached_factory
 from strategies._validate import check_int, check_subset
 
 SLOPE_KINDS = ("standard", "scaled", "constant", "adversarial")
@@ -72,6 +73,7 @@ class SlopeRecipe:
         raise ValueError(f"slope kind={self.kind!r} must be one of {SLOPE_KINDS}")
 
 
+@cached_factory
 def slope_recipes(
     n_heads: int, *, kinds: tuple[str, ...] = SLOPE_KINDS
 ) -> st.SearchStrategy[SlopeRecipe]:
@@ -83,22 +85,23 @@ def slope_recipes(
     check_int("n_heads", n_heads, lo=1)
     kinds = check_subset("kinds", kinds, SLOPE_KINDS)
 
+    kind_st, factor_st = st.sampled_from(kinds), st.sampled_from(SCALE_FACTORS)
+    picks_st = st.lists(st.sampled_from(ADVERSARIAL), min_size=1, max_size=n_heads)
+
     @st.composite
     def build(draw: st.DrawFn) -> SlopeRecipe:
-        kind = draw(st.sampled_from(kinds), label="slope kind")
+        kind = draw(kind_st, label="slope kind")
         if kind == "standard":
             return SlopeRecipe("standard")
         if kind in ("scaled", "constant"):
-            return SlopeRecipe(kind, draw(st.sampled_from(SCALE_FACTORS), label="slope factor"))
-        picks = draw(
-            st.lists(st.sampled_from(ADVERSARIAL), min_size=1, max_size=n_heads),
-            label="slope picks",
-        )
+            return SlopeRecipe(kind, draw(factor_st, label="slope factor"))
+        picks = draw(picks_st, label="slope picks")
         return SlopeRecipe("adversarial", picks=tuple(picks))
 
     return build()
 
 
+@cached_factory
 def alibi_slopes(
     n_heads: int, *, kinds: tuple[str, ...] = SLOPE_KINDS
 ) -> st.SearchStrategy[np.ndarray]:

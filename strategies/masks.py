@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from strategies._cache import cached_factory
 from strategies._validate import check_int, check_subset
 
 MASK_KINDS = ("none", "full", "random", "causal", "masked_rows", "single_valid")
@@ -63,22 +64,27 @@ def build_mask(recipe: MaskRecipe, rows: int, cols: int) -> np.ndarray | None:
     raise ValueError(f"mask kind={recipe.kind!r} must be one of {MASK_KINDS}")
 
 
+@cached_factory
 def mask_recipes(kinds: tuple[str, ...] = MASK_KINDS) -> st.SearchStrategy[MaskRecipe]:
     """Mask recipes; shrinks toward the first kind (``none``), density 0.5 and seed 0."""
     kinds = check_subset("kinds", kinds, MASK_KINDS)
 
+    kind_st, density_st = st.sampled_from(kinds), st.sampled_from((0.5, 0.1, 0.9))
+    seed_st = st.integers(0, 2**32 - 1)
+
     @st.composite
     def build(draw: st.DrawFn) -> MaskRecipe:
-        kind = draw(st.sampled_from(kinds), label="mask kind")
+        kind = draw(kind_st, label="mask kind")
         if kind in ("none", "full", "causal"):
             return MaskRecipe(kind)
-        density = draw(st.sampled_from((0.5, 0.1, 0.9)), label="mask density")
-        seed = draw(st.integers(0, 2**32 - 1), label="mask seed")
+        density = draw(density_st, label="mask density")
+        seed = draw(seed_st, label="mask seed")
         return MaskRecipe(kind, density, seed)
 
     return build()
 
 
+@cached_factory
 def masks(
     rows: int, cols: int, kinds: tuple[str, ...] = MASK_KINDS
 ) -> st.SearchStrategy[np.ndarray | None]:

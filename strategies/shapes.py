@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
+from strategies._cache import cached_factory
 from strategies._validate import check_int, check_order
 
 SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 257, 509, 1021, 2039, 4093)
@@ -30,6 +31,7 @@ def boundary_values(max_size: int, *, blocks: Sequence[int] = (), min_size: int 
     return sorted(v for v in vals if min_size <= v <= max_size)
 
 
+@cached_factory
 def sizes(
     *, max_size: int, min_size: int = 1, blocks: Sequence[int] = ()
 ) -> st.SearchStrategy[int]:
@@ -52,6 +54,7 @@ def sizes(
     )
 
 
+@cached_factory
 def tiled_sizes(block: int, *, max_size: int, min_size: int = 1) -> st.SearchStrategy[int]:
     """A length ``n_tiles * block + rem`` with the remainder aimed at ``{0, 1, block - 1}``.
 
@@ -64,15 +67,15 @@ def tiled_sizes(block: int, *, max_size: int, min_size: int = 1) -> st.SearchStr
     check_order("min_size", min_size, "max_size", max_size)
     max_tiles = max_size // block
 
+    tiles_st = st.integers(0, max_tiles)
+    # Plain integers first, so that shrinking can walk a tail of block - 1 down to 2; the
+    # boundary remainders as the second branch, so half the draws land on them.
+    rem_st = st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0)))
+
     @st.composite
     def build(draw: st.DrawFn) -> int:
-        tiles = draw(st.integers(0, max_tiles), label="tiles")
-        # Plain integers first, so that shrinking can walk a tail of block - 1 down to 2; the
-        # boundary remainders as the second branch, so half the draws land on them.
-        rem = draw(
-            st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0))),
-            label="remainder",
-        )
+        tiles = draw(tiles_st, label="tiles")
+        rem = draw(rem_st, label="remainder")
         return min(max(tiles * block + rem, min_size), max_size)
 
     return build()

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fuzz.arrays import FLOAT_DTYPES, np_dtype
 from fuzz.case import Case
+from strategies._cache import cached_factory
 from strategies._validate import check_scale, check_subset
 from strategies.masks import MASK_KINDS, build_mask, mask_recipes
 from strategies.shapes import sizes, tiled_sizes
@@ -56,6 +57,7 @@ def _bias(kind: str, rows: int, cols: int, seed: int, dtype: str) -> np.ndarray 
     return b.astype(np_dtype(dtype))
 
 
+@cached_factory
 def softmax_cases(
     scale: str = "small",
     *,
@@ -74,22 +76,24 @@ def softmax_cases(
     mask_kinds = check_subset("mask_kinds", mask_kinds, MASK_KINDS)
     bias_kinds = check_subset("bias_kinds", bias_kinds, BIAS_KINDS)
 
+    # Strategies are built once, outside the draw (building one is far slower than drawing).
+    dtype_st = float_dtypes(dtypes)
+    block_m_st, block_n_st = st.sampled_from(lim.block_m), st.sampled_from(lim.block_n)
+    mask_st, bias_st = mask_recipes(mask_kinds), st.sampled_from(bias_kinds)
+    seed_st, scale_st = st.integers(0, 2**32 - 1), st.sampled_from(SCALES)
+
     @st.composite
     def build(draw: st.DrawFn) -> Case:
-        dtype = draw(float_dtypes(dtypes), label="dtype")
-        block_m = draw(st.sampled_from(lim.block_m), label="block_m")
-        block_n = draw(st.sampled_from(lim.block_n), label="block_n")
+        dtype = draw(dtype_st, label="dtype")
+        block_m = draw(block_m_st, label="block_m")
+        block_n = draw(block_n_st, label="block_n")
         rows = draw(sizes(max_size=lim.max_rows, blocks=(block_m,)), label="rows")
         max_cols = max(1, min(lim.max_tiles * block_n + block_n - 1, lim.max_elements // rows))
         cols = draw(tiled_sizes(block_n, max_size=max_cols), label="cols")
-        mask_recipe = draw(mask_recipes(mask_kinds), label="mask")
-        bias_kind = draw(st.sampled_from(bias_kinds), label="bias")
-        bias_seed = (
-            0
-            if bias_kind in ("none", "alibi")
-            else draw(st.integers(0, 2**32 - 1), label="bias seed")
-        )
-        scale_value = draw(st.sampled_from(SCALES), label="scale")
+        mask_recipe = draw(mask_st, label="mask")
+        bias_kind = draw(bias_st, label="bias")
+        bias_seed = 0 if bias_kind in ("none", "alibi") else draw(seed_st, label="bias seed")
+        scale_value = draw(scale_st, label="scale")
         recipe = draw(value_recipes(numel=rows * cols), label="values")
         inputs = {"x": materialize(recipe, (rows, cols), dtype)}
         mask = build_mask(mask_recipe, rows, cols)

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
+from strategies._cache import cached_factory
 from strategies._validate import check_int, check_subset
 
 DISTRIBUTIONS = ("normal", "uniform", "constant", "ramp", "explicit")
@@ -117,33 +119,56 @@ def value_recipes(
     distribution (normal), the first magnitude and offset (1 and 0) and no specials.
     """
     check_int("numel", numel, lo=0)
+    # Every numel above EXPLICIT_MAX gets the same strategy (built once).
+    return _value_recipes(
+        min(numel, EXPLICIT_MAX + 1),
+        tuple(distributions),
+        tuple(magnitudes),
+        tuple(offsets),
+        tuple(specials),
+        tuple(explicit_values),
+    )
+
+
+@cached_factory
+def _value_recipes(
+    numel: int,
+    distributions: tuple[str, ...],
+    magnitudes: tuple[float, ...],
+    offsets: tuple[float, ...],
+    specials: tuple[str, ...],
+    explicit_values: tuple[float, ...],
+) -> st.SearchStrategy[ValueRecipe]:
     distributions = check_subset("distributions", distributions, DISTRIBUTIONS)
     specials = check_subset("specials", specials, SPECIALS)
-    if not magnitudes or not offsets:
-        raise ValueError("magnitudes and offsets must not be empty")
+    if not magnitudes:
+        raise InvalidArgument("magnitudes must not be empty")
+    if not offsets:
+        raise InvalidArgument("offsets must not be empty")
     if numel > EXPLICIT_MAX:
         distributions = tuple(d for d in distributions if d != "explicit") or ("normal",)
+    dist_st, magnitude_st = st.sampled_from(distributions), st.sampled_from(magnitudes)
+    offset_st, special_st = st.sampled_from(offsets), st.sampled_from(specials)
+    density_st, seed_st = st.sampled_from((0.1, 0.5, 1.0)), st.integers(0, 2**32 - 1)
+    explicit_st = st.lists(st.sampled_from(explicit_values), min_size=numel, max_size=numel)
 
     @st.composite
     def build(draw: st.DrawFn) -> ValueRecipe:
-        dist = draw(st.sampled_from(distributions), label="distribution")
+        dist = draw(dist_st, label="distribution")
         if dist == "explicit":
-            values = draw(
-                st.lists(st.sampled_from(tuple(explicit_values)), min_size=numel, max_size=numel)
-            )
+            values = draw(explicit_st, label="values")
             return ValueRecipe(distribution="explicit", values=tuple(values))
-        magnitude = draw(st.sampled_from(tuple(magnitudes)), label="magnitude")
-        offset = draw(st.sampled_from(tuple(offsets)), label="offset")
-        special = draw(st.sampled_from(specials), label="specials")
-        density = (
-            0.0 if special == "none" else draw(st.sampled_from((0.1, 0.5, 1.0)), label="density")
-        )
-        seed = draw(st.integers(0, 2**32 - 1), label="seed")
+        magnitude = draw(magnitude_st, label="magnitude")
+        offset = draw(offset_st, label="offset")
+        special = draw(special_st, label="specials")
+        density = 0.0 if special == "none" else draw(density_st, label="density")
+        seed = draw(seed_st, label="seed")
         return ValueRecipe(seed, dist, magnitude, offset, special, density)
 
     return build()
 
 
+@cached_factory
 def float_dtypes(allowed: Sequence[str] = FLOAT_DTYPES) -> st.SearchStrategy[str]:
     """One of ``allowed`` (names); shrinks toward the first (float32)."""
     return st.sampled_from(check_subset("allowed", allowed, FLOAT_DTYPES))

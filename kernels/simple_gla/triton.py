@@ -341,7 +341,8 @@ def _bwd_kernel(
 
 
 def _kernel(kernel, interpret: bool):
-    return interpreted(kernel) if interpret else kernel
+    # fast: no int32-overflow checks of index arithmetic (int64 offsets are used where it matters)
+    return interpreted(kernel, fast=True) if interpret else kernel
 
 
 def _dtype(t: torch.Tensor) -> str:

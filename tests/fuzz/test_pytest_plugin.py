@@ -78,3 +78,18 @@ def test_failing_real_target_fails_with_the_finding(pytester, tmp_path):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*out-of-bounds-write (guard-bands)*", "*reproducer:*"])
     assert list(repro.glob("fake_broken__fake__out-of-bounds-write__*.py"))
+
+
+def test_xdist_workers_are_mapped_to_gpus_round_robin(monkeypatch):
+    from fuzz.pytest_plugin import device_for_xdist_worker, map_xdist_worker_to_gpu
+
+    assert device_for_xdist_worker("gw0", ["0", "1"]) == "0"
+    assert device_for_xdist_worker("gw3", ["4", "5"]) == "5"
+    assert device_for_xdist_worker("gw1", ["0"]) is None  # one GPU: nothing to share out
+    assert device_for_xdist_worker("master", ["0", "1"]) is None
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw3")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    assert map_xdist_worker_to_gpu() == "5"
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "5"
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert map_xdist_worker_to_gpu() is None

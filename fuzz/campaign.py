@@ -1,0 +1,758 @@
+"""Fuzz campaigns: a time budget shared by many (target, backend) pairs, run in worker processes.
+
+``python -m fuzz run`` builds a :class:`Campaign`. It
+
+* starts one worker process per device slot (:mod:`fuzz.worker`; one per visible GPU, each with
+  its own ``CUDA_VISIBLE_DEVICES``), and a fresh one whenever a worker dies or hangs;
+* first replays the previous report's reproducers (triage: still failing or fixed), then hands
+  out *slices*: a few seconds of Hypothesis on one pair. A pair's first slice replays what the
+  example database holds for it; later slices skip failure classes already found, so time goes
+  to finding new ones;
+* shares the budget with a floor and a bandit: every pair gets at least ``min_share`` of an even
+  split; the rest goes to pairs whose recent slices produced new failure classes or new coverage
+  features (hazard combinations, failure kinds), with an exploration bonus (UCB);
+* turns a worker that dies (segfault, abort, lost CUDA context, OOM kill) into a ``crash``
+  finding and one whose example outlives ``example_timeout`` into a ``hang`` finding, each with a
+  reproducer of the case the worker persisted before launching it;
+* writes ``report.json`` (atomically) whenever something is found and when a slice ends, and the
+  full report set (``fuzz.report``) at the end -- also on SIGTERM/SIGINT, with what was found so
+  far.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fuzz import failures as F
+from fuzz.failures import Finding
+from fuzz.profiles import Profile
+from fuzz.target import Target, target_plugin
+from fuzz.worker import EXIT_CONTEXT_LOST, WorkerConfig, clear_inflight, read_inflight, worker_main
+
+NEW_CLASS_WEIGHT = 10.0  # a new failure class counts as much as ten new coverage features
+
+
+@dataclass
+class PairState:
+    """One (target, backend) pair over the whole campaign."""
+
+    target: Target
+    backend: str
+    examples: int = 0
+    live_examples: int = 0  # examples of the slice in flight (progress messages)
+    seconds: float = 0.0
+    slices: int = 0
+    deaths: int = 0
+    rate: float = 0.0  # recent gain per second (new classes x 10 + new features)
+    running: bool = False
+    retired: str = ""
+    error: str | None = None
+    found: dict[str, dict[str, Any]] = field(default_factory=dict)  # class -> finding record
+    in_process_classes: set[str] = field(default_factory=set)
+    features: set[str] = field(default_factory=set)
+    events: Counter[str] = field(default_factory=Counter)
+    known_hits: Counter[str] = field(default_factory=Counter)
+    stats: Counter[str] = field(default_factory=Counter)
+    slice_new: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.target.name}|{self.backend}"
+
+    @property
+    def total_examples(self) -> int:
+        return self.examples + (self.live_examples if self.running else 0)
+
+    @property
+    def status(self) -> str:
+        t = self.target
+        if t.expected_class is None:
+            return "fail" if self.found or self.error else "pass"
+        if t.expected_class in self.found:
+            return "found"
+        return "wrong-class" if self.found else "missed"
+
+
+@dataclass
+class Slice:
+    id: int
+    pair: PairState | None
+    started: float
+    time_limit: float
+    hard_deadline: float
+    kind: str = "hunt"  # or "replay"
+    replay_path: str | None = None
+
+
+@dataclass
+class WorkerHandle:
+    slot: int
+    device: str | None
+    config: WorkerConfig
+    process: Any = None
+    conn: Any = None
+    started: Any = None  # shared double: start time of the example in flight (0: none)
+    ready: bool = False
+    busy: Slice | None = None
+    kill_reason: str | None = None
+    restarts: int = 0
+    startup_failures: int = 0
+
+
+@dataclass
+class CampaignConfig:
+    """Everything a campaign needs; built by ``python -m fuzz run``."""
+
+    targets: Sequence[Target]
+    backends: Sequence[str]
+    profile: Profile
+    budget: float
+    out: Path
+    repro_dir: Path
+    db: str | None
+    db_shared: Sequence[str] = ()
+    seed: int = 0
+    workers: int = 1
+    devices: Sequence[str | None] = (None,)
+    example_timeout: float = 120.0
+    min_share: float = 0.3
+    slice_seconds: float | None = None
+    max_deaths: int = 2
+    argv: Sequence[str] = ()
+    plugins: Sequence[str] = ()
+    triage: bool = True
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs a campaign can put one worker on each (``CUDA_VISIBLE_DEVICES`` entries)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except Exception:
+        return []
+
+
+class Campaign:
+    def __init__(
+        self,
+        config: CampaignConfig,
+        *,
+        log: Callable[[str], None] = print,
+        progress: Any = None,
+    ) -> None:
+        self.config = config
+        self.log = log
+        self.progress = progress
+        self.pairs = [
+            PairState(t, b) for t in config.targets for b in config.backends if self._runs(t, b)
+        ]
+        self.workers: list[WorkerHandle] = []
+        self.slice_ids = 0
+        self.stop_reason: str | None = None
+        self.started_wall = time.time()
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + config.budget
+        self.fuzz_started: float | None = None
+        self.restarts = 0
+        self.db_problems: list[str] = []
+        self.triage_results: dict[str, dict[str, Any]] = {}  # previous signature -> replay verdict
+        self.previous: dict[str, Any] | None = None
+        self.replay_queue: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self._last_write = 0.0
+        self._superseded: list[Path] = []
+        n = max(len(self.pairs), 1)
+        # A quarter of an even split, at least 3 s (less when the budget cannot give every pair
+        # one slice of 3 s), at most 60 s.
+        low = min(3.0, max(0.5, config.budget / n))
+        self.slice_seconds = config.slice_seconds or min(60.0, max(low, config.budget / (4 * n)))
+        self.floor = config.min_share * config.budget / n
+
+    @staticmethod
+    def _runs(t: Target, backend: str) -> bool:
+        from fuzz.backends import get_backend
+
+        b = get_backend(backend)
+        return b.impl in t.kernels and b.available
+
+    # Workers ---------------------------------------------------------------------------------------
+
+    def _start_worker(self, w: WorkerHandle) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        w.started = ctx.Value("d", 0.0, lock=False)
+        w.process = ctx.Process(
+            target=worker_main, args=(child, w.config, w.started), name=f"fuzz-worker-{w.slot}",
+            daemon=True,
+        )  # fmt: skip
+        w.process.start()
+        child.close()
+        w.conn = parent
+        w.ready = False
+        w.busy = None
+        w.kill_reason = None
+
+    def _make_workers(self) -> None:
+        c = self.config
+        workdir = c.out / "workers"
+        workdir.mkdir(parents=True, exist_ok=True)
+        profile = dataclasses.asdict(c.profile)
+        for slot in range(c.workers):
+            device = c.devices[slot % len(c.devices)] if c.devices else None
+            wc = WorkerConfig(
+                slot=slot,
+                plugins=list(c.plugins),
+                profile=profile,
+                repro_dir=str(c.repro_dir),
+                inflight=str(workdir / f"inflight-{slot}"),
+                log=str(workdir / f"worker-{slot}.log"),
+                db=c.db,
+                db_shared=list(c.db_shared),
+                cuda_device=device,
+            )
+            w = WorkerHandle(slot, device, wc)
+            self._start_worker(w)
+            self.workers.append(w)
+
+    def _kill(self, w: WorkerHandle, reason: str) -> None:
+        w.kill_reason = reason
+        if w.process is not None and w.process.is_alive():
+            if reason == "hang":
+                try:  # ask faulthandler for every thread's stack, for the finding
+                    os.kill(w.process.pid, signal.SIGUSR1)
+                    time.sleep(0.3)
+                except OSError:
+                    pass
+            w.process.kill()
+            w.process.join(5)
+
+    # Scheduling ------------------------------------------------------------------------------------
+
+    def remaining(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def _pick(self) -> PairState | None:
+        active = [p for p in self.pairs if not p.retired and not p.running]
+        if not active:
+            return None
+        under = [p for p in active if p.seconds < self.floor]
+        if under:
+            return min(under, key=lambda p: (p.slices, p.seconds))
+        total = sum(p.slices for p in self.pairs) + 1
+        return max(
+            active, key=lambda p: p.rate + 0.5 * math.sqrt(math.log(total + 1) / (p.slices + 1))
+        )
+
+    def _dispatch(self, w: WorkerHandle) -> bool:
+        if self.replay_queue:
+            item = self.replay_queue.pop(0)
+            self.slice_ids += 1
+            now = time.perf_counter()
+            w.busy = Slice(self.slice_ids, None, now, 0.0, now + self.config.example_timeout * 2 + 30,
+                           kind="replay", replay_path=item["reproducer"])  # fmt: skip
+            w.conn.send(("replay", {"slice": self.slice_ids, "path": item["reproducer"]}))
+            return True
+        left = self.remaining()
+        if left < 0.5 or self.stop_reason:
+            return False
+        pair = self._pick()
+        if pair is None:
+            return False
+        self.slice_ids += 1
+        limit = min(self.slice_seconds, left)
+        shrink = max(30.0, 2 * self.slice_seconds)  # shrinking a new class may take a while
+        now = time.perf_counter()
+        sl = Slice(self.slice_ids, pair, now, limit, now + limit + shrink)
+        pair.running = True
+        pair.live_examples = 0
+        pair.slice_new = 0.0
+        w.busy = sl
+        task = {
+            "slice": sl.id,
+            "target": pair.target.name,
+            "backend": pair.backend,
+            "seed": (self.config.seed * 1_000_003 + sl.id) % 2**32,
+            "time_limit": limit,
+            "hard_limit": limit + shrink,
+            "known": sorted(pair.in_process_classes),
+            "reuse": pair.slices == 0,
+        }
+        w.conn.send(("hunt", task))
+        return True
+
+    # Messages --------------------------------------------------------------------------------------
+
+    def _pair_of(self, w: WorkerHandle, sid: int) -> PairState | None:
+        if w.busy is not None and w.busy.id == sid:
+            return w.busy.pair
+        return None
+
+    def _record(self, pair: PairState, rec: dict[str, Any], *, in_process: bool) -> None:
+        cls = rec["class"]
+        old = pair.found.get(cls)
+        if old is None:
+            pair.slice_new += NEW_CLASS_WEIGHT
+            self.log(
+                f"FOUND {cls} in {pair.target.name} on {pair.backend}: {rec['message'][:160]}"
+                + (f" -> {rec['reproducer']}" if rec.get("reproducer") else "")
+            )
+        elif old.get("reproducer") and old.get("reproducer") != rec.get("reproducer"):
+            self._superseded.append(Path(old["reproducer"]))
+        rec = {**rec, "target": pair.target.name, "backend": pair.backend}
+        pair.found[cls] = rec
+        if in_process:
+            pair.in_process_classes.add(cls)
+        self._write_report(throttle=True)
+
+    def _handle(self, w: WorkerHandle, msg: tuple[Any, ...]) -> None:
+        kind = msg[0]
+        if kind == "ready":
+            w.ready = True
+            w.startup_failures = 0
+            return
+        if kind == "fatal":
+            self.notes.append(f"worker {w.slot} could not start: {msg[1]}")
+            self.log(f"worker {w.slot} could not start: {msg[1]}\n{msg[2]}")
+            return
+        sid = msg[1]
+        if kind == "replayed":
+            self._replayed(w, msg[2])
+            return
+        pair = self._pair_of(w, sid)
+        if pair is None:
+            return
+        if kind == "progress":
+            pair.live_examples = msg[2]
+        elif kind == "feature":
+            if msg[2] not in pair.features:
+                pair.features.add(msg[2])
+                pair.slice_new += 1.0
+        elif kind == "found":
+            self._record(pair, msg[2], in_process=True)
+        elif kind == "context-lost":
+            self.notes.append(
+                f"{pair.target.name} on {pair.backend}: the CUDA context was lost ({msg[2][:200]}); "
+                "worker restarted"
+            )
+        elif kind == "done":
+            self._slice_done(w, pair, msg[2])
+
+    def _slice_done(self, w: WorkerHandle, pair: PairState, summary: dict[str, Any]) -> None:
+        sl = w.busy
+        assert sl is not None
+        w.busy = None
+        pair.running = False
+        pair.slices += 1
+        pair.examples += summary.get("examples", 0)
+        pair.live_examples = 0
+        secs = summary.get("seconds", time.perf_counter() - sl.started)
+        pair.seconds += secs
+        for rec in summary.get("found", []):
+            self._record(pair, rec, in_process=True)
+        for k in ("launches", "launch_seconds", "compile_seconds", "twin_launches", "twin_seconds"):
+            pair.stats[k] += summary.get(k, 0)
+        pair.events.update(summary.get("events", {}))
+        pair.known_hits.update(summary.get("known_hits", {}))
+        for feat in summary.get("features", []):
+            if feat not in pair.features:
+                pair.features.add(feat)
+                pair.slice_new += 1.0
+        self.db_problems.extend(summary.get("db_problems", []))
+        if summary.get("error"):
+            pair.error = summary["error"]
+            pair.retired = "harness error"
+            self.log(f"ERROR {pair.target.name} on {pair.backend}: {summary['error'][:300]}")
+        elif (
+            summary.get("stopped") == "examples"
+            and not summary.get("found")
+            and secs < 0.9 * sl.time_limit
+        ):
+            pair.retired = "search space exhausted"
+        gain = pair.slice_new / max(secs, 0.1)
+        pair.rate = 0.5 * pair.rate + 0.5 * gain
+        rate = summary.get("examples", 0) / secs if secs > 0 else 0.0
+        self.log(
+            f"{pair.target.name} on {pair.backend}: +{summary.get('examples', 0)} examples in "
+            f"{secs:.1f}s ({rate:.1f}/s), total {pair.examples}; classes: "
+            f"{', '.join(sorted(pair.found)) or '-'}"
+            + (f" [{pair.retired}]" if pair.retired else "")
+        )
+        self._write_report(throttle=True)
+
+    # Deaths and hangs ------------------------------------------------------------------------------
+
+    def _death_finding(self, w: WorkerHandle, pair: PairState, cls: str, message: str) -> None:
+        from fuzz import reproducer
+
+        got = read_inflight(w.config.inflight)
+        log_tail = _tail(w.config.log, 40)
+        if got is None:
+            self.notes.append(
+                f"{pair.target.name} on {pair.backend}: {message} (no in-flight case)"
+            )
+            return
+        meta, case = got
+        finding = Finding(
+            cls,
+            "process" if cls == F.CRASH else "timeout",
+            message,
+            hazards=pair.target.hazards_of(case),
+            details={"process": message, "log": log_tail},
+        )
+        sig = reproducer.signature(pair.target.name, finding)
+        finding.details["signature"] = sig
+        p = self.config.profile
+        path = reproducer.write(
+            self.config.repro_dir,
+            target=pair.target,
+            backend=pair.backend,
+            case=case,
+            params=meta.get("property_params", {}),
+            finding=finding,
+            ref_device=p.ref_device,
+            differential=p.differential,
+            differential_max_cost=p.differential_max_cost,
+            isolate=True,
+            timeout=self.config.example_timeout,
+        )
+        rec = {
+            **finding.as_dict(),
+            "signature": sig,
+            "case": repr(case),
+            "case_size": case.size,
+            "shapes": case.shapes(),
+            "params": case.params_json(),
+            "first_example": pair.total_examples,
+            "first_seconds": round(pair.seconds + time.perf_counter() - w.busy.started, 3)
+            if w.busy
+            else 0.0,
+            "shrink_seconds": 0.0,
+            "shrunk": False,
+            "reproducer": str(path),
+            "plots": [],
+        }
+        self._record(pair, rec, in_process=False)
+
+    def _worker_gone(self, w: WorkerHandle) -> None:
+        code = w.process.exitcode if w.process is not None else None
+        sl = w.busy
+        reason = w.kill_reason
+        if code is None and w.process is not None:
+            w.process.join(1)
+            code = w.process.exitcode
+        if sl is not None and sl.kind == "replay":
+            self._replayed(w, {"path": sl.replay_path, "status": "fail",
+                               "verdict": f"the replay {_exit_text(code, reason)}"})  # fmt: skip
+        elif sl is not None and sl.pair is not None:
+            pair = sl.pair
+            pair.running = False
+            pair.slices += 1
+            pair.seconds += time.perf_counter() - sl.started
+            pair.examples += pair.live_examples
+            pair.live_examples = 0
+            if reason == "hang":
+                msg = (
+                    f"an example did not finish within {self.config.example_timeout:g} s "
+                    "(per-example timeout); the worker was killed"
+                )
+                self._death_finding(w, pair, F.HANG, msg)
+            elif code == EXIT_CONTEXT_LOST:
+                pass  # the finding came over the pipe before the worker exited
+            elif reason == "overran":
+                self.notes.append(f"{pair.target.name} on {pair.backend}: a slice overran its hard "
+                                  "limit (shrinking too slow); the worker was restarted")  # fmt: skip
+            elif reason != "shutdown":
+                self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
+            pair.deaths += reason != "overran"
+            if pair.deaths >= self.config.max_deaths and not pair.retired:
+                pair.retired = f"killed its worker {pair.deaths} times"
+            self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
+                     f"{pair.target.name} on {pair.backend}")  # fmt: skip
+        clear_inflight(w.config.inflight)
+        if not w.ready:
+            w.startup_failures += 1  # died before it could take any work
+        w.busy = None
+        w.ready = False
+        if w.conn is not None:
+            w.conn.close()
+            w.conn = None
+        out_of_time = self.fuzz_started is not None and self.remaining() < 0.5
+        if self.stop_reason or reason == "shutdown" or (out_of_time and not self.replay_queue):
+            w.process = None
+            return
+        if w.startup_failures >= 3:
+            self.notes.append(
+                f"worker {w.slot} failed to start 3 times (see {w.config.log}); slot abandoned"
+            )
+            w.process = None
+            return
+        self.restarts += 1
+        w.restarts += 1
+        self._start_worker(w)
+
+    # Triage ----------------------------------------------------------------------------------------
+
+    def _load_previous(self) -> None:
+        import json
+
+        path = self.config.out / "report.json"
+        try:
+            prev = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return
+        if not isinstance(prev, dict) or "results" not in prev:
+            return
+        self.previous = prev
+        names = {t.name for t in self.config.targets}
+        for f in prev.get("findings", []):
+            repro = f.get("reproducer")
+            if f.get("target") in names and repro and Path(repro).exists():
+                self.replay_queue.append(f)
+
+    def _replayed(self, w: WorkerHandle, result: dict[str, Any]) -> None:
+        w.busy = None
+        self.triage_results[result["path"]] = result
+
+    # The loop --------------------------------------------------------------------------------------
+
+    def request_stop(self, reason: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.log(f"{reason}: stopping, writing the report of what was found so far")
+
+    def run(self) -> dict[str, Any]:
+        """Runs the campaign to its budget (or a stop request); returns the final report."""
+        from fuzz import report
+
+        c = self.config
+        c.out.mkdir(parents=True, exist_ok=True)
+        c.repro_dir.mkdir(parents=True, exist_ok=True)
+        if c.triage:
+            self._load_previous()
+            report.archive_previous(c.out)
+        self._make_workers()
+        # The budget counts fuzzing time: from the moment the first worker is ready, and not while
+        # every worker is (re)starting.
+        waiting_since = time.perf_counter()
+        budget_started = False
+        last_tick = time.perf_counter()
+        try:
+            while True:
+                now = time.perf_counter()
+                if budget_started and not any(w.ready for w in self.workers):
+                    self.deadline += now - last_tick  # every worker (re)starting: not fuzzing
+                last_tick = now
+                if not budget_started and (
+                    any(w.ready for w in self.workers) or now - waiting_since > 300
+                ):
+                    budget_started = True
+                    self.deadline = now + c.budget
+                    self.fuzz_started = now
+                if budget_started and not self.stop_reason:
+                    for w in self.workers:
+                        if w.ready and w.busy is None and w.process is not None:
+                            self._dispatch(w)
+                busy = [w for w in self.workers if w.busy is not None]
+                if (
+                    budget_started
+                    and not busy
+                    and (self.stop_reason or self.remaining() < 0.5 or not self._schedulable())
+                ):
+                    break
+                if self.stop_reason and busy:
+                    self._drain(busy, grace=2.0)
+                    break
+                if budget_started and self.remaining() < -max(15.0, 0.1 * c.budget):
+                    for w in busy:  # shrinking that would not end: keep what was streamed
+                        self._kill(w, "overran")
+                        self._worker_gone(w)
+                    break
+                if all(w.process is None for w in self.workers):
+                    self.notes.append("no worker could be started")
+                    break
+                self._poll(0.2)
+                if self.progress is not None:
+                    self.progress(self)
+        except KeyboardInterrupt:
+            self.request_stop("interrupted")
+        finally:
+            self._shutdown()
+        for p in self._superseded:
+            if p.exists() and not any(
+                f.get("reproducer") == str(p) for pr in self.pairs for f in pr.found.values()
+            ):
+                p.unlink()
+        return self._write_report(final=True)
+
+    def _schedulable(self) -> bool:
+        return bool(self.replay_queue) or any(not p.retired for p in self.pairs)
+
+    def _poll(self, timeout: float) -> None:
+        live = [w for w in self.workers if w.process is not None and w.conn is not None]
+        objs: list[Any] = [w.conn for w in live] + [w.process.sentinel for w in live]
+        try:
+            ready = multiprocessing.connection.wait(objs, timeout=timeout)
+        except InterruptedError:
+            ready = []
+        for w in live:
+            if w.conn is not None and w.conn in ready:
+                try:
+                    while w.conn is not None and w.conn.poll():
+                        self._handle(w, w.conn.recv())
+                except (EOFError, OSError):
+                    pass
+            if w.process is not None and w.process.sentinel in ready and not w.process.is_alive():
+                try:  # messages sent just before dying
+                    while w.conn is not None and w.conn.poll():
+                        self._handle(w, w.conn.recv())
+                except (EOFError, OSError):
+                    pass
+                self._worker_gone(w)
+        now_wall = time.time()
+        for w in self.workers:
+            if w.busy is None or w.process is None:
+                continue
+            st = w.started.value if w.started is not None else 0.0
+            if st > 0 and now_wall - st > self.config.example_timeout:
+                self._kill(w, "hang")
+                self._worker_gone(w)
+            elif w.busy.kind == "hunt" and time.perf_counter() > w.busy.hard_deadline + 30:
+                self._kill(w, "overran")
+                self._worker_gone(w)
+
+    def _drain(self, busy: list[WorkerHandle], grace: float) -> None:
+        end = time.perf_counter() + grace
+        while any(w.busy is not None for w in busy) and time.perf_counter() < end:
+            self._poll(0.1)
+
+    def _shutdown(self) -> None:
+        for w in self.workers:
+            if w.process is None:
+                continue
+            if w.busy is not None:
+                pair = w.busy.pair
+                self._kill(w, "shutdown")
+                if pair is not None:
+                    pair.running = False
+                    pair.examples += pair.live_examples
+                    pair.seconds += time.perf_counter() - w.busy.started
+                    pair.live_examples = 0
+                w.busy = None
+            else:
+                try:
+                    w.conn.send(("stop",))
+                except (OSError, AttributeError):
+                    pass
+                w.process.join(1)  # everything it found has arrived; do not wait on its teardown
+                if w.process.is_alive():
+                    w.process.kill()
+                    w.process.join(3)
+            clear_inflight(w.config.inflight)
+            w.process = None
+
+    # Reports ---------------------------------------------------------------------------------------
+
+    def _write_report(self, *, throttle: bool = False, final: bool = False) -> dict[str, Any]:
+        from fuzz import report
+
+        now = time.perf_counter()
+        if throttle and now - self._last_write < 1.0:
+            return {}
+        self._last_write = now
+        data = report.campaign_report(self, final=final)
+        report.write_json(self.config.out / "report.json", data)
+        if final:
+            report.write_all(self.config.out, data)
+        return data
+
+
+def _exit_text(code: int | None, reason: str | None) -> str:
+    if reason == "hang":
+        return "was killed after the per-example timeout"
+    if reason == "overran":
+        return "was killed: its slice overran"
+    if reason == "shutdown":
+        return "was stopped at the end of the campaign"
+    if code is None:
+        return "vanished"
+    if code == EXIT_CONTEXT_LOST:
+        return "exited after losing its CUDA context"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        extra = {
+            "SIGSEGV": " (segmentation fault)",
+            "SIGABRT": " (abort)",
+            "SIGKILL": " (out of memory? the kernel's OOM killer sends SIGKILL)",
+            "SIGBUS": " (bus error)",
+            "SIGFPE": " (arithmetic fault)",
+        }.get(name, "")
+        return f"was killed by {name}{extra}"
+    return f"exited with status {code}"
+
+
+def _tail(path: str, n: int) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return ""
+    return "".join(lines[-n:])[-6000:]
+
+
+def plugin_specs(targets: Sequence[Target]) -> list[str]:
+    from fuzz.target import plugins
+
+    specs = list(plugins())
+    for t in targets:
+        spec = target_plugin(t)
+        if spec and spec not in specs:
+            specs.append(spec)
+    return specs
+
+
+def install_signal_handlers(campaign: Campaign) -> Callable[[], None]:
+    """SIGTERM and SIGINT end the campaign with a complete report; returns an undo function."""
+    if threading_is_main() is False:
+        return lambda: None
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def handler(signum: int, frame: Any) -> None:
+        campaign.request_stop(signal.Signals(signum).name)
+
+    for s in saved:
+        signal.signal(s, handler)
+
+    def undo() -> None:
+        for s, h in saved.items():
+            signal.signal(s, h)
+
+    return undo
+
+
+def threading_is_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+__all__ = ["Campaign", "CampaignConfig", "install_signal_handlers", "plugin_specs", "visible_gpus"]
+_ = sys  # (kept for debugging hooks)

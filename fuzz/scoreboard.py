@@ -1,0 +1,236 @@
+"""The mutant scoreboard: how much better the harness finds planted bugs than the usual tests.
+
+For every mutant and backend, in one run:
+
+harness
+    :func:`fuzz.engine.hunt` with a time budget: found or not, the class, examples and seconds to
+    the first failure, shrink time, and the minimal reproducer's size.
+randn baseline
+    five seeded ``randn`` trials at the target's default shape (``Target.baseline_randn``), the
+    way KernelBench checks a kernel.
+grid baseline
+    the fixed grid of shapes, dtypes and options the family's upstream tests use
+    (``Target.baseline_grid``), the way flash-attention and fla test.
+
+A baseline *finds* a mutant when any of its cases fails any property the harness checks (the same
+property code, no shrinking; a property with drawn parameters gets its simplest value). Targets
+without baselines show ``n/a``. The summary gives each method's detection rate and bugs found per
+minute (mutants detected / minutes spent; the harness's minutes count up to the first failure of
+each detected mutant and the whole budget of each missed one).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from fuzz.backends import get_backend
+from fuzz.case import Case
+from fuzz.engine import hunt
+from fuzz.profiles import Profile
+from fuzz.properties import check_case, properties_of
+from fuzz.target import Target
+
+RANDN_TRIALS = 5
+
+
+def _simplest_params(target: Target) -> dict[str, Any]:
+    from hypothesis import find
+
+    out = {}
+    for prop in properties_of(target):
+        if prop.params_strategy is not None:
+            out[prop.name] = find(prop.params_strategy, lambda _: True)
+    return out
+
+
+def run_baseline(
+    target: Target, backend: str, cases: Sequence[Case], profile: Profile
+) -> dict[str, Any]:
+    """Checks every case with every property; the first failure decides."""
+    b = get_backend(backend)
+    params = _simplest_params(target)
+    t0 = time.perf_counter()
+    first = None
+    classes: set[str] = set()
+    for i, case in enumerate(cases):
+        outcome = check_case(target, b, case, params=params, ref_device=profile.ref_device,
+                             differential=profile.differential,
+                             differential_max_cost=profile.differential_max_cost)  # fmt: skip
+        if outcome.finding is not None:
+            classes.add(outcome.finding.cls)
+            if first is None:
+                first = {"case": i, "class": outcome.finding.cls,
+                         "message": outcome.finding.message[:200]}  # fmt: skip
+    return {
+        "found": first is not None,
+        "class": first["class"] if first else None,
+        "classes": sorted(classes),
+        "first": first,
+        "cases": len(cases),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def run_scoreboard(
+    mutants: Sequence[Target],
+    backends: Sequence[str],
+    profile: Profile,
+    *,
+    budget: float,
+    seed: int = 0,
+    log: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
+    rows = []
+    for m in mutants:
+        for name in backends:
+            b = get_backend(name)
+            if b.impl not in m.kernels:
+                continue
+            reason = b.unavailable_reason()
+            if reason is not None:
+                log(f"skipping {m.name} on {name}: {reason}")
+                continue
+            log(f"{m.name} on {name}: harness ({budget:g}s budget)...")
+            r = hunt(m, b, profile, max_examples=10**9, seed=seed, database=None, time_limit=budget)
+            f = r.found.get(m.expected_class or "") or next(iter(r.found.values()), None)
+            harness = {
+                "found": f is not None,
+                "class": f.finding.cls if f else None,
+                "expected": bool(f and f.finding.cls == m.expected_class),
+                "classes": r.classes,
+                "examples_to_first": f.first_example if f else None,
+                "seconds_to_first": round(f.first_seconds, 3) if f else None,
+                "shrink_seconds": round(f.shrink_seconds, 3) if f else None,
+                "reproducer_size": f.case.size if f else None,
+                "examples": r.examples,
+                "seconds": round(r.seconds, 3),
+                "error": r.error,
+            }
+            row: dict[str, Any] = {"mutant": m.name, "backend": name, "expected_class": m.expected_class,
+                                   "harness": harness}  # fmt: skip
+            if m.baseline_randn is not None:
+                cases = [m.baseline_randn(s, profile.scale) for s in range(RANDN_TRIALS)]
+                row["randn"] = run_baseline(m, name, cases, profile)
+            else:
+                row["randn"] = None
+            row["grid"] = (
+                run_baseline(m, name, list(m.baseline_grid(profile.scale)), profile)
+                if m.baseline_grid is not None
+                else None
+            )
+            rows.append(row)
+    return {"profile": profile.name, "budget": budget, "seed": seed, "rows": rows,
+            "summary": summarize(rows)}  # fmt: skip
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    n = len(rows)
+    h_found = [r for r in rows if r["harness"]["found"]]
+    h_minutes = (
+        sum(
+            (r["harness"]["seconds_to_first"] if r["harness"]["found"] else r["harness"]["seconds"])
+            for r in rows
+        )
+        / 60
+    )
+    out["harness"] = {
+        "detected": len(h_found),
+        "expected_class": sum(r["harness"]["expected"] for r in rows),
+        "total": n,
+        "rate": len(h_found) / n if n else 0.0,
+        "minutes": round(h_minutes, 3),
+        "per_minute": round(len(h_found) / h_minutes, 2) if h_minutes > 0 else None,
+    }
+    for key in ("randn", "grid"):
+        have = [r for r in rows if r[key] is not None]
+        found = [r for r in have if r[key]["found"]]
+        minutes = sum(r[key]["seconds"] for r in have) / 60
+        out[key] = {
+            "detected": len(found),
+            "total": len(have),
+            "rate": len(found) / len(have) if have else None,
+            "minutes": round(minutes, 3),
+            "per_minute": round(len(found) / minutes, 2) if minutes > 0 else None,
+        }
+    return out
+
+
+def _cell(b: dict[str, Any] | None) -> str:
+    if b is None:
+        return "n/a"
+    return f"yes ({b['class']})" if b["found"] else "no"
+
+
+def table_rows(board: dict[str, Any]) -> list[list[str]]:
+    out = []
+    for r in board["rows"]:
+        h = r["harness"]
+        cls = h["class"] or "-"
+        if h["found"] and not h["expected"]:
+            cls += f" (expected {r['expected_class']})"
+        out.append([
+            r["mutant"], r["backend"], "yes" if h["found"] else "no", cls,
+            "" if h["examples_to_first"] is None else str(h["examples_to_first"]),
+            "" if h["seconds_to_first"] is None else f"{h['seconds_to_first']:.2f}",
+            "" if h["shrink_seconds"] is None else f"{h['shrink_seconds']:.2f}",
+            "" if h["reproducer_size"] is None else str(h["reproducer_size"]),
+            _cell(r["randn"]), _cell(r["grid"]),
+        ])  # fmt: skip
+    return out
+
+
+HEADERS = ["mutant", "backend", "found", "class", "examples to 1st", "s to 1st", "shrink s",
+           "repro size", f"randn x{RANDN_TRIALS}", "grid"]  # fmt: skip
+
+
+def summary_lines(board: dict[str, Any]) -> list[str]:
+    s = board["summary"]
+    lines = []
+    for key, label in (
+        ("harness", "harness"),
+        ("randn", f"randn x{RANDN_TRIALS}"),
+        ("grid", "fixed grid"),
+    ):
+        d = s[key]
+        if d["total"] == 0 or d.get("rate") is None:
+            lines.append(f"{label:12} n/a")
+            continue
+        per = "n/a" if d["per_minute"] is None else f"{d['per_minute']:.2f}"
+        lines.append(
+            f"{label:12} detected {d['detected']}/{d['total']} ({d['rate']:.0%}), "
+            f"{per} bugs/min over {d['minutes'] * 60:.1f}s"
+            + (f"; expected class {d['expected_class']}/{d['total']}" if key == "harness" else "")
+        )
+    return lines
+
+
+def print_scoreboard(board: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(Console().width, 160))
+    t = Table(
+        title=f"mutant scoreboard (profile {board['profile']}, {board['budget']:g}s per mutant)"
+    )
+    for h in HEADERS:
+        t.add_column(h)
+    for row in table_rows(board):
+        t.add_row(*row)
+    console.print(t)
+    for line in summary_lines(board):
+        console.print(line, markup=False, highlight=False)
+
+
+def write_scoreboard(out: Path, board: dict[str, Any]) -> None:
+    from fuzz.report import atomic_write_text
+
+    atomic_write_text(out / "scoreboard.json", json.dumps(board, indent=2) + "\n")
+    md = ["| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
+    md += ["| " + " | ".join(r) + " |" for r in table_rows(board)]
+    md += ["", *[f"- {line}" for line in summary_lines(board)], ""]
+    atomic_write_text(out / "scoreboard.md", "\n".join(md))

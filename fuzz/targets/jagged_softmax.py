@@ -1,0 +1,509 @@
+"""The jagged softmax family (seed 000): the real kernels and their mutants.
+
+Inputs: ``values [N, M]`` and ``offsets [B+1]``; output ``y [N, M]``, the softmax over each
+segment's rows, per column. Parameters: ``dtype``, ``block_n`` (rows per tile), ``block_m``
+(columns per program), ``num_programs`` (``None``: one per segment) and ``guard``, the poison the
+rows around ``values`` hold (see below).
+
+Guard rows. What a kernel reads outside its input must not matter, and a kernel must not read it
+in a way that could. The Triton entry point passes ``values`` as a view into a larger buffer:
+``block_n`` rows before and after, and one column after every row, hold the ``guard`` poison
+(a tile that starts inside ``[0, N)`` ends inside the buffer, so a stray read stays in allocated
+memory). ``offsets`` is a view too: the entry before it holds -1 and the entry after it ``N + 1``,
+so a kernel that reads one past either end as a segment bound processes a phantom row outside
+``[0, N)``: it reads a guard row and writes outside the output, into the harness's guard band.
+The Pallas wrapper pads on the host anyway; its padding holds the same poison (``pad_value``).
+The clean runs use NaN; ``poison`` swaps in the other poisons, so the generic masked-poison
+property checks that no output bit depends on them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import types
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fuzz.arrays import finfo, np_dtype, special_value
+from fuzz.case import Case
+from fuzz.compare import Tolerance
+from fuzz.failures import CRASH, MASKING, NONDETERMINISM, Finding
+from fuzz.properties import Context, Property, exception_summary
+from fuzz.target import Hazard, Target, register
+from kernels.jagged_softmax.mutants import MUTANTS
+from oracles.jagged_softmax import jagged_softmax_naive, jagged_softmax_reference
+from strategies.jagged import offsets_from_lengths
+from strategies.jagged_softmax import jagged_softmax_cases
+
+TOLERANCE = Tolerance(rho=2.0, floor_ulps=2.0)
+FP32_EXP_MAX = finfo("float32").log_max  # 88.72
+
+
+# Entry points -------------------------------------------------------------------------------------
+
+
+def _guarded_torch(values: Any, offsets: Any, guard: str, block_n: int) -> tuple[Any, Any]:
+    """``values`` and ``offsets`` as views into larger buffers whose extra elements are poison."""
+    import torch
+
+    n, m = values.shape
+    fill = special_value(guard, str(values.dtype).replace("torch.", ""))
+    buf = torch.full((n + 2 * block_n, m + 1), fill, dtype=values.dtype, device=values.device)
+    buf[block_n : block_n + n, :m] = values
+    obuf = torch.empty(offsets.shape[0] + 2, dtype=offsets.dtype, device=offsets.device)
+    obuf[0] = -1
+    obuf[1:-1] = offsets
+    obuf[-1] = n + 1
+    return buf[block_n : block_n + n, :m], obuf[1:-1]
+
+
+def entry(module: types.ModuleType, impl: str):
+    """The target entry point of a jagged softmax module (real or mutant, Triton or Pallas)."""
+
+    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
+            interpret: bool) -> dict[str, Any]:  # fmt: skip
+        values, offsets = inputs["values"], inputs["offsets"]
+        kw = {
+            "out": None if out is None else out["y"],
+            "block_n": params["block_n"],
+            "block_m": params["block_m"],
+            "num_programs": params["num_programs"],
+            "interpret": interpret,
+        }
+        if impl == "triton":
+            values, offsets = _guarded_torch(values, offsets, params["guard"], params["block_n"])
+        else:
+            kw["pad_value"] = special_value(params["guard"], params["dtype"])
+        return {"y": module.jagged_softmax(values, offsets, **kw)}
+
+    return run
+
+
+# References ---------------------------------------------------------------------------------------
+
+
+def _torch_inputs(case: Case, device: str) -> tuple[Any, Any]:
+    from fuzz.backends import TorchAdapter
+
+    adapter = TorchAdapter(device)
+    return adapter.put(case.inputs["values"]), adapter.put(case.inputs["offsets"])
+
+
+def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
+    values, offsets = _torch_inputs(case, device)
+    return {"y": jagged_softmax_reference(values, offsets).cpu().numpy()}
+
+
+def naive(case: Case, device: str) -> dict[str, np.ndarray]:
+    from fuzz.backends import TorchAdapter
+
+    values, offsets = _torch_inputs(case, device)
+    return {"y": TorchAdapter(device).get(jagged_softmax_naive(values, offsets))}
+
+
+def _bounds(case: Case) -> list[tuple[int, int]]:
+    o = [int(v) for v in case.inputs["offsets"]]
+    return list(itertools.pairwise(o))
+
+
+def _lengths(case: Case) -> np.ndarray:
+    return np.diff(case.inputs["offsets"].astype(np.int64))
+
+
+def poison(case: Case, kind: str) -> Case | None:
+    """The case with every guard row (and the Pallas padding) holding ``kind``."""
+    if kind == case.params["guard"] or case.inputs["values"].size == 0:
+        return None
+    return case.replace(guard=kind)
+
+
+def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
+    """Outputs decided without arithmetic: 0 for a -inf value (and for every value of a column of
+    a segment with no finite value), 1 for the only finite value of a segment's column (every
+    one-row segment)."""
+    x = case.inputs["values"].astype(np.float64)
+    finite = np.isfinite(x)
+    fixed = ~finite
+    for a, b in _bounds(case):
+        if b > a:
+            count = finite[a:b].sum(axis=0)
+            fixed[a:b] |= (count <= 1)[None, :]
+    return {"y": fixed}
+
+
+# Hazards ------------------------------------------------------------------------------------------
+
+
+def _empty_segments(case: Case) -> str | None:
+    lengths = _lengths(case)
+    empty = np.flatnonzero(lengths == 0)
+    if not empty.size:
+        return None
+    where = []
+    if lengths[0] == 0:
+        where.append("leading")
+    if lengths[-1] == 0:
+        where.append("trailing")
+    if (np.diff(empty) == 1).any():
+        where.append("consecutive")
+    return f"{empty.size} empty segment(s) of {lengths.size}" + (
+        f" ({', '.join(where)})" if where else ""
+    )
+
+
+def _single_row(case: Case) -> str | None:
+    n = int((_lengths(case) == 1).sum())
+    return f"{n} one-row segment(s) (softmax 1.0)" if n else None
+
+
+def _multi_tile(case: Case) -> str | None:
+    lengths, block = _lengths(case), case.params["block_n"]
+    longest = int(lengths.max(initial=0))
+    if longest > block:
+        return f"max_seqlen {longest} > block_n={block}: the running max and sum cross tiles"
+    return None
+
+
+def _tile_overhang(case: Case) -> str | None:
+    """Segments whose last tile covers rows of the following segment(s)."""
+    block = case.params["block_n"]
+    n = int(case.inputs["offsets"][-1])
+    hits = []
+    for b, (start, end) in enumerate(_bounds(case)):
+        if end > start and (end - start) % block:
+            covered = min(start + -(-(end - start) // block) * block, n) - end
+            if covered > 0:
+                hits.append((b, covered))
+    if not hits:
+        return None
+    b, k = hits[0]
+    return f"{len(hits)} segment(s) whose last tile covers rows of the next (first: segment {b}, {k} row(s))"
+
+
+def _shared_programs(case: Case) -> str | None:
+    b = len(case.inputs["offsets"]) - 1
+    p = case.params["num_programs"]
+    if p is not None and 1 <= p < b:
+        return f"num_programs={p} < {b} segments: each program takes several, out of segment order"
+    return None
+
+
+def _no_finite_value(case: Case) -> str | None:
+    x = case.inputs["values"].astype(np.float64)
+    count = 0
+    for a, b in _bounds(case):
+        if b > a:
+            count += int((~np.isfinite(x[a:b]).any(axis=0)).sum())
+    return f"{count} segment column(s) with no finite value (all -inf)" if count else None
+
+
+def _exp_overflow(case: Case) -> str | None:
+    x = case.inputs["values"].astype(np.float64)
+    top = np.abs(x[np.isfinite(x)]).max(initial=0.0)
+    if top > FP32_EXP_MAX:
+        return f"|value| {top:.4g} > {FP32_EXP_MAX:.2f}: exp overflows fp32 unless the max is subtracted"
+    return None
+
+
+def _partial_columns(case: Case) -> str | None:
+    m, block = case.inputs["values"].shape[1], case.params["block_m"]
+    return f"M={m} is not a multiple of block_m={block}" if m % block else None
+
+
+HAZARDS = (
+    Hazard("empty-segments", _empty_segments),
+    Hazard("single-row-segments", _single_row),
+    Hazard("multi-tile-segment", _multi_tile),
+    Hazard("tile-overhang", _tile_overhang),
+    Hazard("shared-programs", _shared_programs),
+    Hazard("no-finite-value", _no_finite_value),
+    Hazard("exp-overflow", _exp_overflow),
+    Hazard("partial-column-block", _partial_columns),
+)
+
+
+# Family properties --------------------------------------------------------------------------------
+
+
+def _first_difference(a: np.ndarray, b: np.ndarray) -> tuple[int, ...] | None:
+    """The first index where two outputs differ in their bits (NaN equals NaN), else None."""
+    from fuzz.arrays import bits
+
+    both_nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
+    differ = (bits(a) != bits(b)) & ~both_nan
+    if not differ.any():
+        return None
+    return tuple(int(i) for i in np.argwhere(differ)[0])
+
+
+def _segment_of(case: Case, row: int) -> int:
+    o = case.inputs["offsets"].astype(np.int64)
+    return int(np.searchsorted(o, row, side="right") - 1)
+
+
+def _rearranged(case: Case, order: list[int]) -> tuple[Case, np.ndarray]:
+    """The case with its segments in ``order``, and the row map new row -> old row."""
+    bounds = _bounds(case)
+    rows = np.concatenate(
+        [np.arange(*bounds[b], dtype=np.int64) for b in order] or [np.zeros(0, np.int64)]
+    )
+    lengths = [bounds[b][1] - bounds[b][0] for b in order]
+    offsets = offsets_from_lengths(lengths, case.inputs["offsets"].dtype)
+    return case.replace(inputs={"values": case.inputs["values"][rows], "offsets": offsets}), rows
+
+
+def _compare_rows(ctx: Context, got: np.ndarray, rows: np.ndarray) -> tuple[int, ...] | None:
+    return _first_difference(got, ctx.clean.outputs["y"][rows])
+
+
+def _n_segments(ctx: Context) -> int:
+    return len(ctx.case.inputs["offsets"]) - 1
+
+
+def _raised(ctx: Context, prop: str, what: str, e: BaseException) -> Finding:
+    return ctx.finding(CRASH, prop, f"{what}: {exception_summary(e)}")
+
+
+def _permutation(ctx: Context, which: Any) -> Finding | None:
+    """Reordering the segments reorders the output rows, bit for bit."""
+    b = _n_segments(ctx)
+    if which == "reverse":
+        order = list(range(b))[::-1]
+    else:
+        order = [int(i) for i in np.random.default_rng(int(which)).permutation(b)]
+    if order == list(range(b)):
+        return None
+    case, rows = _rearranged(ctx.case, order)
+    launch = ctx.launch(case)
+    if launch.error is not None:
+        return _raised(
+            ctx, "segment-permutation", f"with the segments in order {order}", launch.error
+        )
+    idx = _compare_rows(ctx, launch.outputs["y"], rows)
+    if idx is None:
+        return None
+    old = int(rows[idx[0]])
+    seg = _segment_of(ctx.case, old)
+    got, want = float(launch.outputs["y"][idx]), float(ctx.clean.outputs["y"][old, idx[1]])
+    return ctx.finding(
+        MASKING, "segment-permutation",
+        f"segments in order {order} change segment {seg}'s output: y[{old}, {idx[1]}] = {want:.6g} "
+        f"in place, {got:.6g} after reordering (a segment's result depends on its neighbours)",
+        output="y", index=(old, idx[1]), kernel_value=got, oracle_value=float(ctx.oracle["y"][old, idx[1]]),
+        details={"order": order, "in_place_value": want},
+    )  # fmt: skip
+
+
+def _alone(ctx: Context, pick: Any) -> Finding | None:
+    """A segment computed on its own gives the bits it gets among the others."""
+    nonempty = [i for i, (a, b) in enumerate(_bounds(ctx.case)) if b > a]
+    if not nonempty:
+        return None
+    seg = nonempty[int(pick) % len(nonempty)]
+    case, rows = _rearranged(ctx.case, [seg])
+    # A context of its own: the outputs it allocates have the single segment's shape.
+    alone = Context(ctx.target, ctx.backend, case, ref_device=ctx.ref_device, stats=ctx.stats)
+    launch = alone.clean
+    if launch.error is not None:
+        return _raised(ctx, "segment-alone", f"segment {seg} alone", launch.error)
+    idx = _compare_rows(ctx, launch.outputs["y"], rows)
+    if idx is None:
+        return None
+    old = int(rows[idx[0]])
+    got, want = float(launch.outputs["y"][idx]), float(ctx.clean.outputs["y"][old, idx[1]])
+    return ctx.finding(
+        MASKING, "segment-alone",
+        f"segment {seg} computed alone gives y[{old}, {idx[1]}] = {got:.6g}, among the others "
+        f"{want:.6g} (a segment's result depends on its neighbours)",
+        output="y", index=(old, idx[1]), kernel_value=want, oracle_value=float(ctx.oracle["y"][old, idx[1]]),
+        details={"segment": seg, "alone_value": got},
+    )  # fmt: skip
+
+
+def _effective_programs(p: int | None, b: int) -> int:
+    return max(b, 1) if p is None else min(p, max(b, 1))
+
+
+def _schedule(ctx: Context, programs: Any) -> Finding | None:
+    """The number of programs, hence the order in which segments are processed, changes no bit.
+
+    On a sequential interpreter one program per segment runs the segments in order, so a write
+    past a segment's end is always overwritten later by the next segment's own program; with
+    ``P = 2`` program 0 takes segments 0, 2, 4... before program 1 takes 1, 3, 5..., so every odd
+    segment runs after the even one that follows it. ``programs`` is the alternative P (2 or 3);
+    where it equals the case's own, one program per segment instead.
+    """
+    b = _n_segments(ctx)
+    mine = ctx.case.params["num_programs"]
+    if _effective_programs(programs, b) == _effective_programs(mine, b):
+        programs = None
+    if _effective_programs(programs, b) == _effective_programs(mine, b):
+        return None
+    launch = ctx.launch(ctx.case.replace(num_programs=programs))
+    if launch.error is not None:
+        return _raised(ctx, "schedule-invariance", f"with num_programs={programs}", launch.error)
+    a = ctx.clean.outputs["y"]
+    idx = _first_difference(a, launch.outputs["y"])
+    if idx is None:
+        return None
+    got = float(launch.outputs["y"][idx])
+    return ctx.finding(
+        NONDETERMINISM, "schedule-invariance",
+        f"num_programs={programs} instead of {mine} changes y[{idx[0]}, {idx[1]}] "
+        f"(segment {_segment_of(ctx.case, idx[0])}) from {float(a[idx]):.6g} to {got:.6g}: the "
+        f"result depends on the order in which programs run",
+        output="y", index=idx, kernel_value=got, oracle_value=float(ctx.oracle["y"][idx]),
+        details={"num_programs": programs, "clean_num_programs": mine, "clean_value": float(a[idx])},
+    )  # fmt: skip
+
+
+def _several_segments(ctx: Context) -> bool:
+    return _n_segments(ctx) >= 2 and ctx.case.inputs["values"].size > 0
+
+
+PROPERTIES = (
+    Property(
+        "schedule-invariance",
+        _schedule,
+        st.sampled_from((2, 3)),
+        applies=_several_segments,
+        description="the output does not depend on num_programs (the order segments are processed in)",
+    ),
+    Property(
+        "segment-permutation",
+        _permutation,
+        st.one_of(st.just("reverse"), st.integers(0, 2**16)),
+        applies=_several_segments,
+        description="permuting the segments permutes the output rows, bit for bit",
+    ),
+    Property(
+        "segment-alone",
+        _alone,
+        st.integers(0, 2**16),
+        applies=_several_segments,
+        description="each segment computed alone gives the bits it gets in context",
+    ),
+)
+
+
+def interpret_cost(case: Case) -> float:
+    """Program-tiles: per column block, one unit per segment plus two per tile (stats, write)."""
+    block_n, block_m = case.params["block_n"], case.params["block_m"]
+    lengths = _lengths(case)
+    tiles = -(-lengths // block_n)
+    col_blocks = -(-case.inputs["values"].shape[1] // block_m)
+    return float((lengths.size + 2 * tiles.sum()) * col_blocks)
+
+
+# Baselines (the mutant scoreboard compares the harness with them) ------------------------------------
+
+_DEFAULT_BLOCKS = {"block_n": 32, "block_m": 32}  # the kernels' defaults
+
+
+def _case(lengths: list[int], m: int, dtype: str, seed: int, recipe: dict[str, Any]) -> Case:
+    offsets = offsets_from_lengths(lengths)
+    n = int(offsets[-1])
+    x = np.random.default_rng(seed).standard_normal((n, m)).astype(np_dtype(dtype))
+    params = {"dtype": dtype, **_DEFAULT_BLOCKS, "num_programs": None, "guard": "nan"}
+    return Case({"values": x, "offsets": offsets}, params, {"lengths": lengths, **recipe})
+
+
+def baseline_randn(seed: int, scale: str) -> Case:
+    """The seed's check: its offsets (segments of 6, 2 and 4 rows) and 4 columns, standard-normal
+    values, the kernels' default tiles; ``large``: eight segments up to 511 rows, 96 columns."""
+    if scale == "small":
+        return _case([6, 2, 4], 4, "float32", seed, {"baseline": "randn", "seed": seed})
+    lengths = [300, 17, 1, 128, 511, 64, 0, 33]
+    return _case(lengths, 96, "float32", seed, {"baseline": "randn", "seed": seed})
+
+
+def baseline_grid(scale: str) -> list[Case]:
+    """An upstream-style test grid: batch sizes x maximum lengths x column counts x dtypes, with
+    random lengths in ``[0, max_len]`` (seed 0), ``randn`` values, the kernels' default tiles."""
+    batches: tuple[int, ...]
+    max_lens: tuple[int, ...]
+    cols: tuple[int, ...]
+    if scale == "small":
+        batches, max_lens, cols = (1, 4), (1, 20), (1, 5, 16)
+    else:
+        batches, max_lens, cols = (1, 8, 64), (1, 128, 1000), (1, 32, 129)
+    cases = []
+    for dtype in ("float32", "float16", "bfloat16"):
+        for b in batches:
+            for max_len in max_lens:
+                lengths = [int(v) for v in np.random.default_rng(0).integers(0, max_len + 1, b)]
+                for m in cols:
+                    cases.append(_case(lengths, m, dtype, 0, {"baseline": "grid"}))
+    return cases
+
+
+def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
+    return Target(
+        name=name,
+        family="jagged_softmax",
+        kernels={impl: entry(m, impl) for impl, m in modules.items()},
+        oracle=oracle,
+        naive=naive,
+        strategy=jagged_softmax_cases,
+        tolerance=TOLERANCE,
+        hazards=HAZARDS,
+        poison=poison,
+        fixed_outputs=fixed_outputs,
+        properties=PROPERTIES,
+        interpret_cost=interpret_cost,
+        baseline_randn=baseline_randn,
+        baseline_grid=baseline_grid,
+        **kw,
+    )
+
+
+# The largest input (elements: max(N * M, B + 1)) each mutant's minimal reproducer may have,
+# asserted by tests/test_mutants.py, with the minimal case the ci profile shrinks to (block_n=4,
+# one column, float32, plain normal values, one program per segment). Both scales draw block_n=4
+# first, so the bounds are meant to hold under the gpu profile too.
+SHRINK_BOUNDS = {
+    # One segment one row longer than the tile: lengths [5].
+    "sum_overwrite": 5,
+    # Lengths [1, 2, 1] or [1, 1, 1] (or [0, 1, 2]: a leading empty segment shifts the program
+    # assignment the same way), found by schedule-invariance with num_programs=2: program 0 takes
+    # segments 0 and 2, then program 1's segment 1 overhangs onto segment 2's first row.
+    "store_past_end": 4,
+    # The expected class (accuracy) comes from the sum bug: [5]. 6 leaves room for an accuracy
+    # example of the store bug when a case's own num_programs runs segments out of order (seen:
+    # [0, 0, 1, 1, 2] with P=2, 6 elements; its empty segments decide which program takes which
+    # segment, so the shrinker cannot drop them).
+    "seed": 6,
+    # One row, one column, value -inf: values 1 element, offsets 2.
+    "empty_nan": 2,
+    # Lengths [1]: the phantom segment [N, N + 1) writes row N, past the output's end.
+    "offsets_past_end": 2,
+}
+
+
+def _register() -> None:
+    from kernels.jagged_softmax import pallas, triton
+
+    register(
+        make_target(
+            "jagged_softmax",
+            {"triton": triton, "pallas": pallas},
+            description="softmax over each segment's rows of a jagged tensor, per column (tiled)",
+        )
+    )
+    for m in MUTANTS:
+        register(
+            make_target(
+                f"jagged_softmax_mutant_{m.name}",
+                {impl: m.module(impl) for impl in m.languages},
+                mutant_of="jagged_softmax",
+                expected_class=m.expected_class,
+                shrink_bound=SHRINK_BOUNDS[m.name],
+                description=m.description,
+            )
+        )
+
+
+_register()

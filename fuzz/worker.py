@@ -1,0 +1,320 @@
+"""Campaign worker processes: kernels run here, so that no kernel can take the campaign down.
+
+The parent (:mod:`fuzz.campaign`) starts one worker per device slot (one per visible GPU, with
+``CUDA_VISIBLE_DEVICES`` set before torch or JAX initialise) and sends it *slices*: fuzz one
+target on one backend for so many seconds. The worker streams back what it finds as soon as it
+finds it (with the reproducer already written), so a worker that dies loses nothing.
+
+Before every example the worker persists the case it is about to run (the *in-flight record*:
+``<name>.npz`` with the inputs and ``<name>.json`` with the target, backend, parameters and
+property parameters drawn so far, each written atomically), and stamps the start time in memory
+shared with the parent. If the worker dies (a segfault, ``os.abort``, a lost CUDA context, the
+OOM killer) or an example outlives the per-example timeout (the parent kills it), the parent
+turns the in-flight record into a ``crash`` or ``hang`` finding with a reproducer and starts a
+fresh worker.
+
+A CUDA error that poisons the context (illegal address, launch failure) surfaces as a Python
+exception; every later launch in that process would fail too, so the worker records the finding
+and exits with :data:`EXIT_CONTEXT_LOST` rather than let Hypothesis "shrink" it.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EXIT_CONTEXT_LOST = 86
+
+# Exception texts after which a CUDA context is unusable (sticky errors).
+STICKY_CUDA_ERRORS = (
+    "illegal memory access",
+    "illegal address",
+    "unspecified launch failure",
+    "misaligned address",
+    "an illegal instruction",
+    "CUDA_ERROR_ILLEGAL",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "device-side assert",
+)
+
+
+@dataclass
+class WorkerConfig:
+    """What a worker needs to rebuild the parent's world (everything picklable)."""
+
+    slot: int
+    plugins: list[str]
+    profile: dict[str, Any]  # dataclasses.asdict of the Profile
+    repro_dir: str
+    inflight: str  # path prefix of the in-flight record
+    log: str  # faulthandler output (tracebacks of a crash or a hang)
+    db: str | None = None
+    db_shared: list[str] = field(default_factory=list)
+    cuda_device: str | None = None  # CUDA_VISIBLE_DEVICES for this worker
+
+
+# In-flight record ---------------------------------------------------------------------------------
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def write_inflight_case(prefix: str, target: str, backend: str, case: Any) -> None:
+    """Persists ``case`` (atomically) as the example about to run."""
+    import io
+
+    from fuzz.arrays import dtype_name
+
+    arrays = {}
+    dtypes = {}
+    for k, a in case.inputs.items():
+        dtypes[k] = dtype_name(a.dtype)
+        arrays[k] = a.view(np.uint16) if dtypes[k] == "bfloat16" else a
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    _atomic_bytes(Path(prefix + ".npz"), buf.getvalue())
+    meta = {
+        "target": target,
+        "backend": backend,
+        "params": case.params_json(),
+        "recipe": json.loads(json.dumps(dict(case.recipe), default=str)),
+        "dtypes": dtypes,
+        "property_params": {},
+        "started": time.time(),
+    }
+    _atomic_bytes(Path(prefix + ".json"), json.dumps(meta).encode())
+
+
+def note_inflight_param(prefix: str, name: str, value: Any) -> None:
+    """Adds a property parameter drawn for the example in flight (before the launch using it)."""
+    path = Path(prefix + ".json")
+    meta = json.loads(path.read_text())
+    meta["property_params"][name] = value
+    _atomic_bytes(path, json.dumps(meta).encode())
+
+
+def read_inflight(prefix: str) -> tuple[dict[str, Any], Any] | None:
+    """The in-flight record (meta, Case), or None if there is none or it cannot be read."""
+    from fuzz.arrays import np_dtype
+    from fuzz.case import Case
+
+    try:
+        meta = json.loads(Path(prefix + ".json").read_text())
+        with np.load(prefix + ".npz", allow_pickle=False) as z:
+            inputs = {}
+            for k, dt in meta["dtypes"].items():
+                a = z[k]
+                inputs[k] = a.view(np_dtype(dt)) if dt == "bfloat16" else a
+    except (OSError, ValueError, KeyError):
+        return None
+    return meta, Case(inputs, meta["params"], meta.get("recipe", {}))
+
+
+def clear_inflight(prefix: str) -> None:
+    for suffix in (".json", ".npz"):
+        try:
+            os.unlink(prefix + suffix)
+        except FileNotFoundError:
+            pass
+
+
+# The worker -----------------------------------------------------------------------------------------
+
+
+def _setup(config: WorkerConfig) -> None:
+    if config.cuda_device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = config.cuda_device
+    # The parent handles Ctrl-C for the whole campaign; a worker finishes or is killed.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    log = open(config.log, "a", buffering=1)
+    faulthandler.enable(file=log, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)  # the parent's hang probe
+    sys.stderr = log
+    from fuzz.target import load_builtin, load_plugin
+
+    load_builtin()
+    for spec in config.plugins:
+        load_plugin(spec)
+
+
+def _profile(d: dict[str, Any]) -> Any:
+    from fuzz.profiles import Profile
+
+    return Profile(**{**d, "backends": tuple(d["backends"])})
+
+
+def sticky_cuda_error(text: str) -> bool:
+    return any(s.lower() in text.lower() for s in STICKY_CUDA_ERRORS)
+
+
+def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
+    """Entry point of a worker process (``multiprocessing`` spawn)."""
+    try:
+        _setup(config)
+        from fuzz.database import open_database
+
+        db = open_database(config.db, config.db_shared)
+        profile = _profile(config.profile)
+    except BaseException as e:
+        conn.send(("fatal", f"{type(e).__name__}: {e}", traceback.format_exc()))
+        return
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        kind = msg[0]
+        if kind == "stop":
+            return
+        if kind == "hunt":
+            _hunt(conn, config, profile, db, started, msg[1])
+        elif kind == "replay":
+            _replay(conn, started, msg[1])
+
+
+def _found_dict(found: Any) -> dict[str, Any]:
+    d: dict[str, Any] = found.as_dict()
+    d["signature"] = found.signature
+    return d
+
+
+def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, task: dict) -> None:
+    from fuzz import engine
+    from fuzz.backends import get_backend
+    from fuzz.target import get
+
+    sid = task["slice"]
+    target = get(task["target"])
+    backend = get_backend(task["backend"])
+    prefix = config.inflight
+    last_progress = [0.0]
+    t_start = time.perf_counter()
+    problems_before = len(db.problems) if db is not None else 0
+
+    def before_example(case: Any) -> None:
+        write_inflight_case(prefix, target.name, backend.name, case)
+        started.value = time.time()
+
+    def on_draw(name: str, value: Any) -> None:
+        note_inflight_param(prefix, name, value)
+
+    def after_example(result: Any) -> None:
+        started.value = 0.0
+        now = time.perf_counter()
+        if now - last_progress[0] > 0.25:
+            last_progress[0] = now
+            conn.send(("progress", sid, result.examples, now - t_start))
+
+    def on_feature(name: str) -> None:
+        conn.send(("feature", sid, name))
+
+    def on_found(result: Any, found: Any) -> None:
+        found.reproducer = engine.write_reproducer(
+            config.repro_dir, target, backend.name, found, profile
+        )
+        conn.send(("found", sid, _found_dict(found)))
+        f = found.finding
+        if f.cls == "crash" and sticky_cuda_error(f.message + " " + str(f.details.get("text", ""))):
+            conn.send(("context-lost", sid, f.message))
+            os._exit(EXIT_CONTEXT_LOST)
+
+    hooks = engine.Hooks(
+        before_example=before_example,
+        on_draw=on_draw,
+        after_example=after_example,
+        on_found=on_found,
+        on_feature=on_feature,
+    )
+    try:
+        result = engine.hunt(
+            target,
+            backend,
+            profile,
+            max_examples=10**9,
+            seed=task["seed"],
+            database=db,
+            repro_dir=None,
+            time_limit=task["time_limit"],
+            hard_limit=task["hard_limit"],
+            known=task["known"],
+            reuse=task["reuse"],
+            hooks=hooks,
+            plots=True,
+        )
+    except BaseException as e:  # the harness itself: report, keep the worker alive
+        started.value = 0.0
+        conn.send(("done", sid, {"error": f"{type(e).__name__}: {e}", "examples": 0,
+                                 "seconds": 0.0, "found": []}))  # fmt: skip
+        return
+    started.value = 0.0
+    clear_inflight(prefix)
+    found = []
+    for f in result.found.values():
+        if not f.plots:  # the best example so far when shrinking was cut short: plot it too
+            f.plots = _plots(target, backend, f)
+        if f.finding.cls in ("nan", "inf"):
+            _attach_origin(f, target, backend.name)
+        f.reproducer = engine.write_reproducer(config.repro_dir, target, backend.name, f, profile)
+        found.append(_found_dict(f))
+    summary = result.as_dict()
+    summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
+    summary["found"] = found
+    summary["features"] = sorted(result.features)
+    summary["db_problems"] = db.problems[problems_before:] if db is not None else []
+    conn.send(("done", sid, summary))
+
+
+def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:
+    from fuzz.plots import error_maps
+    from fuzz.properties import check_case
+
+    try:
+        outcome = check_case(target, backend, found.case, params=found.params)
+        return error_maps(outcome.context)
+    except Exception:  # a picture is never worth losing the finding
+        return []
+
+
+def _attach_origin(found: Any, target: Any, backend: str) -> None:
+    from fuzz import origin
+
+    try:
+        o = origin.trace_finding(target, backend, found.case, found.params)
+    except Exception as e:  # tracing is a diagnosis: never lose the finding over it
+        o = {"error": f"{type(e).__name__}: {e}"}
+    found.finding.details["origin"] = o
+
+
+def _replay(conn: Any, started: Any, task: dict) -> None:
+    """Replays a reproducer of an earlier campaign (triage: still failing, or fixed?)."""
+    from fuzz import reproducer
+
+    path = task["path"]
+    try:
+        meta, data = reproducer.load(path)
+        started.value = time.time()
+        outcome = reproducer.replay(meta, data)
+        f = outcome.finding
+        if f is None:
+            result = {"status": "pass", "verdict": "no longer reproduces"}
+        else:
+            result = {"status": "fail", "class": f.cls, "verdict": f.summary()[:300]}
+    except Exception as e:
+        result = {"status": "error", "verdict": f"{type(e).__name__}: {e}"[:300]}
+    started.value = 0.0
+    conn.send(("replayed", task["slice"], {"path": path, **result}))

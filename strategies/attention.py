@@ -1,0 +1,487 @@
+"""Cases for attention: dense batches, packed variable-length sequences, and decode steps.
+
+Structure is drawn before values, in a fixed order, so that shrinking one choice does not reshuffle
+the rest: dtype, tile sizes, heads (kv heads, GQA group), batch, lengths (tiles, then tail), masks
+(causal, window, key padding / sequence lengths / cache lengths), score modifiers (scale, ALiBi
+slopes, soft cap), the logit level, and last the value recipes of ``q``, ``k`` and ``v``.
+
+Boundaries the draws aim at (``kernels/attention/README.md`` says why each matters):
+
+* lengths ``T = n_tiles * block + rem`` with ``rem`` in ``{0, 1, block - 1}``; ``Tq != Tk`` both
+  ways (bottom-right alignment leaves the top rows of a causal ``Tq > Tk`` without keys);
+* both ``block_q > block_k`` and ``block_q < block_k`` (the causal loop bound);
+* windows narrower than the distance (rows with no visible key); key lengths 0, 1 and full;
+  packed batches with empty and length-1 sequences and guard rows after the last one; decode
+  caches of length 0 and 1, and more splits than key tiles (splits without keys);
+* GQA ratios, including head counts that are not powers of two (ALiBi's second rule);
+* ALiBi slopes from ``strategies.alibi``: standard first, then scaled, constant and adversarial
+  (0, tiny, huge); soft caps small (saturating) and large;
+* a logit level: ``q`` and ``k`` shifted along a common direction so that every logit sits near
+  +-100 or +-1000 (the log-sum-exp beyond fp32's exp range, +-88.72) or 12 (fp16's);
+* a logit trend: the keys shifted along that direction in proportion to their position, so that
+  the logits rise (or fall) across the key axis: with a rise, the running max of the online
+  softmax grows in every key tile and the accumulator must be rescaled each time.
+
+Everything shrinks toward one batch element, one head, length 1, head dim 1, no mask, no modifier,
+float32, standard slopes and plain normal values (seed 0).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fuzz.arrays import FLOAT_DTYPES, np_dtype
+from fuzz.case import Case
+from strategies import alibi, shapes
+from strategies._validate import check_scale, check_subset
+from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize
+
+LEVELS = (0.0, 100.0, -100.0, 12.0, -1000.0, 1000.0)
+TRENDS = (0.0, 8.0, -8.0, 40.0)
+SOFTCAPS = (30.0, 1.0, 50.0, 0.1, 5.0)
+SCALES = (None, 0.5, 1.0, 0.125, 2.0, 0.03)
+WINDOW_SIDES = (-1, 0, 1, 2, 3, 7, 16)
+QK_MAGNITUDES = (1.0, 0.1, 4.0, 16.0)
+V_MAGNITUDES = (1.0, 0.01, 100.0)
+V_OFFSETS = (0.0, 1.0, -3.0)
+EXPLICIT = (1.0, 0.0, -1.0, 2.0, 10.0, -10.0, 0.5)
+SPECIALS = ("none", "zero", "subnormal")
+
+
+# The shared factories build a fresh ``st.composite`` per call, and defining a composite makes
+# Hypothesis read the function's source (milliseconds); a case draws several, so build each
+# distinct one once.
+@functools.cache
+def tiled_sizes(block: int, *, max_size: int) -> st.SearchStrategy[int]:
+    return shapes.tiled_sizes(block, max_size=max_size)
+
+
+@functools.cache
+def key_sizes(block: int, *, max_size: int) -> st.SearchStrategy[int]:
+    """A key length ``tiles * block + rem`` like ``strategies.shapes.tiled_sizes``, but with two
+    thirds of the draws spanning more than one tile when ``max_size`` allows two: the online
+    softmax's rescaling, the loop bounds and the partial last tile all need a second key tile.
+    Shrinks toward one partial tile of one key."""
+    max_tiles = max_size // block
+    if max_tiles != 1:
+        return shapes.tiled_sizes(block, max_size=max_size)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> int:
+        tiles = draw(st.sampled_from((0, 1, 1)), label="key tiles")
+        rem = draw(
+            st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0))),
+            label="key remainder",
+        )
+        return min(max(tiles * block + rem, 1), max_size)
+
+    return build()
+
+
+@functools.cache
+def slope_recipes(n_heads: int) -> st.SearchStrategy[alibi.SlopeRecipe]:
+    return alibi.slope_recipes(n_heads)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds for one scale.
+
+    Attributes:
+        block_pairs: ``(block_q, block_k)`` pairs to draw from (first = simplest); pairs with
+            ``block_q > block_k`` (the causal loop bound's condition) are listed twice.
+        blocks_k: key tile sizes for decode (first = simplest).
+        head_dims: head dims to draw from (first = simplest).
+        groups: GQA ratios ``Hq / Hkv``.
+        max_kv_heads, max_batch: bounds of ``Hkv`` and ``B``.
+        max_bh: bound of ``B * Hq`` (or ``N * Hq``).
+        max_tiles: full tiles in a length (plus a tail of up to ``block - 1``).
+        max_seqs: packed sequences; max_splits: decode splits.
+        max_scores: bound of ``B * Hq * Tq * Tk`` (the oracle's score matrix).
+        max_programs: bound of the programs of one dense launch (``B * Hq * q tiles``); the key
+            axis always gets its ``max_tiles + 1`` tiles (rescaling, loop bounds and partial
+            tiles live there). The Triton interpreter costs about 10 ms per program and tile.
+        max_work: bound of the program-tiles of one packed launch (``Hq * sum over sequences of
+            q tiles * k tiles``).
+        tile_elements: bound of ``block * D_pad``: tiles are cut for large head dims, as
+            deployments choose them (fp32 tiles of 128 x 256 overflow a GPU's shared memory).
+    """
+
+    block_pairs: tuple[tuple[int, int], ...]
+    blocks_k: tuple[int, ...]
+    head_dims: tuple[int, ...]
+    groups: tuple[int, ...]
+    max_kv_heads: int
+    max_batch: int
+    max_bh: int
+    max_tiles: int
+    max_seqs: int
+    max_splits: int
+    max_scores: int
+    max_programs: int
+    max_work: int
+    tile_elements: int
+
+
+# small keeps the CPU interpreters quick (a few program-tiles per launch); large is for the GPU.
+LIMITS = {
+    "small": Limits(
+        block_pairs=((16, 16), (32, 16), (16, 32), (32, 16), (32, 32)),
+        blocks_k=(16, 32),
+        head_dims=(1, 16, 2, 8, 32, 3, 64, 24),
+        groups=(1, 2, 3),
+        max_kv_heads=2,
+        max_batch=2,
+        max_bh=4,
+        max_tiles=1,
+        max_seqs=3,
+        max_splits=4,
+        max_scores=1 << 14,
+        max_programs=3,
+        max_work=6,
+        tile_elements=1 << 13,
+    ),
+    "large": Limits(
+        block_pairs=(
+            (64, 64),
+            (128, 64),
+            (64, 128),
+            (128, 32),
+            (32, 64),
+            (64, 16),
+            (16, 16),
+            (128, 128),
+            (32, 32),
+            (64, 32),
+        ),
+        blocks_k=(64, 16, 32, 128),
+        head_dims=(64, 128, 16, 32, 1, 80, 96, 8, 256),
+        groups=(1, 2, 4, 8, 3, 5),
+        max_kv_heads=8,
+        max_batch=4,
+        max_bh=32,
+        max_tiles=32,
+        max_seqs=8,
+        max_splits=16,
+        max_scores=1 << 26,
+        max_programs=1 << 30,
+        max_work=1 << 30,
+        tile_elements=1 << 13,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Modifiers:
+    """Score modifiers and the logit level of a case (``alibi`` is None, 'standard' or 'user')."""
+
+    scale: float | None
+    softcap: float | None
+    alibi: str | None
+    slopes: np.ndarray | None
+    slope_recipe: dict[str, Any] | None
+    level: float
+    trend: float
+
+    def params(self) -> dict[str, Any]:
+        return {"scale": self.scale, "softcap": self.softcap, "alibi": self.alibi}
+
+    def describe(self) -> dict[str, Any]:
+        return {"slopes": self.slope_recipe, "level": self.level, "trend": self.trend}
+
+
+def _fit(block: int, d: int, lim: Limits) -> int:
+    """``block``, cut so that ``block * D_pad <= tile_elements`` (never below 16)."""
+    d_pad = max(16, 1 << max(d - 1, 0).bit_length())
+    return max(16, min(block, lim.tile_elements // d_pad))
+
+
+def _heads(draw: st.DrawFn, lim: Limits) -> tuple[int, int]:
+    """``(Hq, Hkv)``: the GQA ratio, then the kv heads within ``max_bh``."""
+    group = draw(st.sampled_from(tuple(g for g in lim.groups if g <= lim.max_bh)), label="group")
+    hkv = draw(st.integers(1, max(1, min(lim.max_kv_heads, lim.max_bh // group))), label="Hkv")
+    return hkv * group, hkv
+
+
+def _modifiers(draw: st.DrawFn, n_heads: int) -> Modifiers:
+    scale = draw(st.sampled_from(SCALES), label="scale")
+    alibi = draw(st.booleans(), label="alibi")
+    slopes = recipe = None
+    kind = None
+    if alibi:
+        r = draw(slope_recipes(n_heads), label="slopes")
+        slopes = r.slopes(n_heads).astype(np.float32)
+        kind = "standard" if r.kind == "standard" else "user"
+        recipe = r.describe()
+    softcap = draw(st.one_of(st.none(), st.sampled_from(SOFTCAPS)), label="softcap")
+    level = draw(st.sampled_from(LEVELS), label="logit level")
+    trend = draw(st.sampled_from(TRENDS), label="logit trend")
+    return Modifiers(scale, softcap, kind, slopes, recipe, level, trend)
+
+
+_WINDOW_SIDE = st.one_of(st.sampled_from(WINDOW_SIDES), st.integers(0, 40))
+
+
+def _window(draw: st.DrawFn) -> list[int] | None:
+    """None, or ``[left, right]`` with -1 (unbounded) and narrow sides first."""
+    if not draw(st.booleans(), label="window"):
+        return None
+    return [draw(_WINDOW_SIDE, label="window left"), draw(_WINDOW_SIDE, label="window right")]
+
+
+@functools.cache
+def _length_choice(n: int) -> st.SearchStrategy[int]:
+    """A length in ``[0, n]``: full first, then 0, 1, n - 1, then any."""
+    picks = list(dict.fromkeys(min(max(x, 0), n) for x in (n, 0, 1, n - 1)))
+    return st.one_of(st.sampled_from(picks), st.integers(0, n))
+
+
+@functools.cache
+def _seq_length(block: int, top: int) -> st.SearchStrategy[int]:
+    """A packed sequence's length in ``[0, top]``: tiny first, then 0, 1 and the block's edges."""
+    edges = sorted({min(x, top) for x in (0, 1, block - 1, block, block + 1)})
+    return st.one_of(st.integers(1, min(3, top)), st.sampled_from(edges), st.integers(0, top))
+
+
+_SEED = st.integers(0, 2**16 - 1)
+_QK_DISTRIBUTIONS = ("normal", "uniform", "constant")
+_EXPLICIT_VALUE = st.sampled_from(EXPLICIT)
+
+
+def _recipes(draw: st.DrawFn, q_numel: int, k_numel: int) -> tuple[ValueRecipe, ...]:
+    """Value recipes of q, k and v (``strategies.values``), drawn as one compact recipe: a seed
+    and a distribution shared by q and k, a magnitude each, v's magnitude and offset, and one
+    kind of special values for all three. Few choices keep shrinking quick. Tiny q and k (at most
+    ``EXPLICIT_MAX`` elements) may instead be given element by element."""
+    explicit = max(q_numel, k_numel) <= EXPLICIT_MAX
+    kinds = (*_QK_DISTRIBUTIONS, "explicit") if explicit else _QK_DISTRIBUTIONS
+    dist = draw(st.sampled_from(kinds), label="q/k distribution")
+    if dist == "explicit":
+        rq = ValueRecipe(distribution="explicit",
+                         values=tuple(draw(_EXPLICIT_VALUE, label="q value") for _ in range(q_numel)))  # fmt: skip
+        rk = ValueRecipe(distribution="explicit",
+                         values=tuple(draw(_EXPLICIT_VALUE, label="k value") for _ in range(k_numel)))  # fmt: skip
+        seed = 0
+    else:
+        q_mag = draw(st.sampled_from(QK_MAGNITUDES), label="q magnitude")
+        k_mag = draw(st.sampled_from(QK_MAGNITUDES), label="k magnitude")
+        seed = draw(_SEED, label="seed")
+        rq = ValueRecipe(seed, dist, q_mag)
+        rk = ValueRecipe(seed + 1, dist, k_mag)
+    v_mag = draw(st.sampled_from(V_MAGNITUDES), label="v magnitude")
+    v_off = draw(st.sampled_from(V_OFFSETS), label="v offset")
+    special = draw(st.sampled_from(SPECIALS), label="specials")
+    density = 0.0 if special == "none" else draw(st.sampled_from((0.1, 0.5, 1.0)), label="density")
+    rv = ValueRecipe(seed + 2, "normal", v_mag, v_off, special, density)
+    if special != "none" and dist != "explicit":
+        rq = ValueRecipe(rq.seed, rq.distribution, rq.magnitude, 0.0, special, density)
+        rk = ValueRecipe(rk.seed, rk.distribution, rk.magnitude, 0.0, special, density)
+    return rq, rk, rv
+
+
+def _materialize_qkv(
+    recipes: tuple[ValueRecipe, ...],
+    q_shape: tuple[int, ...],
+    k_shape: tuple[int, ...],
+    dtype: str,
+    mods: Modifiers,
+) -> dict[str, np.ndarray]:
+    """q, k, v from their recipes; ``q`` and ``k`` shifted along the all-ones direction so that
+    ``scale * q_i . k_j ~ level + trend * j / (Tk - 1)`` (plus the recipes' own logits)."""
+    rq, rk, rv = recipes
+    q = materialize(rq, q_shape, "float32").astype(np.float64)
+    k = materialize(rk, k_shape, "float32").astype(np.float64)
+    v = materialize(rv, k_shape, dtype)
+    if mods.level or mods.trend:
+        d = q_shape[-1]
+        scale = mods.scale if mods.scale is not None else 1.0 / math.sqrt(d)
+        a = math.sqrt(max(abs(mods.level), abs(mods.trend)) / (scale * d))
+        t = np.arange(k_shape[2], dtype=np.float64) / max(k_shape[2] - 1, 1)
+        q = q + a
+        k = k + ((mods.level + mods.trend * t) / (a * d * scale))[:, None]
+    big = float(np.finfo(np.float32).max) if dtype != "float16" else 65504.0
+    return {
+        "q": np.clip(q, -big, big).astype(np_dtype(dtype)),
+        "k": np.clip(k, -big, big).astype(np_dtype(dtype)),
+        "v": v,
+    }
+
+
+def _described(recipes: tuple[ValueRecipe, ...], mods: Modifiers, **extra: Any) -> dict[str, Any]:
+    d = {"q": recipes[0].describe(), "k": recipes[1].describe(), "v": recipes[2].describe()}
+    return {**extra, **mods.describe(), "values": d}
+
+
+def attention_cases(
+    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+) -> st.SearchStrategy[Case]:
+    """Dense batched attention cases.
+
+    Inputs ``q [B, Hq, Tq, D]``, ``k, v [B, Hkv, Tk, D]``, and when drawn ``key_lengths [B]``
+    (int32) and ``alibi_slopes [Hq]`` (float32). Params: ``dtype``, ``scale``, ``causal``,
+    ``window`` (``[left, right]`` or None), ``softcap``, ``alibi`` (None, ``'standard'``: the
+    kernel computes the standard slopes itself, ``'user'``), ``block_q``, ``block_k``.
+
+    Shrinks toward one batch element, one head, ``Tq = Tk = 1``, ``D = 1``, float32, no mask, no
+    modifier, logit level 0 and plain normal values.
+    """
+    lim = LIMITS[check_scale(scale)]
+    dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        dtype = draw(float_dtypes(dtypes), label="dtype")
+        block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
+        hq, hkv = _heads(draw, lim)
+        batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
+        d = draw(st.sampled_from(lim.head_dims), label="D")
+        block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
+        n_q = max(1, min(lim.max_tiles + 1, lim.max_programs // (batch * hq)))
+        tq = draw(
+            tiled_sizes(block_q, max_size=n_q * block_q - 1 if n_q > 1 else block_q), label="Tq"
+        )
+        max_tk = (lim.max_tiles + 1) * block_k - 1
+        max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
+        tk = draw(key_sizes(block_k, max_size=max_tk), label="Tk")
+        causal = draw(st.booleans(), label="causal")
+        window = _window(draw)
+        key_lengths = None
+        if draw(st.booleans(), label="key padding"):
+            key_lengths = np.array(
+                [draw(_length_choice(tk), label="key length") for _ in range(batch)], np.int32
+            )
+        mods = _modifiers(draw, hq)
+        recipes = _recipes(draw, batch * hq * tq * d, batch * hkv * tk * d)
+        inputs = _materialize_qkv(recipes, (batch, hq, tq, d), (batch, hkv, tk, d), dtype, mods)
+        if key_lengths is not None:
+            inputs["key_lengths"] = key_lengths
+        if mods.slopes is not None:
+            inputs["alibi_slopes"] = mods.slopes
+        params = {"dtype": dtype, "causal": causal, "window": window, **mods.params(),
+                  "block_q": block_q, "block_k": block_k}  # fmt: skip
+        return Case(inputs, params, _described(recipes, mods))
+
+    return build()
+
+
+def varlen_cases(
+    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+) -> st.SearchStrategy[Case]:
+    """Packed variable-length cases: ``N`` sequences in a batch of one.
+
+    Inputs ``q [1, Hq, total_q, D]``, ``k, v [1, Hkv, total_k + tail, D]`` (``tail`` guard rows
+    after the last sequence that no query may see), ``cu_seqlens_q``, ``cu_seqlens_k`` (int32
+    ``[N + 1]``), ``alibi_slopes`` when drawn. Params as :func:`attention_cases`.
+
+    Per-sequence query and key lengths are drawn first (zero-length and length-1 sequences
+    included), then accumulated into offsets. Shrinks toward one sequence of one query and one
+    key, no guard rows, and the simplest modifiers and values.
+    """
+    lim = LIMITS[check_scale(scale)]
+    dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        dtype = draw(float_dtypes(dtypes), label="dtype")
+        block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
+        hq, hkv = _heads(draw, lim)
+        d = draw(st.sampled_from(lim.head_dims), label="D")
+        block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
+        n_max = max(1, min(lim.max_seqs, lim.max_bh // hq))
+        max_q = (lim.max_tiles + 1) * block_q - 1
+        max_k = (lim.max_tiles + 1) * block_k - 1
+
+        pairs = draw(
+            st.lists(
+                st.tuples(_seq_length(block_q, max_q), _seq_length(block_k, max_k)),
+                min_size=1,
+                max_size=n_max,
+            ),
+            label="sequence lengths",
+        )
+
+        # Keep the oracle's and the interpreters' work bounded: drop sequences from the end.
+        def work(ps: list[tuple[int, int]]) -> int:
+            return hq * sum(
+                max(1, math.ceil(a / block_q)) * max(1, math.ceil(b / block_k)) for a, b in ps
+            )
+
+        while len(pairs) > 1 and (sum(a * b for a, b in pairs) * hq > lim.max_scores
+                                  or work(pairs) > lim.max_work):  # fmt: skip
+            pairs.pop()
+        lq = np.array([p[0] for p in pairs], np.int64)
+        lk = np.array([p[1] for p in pairs], np.int64)
+        tail = draw(st.sampled_from((0, 1, 3, block_k)), label="guard rows")
+        cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+        cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+        total_q, total_k = int(cu_q[-1]), int(cu_k[-1]) + tail
+        causal = draw(st.booleans(), label="causal")
+        window = _window(draw)
+        mods = _modifiers(draw, hq)
+        recipes = _recipes(draw, hq * total_q * d, hkv * total_k * d)
+        inputs = _materialize_qkv(recipes, (1, hq, total_q, d), (1, hkv, total_k, d), dtype, mods)
+        inputs["cu_seqlens_q"] = cu_q
+        inputs["cu_seqlens_k"] = cu_k
+        if mods.slopes is not None:
+            inputs["alibi_slopes"] = mods.slopes
+        params = {"dtype": dtype, "causal": causal, "window": window, **mods.params(),
+                  "block_q": block_q, "block_k": block_k}  # fmt: skip
+        return Case(inputs, params, _described(recipes, mods, guard_rows=tail))
+
+    return build()
+
+
+def decode_cases(
+    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+) -> st.SearchStrategy[Case]:
+    """Decode steps: one query per sequence against a cache with per-batch ``cache_len``.
+
+    Inputs ``q [B, Hq, 1, D]``, ``k, v [B, Hkv, Tmax, D]`` (the cache), ``cache_len [B]`` (int32,
+    0 and 1 and full among the draws), ``alibi_slopes`` when drawn. Params: ``dtype``, ``scale``,
+    ``window`` (only its left side can matter: the query is the newest position), ``softcap``,
+    ``alibi``, ``block_k``, ``num_splits`` (the key range of each sequence is split into that many
+    parts, each reduced on its own and combined through their log-sum-exps; more splits than key
+    tiles leave splits without keys).
+
+    Shrinks toward one batch element, one head, a cache of one key, one split, and the simplest
+    modifiers and values.
+    """
+    lim = LIMITS[check_scale(scale)]
+    dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        dtype = draw(float_dtypes(dtypes), label="dtype")
+        block_k = draw(st.sampled_from(lim.blocks_k), label="block_k")
+        splits = draw(
+            st.sampled_from(tuple(s for s in (1, 2, 4, 8, 16) if s <= lim.max_splits)),
+            label="num_splits",
+        )
+        hq, hkv = _heads(draw, lim)
+        batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
+        d = draw(st.sampled_from(lim.head_dims), label="D")
+        block_k = _fit(block_k, d, lim)
+        room = max(1, lim.max_scores // (batch * hq))
+        max_t = (lim.max_tiles + 1) * block_k - 1
+        tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
+        cache_len = np.array(
+            [draw(_length_choice(tmax), label="cache_len") for _ in range(batch)], np.int32
+        )
+        window = _window(draw)
+        mods = _modifiers(draw, hq)
+        recipes = _recipes(draw, batch * hq * d, batch * hkv * tmax * d)
+        inputs = _materialize_qkv(recipes, (batch, hq, 1, d), (batch, hkv, tmax, d), dtype, mods)
+        inputs["cache_len"] = cache_len
+        if mods.slopes is not None:
+            inputs["alibi_slopes"] = mods.slopes
+        params = {"dtype": dtype, "window": window, **mods.params(), "block_k": block_k,
+                  "num_splits": splits}  # fmt: skip
+        return Case(inputs, params, _described(recipes, mods))
+
+    return build()

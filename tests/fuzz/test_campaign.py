@@ -1,0 +1,256 @@
+"""Campaigns: worker processes survive kernels that raise, segfault or hang; nothing found is lost;
+SIGTERM ends with a complete report; triage against the previous report; GPU slots per worker."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+FAKE = str(HERE / "fake_targets.py")
+FAULTS = str(HERE.parent / "plugins" / "faults.py")
+
+
+def fuzz_cli(*args, env=None, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "fuzz", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture(scope="module")
+def fault_campaign(tmp_path_factory):
+    """One short CPU campaign over the fault-injection mutants, their correct base kernel and two
+    fake targets (a correct one and a planted NaN)."""
+    out = tmp_path_factory.mktemp("faults") / "out"
+    proc = fuzz_cli(
+        "run", "--profile", "ci", "--plugin", FAULTS, "--plugin", FAKE, "--mutants",
+        "--targets", "faults*,fake_double,fake_double_nan",
+        "--backends", "triton-interpret,fake", "--budget", "9", "--example-timeout", "2",
+        "--seed", "1", "--out", str(out),
+    )  # fmt: skip
+    report = json.loads((out / "report.json").read_text())
+    return proc, out, report
+
+
+def test_faults_are_reported_with_their_class_and_the_campaign_goes_on(fault_campaign):
+    proc, _out, report = fault_campaign
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # only mutants fail
+    assert report["complete"] and report["interrupted"] is None
+    rows = {(r["target"], r["backend"]): r for r in report["results"]}
+    expected = {
+        "faults_mutant_raise": "crash",  # in-process exception
+        "faults_mutant_wild_store": "crash",  # a real segfault in Triton's interpreter
+        "faults_mutant_spin": "hang",  # the per-example timeout
+    }
+    for target, cls in expected.items():
+        row = rows[(target, "triton-interpret")]
+        assert row["status"] == "found", row
+        assert [f["class"] for f in row["findings"]] == [cls]
+    wild = rows[("faults_mutant_wild_store", "triton-interpret")]["findings"][0]
+    assert "SIGSEGV" in wild["message"] and wild["details"]["log"]  # faulthandler's traceback
+    spin = rows[("faults_mutant_spin", "triton-interpret")]["findings"][0]
+    assert "per-example timeout" in spin["message"]
+    assert "_scale_kernel" in spin["details"]["log"]  # the hung stack, dumped before the kill
+    raised = rows[("faults_mutant_raise", "triton-interpret")]["findings"][0]
+    assert raised["shrunk"] and raised["shapes"] == {"x": [1, 4]}  # in-process: shrunk
+    # Every other finding is kept, the correct targets pass, and workers were restarted.
+    assert [f["class"] for f in rows[("fake_double_nan", "fake")]["findings"]] == ["nan"]
+    assert rows[("faults", "triton-interpret")]["status"] == "pass"
+    assert rows[("fake_double", "fake")]["status"] == "pass"
+    assert report["worker_restarts"] >= 1
+    assert report["summary"]["new"] == 4 and report["summary"]["mutants_found"] == 4
+    for f in report["findings"]:
+        assert Path(f["reproducer"]).exists() and f["signature"]
+
+
+def test_every_saved_reproducer_replays_and_crashes_do_not_kill_the_replayer(fault_campaign):
+    _, out, report = fault_campaign
+    proc = fuzz_cli("replay", "--plugin", FAULTS, "--plugin", FAKE, str(out / "reproducers"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    text = proc.stdout
+    assert text.count("== ") == len(report["findings"]) == 4
+    assert (
+        "faults_mutant_wild_store on triton-interpret: FAIL crash (the replay process was killed by SIGSEGV)"
+        in text
+    )
+    assert "faults_mutant_spin on triton-interpret: FAIL hang" in text
+    assert "faults_mutant_raise on triton-interpret: FAIL crash (same class as recorded)" in text
+    assert "fake_double_nan on fake: FAIL nan" in text
+    assert "cannot replay" not in text
+
+
+def test_reports_markdown_and_junit(fault_campaign):
+    _, out, report = fault_campaign
+    md = (out / "report.md").read_text()
+    assert "**4 new, 0 still failing, 0 fixed**" in md
+    assert "### `hang` in faults_mutant_spin (mutant, expected)" in md
+    assert "python reproducers/faults_mutant_wild_store__triton-interpret__crash__" in md
+    suite = ET.parse(out / "report.xml").getroot().find("testsuite")
+    assert int(suite.get("tests")) == len(report["results"])
+    assert int(suite.get("failures")) == 0 and int(suite.get("errors")) == 0
+
+
+def test_sigterm_ends_the_campaign_with_a_complete_report(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", FAKE, "--mutants", "--targets",
+         "fake_double,fake_double_nan", "--backends", "fake", "--budget", "120", "--slice", "1", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = time.time() + 60
+    found = False
+    while time.time() < deadline and not found:
+        time.sleep(0.3)
+        try:
+            found = bool(json.loads((out / "report.json").read_text())["findings"])
+        except (OSError, ValueError, KeyError):
+            pass
+    assert found, "no finding streamed into report.json"
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, output  # interrupted: neither a pass nor a real failure
+    report = json.loads((out / "report.json").read_text())
+    assert report["interrupted"] == "SIGTERM" and not report["complete"]
+    assert [f["class"] for f in report["findings"]] == ["nan"]
+    assert {r["target"] for r in report["results"]} == {"fake_double", "fake_double_nan"}
+    assert (out / "index.html").exists() and (out / "report.md").exists()
+    assert "INCOMPLETE (SIGTERM)" in (out / "report.md").read_text()
+    assert not list(out.rglob("*.tmp"))  # every file was written atomically
+
+
+TOGGLE = """
+import os, dataclasses
+from fuzz.target import load_plugin, get, register
+load_plugin({fake!r})
+buggy = os.environ.get("FAKE_TOGGLE_BUG") == "1"
+t = get("fake_double_nan" if buggy else "fake_double")
+register(dataclasses.replace(t, name="fake_toggle", mutant_of=None, expected_class=None,
+                             source="builtin"))
+"""
+
+
+def test_triage_against_the_previous_report(tmp_path):
+    plugin = tmp_path / "toggle.py"
+    plugin.write_text(TOGGLE.format(fake=FAKE))
+    out = tmp_path / "out"
+    args = ["run", "--profile", "ci", "--plugin", str(plugin), "--mutants", "--targets", "fake_toggle,fake_double_oob",
+            "--backends", "fake", "--budget", "3", "--out", str(out), "--seed", "2"]  # fmt: skip
+    first = fuzz_cli(*args, env={"FAKE_TOGGLE_BUG": "1"})
+    assert first.returncode == 1, first.stderr  # a real target fails: exit status 1
+    assert "failing real targets: fake_toggle" in first.stderr
+    r1 = json.loads((out / "report.json").read_text())
+    assert sorted(f["triage"] for f in r1["findings"]) == ["new", "new"]
+    # The bug is fixed; a short run: the previous reproducers are replayed before any fuzzing.
+    second = fuzz_cli(*[a if a != "3" else "1" for a in args], env={"FAKE_TOGGLE_BUG": "0"})
+    assert second.returncode == 0, second.stderr
+    r2 = json.loads((out / "report.json").read_text())
+    assert [(f["target"], f["triage"]) for f in r2["findings"]] == [
+        ("fake_double_oob", "still failing")
+    ]
+    assert [f["target"] for f in r2["triage"]["fixed"]] == ["fake_toggle"]
+    assert r2["triage"]["previous"] == r1["started"]
+    history = list((out / "history").iterdir())
+    assert len(history) == 1 and (history[0] / "report.json").exists()
+    assert "**0 new, 1 still failing, 1 fixed**" in (out / "report.md").read_text()
+
+
+GPU_PROBE = """
+import os
+from pathlib import Path
+from fuzz.target import load_plugin
+load_plugin({fake!r})
+Path({d!r}, f"worker-{{os.getpid()}}").write_text(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+"""
+
+
+def test_one_worker_per_gpu_each_with_its_own_device(tmp_path):
+    from fuzz.campaign import Campaign, CampaignConfig
+    from fuzz.profiles import Profile
+    from fuzz.target import get, load_plugin
+
+    probe = tmp_path / "probe.py"
+    probe.write_text(GPU_PROBE.format(fake=FAKE, d=str(tmp_path)))
+    load_plugin(FAKE)
+    config = CampaignConfig(
+        targets=[get("fake_double"), get("fake_double_nan")],
+        backends=["fake"],
+        profile=Profile("ci", ("fake",), "small", False, "cpu", False, 60),
+        budget=2.0,
+        out=tmp_path / "out",
+        repro_dir=tmp_path / "out" / "reproducers",
+        db=None,
+        workers=2,
+        devices=["3", "5"],
+        example_timeout=30,
+        plugins=[str(probe)],
+    )
+    report = Campaign(config, log=lambda line: None).run()
+    seen = sorted(p.read_text() for p in tmp_path.glob("worker-*"))
+    assert seen == ["3", "5"]
+    assert [w["device"] for w in report["workers"]] == ["3", "5"]
+    assert report["summary"]["mutants_found"] == 1
+
+
+def test_scheduler_floor_then_productive_pairs():
+    from types import SimpleNamespace
+
+    from fuzz.campaign import Campaign, PairState
+
+    def pair(name, seconds, slices, rate):
+        t = SimpleNamespace(name=name, expected_class=None)
+        return PairState(t, "fake", seconds=seconds, slices=slices, rate=rate)  # type: ignore[arg-type]
+
+    c = Campaign.__new__(Campaign)
+    c.floor = 3.0
+    c.pairs = [pair("a", 5.0, 5, 0.0), pair("b", 1.0, 1, 0.0), pair("c", 4.0, 4, 9.0)]
+    assert c._pick().target.name == "b"  # below its floor
+    c.pairs[1].seconds = 3.5
+    assert c._pick().target.name == "c"  # still producing new classes/coverage
+    c.pairs[2].retired = "search space exhausted"
+    c.pairs[0].running = True
+    assert c._pick().target.name == "b"
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+def test_the_html_report_renders_in_a_headless_browser(fault_campaign, tmp_path):
+    import re
+    import shutil
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    _, out, report = fault_campaign
+    page = (out / "index.html").resolve().as_uri()
+    text = (out / "index.html").read_text()
+    for external in ('src="http', "src='http", 'href="http', "<link", "url(http", "@import"):
+        assert external not in text  # self-contained: nothing fetched from a network
+    cmd = [browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*cmd, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    check = re.search(r'data-selfcheck="([^"]*)"', dom.stdout)
+    assert check is not None, "the page's load handler did not run"
+    ok, images, svgs = re.fullmatch(
+        r"(ok|fail.*?) (\d+) images (\d+) svgs", check.group(1)
+    ).groups()
+    assert ok == "ok"
+    plotted = [f for f in report["findings"] if f["plots"]]
+    assert plotted  # the NaN finding: heatmap + legend + histogram per output
+    assert int(images) >= 2 * len(plotted) and int(svgs) >= len(plotted) + 1
+    assert dom.stdout.count('class="finding ') == len(report["findings"])
+    shot = tmp_path / "page.png"
+    proc = subprocess.run([*cmd, f"--screenshot={shot}", "--window-size=1100,1400", page],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0 and shot.stat().st_size > 20_000

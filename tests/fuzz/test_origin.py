@@ -1,0 +1,91 @@
+"""NaN/Inf origin: the kernel line (and expression) of the first overflow, invalid operation or
+division by zero, in Triton's interpreter (NumPy traps) and Pallas interpret mode (primitive
+checks); mutants are traced to their mutated line."""
+
+import numpy as np
+import pytest
+
+from fuzz import origin, reproducer
+from fuzz.backends import get_backend
+from fuzz.case import Case
+from fuzz.properties import check_case
+from fuzz.target import get
+
+PARAMS = {"dtype": "float32", "scale": None, "block_m": 8, "block_n": 16}
+OVERFLOW = Case({"x": np.array([[100.0, 1.0]], np.float32)}, PARAMS)
+EMPTY_ROW = Case({"x": np.array([[1.0]], np.float32), "mask": np.array([[False]])}, PARAMS)
+
+
+@pytest.mark.parametrize(
+    "backend, expression, source",
+    [
+        ("triton-interpret", "tl.exp(s)", "l_i = l_i + tl.sum(tl.exp(s), 1)"),
+        ("pallas-interpret", "jnp.exp(s)", "l_i = l_i + jnp.exp(s).sum(axis=1)"),
+    ],
+)
+def test_no_rowmax_overflow_is_traced_to_the_mutated_exp(backend, expression, source):
+    o = origin.trace(get("softmax_mutant_no_rowmax"), backend, OVERFLOW)
+    assert o["found"] and o["kind"] == "overflow", o
+    assert o["expression"] == expression and o["source"].strip() == source
+    language = get_backend(backend).impl
+    assert o["file"] == f"<mutant no_rowmax of kernels.softmax.{language}>"
+
+
+@pytest.mark.parametrize("backend", ["triton-interpret", "pallas-interpret"])
+def test_a_row_without_keys_divides_by_zero_in_the_mutant(backend):
+    o = origin.trace(get("softmax_mutant_masked_row_nan"), backend, EMPTY_ROW)
+    assert o["found"] and o["kind"] == "division by zero", o
+    assert o["expression"] == "1.0 / l_i" and o["source"].strip() == "inv_l = 1.0 / l_i"
+
+
+@pytest.mark.parametrize("backend", ["triton-interpret", "pallas-interpret"])
+def test_the_real_kernel_has_no_origin_on_the_same_inputs(backend):
+    for case in (OVERFLOW, EMPTY_ROW):
+        o = origin.trace(get("softmax"), backend, case)
+        assert not o["found"], o
+
+
+def test_replay_prints_the_origin_and_the_hazards(tmp_path, capsys):
+    target = get("softmax_mutant_no_rowmax")
+    outcome = check_case(target, get_backend("triton-interpret"), OVERFLOW)
+    assert outcome.finding is not None and outcome.finding.cls == "nan"
+    outcome.finding.details["origin"] = origin.trace(target, "triton-interpret", OVERFLOW)
+    path = reproducer.write(tmp_path, target=target, backend="triton-interpret", case=OVERFLOW,
+                            params=outcome.params, finding=outcome.finding, ref_device="cpu",
+                            differential=False)  # fmt: skip
+    text = path.read_text()
+    assert "origin: overflow in `tl.exp(s)` at <mutant no_rowmax of kernels.softmax.triton>" in text
+    meta, data = reproducer.load(path)
+    assert reproducer.report_replay(meta, data) == 1
+    out = capsys.readouterr().out
+    assert "origin: overflow in `tl.exp(s)` at <mutant no_rowmax of kernels.softmax.triton>" in out
+    assert "hazard: exp-overflow: logit 100 > 88.72" in out
+    assert reproducer.report_replay(meta, data, backend="pallas-interpret") == 1
+    out = capsys.readouterr().out
+    assert "origin: overflow in `jnp.exp(s)` at <mutant no_rowmax of kernels.softmax.pallas>" in out
+
+
+def test_describe_covers_every_outcome():
+    assert origin.describe(None) == []
+    assert origin.describe({"error": "boom"}) == ["origin: not traced (boom)"]
+    assert origin.describe({"found": False, "note": "n"}) == ["origin: n"]
+    assert origin.trace(get("softmax"), "triton", OVERFLOW)["found"] in (True, False)
+
+
+def test_a_nan_born_in_a_derived_launch_is_traced_there():
+    """no_rowmax on logits near 80: the example itself passes the oracle, but adding 1000 to x
+    (the shift-invariance property) overflows exp; the origin names that launch and its hazard."""
+    target = get("softmax_mutant_no_rowmax")
+    case = Case({"x": np.array([[80.0, 80.5]], np.float32)}, PARAMS)
+    o = origin.trace_finding(target, "triton-interpret", case, {"shift-invariance": 1000.0})
+    assert o["found"] and o["expression"] == "tl.exp(s)"
+    assert "derived from the example (x changed)" in o["launch"]
+    assert any(h.startswith("exp-overflow: logit 1080") for h in o["launch_hazards"])
+
+
+def test_an_overflowing_row_sum_points_at_the_sum_in_the_kernel():
+    case = Case({"x": np.array([[88.0, 88.5]], np.float32)}, PARAMS)  # each exp fits, the sum not
+    o = origin.trace(get("softmax_mutant_no_rowmax"), "triton-interpret", case)
+    assert o["found"] and o["kind"] == "overflow"
+    assert o["file"] == "<mutant no_rowmax of kernels.softmax.triton>"
+    assert o["expression"] == "tl.sum(tl.exp(s), 1)"

@@ -1,0 +1,57 @@
+"""The mutant scoreboard: the harness against randn trials and a fixed grid, on the same mutants."""
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+from fuzz.profiles import get_profile
+from fuzz.scoreboard import run_scoreboard, summary_lines, table_rows, write_scoreboard
+from fuzz.target import get
+
+FAKE = str(Path(__file__).parent / "fake_targets.py")
+
+
+def test_scale_twice_is_missed_by_randn_and_found_by_the_harness_and_the_grid(tmp_path):
+    mutant = get("softmax_mutant_scale_twice")
+    grid = mutant.baseline_grid
+    # The fp32 third of the grid keeps the test quick; the other dtypes repeat the same shapes.
+    mutant = dataclasses.replace(
+        mutant, baseline_grid=lambda s: [c for c in grid(s) if c.params["dtype"] == "float32"]
+    )
+    board = run_scoreboard([mutant], ["triton-interpret"],
+                           get_profile("ci"), budget=4, seed=0)  # fmt: skip
+    (row,) = board["rows"]
+    h = row["harness"]
+    assert h["found"] and h["expected"] and h["class"] == "accuracy"
+    assert h["examples_to_first"] >= 1 and h["reproducer_size"] <= 2 and h["shrink_seconds"] >= 0
+    # KernelBench-style trials use no scale: a scale applied twice is invisible to them.
+    assert row["randn"]["cases"] == 5 and not row["randn"]["found"]
+    # The Triton-tutorial-style grid scales its masked cases: it sees the bug.
+    assert row["grid"]["found"] and row["grid"]["class"] == "accuracy"
+    s = board["summary"]
+    assert s["harness"]["rate"] == 1.0 and s["randn"]["rate"] == 0.0 and s["grid"]["rate"] == 1.0
+    assert table_rows(board)[0][:4] == [
+        "softmax_mutant_scale_twice",
+        "triton-interpret",
+        "yes",
+        "accuracy",
+    ]
+    assert any(line.startswith("harness      detected 1/1 (100%)") for line in summary_lines(board))
+    write_scoreboard(tmp_path, board)
+    assert (
+        "| softmax_mutant_scale_twice | triton-interpret | yes | accuracy |"
+        in (tmp_path / "scoreboard.md").read_text()
+    )
+
+
+def test_cli_scoreboard_shows_na_for_targets_without_baselines():
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "mutants", "--plugin", FAKE, "--targets", "fake_double_nan",
+         "--backends", "fake", "--budget", "2", "--profile", "ci"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "fake_double_nan" in proc.stdout and "n/a" in proc.stdout
+    assert "harness      detected 1/1 (100%)" in proc.stdout
+    assert "randn x5     n/a" in proc.stdout

@@ -1,0 +1,189 @@
+"""The jagged softmax family's own properties, hooks and baselines.
+
+Every property must be able to fail: each is checked against a planted violation (a copy of the
+real kernel with one deliberate defect, made with ``kernels._mutate``) and must pass on the real
+kernel, on both interpreters.
+"""
+
+import numpy as np
+import pytest
+
+from fuzz.backends import get_backend
+from fuzz.case import Case
+from fuzz.failures import MASKING, NONDETERMINISM, OOB_WRITE
+from fuzz.properties import Context, check_case
+from fuzz.target import get
+from fuzz.targets import jagged_softmax as fam
+from kernels._mutate import Edit, mutate
+from kernels.jagged_softmax import pallas as kpallas
+from kernels.jagged_softmax import triton as ktriton
+from strategies.jagged import offsets_from_lengths
+
+BACKENDS = ["triton-interpret", "pallas-interpret"]
+
+
+def case(lengths, m=1, *, block_n=4, num_programs=None, seed=0, dtype="float32"):
+    offsets = offsets_from_lengths(lengths)
+    n = int(offsets[-1])
+    values = np.random.default_rng(seed).standard_normal((n, m)).astype(dtype)
+    params = {"dtype": dtype, "block_n": block_n, "block_m": 4, "num_programs": num_programs,
+              "guard": "nan"}  # fmt: skip
+    return Case({"values": values, "offsets": offsets}, params, {"lengths": list(lengths)})
+
+
+def ctx_for(target, backend, c):
+    return Context(target, get_backend(backend), c)
+
+
+def planted(name, triton_edits, pallas_edits):
+    """A target whose kernels are the real ones with the given edits (a planted violation)."""
+    return fam.make_target(
+        f"jagged_softmax_planted_{name}",
+        {
+            "triton": mutate(ktriton, f"planted_{name}", triton_edits),
+            "pallas": mutate(kpallas, f"planted_{name}", pallas_edits),
+        },
+    )
+
+
+REAL = get("jagged_softmax")
+
+# The stats pass starts one row early: every segment's max and sum include the row before it
+# (the previous segment's last row, or the guard row before the first).
+READS_BEFORE_START = planted(
+    "reads_before_start",
+    [Edit("        for row0 in range(start, end, BLOCK_N):\n            # Rows at or past",
+          "        for row0 in range(start - 1, end, BLOCK_N):\n            # Rows at or past")],
+    [Edit("x, _, _ = _load_tile(values_ref, start + t * block_n, end, col_ok, block_n)",
+          "x, _, _ = _load_tile(values_ref, start - 1 + t * block_n, end, col_ok, block_n)"),
+     Edit("n_tiles = (end - start + block_n - 1) // block_n",
+          "n_tiles = (end - start + block_n) // block_n")],
+)  # fmt: skip
+
+# Every load reads one row past the segment's end: the last segment reads the guard row after the
+# values (Triton) or the first padding row (Pallas).
+READS_PAST_END = planted(
+    "reads_past_end",
+    [Edit("            ok = (tile_rows < end - row0) & col_ok\n            x = tl.load(values_ptr + row0 * stride_vn + v_tile, mask=ok, other=float(\"-inf\"))\n            x = x.to(tl.float32)\n            m_new",
+          "            ok = (tile_rows < end + 1 - row0) & col_ok\n            x = tl.load(values_ptr + row0 * stride_vn + v_tile, mask=ok, other=float(\"-inf\"))\n            x = x.to(tl.float32)\n            m_new")],
+    [Edit("    x, _, _ = _load_tile(values_ref, start + t * block_n, end, col_ok, block_n)",
+          "    x, _, _ = _load_tile(values_ref, start + t * block_n, end + 1, col_ok, block_n)")],
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_schedule_invariance_fails_for_a_store_past_the_segment_end(backend):
+    # One program per segment runs them in order: segment 1's last tile overhangs into segment
+    # 2, whose own program overwrites it later. With two programs, program 0 takes segments 0
+    # and 2 before program 1 takes segment 1, whose overhang then zeroes segment 2's only row.
+    mutant = get("jagged_softmax_mutant_store_past_end")
+    c = case([0, 1, 2])
+    ctx = ctx_for(mutant, backend, c)
+    assert fam._schedule(ctx, 3) is None  # three programs: still in segment order
+    f = fam._schedule(ctx, 2)
+    assert f is not None and f.cls == NONDETERMINISM and f.index == (1, 0)
+    assert "depends on the order in which programs run" in f.message
+    assert check_case(mutant, get_backend(backend), c, params={"schedule-invariance": 2}).finding.cls == NONDETERMINISM  # fmt: skip
+    for p in (2, 3):
+        assert fam._schedule(ctx_for(REAL, backend, c), p) is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_segment_permutation_and_alone_fail_for_a_neighbour_dependent_kernel(backend):
+    c = case([2, 3], m=2)
+    ctx = ctx_for(READS_BEFORE_START, backend, c)
+    f = fam._permutation(ctx, "reverse")
+    assert f is not None and f.cls == MASKING and "depends on its neighbours" in f.message
+    f = fam._alone(ctx, 1)
+    assert f is not None and f.cls == MASKING and "computed alone" in f.message
+    real = ctx_for(REAL, backend, c)
+    assert fam._permutation(real, "reverse") is None and fam._permutation(real, 7) is None
+    assert fam._alone(real, 0) is None and fam._alone(real, 1) is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_guard_rows_fail_for_a_kernel_that_reads_past_the_values(backend):
+    # The generic masked-poison property with this family's poison hook: the guard rows (Triton)
+    # or padding (Pallas) after the values hold another poison, and no output bit may move.
+    from fuzz.properties import _masked_poison
+
+    c = case([2, 3], m=2)
+    ctx = ctx_for(READS_PAST_END, backend, c)
+    f = _masked_poison(ctx, "-inf")
+    assert f is not None and f.cls == MASKING and f.index[0] >= 2  # the last segment's rows
+    real = ctx_for(REAL, backend, c)
+    for kind in ("inf", "-inf", "max", "-max"):
+        assert _masked_poison(real, kind) is None
+
+
+def test_offsets_are_guarded_on_both_sides():
+    # A kernel that runs one segment too many reads the entry after offsets (N + 1) as its end:
+    # a phantom row past the output, which lands in the harness's guard band.
+    mutant = get("jagged_softmax_mutant_offsets_past_end")
+    f = check_case(mutant, get_backend("triton-interpret"), case([2, 1], m=3)).finding
+    assert f is not None and f.cls == OOB_WRITE and "past the output's end" in f.message
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_real_kernel_passes_every_property_on_the_edge_layouts(backend):
+    for lengths in ([0, 0, 3, 0, 5, 0], [1, 1, 1], [4, 5, 9, 1]):
+        c = case(lengths, m=5, seed=len(lengths))
+        params = {"masked-poison": "max", "schedule-invariance": 2,
+                  "segment-permutation": "reverse", "segment-alone": 2}  # fmt: skip
+        outcome = check_case(REAL, get_backend(backend), c, params=params)
+        assert outcome.finding is None, outcome.finding.summary()
+
+
+def test_fixed_outputs_mark_one_row_segments_and_empty_columns():
+    c = case([1, 2, 1], m=2)
+    x = c.inputs["values"]
+    x[1, 0] = -np.inf
+    x[3, 1] = -np.inf
+    fixed = fam.fixed_outputs(c)["y"]
+    assert fixed[0].all() and fixed[3].all()  # one-row segments: 1.0 (or 0 for -inf)
+    assert fixed[1, 0] and fixed[2, 0]  # one finite value in the column: 0 and 1.0
+    assert not fixed[1, 1] and not fixed[2, 1]
+
+
+def test_hazards_describe_the_layout():
+    c = case([0, 5, 0, 0, 1, 2, 0], num_programs=2)
+    c.inputs["values"][0, 0] = 100.0
+    got = dict(h.split(":", 1) for h in REAL.hazards_of(c))
+    assert "leading, trailing, consecutive" in got["empty-segments"]
+    assert "max_seqlen 5 > block_n=4" in got["multi-tile-segment"]
+    assert "segment 1, 3 row(s)" in got["tile-overhang"]
+    assert "num_programs=2 < 7 segments" in got["shared-programs"]
+    assert "exp overflows" in got["exp-overflow"]
+    assert (
+        "single-row-segments" in got
+        and "M=1 is not a multiple of block_m=4" in got["partial-column-block"]
+    )
+
+
+def test_interpret_cost_counts_segments_and_tiles():
+    assert fam.interpret_cost(case([5, 0, 1], m=5)) == (3 + 2 * (2 + 0 + 1)) * 2
+
+
+def test_baselines_are_valid_cases_the_real_kernel_passes():
+    small = fam.baseline_randn(0, "small")
+    assert small.inputs["offsets"].tolist() == [0, 6, 8, 12] and small.inputs["values"].shape == (
+        12,
+        4,
+    )
+    assert not np.array_equal(
+        small.inputs["values"], fam.baseline_randn(1, "small").inputs["values"]
+    )
+    large = fam.baseline_randn(0, "large")
+    assert large.inputs["values"].shape == (int(large.inputs["offsets"][-1]), 96)
+    for scale in ("small", "large"):
+        grid = fam.baseline_grid(scale)
+        assert len(grid) >= 18 and {c.params["dtype"] for c in grid} == {
+            "float32",
+            "float16",
+            "bfloat16",
+        }
+        for c in grid:
+            o = c.inputs["offsets"]
+            assert o[0] == 0 and (np.diff(o) >= 0).all() and o[-1] == c.inputs["values"].shape[0]
+    for c in (small, fam.baseline_grid("small")[-1]):
+        assert check_case(REAL, get_backend("triton-interpret"), c, params={}).finding is None
