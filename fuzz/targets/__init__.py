@@ -1,3 +1,3 @@
 """Built-in target families; importing this package registers them."""
 
-from fuzz.targets import attention, jagged_softmax, softmax  # noqa: F401
+from fuzz.targets import attention, jagged_softmax, simple_gla, softmax  # noqa: F401

@@ -1,0 +1,904 @@
+"""The simple_gla family: chunked simple GLA forward and backward, and their mutants.
+
+Targets::
+
+    simple_gla_fwd   outputs o [B, T, H, V] (input dtype) and, with output_final_state, ht
+                     [N, H, K, V] (fp32)
+    simple_gla_bwd   inputs also do (and maybe dht); outputs dq, dk, dv (input dtype), dg (fp32,
+                     per-token form only) and dh0 (fp32, with an initial state)
+
+The oracle is the float64 token recurrence (``oracles.simple_gla``), gradients by float64 autograd;
+the naive reference is the chunked algorithm in eager torch in the input dtype. The tolerance is
+``rho * naive error + floor + derived bound``, the derived bound (``Target.error_floor``) being the
+worst-case error of the kernels' fp32 arithmetic for this case (``derived_bound``; the derivation
+is in ``kernels/simple_gla/README.md``).
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fuzz.arrays import dtype_name, finfo, to_float64
+from fuzz.backends import Backend, get_backend
+from fuzz.case import Case
+from fuzz.compare import Tolerance
+from fuzz.failures import ACCURACY, INF, NAN, Finding
+from fuzz.properties import Context, Launch, Property
+from fuzz.target import Hazard, Target, register
+from kernels.simple_gla.mutants import MUTANTS
+from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
+
+FP32_LOG_MAX = finfo("float32").log_max  # 88.72
+FP16_LOG_MAX = finfo("float16").log_max  # 11.09
+FP32_TINY_LOG = -float(np.log(finfo("float32").tiny))  # 87.34: exp(-x) is subnormal beyond
+TILE = 64  # kernels.simple_gla._common.TILE: chunks longer than this are tiled
+U32 = 2.0**-24
+TINY32 = 2.0**-126  # the smallest normal float32
+CHUNK_SIZES = (16, 32, 64, 128, 256)
+INTERPRETER_CHUNKS = (16, 32)  # chunk sizes the chunk-size properties try on the interpreters
+FWD_OUTPUTS = ("o", "ht")
+BWD_OUTPUTS = ("dq", "dk", "dv", "dg", "dh0")
+
+
+def kind_of(case: Case) -> str:
+    return "bwd" if "do" in case.inputs else "fwd"
+
+
+# Entry points -------------------------------------------------------------------------------------
+
+
+def fwd_entry(module: types.ModuleType):
+    """The forward target's entry point for a kernel module (real or mutant, Triton or Pallas)."""
+
+    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
+            interpret: bool) -> dict[str, Any]:  # fmt: skip
+        out = out or {}
+        o, ht = module.chunk_simple_gla_fwd(
+            inputs["q"], inputs["k"], inputs["v"], g=inputs.get("g"), g_gamma=inputs.get("g_gamma"),
+            scale=params["scale"], initial_state=inputs.get("h0"),
+            output_final_state=params["output_final_state"], cu_seqlens=inputs.get("cu_seqlens"),
+            chunk_size=params["chunk_size"], out=out.get("o"), out_ht=out.get("ht"),
+            interpret=interpret,
+        )  # fmt: skip
+        return {"o": o} if ht is None else {"o": o, "ht": ht}
+
+    return run
+
+
+def bwd_entry(module: types.ModuleType):
+    """The backward target's entry point for a kernel module."""
+
+    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
+            interpret: bool) -> dict[str, Any]:  # fmt: skip
+        out = out or {}
+        dq, dk, dv, dg, dh0 = module.chunk_simple_gla_bwd(
+            inputs["q"], inputs["k"], inputs["v"], inputs["do"], g=inputs.get("g"),
+            g_gamma=inputs.get("g_gamma"), scale=params["scale"], initial_state=inputs.get("h0"),
+            dht=inputs.get("dht"), cu_seqlens=inputs.get("cu_seqlens"),
+            chunk_size=params["chunk_size"], out_dq=out.get("dq"), out_dk=out.get("dk"),
+            out_dv=out.get("dv"), out_dg=out.get("dg"), out_dh0=out.get("dh0"),
+            interpret=interpret,
+        )  # fmt: skip
+        res = {"dq": dq, "dk": dk, "dv": dv}
+        if dg is not None:
+            res["dg"] = dg
+        if dh0 is not None:
+            res["dh0"] = dh0
+        return res
+
+    return run
+
+
+# Shapes -----------------------------------------------------------------------------------------
+
+
+def seq_lengths(case: Case) -> list[int]:
+    """The length of every sequence (batch rows, or ``cu_seqlens`` segments)."""
+    batch, length = case.inputs["q"].shape[:2]
+    cu = case.inputs.get("cu_seqlens")
+    if cu is None:
+        return [length] * batch
+    return [int(cu[i + 1] - cu[i]) for i in range(len(cu) - 1)]
+
+
+def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Shape and dtype of every output of ``case`` (what the kernels return)."""
+    q, v = case.inputs["q"], case.inputs["v"]
+    b, t, h, k_dim = q.shape
+    v_dim = v.shape[3]
+    n = len(seq_lengths(case))
+    dtype = dtype_name(q.dtype)
+    state: tuple[tuple[int, ...], str] = ((n, h, k_dim, v_dim), "float32")
+    spec: dict[str, tuple[tuple[int, ...], str]]
+    if kind_of(case) == "fwd":
+        spec = {"o": ((b, t, h, v_dim), dtype)}
+        if case.params["output_final_state"]:
+            spec["ht"] = state
+        return spec
+    spec = {"dq": ((b, t, h, k_dim), dtype), "dk": ((b, t, h, k_dim), dtype),
+            "dv": ((b, t, h, v_dim), dtype)}  # fmt: skip
+    if "g" in case.inputs:
+        spec["dg"] = ((b, t, h), "float32")
+    if "h0" in case.inputs:
+        spec["dh0"] = state
+    return spec
+
+
+# Oracle and naive reference -----------------------------------------------------------------------
+
+
+def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
+    from fuzz.backends import TorchAdapter
+
+    adapter = TorchAdapter(device)
+    return {k: adapter.put(a) for k, a in case.inputs.items() if k != "cu_seqlens"}
+
+
+def _cu(case: Case) -> list[int] | None:
+    cu = case.inputs.get("cu_seqlens")
+    return None if cu is None else [int(c) for c in cu]
+
+
+def _host(t: Any, device: str) -> np.ndarray:
+    from fuzz.backends import TorchAdapter
+
+    return TorchAdapter(device).get(t)
+
+
+def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
+    """float64 token recurrence (forward), or float64 autograd through it (backward)."""
+    from oracles.simple_gla import simple_gla_reference, simple_gla_reference_grads
+
+    t = _torch_inputs(case, device)
+    args = dict(g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
+                initial_state=t.get("h0"), cu_seqlens=_cu(case))  # fmt: skip
+    if kind_of(case) == "fwd":
+        o, ht = simple_gla_reference(t["q"], t["k"], t["v"], **args)
+        res = {"o": o.cpu().numpy()}
+        if case.params["output_final_state"]:
+            res["ht"] = ht.cpu().numpy()
+        return res
+    grads = simple_gla_reference_grads(t["q"], t["k"], t["v"], t["do"], dht=t.get("dht"), **args)
+    return {k: v.detach().cpu().numpy() for k, v in grads.as_dict().items()}
+
+
+def naive(case: Case, device: str) -> dict[str, np.ndarray]:
+    """The chunked algorithm in eager torch in the input dtype (``oracles.simple_gla``)."""
+    from oracles.simple_gla import simple_gla_naive, simple_gla_naive_grads
+
+    t = _torch_inputs(case, device)
+    args = dict(g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
+                initial_state=t.get("h0"), cu_seqlens=_cu(case),
+                chunk_size=case.params["chunk_size"])  # fmt: skip
+    if kind_of(case) == "fwd":
+        o, ht = simple_gla_naive(t["q"], t["k"], t["v"], **args)
+        res = {"o": _host(o, device)}
+        if case.params["output_final_state"]:
+            res["ht"] = _host(ht.detach(), device)
+        return res
+    grads = simple_gla_naive_grads(t["q"], t["k"], t["v"], t["do"], dht=t.get("dht"), **args)
+    return {k: _host(v.detach(), device) for k, v in grads.as_dict().items()}
+
+
+# The derived error bound --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """The ingredients of the worst-case error bound of one case (see the README).
+
+    Attributes:
+        n: the longest chain of fp32 roundings any term of any output goes through.
+        weight: the relative error of a decay weight ``exp(X)``, as a multiple of
+            ``exp(0.49 X)`` (from the prefix sums and the exp argument; grows with the chunk's
+            total decay ``S``).
+        magnitudes: per output, the largest sum of absolute terms with every log decay scaled
+            by 0.49 (``oracles.simple_gla.simple_gla_magnitudes``).
+    """
+
+    n: int
+    s_max: float
+    weight: float
+    magnitudes: Mapping[str, float]
+
+    @property
+    def relative(self) -> float:
+        gamma_n = self.n * U32 / (1 - self.n * U32)
+        return 2.0 * (gamma_n + (1.0 + gamma_n) * self.weight)
+
+    def flush(self, output: str) -> float:
+        """Flush-to-zero (XLA on the CPU, GPU fast paths): each intermediate below the smallest
+        normal float32 may become 0, changing its term by less than ``tiny`` times the factors
+        it multiplies; at most ``n`` such changes along a path, relative to the magnitude."""
+        return 2.0 * self.n * TINY32 * (1.0 + self.magnitudes.get(output, 0.0))
+
+    def bound(self, output: str) -> float:
+        return self.relative * self.magnitudes.get(output, 0.0) + self.flush(output)
+
+
+def chunk_decay_sum(case: Case, chunk: int | None = None) -> float:
+    """``S``: the largest total |log decay| of one chunk (the prefix sums' condition)."""
+    chunk = case.params["chunk_size"] if chunk is None else chunk
+    if "g_gamma" in case.inputs:
+        gam = np.abs(case.inputs["g_gamma"].astype(np.float64)).max(initial=0.0)
+        return float(gam * min(chunk, max(seq_lengths(case), default=0)))
+    g = np.abs(case.inputs["g"].astype(np.float64))  # [B, T, H]
+    cu = case.inputs.get("cu_seqlens")
+    starts = [(b, 0, g.shape[1]) for b in range(g.shape[0])] if cu is None else [
+        (0, int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)
+    ]  # fmt: skip
+    s = 0.0
+    for b, bos, eos in starts:
+        for t0 in range(bos, eos, chunk):
+            s = max(s, float(g[b, t0 : min(t0 + chunk, eos)].sum(axis=0).max(initial=0.0)))
+    return s
+
+
+_MODELS: weakref.WeakKeyDictionary[Case, dict[int, ErrorModel]] = weakref.WeakKeyDictionary()
+
+
+def error_model(case: Case, chunk: int | None = None) -> ErrorModel:
+    """The error model of ``case`` (cached per case and chunk size)."""
+    chunk = case.params["chunk_size"] if chunk is None else chunk
+    per_case = _MODELS.setdefault(case, {})
+    if chunk not in per_case:
+        per_case[chunk] = _error_model(case, chunk)
+    return per_case[chunk]
+
+
+def _error_model(case: Case, chunk: int) -> ErrorModel:
+    """The derivation (kernels/simple_gla/README.md, "Error analysis"), in four lines:
+
+    * every output element is a sum over paths of ``exp(X) x product of inputs`` (``X <= 0``,
+      the log decays the path crosses); ``dg`` is the chunk-suffix sum of ``q.dq - k.dk``;
+    * arithmetic: a path meets at most ``n = 2 (K + V) + 3 C + 6 NT + 32`` fp32 roundings (dots
+      over K and V, the C-term intra-chunk and state sums, per chunk two state roundings and an
+      exp of 4 ulps), so its relative error is at most ``gamma_n``;
+    * weights: the exponent computed from fp32 prefix sums is off by at most
+      ``c_w u (|X| + 2 S)`` (``c_w = 2 (C + 4)``, ``S`` the largest chunk sum of ``|g|``), hence
+      ``|w_hat - w| <= c_w u (0.74 + 2 S) exp(2 c_w u S) exp(0.49 X)``;
+    * so ``|error| <= 2 (gamma_n + (1 + gamma_n) weight) x MAG``, MAG being the output computed
+      in fp64 on absolute inputs with every log decay times 0.49 (a sum of non-negative terms).
+    """
+    import torch
+
+    from oracles.simple_gla import simple_gla_magnitudes
+
+    k_dim, v_dim = case.inputs["q"].shape[3], case.inputs["v"].shape[3]
+    n_chunks = max((-(-n // chunk) for n in seq_lengths(case)), default=0)
+    n = 2 * (k_dim + v_dim) + 3 * chunk + 6 * n_chunks + 32
+    s = chunk_decay_sum(case, chunk)
+    c_w = 2 * (chunk + 4)
+    with np.errstate(over="ignore"):
+        weight = c_w * U32 * (0.74 + 2 * s) * math.exp(min(2 * c_w * U32 * s, 700.0))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    t = _torch_inputs(case, device)
+    mags = simple_gla_magnitudes(
+        t["q"], t["k"], t["v"], g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
+        initial_state=t.get("h0"), cu_seqlens=_cu(case), chunk_size=chunk, decay_factor=0.49,
+        do=t.get("do"), dht=t.get("dht"),
+    )  # fmt: skip
+    got = {}
+    for name in (*FWD_OUTPUTS, *BWD_OUTPUTS):
+        m = getattr(mags, name)
+        if m is not None:
+            got[name] = float(m.detach().abs().max()) if m.numel() else 0.0
+    return ErrorModel(n=n, s_max=s, weight=weight, magnitudes=got)
+
+
+def derived_bound(case: Case, output: str, chunk: int | None = None) -> float:
+    """Worst-case error of ``output`` from the kernels' fp32 arithmetic (before the final
+    rounding to the output dtype), for ``case`` run with ``chunk`` (default: its own)."""
+    return error_model(case, chunk).bound(output)
+
+
+def error_floor(case: Case, device: str) -> dict[str, float]:
+    """``Target.error_floor``: the derived bound of every output, added to the tolerance rule
+    ``rho * naive error + floor_ulps * eps * max|oracle|``."""
+    return {name: derived_bound(case, name) for name in output_spec(case)}
+
+
+TOLERANCE = Tolerance(rho=2.0, floor_ulps=2.0)
+
+
+def rounding_floor(case: Case, output: str, magnitude: float) -> float:
+    """Two roundings to the output dtype at ``magnitude`` (two runs, each rounded once)."""
+    dtype = output_spec(case)[output][1]
+    return 2 * finfo(dtype).eps * magnitude
+
+
+# Hazards ------------------------------------------------------------------------------------------
+
+
+def _chunk_exponents(case: Case, width: int) -> tuple[float, float]:
+    """Over every window of ``width`` tokens starting at a chunk (tile) boundary: the largest
+    masked exponent ``b_j - b_i`` (j > i) and the largest ``|b|`` from the window's start."""
+    chunk = case.params["chunk_size"]
+    if "g_gamma" in case.inputs:
+        gam = float(np.abs(case.inputs["g_gamma"].astype(np.float64)).max(initial=0.0))
+        return gam * (width - 1), gam * width
+    g = np.abs(case.inputs["g"].astype(np.float64))
+    cu = case.inputs.get("cu_seqlens")
+    seqs = [(b, 0, g.shape[1]) for b in range(g.shape[0])] if cu is None else [
+        (0, int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)
+    ]  # fmt: skip
+    masked = total = 0.0
+    for b, bos, eos in seqs:
+        for t0 in range(bos, eos, chunk):
+            for w0 in range(t0, min(t0 + chunk, eos), width):
+                part = g[b, w0 : min(w0 + width, eos)]  # [w, H]
+                s = part.sum(axis=0).max(initial=0.0)
+                total = max(total, float(s))
+                # b_j - b_i for j > i is the sum of |g| over (i, j]: largest when i is the first.
+                masked = max(masked, float(part[1:].sum(axis=0).max(initial=0.0)))
+    return masked, total
+
+
+def _tile_overflow(case: Case) -> str | None:
+    tile = min(case.params["chunk_size"], TILE)
+    masked, _ = _chunk_exponents(case, tile)
+    if masked > FP32_LOG_MAX:
+        return (f"masked-region exponent {masked:.4g} > {FP32_LOG_MAX:.2f} within a {tile}-token "
+                "tile: exp overflows unless the exponent is selected before exp")  # fmt: skip
+    return None
+
+
+def _chunk_overflow(case: Case) -> str | None:
+    chunk = case.params["chunk_size"]
+    masked, _ = _chunk_exponents(case, chunk)
+    if masked > FP32_LOG_MAX:
+        return (f"masked-region exponent {masked:.4g} > {FP32_LOG_MAX:.2f} over a whole "
+                f"{chunk}-token chunk (seed 004: a kernel forming the chunk's matrix overflows)")  # fmt: skip
+    return None
+
+
+def _fp16_overflow(case: Case) -> str | None:
+    masked, _ = _chunk_exponents(case, min(case.params["chunk_size"], TILE))
+    if FP16_LOG_MAX < masked:
+        return f"masked-region exponent {masked:.4g} > {FP16_LOG_MAX:.2f}: exp overflows in fp16"
+    return None
+
+
+def _anchor_overflow(case: Case) -> str | None:
+    _, total = _chunk_exponents(case, min(case.params["chunk_size"], TILE))
+    if total > FP32_TINY_LOG:
+        return (f"cumulative decay {total:.4g} > {FP32_TINY_LOG:.2f} within a tile: exp(b) is "
+                "subnormal or 0, an anchored factorisation exp(b_i) / exp(b_j) loses it")  # fmt: skip
+    return None
+
+
+def _padded_row_overflow(case: Case) -> str | None:
+    if "g_gamma" not in case.inputs:
+        return None
+    chunk = case.params["chunk_size"]
+    gam = float(np.abs(case.inputs["g_gamma"].astype(np.float64)).max(initial=0.0))
+    worst = max(((chunk - n % chunk) for n in seq_lengths(case) if n % chunk), default=0)
+    if gam * worst > FP32_LOG_MAX:
+        return (f"padded rows of a partial chunk reach exponent |gamma| x {worst} = "
+                f"{gam * worst:.4g} > {FP32_LOG_MAX:.2f} unless masked before exp")  # fmt: skip
+    return None
+
+
+def _partial_chunk(case: Case) -> str | None:
+    chunk = case.params["chunk_size"]
+    tails = sorted({n % chunk for n in seq_lengths(case) if n % chunk})
+    return f"sequence lengths with tails {tails} (mod chunk {chunk})" if tails else None
+
+
+def _multi_chunk(case: Case) -> str | None:
+    chunk = case.params["chunk_size"]
+    longest = max(seq_lengths(case), default=0)
+    return (
+        f"a sequence of {longest} tokens spans several {chunk}-token chunks"
+        if longest > chunk
+        else None
+    )
+
+
+def _empty_sequence(case: Case) -> str | None:
+    empty = [i for i, n in enumerate(seq_lengths(case)) if n == 0]
+    return f"empty sequence(s) {empty} in cu_seqlens" if empty else None
+
+
+def _extreme_gates(case: Case) -> str | None:
+    if "g" not in case.inputs:
+        return None
+    g = case.inputs["g"].astype(np.float64)
+    low = float(g.min(initial=0.0))
+    zeros = int((g == 0).sum())
+    parts = []
+    if low < -FP32_LOG_MAX:
+        parts.append(f"gate {low:.4g} < -88.72 (exp underflows: the state is reset)")
+    if zeros:
+        parts.append(f"{zeros} exact zero gate(s) (no decay)")
+    return "; ".join(parts) or None
+
+
+HAZARDS = (
+    Hazard("tile-exp-overflow", _tile_overflow),
+    Hazard("chunk-exp-overflow", _chunk_overflow),
+    Hazard("fp16-exp-overflow", _fp16_overflow),
+    Hazard("anchor-overflow", _anchor_overflow),
+    Hazard("padded-row-overflow", _padded_row_overflow),
+    Hazard("partial-chunk", _partial_chunk),
+    Hazard("multi-chunk", _multi_chunk),
+    Hazard("empty-sequence", _empty_sequence),
+    Hazard("extreme-gates", _extreme_gates),
+)
+
+
+def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
+    """An empty sequence's ``ht`` is its ``h0`` (zeros without one) and its ``dh0`` is its
+    ``dht``: decided without arithmetic, so an error there is a masking error."""
+    spec = output_spec(case)
+    empty = np.array([n == 0 for n in seq_lengths(case)])
+    fixed: dict[str, np.ndarray] = {}
+    for name in ("ht", "dh0"):
+        if name in spec:
+            shape = spec[name][0]
+            fixed[name] = np.broadcast_to(empty[:, None, None, None], shape).copy()
+    return fixed
+
+
+# Family properties --------------------------------------------------------------------------------
+
+
+def _nonfinite(ctx: Context, got: Mapping[str, np.ndarray], prop: str, what: str) -> Finding | None:
+    for name, o in ctx.oracle.items():
+        k = to_float64(got[name])
+        bad = np.isfinite(o) & ~np.isfinite(k)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            cls = NAN if np.isnan(k[idx]) else INF
+            return ctx.finding(
+                cls, prop, f"{what}: {int(bad.sum())} non-finite element(s) of {name}, first "
+                f"{name}[{', '.join(map(str, idx))}] = {k[idx]} (oracle {o[idx]:.6g})",
+                output=name, index=idx, kernel_value=float(k[idx]), oracle_value=float(o[idx]),
+            )  # fmt: skip
+    return None
+
+
+def _mismatch(ctx: Context, name: str, a: np.ndarray, b: np.ndarray, tol: float, prop: str,
+              what: str, **details: Any) -> Finding | None:  # fmt: skip
+    """An accuracy finding when ``a`` and ``b`` differ by more than ``tol`` (NaN/Inf counted)."""
+    a64, b64 = to_float64(a), to_float64(b)
+    diff = np.abs(a64 - b64)
+    diff = np.where(np.isnan(diff) & ~(np.isnan(a64) & np.isnan(b64)), np.inf, diff)
+    diff = np.where(np.isnan(diff), 0.0, diff)
+    if not diff.size or diff.max() <= tol:
+        return None
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+    cls = ACCURACY
+    if not np.isfinite(b64[idx]):
+        cls = NAN if np.isnan(b64[idx]) else INF
+    return ctx.finding(
+        cls, prop, f"{what}: {name}[{', '.join(map(str, idx))}] = {b64[idx]:.6g} vs {a64[idx]:.6g} "
+        f"(difference {diff[idx]:.3g} > {tol:.3g})",
+        output=name, index=idx, kernel_value=float(b64[idx]), error=float(diff[idx]), tolerance=tol,
+        details=details,
+    )  # fmt: skip
+
+
+def _chunk_sizes(ctx: Context) -> tuple[int, ...]:
+    own = ctx.case.params["chunk_size"]
+    pool = INTERPRETER_CHUNKS if ctx.backend.interpret else CHUNK_SIZES
+    return tuple(c for c in pool if c != own)
+
+
+def _chunk_runs(ctx: Context, selector: int) -> dict[int, Launch]:
+    """The case run at every other chunk size of the backend's pool (cached on the context)."""
+    cache = ctx.__dict__.setdefault("_simple_gla_chunk_runs", {})
+    if _skipped(ctx, selector):
+        return cache
+    for c in _chunk_sizes(ctx):
+        if c not in cache:
+            cache[c] = ctx.launch(ctx.case.replace(chunk_size=c))
+    return cache
+
+
+def _finite_every_chunk(ctx: Context, selector: Any) -> Finding | None:
+    """No NaN/Inf for finite inputs at any chunk size (where the oracle is finite)."""
+    for c, run in _chunk_runs(ctx, selector).items():
+        if run.error is not None:
+            continue  # a crash at another chunk size: the crash property reports it there
+        f = _nonfinite(ctx, run.outputs, "finite-every-chunk", f"with chunk_size={c}")
+        if f is not None:
+            f.details["chunk_size"] = c
+            return f
+    return None
+
+
+def _chunk_independence(ctx: Context, selector: Any) -> Finding | None:
+    """The result does not depend on the chunk size beyond both runs' derived bounds."""
+    own = ctx.case.params["chunk_size"]
+    for c, run in _chunk_runs(ctx, selector).items():
+        if run.error is not None:
+            continue
+        for name in ctx.oracle:
+            mag = float(np.abs(ctx.oracle[name]).max(initial=0.0))
+            tol = (derived_bound(ctx.case, name) + derived_bound(ctx.case, name, c)
+                   + rounding_floor(ctx.case, name, mag))  # fmt: skip
+            f = _mismatch(ctx, name, ctx.clean.outputs[name], run.outputs[name], tol,
+                          "chunk-independence", f"chunk_size={own} vs {c}", chunk_size=c)  # fmt: skip
+            if f is not None:
+                return f
+    return None
+
+
+def _slice_case(case: Case, rows: slice, t0: int, t1: int, *, h0: np.ndarray | None,
+                dht: np.ndarray | None, final: bool) -> Case:  # fmt: skip
+    """Tokens ``[t0, t1)`` of the batch ``rows`` as a case without ``cu_seqlens``, with the given
+    initial state (and, for gradients, final-state gradient)."""
+    inputs: dict[str, np.ndarray] = {}
+    for name in ("q", "k", "v", "do", "g"):
+        if name in case.inputs:
+            inputs[name] = np.ascontiguousarray(case.inputs[name][rows, t0:t1])
+    if "g_gamma" in case.inputs:
+        inputs["g_gamma"] = case.inputs["g_gamma"]
+    if h0 is not None:
+        inputs["h0"] = np.ascontiguousarray(h0, np.float32)
+    if dht is not None and "do" in case.inputs:
+        inputs["dht"] = np.ascontiguousarray(dht, np.float32)
+    params = dict(case.params)
+    if "output_final_state" in params:
+        params["output_final_state"] = final
+    return Case(inputs, params, case.recipe)
+
+
+def _run(ctx: Context, case: Case) -> Launch:
+    return ctx.launch(case, outputs=output_spec(case))
+
+
+# On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
+# runs it, and failures shrink toward 0), on compiled backends on every example.
+SAMPLED = 4
+
+
+def _skipped(ctx: Context, selector: int) -> bool:
+    return ctx.backend.interpret and selector % SAMPLED != 0
+
+
+def _state_continuation(ctx: Context, params: Any) -> Finding | None:
+    """Running ``T1`` tokens and then the rest from the returned state equals running them all.
+
+    Forward: ``o`` and ``ht`` of the two pieces (the second starting from the first's ``ht``).
+    Backward: the second piece (from the exact state after ``T1``, rounded to fp32) returns
+    ``dh0``, which is the first piece's ``dht``; the pieces' gradients are those of the whole.
+    """
+    selector, frac = params
+    if _skipped(ctx, selector):
+        return None
+    case = ctx.case
+    length = case.inputs["q"].shape[1]
+    t1 = max(1, min(length - 1, round(float(frac) * length)))
+    rows = slice(None)
+    if kind_of(case) == "fwd":
+        first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=None, final=True)
+        run1 = _run(ctx, first)
+        if run1.error is not None:
+            return None
+        second = _slice_case(case, rows, t1, length, h0=run1.outputs["ht"], dht=None,
+                             final=case.params["output_final_state"])  # fmt: skip
+        run2 = _run(ctx, second)
+    else:
+        second = _slice_case(case, rows, t1, length, h0=_exact_state(case, t1),
+                             dht=case.inputs.get("dht"), final=False)  # fmt: skip
+        run2 = _run(ctx, second)
+        if run2.error is not None:
+            return None
+        first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=run2.outputs["dh0"],
+                            final=False)  # fmt: skip
+        run1 = _run(ctx, first)
+    if run1.error is not None or run2.error is not None:
+        return None
+    for name in ctx.oracle:
+        mag = float(np.abs(ctx.oracle[name]).max(initial=0.0))
+        if name in ("ht", "dh0"):
+            got = (run2 if name == "ht" else run1).outputs[name]
+        else:
+            got = np.concatenate([run1.outputs[name], run2.outputs[name]], axis=1)
+        tol = (derived_bound(case, name) * (2 if kind_of(case) == "bwd" else 1)
+               + derived_bound(first, name) + derived_bound(second, name)
+               + 2 * rounding_floor(case, name, mag))  # fmt: skip
+        f = _mismatch(ctx, name, ctx.clean.outputs[name], got, tol, "state-continuation",
+                      f"tokens [0, {t1}) then [{t1}, {length}) vs all at once", split=t1)  # fmt: skip
+        if f is not None:
+            return f
+    return None
+
+
+def _exact_state(case: Case, t1: int) -> np.ndarray:
+    """The float64 state after ``t1`` tokens of every batch row, rounded to fp32 ``[B, H, K, V]``."""
+    import torch
+
+    from oracles.simple_gla import simple_gla_reference
+
+    t = {k: torch.from_numpy(np.asarray(v[:, :t1], np.float64))
+         for k, v in case.inputs.items() if k in ("q", "k", "v", "g")}  # fmt: skip
+    h0 = case.inputs.get("h0")
+    gamma = case.inputs.get("g_gamma")
+    _, ht = simple_gla_reference(
+        t["q"], t["k"], t["v"], g=t.get("g"),
+        g_gamma=None if gamma is None else torch.from_numpy(gamma.astype(np.float64)),
+        scale=case.params["scale"],
+        initial_state=None if h0 is None else torch.from_numpy(h0.astype(np.float64)),
+    )  # fmt: skip
+    return ht.numpy().astype(np.float32)
+
+
+def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
+    """A packed sequence (drawn) gives what it gives run alone (its own h0/dht, no cu_seqlens)."""
+    selector, pick = params
+    if _skipped(ctx, selector):
+        return None
+    case = ctx.case
+    cu = case.inputs["cu_seqlens"]
+    i = int(pick) % (len(cu) - 1)
+    bos, eos = int(cu[i]), int(cu[i + 1])
+    h0 = case.inputs["h0"][i : i + 1] if "h0" in case.inputs else None
+    dht = case.inputs["dht"][i : i + 1] if "dht" in case.inputs else None
+    alone = _slice_case(case, slice(0, 1), bos, eos, h0=h0, dht=dht,
+                        final=bool(case.params.get("output_final_state")))  # fmt: skip
+    run = _run(ctx, alone)
+    if run.error is not None:
+        return None
+    for name in ctx.oracle:
+        packed = ctx.clean.outputs[name]
+        want = packed[i : i + 1] if name in ("ht", "dh0") else packed[:, bos:eos]
+        mag = float(np.abs(ctx.oracle[name]).max(initial=0.0))
+        tol = (derived_bound(case, name) + derived_bound(alone, name)
+               + rounding_floor(case, name, mag))  # fmt: skip
+        f = _mismatch(ctx, name, want, run.outputs[name], tol, "varlen-alone",
+                      f"sequence {i} (tokens [{bos}, {eos})) packed vs alone", sequence=i)  # fmt: skip
+        if f is not None:
+            return f
+    return None
+
+
+# The cross-implementation bound (seed 004, generalised): on the same inputs each language's error
+# against fp64 is at most CROSS_FACTOR times the other's plus a floor. Both kernels evaluate the
+# same sums with fp32 products in different orders, so their errors are of one size, except where
+# an implementation-dependent rounding dominates: the prefix sums of the log decays (the Triton
+# kernel scans, the Pallas kernel sums each prefix as a masked row sum) differ by O(u S) in the
+# exponents, which the floor allows (2 c_w u S, the weight term of the derived bound without its
+# worst-case constants), plus CROSS_FLOOR u of the magnitude, two output roundings and flushed
+# subnormals. Measured: see kernels/simple_gla/README.md.
+CROSS_FACTOR = 8.0
+CROSS_FLOOR = 16.0
+PEERS = {"triton": "pallas-gpu", "pallas-gpu": "triton", "triton-interpret": "pallas-interpret",
+         "pallas-interpret": "triton-interpret"}  # fmt: skip
+
+
+def _peer(ctx: Context) -> Backend | None:
+    """The other language's backend on this machine; None for a mutant (its peer carries the same
+    planted bug, so comparing the two says nothing about either)."""
+    if ctx.target.is_mutant:
+        return None
+    name = PEERS.get(ctx.backend.name)
+    if name is None:
+        return None
+    try:
+        peer = get_backend(name)
+    except ValueError:
+        return None
+    if not peer.available or peer.impl not in ctx.target.kernels:
+        return None
+    return peer
+
+
+def _cross_implementation(ctx: Context, selector: Any) -> Finding | None:
+    """This language's error against fp64 is at most c x the other language's (plus a floor)."""
+    if _skipped(ctx, selector):
+        return None
+    peer = _peer(ctx)
+    assert peer is not None
+    other = ctx.launch(backend=peer)
+    if other.error is not None:
+        return None  # the peer's own run reports its crash
+    model = error_model(ctx.case)
+    for name, o in ctx.oracle.items():
+        mine = to_float64(ctx.clean.outputs[name])
+        theirs = to_float64(other.outputs[name])
+        finite = np.isfinite(o)
+        if not np.isfinite(theirs[finite]).all():
+            continue  # the peer is broken here; its own run reports it
+        err_mine = np.where(finite, np.abs(mine - o), 0.0)
+        err_mine = np.where(np.isnan(err_mine), np.inf, err_mine)
+        err_theirs = float(np.where(finite, np.abs(theirs - o), 0.0).max(initial=0.0))
+        mag = model.magnitudes.get(name, 0.0)
+        c_w = 2 * (ctx.case.params["chunk_size"] + 4)
+        floor = ((CROSS_FLOOR + 2 * c_w * model.s_max) * U32 * mag + model.flush(name)
+                 + rounding_floor(ctx.case, name, float(np.abs(o).max(initial=0.0))))  # fmt: skip
+        tol = CROSS_FACTOR * err_theirs + floor
+        worst = float(err_mine.max(initial=0.0))
+        if worst > tol:
+            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(err_mine)), err_mine.shape))
+            return ctx.finding(
+                ACCURACY, "cross-implementation",
+                f"{ctx.backend.name} error {worst:.3g} at {name}[{', '.join(map(str, idx))}] > "
+                f"{CROSS_FACTOR:g} x {peer.name}'s error {err_theirs:.3g} + {floor:.3g}",
+                output=name, index=idx, kernel_value=float(mine[idx]), oracle_value=float(o[idx]),
+                error=worst, tolerance=tol, details={"peer": peer.name, "peer_error": err_theirs},
+            )  # fmt: skip
+    return None
+
+
+_SELECTOR = st.integers(0, SAMPLED - 1)
+PROPERTIES = (
+    Property("finite-every-chunk", _finite_every_chunk, _SELECTOR,
+             description="no NaN/Inf for finite inputs at any chunk size"),
+    Property("chunk-independence", _chunk_independence, _SELECTOR,
+             description="the result does not depend on chunk_size beyond the derived bounds"),
+    Property("state-continuation", _state_continuation,
+             st.tuples(_SELECTOR, st.sampled_from((0.5, 0.25, 0.75))),
+             applies=lambda ctx: "cu_seqlens" not in ctx.case.inputs
+             and ctx.case.inputs["q"].shape[1] >= 2,
+             description="running T1 then T2 from the returned state equals running T1 + T2"),
+    Property("varlen-alone", _varlen_alone, st.tuples(_SELECTOR, st.integers(0, 7)),
+             applies=lambda ctx: "cu_seqlens" in ctx.case.inputs,
+             description="every packed sequence gives what it gives alone"),
+    Property("cross-implementation", _cross_implementation, _SELECTOR,
+             applies=lambda ctx: _peer(ctx) is not None,
+             description="each language's error is at most c x the other's on the same inputs"),
+)  # fmt: skip
+
+
+# One (program, chunk, tile pair) step is ~60 interpreted tl operations, ~10 program-tiles of a
+# row softmax (the unit of Target.interpret_cost).
+INTERPRET_STEP_COST = 10.0
+
+
+def interpret_cost(case: Case) -> float:
+    """Programs x chunks x tile pairs per chunk, in program-tile units: what the interpreters'
+    time scales with (the backward does about three times the forward's work)."""
+    chunk = case.params["chunk_size"]
+    nb = max(1, chunk // TILE)
+    heads = case.inputs["q"].shape[2]
+    chunks = sum(max(1, -(-n // chunk)) for n in seq_lengths(case))
+    work = heads * chunks * nb * (nb + 1) / 2
+    return INTERPRET_STEP_COST * work * (3.0 if kind_of(case) == "bwd" else 1.0)
+
+
+# Baselines (the mutant scoreboard compares the harness with them) ---------------------------------
+
+
+def _baseline_case(seed: int, shape: tuple[int, int, int, int, int], dtype: str, chunk: int,
+                   gates: bool, kind: str, tag: dict[str, Any]) -> Case:  # fmt: skip
+    from fuzz.arrays import np_dtype
+    from kernels.simple_gla import alibi_g_gamma
+
+    b, t, h, k_dim, v_dim = shape
+    rng = np.random.default_rng(seed)
+    dt = np_dtype(dtype)
+    inputs = {
+        "q": rng.standard_normal((b, t, h, k_dim)).astype(dt),
+        "k": rng.standard_normal((b, t, h, k_dim)).astype(dt),
+        "v": rng.standard_normal((b, t, h, v_dim)).astype(dt),
+    }
+    if gates:
+        x = rng.standard_normal((b, t, h))
+        inputs["g"] = (-np.logaddexp(0.0, -x)).astype(np.float32)  # log(sigmoid(randn))
+    else:
+        inputs["g_gamma"] = np.array(alibi_g_gamma(h), np.float32)
+    inputs["h0"] = rng.standard_normal((b, h, k_dim, v_dim)).astype(np.float32)
+    params: dict[str, Any] = {"dtype": dtype, "chunk_size": chunk, "scale": None}
+    if kind == "fwd":
+        params["output_final_state"] = True
+    else:
+        inputs["do"] = rng.standard_normal((b, t, h, v_dim)).astype(dt)
+        inputs["dht"] = rng.standard_normal((b, h, k_dim, v_dim)).astype(np.float32)
+    return Case(inputs, params, {"baseline": tag, "seed": seed})
+
+
+def baseline_randn(kind: str):
+    def make(seed: int, scale: str) -> Case:
+        """fla-test style: one default shape, randn values, ALiBi g_gamma (even seeds) or
+        log-sigmoid gates (odd seeds), an initial state and the final state, chunk 64."""
+        shape = (1, 100, 2, 16, 16) if scale == "small" else (2, 1024, 16, 64, 64)
+        return _baseline_case(seed, shape, "float32", 64, seed % 2 == 1, kind, {"kind": "randn"})
+
+    return make
+
+
+def baseline_grid(kind: str):
+    def make(scale: str) -> list[Case]:
+        """fla's test grid for chunked simple GLA: a few (B, T, H, K, V) with T around and off
+        multiples of the chunk, chunk 64, three dtypes, ALiBi g_gamma and log-sigmoid gates."""
+        shapes = ([(1, 63, 1, 16, 16), (2, 100, 2, 16, 32), (1, 65, 2, 32, 16)] if scale == "small"
+                  else [(1, 63, 1, 64, 64), (2, 500, 3, 60, 64), (2, 1000, 3, 64, 64),
+                        (3, 1024, 4, 128, 128), (4, 2048, 8, 64, 64)])  # fmt: skip
+        cases = []
+        for dtype in ("float32", "float16", "bfloat16"):
+            for shape in shapes:
+                for gates in (False, True):
+                    cases.append(_baseline_case(0, shape, dtype, 64, gates, kind, {"kind": "grid"}))
+        return cases
+
+    return make
+
+
+# Registration -------------------------------------------------------------------------------------
+
+
+def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
+    entry = fwd_entry if kind == "fwd" else bwd_entry
+    return Target(
+        name=name,
+        family="simple_gla",
+        kernels={impl: entry(m) for impl, m in modules.items()},
+        oracle=oracle,
+        naive=naive,
+        strategy=simple_gla_fwd_cases if kind == "fwd" else simple_gla_bwd_cases,
+        tolerance=TOLERANCE,
+        error_floor=error_floor,
+        hazards=HAZARDS,
+        fixed_outputs=fixed_outputs,
+        properties=PROPERTIES,
+        interpret_cost=interpret_cost,
+        baseline_randn=baseline_randn(kind),
+        baseline_grid=baseline_grid(kind),
+        **kw,
+    )
+
+
+# The largest input (elements) each mutant's minimal reproducer may have; asserted by
+# tests/test_mutants.py. Minimal reproducers (CI profile, both interpreters):
+SHRINK_BOUNDS = {
+    # chunk 16, two routes to the masked triangle's overflow, both minimal for the shrinker:
+    # g_gamma with |gamma| just above 88.72/15 = 5.915 (threshold kind, fp32, margin 2^-10) and
+    # T = 1 (the padded rows of the one partial chunk already span 15 steps above the diagonal;
+    # q, k, v of 1 x 1 x 1 x 16: 16 elements), or per-token gates (strong log-sigmoid gates,
+    # scale 16) and T = 16, where the 15 gates above the diagonal sum past 88.72 (256 elements).
+    ("fwd", "mask_mul"): 256,
+    ("bwd", "mask_mul"): 256,
+    ("bwd", "select_after_exp"): 256,
+    # a cumulative decay past the point where exp(b) underflows to 0 inside one chunk (0 / 0):
+    # past 103.3 with subnormals, 87.3 where XLA flushes them. With |gamma| just above 88.72/15
+    # that takes 18+ tokens of a chunk, so the minimal reproducer is T = 17..31 at chunk 16, found
+    # through finite-every-chunk's rerun at chunk 32 (Triton's interpreter: T = 31, 496 elements;
+    # Pallas: T = 17 with strong log-sigmoid gates, 272 elements). T = 1 with a slope of 1000
+    # also fails (16 elements) but is further from the simplest decays.
+    ("fwd", "anchor"): 512,
+    # chunk 16, |gamma| above 88.72/15 (threshold kind), T = 1 with the final state: the padded
+    # rows' state weights overflow; 16 elements.
+    ("fwd", "pad_unmasked"): 16,
+    # chunk 16, the standard slope of one head (1/256), the final state, and something to carry
+    # into the partial chunk: T = 17 (one full chunk, then one token; 272 elements) or T = 1 with
+    # an initial state (h0: 16 x 16 = 256 elements).
+    ("fwd", "partial_decay"): 272,
+}
+
+
+def _register() -> None:
+    from kernels.simple_gla import pallas, triton
+
+    real = {"triton": triton, "pallas": pallas}
+    register(make_target("simple_gla_fwd", "fwd", real,
+                         description="chunked simple GLA forward (o, ht), g_gamma or per-token gates, varlen"))  # fmt: skip
+    register(make_target("simple_gla_bwd", "bwd", real,
+                         description="chunked simple GLA backward (dq, dk, dv, dg, dh0)"))  # fmt: skip
+    for m in MUTANTS:
+        modules = {"triton": m.module("triton"), "pallas": m.module("pallas")}
+        for kind, cls in m.expected.items():
+            register(
+                make_target(
+                    f"simple_gla_{kind}_mutant_{m.name}",
+                    kind,
+                    modules,
+                    mutant_of=f"simple_gla_{kind}",
+                    expected_class=cls,
+                    shrink_bound=SHRINK_BOUNDS[(kind, m.name)],
+                    description=m.description,
+                )
+            )
+
+
+_register()

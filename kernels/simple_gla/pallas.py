@@ -1,0 +1,621 @@
+"""Chunked simple GLA, forward and backward, in JAX Pallas (GPU through the Triton lowering, or
+``interpret=True``).
+
+Same semantics and the same chunked algorithm as ``kernels.simple_gla.triton`` (see its docstring
+and ``kernels/simple_gla/README.md``): one program per (sequence, head) walks its chunks carrying
+the fp32 state; every exponent is selected before ``exp`` (``jnp.where(mask, x, -inf)``); chunks
+longer than 64 are processed as 64 x 64 tiles, those above the diagonal skipped; the backward
+reruns the forward for the state entering each chunk, then walks the chunks backwards.
+
+GPU lowering constraints shape the wrapper: every array inside the kernel has power-of-two sizes
+and no block overhangs its array. The wrapper therefore gathers every sequence (a batch row, or
+a ``cu_seqlens`` segment) into a zero-padded, head-major layout ``[N, H, Lp, Kp]`` with ``Lp`` and
+``Kp``/``Vp`` powers of two (``Lp`` a multiple of the chunk, head dims >= 16 for ``jnp.dot``), so
+each program owns one ``[Lp, Kp]`` block and no two programs touch the same rows. True lengths are
+data (an int32 per sequence): one compiled kernel serves every length in a bucket. Outputs are
+gathered back to ``[B, T, H, *]``; an ``out`` array is scattered into the padded layout and passed
+as the output's initial contents (aliased), so an element the kernel never writes keeps its value.
+
+Prefix sums are written as masked row sums (``sum_j [j <= i] g_j``) rather than ``cumsum``, which
+the Triton lowering does not provide.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+
+from kernels._validate import next_pow2
+from kernels.simple_gla._common import Problem, check_like, check_problem
+
+F32 = jnp.float32
+DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
+
+
+@dataclass(frozen=True)
+class _Static:
+    """What a compiled kernel is specialised on (besides the array shapes and dtypes)."""
+
+    per_token: bool  # per-token gates g (else a per-head g_gamma)
+    chunk: int  # BT
+    tile: int  # BS
+    states: bool = False  # the backward's first pass: the state entering every chunk, no o
+
+
+def _dot(a, b, *, ta: bool = False, tb: bool = False):
+    """``a @ b`` (optionally transposed operands), fp32 operands, exact products, fp32 result."""
+    dims = (((0,) if ta else (1,), (1,) if tb else (0,)), ((), ()))
+    return jax.lax.dot_general(
+        a, b, dims, precision=jax.lax.Precision.HIGHEST, preferred_element_type=F32
+    )
+
+
+def _intra_weights(b_rows, b_cols, rows, cols):
+    """``exp(b_i - b_j)`` for ``j <= i`` and exactly 0 above the diagonal.
+
+    The exponent is selected before exp: above the diagonal ``b_i - b_j > 0`` and, with large
+    decays, ``exp`` of it overflows (then ``0 * Inf = NaN`` if the mask were applied after).
+    """
+    causal = rows[:, None] >= cols[None, :]
+    return jnp.exp(jnp.where(causal, b_rows[:, None] - b_cols[None, :], -jnp.inf))
+
+
+def _state_weights(b, b_last, valid):
+    """``exp(b_last - b_j)`` for a chunk's live rows, 0 for padded rows.
+
+    In the g_gamma form the padded rows of a partial chunk have ``b_j = gamma (j + 1)`` past the
+    last live token, so ``b_last - b_j > 0``: selected away before exp.
+    """
+    return jnp.exp(jnp.where(valid, b_last - b, -jnp.inf))
+
+
+def _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, r, bs, bt, per_token):
+    """Cumulative log decay ``b`` of the chunk's rows ``[r * bs, (r + 1) * bs)``."""
+    rows = r * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
+    if per_token:
+        g = jnp.where(rows < n_valid, g_ref[pl.ds(t0 + r * bs, bs)].astype(F32), 0.0)
+        chunk_idx = jax.lax.broadcasted_iota(jnp.int32, (bt,), 0)
+        prefix = jnp.sum(jnp.where(chunk_idx < r * bs, g_chunk, 0.0))
+        lower = rows[:, None] >= rows[None, :]
+        return prefix + jnp.sum(jnp.where(lower, g[None, :], 0.0), axis=1)
+    return gamma * (rows + 1).astype(F32)
+
+
+def _rows(ref, start, bs, valid):
+    """``bs`` rows of a ``[Lp, D]`` block as fp32, rows past the sequence end zeroed."""
+    return jnp.where(valid[:, None], ref[pl.ds(start, bs), :].astype(F32), 0.0)
+
+
+def _chunk_head(g_ref, gamma, seq_len, c, bt, per_token):
+    t0 = pl.multiple_of(c * bt, bt)
+    n_valid = jnp.minimum(seq_len - c * bt, bt)
+    chunk_idx = jax.lax.broadcasted_iota(jnp.int32, (bt,), 0)
+    if per_token:
+        g_chunk = jnp.where(chunk_idx < n_valid, g_ref[pl.ds(t0, bt)].astype(F32), 0.0)
+        b_last = jnp.sum(g_chunk)
+    else:
+        g_chunk = None
+        b_last = gamma * n_valid.astype(F32)
+    return t0, n_valid, g_chunk, b_last
+
+
+def _fwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, g_ref, h0_ref, *refs,
+                static: _Static):  # fmt: skip
+    """One (sequence, head): ``o`` and ``ht``, or (``static.states``) the state entering every
+    chunk and the final one. Trailing refs: the aliased initial contents, then the outputs."""
+    if static.states:
+        (states_ref,) = refs
+    else:
+        _, _, o_ref, ht_ref = refs  # the first two: aliased initial contents, never read
+    bt, bs = static.chunk, static.tile
+    nb = bt // bs
+    seq_len = len_ref[0]
+    scale = scale_ref[0]
+    gamma = gamma_ref[0]
+    kp, vp = q_ref.shape[-1], v_ref.shape[-1]
+    n_chunks = (seq_len + bt - 1) // bt
+
+    def body(c, state):
+        t0, n_valid, g_chunk, b_last = _chunk_head(g_ref, gamma, seq_len, c, bt, static.per_token)
+        if static.states:
+            states_ref[pl.ds(c, 1), :, :] = state[None]
+        kv = jnp.zeros((kp, vp), F32)
+        for i in range(nb):
+            rows = i * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
+            valid = rows < n_valid
+            q = _rows(q_ref, t0 + i * bs, bs, valid)
+            k = _rows(k_ref, t0 + i * bs, bs, valid)
+            v = _rows(v_ref, t0 + i * bs, bs, valid)
+            b = _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, i, bs, bt, static.per_token)
+            if not static.states:
+                o = _dot(q, state) * jnp.exp(b)[:, None]
+                for s in range(i + 1):
+                    cols = s * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
+                    col_ok = cols < n_valid
+                    k_s = k if s == i else _rows(k_ref, t0 + s * bs, bs, col_ok)
+                    v_s = v if s == i else _rows(v_ref, t0 + s * bs, bs, col_ok)
+                    b_s = b if s == i else _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, s, bs,
+                                                       bt, static.per_token)  # fmt: skip
+                    w_intra = _intra_weights(b, b_s, rows, cols)
+                    a = _dot(q, k_s, tb=True) * w_intra
+                    o = o + _dot(a, v_s)
+                o_ref[pl.ds(t0 + i * bs, bs), :] = (o * scale).astype(o_ref.dtype)
+            w_state = _state_weights(b, b_last, valid)
+            kv = kv + _dot(k * w_state[:, None], v, ta=True)
+        decay_last = jnp.exp(b_last)
+        return state * decay_last + kv
+
+    state = jax.lax.fori_loop(0, n_chunks, body, h0_ref[...].astype(F32))
+    if static.states:
+        states_ref[pl.ds(n_chunks, 1), :, :] = state[None]
+    else:
+        ht_ref[...] = state
+
+
+def _bwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, do_ref, g_ref, dht_ref,
+                st_ref, *refs, static: _Static):  # fmt: skip
+    """One (sequence, head): ``dq, dk, dv, dg, dh0``. Trailing refs: the five aliased initial
+    contents (never read), then the five outputs."""
+    dq_ref, dk_ref, dv_ref, dg_ref, dh0_ref = refs[5:]
+    bt, bs = static.chunk, static.tile
+    nb = bt // bs
+    seq_len = len_ref[0]
+    scale = scale_ref[0]
+    gamma = gamma_ref[0]
+    kp, vp = q_ref.shape[-1], v_ref.shape[-1]
+    n_chunks = (seq_len + bt - 1) // bt
+
+    def body(cc, d_state):
+        c = n_chunks - 1 - cc
+        t0, n_valid, g_chunk, b_last = _chunk_head(g_ref, gamma, seq_len, c, bt, static.per_token)
+        h_prev = st_ref[pl.ds(c, 1), :, :][0]
+        if static.per_token:
+            h_end = st_ref[pl.ds(c + 1, 1), :, :][0]
+            boundary = jnp.sum(d_state * h_end)  # <dS, H_c>
+        d_acc = jnp.zeros((kp, vp), F32)
+        carry = jnp.zeros((), F32)  # sum of db over the tiles after this one (dg is a suffix sum)
+        for rr in range(nb):
+            i = nb - 1 - rr
+            rows = i * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
+            valid = rows < n_valid
+            start = t0 + i * bs
+            q = _rows(q_ref, start, bs, valid)
+            k = _rows(k_ref, start, bs, valid)
+            v = _rows(v_ref, start, bs, valid)
+            do = _rows(do_ref, start, bs, valid)
+            b = _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, i, bs, bt, static.per_token)
+            e_q = jnp.exp(b) * scale
+            # dq: this tile's rows against the column tiles at or left of the diagonal.
+            dq = _dot(do, h_prev, tb=True) * e_q[:, None]
+            for s in range(i + 1):
+                cols = s * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
+                col_ok = cols < n_valid
+                k_s = k if s == i else _rows(k_ref, t0 + s * bs, bs, col_ok)
+                v_s = v if s == i else _rows(v_ref, t0 + s * bs, bs, col_ok)
+                b_s = b if s == i else _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, s, bs, bt,
+                                                   static.per_token)  # fmt: skip
+                w_rec = _intra_weights(b, b_s, rows, cols)  # the forward's weights, recomputed
+                da = _dot(do, v_s, tb=True) * w_rec * scale
+                dq = dq + _dot(da, k_s)
+                if s == i:
+                    da_diag = da  # the diagonal tile's dA, reused for dk below
+            # dk, dv: this tile's columns against the row tiles at or below the diagonal.
+            w_state = _state_weights(b, b_last, valid)
+            dk = _dot(v, d_state, tb=True) * w_state[:, None]
+            dv = _dot(k, d_state) * w_state[:, None]
+            for j in range(i, nb):
+                rows_j = j * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
+                row_ok = rows_j < n_valid
+                q_j = q if j == i else _rows(q_ref, t0 + j * bs, bs, row_ok)
+                do_j = do if j == i else _rows(do_ref, t0 + j * bs, bs, row_ok)
+                b_j = b if j == i else _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, j, bs, bt,
+                                                   static.per_token)  # fmt: skip
+                w_col = _intra_weights(b_j, b, rows_j, rows) * scale
+                a_t = _dot(q_j, k, tb=True) * w_col
+                da_t = da_diag if j == i else _dot(do_j, v, tb=True) * w_col
+                dk = dk + _dot(da_t, q_j, ta=True)
+                dv = dv + _dot(a_t, do_j, ta=True)
+            dq_ref[pl.ds(start, bs), :] = dq.astype(dq_ref.dtype)
+            dk_ref[pl.ds(start, bs), :] = dk.astype(dk_ref.dtype)
+            dv_ref[pl.ds(start, bs), :] = dv.astype(dv_ref.dtype)
+            if static.per_token:
+                db = jnp.sum(q * dq, axis=1) - jnp.sum(k * dk, axis=1)
+                db = db + jnp.where(rows == n_valid - 1, boundary, 0.0)
+                upper = rows[None, :] >= rows[:, None]
+                suffix = jnp.sum(jnp.where(upper, db[None, :], 0.0), axis=1)
+                dg_ref[pl.ds(start, bs)] = suffix + carry
+                carry = carry + jnp.sum(db)
+            d_acc = d_acc + _dot(q * e_q[:, None], do, ta=True)
+        return d_state * jnp.exp(b_last) + d_acc
+
+    dh0_ref[...] = jax.lax.fori_loop(0, n_chunks, body, dht_ref[...].astype(F32))
+
+
+# Layout: [B, T, H, D] <-> [N, H, Lp, Dp] -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Host index arrays moving tokens between the packed and the padded layouts.
+
+    The padded layout is bucketed so that one compiled kernel serves many problems: ``Lp`` a
+    power of two >= max(chunk, 128), ``Np`` >= 4 and ``Hp`` >= 2 powers of two; padded
+    sequences and heads have length 0 (their programs do nothing).
+    """
+
+    lengths: np.ndarray  # [Np, Hp] int32 (0 for padded sequences and heads)
+    gather: np.ndarray  # [N, Lp] flat token index (0 where padding)
+    live: np.ndarray  # [N, Lp] bool
+    seq_of: np.ndarray  # [B*T] sequence of each flat token
+    pos_of: np.ndarray  # [B*T] position of each flat token in its sequence
+    lp: int
+    np_: int
+    hp: int
+
+
+LP_MIN = 128
+
+
+def _layout(p: Problem) -> _Layout:
+    lp = max(p.chunk_size, LP_MIN, next_pow2(p.max_len))
+    n = p.n_seqs
+    np_, hp = max(4, next_pow2(n)), max(2, next_pow2(p.heads))
+    gather = np.zeros((n, lp), np.int32)
+    live = np.zeros((n, lp), bool)
+    seq_of = np.zeros(p.batch * p.length, np.int32)
+    pos_of = np.zeros(p.batch * p.length, np.int32)
+    lengths = np.zeros((np_, hp), np.int32)
+    for i, (b, bos, eos) in enumerate(p.seqs):
+        flat = b * p.length + np.arange(bos, eos)
+        gather[i, : eos - bos] = flat
+        live[i, : eos - bos] = True
+        seq_of[flat] = i
+        pos_of[flat] = np.arange(eos - bos)
+        lengths[i, : p.heads] = eos - bos
+    return _Layout(lengths, gather, live, seq_of, pos_of, lp, np_, hp)
+
+
+def _xp(host: bool):
+    return np if host else jnp
+
+
+def _to_padded(x, lay: _Layout, dp: int | None, host: bool):
+    """``[B, T, H, D]`` (or ``[B, T, H]``) -> ``[Np, Hp, Lp, Dp]`` (``[Np, Hp, Lp]``), zeros in
+    every padded position.
+
+    On the host (interpret mode on the CPU) the arrays are also widened to fp32: the kernel
+    converts every load to fp32 anyway and rounds only its stores, which the wrapper then does
+    instead (the same round-to-nearest-even), so the numbers are identical and one compiled
+    interpreter serves all three input dtypes.
+    """
+    xp = _xp(host)
+    x = np.asarray(x).astype(np.float32) if host else x
+    flat = x.reshape((-1, *x.shape[2:]))
+    y = xp.take(flat, lay.gather, axis=0)  # [N, Lp, H, ...]
+    mask = lay.live.reshape(lay.live.shape + (1,) * (y.ndim - 2))
+    y = xp.where(mask, y, xp.zeros((), y.dtype))
+    y = xp.moveaxis(y, 2, 1)  # [N, H, Lp, ...]
+    pads = [(0, lay.np_ - y.shape[0]), (0, lay.hp - y.shape[1])] + [(0, 0)] * (y.ndim - 2)
+    if dp is not None:
+        pads[-1] = (0, dp - y.shape[-1])
+    return jnp.asarray(xp.pad(y, pads))
+
+
+def _from_padded(y, lay: _Layout, shape, dtype, host: bool):
+    """``[Np, Hp, Lp, Dp]`` (or ``[Np, Hp, Lp]``) -> ``shape`` (``[B, T, H, D]`` / ``[B, T, H]``)
+    in ``dtype``."""
+    xp = _xp(host)
+    y = np.asarray(y) if host else y
+    y = xp.moveaxis(y[:, : shape[2]], 1, 2)  # [Np, Lp, H, ...]
+    flat = y[lay.seq_of, lay.pos_of]  # [B*T, H, ...]
+    if len(shape) == 4:
+        flat = flat[..., : shape[-1]]
+    return jnp.asarray(flat.reshape(shape)).astype(dtype)
+
+
+def _state_to_padded(x, lay: _Layout, kp: int, vp: int, host: bool):
+    """``[N, H, K, V]`` -> ``[Np, Hp, Kp, Vp]`` (zeros for None)."""
+    xp = _xp(host)
+    if x is None:
+        return jnp.zeros((lay.np_, lay.hp, kp, vp), F32)
+    x = np.asarray(x) if host else x
+    n, h, k, v = x.shape
+    return jnp.asarray(xp.pad(x, ((0, lay.np_ - n), (0, lay.hp - h), (0, kp - k), (0, vp - v))))
+
+
+# XLA's CPU backend spends most of an interpreted kernel's first call optimising the host loop that
+# runs the grid; the kernels are small, so interpret mode compiles without backend optimisation.
+_INTERPRET_OPTIONS = {"xla_backend_optimization_level": 0}
+
+
+def _jit(fn):
+    compiled = jax.jit(fn, static_argnames=("static", "interpret"))
+    interpreted = jax.jit(fn, static_argnames=("static", "interpret"),
+                          compiler_options=_INTERPRET_OPTIONS)  # fmt: skip
+
+    @functools.wraps(fn)
+    def call(*args, static: _Static, interpret: bool):
+        return (interpreted if interpret else compiled)(*args, static=static, interpret=interpret)
+
+    return call
+
+
+def _scalar_specs():
+    return [
+        pl.BlockSpec((None, 1), lambda i, j: (i, j)),  # length of (sequence, head)
+        pl.BlockSpec((1,), lambda i, j: (0,)),  # scale
+        pl.BlockSpec((1,), lambda i, j: (j,)),  # g_gamma of the head
+    ]
+
+
+@_jit
+def _fwd_padded(lengths, scale, gamma, q, k, v, g, h0, o_init, ht_init, *, static: _Static,
+                interpret: bool):  # fmt: skip
+    n, h, lp, kp = q.shape
+    vp = v.shape[-1]
+    row = lambda d: pl.BlockSpec((None, None, lp, d), lambda i, j: (i, j, 0, 0))  # noqa: E731
+    state_spec = pl.BlockSpec((None, None, kp, vp), lambda i, j: (i, j, 0, 0))
+    operands = [lengths, scale, gamma, q, k, v, g, h0]
+    specs = [*_scalar_specs(), row(kp), row(kp), row(vp),
+             pl.BlockSpec((None, None, lp), lambda i, j: (i, j, 0)), state_spec]  # fmt: skip
+    if static.states:
+        nts = next_pow2(lp // static.chunk + 1)
+        out_specs = [pl.BlockSpec((None, None, nts, kp, vp), lambda i, j: (i, j, 0, 0, 0))]
+        out_shape = [jax.ShapeDtypeStruct((n, h, nts, kp, vp), F32)]
+        aliases = {}
+    else:
+        out_specs = [row(vp), state_spec]
+        out_shape = [jax.ShapeDtypeStruct((n, h, lp, vp), q.dtype),
+                     jax.ShapeDtypeStruct((n, h, kp, vp), F32)]  # fmt: skip
+        aliases = {len(operands): 0, len(operands) + 1: 1}
+        operands += [o_init, ht_init]
+        specs += out_specs
+    return pl.pallas_call(
+        functools.partial(_fwd_kernel, static=static),
+        grid=(n, h),
+        in_specs=specs,
+        out_specs=out_specs,
+        out_shape=out_shape,
+        input_output_aliases=aliases,
+        interpret=interpret,
+    )(*operands)
+
+
+@_jit
+def _bwd_padded(lengths, scale, gamma, q, k, v, do, g, dht, states, inits, *, static: _Static,
+                interpret: bool):  # fmt: skip
+    n, h, lp, kp = q.shape
+    vp = v.shape[-1]
+    nts = states.shape[2]
+    row = lambda d: pl.BlockSpec((None, None, lp, d), lambda i, j: (i, j, 0, 0))  # noqa: E731
+    tok_spec = pl.BlockSpec((None, None, lp), lambda i, j: (i, j, 0))
+    state_spec = pl.BlockSpec((None, None, kp, vp), lambda i, j: (i, j, 0, 0))
+    operands = [lengths, scale, gamma, q, k, v, do, g, dht, states]
+    specs = [*_scalar_specs(), row(kp), row(kp), row(vp), row(vp), tok_spec, state_spec,
+             pl.BlockSpec((None, None, nts, kp, vp), lambda i, j: (i, j, 0, 0, 0))]  # fmt: skip
+    out_specs = [row(kp), row(kp), row(vp), tok_spec, state_spec]
+    out_shape = [
+        jax.ShapeDtypeStruct((n, h, lp, kp), q.dtype),
+        jax.ShapeDtypeStruct((n, h, lp, kp), q.dtype),
+        jax.ShapeDtypeStruct((n, h, lp, vp), q.dtype),
+        jax.ShapeDtypeStruct((n, h, lp), F32),
+        jax.ShapeDtypeStruct((n, h, kp, vp), F32),
+    ]
+    aliases = {len(operands) + i: i for i in range(5)}
+    operands += list(inits)
+    specs += out_specs
+    return pl.pallas_call(
+        functools.partial(_bwd_kernel, static=static),
+        grid=(n, h),
+        in_specs=specs,
+        out_specs=out_specs,
+        out_shape=out_shape,
+        input_output_aliases=aliases,
+        interpret=interpret,
+    )(*operands)
+
+
+# Wrappers -------------------------------------------------------------------------------------
+
+
+def _spec(name: str, a: Any) -> tuple[tuple[int, ...], str] | None:
+    if a is None:
+        return None
+    if not isinstance(a, jax.Array):
+        raise TypeError(f"{name} must be a jax.Array, got {type(a).__name__}")
+    return tuple(a.shape), str(a.dtype)
+
+
+def _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size) -> Problem:
+    specs = {n: _spec(n, a) for n, a in (("q", q), ("k", k), ("v", v), ("g", g), ("g_gamma", g_gamma),
+                                          ("initial_state", initial_state))}  # fmt: skip
+    cu_host = cu_dtype = None
+    if cu_seqlens is not None:
+        if not isinstance(cu_seqlens, (jax.Array, np.ndarray)):
+            raise TypeError(f"cu_seqlens must be a jax.Array, got {type(cu_seqlens).__name__}")
+        if cu_seqlens.ndim != 1:
+            raise ValueError(f"cu_seqlens.shape={tuple(cu_seqlens.shape)} must be [N + 1]")
+        cu_dtype = str(cu_seqlens.dtype)
+        cu_host = np.asarray(cu_seqlens).tolist()  # concrete values: the layout depends on them
+    return check_problem(q=specs["q"], k=specs["k"], v=specs["v"], g=specs["g"],
+                         g_gamma=specs["g_gamma"], initial_state=specs["initial_state"],
+                         cu_seqlens=cu_host, cu_dtype=cu_dtype, scale=scale,
+                         chunk_size=chunk_size)  # fmt: skip
+
+
+def _check_out(name: str, out: Any, shape, dtype: str) -> None:
+    if out is None:
+        return
+    if not isinstance(out, jax.Array):
+        raise TypeError(f"{name} must be a jax.Array or None, got {type(out).__name__}")
+    check_like(name, tuple(out.shape), str(out.dtype), shape, dtype)
+
+
+def _on_host(*arrays) -> bool:
+    """Whether every array lives on the CPU (then the layout is done with NumPy, no XLA)."""
+    return all(d.platform == "cpu" for a in arrays if a is not None for d in a.devices())
+
+
+def _operands(p: Problem, lay: _Layout, host: bool, q, k, v, g, g_gamma):
+    kp, vp = p.block_k, p.block_v
+    lengths = jnp.asarray(lay.lengths)
+    scale = jnp.array([p.scale], F32)
+    gamma = np.zeros(lay.hp, np.float32)
+    if g_gamma is not None:
+        gamma[: p.heads] = np.asarray(g_gamma, np.float32)
+    if g is None:
+        gp = jnp.zeros((lay.np_, lay.hp, lay.lp), F32)
+    else:
+        gp = _to_padded(g, lay, None, host)
+    return (lengths, scale, jnp.asarray(gamma), _to_padded(q, lay, kp, host),
+            _to_padded(k, lay, kp, host), _to_padded(v, lay, vp, host), gp)  # fmt: skip
+
+
+def chunk_simple_gla_fwd(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    *,
+    g: jax.Array | None = None,
+    g_gamma: jax.Array | None = None,
+    scale: float | None = None,
+    initial_state: jax.Array | None = None,
+    output_final_state: bool = False,
+    cu_seqlens: jax.Array | None = None,
+    chunk_size: int = 64,
+    out: jax.Array | None = None,
+    out_ht: jax.Array | None = None,
+    interpret: bool = False,
+) -> tuple[jax.Array, jax.Array | None]:
+    """Simple GLA forward: ``h_t = exp(g_t) h_{t-1} + k_t^T v_t``, ``o_t = scale * q_t h_t``.
+
+    Args are those of ``kernels.simple_gla.triton.chunk_simple_gla_fwd`` with JAX arrays
+    (``cu_seqlens`` must be concrete: the padded layout is built from its values); ``out`` and
+    ``out_ht`` are the initial contents of the outputs (aliased): an element the kernel never
+    writes keeps its value there.
+
+    Returns:
+        ``o [B, T, H, V]`` in q's dtype, and ``ht [N, H, K, V]`` float32 (or None).
+    """
+    p = _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size)
+    o_shape = (p.batch, p.length, p.heads, p.v_dim)
+    ht_shape = (p.n_seqs, p.heads, p.k_dim, p.v_dim)
+    _check_out("out", out, o_shape, p.dtype)
+    _check_out("out_ht", out_ht, ht_shape, "float32")
+    if p.max_len == 0:  # no token at all: the state passes through
+        o = jnp.zeros(o_shape, q.dtype) if out is None else out
+        ht = None
+        if output_final_state:
+            ht = initial_state if initial_state is not None else jnp.zeros(ht_shape, F32)
+        return o, ht
+    lay = _layout(p)
+    host = _on_host(q, k, v, g, g_gamma, initial_state, out, out_ht)
+    kp, vp = p.block_k, p.block_v
+    lengths, sc, gamma, qp, kpad, vpad, gp = _operands(p, lay, host, q, k, v, g, g_gamma)
+    h0 = _state_to_padded(initial_state, lay, kp, vp, host)
+    o_init = (_to_padded(out, lay, vp, host) if out is not None
+              else jnp.zeros((lay.np_, lay.hp, lay.lp, vp), qp.dtype))  # fmt: skip
+    ht_init = _state_to_padded(out_ht if output_final_state else None, lay, kp, vp, host)
+    static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=p.tile)
+    o_p, ht_p = _fwd_padded(lengths, sc, gamma, qp, kpad, vpad, gp, h0, o_init, ht_init,
+                            static=static, interpret=interpret)  # fmt: skip
+    o = _from_padded(o_p, lay, o_shape, q.dtype, host)
+    ht = None
+    if output_final_state:
+        ht = jnp.asarray(
+            (np.asarray(ht_p) if host else ht_p)[: p.n_seqs, : p.heads, : p.k_dim, : p.v_dim]
+        )
+    return o, ht
+
+
+def chunk_simple_gla_bwd(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    do: jax.Array,
+    *,
+    g: jax.Array | None = None,
+    g_gamma: jax.Array | None = None,
+    scale: float | None = None,
+    initial_state: jax.Array | None = None,
+    dht: jax.Array | None = None,
+    cu_seqlens: jax.Array | None = None,
+    chunk_size: int = 64,
+    out_dq: jax.Array | None = None,
+    out_dk: jax.Array | None = None,
+    out_dv: jax.Array | None = None,
+    out_dg: jax.Array | None = None,
+    out_dh0: jax.Array | None = None,
+    interpret: bool = False,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array | None, jax.Array | None]:
+    """Simple GLA backward: gradients of ``sum(o * do) + sum(ht * dht)``.
+
+    Args and returns as ``kernels.simple_gla.triton.chunk_simple_gla_bwd`` (JAX arrays; the
+    ``out_*`` arrays are the outputs' initial contents, aliased). ``dg`` is None for the g_gamma
+    form (no gradient for a constant decay), ``dh0`` None without an initial state.
+    """
+    p = _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size)
+    x_shape = (p.batch, p.length, p.heads)
+    st_shape = (p.n_seqs, p.heads, p.k_dim, p.v_dim)
+    for name, a, shape, dt in (
+        ("do", do, (*x_shape, p.v_dim), p.dtype),
+        ("dht", dht, st_shape, "float32"),
+    ):
+        if a is None and name == "dht":
+            continue
+        if not isinstance(a, jax.Array):
+            raise TypeError(f"{name} must be a jax.Array, got {type(a).__name__}")
+        check_like(name, tuple(a.shape), str(a.dtype), shape, dt)
+    shapes = {"dq": ((*x_shape, p.k_dim), p.dtype), "dk": ((*x_shape, p.k_dim), p.dtype),
+              "dv": ((*x_shape, p.v_dim), p.dtype), "dg": (x_shape, "float32"),
+              "dh0": (st_shape, "float32")}  # fmt: skip
+    outs = {"dq": out_dq, "dk": out_dk, "dv": out_dv, "dg": out_dg, "dh0": out_dh0}
+    for name, a in outs.items():
+        _check_out(f"out_{name}", a, *shapes[name])
+    want_dg, want_dh0 = p.per_token, initial_state is not None
+    if p.max_len == 0:  # no token at all
+        res = {n: outs[n] if outs[n] is not None else jnp.zeros(*shapes[n]) for n in outs}
+        res["dh0"] = dht if dht is not None else jnp.zeros(st_shape, F32)
+        return (res["dq"], res["dk"], res["dv"], res["dg"] if want_dg else None,
+                res["dh0"] if want_dh0 else None)  # fmt: skip
+    lay = _layout(p)
+    host = _on_host(q, k, v, do, g, g_gamma, initial_state, dht, *outs.values())
+    kp, vp = p.block_k, p.block_v
+    lengths, sc, gamma, qp, kpad, vpad, gp = _operands(p, lay, host, q, k, v, g, g_gamma)
+    h0 = _state_to_padded(initial_state, lay, kp, vp, host)
+    fwd_static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=p.tile, states=True)
+    (states,) = _fwd_padded(lengths, sc, gamma, qp, kpad, vpad, gp, h0, None, None,
+                            static=fwd_static, interpret=interpret)  # fmt: skip
+    dop = _to_padded(do, lay, vp, host)
+    dhtp = _state_to_padded(dht, lay, kp, vp, host)
+    dims = {"dq": kp, "dk": kp, "dv": vp, "dg": None}
+    inits = []
+    for name in ("dq", "dk", "dv", "dg"):
+        a = outs[name] if name != "dg" or want_dg else None
+        if a is not None:
+            inits.append(_to_padded(a, lay, dims[name], host))
+        else:
+            d = () if dims[name] is None else (dims[name],)
+            dt = qp.dtype if name != "dg" else F32
+            inits.append(jnp.zeros((lay.np_, lay.hp, lay.lp, *d), dt))
+    inits.append(_state_to_padded(outs["dh0"] if want_dh0 else None, lay, kp, vp, host))
+    static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=p.tile)
+    dq_p, dk_p, dv_p, dg_p, dh0_p = _bwd_padded(lengths, sc, gamma, qp, kpad, vpad, dop, gp, dhtp,
+                                                states, tuple(inits), static=static,
+                                                interpret=interpret)  # fmt: skip
+    dq = _from_padded(dq_p, lay, (*x_shape, p.k_dim), q.dtype, host)
+    dk = _from_padded(dk_p, lay, (*x_shape, p.k_dim), q.dtype, host)
+    dv = _from_padded(dv_p, lay, (*x_shape, p.v_dim), q.dtype, host)
+    dg = _from_padded(dg_p, lay, x_shape, F32, host) if want_dg else None
+    dh0 = None
+    if want_dh0:
+        dh0 = jnp.asarray(
+            (np.asarray(dh0_p) if host else dh0_p)[: p.n_seqs, : p.heads, : p.k_dim, : p.v_dim]
+        )
+    return dq, dk, dv, dg, dh0
