@@ -132,9 +132,9 @@ def check_cu_seqlens(cu: Sequence[int], length: int) -> tuple[int, ...]:
 
 def check_problem(
     *,
-    q: tuple[tuple[int, ...], str],
-    k: tuple[tuple[int, ...], str],
-    v: tuple[tuple[int, ...], str],
+    q: tuple[tuple[int, ...], str] | None,
+    k: tuple[tuple[int, ...], str] | None,
+    v: tuple[tuple[int, ...], str] | None,
     g: tuple[tuple[int, ...], str] | None,
     g_gamma: tuple[tuple[int, ...], str] | None,
     initial_state: tuple[tuple[int, ...], str] | None,
@@ -144,6 +144,12 @@ def check_problem(
     chunk_size: Any,
 ) -> Problem:
     """Checks shapes and dtypes (``(shape, dtype name)`` pairs) and returns the problem sizes."""
+    for name, spec in (("q", q), ("k", k), ("v", v)):
+        if spec is None:
+            raise TypeError(
+                f"{name} is required (an array [B, T, H, {'V' if name == 'v' else 'K'}])"
+            )
+    assert q is not None and k is not None and v is not None
     q_shape, dtype = q
     if len(q_shape) != 4:
         raise ValueError(f"q.shape={tuple(q_shape)} must be [B, T, H, K] (4 axes)")

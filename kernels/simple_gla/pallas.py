@@ -582,7 +582,7 @@ def chunk_simple_gla_bwd(
     if p.max_len == 0:  # no token at all
         res = {n: outs[n] if outs[n] is not None else jnp.zeros(*shapes[n]) for n in outs}
         res["dh0"] = dht if dht is not None else jnp.zeros(st_shape, F32)
-        return (res["dq"], res["dk"], res["dv"], res["dg"] if want_dg else None,
+        return (res["dq"], res["dk"], res["dv"], res["dg"] if want_dg else None,  # type: ignore[return-value]
                 res["dh0"] if want_dh0 else None)  # fmt: skip
     lay = _layout(p)
     host = _on_host(q, k, v, do, g, g_gamma, initial_state, dht, *outs.values())
