@@ -247,10 +247,15 @@ class Context:
 
 
 def exception_summary(e: BaseException) -> str:
-    """``Type: first line ... last line`` (compilers put the cause on the last line)."""
-    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
-    text = lines[0] if len(lines) <= 1 else f"{lines[0]} ... {lines[-1]}"
-    return f"{type(e).__name__}: {text}"[:500]
+    """``Type: first line ... last line [<- Cause: ...]`` (compilers put the cause on the last line,
+    or, like Triton's ``CompilationError``, in the chained exception)."""
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip(" ^\t")]
+    text = "" if not lines else lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    summary = f"{type(e).__name__}: {text}"
+    cause = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    if cause is not None and cause is not e:
+        summary += f" <- {exception_summary(cause)}"
+    return summary[:500]
 
 
 def _fmt(v: float | None) -> str:

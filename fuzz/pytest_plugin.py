@@ -11,7 +11,10 @@ Registered as a ``pytest11`` entry point, so installing the package is enough. I
   ``softmax-triton-interpret``;
 * under ``pytest -n N`` (xdist) on a machine with several GPUs, gives each xdist worker one GPU:
   worker ``gwK`` sets ``CUDA_VISIBLE_DEVICES`` to the K-th visible device (round robin) when this
-  module is imported, before torch or JAX initialise CUDA.
+  module is imported, before torch or JAX initialise CUDA;
+* when several xdist workers share one GPU, caps each worker's share of that GPU's memory (torch's
+  caching allocator and XLA's), so that one worker's cached blocks do not starve the others
+  into out-of-memory "crashes" (``KERNEL_FUZZ_GPU_SHARE=off`` leaves the allocators alone).
 """
 
 from __future__ import annotations
@@ -53,13 +56,40 @@ def map_xdist_worker_to_gpu() -> str | None:
         return None
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     devices = [d.strip() for d in env.split(",") if d.strip()] if env else _nvidia_smi_gpus()
+    os.environ.setdefault("KERNEL_FUZZ_VISIBLE_GPUS", ",".join(devices))
     device = device_for_xdist_worker(worker, devices)
     if device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = device
     return device
 
 
+def workers_per_gpu(workers: int, devices: int) -> int:
+    """How many of ``workers`` xdist workers share one GPU when spread over ``devices`` GPUs."""
+    return max(1, -(-workers // max(devices, 1)))
+
+
+# Of one worker's 1/k of the GPU: most for torch (inputs, fp64 oracle, Triton), the rest for XLA.
+TORCH_SHARE, XLA_SHARE = 0.55, 0.35
+
+
+def share_gpu_memory() -> float | None:
+    """XLA's memory fraction for this worker, set before JAX starts; returns torch's fraction,
+    applied in ``pytest_configure`` (None when this worker has the GPU to itself)."""
+    if os.environ.get("KERNEL_FUZZ_GPU_SHARE") == "off":
+        return None
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not count.isdigit():
+        return None
+    env = os.environ.get("KERNEL_FUZZ_VISIBLE_GPUS", "")  # as seen before the worker's mapping
+    k = workers_per_gpu(int(count), len([d for d in env.split(",") if d]) or 1)
+    if k <= 1:
+        return None
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE / k:.4f}")
+    return TORCH_SHARE / k
+
+
 _XDIST_DEVICE = map_xdist_worker_to_gpu()  # at import: before any test module touches CUDA
+_TORCH_FRACTION = share_gpu_memory()
 
 import fuzz.profiles  # noqa: E402
 from fuzz.profiles import Profile, get_profile, gpu_missing_message  # noqa: E402
@@ -99,6 +129,10 @@ def pytest_configure(config: pytest.Config) -> None:
         message = gpu_missing_message(get_profile(name))
         if message is not None:
             pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
+        if _TORCH_FRACTION is not None and get_profile(name).ref_device == "cuda":
+            import torch
+
+            torch.cuda.set_per_process_memory_fraction(_TORCH_FRACTION)
     from fuzz.target import load_builtin, load_plugin
 
     load_builtin()

@@ -93,3 +93,24 @@ def test_xdist_workers_are_mapped_to_gpus_round_robin(monkeypatch):
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "5"
     monkeypatch.delenv("PYTEST_XDIST_WORKER")
     assert map_xdist_worker_to_gpu() is None
+
+
+def test_xdist_workers_sharing_a_gpu_split_its_memory(monkeypatch):
+    from fuzz.pytest_plugin import XLA_SHARE, share_gpu_memory, workers_per_gpu
+
+    assert workers_per_gpu(8, 1) == 8
+    assert workers_per_gpu(8, 2) == 4
+    assert workers_per_gpu(3, 2) == 2
+    assert workers_per_gpu(1, 4) == 1
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    assert share_gpu_memory() is None  # not under xdist: the allocators are left alone
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "8")
+    monkeypatch.setenv("KERNEL_FUZZ_VISIBLE_GPUS", "0,1")
+    torch_fraction = share_gpu_memory()
+    assert torch_fraction is not None and 0 < torch_fraction <= 0.25
+    assert float(os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) == round(XLA_SHARE / 4, 4)
+    assert torch_fraction + float(os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) <= 1 / 4
+    monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "off")
+    assert share_gpu_memory() is None
