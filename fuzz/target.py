@@ -93,8 +93,10 @@ class Target:
         properties: properties beyond the generic ones.
         mutant_of: for a mutant, the real target it copies.
         expected_class: for a mutant, the failure class it must produce.
-        shrink_bound: for a mutant, the largest input size (elements) its minimal reproducer may
-            have; the test suite asserts it.
+        shrink_bound: for a mutant, the largest input size (elements, ``Case.size``) its minimal
+            reproducer may have; the test suite asserts it. An int, or ``shrink_bound(case) ->
+            int`` where the least failing input depends on geometry the profile draws (tile
+            sizes, head dims: the GPU profile's simplest tiles and head dim are larger).
         error_floor: ``error_floor(case, device) -> {output: float}``: an absolute allowance per
             output added to the tolerance rule, derived from the case: the a-priori rounding error
             that any implementation in the kernel's working precision incurs (e.g. fp32 dot
@@ -134,7 +136,7 @@ class Target:
     properties: Sequence[Property] = ()
     mutant_of: str | None = None
     expected_class: str | None = None
-    shrink_bound: int | None = None
+    shrink_bound: int | Callable[[Case], int] | None = None
     error_floor: Callable[[Case, str], Mapping[str, float]] | None = None
     targeting: bool = True
     interpret_cost: Callable[[Case], float] | None = None
@@ -165,6 +167,12 @@ class Target:
     @property
     def is_mutant(self) -> bool:
         return self.mutant_of is not None
+
+    def shrink_limit(self, case: Case) -> int | None:
+        """The ``shrink_bound`` for a minimal ``case`` of this mutant (None: none declared)."""
+        if self.shrink_bound is None or isinstance(self.shrink_bound, int):
+            return self.shrink_bound
+        return int(self.shrink_bound(case))
 
     def tolerance_for(self, output: str) -> Tolerance:
         if isinstance(self.tolerance, Tolerance):

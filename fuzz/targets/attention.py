@@ -911,35 +911,48 @@ def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Targe
     )
 
 
-# The largest input (elements) each mutant's minimal reproducer may have; asserted by the tests.
-# Every one shrinks to fp32, head dim 1, one head, no modifier; the minimal case each lands on
-# under the ci profile (both interpreters):
-SHRINK_BOUNDS = {
+def _positions(n: int, per_key_tile: int = 0) -> Callable[[Case], int]:
+    """A bound of ``n + per_key_tile * block_k`` positions (``B * H * T`` of the largest input),
+    in elements: times the head dim the case drew."""
+
+    def bound(case: Case) -> int:
+        return (n + per_key_tile * int(case.params["block_k"])) * int(case.inputs["q"].shape[-1])
+
+    return bound
+
+
+# The largest input each mutant's minimal reproducer may have; asserted by the tests. Counted in
+# positions (elements over the head dim: the shrinker goes to the profile's first head dim, 1 for
+# the ci profile, 64 for the gpu profile) and in key tiles where the bug needs one. Every one
+# shrinks to fp32, one head, no modifier; the minimal case each lands on under the ci profile
+# (both interpreters), and under the gpu profile (triton, pallas-gpu) where it differs:
+SHRINK_BOUNDS: dict[str, Callable[[Case], int]] = {
     # q, k [1,1,1,1], logits near -100: the 15 padding lanes of the key tile get exp(0 + 100) =
     # inf, times the 0 of the mask: NaN. (Run inside the whole suite, where Hypothesis's pool of
     # constants from the project's modules differs, it has also stopped at one or two queries
-    # over five keys, causal, with rising logits: a masked key 88.7 above the row max.)
-    "mask_times_exp": 8,
+    # over five keys, causal, with rising logits: a masked key 88.7 above the row max.) gpu: two
+    # queries over one key, causal, level 100.
+    "mask_times_exp": _positions(8),
     # q [1,1,2,1] over one key, causal: row 0 has no visible key and averages the masked one.
-    "finite_sentinel": 2,
+    "finite_sentinel": _positions(2),
     # the same fully masked row (the accuracy class it also shows: one key under a soft cap,
     # the padding lanes at -cap next to a saturated valid logit).
-    "mask_before_scale": 2,
+    "mask_before_scale": _positions(2),
     # q, k [1,1,1,1], D = 1 (default scale 1, invisible to the oracle): scale-applied-once.
-    "scale_twice": 1,
+    "scale_twice": _positions(1),
     # causal, one query, one key: the query loses its own position.
-    "causal_diagonal": 1,
+    "causal_diagonal": _positions(1),
     # block_q 32 > block_k 16, causal, q [1,1,17,1] over one key: row 16 sits at position 0, the
-    # loop bound stops at key 0.
-    "causal_loop_bound": 17,
+    # loop bound stops at key 0 (gpu: block_q 128 > block_k 64, q [1,1,65,64]): block_k + 1 rows.
+    "causal_loop_bound": _positions(1, per_key_tile=1),
     # one query over two key tiles of 16 whose max grows in the second: k [1,1,n,1] with
     # 17 <= n <= 31 (17 is the least that can fail; the shrinker lands within the two tiles).
-    "no_rescale": 32,
+    "no_rescale": _positions(0, per_key_tile=2),
     # two batch elements of one query and one key, key_lengths [1, 0] (the shrinker keeps the
     # batch of two; one element with key length 0 is the least that fails).
-    "masked_row_nan": 2,
+    "masked_row_nan": _positions(2),
     # q, k [1,1,1,1], no mask: the 15 padding lanes count as keys with logit 0.
-    "partial_tile_unmasked": 1,
+    "partial_tile_unmasked": _positions(1),
 }
 
 

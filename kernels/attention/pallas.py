@@ -26,6 +26,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
+try:  # the Triton lowering's options (pallas on GPU); the interpreter ignores them
+    from jax.experimental.pallas import triton as _pl_triton
+except ImportError:  # pragma: no cover - a JAX without the Triton backend
+    _pl_triton = None  # type: ignore[assignment]
+
 from kernels._validate import next_pow2
 from kernels.alibi import alibi_slopes as standard_alibi_slopes
 from kernels.attention._common import (
@@ -202,6 +207,27 @@ def jit_twins(fn, static_argnames: tuple[str, ...]):
     return call
 
 
+# A GPU program's shared memory holds, per software-pipeline stage of the key loop, a k and a v
+# tile, and besides them the q tile and the fp32 score tile (the Triton lowering stages dot
+# operands through shared memory). Hopper gives a block 227 KiB: fp32 tiles of 128 x 128 at head
+# dim 64 need 256 KiB at the default three stages. Fewer stages where the tiles are large.
+SMEM_BUDGET = 160 * 1024
+
+
+def gpu_compiler_params(rows: int, block_k: int, head_dim: int, itemsize: int):
+    """Triton-lowering options for a program of ``rows`` queries over key tiles of ``block_k``."""
+    if _pl_triton is None:
+        return None
+    stages = 1
+    for s in (3, 2):
+        if s * 2 * block_k * head_dim * itemsize + rows * (head_dim * itemsize + block_k * 4) <= (
+            SMEM_BUDGET
+        ):
+            stages = s
+            break
+    return _pl_triton.CompilerParams(num_stages=stages)
+
+
 def _attention_padded(
     q_lens, k_lens, fparams, iparams, slopes, q, k, v, o_init, lse_init, *, static, group, interpret
 ):
@@ -235,6 +261,9 @@ def _attention_padded(
         ],
         input_output_aliases={8: 0, 9: 1},
         interpret=interpret,
+        compiler_params=None
+        if interpret
+        else gpu_compiler_params(bq, static.block_k, dp, q.dtype.itemsize),
     )(q_lens, k_lens, fparams, iparams, slopes, q, k, v, o_init, lse_init)
 
 

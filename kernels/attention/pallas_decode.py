@@ -41,6 +41,7 @@ from kernels.attention.pallas import (
     _tanh,
     _xp,
     bucket,
+    gpu_compiler_params,
     jit_twins,
 )
 
@@ -157,6 +158,9 @@ def _decode_padded(lens, fparams, iparams, slopes, q, k, v, o_init, lse_init, *,
             jax.ShapeDtypeStruct((batch, hkv, ns, g_p), jnp.float32),
         ],
         interpret=interpret,
+        compiler_params=None
+        if interpret
+        else gpu_compiler_params(g_p, static.block_k, dp, q.dtype.itemsize),
     )(lens, fparams, iparams, slopes, q, k, v)
     o_block = pl.BlockSpec((None, None, g_p, dp), lambda b, h: (b, h, 0, 0))
     lse_block = pl.BlockSpec((None, None, g_p), lambda b, h: (b, h, 0))

@@ -29,6 +29,7 @@ import triton
 import triton.language as tl
 
 from kernels._triton_interp import interpreted
+from kernels._triton_jit import jit_any_size
 from kernels.alibi import alibi_slopes as standard_alibi_slopes
 from kernels.attention._common import (
     check_blocks,
@@ -84,7 +85,7 @@ def _tanh(x):
     return tl.where(a < 0.55, series, tl.where(x < 0, -big, big))
 
 
-@triton.jit
+@jit_any_size(specialize=("stride_qd", "stride_kd", "stride_vd", "stride_od"))
 def _attn_fwd_kernel(
     q_ptr,
     k_ptr,

@@ -16,10 +16,10 @@ weight 0; a sequence with no key at all (``cache_len`` 0) gets zeros and LSE -in
 from __future__ import annotations
 
 import torch
-import triton
 import triton.language as tl
 
 from kernels._triton_interp import interpreted
+from kernels._triton_jit import jit_any_size
 from kernels._validate import next_pow2
 from kernels.attention._common import (
     check_blocks,
@@ -34,7 +34,7 @@ from kernels.attention._common import (
 from kernels.attention.triton import DTYPES, _check_tensor, _index_tensor, _slopes, _tanh
 
 
-@triton.jit
+@jit_any_size(specialize=("stride_qd", "stride_kd", "stride_vd"))
 def _decode_split_kernel(
     q_ptr,
     k_ptr,
@@ -147,7 +147,7 @@ def _decode_split_kernel(
     tl.store(lse_part_ptr + b.to(tl.int64) * stride_lb + heads * stride_lh + split, lse, mask=g_ok)
 
 
-@triton.jit
+@jit_any_size(specialize=("stride_od",))
 def _decode_combine_kernel(
     o_part_ptr,
     lse_part_ptr,

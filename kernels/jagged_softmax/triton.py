@@ -26,13 +26,14 @@ import triton.language as tl
 
 from kernels._offsets import check_offsets_host
 from kernels._triton_interp import interpreted
+from kernels._triton_jit import jit_any_size
 from kernels._validate import check_block
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 OFFSET_DTYPES = (torch.int32, torch.int64)
 
 
-@triton.jit
+@jit_any_size(specialize=("stride_vm", "stride_om"))
 def _jagged_softmax_kernel(
     values_ptr,
     offsets_ptr,

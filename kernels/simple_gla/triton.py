@@ -35,6 +35,7 @@ import triton
 import triton.language as tl
 
 from kernels._triton_interp import interpreted
+from kernels._triton_jit import jit_any_size
 from kernels.simple_gla._common import Problem, check_like, check_problem
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -97,7 +98,7 @@ def _seq_bounds(cu_ptr, i_n, T, IS_VARLEN: tl.constexpr):
     return i_b, bos, eos
 
 
-@triton.jit
+@jit_any_size(specialize=("s_qk", "s_kk", "s_vv", "s_ov", "s_h0v", "s_htv"))
 def _fwd_kernel(
     q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, h0_ptr, cu_ptr,
     o_ptr, ht_ptr, states_ptr,
@@ -195,7 +196,10 @@ def _fwd_kernel(
         tl.store(ht_ptr + ht_offs, state, mask=state_ok)
 
 
-@triton.jit
+_BWD_UNIT_STRIDES = ("s_qk", "s_kk", "s_vv", "s_dov", "s_dhtv", "s_dqk", "s_dkk", "s_dvv", "s_dh0v")
+
+
+@jit_any_size(specialize=_BWD_UNIT_STRIDES)
 def _bwd_kernel(
     q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, do_ptr, dht_ptr, cu_ptr, states_ptr,
     dq_ptr, dk_ptr, dv_ptr, dg_ptr, dh0_ptr,

@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 from kernels._triton_interp import interpreted
+from kernels._triton_jit import jit_any_size
 from kernels._validate import check_block, check_out_tensor, check_scale
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -70,7 +71,7 @@ def _load_logits(
     return s
 
 
-@triton.jit
+@jit_any_size(specialize=("stride_xn", "stride_maskn", "stride_biasn", "stride_outn"))
 def _softmax_kernel(
     x_ptr,
     mask_ptr,

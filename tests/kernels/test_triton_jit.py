@@ -1,0 +1,60 @@
+import pytest
+import triton.language as tl
+
+from kernels._triton_jit import dynamic_params, jit_any_size
+
+
+def _kernel(x_ptr, out_ptr, n_rows, n_cols, stride_xm, stride_xn, scale, BLOCK: tl.constexpr):
+    pass
+
+
+def test_lengths_and_outer_strides_are_runtime_values():
+    assert dynamic_params(_kernel, specialize=("stride_xn",)) == [
+        "n_rows",
+        "n_cols",
+        "stride_xm",
+        "scale",
+    ]
+    jitted = jit_any_size(specialize=("stride_xn",))(_kernel)
+    flags = {p.name: p.do_not_specialize for p in jitted.params}
+    assert flags == {
+        "x_ptr": False,
+        "out_ptr": False,
+        "n_rows": True,
+        "n_cols": True,
+        "stride_xm": True,
+        "stride_xn": False,
+        "scale": True,
+        "BLOCK": False,
+    }
+
+
+def test_specialize_names_are_checked():
+    with pytest.raises(ValueError, match=r"\['stride_q'\].*_kernel does not take"):
+        dynamic_params(_kernel, specialize=("stride_q",))
+    with pytest.raises(TypeError, match="sequence of names"):
+        dynamic_params(_kernel, specialize="stride_xn")
+
+
+def test_every_builtin_kernel_compiles_once_for_all_sizes():
+    from kernels.attention import triton as attention, triton_decode
+    from kernels.jagged_softmax import triton as jagged
+    from kernels.simple_gla import triton as gla
+    from kernels.softmax import triton as softmax
+
+    for kernel in (
+        softmax._softmax_kernel,
+        attention._attn_fwd_kernel,
+        triton_decode._decode_split_kernel,
+        triton_decode._decode_combine_kernel,
+        jagged._jagged_softmax_kernel,
+        gla._fwd_kernel,
+        gla._bwd_kernel,
+    ):
+        specialized = [
+            p.name
+            for p in kernel.params
+            if not p.do_not_specialize and not p.is_constexpr and not p.name.endswith("_ptr")
+        ]
+        # only unit strides of the innermost dimension select a binary
+        assert all(name.startswith(("s_", "stride_")) for name in specialized), specialized
