@@ -13,7 +13,9 @@
   features (hazard combinations, failure kinds), with an exploration bonus (UCB);
 * turns a worker that dies (segfault, abort, lost CUDA context, OOM kill) into a ``crash``
   finding and one whose example outlives ``example_timeout`` into a ``hang`` finding, each with a
-  reproducer of the case the worker persisted before launching it;
+  reproducer of the case the worker persisted before launching it; a timeout is first replayed in
+  a fresh worker with ``hang_confirm_factor`` times the time (a first compilation of a large
+  kernel outlasts a timeout as a hang does) and only a second timeout makes it a hang;
 * writes ``report.json`` (atomically) whenever something is found and when a slice ends, and the
   full report set (``fuzz.report``) at the end -- also on SIGTERM/SIGINT, with what was found so
   far.
@@ -94,6 +96,8 @@ class Slice:
     hard_deadline: float
     kind: str = "hunt"  # or "replay"
     replay_path: str | None = None
+    timeout: float | None = None  # per-example timeout of this slice (None: the campaign's)
+    confirm: dict[str, Any] | None = None  # a suspected hang this replay confirms or clears
 
 
 @dataclass
@@ -127,6 +131,7 @@ class CampaignConfig:
     workers: int = 1
     devices: Sequence[str | None] = (None,)
     example_timeout: float = 120.0
+    hang_confirm_factor: float = 4.0
     min_share: float = 0.3
     slice_seconds: float | None = None
     max_deaths: int = 2
@@ -264,8 +269,12 @@ class Campaign:
             item = self.replay_queue.pop(0)
             self.slice_ids += 1
             now = time.perf_counter()
-            w.busy = Slice(self.slice_ids, None, now, 0.0, now + self.config.example_timeout * 2 + 30,
-                           kind="replay", replay_path=item["reproducer"])  # fmt: skip
+            timeout = self.config.example_timeout
+            if item.get("confirm_hang"):
+                timeout *= self.config.hang_confirm_factor
+            w.busy = Slice(self.slice_ids, None, now, 0.0, now + timeout * 2 + 30, kind="replay",
+                           replay_path=item["reproducer"], timeout=timeout,
+                           confirm=item if item.get("confirm_hang") else None)  # fmt: skip
             w.conn.send(("replay", {"slice": self.slice_ids, "path": item["reproducer"]}))
             return True
         left = self.remaining()
@@ -398,6 +407,51 @@ class Campaign:
     # Deaths and hangs ------------------------------------------------------------------------------
 
     def _death_finding(self, w: WorkerHandle, pair: PairState, cls: str, message: str) -> None:
+        rec = self._death_record(w, pair, cls, message)
+        if rec is not None:
+            self._record(pair, rec, in_process=False)
+
+    def _suspect_hang(self, w: WorkerHandle, pair: PairState, message: str) -> None:
+        """A first timeout is a suspicion, not yet a finding: a first compilation of a large
+        kernel, or a machine busy with other work, outlasts the per-example timeout just as a
+        hang does. The in-flight example is replayed next, in a fresh worker, with
+        ``hang_confirm_factor`` times the timeout; only if it outlasts that too is it a ``hang``
+        (its reproducer is written now, so nothing is lost if the campaign ends first)."""
+        rec = self._death_record(w, pair, F.HANG, message)
+        if rec is not None:
+            self.replay_queue.insert(
+                0, {"reproducer": rec["reproducer"], "confirm_hang": rec, "pair": pair}
+            )
+
+    def _hang_confirmed(self, item: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """Settles a suspected hang with its replay's ``result`` (None: never replayed)."""
+        rec, pair = item["confirm_hang"], item["pair"]
+        longer = self.config.example_timeout * self.config.hang_confirm_factor
+        if result is not None and (
+            result.get("status") == "pass" or (result.get("status") == "fail" and "class" in result)
+        ):
+            self.notes.append(
+                f"{pair.target.name} on {pair.backend}: an example outlasted the "
+                f"{self.config.example_timeout:g} s per-example timeout once, then finished "
+                f"within {longer:g} s on a second try ({result.get('verdict', '')[:120]}): slow "
+                "(a first compilation?), not a hang"
+            )
+            Path(rec["reproducer"]).unlink(missing_ok=True)
+            return
+        verdict = "" if result is None else str(result.get("verdict", ""))
+        if result is None:
+            why = "not confirmed: the campaign ended before the second try"
+        elif "per-example timeout" in verdict:
+            why = f"confirmed: the second try, with {longer:g} s, {verdict.removeprefix('the ')}"
+        else:
+            why = f"not confirmed: {verdict}"
+        self._record(pair, {**rec, "message": f"{rec['message']} ({why})"}, in_process=False)
+
+    def _death_record(
+        self, w: WorkerHandle, pair: PairState, cls: str, message: str
+    ) -> dict[str, Any] | None:
+        """The finding of a worker that died or hung on its in-flight example, with its
+        reproducer written (None: no example was in flight)."""
         from fuzz import reproducer
 
         got = read_inflight(w.config.inflight)
@@ -447,7 +501,7 @@ class Campaign:
             "reproducer": str(path),
             "plots": [],
         }
-        self._record(pair, rec, in_process=False)
+        return rec
 
     def _worker_gone(self, w: WorkerHandle) -> None:
         code = w.process.exitcode if w.process is not None else None
@@ -457,6 +511,7 @@ class Campaign:
             w.process.join(1)
             code = w.process.exitcode
         if sl is not None and sl.kind == "replay":
+            w.busy = sl  # _replayed reads the slice (a hang it confirms)
             self._replayed(w, {"path": sl.replay_path, "status": "fail",
                                "verdict": f"the replay {_exit_text(code, reason)}"})  # fmt: skip
         elif sl is not None and sl.pair is not None:
@@ -471,7 +526,7 @@ class Campaign:
                     f"an example did not finish within {self.config.example_timeout:g} s "
                     "(per-example timeout); the worker was killed"
                 )
-                self._death_finding(w, pair, F.HANG, msg)
+                self._suspect_hang(w, pair, msg)
             elif code == EXIT_CONTEXT_LOST:
                 pass  # the finding came over the pipe before the worker exited
             elif reason == "overran":
@@ -526,7 +581,12 @@ class Campaign:
                 self.replay_queue.append(f)
 
     def _replayed(self, w: WorkerHandle, result: dict[str, Any]) -> None:
-        w.busy = None
+        sl, w.busy = w.busy, None
+        if sl is not None and sl.confirm is not None:
+            # Settling a suspicion is not fuzzing: the budget gets this worker's time back.
+            self.deadline += (time.perf_counter() - sl.started) / max(1, len(self.workers))
+            self._hang_confirmed(sl.confirm, result)
+            return
         self.triage_results[result["path"]] = result
 
     # The loop --------------------------------------------------------------------------------------
@@ -629,7 +689,8 @@ class Campaign:
             if w.busy is None or w.process is None:
                 continue
             st = w.started.value if w.started is not None else 0.0
-            if st > 0 and now_wall - st > self.config.example_timeout:
+            limit = w.busy.timeout or self.config.example_timeout
+            if st > 0 and now_wall - st > limit:
                 self._kill(w, "hang")
                 self._worker_gone(w)
             elif w.busy.kind == "hunt" and time.perf_counter() > w.busy.hard_deadline + 30:
@@ -647,6 +708,8 @@ class Campaign:
                 continue
             if w.busy is not None:
                 pair = w.busy.pair
+                if w.busy.confirm is not None:  # a suspected hang still being replayed
+                    self._hang_confirmed(w.busy.confirm, None)
                 self._kill(w, "shutdown")
                 if pair is not None:
                     pair.running = False
@@ -665,6 +728,9 @@ class Campaign:
                     w.process.join(3)
             clear_inflight(w.config.inflight)
             w.process = None
+        for item in [i for i in self.replay_queue if i.get("confirm_hang")]:
+            self._hang_confirmed(item, None)  # never replayed: kept as an unconfirmed hang
+        self.replay_queue = [i for i in self.replay_queue if not i.get("confirm_hang")]
 
     # Reports ---------------------------------------------------------------------------------------
 

@@ -254,3 +254,51 @@ def test_the_html_report_renders_in_a_headless_browser(fault_campaign, tmp_path)
     proc = subprocess.run([*cmd, f"--screenshot={shot}", "--window-size=1100,1400", page],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 0 and shot.stat().st_size > 20_000
+
+
+SLOW_FIRST = """
+import os, time
+from pathlib import Path
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+import dataclasses
+base = get("fake_double")
+run = base.kernels["fake"]
+marker = Path({d!r}, "compiled")
+
+def slow_first(inputs, params, *, out, interpret):
+    if not marker.exists():  # the first call ever "compiles" for longer than the timeout
+        time.sleep(4.0)
+        marker.write_text("done")
+    return run(inputs, params, out=out, interpret=interpret)
+
+register(dataclasses.replace(base, name="fake_slow_first", kernels={{"fake": slow_first}}))
+"""
+
+
+def test_a_first_slow_example_is_not_a_hang_once_a_second_try_finishes(tmp_path):
+    """The per-example timeout fires on an example that is only slow the first time (a first
+    compilation): its replay in a fresh worker, with more time, finishes, so there is no hang
+    finding, only a note; a real hang (faults_mutant_spin, above) is confirmed by its replay."""
+    from fuzz.campaign import Campaign, CampaignConfig
+    from fuzz.profiles import Profile
+    from fuzz.target import get, load_plugin
+
+    plugin = tmp_path / "slow_first.py"
+    plugin.write_text(SLOW_FIRST.format(fake=FAKE, d=str(tmp_path)))
+    load_plugin(str(plugin))
+    config = CampaignConfig(
+        targets=[get("fake_slow_first")],
+        backends=["fake"],
+        profile=Profile("ci", ("fake",), "small", False, "cpu", False, 60),
+        budget=3.0,
+        out=tmp_path / "out",
+        repro_dir=tmp_path / "out" / "reproducers",
+        db=None,
+        example_timeout=2.0,
+        plugins=[str(plugin)],
+    )
+    report = Campaign(config, log=lambda line: None).run()
+    assert report["findings"] == [], report["findings"]
+    assert any("not a hang" in n for n in report["notes"]), report["notes"]
+    assert not list((tmp_path / "out" / "reproducers").glob("*hang*"))

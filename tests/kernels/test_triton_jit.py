@@ -37,7 +37,8 @@ def test_specialize_names_are_checked():
 
 
 def test_every_builtin_kernel_compiles_once_for_all_sizes():
-    from kernels.attention import triton as attention, triton_decode
+    from kernels.attention import triton as attention
+    from kernels.attention import triton_decode
     from kernels.jagged_softmax import triton as jagged
     from kernels.simple_gla import triton as gla
     from kernels.softmax import triton as softmax
