@@ -460,7 +460,7 @@ class Campaign:
             self.notes.append(
                 f"{pair.target.name} on {pair.backend}: {message} (no in-flight case)"
             )
-            return
+            return None
         meta, case = got
         finding = Finding(
             cls,
