@@ -87,3 +87,27 @@ def test_load_rejects_other_files(tmp_path):
     p.write_text("print('hello')\n")
     with pytest.raises(ValueError, match="not a reproducer"):
         reproducer.load(p)
+
+
+def test_a_race_is_replayed_several_times_before_it_counts_as_fixed(monkeypatch):
+    from types import SimpleNamespace
+
+    from fuzz import reproducer
+
+    calls = []
+
+    def once(meta, data, *, backend=None):
+        calls.append(meta["class"])
+        failing = meta["class"] == "nondeterminism" and len(calls) == 3  # the race shows once
+        return SimpleNamespace(finding=object() if failing else None)
+
+    monkeypatch.setattr(reproducer, "_replay_once", once)
+    assert reproducer.replay({"class": "nondeterminism"}, "").finding is not None
+    assert len(calls) == 3  # stopped at the first failing replay
+    calls.clear()
+    assert reproducer.replay({"class": "accuracy"}, "").finding is None
+    assert calls == ["accuracy"]  # a deterministic failure: one replay decides
+    calls.clear()
+    assert reproducer.replay({"class": "nondeterminism"}, "", attempts=2).finding is None
+    assert len(calls) == 2
+    assert reproducer.replay_attempts({"class": "nondeterminism"}) == reproducer.RACE_ATTEMPTS
