@@ -87,6 +87,22 @@ class PairState:
         return "wrong-class" if self.found else "missed"
 
 
+def interleave(pairs: list[PairState]) -> list[PairState]:
+    """``pairs`` in the order the first round visits them: round robin over families, and within
+    a family the real targets first, then the mutants, backends alternating. A campaign too short
+    for one slice per pair still samples every family instead of spending itself on the first."""
+    by_family: dict[str, list[PairState]] = {}
+    for p in sorted(pairs, key=lambda p: (p.target.is_mutant, p.target.name, p.backend)):
+        by_family.setdefault(p.target.family, []).append(p)
+    queues = [by_family[f] for f in sorted(by_family)]
+    out: list[PairState] = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
 @dataclass
 class Slice:
     id: int
@@ -164,9 +180,9 @@ class Campaign:
         self.config = config
         self.log = log
         self.progress = progress
-        self.pairs = [
-            PairState(t, b) for t in config.targets for b in config.backends if self._runs(t, b)
-        ]
+        self.pairs = interleave(
+            [PairState(t, b) for t in config.targets for b in config.backends if self._runs(t, b)]
+        )
         self.workers: list[WorkerHandle] = []
         self.slice_ids = 0
         self.stop_reason: str | None = None

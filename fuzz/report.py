@@ -138,7 +138,7 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
     from fuzz.backends import device_name
     from fuzz.reproducer import versions
 
-    rows = [_pair_row(p) for p in c.pairs]
+    rows = [_pair_row(p) for p in sorted(c.pairs, key=lambda p: (p.target.name, p.backend))]
     current = _dedupe(f for r in rows for f in r["findings"])
     prev_findings = {
         f.get("signature"): f for f in (c.previous or {}).get("findings", []) if f.get("signature")

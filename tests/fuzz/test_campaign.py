@@ -302,3 +302,26 @@ def test_a_first_slow_example_is_not_a_hang_once_a_second_try_finishes(tmp_path)
     assert report["findings"] == [], report["findings"]
     assert any("not a hang" in n for n in report["notes"]), report["notes"]
     assert not list((tmp_path / "out" / "reproducers").glob("*hang*"))
+
+
+def test_the_first_round_visits_every_family_before_any_family_twice():
+    from types import SimpleNamespace
+
+    from fuzz.campaign import PairState, interleave
+
+    def pair(name, family, backend, mutant=False):
+        t = SimpleNamespace(name=name, family=family, is_mutant=mutant)
+        return PairState(t, backend)  # type: ignore[arg-type]
+
+    pairs = [
+        pair("a_mutant_x", "a", "b1", True), pair("a", "a", "b1"), pair("a", "a", "b2"),
+        pair("b", "b", "b1"), pair("c_mutant_y", "c", "b1", True),
+    ]  # fmt: skip
+    order = [(p.target.name, p.backend) for p in interleave(pairs)]
+    assert order == [
+        ("a", "b1"),
+        ("b", "b1"),
+        ("c_mutant_y", "b1"),
+        ("a", "b2"),
+        ("a_mutant_x", "b1"),
+    ]
