@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import Phase, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
-from hypothesis.database import ExampleDatabase
+from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import HypothesisException
 
 from fuzz import reproducer
@@ -87,6 +87,7 @@ class HuntResult:
     known_hits: collections.Counter[str] = field(default_factory=collections.Counter)
     features: set[str] = field(default_factory=set)  # coverage: hazard combinations, events
     stopped: str = ""  # why the hunt ended: "time", "examples", "exhausted", "hard-limit"
+    reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
 
     @property
     def classes(self) -> list[str]:
@@ -149,6 +150,16 @@ def _exceptions(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
+def _is_flaky(exc: BaseException) -> bool:
+    """Hypothesis's verdict that a failure did not replay (``Flaky``, ``FlakyFailure`` -- an
+    exception group around the failures -- at any depth)."""
+    if "Flaky" in type(exc).__name__:
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_flaky(e) for e in exc.exceptions)
+    return False
+
+
 def database_key(target: str, backend: str) -> bytes:
     """The example-database key of one target on one backend.
 
@@ -156,6 +167,10 @@ def database_key(target: str, backend: str) -> bytes:
     so a database keeps serving after an upgrade and is shared by every front end.
     """
     return f"kernel-fuzz:{target}|{backend}".encode()
+
+
+# Re-shrinks of a failure whose replay was flaky (see hunt).
+FLAKY_RESHRINKS = 3
 
 
 @dataclass
@@ -203,9 +218,12 @@ def hunt(
     Args:
         max_examples: overrides the profile's example count.
         seed: a fixed seed (the run is then not derandomized by the profile).
-        database: a Hypothesis example database, None for none, ``'profile'`` for the profile's.
-            Failing examples are saved under :func:`database_key`; the hunt starts by replaying
-            what the database holds for this target and backend (unless ``reuse`` is False).
+        database: a Hypothesis example database, None for none (nothing persists; failures are
+            kept in memory for the hunt's own use), ``'profile'`` for the profile's. Failing
+            examples are saved under :func:`database_key`; the hunt starts by replaying what the
+            database holds for this target and backend (unless ``reuse`` is False). A failure
+            that does not replay (a race) stops Hypothesis's shrinking; the hunt then shrinks
+            on from the smallest failing example saved, up to ``FLAKY_RESHRINKS`` times.
         repro_dir: where to write reproducer scripts (None: do not write them).
         time_limit: seconds after which no new examples are generated (shrinking of a failure
             already found still completes), once ``min_examples`` have run.
@@ -317,42 +335,67 @@ def hunt(
     overrides: dict[str, Any] = {
         "max_examples": profile.max_examples if max_examples is None else max_examples
     }
+    if database is None:
+        # Nothing persists; failures are kept in memory, for re-shrinking a flaky one (below).
+        database = InMemoryExampleDatabase()
     if database != "profile":
         overrides["database"] = database
     if seed is not None:
         overrides["derandomize"] = False
     if not reuse:
         overrides["phases"] = tuple(p for p in base.phases if p is not Phase.reuse)
-    test = settings(base, **overrides)(given(case=strategy, data=st.data())(run_one))
-    test.hypothesis.inner_test._hypothesis_internal_add_digest = f"{target.name}|{b.name}".encode()  # type: ignore[attr-defined]
-    test._hypothesis_internal_database_key = database_key(target.name, b.name)  # type: ignore[attr-defined]
-    if seed is not None:
-        from hypothesis import seed as hypothesis_seed
 
-        test = hypothesis_seed(seed)(test)
-        # @seed turns the database off (a seeded run is meant to be reproducible); a campaign
-        # slice is seeded only to vary between slices, and must still replay and save.
-        if "database" in overrides:
-            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
-                test._hypothesis_internal_use_settings,  # type: ignore[attr-defined]
-                database=overrides["database"],
-            )
-    try:
-        test()
-    except _OutOfTime:
-        pass
-    except BaseException as exc:
-        for e in _exceptions(exc):
-            if isinstance(e, KeyboardInterrupt):
-                raise e from exc
-            if isinstance(e, KernelFailure):
-                continue
-            if isinstance(e, _OutOfTime):
-                continue
-            if isinstance(e, HypothesisException) and "Flaky" in type(e).__name__:
-                continue  # a failure that did not replay: kept from last_seen below
-            if result.error is None:
-                result.error = f"{type(e).__name__}: {e}"[:2000]
+    def build(**more: Any) -> Any:
+        o = {**overrides, **more}
+        test = settings(base, **o)(given(case=strategy, data=st.data())(run_one))
+        digest = f"{target.name}|{b.name}".encode()
+        test.hypothesis.inner_test._hypothesis_internal_add_digest = digest  # type: ignore[attr-defined]
+        test._hypothesis_internal_database_key = database_key(target.name, b.name)  # type: ignore[attr-defined]
+        if seed is not None:
+            from hypothesis import seed as hypothesis_seed
+
+            test = hypothesis_seed(seed)(test)
+            # @seed turns the database off (a seeded run is meant to be reproducible); a campaign
+            # slice is seeded only to vary between slices, and must still replay and save.
+            if "database" in o:
+                test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+                    test._hypothesis_internal_use_settings,  # type: ignore[attr-defined]
+                    database=o["database"],
+                )
+        return test
+
+    test = build()
+    for attempt in range(1 + FLAKY_RESHRINKS):
+        flaky = False
+        try:
+            test()
+        except _OutOfTime:
+            pass
+        except BaseException as exc:
+            flaky = _is_flaky(exc)  # a failure that did not replay: kept from last_seen below
+            for e in _exceptions(exc):
+                if isinstance(e, KeyboardInterrupt):
+                    raise e from exc
+                if isinstance(e, KernelFailure):
+                    continue
+                if isinstance(e, _OutOfTime):
+                    continue
+                if isinstance(e, HypothesisException) and "Flaky" in type(e).__name__:
+                    continue
+                if result.error is None:
+                    result.error = f"{type(e).__name__}: {e}"[:2000]
+        if (
+            not flaky
+            or attempt == FLAKY_RESHRINKS
+            or result.stopped == "hard-limit"
+            or result.error is not None
+        ):
+            break
+        # A race (a GPU kernel whose result depends on scheduling) fails on some runs only, and
+        # Hypothesis gives up shrinking when a failing example passes on replay. The database
+        # holds the smallest failing examples so far: replay them and shrink on from there.
+        result.reshrinks = attempt + 1
+        test = build(phases=(Phase.reuse, Phase.shrink))
     result.seconds = time.perf_counter() - t0
     if not result.stopped:
         result.stopped = "examples"
