@@ -213,12 +213,12 @@ def print_scoreboard(board: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=max(Console().width, 160))
+    console = Console(width=max(Console().width, 180))
     t = Table(
         title=f"mutant scoreboard (profile {board['profile']}, {board['budget']:g}s per mutant)"
     )
-    for h in HEADERS:
-        t.add_column(h)
+    for i, h in enumerate(HEADERS):
+        t.add_column(h, no_wrap=i < 2)  # mutant and backend whole: what the reader looks up
     for row in table_rows(board):
         t.add_row(*row)
     console.print(t)
