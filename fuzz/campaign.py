@@ -527,7 +527,6 @@ class Campaign:
             w.process.join(1)
             code = w.process.exitcode
         if sl is not None and sl.kind == "replay":
-            w.busy = sl  # _replayed reads the slice (a hang it confirms)
             self._replayed(w, {"path": sl.replay_path, "status": "fail",
                                "verdict": f"the replay {_exit_text(code, reason)}"})  # fmt: skip
         elif sl is not None and sl.pair is not None:

@@ -19,7 +19,6 @@ from hypothesis import Phase, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
-from hypothesis.errors import HypothesisException
 
 from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
@@ -380,7 +379,7 @@ def hunt(
                     continue
                 if isinstance(e, _OutOfTime):
                     continue
-                if isinstance(e, HypothesisException) and "Flaky" in type(e).__name__:
+                if _is_flaky(e):
                     continue
                 if result.error is None:
                     result.error = f"{type(e).__name__}: {e}"[:2000]
