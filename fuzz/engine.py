@@ -24,7 +24,7 @@ from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
-from fuzz.failures import Finding, KernelFailure, raise_for
+from fuzz.failures import NONDETERMINISM, Finding, KernelFailure, raise_for
 from fuzz.plots import error_maps
 from fuzz.profiles import Profile
 from fuzz.properties import Stats, check_case
@@ -302,6 +302,9 @@ def hunt(
     minimal: dict[str, Found] = {}
     first: dict[str, tuple[int, float]] = {}
     known = frozenset(known)
+    # Extra determinism runs once a race has shown (see fuzz.properties._determinism): the
+    # examples Hypothesis then tries while shrinking fail reliably, not one run in a few.
+    race = {"repeats": 0}
 
     def feature(name: str) -> None:
         if name not in result.features:
@@ -344,6 +347,7 @@ def hunt(
             differential_max_cost=profile.differential_max_cost,
             differential_every=profile.differential_every,
             stats=result.stats,
+            race_repeats=race["repeats"],
         )
         names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
         for name in names:
@@ -358,6 +362,8 @@ def hunt(
         if f is None:
             return
         elapsed = time.perf_counter() - t0
+        if f.cls == NONDETERMINISM:
+            race["repeats"] = reproducer.RACE_REPEATS
         result.events[f"failure {f.cls}"] += 1
         event("failure", f.cls)
         feature(f"failure: {f.cls} in {f.prop}")
@@ -443,6 +449,7 @@ def hunt(
         # Hypothesis gives up shrinking when a failing example passes on replay. The database
         # holds the smallest failing examples so far: replay them and shrink on from there.
         result.reshrinks = attempt + 1
+        race["repeats"] = reproducer.RACE_REPEATS
         test = build(phases=(Phase.reuse, Phase.shrink))
     result.seconds = time.perf_counter() - t0
     if not result.stopped:

@@ -104,8 +104,10 @@ class Context:
         differential_max_cost: float = float("inf"),
         differential_every: int = 1,
         stats: Stats | None = None,
+        race_repeats: int = 0,
     ) -> None:
         self.target = target
+        self.race_repeats = max(0, int(race_repeats))
         self.differential_every = max(1, int(differential_every))
         self.differential_max_cost = differential_max_cost
         self.backend = backend
@@ -331,9 +333,9 @@ def _poisoned_output(ctx: Context, _: Any) -> Finding | None:
     return None
 
 
-def _determinism(ctx: Context, _: Any) -> Finding | None:
+def _differing_run(ctx: Context, other: Launch, runs: int) -> Finding | None:
     for name in ctx.oracle:
-        a, b = ctx.clean.outputs[name], ctx.repeat.outputs[name]
+        a, b = ctx.clean.outputs[name], other.outputs[name]
         both_nan = np.isnan(to_float64(a)) & np.isnan(to_float64(b))
         differ = (bits(a) != bits(b)) & ~both_nan
         if differ.any():
@@ -341,14 +343,29 @@ def _determinism(ctx: Context, _: Any) -> Finding | None:
             return ctx.finding(
                 F.NONDETERMINISM,
                 "determinism",
-                f"two runs differ in {int(differ.sum())} element(s) of {name}, first {name}"
+                f"{runs} runs differ in {int(differ.sum())} element(s) of {name}, first {name}"
                 f"[{', '.join(map(str, idx))}]: {_fmt(float(a[idx]))} then {_fmt(float(b[idx]))}",
                 output=name,
                 index=idx,
                 kernel_value=float(a[idx]),
-                details={"second_value": float(b[idx])},
+                details={"second_value": float(b[idx]), "runs": runs},
             )
     return None
+
+
+def _determinism(ctx: Context, _: Any) -> Finding | None:
+    """The clean and the repeated run agree bit for bit. With ``ctx.race_repeats`` (a hunt that
+    has met a race, and its replays) the kernel runs that many more times: a race that shows on
+    one run in a few then fails every replay of a shrinking step, not some of them."""
+    f = _differing_run(ctx, ctx.repeat, 2)
+    for i in range(ctx.race_repeats if f is None else 0):
+        again = ctx.launch(fill=POISON_NAN if i % 2 else POISON_FINITE)
+        if again.error is not None:
+            return None  # the crash property has seen the clean runs; this one is not reported
+        f = _differing_run(ctx, again, i + 3)
+        if f is not None:
+            break
+    return f
 
 
 def _record_target(ctx: Context, name: str, ratio: float) -> None:
@@ -548,10 +565,17 @@ def check_case(
     differential_max_cost: float = float("inf"),
     differential_every: int = 1,
     stats: Stats | None = None,
+    race_repeats: int = 0,
+    prefer: str | None = None,
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
     Property parameters come from ``draw`` (Hypothesis) or from ``params`` (a replay).
+    ``race_repeats``: extra runs for the determinism property (see :func:`_determinism`).
+    ``prefer``: a failure class (a replay's recorded one): when the first failure is of another
+    class (a racy kernel may show its race before the accuracy bug it was saved for), the
+    remaining properties are still checked and a failure of the preferred class is returned if
+    one shows. A crash ends the check at once.
     """
     ctx = Context(
         target,
@@ -562,8 +586,10 @@ def check_case(
         differential_max_cost=differential_max_cost,
         differential_every=differential_every,
         stats=stats,
+        race_repeats=race_repeats,
     )
     used: dict[str, Any] = {}
+    first: Finding | None = None
     for prop in properties_of(target):
         if not prop.applies(ctx):
             continue
@@ -577,9 +603,19 @@ def check_case(
                 continue  # a replay that did not record this property's parameters
             used[prop.name] = value
         t0 = time.perf_counter()
-        finding = prop.check(ctx, value)
+        if first is None:
+            finding = prop.check(ctx, value)
+        else:
+            try:  # past the first failure, only looking for the preferred class
+                finding = prop.check(ctx, value)
+            except Exception:
+                finding = None
         spent = ctx.stats.property_seconds
         spent[prop.name] = spent.get(prop.name, 0.0) + time.perf_counter() - t0
-        if finding is not None:
+        if finding is None:
+            continue
+        if prefer is None or finding.cls == prefer or (first is None and finding.cls == F.CRASH):
             return Outcome(finding, used, ctx)
-    return Outcome(None, used, ctx)
+        if first is None:
+            first = finding
+    return Outcome(first, used, ctx)

@@ -277,6 +277,10 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
 RACE_ATTEMPTS = 8
 
 
+# Extra runs of the determinism property in a replay of a race (fuzz.properties._determinism).
+RACE_REPEATS = 8
+
+
 def replay_attempts(meta: dict[str, Any]) -> int:
     """How many replays it takes to call ``meta``'s failure gone (races: several)."""
     return RACE_ATTEMPTS if meta.get("class") == "nondeterminism" else 1
@@ -327,6 +331,8 @@ def _replay_once(meta: dict[str, Any], data: str, *, backend: str | None = None)
         ref_device=ref_device,
         differential=bool(meta.get("differential")) and backend in (None, meta["backend"]),
         differential_max_cost=float(meta.get("differential_max_cost", "inf")),
+        race_repeats=RACE_REPEATS if meta.get("class") == "nondeterminism" else 0,
+        prefer=meta.get("class"),
     )
 
 

@@ -31,6 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
+try:  # the Triton lowering's options (absent from a JAX without GPU Pallas)
+    from jax.experimental.pallas import triton as _pl_triton
+except ImportError:  # pragma: no cover
+    _pl_triton = None  # type: ignore[assignment]
+
 from kernels._validate import next_pow2
 from kernels.simple_gla._common import Problem, check_like, check_problem
 
@@ -46,6 +51,33 @@ class _Static:
     chunk: int  # BT
     tile: int  # BS
     states: bool = False  # the backward's first pass: the state entering every chunk, no o
+
+
+# Shared memory the Triton lowering may use per program (an H100 has 227 KiB). The lowering keeps
+# every dot operand of the unrolled tiles in shared memory, about GPU_SMEM_PER_ELEMENT bytes per
+# element of a (tile x (Kp + Vp)) fp32 slab with one pipeline stage (measured on an H100).
+GPU_SMEM_BUDGET = 160 * 1024
+GPU_SMEM_PER_ELEMENT = 48
+
+
+def gpu_tile(tile: int, kp: int, vp: int) -> int:
+    """The tile the compiled kernel uses: ``tile`` halved (not below 16) until its dot operands fit
+    in shared memory. The result does not depend on it (tiles only split the chunk's matrix)."""
+    while tile > 16 and tile * (kp + vp) * GPU_SMEM_PER_ELEMENT > GPU_SMEM_BUDGET:
+        tile //= 2
+    return tile
+
+
+def _tile_for(p: Problem, interpret: bool) -> int:
+    return p.tile if interpret else gpu_tile(p.tile, p.block_k, p.block_v)
+
+
+def _compiler_params(interpret: bool):
+    """One pipeline stage on the GPU: the chunk loop carries the state, so prefetching the next
+    chunk's rows buys little and its buffers would double the shared memory."""
+    if interpret or _pl_triton is None:
+        return None
+    return _pl_triton.CompilerParams(num_stages=1)
 
 
 def _dot(a, b, *, ta: bool = False, tb: bool = False):
@@ -384,6 +416,7 @@ def _fwd_padded(lengths, scale, gamma, q, k, v, g, h0, o_init, ht_init, *, stati
         out_shape=out_shape,
         input_output_aliases=aliases,
         interpret=interpret,
+        compiler_params=_compiler_params(interpret),
     )(*operands)
 
 
@@ -418,6 +451,7 @@ def _bwd_padded(lengths, scale, gamma, q, k, v, do, g, dht, states, inits, *, st
         out_shape=out_shape,
         input_output_aliases=aliases,
         interpret=interpret,
+        compiler_params=_compiler_params(interpret),
     )(*operands)
 
 
@@ -522,7 +556,7 @@ def chunk_simple_gla_fwd(
     o_init = (_to_padded(out, lay, vp, host) if out is not None
               else jnp.zeros((lay.np_, lay.hp, lay.lp, vp), qp.dtype))  # fmt: skip
     ht_init = _state_to_padded(out_ht if output_final_state else None, lay, kp, vp, host)
-    static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=p.tile)
+    static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret))
     o_p, ht_p = _fwd_padded(lengths, sc, gamma, qp, kpad, vpad, gp, h0, o_init, ht_init,
                             static=static, interpret=interpret)  # fmt: skip
     o = _from_padded(o_p, lay, o_shape, q.dtype, host)
@@ -589,7 +623,9 @@ def chunk_simple_gla_bwd(
     kp, vp = p.block_k, p.block_v
     lengths, sc, gamma, qp, kpad, vpad, gp = _operands(p, lay, host, q, k, v, g, g_gamma)
     h0 = _state_to_padded(initial_state, lay, kp, vp, host)
-    fwd_static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=p.tile, states=True)
+    fwd_static = _Static(
+        per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret), states=True
+    )
     (states,) = _fwd_padded(lengths, sc, gamma, qp, kpad, vpad, gp, h0, None, None,
                             static=fwd_static, interpret=interpret)  # fmt: skip
     dop = _to_padded(do, lay, vp, host)
@@ -605,7 +641,7 @@ def chunk_simple_gla_bwd(
             dt = qp.dtype if name != "dg" else F32
             inits.append(jnp.zeros((lay.np_, lay.hp, lay.lp, *d), dt))
     inits.append(_state_to_padded(outs["dh0"] if want_dh0 else None, lay, kp, vp, host))
-    static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=p.tile)
+    static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret))
     dq_p, dk_p, dv_p, dg_p, dh0_p = _bwd_padded(lengths, sc, gamma, qp, kpad, vpad, dop, gp, dhtp,
                                                 states, tuple(inits), static=static,
                                                 interpret=interpret)  # fmt: skip

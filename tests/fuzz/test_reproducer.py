@@ -111,3 +111,22 @@ def test_a_race_is_replayed_several_times_before_it_counts_as_fixed(monkeypatch)
     assert reproducer.replay({"class": "nondeterminism"}, "", attempts=2).finding is None
     assert len(calls) == 2
     assert reproducer.replay_attempts({"class": "nondeterminism"}) == reproducer.RACE_ATTEMPTS
+
+
+def test_replay_reports_the_recorded_class_when_another_failure_shows_first(fake_plugin):
+    # A kernel with a race and an accuracy bug (the jagged seed on a GPU): its accuracy
+    # reproducer may meet the race first; the replay still says whether the accuracy bug is there.
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+
+    case = Case({"x": np.arange(12, dtype=np.float32).reshape(3, 4)}, {"dtype": "float32"}, {})
+    target, backend = get("fake_double_nondeterminism"), get_backend("fake")
+    assert check_case(target, backend, case).finding.cls == "nondeterminism"
+    assert check_case(target, backend, case, prefer="accuracy").finding.cls == "accuracy"
+    # No accuracy failure to prefer: the first failure is still reported.
+    assert check_case(target, backend, case, prefer="masking").finding.cls == "nondeterminism"
+    data, dtypes = reproducer.encode_arrays(case.inputs)
+    meta = {"format": reproducer.FORMAT, "target": "fake_double_nondeterminism",
+            "backend": "fake", "class": "accuracy", "params": case.params, "dtypes": dtypes}  # fmt: skip
+    assert reproducer.replay(meta, data).finding.cls == "accuracy"
