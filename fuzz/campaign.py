@@ -123,12 +123,20 @@ class WorkerHandle:
     config: WorkerConfig
     process: Any = None
     conn: Any = None
-    started: Any = None  # shared double: start time of the example in flight (0: none)
+    started: Any = None  # shared double: start time of the example in flight (0: none; minus
+    # the time a compile began while one runs)
+    compiling: bool = False  # the watchdog last saw it compiling
     ready: bool = False
     busy: Slice | None = None
     kill_reason: str | None = None
     restarts: int = 0
     startup_failures: int = 0
+
+
+def refund_cap(budget: float) -> float:
+    """The most a campaign's deadline moves for time that was not fuzzing (worker restarts, hang
+    confirmations): a quarter of the budget, at least a minute."""
+    return max(60.0, 0.25 * budget)
 
 
 @dataclass
@@ -147,6 +155,7 @@ class CampaignConfig:
     workers: int = 1
     devices: Sequence[str | None] = (None,)
     example_timeout: float = 120.0
+    compile_timeout: float = 900.0  # a kernel still compiling after this long is a hang too
     hang_confirm_factor: float = 4.0
     min_share: float = 0.3
     slice_seconds: float | None = None
@@ -189,6 +198,7 @@ class Campaign:
         self.started_wall = time.time()
         self.t0 = time.perf_counter()
         self.deadline = self.t0 + config.budget
+        self.latest_deadline = self.deadline + refund_cap(config.budget)
         self.fuzz_started: float | None = None
         self.restarts = 0
         self.db_problems: list[str] = []
@@ -264,6 +274,11 @@ class Campaign:
             w.process.join(5)
 
     # Scheduling ------------------------------------------------------------------------------------
+
+    def _refund(self, seconds: float) -> None:
+        """Gives back time that was not fuzzing, up to ``refund_cap``: the budget stays a bound
+        on the wall clock however often workers restart or hangs are confirmed."""
+        self.deadline = min(self.deadline + seconds, self.latest_deadline)
 
     def remaining(self) -> float:
         return self.deadline - time.perf_counter()
@@ -536,10 +551,15 @@ class Campaign:
             pair.seconds += time.perf_counter() - sl.started
             pair.examples += pair.live_examples
             pair.live_examples = 0
-            if reason == "hang":
+            if reason == "hang" and w.compiling:
+                msg = (
+                    f"a kernel was still compiling after {self.config.compile_timeout:g} s "
+                    "(compile timeout); the worker was killed"
+                )
+            elif reason == "hang":
                 msg = (
                     f"an example did not finish within {self.config.example_timeout:g} s "
-                    "(per-example timeout); the worker was killed"
+                    "(per-example timeout, compile time not counted); the worker was killed"
                 )
                 self._suspect_hang(w, pair, msg)
             elif code == EXIT_CONTEXT_LOST:
@@ -599,7 +619,7 @@ class Campaign:
         sl, w.busy = w.busy, None
         if sl is not None and sl.confirm is not None:
             # Settling a suspicion is not fuzzing: the budget gets this worker's time back.
-            self.deadline += (time.perf_counter() - sl.started) / max(1, len(self.workers))
+            self._refund((time.perf_counter() - sl.started) / max(1, len(self.workers)))
             self._hang_confirmed(sl.confirm, result)
             return
         self.triage_results[result["path"]] = result
@@ -631,13 +651,14 @@ class Campaign:
             while True:
                 now = time.perf_counter()
                 if budget_started and not any(w.ready for w in self.workers):
-                    self.deadline += now - last_tick  # every worker (re)starting: not fuzzing
+                    self._refund(now - last_tick)  # every worker (re)starting: not fuzzing
                 last_tick = now
                 if not budget_started and (
                     any(w.ready for w in self.workers) or now - waiting_since > 300
                 ):
                     budget_started = True
                     self.deadline = now + c.budget
+                    self.latest_deadline = self.deadline + refund_cap(c.budget)
                     self.fuzz_started = now
                 if budget_started and not self.stop_reason:
                     for w in self.workers:
@@ -705,6 +726,9 @@ class Campaign:
                 continue
             st = w.started.value if w.started is not None else 0.0
             limit = w.busy.timeout or self.config.example_timeout
+            w.compiling = st < 0
+            if st < 0:  # compiling since -st: the compile timeout applies
+                st, limit = -st, self.config.compile_timeout
             if st > 0 and now_wall - st > limit:
                 self._kill(w, "hang")
                 self._worker_gone(w)

@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--example-timeout", type=_positive_float, default=None, metavar="S",
                      help="seconds one example may run before it is a hang (default 120; "
                      "600 with a CPU profile)")  # fmt: skip
+    run.add_argument("--compile-timeout", type=_positive_float, default=900.0, metavar="S",
+                     help="seconds a kernel may spend compiling before it counts as a hang "
+                          "(compile time is not example time; default 900)")  # fmt: skip
     run.add_argument("--slice", type=_positive_float, default=None, metavar="S",
                      help="seconds per scheduling slice (default: budget / (4 x pairs), 1..60)")  # fmt: skip
     run.add_argument("--min-share", type=float, default=0.3,
@@ -223,6 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workers=workers,
         devices=gpus or [None],
         example_timeout=timeout,
+        compile_timeout=args.compile_timeout,
         min_share=args.min_share,
         slice_seconds=args.slice,
         argv=sys.argv[1:],

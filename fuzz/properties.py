@@ -597,6 +597,9 @@ def check_case(
         if prop.params_strategy is not None:
             if params is not None and prop.name in params:
                 value = params[prop.name]
+            elif first is not None:
+                continue  # no new draws past the first failure: they would only lengthen the
+                # example Hypothesis shrinks
             elif draw is not None:
                 value = draw(prop.params_strategy, prop.name)
             else:

@@ -169,6 +169,7 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
 
         db = open_database(config.db, config.db_shared)
         profile = _profile(config.profile)
+        _pause_clock_while_compiling(started)
     except BaseException as e:
         conn.send(("fatal", f"{type(e).__name__}: {e}", traceback.format_exc()))
         return
@@ -185,6 +186,23 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
             _hunt(conn, config, profile, db, started, msg[1])
         elif kind == "replay":
             _replay(conn, started, msg[1])
+
+
+def _pause_clock_while_compiling(started: Any) -> None:
+    """A running example's clock (``started``: the wall time it began, 0 when idle) stops while a
+    kernel compiles: the value turns negative (minus the time compiling began; the campaign then
+    applies its much longer compile timeout) and restarts from zero once the compile is done."""
+    from fuzz.timing import watch_compiles
+
+    def start() -> None:
+        if started.value > 0:
+            started.value = -time.time()
+
+    def end() -> None:
+        if started.value < 0:
+            started.value = time.time()
+
+    watch_compiles(start, end)
 
 
 def _found_dict(found: Any) -> dict[str, Any]:

@@ -325,3 +325,53 @@ def test_the_first_round_visits_every_family_before_any_family_twice():
         ("a", "b2"),
         ("a_mutant_x", "b1"),
     ]
+
+
+def test_time_given_back_for_restarts_and_hang_confirmations_is_capped():
+    # On a GPU host, kernels that compile past the example timeout made workers restart again and
+    # again; every restart gave its time back and a 600 s campaign was still running at 937 s.
+    from fuzz.campaign import Campaign, refund_cap
+
+    c = Campaign.__new__(Campaign)
+    c.deadline = 1000.0
+    c.latest_deadline = c.deadline + refund_cap(600.0)
+    assert refund_cap(600.0) == 150.0 and refund_cap(20.0) == 60.0
+    c._refund(40.0)
+    assert c.deadline == 1040.0
+    for _ in range(10):
+        c._refund(40.0)
+    assert c.deadline == 1150.0
+
+
+def test_an_examples_clock_stops_while_a_kernel_compiles():
+    # A kernel's first compile (minutes for a big Triton kernel on a loaded host) is not a hang:
+    # the worker's example clock turns negative while the compiler runs and restarts after it.
+    import time
+    from types import SimpleNamespace
+
+    import jax
+    import jax.numpy as jnp
+
+    from fuzz import timing
+    from fuzz.worker import _pause_clock_while_compiling
+
+    started = SimpleNamespace(value=0.0)
+    seen = []
+    _pause_clock_while_compiling(started)
+    timing.watch_compiles(lambda: seen.append(("start", started.value)),
+                          lambda: seen.append(("end", started.value)))  # fmt: skip
+    timing._started()
+    assert started.value == 0.0  # no example running: nothing to pause
+    t0 = time.time()
+    started.value = t0 - 5.0
+    timing._started()
+    assert -time.time() <= started.value < 0
+    timing._ended()
+    assert started.value >= t0  # the clock restarts after the compile
+    seen.clear()
+    started.value = time.time() - 5.0
+    jax.jit(lambda x: x * 3 + 2)(jnp.arange(7.0)).block_until_ready()  # a fresh compile
+    kinds = [k for k, _ in seen]
+    assert "start" in kinds and kinds[-1] == "end"
+    assert any(v < 0 for k, v in seen if k == "start")  # paused while compiling
+    assert started.value > 0
