@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import os
 import random
@@ -381,8 +382,32 @@ def _reproducer_files(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+@contextlib.contextmanager
+def _capture() -> Any:
+    """Echoes stdout and keeps a copy of it (the replay verdicts)."""
+    import io
+
+    copy = io.StringIO()
+    real = sys.stdout
+
+    class _Tee:
+        def write(self, text: str) -> int:
+            copy.write(text)
+            return real.write(text)
+
+        def flush(self) -> None:
+            real.flush()
+
+    sys.stdout = _Tee()  # type: ignore[assignment]
+    try:
+        yield copy
+    finally:
+        sys.stdout = real
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from fuzz.reproducer import load, report_replay
+    from fuzz.worker import sticky_cuda_error
 
     _load_plugins(args.plugin)
     files = _reproducer_files(args.paths)
@@ -390,6 +415,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print("replay: no reproducer files found")
         return EXIT_ERROR
     worst = EXIT_OK
+    context_lost = False
     for f in files:
         try:
             meta, data = load(f)
@@ -398,7 +424,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
             worst = max(worst, EXIT_ERROR)
             continue
         print(f"== {f}", flush=True)
-        worst = max(worst, report_replay(meta, data, backend=args.backend, path=f))
+        with _capture() as out:
+            code = report_replay(meta, data, backend=args.backend, path=f, isolate=context_lost)
+        # A replay that lost this process's CUDA context (an illegal address the reproducer was
+        # not recorded for): every later one replays in a child process, or all would "crash".
+        context_lost = context_lost or sticky_cuda_error(out.getvalue())
+        worst = max(worst, code)
     return worst
 
 

@@ -187,7 +187,7 @@ def write(
         "hazards": finding.hazards,
         "origin": finding.details.get("origin"),
         "process": finding.details.get("process"),
-        "isolate": isolate,
+        "isolate": isolate or kills_context(finding),
         "timeout": timeout,
         "versions": versions(),
         "device": device_name(),
@@ -279,6 +279,15 @@ RACE_ATTEMPTS = 8
 
 # Extra runs of the determinism property in a replay of a race (fuzz.properties._determinism).
 RACE_REPEATS = 8
+
+
+def kills_context(finding: Finding) -> bool:
+    """A crash whose exception is a sticky CUDA error (an illegal address...): the process that
+    saw it can launch nothing more, so its reproducer replays in a child process."""
+    from fuzz.worker import sticky_cuda_error
+
+    text = f"{finding.message} {finding.details.get('text', '')}"
+    return finding.cls == "crash" and sticky_cuda_error(text)
 
 
 def replay_attempts(meta: dict[str, Any]) -> int:
@@ -421,15 +430,16 @@ def report_replay(
     quiet: bool = False,
     path: str | os.PathLike[str] | None = None,
     in_process: bool = False,
+    isolate: bool = False,
 ) -> int:
     """Replays and prints the verdict; returns the exit status (1: reproduces, 0: fixed, 2: error).
 
-    A reproducer recorded as ``isolate`` (its failure kills or hangs the process) replays in a
-    child process when ``path`` is known, unless ``in_process``.
+    A reproducer recorded as ``isolate`` (its failure kills or hangs the process), or any with
+    ``isolate``, replays in a child process when ``path`` is known, unless ``in_process``.
     """
     backend_name = backend or meta["backend"]
     head = f"{meta['target']} on {backend_name}"
-    if meta.get("isolate") and path is not None and not in_process:
+    if (meta.get("isolate") or isolate) and path is not None and not in_process:
         timeout = meta.get("timeout")
         code, verdict = replay_isolated(
             path, backend=backend, timeout=None if timeout is None else float(timeout)

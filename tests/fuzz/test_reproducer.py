@@ -130,3 +130,36 @@ def test_replay_reports_the_recorded_class_when_another_failure_shows_first(fake
     meta = {"format": reproducer.FORMAT, "target": "fake_double_nondeterminism",
             "backend": "fake", "class": "accuracy", "params": case.params, "dtypes": dtypes}  # fmt: skip
     assert reproducer.replay(meta, data).finding.cls == "accuracy"
+
+
+def test_a_crash_that_loses_the_cuda_context_replays_in_a_child_and_so_do_the_ones_after(
+    fake_plugin, fake_profile, tmp_path, monkeypatch
+):
+    # On a GPU, a wild store raises "illegal memory access" in-process; every later launch in
+    # that process fails the same way, so such reproducers (and any replayed after one) run in
+    # a child process.
+    from fuzz import cli
+
+    crash = hunt(get("fake_double_crash"), "fake", fake_profile, repro_dir=tmp_path / "a")
+    nan = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path / "b")
+    crash_path, nan_path = crash.found["crash"].reproducer, nan.found["nan"].reproducer
+    assert reproducer.load(crash_path)[0]["isolate"] is True  # "illegal memory access (simulated)"
+    assert reproducer.load(nan_path)[0]["isolate"] is False
+    calls = []
+
+    def fake_report(meta, data, *, backend=None, path=None, isolate=False, **kw):
+        calls.append((meta["target"], isolate))
+        if meta["target"] == "fake_double_nan":  # pretend this replay lost the context
+            print(
+                "fake_double_nan on fake: FAIL crash (recorded nan)\n  CUDA error: an illegal memory access"
+            )
+        return 1
+
+    monkeypatch.setattr(reproducer, "report_replay", fake_report)
+    args = cli._parser().parse_args(["replay", str(nan_path), str(crash_path), str(nan_path)])
+    assert cli.cmd_replay(args) == 1
+    assert calls == [
+        ("fake_double_nan", False),
+        ("fake_double_crash", True),
+        ("fake_double_nan", True),
+    ]
