@@ -212,7 +212,7 @@ def _found_dict(found: Any) -> dict[str, Any]:
 
 
 def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, task: dict) -> None:
-    from fuzz import engine
+    from fuzz import engine, reproducer
     from fuzz.backends import get_backend
     from fuzz.target import get
 
@@ -247,7 +247,7 @@ def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, 
         )
         conn.send(("found", sid, _found_dict(found)))
         f = found.finding
-        if f.cls == "crash" and sticky_cuda_error(f.message + " " + str(f.details.get("text", ""))):
+        if reproducer.kills_context(f):
             conn.send(("context-lost", sid, f.message))
             os._exit(EXIT_CONTEXT_LOST)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fuzz.arrays import finfo, special_value
 from fuzz.case import Case
-from fuzz.compare import Tolerance
+from fuzz.compare import ONLINE_SOFTMAX
 from fuzz.failures import ACCURACY, INF, NAN, Finding
 from fuzz.properties import Context, Property
 from fuzz.target import Hazard, Target, register
@@ -20,12 +20,7 @@ from kernels.softmax.mutants import MUTANTS
 from oracles.softmax import softmax_naive, softmax_reference
 from strategies.softmax import softmax_cases
 
-# Twice the error of the naive same-dtype softmax (one pass, libm exp), plus 4 eps of the
-# largest output: an online softmax over several tiles rounds two exponentials per element
-# (its own and the running max's rescale; a GPU's fast exp2 is good to ~2 ulp each, plus the
-# rounding of its scaled argument), a rescale product and the division: ~6 ulp of an element
-# near the largest. Measured: a 69-row segment over two 64-row tiles on an H100, 4.8 ulp.
-TOLERANCE = Tolerance(rho=2.0, floor_ulps=4.0)
+TOLERANCE = ONLINE_SOFTMAX  # fuzz.compare: the rule and its derivation
 FP32_EXP_MAX = finfo("float32").log_max  # 88.72
 
 

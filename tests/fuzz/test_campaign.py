@@ -173,28 +173,33 @@ Path({d!r}, f"worker-{{os.getpid()}}").write_text(os.environ.get("CUDA_VISIBLE_D
 """
 
 
-def test_one_worker_per_gpu_each_with_its_own_device(tmp_path):
+def _fake_campaign(tmp_path, targets, plugin, **config):
+    """Runs an in-process campaign over fake targets on the ``fake`` backend; returns its report."""
     from fuzz.campaign import Campaign, CampaignConfig
     from fuzz.profiles import Profile
-    from fuzz.target import get, load_plugin
+    from fuzz.target import get
+
+    config = CampaignConfig(
+        targets=[get(t) for t in targets],
+        backends=["fake"],
+        profile=Profile("ci", ("fake",), "small", False, "cpu", False, 60),
+        out=tmp_path / "out",
+        repro_dir=tmp_path / "out" / "reproducers",
+        db=None,
+        plugins=[str(plugin)],
+        **config,
+    )
+    return Campaign(config, log=lambda line: None).run()
+
+
+def test_one_worker_per_gpu_each_with_its_own_device(tmp_path):
+    from fuzz.target import load_plugin
 
     probe = tmp_path / "probe.py"
     probe.write_text(GPU_PROBE.format(fake=FAKE, d=str(tmp_path)))
     load_plugin(FAKE)
-    config = CampaignConfig(
-        targets=[get("fake_double"), get("fake_double_nan")],
-        backends=["fake"],
-        profile=Profile("ci", ("fake",), "small", False, "cpu", False, 60),
-        budget=2.0,
-        out=tmp_path / "out",
-        repro_dir=tmp_path / "out" / "reproducers",
-        db=None,
-        workers=2,
-        devices=["3", "5"],
-        example_timeout=30,
-        plugins=[str(probe)],
-    )
-    report = Campaign(config, log=lambda line: None).run()
+    report = _fake_campaign(tmp_path, ["fake_double", "fake_double_nan"], probe, budget=2.0,
+                            workers=2, devices=["3", "5"], example_timeout=30)  # fmt: skip
     seen = sorted(p.read_text() for p in tmp_path.glob("worker-*"))
     assert seen == ["3", "5"]
     assert [w["device"] for w in report["workers"]] == ["3", "5"]
@@ -280,25 +285,12 @@ def test_a_first_slow_example_is_not_a_hang_once_a_second_try_finishes(tmp_path)
     """The per-example timeout fires on an example that is only slow the first time (a first
     compilation): its replay in a fresh worker, with more time, finishes, so there is no hang
     finding, only a note; a real hang (faults_mutant_spin, above) is confirmed by its replay."""
-    from fuzz.campaign import Campaign, CampaignConfig
-    from fuzz.profiles import Profile
-    from fuzz.target import get, load_plugin
+    from fuzz.target import load_plugin
 
     plugin = tmp_path / "slow_first.py"
     plugin.write_text(SLOW_FIRST.format(fake=FAKE, d=str(tmp_path)))
     load_plugin(str(plugin))
-    config = CampaignConfig(
-        targets=[get("fake_slow_first")],
-        backends=["fake"],
-        profile=Profile("ci", ("fake",), "small", False, "cpu", False, 60),
-        budget=3.0,
-        out=tmp_path / "out",
-        repro_dir=tmp_path / "out" / "reproducers",
-        db=None,
-        example_timeout=2.0,
-        plugins=[str(plugin)],
-    )
-    report = Campaign(config, log=lambda line: None).run()
+    report = _fake_campaign(tmp_path, ["fake_slow_first"], plugin, budget=3.0, example_timeout=2.0)
     assert report["findings"] == [], report["findings"]
     assert any("not a hang" in n for n in report["notes"]), report["notes"]
     assert not list((tmp_path / "out" / "reproducers").glob("*hang*"))
