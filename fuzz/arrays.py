@@ -34,8 +34,24 @@ def np_dtype(name: str) -> np.dtype:
         raise ValueError(f"dtype={name!r} is not one of {sorted(_NUMPY)}") from None
 
 
+_NAMES: dict[Any, str] = {}
+
+
 def dtype_name(dtype: Any) -> str:
     """The canonical name of a NumPy, torch or JAX dtype (``'bfloat16'``, ``'float32'``...)."""
+    try:
+        return _NAMES[dtype]
+    except (KeyError, TypeError):
+        pass
+    name = _dtype_name(dtype)
+    try:
+        _NAMES[dtype] = name
+    except TypeError:
+        pass
+    return name
+
+
+def _dtype_name(dtype: Any) -> str:
     name = str(dtype).replace("torch.", "")
     if name not in _NUMPY:
         try:

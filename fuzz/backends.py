@@ -50,13 +50,24 @@ def guard_value(name: str) -> np.ndarray:
     return np.array([-0x5A5A], dtype=np_dtype(name)) if name != "bool" else np.array([True])
 
 
+def _torch_guard(name: str) -> tuple[Any, Any]:
+    """The guard fill of dtype ``name`` as a torch fill value, and the integer dtype to view a
+    float buffer as (so that the NaN payload is written and compared bit for bit), or None."""
+    import torch
+
+    if is_float(name):
+        as_int = {8: torch.int64, 4: torch.int32, 2: torch.int16}[np.dtype(np_dtype(name)).itemsize]
+        return int(_GUARD_BITS[name]), as_int
+    return guard_value(name)[0].item(), None
+
+
 @dataclass
 class OutBuffer:
     """An output the kernel writes into, and what it takes to check its surroundings."""
 
     array: Any  # what the kernel receives as ``out`` (a view, for torch)
     storage: Any | None = None  # the whole allocation, guards included (torch)
-    covered: np.ndarray | None = None  # bool mask over ``storage``: True where ``array`` lives
+    outside: Any | None = None  # bool mask over ``storage``: True where ``array`` does not live
 
 
 class Adapter:
@@ -109,33 +120,36 @@ class TorchAdapter(Adapter):
         return t.cpu().numpy()
 
     def alloc(self, shape: tuple[int, ...], dtype: str, fill: float) -> OutBuffer:
+        """The output as a strided view into a larger buffer of guard elements, built on the
+        device (no host array: outputs can be large and this runs for every launch)."""
         import torch
 
         n = shape[-1] if shape else 1
         rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
         pitch = n + ROW_GAP
         total = 2 * GUARD_ELEMENTS + rows * pitch
-        host = np.empty(total, np_dtype(dtype))
-        host[:] = guard_value(dtype)[0]
-        covered = np.zeros(total, bool)
-        idx = GUARD_ELEMENTS + (np.arange(rows)[:, None] * pitch + np.arange(n)[None, :])
-        covered[idx.ravel()] = True
-        host[covered] = fill
-        storage = self.put(host)
+        storage = torch.empty(total, dtype=getattr(torch, dtype), device=self.device)
+        pattern, as_int = _torch_guard(dtype)
+        (storage.view(as_int) if as_int is not None else storage).fill_(pattern)
         strides = [1] * len(shape)
         if len(shape) >= 2:
             strides[-2] = pitch
             for d in range(len(shape) - 3, -1, -1):
                 strides[d] = strides[d + 1] * shape[d + 1]
         view = torch.as_strided(storage, shape, strides, GUARD_ELEMENTS)
-        return OutBuffer(view, storage, covered)
+        view.fill_(fill)
+        outside = torch.ones(total, dtype=torch.bool, device=self.device)
+        torch.as_strided(outside, shape, strides, GUARD_ELEMENTS).fill_(False)
+        return OutBuffer(view, storage, outside)
 
     def guard_violations(self, buf: OutBuffer) -> np.ndarray:
-        assert buf.storage is not None and buf.covered is not None
-        host = self.get(buf.storage)
-        expect = guard_value(dtype_name(host.dtype))
-        changed = (bits(host) != bits(expect)[0]) & ~buf.covered
-        return np.flatnonzero(changed) - GUARD_ELEMENTS
+        import torch
+
+        assert buf.storage is not None and buf.outside is not None
+        pattern, as_int = _torch_guard(dtype_name(buf.storage.dtype))
+        now = buf.storage.view(as_int) if as_int is not None else buf.storage
+        changed = (now != pattern) & buf.outside
+        return torch.nonzero(changed).flatten().cpu().numpy() - GUARD_ELEMENTS
 
     def synchronize(self) -> None:
         if self.device.startswith("cuda"):

@@ -1,6 +1,7 @@
 """Throughput benchmark: examples/s per target and backend, and where the time goes.
 
     python -m fuzz.bench [--profile gpu] [--targets 'softmax'] [--examples 300] [--seed 0]
+                         [--procs N]
 
 Every example runs every property of the profile (oracle, naive reference, guard bands, poisoned
 outputs, determinism, masked poisoning, the target's own properties, and, in the gpu profile, the
@@ -17,10 +18,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from typing import Any
 
 from fuzz.engine import HuntResult, hunt
-from fuzz.profiles import default_profile, get_profile
-from fuzz.target import select
+from fuzz.profiles import Profile, default_profile, get_profile
+from fuzz.target import get, select
 
 
 def _bare_loop(target_name: str, backend: str, profile_name: str, examples: int) -> float:
@@ -78,6 +80,62 @@ def _row(label: str, warm: HuntResult, r: HuntResult) -> str:
             + (f"  ERROR {r.error}" if r.error else ""))  # fmt: skip
 
 
+def _passes(
+    name: str, backend: str, profile: Profile, examples: int, seed: int, sync: Any = None
+) -> tuple[HuntResult, HuntResult, HuntResult]:
+    """Pass 1 compiles what its examples need. Pass 2 ("fresh") draws new examples: what a
+    campaign that is still meeting new shapes and configurations sees. Pass 3 ("warm") replays
+    pass 1's examples: every kernel variant already compiled, the steady state of a long campaign
+    whose variants have all been met. ``sync`` (parallel runs) is called before passes 2 and 3, so
+    that the processes measure them at the same time."""
+    t = get(name)
+    first = hunt(t, backend, profile, max_examples=examples, seed=seed, database=None)
+    if sync is not None:
+        sync()
+    fresh = hunt(t, backend, profile, max_examples=examples, seed=seed + 1, database=None)
+    if sync is not None:
+        sync()
+    again = hunt(t, backend, profile, max_examples=examples, seed=seed, database=None)
+    return first, fresh, again
+
+
+def _child(pairs: list[tuple[str, str]], profile: Profile, examples: int, seed: int,
+           barrier: Any, results: Any, slot: int) -> None:  # fmt: skip
+    for name, b in pairs:
+        first, fresh, again = _passes(name, b, profile, examples, seed, barrier.wait)
+        results.put((slot, name, b, _row("fresh", first, fresh), _row("warm", first, again),
+                     fresh.examples, fresh.seconds, again.examples, again.seconds))  # fmt: skip
+
+
+def _parallel(
+    pairs: list[tuple[str, str]], profile: Profile, examples: int, seed: int, procs: int
+) -> None:
+    """``procs`` processes on one machine (one GPU), each running every pair's passes with seeds
+    of its own; the passes of one pair start together. Prints each process's rows and the sum
+    of their rates: the throughput of ``procs`` workers sharing the GPU (a campaign's
+    ``--workers``, ``pytest -n``)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(procs), ctx.Queue()
+    children = [
+        ctx.Process(target=_child, args=(pairs, profile, examples, seed + 1000 * i, barrier, results, i))
+        for i in range(procs)
+    ]  # fmt: skip
+    for c in children:
+        c.start()
+    for name, b in pairs:
+        rows = [results.get() for _ in range(procs)]
+        for slot, *_, fresh_row, warm_row, _fe, _fs, _we, _ws in sorted(rows):
+            print(f"[{slot}] {fresh_row}\n[{slot}] {warm_row}", flush=True)
+        fresh = sum(r[5] / r[6] for r in rows if r[6] > 0)
+        warm = sum(r[7] / r[8] for r in rows if r[8] > 0)
+        print(f"{name:30} {b:17} {procs} processes on one GPU: fresh {fresh:.1f} ex/s, "
+              f"warm {warm:.1f} ex/s (sum of the processes' rates)", flush=True)  # fmt: skip
+    for c in children:
+        c.join()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fuzz.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default=None)
@@ -89,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-differential", action="store_true", help="measure without the differential"
     )
     p.add_argument("--bare", action="store_true", help="also time the bare loop")
+    p.add_argument(
+        "--procs", type=int, default=1, help="run in this many processes side by side (one GPU)"
+    )
     args = p.parse_args(argv)
     profile = get_profile(args.profile) if args.profile else default_profile()
     if args.no_differential:
@@ -101,17 +162,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{'twin':>6} {'refs':>6} {'launch':>6} {'launch/ex':>9} {'status':>7}  slowest properties")  # fmt: skip
     print(head)
     print("-" * len(head), flush=True)
-    for t in select(args.targets, mutants=None):
-        for b in backends:
-            # Pass 1 compiles what its examples need. Pass 2 ("fresh") draws new examples: what a
-            # campaign that is still meeting new shapes and configurations sees. Pass 3 ("warm")
-            # replays pass 1's examples: every kernel variant already compiled, the steady state
-            # of a long campaign whose variants have all been met.
-            warm = hunt(t, b, profile, max_examples=args.examples, seed=args.seed, database=None)
-            fresh = hunt(
-                t, b, profile, max_examples=args.examples, seed=args.seed + 1, database=None
-            )
-            again = hunt(t, b, profile, max_examples=args.examples, seed=args.seed, database=None)
+    pairs = [(t.name, b) for t in select(args.targets, mutants=None) for b in backends]
+    if args.procs > 1:
+        _parallel(pairs, profile, args.examples, args.seed, args.procs)
+    else:
+        for name, b in pairs:
+            warm, fresh, again = _passes(name, b, profile, args.examples, args.seed)
             print(_row("fresh", warm, fresh), flush=True)
             print(_row("warm", warm, again), flush=True)
     if args.bare:

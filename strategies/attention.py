@@ -205,7 +205,7 @@ def _fit(block: int, d: int, lim: Limits) -> int:
 def _heads(draw: st.DrawFn, lim: Limits) -> tuple[int, int]:
     """``(Hq, Hkv)``: the GQA ratio, then the kv heads within ``max_bh``."""
     group = draw(st.sampled_from(tuple(g for g in lim.groups if g <= lim.max_bh)), label="group")
-    hkv = draw(st.integers(1, max(1, min(lim.max_kv_heads, lim.max_bh // group))), label="Hkv")
+    hkv = draw(shapes.few(1, max(1, min(lim.max_kv_heads, lim.max_bh // group))), label="Hkv")
     return hkv * group, hkv
 
 
@@ -239,14 +239,14 @@ def _window(draw: st.DrawFn) -> list[int] | None:
 def _length_choice(n: int) -> st.SearchStrategy[int]:
     """A length in ``[0, n]``: full first, then 0, 1, n - 1, then any."""
     picks = list(dict.fromkeys(min(max(x, 0), n) for x in (n, 0, 1, n - 1)))
-    return st.one_of(st.sampled_from(picks), st.integers(0, n))
+    return st.one_of(st.sampled_from(picks), shapes.few(0, n))
 
 
 @functools.cache
 def _seq_length(block: int, top: int) -> st.SearchStrategy[int]:
     """A packed sequence's length in ``[0, top]``: tiny first, then 0, 1 and the block's edges."""
     edges = sorted({min(x, top) for x in (0, 1, block - 1, block, block + 1)})
-    return st.one_of(st.integers(1, min(3, top)), st.sampled_from(edges), st.integers(0, top))
+    return st.one_of(st.integers(1, min(3, top)), st.sampled_from(edges), shapes.few(0, top))
 
 
 _SEED = st.integers(0, 2**16 - 1)

@@ -31,6 +31,32 @@ def boundary_values(max_size: int, *, blocks: Sequence[int] = (), min_size: int 
     return sorted(v for v in vals if min_size <= v <= max_size)
 
 
+FEW_SPAN = 8  # ranges wider than this are drawn by :func:`few` log-uniformly
+
+
+@cached_factory
+def few(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """An integer in ``[lo, hi]``, small ones far more often than large ones.
+
+    A tile or chunk count, a sequence length: dimensions multiply, so a uniform draw on each makes
+    the typical case nearly as large as the largest (slow to generate, check and shrink, with
+    nothing a moderate case lacks). Ranges of at most ``FEW_SPAN`` are drawn uniformly; a wider
+    one as a uniform draw from one of the nested ranges ``[lo, lo + 1]``, ``[lo, lo + 3]``,
+    ``[lo, lo + 7]``... ``[lo, hi]``, each as likely (log-uniform: the median of ``[0, 1000]`` is
+    about 10 and its top still comes up). Shrinks toward ``lo``.
+    """
+    check_int("lo", lo)
+    check_int("hi", hi)
+    check_order("lo", lo, "hi", hi)
+    if hi - lo <= FEW_SPAN:
+        return st.integers(lo, hi)
+    tops, width = [], 2
+    while lo + width - 1 < hi:
+        tops.append(lo + width - 1)
+        width *= 2
+    return st.one_of(*(st.integers(lo, t) for t in (*tops, hi)))
+
+
 @cached_factory
 def sizes(
     *, max_size: int, min_size: int = 1, blocks: Sequence[int] = ()
@@ -38,7 +64,7 @@ def sizes(
     """One dimension's length in ``[min_size, max_size]``.
 
     A third of the draws are boundary values (see :func:`boundary_values`), the rest plain
-    integers, small ones first. Shrinks toward ``min_size``; plain integers come before the
+    integers, small ones first (:func:`few`). Shrinks toward ``min_size``; plain integers come before the
     boundary values so that a size can shrink to the smallest one that still fails.
     """
     check_int("min_size", min_size, lo=0)
@@ -49,7 +75,7 @@ def sizes(
     small_hi = min(max_size, min_size + 7)
     return st.one_of(
         st.integers(min_size, small_hi),
-        st.integers(min_size, max_size),
+        few(min_size, max_size),
         st.sampled_from(boundary_values(max_size, blocks=blocks, min_size=min_size) or [min_size]),
     )
 
@@ -67,7 +93,7 @@ def tiled_sizes(block: int, *, max_size: int, min_size: int = 1) -> st.SearchStr
     check_order("min_size", min_size, "max_size", max_size)
     max_tiles = max_size // block
 
-    tiles_st = st.integers(0, max_tiles)
+    tiles_st = few(0, max_tiles)
     # Plain integers first, so that shrinking can walk a tail of block - 1 down to 2; the
     # boundary remainders as the second branch, so half the draws land on them.
     rem_st = st.one_of(st.integers(0, block - 1), st.sampled_from((block - 1, 1, 0)))

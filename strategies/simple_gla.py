@@ -38,6 +38,7 @@ from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
 from fuzz.case import Case
 from strategies._validate import check_scale, check_subset
 from strategies.alibi import SlopeRecipe, slope_recipes, standard_slopes
+from strategies.shapes import few
 from strategies.values import ValueRecipe, materialize, value_recipes
 
 FORMS = ("g_gamma", "g")
@@ -224,7 +225,7 @@ def chunked_lengths(chunk: int, *, max_size: int, min_size: int = 1) -> st.Searc
 
     @st.composite
     def build(draw: st.DrawFn) -> int:
-        tiles = draw(st.integers(0, max(0, max_size // chunk)), label="chunks")
+        tiles = draw(few(0, max(0, max_size // chunk)), label="chunks")
         kind = draw(weighted((("any", 2), ("one", 2), ("last", 1), ("zero", 1))), label="tail")
         if kind == "any":
             tail = draw(st.integers(0, chunk - 1), label="tail length")

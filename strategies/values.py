@@ -85,7 +85,11 @@ def materialize(recipe: ValueRecipe, shape: Sequence[int], dtype: str) -> np.nda
             base = np.broadcast_to(np.linspace(-1.0, 1.0, last), shape).copy()
         else:
             raise ValueError(f"distribution={recipe.distribution!r} must be one of {DISTRIBUTIONS}")
-        a = recipe.offset + recipe.magnitude * base
+        a = base
+        if recipe.magnitude != 1.0:
+            a = recipe.magnitude * a
+        if recipe.offset != 0.0:
+            a = recipe.offset + a
     if recipe.specials != "none" and n:
         hit = rng.random(shape) < recipe.density
         if not hit.any():
@@ -100,8 +104,10 @@ def materialize(recipe: ValueRecipe, shape: Sequence[int], dtype: str) -> np.nda
         else:
             raise ValueError(f"specials={recipe.specials!r} must be one of {SPECIALS}")
     big = finfo(dtype).max
-    a = np.where(np.isfinite(a), np.clip(a, -big, big), a)
-    return np.asarray(a).astype(np_dtype(dtype))
+    a = np.asarray(a)
+    if a.size and not (-big <= a.min() and a.max() <= big):  # else nothing to clip
+        a = np.where(np.isfinite(a), np.clip(a, -big, big), a)
+    return a.astype(np_dtype(dtype))
 
 
 def value_recipes(
