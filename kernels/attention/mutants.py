@@ -160,7 +160,12 @@ MUTANTS = (
         "keys with logit 0 and value 0, diluting every row of a sequence whose length is not a "
         "multiple of block_k",
         "accuracy",
-        triton=(Edit("        valid = col_ok[None, :]\n", "        valid = cols[None, :] >= 0\n"),),
+        triton=(
+            Edit(
+                "valid = col_ok[None, :] & (rows[:, None] >= 0)",
+                "valid = (cols[None, :] >= 0) & (rows[:, None] >= 0)",
+            ),
+        ),
         pallas=(
             Edit(
                 "valid = col_ok[None, :] & (rows[:, None] >= 0)",

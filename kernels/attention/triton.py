@@ -20,6 +20,11 @@ some of its queries can see (causal and window bounds), with the online softmax:
 products are fp32 whatever the input dtype (inputs are converted right after loading: the
 interpreter cannot do arithmetic on bfloat16); fp32 products are exact (``input_precision="ieee"``,
 no TF32). The head dim is padded to a power of two >= 16 by masked loads.
+
+The switches (causal, window sides, soft cap, ALiBi, key padding) are runtime flags, not
+``tl.constexpr``: one binary per (dtype, varlen, BLOCK_Q, BLOCK_K, BLOCK_D) instead of 64 times
+as many. A fuzzer draws the switches independently, so as constexprs nearly every example was a
+new compile (on an H100, 100 examples of the gpu profile had not finished compiling in 280 s).
 """
 
 from __future__ import annotations
@@ -124,12 +129,12 @@ def _attn_fwd_kernel(
     stride_lb,
     stride_lh,
     stride_lt,
-    IS_CAUSAL: tl.constexpr,
-    HAS_LEFT: tl.constexpr,
-    HAS_RIGHT: tl.constexpr,
-    HAS_SOFTCAP: tl.constexpr,
-    HAS_ALIBI: tl.constexpr,
-    HAS_KEY_LEN: tl.constexpr,
+    is_causal,
+    has_left,
+    has_right,
+    has_softcap,
+    has_alibi,
+    has_key_len,
     IS_VARLEN: tl.constexpr,
     BLOCK_Q: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -155,7 +160,7 @@ def _attn_fwd_kernel(
     else:
         q_len = seq_q
         k_len = seq_k
-        if HAS_KEY_LEN:
+        if has_key_len:
             k_len = tl.load(key_len_ptr + b)
         b64 = b.to(tl.int64)
         q_base = q_ptr + b64 * stride_qb + h * stride_qh
@@ -176,19 +181,17 @@ def _attn_fwd_kernel(
         mask=row_ok[:, None] & dim_ok[None, :],
         other=0.0,
     ).to(tl.float32)
-    slope = 0.0
-    if HAS_ALIBI:
-        slope = tl.load(slopes_ptr + h).to(tl.float32)
+    slope = tl.load(slopes_ptr + h, mask=has_alibi != 0, other=0.0).to(tl.float32)
 
     # Key tiles some query of this block can see: [lo, hi).
-    lo = 0
+    lo = k_len * 0
     hi = k_len
-    if IS_CAUSAL:
+    if is_causal:
         # The block's last query sees keys up to position (pid_q + 1) * BLOCK_Q - 1 + diag.
         hi = tl.minimum(hi, (pid_q + 1) * BLOCK_Q + diag)
-    if HAS_RIGHT:
+    if has_right:
         hi = tl.minimum(hi, (pid_q + 1) * BLOCK_Q + diag + window_right)
-    if HAS_LEFT:
+    if has_left:
         lo = tl.maximum(lo, pid_q * BLOCK_Q + diag - window_left)
         lo = (lo // BLOCK_K) * BLOCK_K
     hi = tl.where(pid_q * BLOCK_Q < q_len, hi, lo)  # a block past the sequence's end: no work
@@ -206,19 +209,19 @@ def _attn_fwd_kernel(
         kv_mask = col_ok[:, None] & dim_ok[None, :]
         k = tl.load(k_ptrs + start * stride_kt, mask=kv_mask, other=0.0).to(tl.float32)
         v = tl.load(v_ptrs + start * stride_vt, mask=kv_mask, other=0.0).to(tl.float32)
-        valid = col_ok[None, :]
-        if IS_CAUSAL:
+        valid = col_ok[None, :] & (rows[:, None] >= 0)
+        if is_causal:
             valid = valid & (cols[None, :] <= pos[:, None])
-        if HAS_LEFT:
+        if has_left:
             valid = valid & (cols[None, :] >= pos[:, None] - window_left)
-        if HAS_RIGHT:
+        if has_right:
             valid = valid & (cols[None, :] <= pos[:, None] + window_right)
 
         s = tl.dot(q, tl.trans(k), input_precision="ieee")
         s = s * scale
-        if HAS_SOFTCAP:
+        if has_softcap:
             s = softcap * _tanh(s / softcap)
-        if HAS_ALIBI:
+        if has_alibi:
             s = s - slope * tl.abs(pos[:, None] - cols[None, :]).to(tl.float32)
         s = tl.where(valid, s, float("-inf"))
 
@@ -243,6 +246,21 @@ def _attn_fwd_kernel(
         mask=row_ok[:, None] & dim_ok[None, :],
     )
     tl.store(lse_base + rows * stride_lt, lse, mask=row_ok)
+
+
+_PLACEHOLDERS: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _placeholders(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """A float32 and an int32 tensor standing in for absent slopes, key lengths and offsets:
+    with the same pointer types in every call, whether a feature is used is a runtime flag and
+    not a new binary (never read: their loads are masked or behind the flag)."""
+    if device not in _PLACEHOLDERS:
+        _PLACEHOLDERS[device] = (
+            torch.zeros(1, dtype=torch.float32, device=device),
+            torch.zeros(2, dtype=torch.int32, device=device),
+        )
+    return _PLACEHOLDERS[device]
 
 
 def _kernel(interpret: bool):
@@ -398,7 +416,7 @@ def attention(
     out, lse_out = _outputs(out, lse_out, q)
     if max_q == 0 or hq == 0:
         return out, lse_out
-    dummy = q
+    f32, i32 = _placeholders(q.device)
     grid = (triton.cdiv(max_q, block_q), n_seq * hq)
     _kernel(interpret)[grid](
         q,
@@ -406,10 +424,10 @@ def attention(
         v,
         out,
         lse_out,
-        slopes if slopes is not None else dummy,
-        key_len if key_len is not None else dummy,
-        cu_q if cu_q is not None else dummy,
-        cu_k if cu_k is not None else dummy,
+        slopes if slopes is not None else f32,
+        key_len if key_len is not None else i32,
+        cu_q if cu_q is not None else i32,
+        cu_k if cu_k is not None else i32,
         opts.scale,
         opts.softcap if opts.softcap is not None else 1.0,
         opts.window_left,
@@ -424,12 +442,12 @@ def attention(
         *v.stride(),
         *out.stride(),
         *lse_out.stride(),
-        IS_CAUSAL=opts.causal,
-        HAS_LEFT=opts.window_left >= 0,
-        HAS_RIGHT=opts.window_right >= 0,
-        HAS_SOFTCAP=opts.softcap is not None,
-        HAS_ALIBI=slopes is not None,
-        HAS_KEY_LEN=key_len is not None,
+        int(opts.causal),
+        int(opts.window_left >= 0),
+        int(opts.window_right >= 0),
+        int(opts.softcap is not None),
+        int(slopes is not None),
+        int(key_len is not None),
         IS_VARLEN=varlen,
         BLOCK_Q=block_q,
         BLOCK_K=block_k,
