@@ -9,7 +9,7 @@ from strategies.attention import attention_cases, decode_cases, varlen_cases
 from strategies.jagged import jagged_offsets, offsets_from_lengths, segment_lengths
 from strategies.jagged_softmax import jagged_softmax_cases
 from strategies.masks import MASK_KINDS, MaskRecipe, build_mask, mask_recipes, masks
-from strategies.shapes import boundary_values, sizes, tiled_sizes
+from strategies.shapes import boundary_values, few, sizes, tiled_sizes
 from strategies.softmax import softmax_cases
 from strategies.values import ValueRecipe, float_dtypes, materialize, value_recipes
 
@@ -21,6 +21,7 @@ __all__ = [
     "boundary_values",
     "build_mask",
     "decode_cases",
+    "few",
     "float_dtypes",
     "jagged_offsets",
     "jagged_softmax_cases",

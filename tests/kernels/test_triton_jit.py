@@ -59,3 +59,48 @@ def test_every_builtin_kernel_compiles_once_for_all_sizes():
         ]
         # only unit strides of the innermost dimension select a binary
         assert all(name.startswith(("s_", "stride_")) for name in specialized), specialized
+
+
+def _cuda_signature(fn, ptr_types, scalars):
+    import inspect
+
+    sig = {}
+    for name, p in inspect.signature(fn.fn).parameters.items():
+        if name.endswith("_ptr"):
+            sig[name] = ptr_types[name]
+        elif "constexpr" in str(p.annotation):
+            sig[name] = "constexpr"
+        else:
+            sig[name] = scalars.get(name, "i32")
+    return sig
+
+
+@pytest.mark.parametrize(
+    "dtype, varlen, tiles",
+    [
+        ("*fp32", False, (64, 32, 64)),
+        ("*fp16", True, (32, 64, 128)),
+        ("*bf16", False, (16, 16, 16)),
+    ],
+)
+def test_attention_kernel_compiles_for_a_gpu_with_runtime_switches(dtype, varlen, tiles):
+    """The compiled path, without a GPU: Triton compiles to a cubin for sm_90 on any machine. The
+    interpreter accepts code the compiler rejects (a runtime ``if`` whose branches give a value
+    different types or shapes), and the switches of the attention kernel are runtime flags."""
+    pytest.importorskip("triton.backends.nvidia.compiler")
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernels.attention.triton import _attn_fwd_kernel as fn
+
+    ints = ("key_len_ptr", "cu_q_ptr", "cu_k_ptr")
+    ptrs = {n: "*i32" if n in ints else "*fp32" for n in ("slopes_ptr", "lse_ptr", *ints)}
+    ptrs.update(q_ptr=dtype, k_ptr=dtype, v_ptr=dtype, o_ptr=dtype)
+    sig = _cuda_signature(fn, ptrs, {"scale": "fp32", "softcap": "fp32"})
+    names = list(sig)
+    bq, bk, bd = tiles
+    const = {"IS_VARLEN": varlen, "BLOCK_Q": bq, "BLOCK_K": bk, "BLOCK_D": bd}
+    src = ASTSource(fn, sig, {(names.index(k),): v for k, v in const.items()})
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
+    assert compiled.asm["cubin"]

@@ -1,0 +1,55 @@
+"""Guard buffers of the torch adapter: the output is a strided view into guard elements, and every
+write outside it is reported with its offset, in every float dtype (bit patterns, NaN payloads)."""
+
+import numpy as np
+import pytest
+import torch
+
+from fuzz.arrays import bits
+from fuzz.backends import GUARD_ELEMENTS, ROW_GAP, TorchAdapter, guard_value
+from fuzz.properties import describe_offset
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32"])
+def test_guard_buffer_reports_writes_outside_the_output(dtype):
+    adapter = TorchAdapter("cpu")
+    fill = -7 if dtype == "int32" else -7.75
+    buf = adapter.alloc((2, 3, 5), dtype, fill)
+    out = buf.array
+    assert tuple(out.shape) == (2, 3, 5)
+    assert (out == fill).all()
+    assert adapter.guard_violations(buf).size == 0
+    out.fill_(1)  # writes inside the view touch no guard
+    assert adapter.guard_violations(buf).size == 0
+    storage = buf.storage
+    pitch = 5 + ROW_GAP
+    storage[GUARD_ELEMENTS - 1] = 0  # just before the output
+    storage[GUARD_ELEMENTS + 5] = 0  # the gap after row 0
+    storage[GUARD_ELEMENTS + 6 * pitch - ROW_GAP] = 0  # just past the last row
+    got = adapter.guard_violations(buf)
+    assert got.tolist() == [-1, 5, 6 * pitch - ROW_GAP]
+    shape = (2, 3, 5)
+    assert describe_offset(-1, shape) == "1 element(s) before the output"
+    assert describe_offset(5, shape) == "past the end of row 0 (column 5 of 5)"
+    assert describe_offset(6 * pitch - ROW_GAP, shape) == "1 element(s) past the output's end"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_guard_fill_is_the_payload_nan_bit_for_bit(dtype):
+    adapter = TorchAdapter("cpu")
+    buf = adapter.alloc((1, 4), dtype, 0.0)
+    host = adapter.get(buf.storage)
+    want = bits(guard_value(dtype))[0]
+    assert (bits(host[:GUARD_ELEMENTS]) == want).all()
+    # A NaN with another payload (what a kernel's 0/0 writes) is a change, not the guard.
+    buf.storage[0] = float("nan")
+    assert adapter.guard_violations(buf).tolist() == [-GUARD_ELEMENTS]
+    assert np.isnan(adapter.get(buf.storage)[0])
+
+
+def test_empty_output_has_only_guards():
+    adapter = TorchAdapter("cpu")
+    buf = adapter.alloc((0, 7), "float32", float("nan"))
+    assert tuple(buf.array.shape) == (0, 7)
+    assert adapter.guard_violations(buf).size == 0
+    assert buf.storage.dtype == torch.float32
