@@ -105,6 +105,10 @@ class TorchAdapter(Adapter):
 
         name = dtype_name(a.dtype)
         a = np.ascontiguousarray(a)
+        if not a.flags.writeable:
+            # A CPU tensor shares the array's memory: a read-only array (a cached case input) is
+            # copied, so that a kernel writing into its inputs cannot change the case itself.
+            a = a.copy()
         if name == "bfloat16":
             t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
         else:
