@@ -103,8 +103,8 @@ def _child(pairs: list[tuple[str, str]], profile: Profile, examples: int, seed: 
            barrier: Any, results: Any, slot: int) -> None:  # fmt: skip
     for name, b in pairs:
         first, fresh, again = _passes(name, b, profile, examples, seed, barrier.wait)
-        results.put((slot, name, b, _row("fresh", first, fresh), _row("warm", first, again),
-                     fresh.examples, fresh.seconds, again.examples, again.seconds))  # fmt: skip
+        results.put((slot, _row("fresh", first, fresh), _row("warm", first, again),
+                     fresh.examples_per_second, again.examples_per_second))  # fmt: skip
 
 
 def _parallel(
@@ -125,11 +125,11 @@ def _parallel(
     for c in children:
         c.start()
     for name, b in pairs:
-        rows = [results.get() for _ in range(procs)]
-        for slot, *_, fresh_row, warm_row, _fe, _fs, _we, _ws in sorted(rows):
+        rows = sorted(results.get() for _ in range(procs))
+        for slot, fresh_row, warm_row, _, _ in rows:
             print(f"[{slot}] {fresh_row}\n[{slot}] {warm_row}", flush=True)
-        fresh = sum(r[5] / r[6] for r in rows if r[6] > 0)
-        warm = sum(r[7] / r[8] for r in rows if r[8] > 0)
+        fresh = sum(r[3] for r in rows)
+        warm = sum(r[4] for r in rows)
         print(f"{name:30} {b:17} {procs} processes on one GPU: fresh {fresh:.1f} ex/s, "
               f"warm {warm:.1f} ex/s (sum of the processes' rates)", flush=True)  # fmt: skip
     for c in children:

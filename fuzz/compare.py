@@ -54,7 +54,7 @@ class Metrics:
             special = ~finite & ~np.isnan(o) & (k != o)
             err = np.abs(k - o)
             err[~(finite & k_finite)] = 0.0
-        self._k, self._o, self._finite, self._err = k, o, finite, err
+        self._o, self._finite, self._err = o, finite, err
         self._both_finite = finite & k_finite
         self.max_abs = float(err.max()) if err.size else 0.0
         self.worst: Worst | None = None
@@ -105,11 +105,7 @@ class Metrics:
         """Kernel RMSE / naive RMSE (None without a naive reference)."""
         if self._naive is None:
             return None
-        nv = to_float64(self._naive)
-        with np.errstate(all="ignore"):
-            nerr = np.abs(nv - self._o)
-        nerr[~(self._finite & np.isfinite(nv))] = 0.0
-        nrms = _rms(nerr[self._finite])
+        nrms = _rms(_naive_errors(self._naive, self._o)[self._finite])
         return self.rmse / nrms if nrms > 0 else (0.0 if self.rmse == 0 else float("inf"))
 
     def as_dict(self) -> dict[str, Any]:
@@ -136,13 +132,19 @@ def _rms(a: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(a)))) if a.size else 0.0
 
 
-def measure_naive(naive: np.ndarray, oracle: np.ndarray) -> float:
-    """The naive reference's max absolute error where both it and the oracle are finite."""
+def _naive_errors(naive: np.ndarray, oracle: np.ndarray) -> np.ndarray:
+    """``|naive - oracle|``, 0 where either is not finite."""
     nv = to_float64(naive)
     o = np.asarray(oracle, np.float64)
     with np.errstate(all="ignore"):
         nerr = np.abs(nv - o)
     nerr[~(np.isfinite(o) & np.isfinite(nv))] = 0.0
+    return nerr
+
+
+def measure_naive(naive: np.ndarray, oracle: np.ndarray) -> float:
+    """The naive reference's max absolute error where both it and the oracle are finite."""
+    nerr = _naive_errors(naive, oracle)
     return float(nerr.max()) if nerr.size else 0.0
 
 

@@ -184,7 +184,7 @@ def _attn_fwd_kernel(
     slope = tl.load(slopes_ptr + h, mask=has_alibi != 0, other=0.0).to(tl.float32)
 
     # Key tiles some query of this block can see: [lo, hi).
-    lo = k_len * 0
+    lo = k_len * 0  # an int32 zero: the runtime ifs below need one type in both branches
     hi = k_len
     if is_causal:
         # The block's last query sees keys up to position (pid_q + 1) * BLOCK_Q - 1 + diag.
