@@ -136,19 +136,30 @@ def _parallel(
         c.join()
 
 
+def _count(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse names the option in its error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fuzz.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default=None)
     p.add_argument("--targets", default="softmax")
     p.add_argument("--backends", default=None, help="comma-separated (default: the profile's)")
-    p.add_argument("--examples", type=int, default=300)
+    p.add_argument("--examples", type=_count, default=300)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--no-differential", action="store_true", help="measure without the differential"
     )
     p.add_argument("--bare", action="store_true", help="also time the bare loop")
     p.add_argument(
-        "--procs", type=int, default=1, help="run in this many processes side by side (one GPU)"
+        "--procs", type=_count, default=1, help="run in this many processes side by side (one GPU)"
     )
     args = p.parse_args(argv)
     profile = get_profile(args.profile) if args.profile else default_profile()

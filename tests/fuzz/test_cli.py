@@ -69,3 +69,17 @@ def test_bad_arguments_get_clear_errors(tmp_path, args, message):
     assert proc.returncode != 0
     assert message in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--procs", "0"], "argument --procs: 0 must be >= 1"),
+     (["--examples", "x"], "argument --examples: 'x' is not an integer >= 1")],
+)  # fmt: skip
+def test_bench_rejects_bad_counts_naming_the_option(argv, message, capsys):
+    from fuzz.bench import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
