@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
 import triton
 
 
@@ -43,3 +44,19 @@ def jit_any_size(*, specialize: Sequence[str] = ()) -> Callable[[Callable[..., A
         return triton.jit(fn, do_not_specialize=dynamic_params(fn, specialize))
 
     return wrap
+
+
+_PLACEHOLDERS: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def placeholders(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """A float32 and an int32 tensor (2 elements each) standing in for absent optional operands
+    (slopes, lengths, offsets, initial or final states): with the same pointer types in every
+    call, whether a feature is used is a runtime flag and not a new binary. Never read: the
+    kernels' loads of an absent operand are masked off or behind its flag."""
+    if device not in _PLACEHOLDERS:
+        _PLACEHOLDERS[device] = (
+            torch.zeros(2, dtype=torch.float32, device=device),
+            torch.zeros(2, dtype=torch.int32, device=device),
+        )
+    return _PLACEHOLDERS[device]

@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from kernels._triton_interp import interpreted
-from kernels._triton_jit import jit_any_size
+from kernels._triton_jit import jit_any_size, placeholders
 from kernels.alibi import alibi_slopes as standard_alibi_slopes
 from kernels.attention._common import (
     check_blocks,
@@ -248,21 +248,6 @@ def _attn_fwd_kernel(
     tl.store(lse_base + rows * stride_lt, lse, mask=row_ok)
 
 
-_PLACEHOLDERS: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
-
-
-def _placeholders(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """A float32 and an int32 tensor standing in for absent slopes, key lengths and offsets:
-    with the same pointer types in every call, whether a feature is used is a runtime flag and
-    not a new binary (never read: their loads are masked or behind the flag)."""
-    if device not in _PLACEHOLDERS:
-        _PLACEHOLDERS[device] = (
-            torch.zeros(1, dtype=torch.float32, device=device),
-            torch.zeros(2, dtype=torch.int32, device=device),
-        )
-    return _PLACEHOLDERS[device]
-
-
 def _kernel(interpret: bool):
     return interpreted(_attn_fwd_kernel, fast=True) if interpret else _attn_fwd_kernel
 
@@ -416,7 +401,7 @@ def attention(
     out, lse_out = _outputs(out, lse_out, q)
     if max_q == 0 or hq == 0:
         return out, lse_out
-    f32, i32 = _placeholders(q.device)
+    f32, i32 = placeholders(q.device)
     grid = (triton.cdiv(max_q, block_q), n_seq * hq)
     _kernel(interpret)[grid](
         q,

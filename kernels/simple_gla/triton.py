@@ -12,8 +12,18 @@ registers. In a chunk of ``BT`` tokens with cumulative log decays ``b_i = g_0 + 
 
 ``b_i - b_j`` is positive above the diagonal (and ``b_last - b_j`` on a partial chunk's padded
 rows in the g_gamma form): every exponent is selected with ``tl.where(mask, x, -inf)`` *before*
-``exp``, so masked entries are exactly 0 and never Inf. Chunks longer than ``TILE = 64`` tokens
-are processed as 64 x 64 tiles; tiles above the diagonal are skipped.
+``exp``, so masked entries are exactly 0 and never Inf. A chunk is processed as square tiles of
+``BS`` rows (at most 64, see :func:`triton_tile`) in runtime loops; tiles above the diagonal and
+tiles past a partial chunk's last token are skipped.
+
+Compile variants: a fuzzer meets every combination of options, so only the dtype, the mode
+(output or per-chunk states), the chunk and tile sizes and the state block select a binary.
+Per-token gates, initial and final states, their gradients and packed sequences are runtime flags
+(absent operands are typed placeholders whose loads and stores are masked off), and the tile loops
+are runtime loops: the code does not grow with the chunk. (With tiles unrolled at compile time,
+the forward at chunk 256 and K = V = 128 took 609 s to compile for sm_90 and asked for 1.6 MiB
+of shared memory; now, with 32-row tiles and one stage, 3 s and 128 KiB, the backward 10 s
+and 216 KiB.)
 
 The backward first reruns the forward in "states" mode (the state entering every chunk, into an
 fp32 scratch buffer), then walks the chunks backwards carrying ``dS = dL/dH``: per chunk it
@@ -35,7 +45,7 @@ import triton
 import triton.language as tl
 
 from kernels._triton_interp import interpreted
-from kernels._triton_jit import jit_any_size
+from kernels._triton_jit import jit_any_size, placeholders
 from kernels.simple_gla._common import Problem, check_like, check_problem
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -63,17 +73,27 @@ def _state_weights(b, b_last, valid):
 
 
 @triton.jit
-def _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
-                R: tl.constexpr, BS: tl.constexpr, PER_TOKEN: tl.constexpr):  # fmt: skip
-    """Cumulative log decay ``b`` of the chunk's rows ``[R * BS, (R + 1) * BS)``."""
-    rows = R * BS + tl.arange(0, BS)
-    if PER_TOKEN:
-        g = tl.load(g_base + (tok0 + rows) * s_gt, mask=rows < n_valid, other=0.0).to(tl.float32)
-        prefix = tl.sum(tl.where(chunk_idx < R * BS, g_chunk, 0.0), axis=0)
-        b = prefix + tl.cumsum(g, axis=0)
-    else:
-        b = gamma * (rows + 1).to(tl.float32)
-    return b
+def _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, r,
+                BS: tl.constexpr):  # fmt: skip
+    """Cumulative log decay ``b`` of the chunk's rows ``[r * BS, (r + 1) * BS)``: the chunk-local
+    prefix sums of the per-token gates, or ``gamma (i + 1)`` for a per-head decay."""
+    rows = r * BS + tl.arange(0, BS)
+    g_mask = (rows < n_valid) & (per_token != 0)
+    g = tl.load(g_base + (tok0 + rows) * s_gt, mask=g_mask, other=0.0).to(tl.float32)
+    prefix = tl.sum(tl.where(chunk_idx < r * BS, g_chunk, 0.0), axis=0)
+    return tl.where(
+        per_token != 0, prefix + tl.cumsum(g, axis=0), gamma * (rows + 1).to(tl.float32)
+    )
+
+
+@triton.jit
+def _chunk_gates(g_base, gamma, tok0, n_valid, s_gt, per_token, BT: tl.constexpr):
+    """The chunk's per-token gates (zeros for a per-head decay) and its total log decay."""
+    chunk_idx = tl.arange(0, BT)
+    g_mask = (chunk_idx < n_valid) & (per_token != 0)
+    g_chunk = tl.load(g_base + (tok0 + chunk_idx) * s_gt, mask=g_mask, other=0.0).to(tl.float32)
+    b_last = tl.where(per_token != 0, tl.sum(g_chunk, axis=0), gamma * n_valid.to(tl.float32))
+    return g_chunk, b_last
 
 
 @triton.jit
@@ -85,16 +105,13 @@ def _load_rows(col_ptrs, tok, s_t, mask):
 
 
 @triton.jit
-def _seq_bounds(cu_ptr, i_n, T, IS_VARLEN: tl.constexpr):
-    """(batch row, start, end) of sequence ``i_n``."""
-    if IS_VARLEN:
-        bos = tl.load(cu_ptr + i_n).to(tl.int64)
-        eos = tl.load(cu_ptr + i_n + 1).to(tl.int64)
-        i_b = (i_n * 0).to(tl.int64)
-    else:
-        i_b = i_n.to(tl.int64)
-        bos = i_b * 0
-        eos = bos + T
+def _seq_bounds(cu_ptr, i_n, T, is_varlen):
+    """(batch row, start, end) of sequence ``i_n``: row ``i_n`` of the batch, or the packed
+    sequence between ``cu[i_n]`` and ``cu[i_n + 1]``."""
+    packed = is_varlen != 0
+    bos = tl.load(cu_ptr + i_n, mask=packed, other=0).to(tl.int64)
+    eos = tl.where(packed, tl.load(cu_ptr + i_n + 1, mask=packed, other=0).to(tl.int64), bos + T)
+    i_b = tl.where(packed, 0, i_n).to(tl.int64)
     return i_b, bos, eos
 
 
@@ -103,6 +120,7 @@ def _fwd_kernel(
     q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, h0_ptr, cu_ptr,
     o_ptr, ht_ptr, states_ptr,
     T, H, K, V, NT_STATES, scale,
+    per_token, has_h0, is_varlen, store_ht,
     s_qb, s_qt, s_qh, s_qk,
     s_kb, s_kt, s_kh, s_kk,
     s_vb, s_vt, s_vh, s_vv,
@@ -110,16 +128,14 @@ def _fwd_kernel(
     s_ob, s_ot, s_oh, s_ov,
     s_h0n, s_h0h, s_h0k, s_h0v,
     s_htn, s_hth, s_htk, s_htv,
-    PER_TOKEN: tl.constexpr, HAS_H0: tl.constexpr, IS_VARLEN: tl.constexpr,
-    STORE_O: tl.constexpr, STORE_HT: tl.constexpr, STORE_STATES: tl.constexpr,
+    STORE_O: tl.constexpr, STORE_STATES: tl.constexpr,
     BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
     i_n = pid // H
     i_h = pid % H
-    i_b, bos, eos = _seq_bounds(cu_ptr, i_n, T, IS_VARLEN)
+    i_b, bos, eos = _seq_bounds(cu_ptr, i_n, T, is_varlen)
     seq_len = eos - bos
-    NB: tl.constexpr = BT // BS
     ks = tl.arange(0, BK)
     vs = tl.arange(0, BV)
     chunk_idx = tl.arange(0, BT)
@@ -134,29 +150,19 @@ def _fwd_kernel(
     g_base = g_ptr + i_b * s_gb + i_h * s_gh
     st_base = states_ptr + pid.to(tl.int64) * NT_STATES * BK * BV
     st_offs = ks[:, None] * BV + vs[None, :]
-    if HAS_H0:
-        h0_offs = i_n.to(tl.int64) * s_h0n + i_h * s_h0h + ks[:, None] * s_h0k + vs[None, :] * s_h0v
-        state = tl.load(h0_ptr + h0_offs, mask=state_ok, other=0.0).to(tl.float32)
-    else:
-        state = tl.zeros([BK, BV], dtype=tl.float32)
-    gamma = 0.0
-    if not PER_TOKEN:
-        gamma = tl.load(gamma_ptr + i_h).to(tl.float32)
+    h0_offs = i_n.to(tl.int64) * s_h0n + i_h * s_h0h + ks[:, None] * s_h0k + vs[None, :] * s_h0v
+    state = tl.load(h0_ptr + h0_offs, mask=state_ok & (has_h0 != 0), other=0.0).to(tl.float32)
+    gamma = tl.load(gamma_ptr + i_h, mask=per_token == 0, other=0.0).to(tl.float32)
     n_chunks = tl.cdiv(seq_len, BT).to(tl.int32)
     for c in range(0, n_chunks):
         tok0 = bos + c * BT
         n_valid = tl.minimum(seq_len - c * BT, BT)
-        if PER_TOKEN:
-            g_chunk = tl.load(g_base + (tok0 + chunk_idx) * s_gt, mask=chunk_idx < n_valid,
-                              other=0.0).to(tl.float32)  # fmt: skip
-            b_last = tl.sum(g_chunk, axis=0)
-        else:
-            g_chunk = tl.zeros([BT], dtype=tl.float32)
-            b_last = gamma * n_valid.to(tl.float32)
+        g_chunk, b_last = _chunk_gates(g_base, gamma, tok0, n_valid, s_gt, per_token, BT)
         if STORE_STATES:
             tl.store(st_base + c * BK * BV + st_offs, state)
         kv = tl.zeros([BK, BV], dtype=tl.float32)
-        for r in tl.static_range(NB):
+        n_tiles = tl.cdiv(n_valid, BS).to(tl.int32)  # the tiles holding live tokens
+        for r in range(0, n_tiles):
             rows = r * BS + tl.arange(0, BS)
             valid = rows < n_valid
             tok = tok0 + rows
@@ -166,20 +172,17 @@ def _fwd_kernel(
             k = _load_rows(k_cols, tok, s_kt, mask_k)
             v = _load_rows(v_cols, tok, s_vt, mask_v)
             b = _tile_decay(
-                g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, r, BS, PER_TOKEN
+                g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, r, BS
             )
             if STORE_O:
                 o = tl.dot(q, state, input_precision="ieee") * tl.exp(b)[:, None]
-                for s in tl.static_range(r + 1):
+                for s in range(0, r + 1):  # the column tiles at or left of the diagonal
                     cols = s * BS + tl.arange(0, BS)
-                    if s == r:  # the diagonal tile: this tile's own columns
-                        k_s, v_s, b_s = k, v, b
-                    else:
-                        col_ok = (cols < n_valid)[:, None]
-                        k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
-                        v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
-                        b_s = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
-                                          s, BS, PER_TOKEN)  # fmt: skip
+                    col_ok = (cols < n_valid)[:, None]
+                    k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
+                    v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
+                    b_s = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
+                                      per_token, s, BS)  # fmt: skip
                     w_intra = _intra_weights(b, b_s, rows, cols)
                     a = tl.dot(q, tl.trans(k_s), input_precision="ieee") * w_intra
                     o += tl.dot(a, v_s, input_precision="ieee")
@@ -191,9 +194,8 @@ def _fwd_kernel(
         state = state * decay_last + kv
     if STORE_STATES:
         tl.store(st_base + n_chunks * BK * BV + st_offs, state)
-    if STORE_HT:
-        ht_offs = i_n.to(tl.int64) * s_htn + i_h * s_hth + ks[:, None] * s_htk + vs[None, :] * s_htv
-        tl.store(ht_ptr + ht_offs, state, mask=state_ok)
+    ht_offs = i_n.to(tl.int64) * s_htn + i_h * s_hth + ks[:, None] * s_htk + vs[None, :] * s_htv
+    tl.store(ht_ptr + ht_offs, state, mask=state_ok & (store_ht != 0))
 
 
 _BWD_UNIT_STRIDES = ("s_qk", "s_kk", "s_vv", "s_dov", "s_dhtv", "s_dqk", "s_dkk", "s_dvv", "s_dh0v")
@@ -204,6 +206,7 @@ def _bwd_kernel(
     q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, do_ptr, dht_ptr, cu_ptr, states_ptr,
     dq_ptr, dk_ptr, dv_ptr, dg_ptr, dh0_ptr,
     T, H, K, V, NT_STATES, scale,
+    per_token, has_dht, store_dh0, is_varlen,
     s_qb, s_qt, s_qh, s_qk,
     s_kb, s_kt, s_kh, s_kk,
     s_vb, s_vt, s_vh, s_vv,
@@ -215,16 +218,13 @@ def _bwd_kernel(
     s_dvb, s_dvt, s_dvh, s_dvv,
     s_dgb, s_dgt, s_dgh,
     s_dh0n, s_dh0h, s_dh0k, s_dh0v,
-    PER_TOKEN: tl.constexpr, HAS_DHT: tl.constexpr, STORE_DH0: tl.constexpr,
-    IS_VARLEN: tl.constexpr,
     BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
     i_n = pid // H
     i_h = pid % H
-    i_b, bos, eos = _seq_bounds(cu_ptr, i_n, T, IS_VARLEN)
+    i_b, bos, eos = _seq_bounds(cu_ptr, i_n, T, is_varlen)
     seq_len = eos - bos
-    NB: tl.constexpr = BT // BS
     ks = tl.arange(0, BK)
     vs = tl.arange(0, BV)
     chunk_idx = tl.arange(0, BT)
@@ -243,34 +243,27 @@ def _bwd_kernel(
     dg_base = dg_ptr + i_b * s_dgb + i_h * s_dgh
     st_base = states_ptr + pid.to(tl.int64) * NT_STATES * BK * BV
     st_offs = ks[:, None] * BV + vs[None, :]
-    if HAS_DHT:
-        dht_offs = (i_n.to(tl.int64) * s_dhtn + i_h * s_dhth + ks[:, None] * s_dhtk
-                    + vs[None, :] * s_dhtv)  # fmt: skip
-        d_state = tl.load(dht_ptr + dht_offs, mask=state_ok, other=0.0).to(tl.float32)
-    else:
-        d_state = tl.zeros([BK, BV], dtype=tl.float32)
-    gamma = 0.0
-    if not PER_TOKEN:
-        gamma = tl.load(gamma_ptr + i_h).to(tl.float32)
+    dht_offs = (i_n.to(tl.int64) * s_dhtn + i_h * s_dhth + ks[:, None] * s_dhtk
+                + vs[None, :] * s_dhtv)  # fmt: skip
+    d_state = tl.load(dht_ptr + dht_offs, mask=state_ok & (has_dht != 0), other=0.0)
+    d_state = d_state.to(tl.float32)
+    gamma = tl.load(gamma_ptr + i_h, mask=per_token == 0, other=0.0).to(tl.float32)
     n_chunks = tl.cdiv(seq_len, BT).to(tl.int32)
     for cc in range(0, n_chunks):
         c = n_chunks - 1 - cc
         tok0 = bos + c * BT
         n_valid = tl.minimum(seq_len - c * BT, BT)
-        if PER_TOKEN:
-            g_chunk = tl.load(g_base + (tok0 + chunk_idx) * s_gt, mask=chunk_idx < n_valid,
-                              other=0.0).to(tl.float32)  # fmt: skip
-            b_last = tl.sum(g_chunk, axis=0)
-        else:
-            g_chunk = tl.zeros([BT], dtype=tl.float32)
-            b_last = gamma * n_valid.to(tl.float32)
+        g_chunk, b_last = _chunk_gates(g_base, gamma, tok0, n_valid, s_gt, per_token, BT)
         h_prev = tl.load(st_base + c * BK * BV + st_offs)
-        if PER_TOKEN:
-            h_end = tl.load(st_base + (c + 1) * BK * BV + st_offs)
-            boundary = tl.sum(tl.sum(d_state * h_end, axis=1), axis=0)  # <dS, H_c>
+        # <dS, H_c>: the chunk's total decay multiplies its whole new state (per-token gates only)
+        h_end = tl.load(st_base + (c + 1) * BK * BV + st_offs, mask=per_token != 0, other=0.0)
+        boundary = tl.sum(tl.sum(d_state * h_end, axis=1), axis=0)
         d_acc = tl.zeros([BK, BV], dtype=tl.float32)
-        carry = 0.0  # sum of db over the tiles after this one (dg is a suffix sum)
-        for r in tl.static_range(NB - 1, -1, -1):  # tiles last to first: dg is a suffix sum
+        # the sum of db over the tiles after this one (dg is a suffix sum)
+        carry = tl.sum(tl.zeros([BS], dtype=tl.float32), axis=0)
+        n_tiles = tl.cdiv(n_valid, BS).to(tl.int32)  # the tiles holding live tokens
+        for rr in range(0, n_tiles):  # tiles last to first: dg is a suffix sum
+            r = n_tiles - 1 - rr
             rows = r * BS + tl.arange(0, BS)
             valid = rows < n_valid
             tok = tok0 + rows
@@ -281,64 +274,52 @@ def _bwd_kernel(
             v = _load_rows(v_cols, tok, s_vt, mask_v)
             do = _load_rows(do_cols, tok, s_dot, mask_v)
             b = _tile_decay(
-                g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, r, BS, PER_TOKEN
+                g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, r, BS
             )
             e_q = tl.exp(b) * scale
             # dq: this tile's rows against the column tiles at or left of the diagonal.
             dq = tl.dot(do, tl.trans(h_prev), input_precision="ieee") * e_q[:, None]
-            for s in tl.static_range(r + 1):
+            for s in range(0, r + 1):
                 cols = s * BS + tl.arange(0, BS)
-                if s == r:  # the diagonal tile: this tile's own columns
-                    k_s, v_s, b_s = k, v, b
-                else:
-                    col_ok = (cols < n_valid)[:, None]
-                    k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
-                    v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
-                    b_s = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, s,
-                                      BS, PER_TOKEN)  # fmt: skip
+                col_ok = (cols < n_valid)[:, None]
+                k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
+                v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
+                b_s = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
+                                  per_token, s, BS)  # fmt: skip
                 w_rec = _intra_weights(b, b_s, rows, cols)  # the forward's weights, recomputed
                 da = tl.dot(do, tl.trans(v_s), input_precision="ieee") * w_rec * scale
                 dq += tl.dot(da, k_s, input_precision="ieee")
-                if s == r:
-                    da_diag = da  # the diagonal tile's dA, reused for dk below
             # dk, dv: this tile's columns against the row tiles at or below the diagonal.
             w_state = _state_weights(b, b_last, valid)
             dk = tl.dot(v, tl.trans(d_state), input_precision="ieee") * w_state[:, None]
             dv = tl.dot(k, d_state, input_precision="ieee") * w_state[:, None]
-            for i in tl.static_range(r, NB):
+            for i in range(r, n_tiles):
                 rows_i = i * BS + tl.arange(0, BS)
-                if i == r:  # the diagonal tile: this tile's own rows
-                    q_i, do_i, b_i = q, do, b
-                else:
-                    row_ok = (rows_i < n_valid)[:, None]
-                    q_i = _load_rows(q_cols, tok0 + rows_i, s_qt, row_ok & k_ok)
-                    do_i = _load_rows(do_cols, tok0 + rows_i, s_dot, row_ok & v_ok)
-                    b_i = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, i,
-                                      BS, PER_TOKEN)  # fmt: skip
+                row_ok = (rows_i < n_valid)[:, None]
+                q_i = _load_rows(q_cols, tok0 + rows_i, s_qt, row_ok & k_ok)
+                do_i = _load_rows(do_cols, tok0 + rows_i, s_dot, row_ok & v_ok)
+                b_i = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
+                                  per_token, i, BS)  # fmt: skip
                 w_col = _intra_weights(b_i, b, rows_i, rows) * scale
                 a_t = tl.dot(q_i, tl.trans(k), input_precision="ieee") * w_col
-                if i == r:
-                    da_t = da_diag
-                else:
-                    da_t = tl.dot(do_i, tl.trans(v), input_precision="ieee") * w_col
+                da_t = tl.dot(do_i, tl.trans(v), input_precision="ieee") * w_col
                 dk += tl.dot(tl.trans(da_t), q_i, input_precision="ieee")
                 dv += tl.dot(tl.trans(a_t), do_i, input_precision="ieee")
             row_t = tok[:, None]
             tl.store(dq_cols + row_t * s_dqt, dq.to(dq_ptr.dtype.element_ty), mask=mask_k)
             tl.store(dk_cols + row_t * s_dkt, dk.to(dk_ptr.dtype.element_ty), mask=mask_k)
             tl.store(dv_cols + row_t * s_dvt, dv.to(dv_ptr.dtype.element_ty), mask=mask_v)
-            if PER_TOKEN:
-                db = tl.sum(q * dq, axis=1) - tl.sum(k * dk, axis=1)
-                db += tl.where(rows == n_valid - 1, boundary, 0.0)
-                suffix = tl.sum(tl.where(rows[None, :] >= rows[:, None], db[None, :], 0.0), axis=1)
-                tl.store(dg_base + tok * s_dgt, suffix + carry, mask=valid)
-                carry += tl.sum(db, axis=0)
+            # dg (per-token gates): suffix sums of q.dq - k.dk (+ the boundary term)
+            db = tl.sum(q * dq, axis=1) - tl.sum(k * dk, axis=1)
+            db += tl.where(rows == n_valid - 1, boundary, 0.0)
+            suffix = tl.sum(tl.where(rows[None, :] >= rows[:, None], db[None, :], 0.0), axis=1)
+            tl.store(dg_base + tok * s_dgt, suffix + carry, mask=valid & (per_token != 0))
+            carry += tl.sum(db, axis=0)
             d_acc += tl.dot(tl.trans(q * e_q[:, None]), do, input_precision="ieee")
         d_state = d_state * tl.exp(b_last) + d_acc
-    if STORE_DH0:
-        dh0_offs = (i_n.to(tl.int64) * s_dh0n + i_h * s_dh0h + ks[:, None] * s_dh0k
-                    + vs[None, :] * s_dh0v)  # fmt: skip
-        tl.store(dh0_ptr + dh0_offs, d_state, mask=state_ok)
+    dh0_offs = (i_n.to(tl.int64) * s_dh0n + i_h * s_dh0h + ks[:, None] * s_dh0k
+                + vs[None, :] * s_dh0v)  # fmt: skip
+    tl.store(dh0_ptr + dh0_offs, d_state, mask=state_ok & (store_dh0 != 0))
 
 
 # Wrappers -------------------------------------------------------------------------------------
@@ -400,29 +381,52 @@ def _strides(t: torch.Tensor | None, n: int) -> tuple[int, ...]:
     return tuple(t.stride()) if t is not None else (0,) * n
 
 
-def _num_warps(p: Problem) -> int:
-    return 4 if p.tile * max(p.block_k, p.block_v) <= 32 * 64 else 8
+def triton_tile(p: Problem) -> int:
+    """Rows per tile: the chunk's tile (``Problem.tile``, at most 64), halved to 32 for state
+    blocks larger than 128 x 32, so that one program's shared memory (dot operands, layout
+    conversions of the fp32 state) stays within a Hopper SM's 227 KiB: compiled for sm_90 at
+    one pipeline stage, the backward at K = V = 128 needs 221 KiB with 32-row tiles (393 KiB
+    with 64), at K = 128, V = 64 131 KiB (213 KiB). The result does not depend on the tile."""
+    return min(p.tile, 32) if p.block_k * p.block_v > 128 * 32 else p.tile
+
+
+def _launch_options(p: Problem) -> dict[str, int]:
+    """One pipeline stage: the chunk loop carries the state and the tile loops are short, so
+    prefetching buys little, and every stage would add its operand buffers to shared memory."""
+    bs = triton_tile(p)
+    return {"BS": bs, "num_warps": 4 if bs * max(p.block_k, p.block_v) <= 32 * 64 else 8,
+            "num_stages": 1}  # fmt: skip
+
+
+def _index(cu: torch.Tensor | None, device) -> torch.Tensor:
+    """cu_seqlens as int32 (one binary for both index dtypes; its values are at most T), or the
+    int32 placeholder."""
+    if cu is None:
+        return placeholders(device)[1]
+    return cu if cu.dtype == torch.int32 else cu.to(torch.int32)
 
 
 def _forward_states(q, k, v, g, g_gamma, initial_state, cu, p: Problem, *, o, ht, states,
                     interpret: bool) -> None:  # fmt: skip
-    dummy = q
+    # Absent operands are typed placeholders and their use a runtime flag: one binary per
+    # (dtype, mode, chunk, tile, block sizes), whatever the options.
+    f32, _ = placeholders(q.device)
     grid = (p.n_seqs * p.heads,)
     _kernel(_fwd_kernel, interpret)[grid](
         q, k, v,
-        g if g is not None else dummy,
-        g_gamma if g_gamma is not None else dummy,
-        initial_state if initial_state is not None else dummy,
-        cu if cu is not None else dummy,
-        o if o is not None else dummy,
-        ht if ht is not None else dummy,
-        states if states is not None else dummy,
+        g if g is not None else f32,
+        g_gamma if g_gamma is not None else f32,
+        initial_state if initial_state is not None else f32,
+        _index(cu, q.device),
+        o if o is not None else q,
+        ht if ht is not None else f32,
+        states if states is not None else f32,
         p.length, p.heads, p.k_dim, p.v_dim, p.max_chunks + 1, p.scale,
+        int(p.per_token), int(initial_state is not None), int(p.varlen), int(ht is not None),
         *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3),
         *_strides(o, 4), *_strides(initial_state, 4), *_strides(ht, 4),
-        PER_TOKEN=p.per_token, HAS_H0=initial_state is not None, IS_VARLEN=p.varlen,
-        STORE_O=o is not None, STORE_HT=ht is not None, STORE_STATES=states is not None,
-        BT=p.chunk_size, BS=p.tile, BK=p.block_k, BV=p.block_v, num_warps=_num_warps(p),
+        STORE_O=o is not None, STORE_STATES=states is not None,
+        BT=p.chunk_size, BK=p.block_k, BV=p.block_v, **_launch_options(p),
     )  # fmt: skip
 
 
@@ -530,23 +534,22 @@ def chunk_simple_gla_bwd(
                          dtype=torch.float32, device=dev)  # fmt: skip
     _forward_states(q, k, v, g, g_gamma, initial_state, cu, p, o=None, ht=None, states=states,
                     interpret=interpret)  # fmt: skip
-    dummy = q
+    f32, _ = placeholders(dev)
     grid = (p.n_seqs * p.heads,)
     _kernel(_bwd_kernel, interpret)[grid](
         q, k, v,
-        g if g is not None else dummy,
-        g_gamma if g_gamma is not None else dummy,
+        g if g is not None else f32,
+        g_gamma if g_gamma is not None else f32,
         do,
-        dht if dht is not None else dummy,
-        cu if cu is not None else dummy,
+        dht if dht is not None else f32,
+        _index(cu, dev),
         states, dq, dk, dv,
-        dg if dg is not None else dummy,
-        dh0 if dh0 is not None else dummy,
+        dg if dg is not None else f32,
+        dh0 if dh0 is not None else f32,
         p.length, p.heads, p.k_dim, p.v_dim, p.max_chunks + 1, p.scale,
+        int(p.per_token), int(dht is not None), int(dh0 is not None), int(p.varlen),
         *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3), *do.stride(), *_strides(dht, 4),
         *dq.stride(), *dk.stride(), *dv.stride(), *_strides(dg, 3), *_strides(dh0, 4),
-        PER_TOKEN=p.per_token, HAS_DHT=dht is not None, STORE_DH0=dh0 is not None,
-        IS_VARLEN=p.varlen, BT=p.chunk_size, BS=p.tile, BK=p.block_k, BV=p.block_v,
-        num_warps=_num_warps(p),
+        BT=p.chunk_size, BK=p.block_k, BV=p.block_v, **_launch_options(p),
     )  # fmt: skip
     return dq, dk, dv, dg, dh0

@@ -104,3 +104,44 @@ def test_attention_kernel_compiles_for_a_gpu_with_runtime_switches(dtype, varlen
     src = ASTSource(fn, sig, {(names.index(k),): v for k, v in const.items()})
     compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
     assert compiled.asm["cubin"]
+
+
+@pytest.mark.parametrize(
+    "kernel, dtype, consts",
+    [
+        (
+            "fwd",
+            "*fp32",
+            {"STORE_O": True, "STORE_STATES": False, "BT": 64, "BS": 64, "BK": 32, "BV": 16},
+        ),
+        (
+            "fwd",
+            "*bf16",
+            {"STORE_O": False, "STORE_STATES": True, "BT": 128, "BS": 64, "BK": 16, "BV": 32},
+        ),
+        ("bwd", "*fp16", {"BT": 16, "BS": 16, "BK": 16, "BV": 32}),
+        ("bwd", "*fp32", {"BT": 32, "BS": 32, "BK": 32, "BV": 16}),
+    ],
+)
+def test_gla_kernels_compile_for_a_gpu_with_runtime_switches(kernel, dtype, consts):
+    """As above for chunked GLA: per-token gates, initial/final states, their gradients and packed
+    sequences are runtime flags (one binary per dtype, mode, chunk, tile and block sizes)."""
+    pytest.importorskip("triton.backends.nvidia.compiler")
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernels.simple_gla import triton as gla
+
+    fn = gla._fwd_kernel if kernel == "fwd" else gla._bwd_kernel
+    data = {"q_ptr", "k_ptr", "v_ptr", "o_ptr", "do_ptr", "dq_ptr", "dk_ptr", "dv_ptr"}
+    ptrs = {
+        name: dtype if name in data else "*i32" if name == "cu_ptr" else "*fp32"
+        for name in fn.arg_names
+        if name.endswith("_ptr")
+    }
+    sig = _cuda_signature(fn, ptrs, {"scale": "fp32"})
+    names = list(sig)
+    src = ASTSource(fn, sig, {(names.index(k),): v for k, v in consts.items()})
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
+    assert compiled.asm["cubin"]
