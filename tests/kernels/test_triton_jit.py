@@ -145,3 +145,36 @@ def test_gla_kernels_compile_for_a_gpu_with_runtime_switches(kernel, dtype, cons
     src = ASTSource(fn, sig, {(names.index(k),): v for k, v in consts.items()})
     compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
     assert compiled.asm["cubin"]
+
+
+# A Hopper SM gives one block at most 227 KiB of shared memory.
+SM90_SHARED_BYTES = 227 * 1024
+
+
+@pytest.mark.parametrize("kernel", ["fwd", "bwd"])
+@pytest.mark.parametrize("block_k, block_v", [(128, 128), (128, 32)])
+def test_gla_launch_fits_a_hopper_sm_at_the_largest_blocks(kernel, block_k, block_v):
+    """The tile and stage count the wrapper launches with (``_launch_options``), compiled for
+    sm_90 at chunk 256 in fp32: the shared memory the binary asks for fits the SM (a launch would
+    fail with 'out of resources' on the GPU only)."""
+    pytest.importorskip("triton.backends.nvidia.compiler")
+    import types
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernels.simple_gla import triton as gla
+
+    opts = gla._launch_options(types.SimpleNamespace(tile=64, block_k=block_k, block_v=block_v))
+    fn = gla._fwd_kernel if kernel == "fwd" else gla._bwd_kernel
+    ptrs = {n: "*i32" if n == "cu_ptr" else "*fp32" for n in fn.arg_names if n.endswith("_ptr")}
+    sig = _cuda_signature(fn, ptrs, {"scale": "fp32"})
+    names = list(sig)
+    consts = {"BT": 256, "BS": opts["BS"], "BK": block_k, "BV": block_v}
+    if kernel == "fwd":
+        consts.update(STORE_O=True, STORE_STATES=False)
+    src = ASTSource(fn, sig, {(names.index(k),): v for k, v in consts.items()})
+    options = {"num_warps": opts["num_warps"], "num_stages": opts["num_stages"]}
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+    assert compiled.metadata.shared <= SM90_SHARED_BYTES, (opts, compiled.metadata.shared)
