@@ -159,13 +159,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if "fuzz_mutant" in names
         else None
     )
-    if kind is None or "fuzz_backend" not in names:
+    if "fuzz_backend" not in names:
         return
     from fuzz.backends import get_backend
     from fuzz.target import select
 
     config = metafunc.config
     profile = _profile(config)
+    if kind is None:  # a test of its own over the profile's backends (--fuzz-backends narrows)
+        metafunc.parametrize("fuzz_backend", _backends(config, profile))
+        return
     targets = select(config.getoption("fuzz_targets"), mutants=kind == "fuzz_mutant")
     params = []
     for t in targets:

@@ -196,26 +196,31 @@ def test_baselines_are_well_formed_and_pass_on_the_real_kernels(kind):
             assert err <= ctx.bound(name), name
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kind", ["fwd", "bwd"])
 @pytest.mark.parametrize("chunk", [128, 256])
-def test_seed_004_alibi_16_heads_long_chunks(backend, kind, chunk):
-    """Seed 004's scenario: the standard ALiBi slopes of 16 heads (|gamma| up to 0.707) with chunk
-    128 (0.707 x 127 = 89.8 > 88.72) or 256: the real kernels stay finite and within tolerance."""
-    rng = np.random.default_rng(4)
-    b, t, h, d = 1, chunk + 5, 16, 16
-    inputs = {n: rng.standard_normal((b, t, h, d)).astype(np.float32) for n in ("q", "k", "v")}
-    inputs["g_gamma"] = np.array(alibi_g_gamma(h), np.float32)
-    params = {"dtype": "float32", "chunk_size": chunk, "scale": None}
-    if kind == "fwd":
-        params["output_final_state"] = True
-    else:
-        inputs["do"] = rng.standard_normal((b, t, h, d)).astype(np.float32)
-    case = Case(inputs, params)
+def test_seed_004_alibi_long_chunks_are_finite(fuzz_require_backend, kind, chunk):
+    """Seed 004's scenario on every backend of the profile: the standard ALiBi slopes (|gamma| up
+    to 0.707 for 16 heads; the non-power-of-two rule for 20 and 48) with chunk 128 (0.707 x 127 =
+    89.8 > 88.72) or 256: the real kernels stay finite and within tolerance. The interpreters run
+    16 heads at a small head dim; compiled backends 16 to 64 heads at K = V = 64, two chunks and a
+    tail."""
+    backend = get_backend(fuzz_require_backend)
+    heads = (16, 20, 32, 48, 64) if backend.compiled else (16,)
+    b, t, d = (2, 2 * chunk + 5, 64) if backend.compiled else (1, chunk + 5, 16)
     target = get(f"simple_gla_{kind}")
-    assert any(hz.startswith("chunk-exp-overflow") for hz in target.hazards_of(case))
-    ctx = Context(target, get_backend(backend), case)
-    for name in ctx.oracle:
-        got = ctx.clean.outputs[name].astype(np.float64)
-        assert np.isfinite(got).all(), name
-        assert np.abs(got - ctx.oracle[name]).max() <= ctx.bound(name), name
+    for h in heads:
+        rng = np.random.default_rng(h)
+        inputs = {n: rng.standard_normal((b, t, h, d)).astype(np.float32) for n in ("q", "k", "v")}
+        inputs["g_gamma"] = np.array(alibi_g_gamma(h), np.float32)
+        params = {"dtype": "float32", "chunk_size": chunk, "scale": None}
+        if kind == "fwd":
+            params["output_final_state"] = True
+        else:
+            inputs["do"] = rng.standard_normal((b, t, h, d)).astype(np.float32)
+        case = Case(inputs, params)
+        assert any(hz.startswith("chunk-exp-overflow") for hz in target.hazards_of(case))
+        ctx = Context(target, backend, case)
+        for name in ctx.oracle:
+            got = ctx.clean.outputs[name].astype(np.float64)
+            assert np.isfinite(got).all(), (h, name)
+            assert np.abs(got - ctx.oracle[name]).max() <= ctx.bound(name), (h, name)
