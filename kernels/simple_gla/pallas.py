@@ -5,7 +5,10 @@ Same semantics and the same chunked algorithm as ``kernels.simple_gla.triton`` (
 and ``kernels/simple_gla/README.md``): one program per (sequence, head) walks its chunks carrying
 the fp32 state; every exponent is selected before ``exp`` (``jnp.where(mask, x, -inf)``); chunks
 longer than 64 are processed as 64 x 64 tiles, those above the diagonal skipped; the backward
-reruns the forward for the state entering each chunk, then walks the chunks backwards.
+reruns the forward for the state entering each chunk, then walks the chunks backwards. Every loop
+is a runtime loop (``fori_loop``): with the tiles unrolled in Python, compiling for the GPU set
+off XLA's slow-compile alarm, and six examples of a GPU hunt (which compiles a kernel for every
+chunk size) did not finish in nine minutes.
 
 GPU lowering constraints shape the wrapper: every array inside the kernel has power-of-two sizes
 and no block overhangs its array. The wrapper therefore gathers every sequence (a batch row, or
@@ -53,9 +56,10 @@ class _Static:
     states: bool = False  # the backward's first pass: the state entering every chunk, no o
 
 
-# Shared memory the Triton lowering may use per program (an H100 has 227 KiB). The lowering keeps
-# every dot operand of the unrolled tiles in shared memory, about GPU_SMEM_PER_ELEMENT bytes per
-# element of a (tile x (Kp + Vp)) fp32 slab with one pipeline stage (measured on an H100).
+# Shared memory the Triton lowering may use per program (an H100 has 227 KiB). The lowering stages
+# dot operands in shared memory, about GPU_SMEM_PER_ELEMENT bytes per element of a
+# (tile x (Kp + Vp)) fp32 slab with one pipeline stage (measured on an H100 with the tiles
+# unrolled; an upper bound since they are loops).
 GPU_SMEM_BUDGET = 160 * 1024
 GPU_SMEM_PER_ELEMENT = 48
 
@@ -137,16 +141,22 @@ def _chunk_head(g_ref, gamma, seq_len, c, bt, per_token):
     return t0, n_valid, g_chunk, b_last
 
 
+def _iota(n: int):
+    return jax.lax.broadcasted_iota(jnp.int32, (n,), 0)
+
+
 def _fwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, g_ref, h0_ref, *refs,
                 static: _Static):  # fmt: skip
     """One (sequence, head): ``o`` and ``ht``, or (``static.states``) the state entering every
-    chunk and the final one. Trailing refs: the aliased initial contents, then the outputs."""
+    chunk and the final one. Trailing refs: the aliased initial contents, then the outputs.
+
+    Chunks, tiles and the column tiles left of the diagonal are runtime loops (``fori_loop``):
+    the program does not grow with the chunk, and tiles past a partial chunk's end are skipped."""
     if static.states:
         (states_ref,) = refs
     else:
         _, _, o_ref, ht_ref = refs  # the first two: aliased initial contents, never read
     bt, bs = static.chunk, static.tile
-    nb = bt // bs
     seq_len = len_ref[0]
     scale = scale_ref[0]
     gamma = gamma_ref[0]
@@ -157,29 +167,35 @@ def _fwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, g_ref, h0_re
         t0, n_valid, g_chunk, b_last = _chunk_head(g_ref, gamma, seq_len, c, bt, static.per_token)
         if static.states:
             states_ref[pl.ds(c, 1), :, :] = state[None]
-        kv = jnp.zeros((kp, vp), F32)
-        for i in range(nb):
-            rows = i * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
+        n_tiles = (n_valid + bs - 1) // bs  # the tiles holding live tokens
+
+        def tile(i, kv):
+            rows = i * bs + _iota(bs)
             valid = rows < n_valid
-            q = _rows(q_ref, t0 + i * bs, bs, valid)
-            k = _rows(k_ref, t0 + i * bs, bs, valid)
-            v = _rows(v_ref, t0 + i * bs, bs, valid)
+            start = pl.multiple_of(t0 + i * bs, bs)
+            q = _rows(q_ref, start, bs, valid)
+            k = _rows(k_ref, start, bs, valid)
+            v = _rows(v_ref, start, bs, valid)
             b = _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, i, bs, bt, static.per_token)
             if not static.states:
-                o = _dot(q, state) * jnp.exp(b)[:, None]
-                for s in range(i + 1):
-                    cols = s * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
-                    col_ok = cols < n_valid
-                    k_s = k if s == i else _rows(k_ref, t0 + s * bs, bs, col_ok)
-                    v_s = v if s == i else _rows(v_ref, t0 + s * bs, bs, col_ok)
-                    b_s = b if s == i else _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, s, bs,
-                                                       bt, static.per_token)  # fmt: skip
+
+                def column(s, o):  # the column tiles at or left of the diagonal
+                    cols = s * bs + _iota(bs)
+                    col_start = pl.multiple_of(t0 + s * bs, bs)
+                    k_s = _rows(k_ref, col_start, bs, cols < n_valid)
+                    v_s = _rows(v_ref, col_start, bs, cols < n_valid)
+                    b_s = _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, s, bs, bt,
+                                      static.per_token)  # fmt: skip
                     w_intra = _intra_weights(b, b_s, rows, cols)
                     a = _dot(q, k_s, tb=True) * w_intra
-                    o = o + _dot(a, v_s)
-                o_ref[pl.ds(t0 + i * bs, bs), :] = (o * scale).astype(o_ref.dtype)
+                    return o + _dot(a, v_s)
+
+                o = jax.lax.fori_loop(0, i + 1, column, _dot(q, state) * jnp.exp(b)[:, None])
+                o_ref[pl.ds(start, bs), :] = (o * scale).astype(o_ref.dtype)
             w_state = _state_weights(b, b_last, valid)
-            kv = kv + _dot(k * w_state[:, None], v, ta=True)
+            return kv + _dot(k * w_state[:, None], v, ta=True)
+
+        kv = jax.lax.fori_loop(0, n_tiles, tile, jnp.zeros((kp, vp), F32))
         decay_last = jnp.exp(b_last)
         return state * decay_last + kv
 
@@ -193,10 +209,9 @@ def _fwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, g_ref, h0_re
 def _bwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, do_ref, g_ref, dht_ref,
                 st_ref, *refs, static: _Static):  # fmt: skip
     """One (sequence, head): ``dq, dk, dv, dg, dh0``. Trailing refs: the five aliased initial
-    contents (never read), then the five outputs."""
+    contents (never read), then the five outputs. Runtime loops as in the forward."""
     dq_ref, dk_ref, dv_ref, dg_ref, dh0_ref = refs[5:]
     bt, bs = static.chunk, static.tile
-    nb = bt // bs
     seq_len = len_ref[0]
     scale = scale_ref[0]
     gamma = gamma_ref[0]
@@ -210,49 +225,48 @@ def _bwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, do_ref, g_re
         if static.per_token:
             h_end = st_ref[pl.ds(c + 1, 1), :, :][0]
             boundary = jnp.sum(d_state * h_end)  # <dS, H_c>
-        d_acc = jnp.zeros((kp, vp), F32)
-        carry = jnp.zeros((), F32)  # sum of db over the tiles after this one (dg is a suffix sum)
-        for rr in range(nb):
-            i = nb - 1 - rr
-            rows = i * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
+        n_tiles = (n_valid + bs - 1) // bs  # the tiles holding live tokens
+
+        def tile(rr, acc):  # tiles last to first: dg is a suffix sum
+            d_acc, carry = acc  # carry: the sum of db over the tiles after this one
+            i = n_tiles - 1 - rr
+            rows = i * bs + _iota(bs)
             valid = rows < n_valid
-            start = t0 + i * bs
+            start = pl.multiple_of(t0 + i * bs, bs)
             q = _rows(q_ref, start, bs, valid)
             k = _rows(k_ref, start, bs, valid)
             v = _rows(v_ref, start, bs, valid)
             do = _rows(do_ref, start, bs, valid)
             b = _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, i, bs, bt, static.per_token)
             e_q = jnp.exp(b) * scale
-            # dq: this tile's rows against the column tiles at or left of the diagonal.
-            dq = _dot(do, h_prev, tb=True) * e_q[:, None]
-            for s in range(i + 1):
-                cols = s * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
-                col_ok = cols < n_valid
-                k_s = k if s == i else _rows(k_ref, t0 + s * bs, bs, col_ok)
-                v_s = v if s == i else _rows(v_ref, t0 + s * bs, bs, col_ok)
-                b_s = b if s == i else _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, s, bs, bt,
-                                                   static.per_token)  # fmt: skip
+
+            def column(s, dq):  # dq: the column tiles at or left of the diagonal
+                cols = s * bs + _iota(bs)
+                col_start = pl.multiple_of(t0 + s * bs, bs)
+                k_s = _rows(k_ref, col_start, bs, cols < n_valid)
+                v_s = _rows(v_ref, col_start, bs, cols < n_valid)
+                b_s = _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, s, bs, bt, static.per_token)
                 w_rec = _intra_weights(b, b_s, rows, cols)  # the forward's weights, recomputed
                 da = _dot(do, v_s, tb=True) * w_rec * scale
-                dq = dq + _dot(da, k_s)
-                if s == i:
-                    da_diag = da  # the diagonal tile's dA, reused for dk below
-            # dk, dv: this tile's columns against the row tiles at or below the diagonal.
-            w_state = _state_weights(b, b_last, valid)
-            dk = _dot(v, d_state, tb=True) * w_state[:, None]
-            dv = _dot(k, d_state) * w_state[:, None]
-            for j in range(i, nb):
-                rows_j = j * bs + jax.lax.broadcasted_iota(jnp.int32, (bs,), 0)
-                row_ok = rows_j < n_valid
-                q_j = q if j == i else _rows(q_ref, t0 + j * bs, bs, row_ok)
-                do_j = do if j == i else _rows(do_ref, t0 + j * bs, bs, row_ok)
-                b_j = b if j == i else _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, j, bs, bt,
-                                                   static.per_token)  # fmt: skip
+                return dq + _dot(da, k_s)
+
+            def row(j, dkv):  # dk, dv: the row tiles at or below the diagonal
+                dk, dv = dkv
+                rows_j = j * bs + _iota(bs)
+                row_start = pl.multiple_of(t0 + j * bs, bs)
+                q_j = _rows(q_ref, row_start, bs, rows_j < n_valid)
+                do_j = _rows(do_ref, row_start, bs, rows_j < n_valid)
+                b_j = _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, j, bs, bt, static.per_token)
                 w_col = _intra_weights(b_j, b, rows_j, rows) * scale
                 a_t = _dot(q_j, k, tb=True) * w_col
-                da_t = da_diag if j == i else _dot(do_j, v, tb=True) * w_col
-                dk = dk + _dot(da_t, q_j, ta=True)
-                dv = dv + _dot(a_t, do_j, ta=True)
+                da_t = _dot(do_j, v, tb=True) * w_col
+                return dk + _dot(da_t, q_j, ta=True), dv + _dot(a_t, do_j, ta=True)
+
+            dq = jax.lax.fori_loop(0, i + 1, column, _dot(do, h_prev, tb=True) * e_q[:, None])
+            w_state = _state_weights(b, b_last, valid)
+            dk0 = _dot(v, d_state, tb=True) * w_state[:, None]
+            dv0 = _dot(k, d_state) * w_state[:, None]
+            dk, dv = jax.lax.fori_loop(i, n_tiles, row, (dk0, dv0))
             dq_ref[pl.ds(start, bs), :] = dq.astype(dq_ref.dtype)
             dk_ref[pl.ds(start, bs), :] = dk.astype(dk_ref.dtype)
             dv_ref[pl.ds(start, bs), :] = dv.astype(dv_ref.dtype)
@@ -263,7 +277,10 @@ def _bwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, do_ref, g_re
                 suffix = jnp.sum(jnp.where(upper, db[None, :], 0.0), axis=1)
                 dg_ref[pl.ds(start, bs)] = suffix + carry
                 carry = carry + jnp.sum(db)
-            d_acc = d_acc + _dot(q * e_q[:, None], do, ta=True)
+            return d_acc + _dot(q * e_q[:, None], do, ta=True), carry
+
+        zeros = (jnp.zeros((kp, vp), F32), jnp.zeros((), F32))
+        d_acc, _ = jax.lax.fori_loop(0, n_tiles, tile, zeros)
         return d_state * jnp.exp(b_last) + d_acc
 
     dh0_ref[...] = jax.lax.fori_loop(0, n_chunks, body, dht_ref[...].astype(F32))
