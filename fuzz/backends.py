@@ -290,10 +290,45 @@ def _probe_triton_interpret() -> str | None:
     return _import_reason("triton") or _import_reason("torch")
 
 
+# A process that only coordinates (the campaign's parent) probes JAX's GPU backend in a child
+# process: JAX's client opens a context on every visible GPU (~0.5 GiB each on an H200), which
+# the coordinator would hold for the whole campaign while its workers do the GPU work.
+PROBE_JAX_IN_SUBPROCESS = False
+
+
+def coordinator_probes() -> None:
+    """This process only coordinates: probe JAX's GPU backend in a child process."""
+    global PROBE_JAX_IN_SUBPROCESS
+    PROBE_JAX_IN_SUBPROCESS = True
+
+
+_JAX_GPU_PROBE = """
+import jax
+try:
+    jax.devices("gpu")
+except RuntimeError:
+    raise SystemExit(f"jax {jax.__version__} has no GPU backend here")
+import jax.experimental.pallas.triton
+"""
+
+
 def _jax_gpu_reason() -> str | None:
     reason = _import_reason("jax")
     if reason:
         return reason
+    if PROBE_JAX_IN_SUBPROCESS:
+        import subprocess
+        import sys
+
+        try:
+            done = subprocess.run([sys.executable, "-c", _JAX_GPU_PROBE], capture_output=True,
+                                  text=True, timeout=300)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return "probing JAX's GPU backend took more than 300 s"
+        if done.returncode != 0:
+            lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
+            return lines[-1] if lines else f"JAX GPU probe exited with {done.returncode}"
+        return None
     import jax
 
     try:

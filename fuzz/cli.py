@@ -191,8 +191,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return EXIT_ERROR
     backend_names = _select_backends(args.backends, profile.backends)
-    from fuzz.backends import get_backend
+    from fuzz.backends import coordinator_probes, get_backend
 
+    coordinator_probes()  # this process coordinates; its workers use the GPUs
     runnable = []
     skipped = []
     for name in backend_names:

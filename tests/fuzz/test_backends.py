@@ -53,3 +53,29 @@ def test_empty_output_has_only_guards():
     assert tuple(buf.array.shape) == (0, 7)
     assert adapter.guard_violations(buf).size == 0
     assert buf.storage.dtype == torch.float32
+
+
+def test_a_coordinator_probes_jax_gpu_in_a_child_process(monkeypatch):
+    """The campaign's parent asks a child process whether JAX has a GPU (JAX's client would hold
+    a context on every GPU in the coordinator); the answer matches the in-process probe."""
+    import importlib
+    import subprocess
+
+    b = importlib.import_module("fuzz.backends")
+
+    calls = []
+    real_run = subprocess.run
+
+    def spy(*args, **kwargs):
+        calls.append(args[0])
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", spy)
+    in_process = b._jax_gpu_reason()
+    assert calls == []
+    monkeypatch.setattr(b, "PROBE_JAX_IN_SUBPROCESS", True)
+    in_child = b._jax_gpu_reason()
+    assert len(calls) == 1 and "jax.devices" in calls[0][-1]
+    assert (in_process is None) == (in_child is None)
+    if in_process is not None:  # a CPU machine: both name the missing GPU backend
+        assert "has no GPU backend" in in_child
