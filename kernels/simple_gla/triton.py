@@ -16,10 +16,11 @@ rows in the g_gamma form): every exponent is selected with ``tl.where(mask, x, -
 ``BS`` rows (at most 64, see :func:`triton_tile`) in runtime loops; tiles above the diagonal and
 tiles past a partial chunk's last token are skipped.
 
-Compile variants: a fuzzer meets every combination of options, so only the dtype, the mode
-(output or per-chunk states), the chunk and tile sizes and the state block select a binary.
-Per-token gates, initial and final states, their gradients and packed sequences are runtime flags
-(absent operands are typed placeholders whose loads and stores are masked off), and the tile loops
+Compile variants: a fuzzer meets every combination of options, so only the dtype, the chunk and
+tile sizes and the state block select a binary. Per-token gates, initial and final states, their
+gradients, packed sequences and the mode (outputs, or the backward's per-chunk states: the one
+forward binary serves both) are runtime flags (absent operands are typed placeholders whose loads
+and stores are masked off or behind the flag), and the tile loops
 are runtime loops: the code does not grow with the chunk. (With tiles unrolled at compile time,
 the forward at chunk 256 and K = V = 128 took 609 s to compile for sm_90 and asked for 1.6 MiB
 of shared memory; now, with 32-row tiles and one stage, 3 s and 128 KiB, the backward 10 s
@@ -120,7 +121,7 @@ def _fwd_kernel(
     q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, h0_ptr, cu_ptr,
     o_ptr, ht_ptr, states_ptr,
     T, H, K, V, NT_STATES, scale,
-    per_token, has_h0, is_varlen, store_ht,
+    per_token, has_h0, is_varlen, store_ht, store_o, store_states,
     s_qb, s_qt, s_qh, s_qk,
     s_kb, s_kt, s_kh, s_kk,
     s_vb, s_vt, s_vh, s_vv,
@@ -128,7 +129,6 @@ def _fwd_kernel(
     s_ob, s_ot, s_oh, s_ov,
     s_h0n, s_h0h, s_h0k, s_h0v,
     s_htn, s_hth, s_htk, s_htv,
-    STORE_O: tl.constexpr, STORE_STATES: tl.constexpr,
     BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
@@ -158,7 +158,7 @@ def _fwd_kernel(
         tok0 = bos + c * BT
         n_valid = tl.minimum(seq_len - c * BT, BT)
         g_chunk, b_last = _chunk_gates(g_base, gamma, tok0, n_valid, s_gt, per_token, BT)
-        if STORE_STATES:
+        if store_states:
             tl.store(st_base + c * BK * BV + st_offs, state)
         kv = tl.zeros([BK, BV], dtype=tl.float32)
         n_tiles = tl.cdiv(n_valid, BS).to(tl.int32)  # the tiles holding live tokens
@@ -174,7 +174,7 @@ def _fwd_kernel(
             b = _tile_decay(
                 g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, r, BS
             )
-            if STORE_O:
+            if store_o:
                 o = tl.dot(q, state, input_precision="ieee") * tl.exp(b)[:, None]
                 for s in range(0, r + 1):  # the column tiles at or left of the diagonal
                     cols = s * BS + tl.arange(0, BS)
@@ -192,7 +192,7 @@ def _fwd_kernel(
             kv += tl.dot(tl.trans(k * w_state[:, None]), v, input_precision="ieee")
         decay_last = tl.exp(b_last)
         state = state * decay_last + kv
-    if STORE_STATES:
+    if store_states:
         tl.store(st_base + n_chunks * BK * BV + st_offs, state)
     ht_offs = i_n.to(tl.int64) * s_htn + i_h * s_hth + ks[:, None] * s_htk + vs[None, :] * s_htv
     tl.store(ht_ptr + ht_offs, state, mask=state_ok & (store_ht != 0))
@@ -409,7 +409,7 @@ def _index(cu: torch.Tensor | None, device) -> torch.Tensor:
 def _forward_states(q, k, v, g, g_gamma, initial_state, cu, p: Problem, *, o, ht, states,
                     interpret: bool) -> None:  # fmt: skip
     # Absent operands are typed placeholders and their use a runtime flag: one binary per
-    # (dtype, mode, chunk, tile, block sizes), whatever the options.
+    # (dtype, chunk, tile, block sizes), whatever the options and the mode.
     f32, _ = placeholders(q.device)
     grid = (p.n_seqs * p.heads,)
     _kernel(_fwd_kernel, interpret)[grid](
@@ -423,9 +423,9 @@ def _forward_states(q, k, v, g, g_gamma, initial_state, cu, p: Problem, *, o, ht
         states if states is not None else f32,
         p.length, p.heads, p.k_dim, p.v_dim, p.max_chunks + 1, p.scale,
         int(p.per_token), int(initial_state is not None), int(p.varlen), int(ht is not None),
+        int(o is not None), int(states is not None),
         *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3),
         *_strides(o, 4), *_strides(initial_state, 4), *_strides(ht, 4),
-        STORE_O=o is not None, STORE_STATES=states is not None,
         BT=p.chunk_size, BK=p.block_k, BV=p.block_v, **_launch_options(p),
     )  # fmt: skip
 

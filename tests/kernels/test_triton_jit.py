@@ -112,12 +112,12 @@ def test_attention_kernel_compiles_for_a_gpu_with_runtime_switches(dtype, varlen
         (
             "fwd",
             "*fp32",
-            {"STORE_O": True, "STORE_STATES": False, "BT": 64, "BS": 64, "BK": 32, "BV": 16},
+            {"BT": 64, "BS": 64, "BK": 32, "BV": 16},
         ),
         (
             "fwd",
             "*bf16",
-            {"STORE_O": False, "STORE_STATES": True, "BT": 128, "BS": 64, "BK": 16, "BV": 32},
+            {"BT": 128, "BS": 64, "BK": 16, "BV": 32},
         ),
         ("bwd", "*fp16", {"BT": 16, "BS": 16, "BK": 16, "BV": 32}),
         ("bwd", "*fp32", {"BT": 32, "BS": 32, "BK": 32, "BV": 16}),
@@ -125,7 +125,8 @@ def test_attention_kernel_compiles_for_a_gpu_with_runtime_switches(dtype, varlen
 )
 def test_gla_kernels_compile_for_a_gpu_with_runtime_switches(kernel, dtype, consts):
     """As above for chunked GLA: per-token gates, initial/final states, their gradients and packed
-    sequences are runtime flags (one binary per dtype, mode, chunk, tile and block sizes)."""
+    sequences and the forward's mode are runtime flags (one binary per dtype, chunk, tile and block
+    sizes)."""
     pytest.importorskip("triton.backends.nvidia.compiler")
     import triton
     from triton.backends.compiler import GPUTarget
@@ -172,8 +173,6 @@ def test_gla_launch_fits_a_hopper_sm_at_the_largest_blocks(kernel, block_k, bloc
     sig = _cuda_signature(fn, ptrs, {"scale": "fp32"})
     names = list(sig)
     consts = {"BT": 256, "BS": opts["BS"], "BK": block_k, "BV": block_v}
-    if kernel == "fwd":
-        consts.update(STORE_O=True, STORE_STATES=False)
     src = ASTSource(fn, sig, {(names.index(k),): v for k, v in consts.items()})
     options = {"num_warps": opts["num_warps"], "num_stages": opts["num_stages"]}
     compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
