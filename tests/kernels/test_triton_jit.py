@@ -61,8 +61,15 @@ def test_every_builtin_kernel_compiles_once_for_all_sizes():
         assert all(name.startswith(("s_", "stride_")) for name in specialized), specialized
 
 
-def _cuda_signature(fn, ptr_types, scalars):
+def _compile_sm90(fn, ptr_types, scalars, consts, options=None):
+    """``fn`` compiled to a cubin for sm_90 (Triton needs no GPU for that): pointer arguments of
+    the given types, float scalars as named, every other scalar int32, ``consts`` the constexprs."""
+    pytest.importorskip("triton.backends.nvidia.compiler")
     import inspect
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
 
     sig = {}
     for name, p in inspect.signature(fn.fn).parameters.items():
@@ -72,7 +79,19 @@ def _cuda_signature(fn, ptr_types, scalars):
             sig[name] = "constexpr"
         else:
             sig[name] = scalars.get(name, "i32")
-    return sig
+    names = list(sig)
+    src = ASTSource(fn, sig, {(names.index(k),): v for k, v in consts.items()})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def _gla_pointers(fn, dtype):
+    """The GLA kernels' pointer types: data in ``dtype``, offsets int32, the rest float32."""
+    data = {"q_ptr", "k_ptr", "v_ptr", "o_ptr", "do_ptr", "dq_ptr", "dk_ptr", "dv_ptr"}
+    return {
+        name: dtype if name in data else "*i32" if name == "cu_ptr" else "*fp32"
+        for name in fn.arg_names
+        if name.endswith("_ptr")
+    }
 
 
 @pytest.mark.parametrize(
@@ -87,22 +106,14 @@ def test_attention_kernel_compiles_for_a_gpu_with_runtime_switches(dtype, varlen
     """The compiled path, without a GPU: Triton compiles to a cubin for sm_90 on any machine. The
     interpreter accepts code the compiler rejects (a runtime ``if`` whose branches give a value
     different types or shapes), and the switches of the attention kernel are runtime flags."""
-    pytest.importorskip("triton.backends.nvidia.compiler")
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     from kernels.attention.triton import _attn_fwd_kernel as fn
 
     ints = ("key_len_ptr", "cu_q_ptr", "cu_k_ptr")
     ptrs = {n: "*i32" if n in ints else "*fp32" for n in ("slopes_ptr", "lse_ptr", *ints)}
     ptrs.update(q_ptr=dtype, k_ptr=dtype, v_ptr=dtype, o_ptr=dtype)
-    sig = _cuda_signature(fn, ptrs, {"scale": "fp32", "softcap": "fp32"})
-    names = list(sig)
     bq, bk, bd = tiles
     const = {"IS_VARLEN": varlen, "BLOCK_Q": bq, "BLOCK_K": bk, "BLOCK_D": bd}
-    src = ASTSource(fn, sig, {(names.index(k),): v for k, v in const.items()})
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
+    compiled = _compile_sm90(fn, ptrs, {"scale": "fp32", "softcap": "fp32"}, const)
     assert compiled.asm["cubin"]
 
 
@@ -127,24 +138,10 @@ def test_gla_kernels_compile_for_a_gpu_with_runtime_switches(kernel, dtype, cons
     """As above for chunked GLA: per-token gates, initial/final states, their gradients and packed
     sequences and the forward's mode are runtime flags (one binary per dtype, chunk, tile and block
     sizes)."""
-    pytest.importorskip("triton.backends.nvidia.compiler")
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     from kernels.simple_gla import triton as gla
 
     fn = gla._fwd_kernel if kernel == "fwd" else gla._bwd_kernel
-    data = {"q_ptr", "k_ptr", "v_ptr", "o_ptr", "do_ptr", "dq_ptr", "dk_ptr", "dv_ptr"}
-    ptrs = {
-        name: dtype if name in data else "*i32" if name == "cu_ptr" else "*fp32"
-        for name in fn.arg_names
-        if name.endswith("_ptr")
-    }
-    sig = _cuda_signature(fn, ptrs, {"scale": "fp32"})
-    names = list(sig)
-    src = ASTSource(fn, sig, {(names.index(k),): v for k, v in consts.items()})
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
+    compiled = _compile_sm90(fn, _gla_pointers(fn, dtype), {"scale": "fp32"}, consts)
     assert compiled.asm["cubin"]
 
 
@@ -158,22 +155,13 @@ def test_gla_launch_fits_a_hopper_sm_at_the_largest_blocks(kernel, block_k, bloc
     """The tile and stage count the wrapper launches with (``_launch_options``), compiled for
     sm_90 at chunk 256 in fp32: the shared memory the binary asks for fits the SM (a launch would
     fail with 'out of resources' on the GPU only)."""
-    pytest.importorskip("triton.backends.nvidia.compiler")
     import types
-
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
 
     from kernels.simple_gla import triton as gla
 
     opts = gla._launch_options(types.SimpleNamespace(tile=64, block_k=block_k, block_v=block_v))
     fn = gla._fwd_kernel if kernel == "fwd" else gla._bwd_kernel
-    ptrs = {n: "*i32" if n == "cu_ptr" else "*fp32" for n in fn.arg_names if n.endswith("_ptr")}
-    sig = _cuda_signature(fn, ptrs, {"scale": "fp32"})
-    names = list(sig)
     consts = {"BT": 256, "BS": opts["BS"], "BK": block_k, "BV": block_v}
-    src = ASTSource(fn, sig, {(names.index(k),): v for k, v in consts.items()})
     options = {"num_warps": opts["num_warps"], "num_stages": opts["num_stages"]}
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+    compiled = _compile_sm90(fn, _gla_pointers(fn, "*fp32"), {"scale": "fp32"}, consts, options)
     assert compiled.metadata.shared <= SM90_SHARED_BYTES, (opts, compiled.metadata.shared)
