@@ -362,6 +362,10 @@ def _problem(
                     ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):  # fmt: skip
         if t is not None and t.device != q.device:
             raise ValueError(f"{name} is on {t.device} but q is on {q.device}")
+    if cu_seqlens is not None and cu_seqlens.dtype != torch.int32:
+        # one binary for both index dtypes (the values are at most T); converted once per call,
+        # the backward launches two kernels with it
+        cu_seqlens = cu_seqlens.to(torch.int32)
     return p, cu_seqlens
 
 
@@ -398,11 +402,8 @@ def _launch_options(p: Problem) -> dict[str, int]:
 
 
 def _index(cu: torch.Tensor | None, device) -> torch.Tensor:
-    """cu_seqlens as int32 (one binary for both index dtypes; its values are at most T), or the
-    int32 placeholder."""
-    if cu is None:
-        return placeholders(device)[1]
-    return cu if cu.dtype == torch.int32 else cu.to(torch.int32)
+    """cu_seqlens (int32, see ``_problem``), or the int32 placeholder."""
+    return placeholders(device)[1] if cu is None else cu
 
 
 def _forward_states(q, k, v, g, g_gamma, initial_state, cu, p: Problem, *, o, ht, states,
