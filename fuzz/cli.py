@@ -26,6 +26,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs={text!r} must be a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--jobs={text!r} must be >= 1")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m fuzz", description="Property-based numerical fuzzing of GPU kernels."
@@ -101,6 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument(
         "--backend", default=None, help="replay on this backend instead of the recorded one"
     )
+    rp.add_argument("--jobs", "-j", type=_positive_int, default=1, metavar="N",
+                    help="replay in N processes side by side (each compiles its own kernels)")  # fmt: skip
     plugin_arg(rp)
     return p
 
@@ -406,6 +418,60 @@ def _capture() -> Any:
         sys.stdout = real
 
 
+def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
+    """Splits ``files`` round-robin over ``args.jobs`` child replays; prints each child's verdicts
+    as soon as it ends (a time limit that stops the replay keeps those); returns the worst exit
+    status. SIGTERM stops the children too."""
+    import signal
+    import subprocess
+    import tempfile
+
+    jobs = min(args.jobs, len(files))
+    base = [sys.executable, "-m", "fuzz", "replay"]
+    for spec in args.plugin:
+        base += ["--plugin", spec]
+    if args.backend:
+        base += ["--backend", args.backend]
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    worst = EXIT_OK
+    with tempfile.TemporaryDirectory(prefix="fuzz-replay-") as tmp:
+        logs = [open(Path(tmp) / f"{i}.log", "w+") for i in range(jobs)]
+        procs = [
+            subprocess.Popen(
+                [*base, *map(str, files[i::jobs])],
+                stdout=logs[i],
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for i in range(jobs)
+        ]
+        try:
+            pending = set(range(jobs))
+            while pending:
+                for i in sorted(i for i in pending if procs[i].poll() is not None):
+                    logs[i].seek(0)
+                    sys.stdout.write(logs[i].read())
+                    sys.stdout.flush()
+                    code = procs[i].returncode
+                    worst = max(worst, code if code >= 0 else EXIT_ERROR)
+                    pending.discard(i)
+                if pending:
+                    time.sleep(0.1)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            for log in logs:
+                log.close()
+    return worst
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from fuzz.reproducer import load, report_replay
     from fuzz.worker import sticky_cuda_error
@@ -415,6 +481,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not files:
         print("replay: no reproducer files found")
         return EXIT_ERROR
+    if args.jobs > 1 and len(files) > 1:
+        return _replay_in_parallel(args, files)
     worst = EXIT_OK
     context_lost = False
     for f in files:

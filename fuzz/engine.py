@@ -210,6 +210,26 @@ class _NoParetoFront:
 
 
 @contextlib.contextmanager
+def _shrink_budget(seconds: float) -> Any:
+    """Hypothesis's cap on the time spent shrinking one failure, set to ``seconds`` (its
+    documented way: the module constant ``MAX_SHRINKING_SECONDS`` is meant to be patched)."""
+    try:
+        from hypothesis.internal.conjecture import engine as conjecture
+    except ImportError:
+        yield
+        return
+    saved = getattr(conjecture, "MAX_SHRINKING_SECONDS", None)
+    if saved is None:
+        yield
+        return
+    conjecture.MAX_SHRINKING_SECONDS = seconds  # type: ignore[attr-defined,assignment]
+    try:
+        yield
+    finally:
+        conjecture.MAX_SHRINKING_SECONDS = saved  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
 def _without_pareto_front() -> Any:
     try:
         from hypothesis.internal.conjecture import engine as conjecture
@@ -437,7 +457,7 @@ def hunt(
     for attempt in range(1 + FLAKY_RESHRINKS):
         flaky = False
         try:
-            with _without_pareto_front():
+            with _without_pareto_front(), _shrink_budget(profile.shrink_seconds):
                 test()
         except _OutOfTime:
             pass

@@ -41,6 +41,9 @@ class Profile:
         ref_device: where the fp64 oracle and the naive reference run (``'cpu'``/``'cuda'``).
         needs_gpu: stop with a clear message on a machine without CUDA.
         max_examples: examples per target and backend.
+        shrink_seconds: how long Hypothesis may shrink one failure (its own cap is 300 s). A
+            compiled backend pays a compile (1-10 s on a GPU) for every new kernel variant a
+            shrink step tries, and stopped 3-5x above the interpreters' minimal cases at 300 s.
     """
 
     name: str
@@ -52,6 +55,7 @@ class Profile:
     max_examples: int
     differential_max_cost: float = 32.0
     differential_every: int = 1
+    shrink_seconds: float = 300.0
 
     @property
     def settings(self) -> settings:
@@ -76,6 +80,7 @@ PROFILES: dict[str, Profile] = {
         # it far more).
         differential_max_cost=2.0,
         differential_every=16,
+        shrink_seconds=900.0,
     ),
     "nightly": Profile(
         "nightly",
@@ -87,6 +92,7 @@ PROFILES: dict[str, Profile] = {
         5000,
         differential_max_cost=256.0,
         differential_every=2,
+        shrink_seconds=1800.0,
     ),
 }
 

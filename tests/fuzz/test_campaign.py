@@ -89,6 +89,22 @@ def test_every_saved_reproducer_replays_and_crashes_do_not_kill_the_replayer(fau
     assert "cannot replay" not in text
 
 
+def test_replay_in_parallel_processes_gives_every_verdict(fault_campaign):
+    _, out, report = fault_campaign
+    proc = fuzz_cli("replay", "--jobs", "3", "--plugin", FAULTS, "--plugin", FAKE,
+                    str(out / "reproducers"))  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    text = proc.stdout
+    assert text.count("== ") == len(report["findings"]) == 4
+    for verdict in ("faults_mutant_wild_store on triton-interpret: FAIL crash",
+                    "faults_mutant_spin on triton-interpret: FAIL hang",
+                    "faults_mutant_raise on triton-interpret: FAIL crash",
+                    "fake_double_nan on fake: FAIL nan"):  # fmt: skip
+        assert verdict in text
+    bad = fuzz_cli("replay", "--jobs", "0", str(out / "reproducers"))
+    assert bad.returncode == 2 and "--jobs='0' must be >= 1" in bad.stderr
+
+
 def test_reports_markdown_and_junit(fault_campaign):
     _, out, report = fault_campaign
     md = (out / "report.md").read_text()

@@ -146,3 +146,21 @@ def test_once_a_race_shows_every_shrinking_step_runs_the_kernel_enough_times_to_
     assert found.final and result.reshrinks == 0
     assert found.case.inputs["x"].shape == (1, 3)
     assert "runs differ" in found.finding.message
+
+
+def test_the_profile_sets_how_long_hypothesis_may_shrink(fake_plugin, fake_profile):
+    # A compiled backend pays a compile for each kernel variant a shrink step tries: the gpu
+    # profiles give Hypothesis more than its own 300 s. With no time at all, shrinking stops at
+    # the first failing example; the hunt puts Hypothesis's constant back afterwards.
+    import dataclasses
+
+    from hypothesis.internal.conjecture import engine as conjecture
+
+    before = conjecture.MAX_SHRINKING_SECONDS
+    target = get("fake_double_nan")
+    full = hunt(target, "fake", fake_profile, seed=3, database=None)
+    none = hunt(target, "fake", dataclasses.replace(fake_profile, shrink_seconds=0.0), seed=3,
+                database=None)  # fmt: skip
+    assert conjecture.MAX_SHRINKING_SECONDS == before
+    assert full.found["nan"].case.size <= 2
+    assert none.found["nan"].case.size > full.found["nan"].case.size
