@@ -2,8 +2,9 @@
 target's strategy (gpu profile shapes by default) ask for. A compiled backend pays one compile
 (1-2 s on a GPU) per variant, so this number bounds how fast a cold campaign can go.
 
-No kernel runs: ``pallas_call`` is replaced by a stub that counts its traces (jax.jit traces a
-kernel once per variant: shapes, dtypes, grid, static options) and returns zeros.
+No kernel runs: the wrappers take their compiled path (``interpret=False``) on the CPU, and
+``pallas_call`` is replaced by a stub that counts its traces (jax.jit traces a kernel once per
+variant: shapes, dtypes, grid, static options) and returns zeros.
 
     python .ci/variants.py TARGET [TARGET...] [--examples 200] [--scale large] [--top 8]
 """
@@ -69,7 +70,7 @@ def main() -> int:
             count += 1
             inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
             try:
-                t.kernels[backend.impl](inputs, dict(case.params), out=None, interpret=True)
+                t.kernels[backend.impl](inputs, dict(case.params), out=None, interpret=False)
             except (ValueError, TypeError):
                 pass
 

@@ -72,8 +72,8 @@ MUTANTS = (
         ),
         pallas=(
             Edit(
-                "s = jnp.where(mask_ref[:, cols] != 0, s, -jnp.inf)",
-                "s = jnp.where(mask_ref[:, cols] != 0, s, -1e9)",
+                "return jnp.where(mask_ref[:, cols] != 0, s, -jnp.inf)",
+                "return jnp.where(mask_ref[:, cols] != 0, s, -1e9)",
             ),
         ),
     ),
