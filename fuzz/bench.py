@@ -20,6 +20,7 @@ import dataclasses
 import time
 from typing import Any
 
+from fuzz.cli import count_arg
 from fuzz.engine import HuntResult, hunt
 from fuzz.profiles import Profile, default_profile, get_profile
 from fuzz.target import get, select
@@ -136,30 +137,22 @@ def _parallel(
         c.join()
 
 
-def _count(text: str) -> int:
-    """An argparse type: an integer >= 1 (argparse names the option in its error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fuzz.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default=None)
     p.add_argument("--targets", default="softmax")
     p.add_argument("--backends", default=None, help="comma-separated (default: the profile's)")
-    p.add_argument("--examples", type=_count, default=300)
+    p.add_argument("--examples", type=count_arg, default=300)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--no-differential", action="store_true", help="measure without the differential"
     )
     p.add_argument("--bare", action="store_true", help="also time the bare loop")
     p.add_argument(
-        "--procs", type=_count, default=1, help="run in this many processes side by side (one GPU)"
+        "--procs",
+        type=count_arg,
+        default=1,
+        help="run in this many processes side by side (one GPU)",
     )
     args = p.parse_args(argv)
     profile = get_profile(args.profile) if args.profile else default_profile()

@@ -26,13 +26,14 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
+def count_arg(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse names the option in its error)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--jobs={text!r} must be a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"--jobs={text!r} must be >= 1")
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
     return value
 
 
@@ -111,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument(
         "--backend", default=None, help="replay on this backend instead of the recorded one"
     )
-    rp.add_argument("--jobs", "-j", type=_positive_int, default=1, metavar="N",
+    rp.add_argument("--jobs", "-j", type=count_arg, default=1, metavar="N",
                     help="replay in N processes side by side (each compiles its own kernels)")  # fmt: skip
     plugin_arg(rp)
     return p

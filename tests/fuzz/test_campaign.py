@@ -102,7 +102,7 @@ def test_replay_in_parallel_processes_gives_every_verdict(fault_campaign):
                     "fake_double_nan on fake: FAIL nan"):  # fmt: skip
         assert verdict in text
     bad = fuzz_cli("replay", "--jobs", "0", str(out / "reproducers"))
-    assert bad.returncode == 2 and "--jobs='0' must be >= 1" in bad.stderr
+    assert bad.returncode == 2 and "argument --jobs/-j: 0 must be >= 1" in bad.stderr
 
 
 def test_reports_markdown_and_junit(fault_campaign):
