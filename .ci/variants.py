@@ -83,7 +83,7 @@ def main() -> int:
         print(f"{name}: {count} examples -> {len(seen)} kernel variants "
               f"({per_kind}; {time.perf_counter() - t0:.0f} s)")  # fmt: skip
         for key, n in seen.most_common(args.top):
-            print(f"   {n:4d}x {key[0]} grid={key[1]} {key[2]}")
+            print(f"   {n:4d}x {key[0]} grid={key[1]} {key[2]} {key[3]}")
     jax.clear_caches()
     return 0
 

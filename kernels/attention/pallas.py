@@ -109,7 +109,7 @@ def _attn_kernel(
     window_right = iparams_ref[2]  # -1: unbounded
     has_softcap = iparams_ref[3] != 0
     slope = slope_ref[0]  # 0 without ALiBi: s - 0 * |i - j| == s exactly
-    pid_q = pl.program_id(2)
+    pid_q = pl.program_id(1)
     # Query i of this sequence sits at key position i + diag (bottom-right alignment).
     diag = k_len - q_len
     rows = pid_q * block_q + jax.lax.broadcasted_iota(jnp.int32, (block_q,), 0)
@@ -231,23 +231,23 @@ def gpu_compiler_params(rows: int, block_k: int, head_dim: int, itemsize: int):
 def _attention_padded(
     q_lens, k_lens, fparams, iparams, slopes, q, k, v, o_init, lse_init, *, static, group, interpret
 ):
-    n, hq, tq, dp = q.shape
-    tk = k.shape[2]
+    rows, tq, dp = q.shape
+    tk = k.shape[1]
     bq = static.block_q
-    per_seq = pl.BlockSpec((1,), lambda b, h, i: (b,))
-    per_head = pl.BlockSpec((1,), lambda b, h, i: (h,))
-    q_block = pl.BlockSpec((None, None, bq, dp), lambda b, h, i: (b, h, i, 0))
-    kv_block = pl.BlockSpec((None, None, tk, dp), lambda b, h, i: (b, h // group, 0, 0))
-    lse_block = pl.BlockSpec((None, None, bq), lambda b, h, i: (b, h, i))
+    per_row = pl.BlockSpec((1,), lambda r, i: (r,))
+    q_block = pl.BlockSpec((None, bq, dp), lambda r, i: (r, i, 0))
+    # Row r = n * Hq + h reads kv row n * Hkv + h // group, which is r // group (Hq = Hkv * group).
+    kv_block = pl.BlockSpec((None, tk, dp), lambda r, i: (r // group, 0, 0))
+    lse_block = pl.BlockSpec((None, bq), lambda r, i: (r, i))
     return pl.pallas_call(
         functools.partial(_attn_kernel, static=static),
-        grid=(n, hq, tq // bq),
+        grid=(rows, tq // bq),
         in_specs=[
-            per_seq,
-            per_seq,
-            pl.BlockSpec((2,), lambda b, h, i: (0,)),
-            pl.BlockSpec((4,), lambda b, h, i: (0,)),
-            per_head,
+            per_row,
+            per_row,
+            pl.BlockSpec((2,), lambda r, i: (0,)),
+            pl.BlockSpec((4,), lambda r, i: (0,)),
+            per_row,
             q_block,
             kv_block,
             kv_block,
@@ -257,7 +257,7 @@ def _attention_padded(
         out_specs=[q_block, lse_block],
         out_shape=[
             jax.ShapeDtypeStruct(q.shape, q.dtype),
-            jax.ShapeDtypeStruct((n, hq, tq), jnp.float32),
+            jax.ShapeDtypeStruct((rows, tq), jnp.float32),
         ],
         input_output_aliases={8: 0, 9: 1},
         interpret=interpret,
@@ -353,9 +353,14 @@ def _seq_index(cu: np.ndarray, n_pad: int, length: int) -> tuple[np.ndarray, np.
     return np.where(ok, starts[:, None] + r, 0).astype(np.int32), ok
 
 
-def bucket(n: int, block: int) -> int:
-    """The padded length of ``n`` rows: a power of two, at least one block and at least 64."""
-    return max(next_pow2(max(n, 1)), block, MIN_BUCKET)
+def bucket(n: int, block: int, interpret: bool) -> int:
+    """The padded length of ``n`` rows: at least one block and at least 64, times a power of 2
+    (interpreted: each padded tile is interpreted work) or of 4 (compiled: each bucket is a
+    compile of several seconds, while the GPU skips tiles past a sequence's length)."""
+    size = max(block, MIN_BUCKET)
+    while size < n:
+        size *= 2 if interpret else 4
+    return size
 
 
 def attention(
@@ -436,29 +441,40 @@ def attention(
     qx, kx, vx = xp.asarray(q), xp.asarray(k), xp.asarray(v)
     ox = xp.zeros(q.shape, q.dtype) if out is None else xp.asarray(out)
     lx = xp.zeros((batch, hq, tq), jnp.float32) if lse_out is None else xp.asarray(lse_out)
-    # Power-of-two buckets: sequences, lengths and the head dim.
-    n_p = next_pow2(n)
+    # Buckets: lengths and the head dim are padded to powers of two; sequences x heads are
+    # flattened into rows (q row n * Hq + h reads kv row n * Hkv + h // group) and the kv rows
+    # padded to a power of two, so batch and head counts do not each need their own kernel.
+    group = hq // hkv
+    rows_q = n * hq
+    rows_kv_p = next_pow2(n * hkv)
+    rows_q_p = rows_kv_p * group
     dp = padded_head_dim(d, MIN_HEAD_BUCKET)
-    tq_p = bucket(int(q_lens.max()), block_q)
+    tq_p = bucket(int(q_lens.max()) if n else 0, block_q, interpret)
     if varlen:
-        tk_p = bucket(int(k_lens.max()), block_k)
-        qi, q_ok = _seq_index(cu_q, n_p, tq_p)
-        ki, k_ok = _seq_index(cu_k, n_p, tk_p)
+        tk_p = bucket(int(k_lens.max()) if n else 0, block_k, interpret)
+        qi, q_ok = _seq_index(cu_q, n, tq_p)
+        ki, k_ok = _seq_index(cu_k, n, tk_p)
         qx, ox = _gather_rows(xp, qx, qi, q_ok), _gather_rows(xp, ox, qi, q_ok)
         lx = _gather_rows(xp, lx[..., None], qi, q_ok)[..., 0]
         kx, vx = _gather_rows(xp, kx, ki, k_ok), _gather_rows(xp, vx, ki, k_ok)
     else:
         # Dense keys keep the caller's rows (the kernel masks those past a key length itself).
-        tk_p = bucket(tk, block_k)
-    qx = _pad_to(xp, qx, (n_p, hq, tq_p, dp))
-    ox = _pad_to(xp, ox, (n_p, hq, tq_p, dp))
-    lx = _pad_to(xp, lx, (n_p, hq, tq_p))
-    kx = _pad_to(xp, kx, (n_p, hkv, tk_p, dp))
-    vx = _pad_to(xp, vx, (n_p, hkv, tk_p, dp))
-    lens_q = np.zeros(n_p, np.int32)
-    lens_q[:n] = q_lens
-    lens_k = np.zeros(n_p, np.int32)
-    lens_k[:n] = k_lens
+        tk_p = bucket(tk, block_k, interpret)
+
+    def rows(a, n_rows: int, length: int, width: int | None = None):
+        flat = a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:])
+        return _pad_to(xp, flat, (n_rows, length) + ((width,) if width else ()))
+
+    qx, ox = rows(qx, rows_q_p, tq_p, dp), rows(ox, rows_q_p, tq_p, dp)
+    lx = rows(lx, rows_q_p, tq_p)
+    kx, vx = rows(kx, rows_kv_p, tk_p, dp), rows(vx, rows_kv_p, tk_p, dp)
+    lens_q = np.zeros(rows_q_p, np.int32)
+    lens_q[:rows_q] = np.repeat(q_lens, hq)
+    lens_k = np.zeros(rows_q_p, np.int32)
+    lens_k[:rows_q] = np.repeat(k_lens, hq)
+    row_slopes = np.zeros(rows_q_p, np.float32)
+    if slopes is not None:
+        row_slopes[:rows_q] = np.tile(np.asarray(slopes, np.float32), n)
     iparams = [int(opts.causal), opts.window_left, opts.window_right, int(opts.softcap is not None)]
     operands = [
         _put(a, q)
@@ -467,17 +483,18 @@ def attention(
             lens_k,
             np.array([opts.scale, opts.softcap or 1.0], np.float32),
             np.array(iparams, np.int32),
+            row_slopes,
         )
     ]
-    operands.append(slopes if slopes is not None else _put(np.zeros(hq, np.float32), q))
     operands += [_put(a, q) for a in (qx, kx, vx, ox, lx)]
     o_pad, lse_pad = _attention_padded(
         *operands,
         static=_Static(block_q, block_k),
-        group=hq // hkv,
+        group=group,
         interpret=interpret,
     )
-    o_pad, lse_pad = xp.asarray(o_pad), xp.asarray(lse_pad)
+    o_pad = xp.asarray(o_pad)[:rows_q].reshape(n, hq, tq_p, dp)
+    lse_pad = xp.asarray(lse_pad)[:rows_q].reshape(n, hq, tq_p)
     if not varlen:
         return _put(o_pad[:batch, :, :tq, :d], q), _put(lse_pad[:batch, :, :tq], q)
     # Scatter back: packed row t belongs to sequence seq[t], at offset t - cu_q[seq[t]].

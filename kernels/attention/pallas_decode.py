@@ -231,7 +231,7 @@ def attention_decode(
     group = hq // hkv
     g_p = max(16, next_pow2(group))
     dp = padded_head_dim(d, MIN_HEAD_BUCKET)
-    tk_p = bucket(tmax, block_k)
+    tk_p = bucket(tmax, block_k, interpret)
     xp = _xp(q)
 
     def heads_layout(a) -> jax.Array:  # [B, Hq, 1, D'] -> [B, Hkv, G_pad, D_pad]
