@@ -462,7 +462,7 @@ def attention(
         tk_p = bucket(tk, block_k, interpret)
 
     def rows(a, n_rows: int, length: int, width: int | None = None):
-        flat = a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:])
+        flat = a.reshape((a.shape[0] * a.shape[1], *a.shape[2:]))
         return _pad_to(xp, flat, (n_rows, length) + ((width,) if width else ()))
 
     qx, ox = rows(qx, rows_q_p, tq_p, dp), rows(ox, rows_q_p, tq_p, dp)
