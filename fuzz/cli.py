@@ -518,6 +518,12 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         )
         return EXIT_ERROR
     backends = _select_backends(args.backends, profile.backends)
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # ends like Ctrl-C: the rows so far are kept and printed
+
+    signal.signal(signal.SIGTERM, interrupt)
     board = run_scoreboard(mutants, backends, profile, budget=args.budget, seed=args.seed,
                            log=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
     print_scoreboard(board)

@@ -84,7 +84,42 @@ def run_scoreboard(
     seed: int = 0,
     log: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Any]:
-    rows = []
+    rows: list[dict[str, Any]] = []
+    try:
+        _run_rows(rows, mutants, backends, profile, budget=budget, seed=seed, log=log)
+        interrupted = False
+    except KeyboardInterrupt:  # SIGINT, or SIGTERM through the CLI: keep the rows so far
+        log(f"interrupted: {len(rows)} row(s) complete")
+        interrupted = True
+    return {"profile": profile.name, "budget": budget, "seed": seed, "rows": rows,
+            "interrupted": interrupted, "summary": summarize(rows)}  # fmt: skip
+
+
+def row_line(row: dict[str, Any]) -> str:
+    """One finished row in a line, logged as soon as it is complete."""
+    h = row["harness"]
+    found = (
+        f"{h['class']} after {h['examples_to_first']} examples / {h['seconds_to_first']:.1f}s, "
+        f"shrunk in {h['shrink_seconds']:.1f}s to {h['reproducer_size']} elements"
+        if h["found"]
+        else f"not found in {h['examples']} examples / {h['seconds']:.1f}s"
+    )
+    base = "; ".join(
+        f"{key} " + ("n/a" if row[key] is None else _cell(row[key])) for key in ("randn", "grid")
+    )
+    return f"done {row['mutant']} on {row['backend']}: harness {found}; {base}"
+
+
+def _run_rows(
+    rows: list[dict[str, Any]],
+    mutants: Sequence[Target],
+    backends: Sequence[str],
+    profile: Profile,
+    *,
+    budget: float,
+    seed: int,
+    log: Callable[[str], None],
+) -> None:
     for m in mutants:
         for name in backends:
             b = get_backend(name)
@@ -123,8 +158,7 @@ def run_scoreboard(
                 else None
             )
             rows.append(row)
-    return {"profile": profile.name, "budget": budget, "seed": seed, "rows": rows,
-            "summary": summarize(rows)}  # fmt: skip
+            log(row_line(row))
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -216,6 +250,7 @@ def print_scoreboard(board: dict[str, Any]) -> None:
     console = Console(width=max(Console().width, 180))
     t = Table(
         title=f"mutant scoreboard (profile {board['profile']}, {board['budget']:g}s per mutant)"
+        + (" - interrupted, rows so far" if board.get("interrupted") else "")
     )
     for i, h in enumerate(HEADERS):
         t.add_column(h, no_wrap=i < 2)  # mutant and backend whole: what the reader looks up

@@ -235,11 +235,29 @@ def _window(draw: st.DrawFn) -> list[int] | None:
     return [draw(_WINDOW_SIDE, label="window left"), draw(_WINDOW_SIDE, label="window right")]
 
 
-@functools.cache
-def _length_choice(n: int) -> st.SearchStrategy[int]:
-    """A length in ``[0, n]``: full first, then 0, 1, n - 1, then any."""
-    picks = list(dict.fromkeys(min(max(x, 0), n) for x in (n, 0, 1, n - 1)))
-    return st.one_of(st.sampled_from(picks), shapes.few(0, n))
+# A padded key length, drawn before Tk is known and resolved against it: full first, then 0, 1,
+# Tk - 1, then any. As a list whose length is the batch, the shrinker deletes the elements that do
+# not matter (key lengths [Tk, Tk, 0] -> [0]: one batch element) instead of having to lower the
+# batch and re-draw every length at once.
+_LENGTH_KIND = st.sampled_from(("full", "zero", "one", "last", "any"))
+
+
+def _length_kinds(draw: st.DrawFn, lim: Limits, max_batch: int, label: str) -> list[str]:
+    """One length kind per batch element, at most ``max_batch`` of them. The list's own bound is
+    the profile's, not ``max_batch`` (which depends on the head count drawn before): a bound that
+    moved with the heads would change how the list's choices read whenever the shrinker lowers
+    the heads, and it could not."""
+    kinds = draw(st.lists(_LENGTH_KIND, min_size=1, max_size=lim.max_batch), label=label)
+    return kinds[:max_batch]
+
+
+def _resolve_lengths(draw: st.DrawFn, kinds: list[str], n: int) -> np.ndarray:
+    """``kinds`` (from ``_LENGTH_KIND``) as lengths in ``[0, n]`` (int32)."""
+    fixed = {"full": n, "zero": 0, "one": min(1, n), "last": max(n - 1, 0)}
+    return np.array(
+        [fixed[k] if k in fixed else draw(shapes.few(0, n), label="length") for k in kinds],
+        np.int32,
+    )
 
 
 @functools.cache
@@ -339,7 +357,13 @@ def attention_cases(
         dtype = draw(float_dtypes(dtypes), label="dtype")
         block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
         hq, hkv = _heads(draw, lim)
-        batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
+        max_batch = max(1, min(lim.max_batch, lim.max_bh // hq))
+        length_kinds = None  # key padding: one drawn length per batch element
+        if draw(st.booleans(), label="key padding"):
+            length_kinds = _length_kinds(draw, lim, max_batch, "key lengths")
+            batch = len(length_kinds)
+        else:
+            batch = draw(st.integers(1, max_batch), label="B")
         d = draw(st.sampled_from(lim.head_dims), label="D")
         block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
         n_q = max(1, min(lim.max_tiles + 1, lim.max_programs // (batch * hq)))
@@ -352,10 +376,8 @@ def attention_cases(
         causal = draw(st.booleans(), label="causal")
         window = _window(draw)
         key_lengths = None
-        if draw(st.booleans(), label="key padding"):
-            key_lengths = np.array(
-                [draw(_length_choice(tk), label="key length") for _ in range(batch)], np.int32
-            )
+        if length_kinds is not None:
+            key_lengths = _resolve_lengths(draw, length_kinds, tk)
         mods = _modifiers(draw, hq)
         recipes = _recipes(draw, batch * hq * tq * d, batch * hkv * tk * d)
         inputs = _materialize_qkv(recipes, (batch, hq, tq, d), (batch, hkv, tk, d), dtype, mods)
@@ -464,15 +486,15 @@ def decode_cases(
             label="num_splits",
         )
         hq, hkv = _heads(draw, lim)
-        batch = draw(st.integers(1, max(1, min(lim.max_batch, lim.max_bh // hq))), label="B")
+        max_batch = max(1, min(lim.max_batch, lim.max_bh // hq))
+        length_kinds = _length_kinds(draw, lim, max_batch, "cache lengths")
+        batch = len(length_kinds)
         d = draw(st.sampled_from(lim.head_dims), label="D")
         block_k = _fit(block_k, d, lim)
         room = max(1, lim.max_scores // (batch * hq))
         max_t = (lim.max_tiles + 1) * block_k - 1
         tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
-        cache_len = np.array(
-            [draw(_length_choice(tmax), label="cache_len") for _ in range(batch)], np.int32
-        )
+        cache_len = _resolve_lengths(draw, length_kinds, tmax)
         window = _window(draw)
         mods = _modifiers(draw, hq)
         recipes = _recipes(draw, batch * hq * d, batch * hkv * tmax * d)

@@ -951,8 +951,10 @@ SHRINK_BOUNDS: dict[str, Callable[[Case], int]] = {
     # one query over two key tiles of 16 whose max grows in the second: k [1,1,n,1] with
     # 17 <= n <= 31 (17 is the least that can fail; the shrinker lands within the two tiles).
     "no_rescale": _positions(0, per_key_tile=2),
-    # two batch elements of one query and one key, key_lengths [1, 0] (the shrinker keeps the
-    # batch of two; one element with key length 0 is the least that fails).
+    # two queries over one key, causal (row 0 sees no key), or one query over one key with
+    # key_lengths [0]. (Key lengths are drawn as a list that sets the batch, so a padded batch
+    # shrinks to its one element without keys; when the batch was drawn first and each length
+    # after it, the shrinker kept two batch elements on the CPU and four on an H100.)
     "masked_row_nan": _positions(2),
     # q, k [1,1,1,1], no mask: the 15 padding lanes count as keys with logit 0.
     "partial_tile_unmasked": _positions(1),

@@ -1,6 +1,8 @@
 """The mutant scoreboard: the harness against randn trials and a fixed grid, on the same mutants."""
 
 import dataclasses
+import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +59,25 @@ def test_cli_scoreboard_shows_na_for_targets_without_baselines():
     assert "fake_double_nan" in proc.stdout and "n/a" in proc.stdout
     assert "harness      detected 1/1 (100%)" in proc.stdout
     assert "randn x5     n/a" in proc.stdout
+
+
+def test_sigterm_ends_the_scoreboard_with_the_rows_so_far(tmp_path):
+    """A scoreboard stopped by its time limit (SIGTERM) still prints and writes what it ran."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "mutants", "--plugin", FAKE, "--targets", "fake_double_*",
+         "--backends", "fake", "--budget", "30", "--profile", "ci", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    finished = []
+    assert proc.stderr is not None
+    for line in proc.stderr:  # each row is logged as soon as it is complete
+        if line.startswith("done "):
+            finished.append(line.split()[1])
+            proc.send_signal(signal.SIGTERM)
+            break
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert finished and "interrupted" in out and finished[0] in out
+    board = json.loads((tmp_path / "scoreboard.json").read_text())
+    assert board["interrupted"] and board["rows"][0]["mutant"] == finished[0]
+    assert len(board["rows"]) < 8  # the fake family has eight mutants: it stopped early
