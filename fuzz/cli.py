@@ -524,11 +524,16 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt  # ends like Ctrl-C: the rows so far are kept and printed
 
     signal.signal(signal.SIGTERM, interrupt)
-    board = run_scoreboard(mutants, backends, profile, budget=args.budget, seed=args.seed,
-                           log=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+    out = Path(args.out) if args.out else None
+    board = run_scoreboard(
+        mutants, backends, profile, budget=args.budget, seed=args.seed,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+        # Written after every row too: a run killed outright (a hung compile) keeps its rows.
+        on_row=None if out is None else lambda so_far: write_scoreboard(out, so_far),
+    )  # fmt: skip
     print_scoreboard(board)
-    if args.out:
-        write_scoreboard(Path(args.out), board)
+    if out is not None:
+        write_scoreboard(out, board)
     return EXIT_OK
 
 

@@ -88,7 +88,8 @@ class HuntResult:
     events: collections.Counter[str] = field(default_factory=collections.Counter)
     known_hits: collections.Counter[str] = field(default_factory=collections.Counter)
     features: set[str] = field(default_factory=set)  # coverage: hazard combinations, events
-    stopped: str = ""  # why the hunt ended: "time", "examples", "exhausted", "hard-limit"
+    # why the hunt ended: "time", "examples", "exhausted", "hard-limit", "context-lost"
+    stopped: str = ""
     reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
 
     @property
@@ -141,6 +142,17 @@ class HuntResult:
 
 class _OutOfTime(BaseException):
     """Ends a hunt whose time is up (a BaseException: Hypothesis does not shrink it)."""
+
+
+class _ContextLost(BaseException):
+    """Ends a hunt whose example lost the process's CUDA context (a sticky error such as an
+    illegal address): every later launch fails the same way, so shrinking would only walk down to
+    the simplest example and report it in place of the one that did the damage."""
+
+
+# What lost this process's CUDA context, once something has: later hunts that need the GPU refuse
+# to run (their failures would be this one's) and say so.
+_context_lost: list[str] = []
 
 
 def _exceptions(exc: BaseException) -> list[BaseException]:
@@ -321,6 +333,12 @@ def hunt(
     if b.impl not in target.kernels:
         result.error = f"target {target.name} has no {b.impl} kernel"
         return result
+    if _context_lost and (not b.interpret or profile.ref_device == "cuda"):
+        result.error = (
+            f"this process lost its CUDA context earlier ({_context_lost[0]}): nothing can run "
+            "on the GPU here any more; run this hunt in a fresh process"
+        )
+        return result
     strategy = target.strategy(profile.scale)
     t0 = time.perf_counter()
     stop_at = None if time_limit is None else t0 + time_limit
@@ -398,6 +416,18 @@ def hunt(
         result.events[f"failure {f.cls}"] += 1
         event("failure", f.cls)
         feature(f"failure: {f.cls} in {f.prop}")
+        if reproducer.kills_context(f):
+            # Kept as it is, unshrunk: its reproducer replays in a fresh process.
+            f.details["signature"] = reproducer.signature(target.name, f)
+            first.setdefault(f.cls, (result.examples, elapsed))
+            found = Found(f, case, outcome.params, *first[f.cls], minimal_seconds=elapsed,
+                          final=final)  # fmt: skip
+            last_seen[f.cls] = found
+            _context_lost.append(f"{target.name} on {b.name}: {f.message[:160]}")
+            result.stopped = "context-lost"
+            if hooks.on_found is not None:
+                hooks.on_found(result, found)
+            raise _ContextLost
         if f.cls in known:
             result.known_hits[f.cls] += 1
             return  # found and shrunk before: look for something new instead
@@ -459,7 +489,7 @@ def hunt(
         try:
             with _without_pareto_front(), _shrink_budget(profile.shrink_seconds):
                 test()
-        except _OutOfTime:
+        except (_OutOfTime, _ContextLost):
             pass
         except unittest.SkipTest as exc:
             if attempt > 0:
@@ -472,7 +502,7 @@ def hunt(
                     raise e from exc
                 if isinstance(e, KernelFailure):
                     continue
-                if isinstance(e, _OutOfTime):
+                if isinstance(e, (_OutOfTime, _ContextLost)):
                     continue
                 if _is_flaky(e):
                     continue
@@ -482,7 +512,7 @@ def hunt(
             not flaky
             or not first  # no failure seen: nothing to shrink on (a time-limited slice's verdict)
             or attempt == FLAKY_RESHRINKS
-            or result.stopped == "hard-limit"
+            or result.stopped in ("hard-limit", "context-lost")
             or result.error is not None
         ):
             break

@@ -83,16 +83,28 @@ def run_scoreboard(
     budget: float,
     seed: int = 0,
     log: Callable[[str], None] = lambda line: None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
+    """The scoreboard of ``mutants`` on ``backends``. ``on_row`` gets the board so far (marked
+    interrupted) after each row, so that a run killed outright still leaves its rows written."""
     rows: list[dict[str, Any]] = []
+
+    def board(interrupted: bool) -> dict[str, Any]:
+        return {"profile": profile.name, "budget": budget, "seed": seed, "rows": rows,
+                "interrupted": interrupted, "summary": summarize(rows)}  # fmt: skip
+
+    def row_done(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(board(True))
+        log(row_line(row))
+
     try:
-        _run_rows(rows, mutants, backends, profile, budget=budget, seed=seed, log=log)
-        interrupted = False
+        _run_rows(row_done, mutants, backends, profile, budget=budget, seed=seed, log=log)
     except KeyboardInterrupt:  # SIGINT, or SIGTERM through the CLI: keep the rows so far
         log(f"interrupted: {len(rows)} row(s) complete")
-        interrupted = True
-    return {"profile": profile.name, "budget": budget, "seed": seed, "rows": rows,
-            "interrupted": interrupted, "summary": summarize(rows)}  # fmt: skip
+        return board(True)
+    return board(False)
 
 
 def row_line(row: dict[str, Any]) -> str:
@@ -111,7 +123,7 @@ def row_line(row: dict[str, Any]) -> str:
 
 
 def _run_rows(
-    rows: list[dict[str, Any]],
+    row_done: Callable[[dict[str, Any]], None],
     mutants: Sequence[Target],
     backends: Sequence[str],
     profile: Profile,
@@ -157,8 +169,7 @@ def _run_rows(
                 if m.baseline_grid is not None
                 else None
             )
-            rows.append(row)
-            log(row_line(row))
+            row_done(row)
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

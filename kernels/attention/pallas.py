@@ -75,6 +75,29 @@ def _tanh(x):
     return jnp.where(a < 0.55, series, jnp.where(x < 0, -big, big))
 
 
+def key_tiles(pid_q, q_len, k_len, causal, window_left, window_right, *, block_q, block_k):
+    """The key tiles ``[first, last)`` that some query of query block ``pid_q`` can see (jnp
+    scalars in, jnp scalars out). Every tile lies within the sequence's keys: a block past the
+    sequence's end (there are many: lengths are padded to buckets, and whole rows of padding have
+    no queries) gets no tile at all. Reading past the keys is no error in the interpreter, which
+    clamps the slice, but an illegal address on a GPU.
+    """
+    # Query i of the sequence sits at key position i + diag (bottom-right alignment); the block's
+    # last query sees keys up to position (pid_q + 1) * block_q - 1 + diag.
+    diag = k_len - q_len
+    hi = k_len
+    hi = jnp.where(causal, jnp.minimum(hi, (pid_q + 1) * block_q + diag), hi)
+    hi = jnp.where(
+        window_right >= 0, jnp.minimum(hi, (pid_q + 1) * block_q + diag + window_right), hi
+    )
+    hi = jnp.where(pid_q * block_q < q_len, jnp.maximum(hi, 0), 0)  # past the end: no work
+    lo = jnp.where(window_left >= 0, jnp.maximum(0, pid_q * block_q + diag - window_left), 0)
+    lo = jnp.minimum(lo, hi)
+    first = lo // block_k
+    last = jnp.maximum(first, (hi + block_k - 1) // block_k)
+    return first, last
+
+
 @dataclass(frozen=True)
 class _Static:
     block_q: int
@@ -116,17 +139,9 @@ def _attn_kernel(
     pos = rows + diag
     q = q_ref[...].astype(jnp.float32)
 
-    # Key tiles some query of this block can see: [lo, hi).
-    # The block's last query sees keys up to position (pid_q + 1) * block_q - 1 + diag.
-    hi = k_len
-    hi = jnp.where(causal, jnp.minimum(hi, (pid_q + 1) * block_q + diag), hi)
-    hi = jnp.where(
-        window_right >= 0, jnp.minimum(hi, (pid_q + 1) * block_q + diag + window_right), hi
+    first, last = key_tiles(
+        pid_q, q_len, k_len, causal, window_left, window_right, block_q=block_q, block_k=block_k
     )
-    lo = jnp.where(window_left >= 0, jnp.maximum(0, pid_q * block_q + diag - window_left), 0)
-    hi = jnp.where(pid_q * block_q < q_len, hi, lo)  # a block past the sequence's end: no work
-    first = lo // block_k
-    last = jnp.maximum(first, (hi + block_k - 1) // block_k)
 
     def body(j, carry):
         m_i, l_i, acc = carry

@@ -78,7 +78,9 @@ def make_kernel(bug):
                 else val * mask
             )
         if bug == "crash" and x.shape[1] > 3:
-            raise RuntimeError("illegal memory access (simulated)")
+            raise RuntimeError("kernel fault (simulated)")
+        if bug == "context" and x.shape[1] > 3:  # on a GPU: the process's CUDA context is lost
+            raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
         if bug == "accuracy" and x.shape[1] >= 2:
             val = val.clone()
             val[:, 1] *= 1.01
@@ -104,6 +106,7 @@ def make_kernel(bug):
 
 BUGS = {
     "crash": "crash",
+    "context": "crash",
     "oob": "out-of-bounds-write",
     "unwritten": "nan",
     "nondeterminism": "nondeterminism",

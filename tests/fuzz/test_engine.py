@@ -164,3 +164,22 @@ def test_the_profile_sets_how_long_hypothesis_may_shrink(fake_plugin, fake_profi
     assert conjecture.MAX_SHRINKING_SECONDS == before
     assert full.found["nan"].case.size <= 2
     assert none.found["nan"].case.size > full.found["nan"].case.size
+
+
+def test_a_lost_cuda_context_ends_the_hunt_unshrunk_and_later_gpu_hunts_refuse(
+    fake_plugin, fake_profile, tmp_path
+):
+    # A sticky CUDA error (an illegal address) poisons every later launch in the process: the
+    # example that did it is the reproducer. Shrinking on would walk down to the simplest example
+    # (every launch fails now) and report that instead, as an H100 run showed.
+    result = hunt(get("fake_double_context"), "fake", fake_profile, repro_dir=tmp_path)
+    assert result.error is None and result.stopped == "context-lost"
+    found = result.found["crash"]
+    assert found.first_example == result.examples  # nothing ran after it
+    assert found.case.inputs["x"].shape[1] > 3  # the example that did it
+    assert reproducer.load(found.reproducer)[0]["isolate"] is True  # replays in a child process
+    later = hunt(get("fake_double"), "fake-compiled", fake_profile)
+    assert "lost its CUDA context earlier (fake_double_context on fake" in later.error
+    assert later.examples == 0
+    # Nothing on the CPU depends on the lost context.
+    assert hunt(get("fake_double"), "fake", fake_profile).error is None

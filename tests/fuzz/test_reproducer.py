@@ -140,10 +140,10 @@ def test_a_crash_that_loses_the_cuda_context_replays_in_a_child_and_so_do_the_on
     # a child process.
     from fuzz import cli
 
-    crash = hunt(get("fake_double_crash"), "fake", fake_profile, repro_dir=tmp_path / "a")
+    crash = hunt(get("fake_double_context"), "fake", fake_profile, repro_dir=tmp_path / "a")
     nan = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path / "b")
     crash_path, nan_path = crash.found["crash"].reproducer, nan.found["nan"].reproducer
-    assert reproducer.load(crash_path)[0]["isolate"] is True  # "illegal memory access (simulated)"
+    assert reproducer.load(crash_path)[0]["isolate"] is True  # "illegal memory access"
     assert reproducer.load(nan_path)[0]["isolate"] is False
     calls = []
 
@@ -160,6 +160,6 @@ def test_a_crash_that_loses_the_cuda_context_replays_in_a_child_and_so_do_the_on
     assert cli.cmd_replay(args) == 1
     assert calls == [
         ("fake_double_nan", False),
-        ("fake_double_crash", True),
+        ("fake_double_context", True),
         ("fake_double_nan", True),
     ]

@@ -80,4 +80,23 @@ def test_sigterm_ends_the_scoreboard_with_the_rows_so_far(tmp_path):
     assert finished and "interrupted" in out and finished[0] in out
     board = json.loads((tmp_path / "scoreboard.json").read_text())
     assert board["interrupted"] and board["rows"][0]["mutant"] == finished[0]
-    assert len(board["rows"]) < 8  # the fake family has eight mutants: it stopped early
+    assert len(board["rows"]) < 9  # the fake family has nine mutants: it stopped early
+
+
+def test_a_scoreboard_killed_outright_leaves_its_finished_rows_written(tmp_path):
+    """SIGKILL (a compile that ignored SIGTERM, then ``timeout -k``): the rows are on disk."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "mutants", "--plugin", FAKE, "--targets", "fake_double_*",
+         "--backends", "fake", "--budget", "30", "--profile", "ci", "--out", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    finished = ""
+    for line in proc.stderr:
+        if line.startswith("done "):
+            finished = line.split()[1]
+            break
+    proc.kill()
+    proc.wait(timeout=60)
+    board = json.loads((tmp_path / "scoreboard.json").read_text())
+    assert board["interrupted"] and [r["mutant"] for r in board["rows"]][:1] == [finished]

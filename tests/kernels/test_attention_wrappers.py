@@ -8,6 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernels.alibi import alibi_slopes
 from kernels.attention import pallas as kpallas
@@ -312,3 +314,40 @@ def test_scale_once_bit_for_bit(call):
     a = call(q, k, k, causal=True, softcap=2.0)
     b = call(q * 4, k, k, causal=True, softcap=2.0, scale=float(np.float32(1 / math.sqrt(8)) / 4))
     assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@given(
+    block_q=st.sampled_from([16, 32, 64, 128]),
+    block_k=st.sampled_from([16, 32, 64, 128]),
+    q_len=st.integers(0, 300),
+    k_len=st.integers(0, 300),
+    causal=st.booleans(),
+    window_left=st.integers(-1, 80),
+    window_right=st.integers(-1, 80),
+    q_pad=st.integers(0, 4),
+)
+def test_pallas_key_tiles_stay_within_the_keys_and_cover_every_visible_one(
+    block_q, block_k, q_len, k_len, causal, window_left, window_right, q_pad
+):
+    """Every query block of a padded bucket, those past the sequence's end included, reads key
+    tiles within the sequence's keys only (the interpreter clamps an overhanging slice; a GPU
+    reads out of bounds: the illegal address an H100 run hit), and each visible key is read."""
+    tiles_k = -(-k_len // block_k)
+    for pid_q in range(-(-q_len // block_q) + q_pad):
+        first, last = (
+            int(x)
+            for x in kpallas.key_tiles(
+                jnp.int32(pid_q), jnp.int32(q_len), jnp.int32(k_len), jnp.bool_(causal),
+                jnp.int32(window_left), jnp.int32(window_right),
+                block_q=block_q, block_k=block_k,
+            )
+        )  # fmt: skip
+        assert 0 <= first <= last <= tiles_k, (pid_q, first, last)
+        for i in range(pid_q * block_q, min((pid_q + 1) * block_q, q_len)):
+            pos = i + k_len - q_len
+            for j in range(k_len):
+                visible = (not causal or j <= pos) and (window_left < 0 or j >= pos - window_left)
+                visible = visible and (window_right < 0 or j <= pos + window_right)
+                if visible:
+                    assert first <= j // block_k < last, (i, j, first, last)
