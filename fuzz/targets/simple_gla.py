@@ -865,14 +865,16 @@ SHRINK_BOUNDS: dict[tuple[str, str], int | Callable[[Case], int]] = {
     # that takes 18+ tokens of a chunk, so the minimal reproducer is T = 17..31 at chunk 16, found
     # through finite-every-chunk's rerun at chunk 32 (Triton's interpreter: T = 31, 496 elements;
     # Pallas: T = 17 with strong log-sigmoid gates, 272 elements). T = 1 with a slope of 1000
-    # also fails (16 elements) but is further from the simplest decays. Under the gpu profile
+    # also fails (16 elements) but is further from the simplest decays. On an H100 (pallas-gpu)
+    # the same threshold decay landed at T = 33 over chunks of 32 (one chunk and a token: 528
+    # elements), hence 33 tokens x 16 lanes. Under the gpu profile
     # the first failure can instead be the standard ALiBi slopes themselves (seed 004's case),
     # and the shrinker stays with them (fewer heads have no slope steep enough): one chunk of
     # 128 with 16 to 32 heads, whose steepest slopes 2^-0.5 .. 2^-0.25 (the extra slopes of a
     # head count that is not a power of two) span more than 88.72 within it (H100, triton:
     # T = 128, 20 heads, K = 16: 40960 elements).
     ("fwd", "anchor"): lambda case: (
-        128 * 32 * 16 if case.recipe.get("decay", {}).get("kind") == "alibi" else 512
+        128 * 32 * 16 if case.recipe.get("decay", {}).get("kind") == "alibi" else 33 * 16
     ),
     # chunk 16, |gamma| above 88.72/15 (threshold kind), T = 1 with the final state: the padded
     # rows' state weights overflow; 16 elements.
