@@ -61,41 +61,36 @@ def test_cli_scoreboard_shows_na_for_targets_without_baselines():
     assert "randn x5     n/a" in proc.stdout
 
 
-def test_sigterm_ends_the_scoreboard_with_the_rows_so_far(tmp_path):
-    """A scoreboard stopped by its time limit (SIGTERM) still prints and writes what it ran."""
+def _scoreboard_until_first_row(out_dir, stdout) -> tuple[subprocess.Popen, str]:
+    """Starts the fake family's scoreboard; returns it and the first mutant whose row is done
+    (each row is logged as soon as it is complete)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "fuzz", "mutants", "--plugin", FAKE, "--targets", "fake_double_*",
-         "--backends", "fake", "--budget", "30", "--profile", "ci", "--out", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+         "--backends", "fake", "--budget", "30", "--profile", "ci", "--out", str(out_dir)],
+        stdout=stdout, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    finished = []
     assert proc.stderr is not None
-    for line in proc.stderr:  # each row is logged as soon as it is complete
+    for line in proc.stderr:
         if line.startswith("done "):
-            finished.append(line.split()[1])
-            proc.send_signal(signal.SIGTERM)
-            break
+            return proc, line.split()[1]
+    return proc, ""
+
+
+def test_sigterm_ends_the_scoreboard_with_the_rows_so_far(tmp_path):
+    """A scoreboard stopped by its time limit (SIGTERM) still prints and writes what it ran."""
+    proc, finished = _scoreboard_until_first_row(tmp_path, subprocess.PIPE)
+    proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert finished and "interrupted" in out and finished[0] in out
+    assert finished and "interrupted" in out and finished in out
     board = json.loads((tmp_path / "scoreboard.json").read_text())
-    assert board["interrupted"] and board["rows"][0]["mutant"] == finished[0]
+    assert board["interrupted"] and board["rows"][0]["mutant"] == finished
     assert len(board["rows"]) < 9  # the fake family has nine mutants: it stopped early
 
 
 def test_a_scoreboard_killed_outright_leaves_its_finished_rows_written(tmp_path):
     """SIGKILL (a compile that ignored SIGTERM, then ``timeout -k``): the rows are on disk."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fuzz", "mutants", "--plugin", FAKE, "--targets", "fake_double_*",
-         "--backends", "fake", "--budget", "30", "--profile", "ci", "--out", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stderr is not None
-    finished = ""
-    for line in proc.stderr:
-        if line.startswith("done "):
-            finished = line.split()[1]
-            break
+    proc, finished = _scoreboard_until_first_row(tmp_path, subprocess.DEVNULL)
     proc.kill()
     proc.wait(timeout=60)
     board = json.loads((tmp_path / "scoreboard.json").read_text())
