@@ -416,19 +416,10 @@ def hunt(
         result.events[f"failure {f.cls}"] += 1
         event("failure", f.cls)
         feature(f"failure: {f.cls} in {f.prop}")
-        if reproducer.kills_context(f):
-            # Kept as it is, unshrunk: its reproducer replays in a fresh process.
-            f.details["signature"] = reproducer.signature(target.name, f)
-            first.setdefault(f.cls, (result.examples, elapsed))
-            found = Found(f, case, outcome.params, *first[f.cls], minimal_seconds=elapsed,
-                          final=final)  # fmt: skip
-            last_seen[f.cls] = found
-            _context_lost.append(f"{target.name} on {b.name}: {f.message[:160]}")
-            result.stopped = "context-lost"
-            if hooks.on_found is not None:
-                hooks.on_found(result, found)
-            raise _ContextLost
-        if f.cls in known:
+        # A sticky CUDA error: nothing more runs in this process, so this example is kept as it
+        # is, unshrunk (its reproducer replays in a fresh process), even of a known class.
+        context_lost = reproducer.kills_context(f)
+        if f.cls in known and not context_lost:
             result.known_hits[f.cls] += 1
             return  # found and shrunk before: look for something new instead
         f.details["signature"] = reproducer.signature(target.name, f)
@@ -439,10 +430,14 @@ def hunt(
         if final and plots:
             found.plots = error_maps(outcome.context)
         (minimal if final else last_seen)[f.cls] = found
-        if (is_new or final) and hooks.on_found is not None:
+        if (is_new or final or context_lost) and hooks.on_found is not None:
             if is_new and plots and not found.plots:
                 found.plots = error_maps(outcome.context)
             hooks.on_found(result, found)
+        if context_lost:
+            _context_lost.append(f"{target.name} on {b.name}: {f.message[:160]}")
+            result.stopped = "context-lost"
+            raise _ContextLost
         raise_for(f)
 
     base = profile.settings

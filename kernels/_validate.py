@@ -18,6 +18,14 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def grown_bucket(n: int, start: int, growth: int) -> int:
+    """The padded size of ``n``: ``start * growth**k``, the smallest that holds ``n``."""
+    size = start
+    while size < n:
+        size *= growth
+    return size
+
+
 def check_block(name: str, value: Any, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {value!r}")

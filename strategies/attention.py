@@ -242,6 +242,12 @@ def _window(draw: st.DrawFn) -> list[int] | None:
 _LENGTH_KIND = st.sampled_from(("full", "zero", "one", "last", "any"))
 
 
+def _max_batch(lim: Limits, n_heads: int, most: int) -> int:
+    """Batch elements (or sequences) of ``n_heads`` q heads each within ``max_bh``, at most
+    ``most``."""
+    return max(1, min(most, lim.max_bh // n_heads))
+
+
 def _length_kinds(draw: st.DrawFn, lim: Limits, max_batch: int, label: str) -> list[str]:
     """One length kind per batch element, at most ``max_batch`` of them. The list's own bound is
     the profile's, not ``max_batch`` (which depends on the head count drawn before): a bound that
@@ -357,7 +363,7 @@ def attention_cases(
         dtype = draw(float_dtypes(dtypes), label="dtype")
         block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
         hq, hkv = _heads(draw, lim)
-        max_batch = max(1, min(lim.max_batch, lim.max_bh // hq))
+        max_batch = _max_batch(lim, hq, lim.max_batch)
         length_kinds = None  # key padding: one drawn length per batch element
         if draw(st.booleans(), label="key padding"):
             length_kinds = _length_kinds(draw, lim, max_batch, "key lengths")
@@ -415,7 +421,7 @@ def varlen_cases(
         hq, hkv = _heads(draw, lim)
         d = draw(st.sampled_from(lim.head_dims), label="D")
         block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
-        n_max = max(1, min(lim.max_seqs, lim.max_bh // hq))
+        n_max = _max_batch(lim, hq, lim.max_seqs)
         max_q = (lim.max_tiles + 1) * block_q - 1
         max_k = (lim.max_tiles + 1) * block_k - 1
 
@@ -486,7 +492,7 @@ def decode_cases(
             label="num_splits",
         )
         hq, hkv = _heads(draw, lim)
-        max_batch = max(1, min(lim.max_batch, lim.max_bh // hq))
+        max_batch = _max_batch(lim, hq, lim.max_batch)
         length_kinds = _length_kinds(draw, lim, max_batch, "cache lengths")
         batch = len(length_kinds)
         d = draw(st.sampled_from(lim.head_dims), label="D")

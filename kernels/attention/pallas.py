@@ -31,7 +31,7 @@ try:  # the Triton lowering's options (pallas on GPU); the interpreter ignores t
 except ImportError:  # pragma: no cover - a JAX without the Triton backend
     _pl_triton = None  # type: ignore[assignment]
 
-from kernels._validate import next_pow2
+from kernels._validate import grown_bucket, next_pow2
 from kernels.alibi import alibi_slopes as standard_alibi_slopes
 from kernels.attention._common import (
     check_blocks,
@@ -372,10 +372,7 @@ def bucket(n: int, block: int, interpret: bool) -> int:
     """The padded length of ``n`` rows: at least one block and at least 64, times a power of 2
     (interpreted: each padded tile is interpreted work) or of 4 (compiled: each bucket is a
     compile of several seconds, while the GPU skips tiles past a sequence's length)."""
-    size = max(block, MIN_BUCKET)
-    while size < n:
-        size *= 2 if interpret else 4
-    return size
+    return grown_bucket(n, max(block, MIN_BUCKET), 2 if interpret else 4)
 
 
 def attention(

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from kernels._validate import check_block, check_scale
+from kernels._validate import check_block, check_scale, grown_bucket
 
 DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
 
@@ -30,14 +30,6 @@ DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16
 class _Static:
     block_m: int
     block_n: int
-
-
-def _bucket(n: int, block: int, growth: int) -> int:
-    """The padded size of ``n``: ``block * growth**k``, the smallest that holds ``n``."""
-    size = block
-    while size < n:
-        size *= growth
-    return size
 
 
 def _logits(x_ref, mask_ref, bias_ref, scale, n_cols, start, block_n):
@@ -178,8 +170,8 @@ def softmax(
     # 4x (padding rows and columns costs the GPU next to nothing; the kernel skips column tiles
     # past the row length), interpreted 2x (each padded row block is interpreted work).
     growth = 2 if interpret else 4
-    rows_p = _bucket(n_rows, block_m, growth)
-    cols_p = _bucket(n_cols, block_n, growth)
+    rows_p = grown_bucket(n_rows, block_m, growth)
+    cols_p = grown_bucket(n_cols, block_n, growth)
     # Mask and bias are data, never compile-time options: an absent mask keeps every key, an
     # absent bias adds 0 (exact: s + 0 == s for every s the kernel meets, -0 aside, which exp
     # cannot tell from 0). The bias is fp32 whatever its dtype (the kernel adds it in fp32), and
