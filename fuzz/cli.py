@@ -100,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     mu.add_argument("--budget", type=_positive_float, default=60.0,
                     help="seconds per mutant and backend for the harness (default 60)")  # fmt: skip
+    mu.add_argument("--shrink-limit", type=_positive_float, default=None,
+                    help="seconds a row may spend shrinking its failure (default: the profile's "
+                         "shrink cap); a row cut there keeps its smallest example so far")  # fmt: skip
     mu.add_argument("--targets", default="*", help="globs of mutant names (default *)")
     mu.add_argument("--backends", default="*", help="globs of backends (default: the profile's)")
     mu.add_argument("--profile", default=None, help="ci, dev, gpu or nightly")
@@ -526,7 +529,8 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, interrupt)
     out = Path(args.out) if args.out else None
     board = run_scoreboard(
-        mutants, backends, profile, budget=args.budget, seed=args.seed,
+        mutants, backends, profile, budget=args.budget, shrink_limit=args.shrink_limit,
+        seed=args.seed,
         log=lambda line: print(line, file=sys.stderr, flush=True),
         # Written after every row too: a run killed outright (a hung compile) keeps its rows.
         on_row=None if out is None else lambda so_far: write_scoreboard(out, so_far),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,17 +82,23 @@ def run_scoreboard(
     profile: Profile,
     *,
     budget: float,
+    shrink_limit: float | None = None,
     seed: int = 0,
     log: Callable[[str], None] = lambda line: None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """The scoreboard of ``mutants`` on ``backends``. ``on_row`` gets the board so far (marked
-    interrupted) after each row, so that a run killed outright still leaves its rows written."""
+    """The scoreboard of ``mutants`` on ``backends``. ``budget``: seconds of search per row;
+    ``shrink_limit``: seconds a row may shrink its failure (None: the profile's cap, which on a
+    GPU, where every shrink step may be a compile, is long); Hypothesis checks it between shrink
+    steps, and a row cut there keeps the smallest failing example so far and says so. ``on_row``
+    gets the board so far (marked interrupted) after each row, so that a run killed outright
+    still leaves its rows written."""
     rows: list[dict[str, Any]] = []
 
     def board(interrupted: bool) -> dict[str, Any]:
-        return {"profile": profile.name, "budget": budget, "seed": seed, "rows": rows,
-                "interrupted": interrupted, "summary": summarize(rows)}  # fmt: skip
+        return {"profile": profile.name, "budget": budget, "shrink_limit": shrink_limit,
+                "seed": seed, "rows": rows, "interrupted": interrupted,
+                "summary": summarize(rows)}  # fmt: skip
 
     def row_done(row: dict[str, Any]) -> None:
         rows.append(row)
@@ -100,7 +107,8 @@ def run_scoreboard(
         log(row_line(row))
 
     try:
-        _run_rows(row_done, mutants, backends, profile, budget=budget, seed=seed, log=log)
+        _run_rows(row_done, mutants, backends, profile, budget=budget, shrink_limit=shrink_limit,
+                  seed=seed, log=log)  # fmt: skip
     except KeyboardInterrupt:  # SIGINT, or SIGTERM through the CLI: keep the rows so far
         log(f"interrupted: {len(rows)} row(s) complete")
         return board(True)
@@ -110,9 +118,10 @@ def run_scoreboard(
 def row_line(row: dict[str, Any]) -> str:
     """One finished row in a line, logged as soon as it is complete."""
     h = row["harness"]
+    cut = " (shrinking cut at the limit)" if h.get("shrink_cut") else ""
     found = (
         f"{h['class']} after {h['examples_to_first']} examples / {h['seconds_to_first']:.1f}s, "
-        f"shrunk in {h['shrink_seconds']:.1f}s to {h['reproducer_size']} elements"
+        f"shrunk in {h['shrink_seconds']:.1f}s{cut} to {h['reproducer_size']} elements"
         if h["found"]
         else f"not found in {h['examples']} examples / {h['seconds']:.1f}s"
     )
@@ -129,9 +138,11 @@ def _run_rows(
     profile: Profile,
     *,
     budget: float,
+    shrink_limit: float | None,
     seed: int,
     log: Callable[[str], None],
 ) -> None:
+    bounded = profile if shrink_limit is None else replace(profile, shrink_seconds=shrink_limit)
     for m in mutants:
         for name in backends:
             b = get_backend(name)
@@ -142,7 +153,8 @@ def _run_rows(
                 log(f"skipping {m.name} on {name}: {reason}")
                 continue
             log(f"{m.name} on {name}: harness ({budget:g}s budget)...")
-            r = hunt(m, b, profile, max_examples=10**9, seed=seed, database=None, time_limit=budget)
+            r = hunt(m, b, bounded, max_examples=10**9, seed=seed, database=None,
+                     time_limit=budget)  # fmt: skip
             f = r.found.get(m.expected_class or "") or next(iter(r.found.values()), None)
             harness = {
                 "found": f is not None,
@@ -152,6 +164,7 @@ def _run_rows(
                 "examples_to_first": f.first_example if f else None,
                 "seconds_to_first": round(f.first_seconds, 3) if f else None,
                 "shrink_seconds": round(f.shrink_seconds, 3) if f else None,
+                "shrink_cut": bool(f and f.shrink_seconds >= bounded.shrink_seconds),
                 "reproducer_size": f.case.size if f else None,
                 "examples": r.examples,
                 "seconds": round(r.seconds, 3),
@@ -222,7 +235,8 @@ def table_rows(board: dict[str, Any]) -> list[list[str]]:
             r["mutant"], r["backend"], "yes" if h["found"] else "no", cls,
             "" if h["examples_to_first"] is None else str(h["examples_to_first"]),
             "" if h["seconds_to_first"] is None else f"{h['seconds_to_first']:.2f}",
-            "" if h["shrink_seconds"] is None else f"{h['shrink_seconds']:.2f}",
+            "" if h["shrink_seconds"] is None
+            else f"{h['shrink_seconds']:.2f}" + (" (cut)" if h.get("shrink_cut") else ""),
             "" if h["reproducer_size"] is None else str(h["reproducer_size"]),
             _cell(r["randn"]), _cell(r["grid"]),
         ])  # fmt: skip

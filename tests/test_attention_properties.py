@@ -173,6 +173,20 @@ def test_poison_covers_exactly_the_keys_outside_the_data():
     assert (p.inputs["v"][1] == np.finfo(np.float32).max).all()
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_visible_count_is_the_row_sum_of_the_oracles_mask(causal):
+    from oracles.attention import visible
+
+    sizes = [0, 1, 2, 3, 7, 16, 17]
+    sides = [-1, 0, 1, 2, 5, 20]
+    for lq in sizes:
+        for lk in sizes:
+            for window in [None] + [(left, right) for left in sides for right in sides]:
+                want = visible(lq, lk, causal=causal, window=window).numpy().sum(axis=1)
+                got = A.visible_count(lq, lk, causal=causal, window=window)
+                assert np.array_equal(got, want), (lq, lk, causal, window)
+
+
 def test_fixed_outputs_are_the_rows_without_keys():
     case = dense_case(hq=2, tq=4, tk=2, causal=True)  # rows 0, 1 sit before the first key
     fixed = A.fixed_outputs(case)

@@ -30,7 +30,7 @@ from fuzz.compare import Tolerance
 from fuzz.failures import Finding
 from fuzz.properties import Context, Launch, Property, exception_summary
 from fuzz.target import Hazard, Target, register
-from oracles.attention import attention_naive, attention_reference, sequences, visible
+from oracles.attention import attention_naive, attention_reference, sequences
 from strategies.attention import attention_cases, decode_cases, varlen_cases
 
 FP32_EXP_MAX = finfo("float32").log_max  # 88.72
@@ -160,6 +160,28 @@ def naive(case: Case, device: str) -> dict[str, np.ndarray]:
 # Structure of a case -----------------------------------------------------------------------------
 
 
+def visible_count(
+    q_len: int, k_len: int, *, causal: bool, window: tuple[int, int] | None
+) -> np.ndarray:
+    """int ``[q_len]``: how many keys each query row sees, in closed form (the count of
+    :func:`oracles.attention.visible`'s rows, without its ``q_len x k_len`` matrix: the host
+    asks for it on every example, at every length). Query ``i`` sits at key position
+    ``p = i + k_len - q_len`` and sees the keys ``j`` in ``[0, k_len)`` with ``j <= p`` (causal)
+    and ``p - left <= j <= p + right`` (a window side < 0 is unbounded)."""
+    pos = np.arange(q_len, dtype=np.int64) + (k_len - q_len)
+    lo = np.zeros(q_len, np.int64)
+    hi = np.full(q_len, k_len - 1, np.int64)
+    if causal:
+        hi = np.minimum(hi, pos)
+    if window is not None:
+        left, right = window
+        if left >= 0:
+            lo = np.maximum(lo, pos - left)
+        if right >= 0:
+            hi = np.minimum(hi, pos + right)
+    return np.maximum(hi - lo + 1, 0)
+
+
 Structure = tuple[list[tuple[int, int, int, int, int]], np.ndarray]
 _STRUCTURE: weakref.WeakKeyDictionary[Case, Structure] = weakref.WeakKeyDictionary()
 
@@ -183,8 +205,7 @@ def _structure(case: Case) -> Structure:
         counts = np.zeros((q.shape[0], q.shape[2]), np.int64)
         causal, window = bool(case.params.get("causal", False)), _window(case.params)
         for b, qs, lq, _, lk in found:
-            keep = visible(lq, lk, causal=causal, window=window).numpy()
-            counts[b, qs : qs + lq] = keep.sum(axis=1)
+            counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window)
         got = (found, counts)
         _STRUCTURE[case] = got
     return got

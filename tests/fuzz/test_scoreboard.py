@@ -95,3 +95,32 @@ def test_a_scoreboard_killed_outright_leaves_its_finished_rows_written(tmp_path)
     proc.wait(timeout=60)
     board = json.loads((tmp_path / "scoreboard.json").read_text())
     assert board["interrupted"] and [r["mutant"] for r in board["rows"]][:1] == [finished]
+
+
+def test_a_row_shrinks_no_longer_than_its_shrink_limit():
+    """On a GPU every shrink step may be a compile: the scoreboard bounds a row's shrinking so
+    that one slow mutant does not take the whole run; the row says its shrinking was cut."""
+    import time
+
+    from fuzz.target import load_plugin
+
+    load_plugin(FAKE)
+    mutant = get("fake_double_accuracy")
+    fast = mutant.kernels["fake"]
+
+    def slow(inputs, params, *, out, interpret):
+        time.sleep(0.05)
+        return fast(inputs, params, out=out, interpret=interpret)
+
+    mutant = dataclasses.replace(mutant, kernels={"fake": slow})
+    board = run_scoreboard([mutant], ["fake"], get_profile("ci"), budget=5, shrink_limit=0.5,
+                           seed=0)  # fmt: skip
+    h = board["rows"][0]["harness"]
+    assert h["found"] and h["class"] == "accuracy" and h["shrink_cut"]
+    # Hypothesis checks the limit between shrink steps: one step (a few examples) may run past.
+    assert 0.5 <= h["shrink_seconds"] <= 0.5 + 1.0
+    assert board["shrink_limit"] == 0.5 and "(cut)" in table_rows(board)[0][6]
+    # Without a limit the same row shrinks to the minimal example: 1 row x 2 columns.
+    board = run_scoreboard([mutant], ["fake"], get_profile("ci"), budget=5, seed=0)
+    h = board["rows"][0]["harness"]
+    assert not h["shrink_cut"] and h["reproducer_size"] == 2
