@@ -319,16 +319,17 @@ def _materialize_qkv(
     """q, k, v from their recipes; ``q`` and ``k`` shifted along the all-ones direction so that
     ``scale * q_i . k_j ~ level + trend * j / (Tk - 1)`` (plus the recipes' own logits)."""
     rq, rk, rv = recipes
+    v = materialize(rv, k_shape, dtype)
+    if not (mods.level or mods.trend):
+        return {"q": materialize(rq, q_shape, dtype), "k": materialize(rk, k_shape, dtype), "v": v}
     q = materialize(rq, q_shape, "float32").astype(np.float64)
     k = materialize(rk, k_shape, "float32").astype(np.float64)
-    v = materialize(rv, k_shape, dtype)
-    if mods.level or mods.trend:
-        d = q_shape[-1]
-        scale = mods.scale if mods.scale is not None else 1.0 / math.sqrt(d)
-        a = math.sqrt(max(abs(mods.level), abs(mods.trend)) / (scale * d))
-        t = np.arange(k_shape[2], dtype=np.float64) / max(k_shape[2] - 1, 1)
-        q = q + a
-        k = k + ((mods.level + mods.trend * t) / (a * d * scale))[:, None]
+    d = q_shape[-1]
+    scale = mods.scale if mods.scale is not None else 1.0 / math.sqrt(d)
+    a = math.sqrt(max(abs(mods.level), abs(mods.trend)) / (scale * d))
+    t = np.arange(k_shape[2], dtype=np.float64) / max(k_shape[2] - 1, 1)
+    q = q + a
+    k = k + ((mods.level + mods.trend * t) / (a * d * scale))[:, None]
     big = float(np.finfo(np.float32).max) if dtype != "float16" else 65504.0
     return {
         "q": np.clip(q, -big, big).astype(np_dtype(dtype)),
