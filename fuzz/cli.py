@@ -103,6 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     mu.add_argument("--shrink-limit", type=_positive_float, default=None,
                     help="seconds a row may spend shrinking its failure (default: the profile's "
                          "shrink cap); a row cut there keeps its smallest example so far")  # fmt: skip
+    mu.add_argument("--baseline-limit", type=_positive_float, default=None,
+                    help="seconds each baseline may run (default: all its cases); the table "
+                         "shows how many cases ran when it was cut")  # fmt: skip
     mu.add_argument("--targets", default="*", help="globs of mutant names (default *)")
     mu.add_argument("--backends", default="*", help="globs of backends (default: the profile's)")
     mu.add_argument("--profile", default=None, help="ci, dev, gpu or nightly")
@@ -530,7 +533,7 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     board = run_scoreboard(
         mutants, backends, profile, budget=args.budget, shrink_limit=args.shrink_limit,
-        seed=args.seed,
+        baseline_limit=args.baseline_limit, seed=args.seed,
         log=lambda line: print(line, file=sys.stderr, flush=True),
         # Written after every row too: a run killed outright (a hung compile) keeps its rows.
         on_row=None if out is None else lambda so_far: write_scoreboard(out, so_far),

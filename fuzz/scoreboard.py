@@ -49,15 +49,25 @@ def _simplest_params(target: Target) -> dict[str, Any]:
 
 
 def run_baseline(
-    target: Target, backend: str, cases: Sequence[Case], profile: Profile
+    target: Target,
+    backend: str,
+    cases: Sequence[Case],
+    profile: Profile,
+    time_limit: float | None = None,
 ) -> dict[str, Any]:
-    """Checks every case with every property; the first failure decides."""
+    """Checks every case with every property; the first failure decides. With ``time_limit``,
+    no case starts after that many seconds (on a GPU each case of a grid may be a compile of a
+    new kernel variant); ``run`` says how many of the ``cases`` ran."""
     b = get_backend(backend)
     params = _simplest_params(target)
     t0 = time.perf_counter()
     first = None
     classes: set[str] = set()
+    run = 0
     for i, case in enumerate(cases):
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            break
+        run += 1
         outcome = check_case(target, b, case, params=params, ref_device=profile.ref_device,
                              differential=profile.differential,
                              differential_max_cost=profile.differential_max_cost)  # fmt: skip
@@ -72,6 +82,7 @@ def run_baseline(
         "classes": sorted(classes),
         "first": first,
         "cases": len(cases),
+        "run": run,
         "seconds": round(time.perf_counter() - t0, 3),
     }
 
@@ -83,6 +94,7 @@ def run_scoreboard(
     *,
     budget: float,
     shrink_limit: float | None = None,
+    baseline_limit: float | None = None,
     seed: int = 0,
     log: Callable[[str], None] = lambda line: None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
@@ -90,14 +102,15 @@ def run_scoreboard(
     """The scoreboard of ``mutants`` on ``backends``. ``budget``: seconds of search per row;
     ``shrink_limit``: seconds a row may shrink its failure (None: the profile's cap, which on a
     GPU, where every shrink step may be a compile, is long); Hypothesis checks it between shrink
-    steps, and a row cut there keeps the smallest failing example so far and says so. ``on_row``
+    steps, and a row cut there keeps the smallest failing example so far and says so.
+    ``baseline_limit``: seconds each baseline may run (None: all its cases). ``on_row``
     gets the board so far (marked interrupted) after each row, so that a run killed outright
     still leaves its rows written."""
     rows: list[dict[str, Any]] = []
 
     def board(interrupted: bool) -> dict[str, Any]:
         return {"profile": profile.name, "budget": budget, "shrink_limit": shrink_limit,
-                "seed": seed, "rows": rows, "interrupted": interrupted,
+                "baseline_limit": baseline_limit, "seed": seed, "rows": rows, "interrupted": interrupted,
                 "summary": summarize(rows)}  # fmt: skip
 
     def row_done(row: dict[str, Any]) -> None:
@@ -108,7 +121,7 @@ def run_scoreboard(
 
     try:
         _run_rows(row_done, mutants, backends, profile, budget=budget, shrink_limit=shrink_limit,
-                  seed=seed, log=log)  # fmt: skip
+                  baseline_limit=baseline_limit, seed=seed, log=log)  # fmt: skip
     except KeyboardInterrupt:  # SIGINT, or SIGTERM through the CLI: keep the rows so far
         log(f"interrupted: {len(rows)} row(s) complete")
         return board(True)
@@ -139,6 +152,7 @@ def _run_rows(
     *,
     budget: float,
     shrink_limit: float | None,
+    baseline_limit: float | None,
     seed: int,
     log: Callable[[str], None],
 ) -> None:
@@ -174,11 +188,11 @@ def _run_rows(
                                    "harness": harness}  # fmt: skip
             if m.baseline_randn is not None:
                 cases = [m.baseline_randn(s, profile.scale) for s in range(RANDN_TRIALS)]
-                row["randn"] = run_baseline(m, name, cases, profile)
+                row["randn"] = run_baseline(m, name, cases, profile, baseline_limit)
             else:
                 row["randn"] = None
             row["grid"] = (
-                run_baseline(m, name, list(m.baseline_grid(profile.scale)), profile)
+                run_baseline(m, name, list(m.baseline_grid(profile.scale)), profile, baseline_limit)
                 if m.baseline_grid is not None
                 else None
             )
@@ -221,7 +235,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def _cell(b: dict[str, Any] | None) -> str:
     if b is None:
         return "n/a"
-    return f"yes ({b['class']})" if b["found"] else "no"
+    cut = f" ({b['run']}/{b['cases']} cases)" if b.get("run", b["cases"]) < b["cases"] else ""
+    return (f"yes ({b['class']})" if b["found"] else "no") + cut
 
 
 def table_rows(board: dict[str, Any]) -> list[list[str]]:

@@ -33,6 +33,7 @@ def test_scale_twice_is_missed_by_randn_and_found_by_the_harness_and_the_grid(tm
     assert row["randn"]["cases"] == 5 and not row["randn"]["found"]
     # The Triton-tutorial-style grid scales its masked cases: it sees the bug.
     assert row["grid"]["found"] and row["grid"]["class"] == "accuracy"
+    assert row["grid"]["run"] == row["grid"]["cases"] > 5  # no limit: every case
     s = board["summary"]
     assert s["harness"]["rate"] == 1.0 and s["randn"]["rate"] == 0.0 and s["grid"]["rate"] == 1.0
     assert table_rows(board)[0][:4] == [
@@ -124,3 +125,29 @@ def test_a_row_shrinks_no_longer_than_its_shrink_limit():
     board = run_scoreboard([mutant], ["fake"], get_profile("ci"), budget=5, seed=0)
     h = board["rows"][0]["harness"]
     assert not h["shrink_cut"] and h["reproducer_size"] == 2
+
+
+def test_a_baseline_stops_at_its_limit_and_says_how_many_cases_ran():
+    """A fixed grid on a GPU may compile a new variant per case: --baseline-limit bounds it."""
+    import time
+
+    from fuzz.scoreboard import run_baseline
+
+    mutant = get("softmax_mutant_scale_twice")
+    fast = mutant.kernels["triton"]
+
+    def slow(inputs, params, *, out, interpret):
+        time.sleep(0.1)
+        return fast(inputs, params, out=out, interpret=interpret)
+
+    mutant = dataclasses.replace(mutant, kernels={"triton": slow})
+    cases = [c for c in mutant.baseline_grid("small") if c.params["dtype"] == "float32"]
+    r = run_baseline(mutant, "triton-interpret", cases, get_profile("ci"), time_limit=0.5)
+    # The limit is checked before each case; the case running at the limit completes.
+    assert 1 <= r["run"] < len(cases) and r["seconds"] < 0.5 + 5
+    board = {"rows": [{"mutant": "m", "backend": "b", "expected_class": "accuracy",
+                       "harness": {"found": False, "class": None, "expected": False,
+                                   "examples_to_first": None, "seconds_to_first": None,
+                                   "shrink_seconds": None, "reproducer_size": None},
+                       "randn": None, "grid": r}]}  # fmt: skip
+    assert table_rows(board)[0][9].endswith(f"({r['run']}/{len(cases)} cases)")
