@@ -98,49 +98,46 @@ def test_a_scoreboard_killed_outright_leaves_its_finished_rows_written(tmp_path)
     assert board["interrupted"] and [r["mutant"] for r in board["rows"]][:1] == [finished]
 
 
+def _slowed(target, impl: str, seconds: float):
+    """``target`` whose ``impl`` kernel sleeps ``seconds`` per launch (a GPU's compiles, in
+    miniature)."""
+    import time
+
+    fast = target.kernels[impl]
+
+    def slow(inputs, params, *, out, interpret):
+        time.sleep(seconds)
+        return fast(inputs, params, out=out, interpret=interpret)
+
+    return dataclasses.replace(target, kernels={impl: slow})
+
+
 def test_a_row_shrinks_no_longer_than_its_shrink_limit():
     """On a GPU every shrink step may be a compile: the scoreboard bounds a row's shrinking so
     that one slow mutant does not take the whole run; the row says its shrinking was cut."""
-    import time
-
     from fuzz.target import load_plugin
 
     load_plugin(FAKE)
-    mutant = get("fake_double_accuracy")
-    fast = mutant.kernels["fake"]
-
-    def slow(inputs, params, *, out, interpret):
-        time.sleep(0.05)
-        return fast(inputs, params, out=out, interpret=interpret)
-
-    mutant = dataclasses.replace(mutant, kernels={"fake": slow})
+    mutant = _slowed(get("fake_double_accuracy"), "fake", 0.05)
     board = run_scoreboard([mutant], ["fake"], get_profile("ci"), budget=5, shrink_limit=0.5,
                            seed=0)  # fmt: skip
-    h = board["rows"][0]["harness"]
-    assert h["found"] and h["class"] == "accuracy" and h["shrink_cut"]
-    # Hypothesis checks the limit between shrink steps: one step (a few examples) may run past.
-    assert 0.5 <= h["shrink_seconds"] <= 0.5 + 1.0
+    cut = board["rows"][0]["harness"]
+    assert cut["found"] and cut["class"] == "accuracy" and cut["shrink_cut"]
     assert board["shrink_limit"] == 0.5 and "(cut)" in table_rows(board)[0][6]
-    # Without a limit the same row shrinks to the minimal example: 1 row x 2 columns.
+    # Without a limit the same row shrinks on to the minimal example (1 row x 2 columns), which
+    # takes longer. Hypothesis checks the limit between shrink steps: a step may run past it.
     board = run_scoreboard([mutant], ["fake"], get_profile("ci"), budget=5, seed=0)
-    h = board["rows"][0]["harness"]
-    assert not h["shrink_cut"] and h["reproducer_size"] == 2
+    full = board["rows"][0]["harness"]
+    assert not full["shrink_cut"] and full["reproducer_size"] == 2
+    assert 0.5 <= cut["shrink_seconds"] < full["shrink_seconds"]
+    assert cut["reproducer_size"] >= full["reproducer_size"]
 
 
 def test_a_baseline_stops_at_its_limit_and_says_how_many_cases_ran():
     """A fixed grid on a GPU may compile a new variant per case: --baseline-limit bounds it."""
-    import time
-
     from fuzz.scoreboard import run_baseline
 
-    mutant = get("softmax_mutant_scale_twice")
-    fast = mutant.kernels["triton"]
-
-    def slow(inputs, params, *, out, interpret):
-        time.sleep(0.1)
-        return fast(inputs, params, out=out, interpret=interpret)
-
-    mutant = dataclasses.replace(mutant, kernels={"triton": slow})
+    mutant = _slowed(get("softmax_mutant_scale_twice"), "triton", 0.1)
     cases = [c for c in mutant.baseline_grid("small") if c.params["dtype"] == "float32"]
     r = run_baseline(mutant, "triton-interpret", cases, get_profile("ci"), time_limit=0.5)
     # The limit is checked before each case; the case running at the limit completes.
