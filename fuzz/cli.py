@@ -529,15 +529,18 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # ends like Ctrl-C: the rows so far are kept and printed
 
-    signal.signal(signal.SIGTERM, interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     out = Path(args.out) if args.out else None
-    board = run_scoreboard(
-        mutants, backends, profile, budget=args.budget, shrink_limit=args.shrink_limit,
-        baseline_limit=args.baseline_limit, seed=args.seed,
-        log=lambda line: print(line, file=sys.stderr, flush=True),
-        # Written after every row too: a run killed outright (a hung compile) keeps its rows.
-        on_row=None if out is None else lambda so_far: write_scoreboard(out, so_far),
-    )  # fmt: skip
+    try:
+        board = run_scoreboard(
+            mutants, backends, profile, budget=args.budget, shrink_limit=args.shrink_limit,
+            baseline_limit=args.baseline_limit, seed=args.seed,
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+            # Written after every row too: a run killed outright (a hung compile) keeps its rows.
+            on_row=None if out is None else lambda so_far: write_scoreboard(out, so_far),
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print_scoreboard(board)
     if out is not None:
         write_scoreboard(out, board)

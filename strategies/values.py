@@ -81,6 +81,11 @@ def _standard_normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.nda
     return out[:n].reshape(shape)
 
 
+def _uniform(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """float32 uniforms in ``[-1, 1)``."""
+    return 2.0 * rng.random(shape, dtype=np.float32) - 1.0
+
+
 def materialize(recipe: ValueRecipe, shape: Sequence[int], dtype: str) -> np.ndarray:
     """The array a recipe describes, rounded to ``dtype`` (finite values clipped to its range).
     Computed in float32 (every kernel dtype is at most that wide)."""
@@ -94,7 +99,7 @@ def materialize(recipe: ValueRecipe, shape: Sequence[int], dtype: str) -> np.nda
         if recipe.distribution == "normal":
             base = _standard_normal(rng, shape)
         elif recipe.distribution == "uniform":
-            base = 2.0 * rng.random(shape, dtype=np.float32) - 1.0
+            base = _uniform(rng, shape)
         elif recipe.distribution == "constant":
             base = np.full(shape, rng.standard_normal(), np.float32)
         elif recipe.distribution == "ramp":
@@ -115,8 +120,7 @@ def materialize(recipe: ValueRecipe, shape: Sequence[int], dtype: str) -> np.nda
         if recipe.specials == "-inf":
             a = np.where(hit, np.float32(-np.inf), a)
         elif recipe.specials == "subnormal":
-            tiny = (2.0 * rng.random(shape, dtype=np.float32) - 1.0) * np.float32(fi.tiny)
-            a = np.where(hit, tiny, a)
+            a = np.where(hit, _uniform(rng, shape) * np.float32(fi.tiny), a)
         elif recipe.specials == "zero":
             a = np.where(hit, np.float32(0.0), a)
         else:

@@ -16,7 +16,7 @@ from kernels.attention import pallas as kpallas
 from kernels.attention import pallas_decode as kpallas_decode
 from kernels.attention import triton as ktriton
 from kernels.attention import triton_decode as ktriton_decode
-from oracles.attention import attention_reference
+from oracles.attention import attention_reference, visible
 
 
 def _conv_torch(a):
@@ -334,6 +334,7 @@ def test_pallas_key_tiles_stay_within_the_keys_and_cover_every_visible_one(
     tiles within the sequence's keys only (the interpreter clamps an overhanging slice; a GPU
     reads out of bounds: the illegal address an H100 run hit), and each visible key is read."""
     tiles_k = -(-k_len // block_k)
+    keep = visible(q_len, k_len, causal=causal, window=(window_left, window_right)).numpy()
     for pid_q in range(-(-q_len // block_q) + q_pad):
         first, last = (
             int(x)
@@ -345,9 +346,5 @@ def test_pallas_key_tiles_stay_within_the_keys_and_cover_every_visible_one(
         )  # fmt: skip
         assert 0 <= first <= last <= tiles_k, (pid_q, first, last)
         for i in range(pid_q * block_q, min((pid_q + 1) * block_q, q_len)):
-            pos = i + k_len - q_len
-            for j in range(k_len):
-                visible = (not causal or j <= pos) and (window_left < 0 or j >= pos - window_left)
-                visible = visible and (window_right < 0 or j <= pos + window_right)
-                if visible:
-                    assert first <= j // block_k < last, (i, j, first, last)
+            for j in np.flatnonzero(keep[i]):
+                assert first <= j // block_k < last, (i, j, first, last)
