@@ -1,7 +1,11 @@
 """Where one (target, backend)'s time goes: runs a hunt twice (compile, then the same examples
 again) and prints the second run's cProfile, by own time and by cumulative time.
 
-    python .ci/profile_hunt.py TARGET BACKEND [--profile gpu] [--examples 150]
+    python .ci/profile_hunt.py TARGET BACKEND [--profile gpu] [--examples 150] [--stub]
+
+``--stub`` (torch backends): the kernel is replaced by the target's naive reference computed on
+the host, so that the harness's own host-side cost at GPU shapes can be profiled on a machine
+without a GPU (with ``triton-interpret``: no interpreter time, no differential).
 """
 
 from __future__ import annotations
@@ -9,7 +13,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import hashlib
+import json
 import pstats
+
+import numpy as np
+
+from fuzz.backends import TorchAdapter
+from fuzz.case import Case
 
 from fuzz.engine import hunt
 from fuzz.profiles import get_profile
@@ -21,11 +32,38 @@ p.add_argument("backend")
 p.add_argument("--profile", default="gpu")
 p.add_argument("--examples", type=int, default=150)
 p.add_argument("--no-differential", action="store_true")
+p.add_argument("--stub", action="store_true")
+p.add_argument("--callers", nargs="*", default=[], help="also print who calls these")
 args = p.parse_args()
 profile = get_profile(args.profile)
-if args.no_differential:
+if args.no_differential or args.stub:
     profile = dataclasses.replace(profile, differential=False)
 t = get(args.target)
+if args.stub:  # references on the host too: their time is reported apart ("references")
+    profile = dataclasses.replace(profile, ref_device="cpu", needs_gpu=False)
+    adapter = TorchAdapter("cpu")
+
+    memo: dict[str, dict[str, np.ndarray]] = {}
+
+    def stub(inputs, params, *, out, interpret):
+        case = Case({k: adapter.get(v) for k, v in inputs.items()}, dict(params))
+        h = hashlib.blake2b(json.dumps(dict(params), sort_keys=True, default=str).encode())
+        for k in sorted(case.inputs):
+            h.update(k.encode() + str(case.inputs[k].dtype).encode() + case.inputs[k].tobytes())
+        ref = memo.get(h.hexdigest())
+        if ref is None:  # the same inputs run several times (clean, repeat, poisoned outputs)
+            ref = memo[h.hexdigest()] = dict(t.naive(case, "cpu"))
+        res = {}
+        for name, a in ref.items():
+            host = adapter.put(np.ascontiguousarray(a))
+            if out is not None and name in out:
+                out[name].copy_(host)
+                res[name] = out[name]
+            else:
+                res[name] = host
+        return res
+
+    t = dataclasses.replace(t, kernels={**t.kernels, "triton": stub})
 hunt(t, args.backend, profile, max_examples=args.examples, seed=0, database=None)
 prof = cProfile.Profile()
 prof.enable()
@@ -39,5 +77,8 @@ print(
 )
 print({k: round(v, 3) for k, v in sorted(st.property_seconds.items(), key=lambda kv: -kv[1])})
 stats = pstats.Stats(prof)
-stats.sort_stats("tottime").print_stats(25)
+stats.sort_stats("tottime").print_stats(45)
 stats.sort_stats("cumulative").print_stats(45)
+if args.callers:
+    for pattern in args.callers:
+        stats.print_callers(pattern)

@@ -117,6 +117,10 @@ def _parallel(
     ``--workers``, ``pytest -n``)."""
     import multiprocessing as mp
 
+    from fuzz.threads import share_cpus
+
+    threads = share_cpus(procs)  # inherited by the children, before they load NumPy and torch
+    print(f"{procs} processes, {threads or 'default'} CPU thread(s) each", flush=True)
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(procs), ctx.Queue()
     children = [

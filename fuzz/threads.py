@@ -1,0 +1,62 @@
+"""CPU threads for fuzzing processes that share one machine.
+
+A fuzzing process spends most of its time on the host (drawing inputs, NumPy comparisons, the
+interpreters), and NumPy's OpenBLAS, torch and OpenMP each start one thread per core by default.
+``k`` processes side by side (a campaign's ``--workers``, ``pytest -n k``, ``fuzz.bench --procs
+k``) then run ``k x cores`` busy threads on ``cores`` cores. Each process gets its share instead:
+``cores // k`` threads, at least one.
+
+The thread pools read their environment variables when they load, so :func:`share_cpus` is
+called in the parent before it starts the processes (they inherit the variables), or in a
+process before NumPy and torch are imported; torch's pool is also resized if it is already
+loaded. A variable the user has set is left alone, and ``KERNEL_FUZZ_THREADS=off`` turns the
+sharing off; ``KERNEL_FUZZ_THREADS=N`` asks for ``N`` threads per process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+SWITCH = "KERNEL_FUZZ_THREADS"
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def threads_per_process(processes: int, cpus: int | None = None) -> int:
+    """Each of ``processes`` processes' share of ``cpus`` (default: this machine's), at least 1."""
+    if processes < 1:
+        raise ValueError(f"processes must be at least 1, got {processes}")
+    return max(1, (cpu_count() if cpus is None else cpus) // processes)
+
+
+def share_cpus(processes: int) -> int | None:
+    """Sets this process's (and its future children's) thread pools to its share of the CPUs
+    when ``processes`` processes share the machine. Returns the threads per process, or None
+    when nothing was changed (one process, or the user's ``KERNEL_FUZZ_THREADS=off``)."""
+    switch = os.environ.get(SWITCH, "").strip().lower()
+    if switch == "off":
+        return None
+    if switch:
+        if not switch.isdigit() or int(switch) < 1:
+            raise ValueError(f"{SWITCH} must be 'off' or a positive integer, got {switch!r}")
+        n = int(switch)
+    elif processes <= 1:
+        return None
+    else:
+        n = threads_per_process(processes)
+    for var in POOL_VARIABLES:
+        os.environ.setdefault(var, str(n))
+    chosen = os.environ["OMP_NUM_THREADS"]  # the user's, where set
+    n = int(chosen) if chosen.isdigit() and int(chosen) > 0 else n
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n

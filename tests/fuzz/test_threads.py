@@ -1,0 +1,79 @@
+"""Processes sharing one machine get their share of its CPU threads (fuzz.threads)."""
+
+import os
+
+import pytest
+
+from fuzz import threads
+from fuzz.threads import POOL_VARIABLES, SWITCH, share_cpus, threads_per_process
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for var in (*POOL_VARIABLES, SWITCH):
+        monkeypatch.delenv(var, raising=False)
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    yield monkeypatch
+    torch.set_num_threads(before)
+
+
+def test_each_process_gets_its_share_of_the_cores_and_at_least_one():
+    assert threads_per_process(8, cpus=16) == 2
+    assert threads_per_process(3, cpus=16) == 5
+    assert threads_per_process(12, cpus=8) == 1
+    assert threads_per_process(1, cpus=16) == 16
+    with pytest.raises(ValueError, match="processes must be at least 1, got 0"):
+        threads_per_process(0)
+
+
+def test_share_cpus_sets_the_pools_and_resizes_a_loaded_torch(clean_env, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(threads, "cpu_count", lambda: 16)
+    assert share_cpus(1) is None  # a process alone keeps the defaults
+    assert all(var not in os.environ for var in POOL_VARIABLES)
+    assert share_cpus(8) == 2
+    assert all(os.environ[var] == "2" for var in POOL_VARIABLES)
+    assert torch.get_num_threads() == min(2, torch.get_num_threads()) == 2
+
+
+def test_the_users_settings_win(clean_env, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(threads, "cpu_count", lambda: 16)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert share_cpus(8) == 3  # the user's OpenMP setting is the one torch gets
+    assert os.environ["OMP_NUM_THREADS"] == "3" and os.environ["OPENBLAS_NUM_THREADS"] == "2"
+    assert torch.get_num_threads() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    monkeypatch.delenv("MKL_NUM_THREADS")
+    monkeypatch.setenv(SWITCH, "off")
+    assert share_cpus(8) is None and "OMP_NUM_THREADS" not in os.environ
+    monkeypatch.setenv(SWITCH, "1")
+    assert share_cpus(1) == 1  # asked for explicitly: applies to a lone process too
+    monkeypatch.setenv(SWITCH, "many")
+    with pytest.raises(ValueError, match="KERNEL_FUZZ_THREADS must be 'off' or a positive"):
+        share_cpus(4)
+
+
+XDIST_TEST = """
+import os
+
+def test_threads():
+    import torch
+    expected = max(1, {cpus} // 2)
+    assert os.environ["PYTEST_XDIST_WORKER_COUNT"] == "2"
+    assert os.environ["OPENBLAS_NUM_THREADS"] == str(expected)
+    assert torch.get_num_threads() == expected
+"""
+
+
+def test_xdist_workers_start_with_their_share(pytester, monkeypatch):
+    pytest.importorskip("xdist")
+    for var in (*POOL_VARIABLES, SWITCH):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makepyfile(XDIST_TEST.format(cpus=threads.cpu_count()))
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
