@@ -3,9 +3,10 @@ again) and prints the second run's cProfile, by own time and by cumulative time.
 
     python .ci/profile_hunt.py TARGET BACKEND [--profile gpu] [--examples 150] [--stub]
 
-``--stub`` (torch backends): the kernel is replaced by the target's naive reference computed on
-the host, so that the harness's own host-side cost at GPU shapes can be profiled on a machine
-without a GPU (with ``triton-interpret``: no interpreter time, no differential).
+``--stub`` (torch backends): the kernel is replaced by the target's fp64 oracle computed on the
+host and rounded once to the output dtypes, so that the harness's own host-side cost at GPU
+shapes can be profiled on a machine without a GPU (with ``triton-interpret``: no interpreter
+time, no differential). Only a real target: a mutant's stub would not be a mutant.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pstats
 
 import numpy as np
 
+from fuzz.arrays import dtype_name, np_dtype
 from fuzz.backends import TorchAdapter
 from fuzz.case import Case
 
@@ -52,9 +54,14 @@ if args.stub:  # references on the host too: their time is reported apart ("refe
             h.update(k.encode() + str(case.inputs[k].dtype).encode() + case.inputs[k].tobytes())
         ref = memo.get(h.hexdigest())
         if ref is None:  # the same inputs run several times (clean, repeat, poisoned outputs)
-            ref = memo[h.hexdigest()] = dict(t.naive(case, "cpu"))
+            ref = memo[h.hexdigest()] = dict(t.oracle(case, "cpu"))
+            if out is None:
+                naive = t.naive(case, "cpu")
+                ref = {k: v.astype(naive[k].dtype) for k, v in ref.items()}
         res = {}
         for name, a in ref.items():
+            if out is not None and name in out:  # the oracle rounded once to the output's dtype
+                a = a.astype(np_dtype(dtype_name(out[name].dtype)))
             host = adapter.put(np.ascontiguousarray(a))
             if out is not None and name in out:
                 out[name].copy_(host)

@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
 from fuzz.case import Case
+from strategies._cache import cached_factory
 from strategies._validate import check_scale, check_subset
 from strategies.alibi import SlopeRecipe, slope_recipes, standard_slopes
 from strategies.shapes import few
@@ -173,6 +174,7 @@ def weighted(choices: tuple[tuple[Any, int], ...]) -> st.SearchStrategy[Any]:
     return st.integers(0, len(values) - 1).map(values.__getitem__)
 
 
+@cached_factory
 def decay_recipes(form: str, heads: int, chunks: tuple[int, ...], chunk: int):
     """Decay recipes for ``form``; thresholds of the case's chunk size first, then the others.
 
@@ -215,6 +217,7 @@ def decay_recipes(form: str, heads: int, chunks: tuple[int, ...], chunk: int):
     return build()
 
 
+@cached_factory
 def chunked_lengths(chunk: int, *, max_size: int, min_size: int = 1) -> st.SearchStrategy[int]:
     """A length ``n_chunks * chunk + tail``: the chunk count, then the tail aimed at 1, ``chunk - 1``
     and 0 (a last chunk of one token leaves ``chunk - 1`` padded rows: the most exposed case).
