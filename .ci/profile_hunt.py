@@ -23,7 +23,6 @@ import numpy as np
 from fuzz.arrays import dtype_name, np_dtype
 from fuzz.backends import TorchAdapter
 from fuzz.case import Case
-
 from fuzz.engine import hunt
 from fuzz.profiles import get_profile
 from fuzz.target import get
