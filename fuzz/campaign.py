@@ -41,7 +41,7 @@ from fuzz import failures as F
 from fuzz.failures import Finding
 from fuzz.profiles import Profile
 from fuzz.target import Target, target_plugin
-from fuzz.threads import share_cpus
+from fuzz.threads import children_share_cpus
 from fuzz.worker import EXIT_CONTEXT_LOST, WorkerConfig, clear_inflight, read_inflight, worker_main
 
 NEW_CLASS_WEIGHT = 10.0  # a new failure class counts as much as ten new coverage features
@@ -233,7 +233,8 @@ class Campaign:
             target=worker_main, args=(child, w.config, w.started), name=f"fuzz-worker-{w.slot}",
             daemon=True,
         )  # fmt: skip
-        w.process.start()
+        with children_share_cpus(self.config.workers):  # before the worker loads NumPy, torch
+            w.process.start()
         child.close()
         w.conn = parent
         w.ready = False
@@ -245,7 +246,6 @@ class Campaign:
         workdir = c.out / "workers"
         workdir.mkdir(parents=True, exist_ok=True)
         profile = dataclasses.asdict(c.profile)
-        share_cpus(c.workers)  # the workers inherit their share of the CPU threads
         for slot in range(c.workers):
             device = c.devices[slot % len(c.devices)] if c.devices else None
             wc = WorkerConfig(

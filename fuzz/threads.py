@@ -6,17 +6,20 @@ interpreters), and NumPy's OpenBLAS, torch and OpenMP each start one thread per 
 k``) then run ``k x cores`` busy threads on ``cores`` cores. Each process gets its share instead:
 ``cores // k`` threads, at least one.
 
-The thread pools read their environment variables when they load, so :func:`share_cpus` is
-called in the parent before it starts the processes (they inherit the variables), or in a
-process before NumPy and torch are imported; torch's pool is also resized if it is already
-loaded. A variable the user has set is left alone, and ``KERNEL_FUZZ_THREADS=off`` turns the
-sharing off; ``KERNEL_FUZZ_THREADS=N`` asks for ``N`` threads per process.
+The thread pools read their environment variables when they load, so the processes get them
+from their parent (:func:`children_share_cpus` around starting them, or :func:`share_cpus` in
+a parent that does no work of its own), or set them before NumPy and torch are imported;
+:func:`share_cpus` also resizes torch's pool if it is already loaded. A variable the user has
+set is left alone; ``KERNEL_FUZZ_THREADS=off`` turns the sharing off and
+``KERNEL_FUZZ_THREADS=N`` asks for ``N`` threads per process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 SWITCH = "KERNEL_FUZZ_THREADS"
@@ -37,21 +40,26 @@ def threads_per_process(processes: int, cpus: int | None = None) -> int:
     return max(1, (cpu_count() if cpus is None else cpus) // processes)
 
 
-def share_cpus(processes: int) -> int | None:
-    """Sets this process's (and its future children's) thread pools to its share of the CPUs
-    when ``processes`` processes share the machine. Returns the threads per process, or None
-    when nothing was changed (one process, or the user's ``KERNEL_FUZZ_THREADS=off``)."""
+def threads_for(processes: int) -> int | None:
+    """Threads per process when ``processes`` share the machine, or None to leave the defaults
+    (one process, or ``KERNEL_FUZZ_THREADS=off``); ``KERNEL_FUZZ_THREADS=N`` decides."""
     switch = os.environ.get(SWITCH, "").strip().lower()
     if switch == "off":
         return None
     if switch:
         if not switch.isdigit() or int(switch) < 1:
             raise ValueError(f"{SWITCH} must be 'off' or a positive integer, got {switch!r}")
-        n = int(switch)
-    elif processes <= 1:
+        return int(switch)
+    return None if processes <= 1 else threads_per_process(processes)
+
+
+def share_cpus(processes: int) -> int | None:
+    """Sets this process's (and its future children's) thread pools to its share of the CPUs
+    when ``processes`` processes share the machine. Returns the threads per process, or None
+    when nothing was changed (see :func:`threads_for`)."""
+    n = threads_for(processes)
+    if n is None:
         return None
-    else:
-        n = threads_per_process(processes)
     for var in POOL_VARIABLES:
         os.environ.setdefault(var, str(n))
     chosen = os.environ["OMP_NUM_THREADS"]  # the user's, where set
@@ -60,3 +68,22 @@ def share_cpus(processes: int) -> int | None:
     if torch is not None and torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
+
+
+@contextlib.contextmanager
+def children_share_cpus(processes: int) -> Iterator[int | None]:
+    """Processes started inside the block get their share (through the environment they
+    inherit); this process's own pools and environment are left as they were."""
+    n = threads_for(processes)
+    saved = {var: os.environ.get(var) for var in POOL_VARIABLES}
+    if n is not None:
+        for var in POOL_VARIABLES:
+            os.environ.setdefault(var, str(n))
+    try:
+        yield n
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value

@@ -5,7 +5,13 @@ import os
 import pytest
 
 from fuzz import threads
-from fuzz.threads import POOL_VARIABLES, SWITCH, share_cpus, threads_per_process
+from fuzz.threads import (
+    POOL_VARIABLES,
+    SWITCH,
+    children_share_cpus,
+    share_cpus,
+    threads_per_process,
+)
 
 
 @pytest.fixture
@@ -56,6 +62,31 @@ def test_the_users_settings_win(clean_env, monkeypatch):
     monkeypatch.setenv(SWITCH, "many")
     with pytest.raises(ValueError, match="KERNEL_FUZZ_THREADS must be 'off' or a positive"):
         share_cpus(4)
+
+
+def _child_pools(queue):
+    import torch
+
+    queue.put(({var: os.environ.get(var) for var in POOL_VARIABLES}, torch.get_num_threads()))
+
+
+def test_processes_started_in_the_block_get_their_share_and_this_one_keeps_its_own(clean_env):
+    import multiprocessing
+
+    import torch
+
+    own = torch.get_num_threads()
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    clean_env.setenv(SWITCH, "1")  # the share on any machine, this one's 2 cores included
+    with children_share_cpus(4) as n:
+        child = ctx.Process(target=_child_pools, args=(queue,))
+        child.start()
+    pools, child_threads = queue.get(timeout=120)
+    child.join(60)
+    assert n == 1 and child_threads == 1 and all(v == "1" for v in pools.values())
+    assert all(var not in os.environ for var in POOL_VARIABLES)  # restored here
+    assert torch.get_num_threads() == own
 
 
 XDIST_TEST = """
