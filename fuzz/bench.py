@@ -24,6 +24,7 @@ from fuzz.cli import count_arg
 from fuzz.engine import HuntResult, hunt
 from fuzz.profiles import Profile, default_profile, get_profile
 from fuzz.target import get, select
+from fuzz.threads import threads_for
 
 
 def _bare_loop(target_name: str, backend: str, profile_name: str, examples: int) -> float:
@@ -159,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         help="run in this many processes side by side (one GPU)",
     )
     args = p.parse_args(argv)
+    try:
+        threads_for(args.procs)  # KERNEL_FUZZ_THREADS, checked before anything starts
+    except ValueError as e:
+        p.error(str(e))
     profile = get_profile(args.profile) if args.profile else default_profile()
     if args.no_differential:
         profile = dataclasses.replace(profile, differential=False)

@@ -198,7 +198,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.database import open_database
     from fuzz.profiles import default_profile, get_profile
     from fuzz.target import select
+    from fuzz.threads import threads_for
 
+    threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
     console = _progress_console()
     assert isinstance(console, Console)
     _load_plugins(args.plugin)

@@ -136,7 +136,10 @@ def _profile(config: pytest.Config) -> Profile:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        share_cpus_among_xdist_workers(config)
+        try:
+            share_cpus_among_xdist_workers(config)
+        except ValueError as e:  # KERNEL_FUZZ_THREADS
+            raise pytest.UsageError(str(e)) from None
     name = config.getoption("hypothesis_profile", default=None)
     if name is None:
         from hypothesis import settings

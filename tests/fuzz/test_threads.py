@@ -108,3 +108,20 @@ def test_xdist_workers_start_with_their_share(pytester, monkeypatch):
     pytester.makepyfile(XDIST_TEST.format(cpus=threads.cpu_count()))
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_a_bad_switch_is_a_clear_error_from_every_entry_point(pytester, monkeypatch, capsys):
+    from fuzz import bench, cli
+
+    monkeypatch.setenv(SWITCH, "lots")
+    message = "KERNEL_FUZZ_THREADS must be 'off' or a positive integer, got 'lots'"
+    assert cli.main(["run", "--budget", "1", "--out", str(pytester.path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--targets", "softmax", "--procs", "2"])
+    assert e.value.code == 2 and message in capsys.readouterr().err
+    pytest.importorskip("xdist")
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str() and "Traceback" not in result.stderr.str()
