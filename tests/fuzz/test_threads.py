@@ -64,26 +64,26 @@ def test_the_users_settings_win(clean_env, monkeypatch):
         share_cpus(4)
 
 
-def _child_pools(queue):
-    import torch
-
-    queue.put(({var: os.environ.get(var) for var in POOL_VARIABLES}, torch.get_num_threads()))
+CHILD = f"""
+import json, os
+import torch
+print(json.dumps([{{v: os.environ.get(v) for v in {POOL_VARIABLES!r}}}, torch.get_num_threads()]))
+"""
 
 
 def test_processes_started_in_the_block_get_their_share_and_this_one_keeps_its_own(clean_env):
-    import multiprocessing
+    import json
+    import subprocess
+    import sys
 
     import torch
 
     own = torch.get_num_threads()
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
     clean_env.setenv(SWITCH, "1")  # the share on any machine, this one's 2 cores included
     with children_share_cpus(4) as n:
-        child = ctx.Process(target=_child_pools, args=(queue,))
-        child.start()
-    pools, child_threads = queue.get(timeout=120)
-    child.join(60)
+        child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+    out, _ = child.communicate(timeout=120)
+    pools, child_threads = json.loads(out)
     assert n == 1 and child_threads == 1 and all(v == "1" for v in pools.values())
     assert all(var not in os.environ for var in POOL_VARIABLES)  # restored here
     assert torch.get_num_threads() == own
