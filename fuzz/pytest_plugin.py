@@ -88,23 +88,18 @@ def share_gpu_memory() -> float | None:
     return TORCH_SHARE / k
 
 
-def share_cpus_among_xdist_workers(config: pytest.Config | None = None) -> int | None:
+def share_cpus_among_xdist_workers(config: pytest.Config) -> int | None:
     """Each of ``pytest -n k``'s workers gets ``cores // k`` threads for NumPy, torch and OpenMP
-    (see :mod:`fuzz.threads`). In a worker at import; in the controller, where ``k`` is a number,
-    before it starts the workers, so that they inherit the setting before NumPy loads."""
+    (see :mod:`fuzz.threads`): set in the controller before it starts the workers, which inherit
+    the setting before they load NumPy (xdist has resolved ``-n auto`` to a number by then)."""
     from fuzz.threads import share_cpus
 
-    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
-    if config is not None:
-        count = str(getattr(config.option, "numprocesses", None) or "")
-    elif not os.environ.get("PYTEST_XDIST_WORKER"):
-        return None
-    return share_cpus(int(count)) if count.isdigit() and int(count) > 1 else None
+    count = getattr(config.option, "numprocesses", None)
+    return share_cpus(count) if isinstance(count, int) and count > 1 else None
 
 
 _XDIST_DEVICE = map_xdist_worker_to_gpu()  # at import: before any test module touches CUDA
 _TORCH_FRACTION = share_gpu_memory()
-share_cpus_among_xdist_workers()
 
 import fuzz.profiles  # noqa: E402
 from fuzz.profiles import Profile, get_profile, gpu_missing_message  # noqa: E402

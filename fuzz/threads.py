@@ -53,6 +53,12 @@ def threads_for(processes: int) -> int | None:
     return None if processes <= 1 else threads_per_process(processes)
 
 
+def _set_pools(n: int) -> None:
+    """``n`` threads for every pool whose variable the user has not set."""
+    for var in POOL_VARIABLES:
+        os.environ.setdefault(var, str(n))
+
+
 def share_cpus(processes: int) -> int | None:
     """Sets this process's (and its future children's) thread pools to its share of the CPUs
     when ``processes`` processes share the machine. Returns the threads per process, or None
@@ -60,8 +66,7 @@ def share_cpus(processes: int) -> int | None:
     n = threads_for(processes)
     if n is None:
         return None
-    for var in POOL_VARIABLES:
-        os.environ.setdefault(var, str(n))
+    _set_pools(n)
     chosen = os.environ["OMP_NUM_THREADS"]  # the user's, where set
     n = int(chosen) if chosen.isdigit() and int(chosen) > 0 else n
     torch = sys.modules.get("torch")
@@ -77,8 +82,7 @@ def children_share_cpus(processes: int) -> Iterator[int | None]:
     n = threads_for(processes)
     saved = {var: os.environ.get(var) for var in POOL_VARIABLES}
     if n is not None:
-        for var in POOL_VARIABLES:
-            os.environ.setdefault(var, str(n))
+        _set_pools(n)
     try:
         yield n
     finally:

@@ -7,7 +7,7 @@ the kernel (the GLA decay and length factories were such a case: about a fifth o
 """
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from fuzz.target import load_builtin, select
@@ -22,14 +22,14 @@ def test_drawing_the_same_examples_again_builds_no_composite(strategy_factory, m
     strategy = strategy_factory("small")
     name = strategy_factory.__qualname__
 
-    def draw_some(seed: int) -> None:
+    def draw_some(n: int) -> None:
+        @seed(n)
         @settings(max_examples=25, database=None, deadline=None, derandomize=False,
                   suppress_health_check=list(HealthCheck), phases=["generate"])  # fmt: skip
         @given(st.data())
         def run(data):
             data.draw(strategy)
 
-        run._hypothesis_internal_use_seed = seed
         run()
 
     draw_some(0)  # builds the composites these examples need, once per distinct argument set
