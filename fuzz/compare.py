@@ -54,6 +54,7 @@ class Metrics:
             special = ~finite & ~np.isnan(o) & (k != o)
             err = np.abs(k - o)
             err[~(finite & k_finite)] = 0.0
+        err.setflags(write=False)
         self._o, self._finite, self._err = o, finite, err
         self._both_finite = finite & k_finite
         self.max_abs = float(err.max()) if err.size else 0.0
@@ -71,6 +72,11 @@ class Metrics:
                 _index(flat, k.shape), float(k.flat[flat]), float(o.flat[flat]), float("inf")
             )
         self._naive = naive
+
+    @property
+    def errors(self) -> np.ndarray:
+        """``|kernel - oracle|`` per element, 0 where either is not finite (read-only)."""
+        return self._err
 
     @functools.cached_property
     def naive_max_abs(self) -> float | None:
@@ -166,12 +172,18 @@ class Tolerance:
         divergence_factor: compiled vs interpreted may differ by this many times the bound (two
             results each within the bound of the oracle are within twice it of each other; fast
             ``exp`` and TF32 dots are what moves the compiled one).
+        ratio_caps_analysis: for a target with a per-element analytic bound
+            (``Target.error_bound``): whether this ratio rule also applies, the smaller of the two
+            being the bound. Only where the family shows the rule justified: the naive
+            reference's error must be one that every implementation incurs (a same-dtype naive
+            that is exact by luck, as fp32 logits scaled by a power of two make it, is not).
     """
 
     rho: float = 2.0
     floor_ulps: float = 2.0
     atol: float = 0.0
     divergence_factor: float = 2.0
+    ratio_caps_analysis: bool = False
 
     def __post_init__(self) -> None:
         for name in ("rho", "floor_ulps", "atol", "divergence_factor"):
@@ -198,6 +210,7 @@ class Tolerance:
             "floor_ulps": self.floor_ulps,
             "atol": self.atol,
             "divergence_factor": self.divergence_factor,
+            "ratio_caps_analysis": self.ratio_caps_analysis,
         }
 
 

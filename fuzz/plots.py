@@ -54,7 +54,7 @@ def pool(a: np.ndarray, cells: int = MAX_CELLS) -> tuple[np.ndarray, tuple[int, 
     return padded.reshape(pr // br, br, pc // bc, bc).max(axis=(1, 3)), (br, bc)
 
 
-def error_ratio(kernel: np.ndarray, oracle: np.ndarray, tolerance: float) -> np.ndarray:
+def error_ratio(kernel: np.ndarray, oracle: np.ndarray, tolerance: Any) -> np.ndarray:
     """Elementwise ``|kernel - oracle| / tolerance``; ``inf`` where one is NaN/Inf and the other
     is not the same special value."""
     k = to_float64(kernel)
@@ -63,13 +63,12 @@ def error_ratio(kernel: np.ndarray, oracle: np.ndarray, tolerance: float) -> np.
         err = np.where(np.isfinite(k) & np.isfinite(o), np.abs(k - o), 0.0)
         special = (np.isfinite(o) != np.isfinite(k)) | (~np.isfinite(o) & ~np.isnan(o) & (k != o))
         special |= np.isnan(k) & ~np.isnan(o)
-        ratio = err / tolerance if tolerance > 0 else err
+        tol = np.broadcast_to(np.asarray(tolerance, np.float64), err.shape)
+        ratio = np.where(tol > 0, err / np.where(tol > 0, tol, 1.0), err)
     return np.where(special, np.inf, ratio)
 
 
-def error_map(
-    name: str, kernel: np.ndarray, oracle: np.ndarray, tolerance: float
-) -> dict[str, Any]:
+def error_map(name: str, kernel: np.ndarray, oracle: np.ndarray, tolerance: Any) -> dict[str, Any]:
     """The JSON summary of one output's error (see the module docstring)."""
     ratio = error_ratio(kernel, oracle, tolerance)
     flat = ratio.ravel()
@@ -90,7 +89,8 @@ def error_map(
         "shape": list(ratio.shape),
         "reduced": described,
         "block": list(block),
-        "tolerance": float(tolerance),
+        "tolerance": float(np.min(tolerance)) if np.size(tolerance) else 0.0,
+        "tolerance_max": float(np.max(tolerance)) if np.size(tolerance) else 0.0,
         "grid": [[_round(v) for v in row] for row in cells.tolist()],
         "hist_edges": list(HIST_EDGES),
         "hist": [int(c) for c in counts],
@@ -118,6 +118,7 @@ def error_maps(ctx: Context) -> list[dict[str, Any]]:
         got = launch.outputs.get(name)
         if got is None or got.shape != ctx.oracle[name].shape:
             continue
+        tol: Any
         try:
             tol = ctx.bound(name)
         except Exception:

@@ -117,7 +117,7 @@ class Context:
         self.stats = stats if stats is not None else Stats()
         self.adapter = adapter_for(backend)
         self._inputs: dict[tuple[int, str], dict[str, Any]] = {}
-        self._bounds: dict[str, float] = {}
+        self._bounds: dict[str, np.ndarray] = {}
 
     # References -------------------------------------------------------------------------------
 
@@ -239,15 +239,46 @@ class Context:
             return {}
         return {k: float(v) for k, v in self.target.error_floor(self.case, self.ref_device).items()}
 
-    def bound(self, name: str) -> float:
-        """The allowed error of output ``name`` against the oracle (any run of this case: it
-        depends on the oracle, the naive reference and the floor only)."""
+    @functools.cached_property
+    def analytic(self) -> dict[str, np.ndarray]:
+        """The target's per-element error bound of each output (``Target.error_bound``),
+        broadcast to the output's shape (read-only)."""
+        if self.target.error_bound is None:
+            return {}
+        got = self.target.error_bound(self.case, self.ref_device)
+        return {
+            k: np.broadcast_to(np.asarray(v, np.float64), self.oracle[k].shape)
+            for k, v in got.items()
+        }
+
+    def bound(self, name: str) -> np.ndarray:
+        """The allowed error of each element of output ``name`` against the oracle, an array of
+        the output's shape (read-only; any run of this case: it depends on the oracle, the naive
+        reference and the target's analysis only).
+
+        With an analytic bound (``Target.error_bound``): that bound plus ``Tolerance.atol``, or
+        the smaller of it and the ratio rule where the family declares the rule justified
+        (``Tolerance.ratio_caps_analysis``). Without: the ratio rule (plus ``Target.error_floor``)."""
         if name not in self._bounds:
-            naive = self.naive.get(name)
-            naive_max = None if naive is None else measure_naive(naive, self.oracle[name])
-            self._bounds[name] = self.target.tolerance_for(name).bound(
-                self.oracle[name], naive_max, self.out_dtypes[name]
-            ) + self.floor.get(name, 0.0)
+            tol = self.target.tolerance_for(name)
+            analytic = self.analytic.get(name)
+            ratio: float | None = None
+            if analytic is None or tol.ratio_caps_analysis:
+                naive = self.naive.get(name)
+                naive_max = None if naive is None else measure_naive(naive, self.oracle[name])
+                ratio = tol.bound(self.oracle[name], naive_max, self.out_dtypes[name])
+                ratio += self.floor.get(name, 0.0)
+            shape = self.oracle[name].shape
+            if analytic is None:
+                assert ratio is not None
+                b = np.broadcast_to(np.float64(ratio), shape)
+            elif ratio is None:
+                b = analytic + tol.atol
+            else:
+                b = np.minimum(analytic + tol.atol, ratio)
+            b = np.asarray(b, np.float64)
+            b.setflags(write=False)
+            self._bounds[name] = b
         return self._bounds[name]
 
     def finding(self, cls: str, prop: str, message: str, **kw: Any) -> Finding:
@@ -383,19 +414,36 @@ def _record_target(ctx: Context, name: str, ratio: float) -> None:
         target(float(min(ratio, 1e12)), label=f"{name}: error / tolerance")
 
 
+def excess(err: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """``err / tol`` elementwise (``inf`` where an error meets a zero bound, 0 where both are 0):
+    above 1 where the error exceeds its bound."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(tol > 0, err / np.where(tol > 0, tol, 1.0), np.where(err > 0, np.inf, 0.0))
+    return r
+
+
+def _argmax_index(a: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(a)), a.shape)) if a.ndim else ()
+
+
 def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Finding | None:
-    """Classifies ``got`` (one output) against the oracle: nan/inf/masking/accuracy, or None."""
+    """Classifies ``got`` (one output) against the oracle, element by element against
+    ``ctx.bound(name)``: nan/inf/masking/accuracy, or None."""
     o = ctx.oracle[name]
     clean = ctx.clean.outputs.get(name) if ctx.clean.error is None else None
     m = ctx.metrics(name) if got is clean else measure(got, o, ctx.naive.get(name))
-    tol = ctx.bound(name)  # depends on the oracle and the naive reference only
+    tol = ctx.bound(name)  # depends on the oracle, the naive reference and the analysis only
     if not (m.nonfinite_where_finite or m.special_mismatch):
-        _record_target(ctx, name, m.max_abs / tol if tol > 0 else 0.0)
-        if m.max_abs <= tol:
+        ratio = excess(m.errors, tol)
+        top = float(ratio.max()) if ratio.size else 0.0
+        _record_target(ctx, name, top)
+        if top <= 1.0:
             return None
     details: dict[str, Any] = {
         "metrics": m.as_dict(),
-        "tolerance_rule": ctx.target.tolerance_for(name).describe(),
+        "tolerance_rule": ctx.target.tolerance_for(name).describe()
+        if name not in ctx.analytic
+        else "per-element error bound (Target.error_bound)",
     }
     if name in ctx.floor:
         details["error_floor"] = ctx.floor[name]
@@ -409,7 +457,7 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
             f"{count} non-finite element(s) in {name} where the oracle is finite; "
             f"{w.where(name)} = {_fmt(w.kernel)}, oracle {_fmt(w.oracle)}",
             output=name, index=w.index, kernel_value=w.kernel, oracle_value=w.oracle,
-            error=float("inf"), tolerance=tol, details=details,
+            error=float("inf"), tolerance=float(tol[w.index]), details=details,
         )  # fmt: skip
     fixed = ctx.fixed.get(name)
     if m.special_mismatch:
@@ -419,26 +467,26 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
         return ctx.finding(
             cls, prop, f"{w.where(name)} = {_fmt(w.kernel)} but the oracle is {_fmt(w.oracle)}",
             output=name, index=w.index, kernel_value=w.kernel, oracle_value=w.oracle,
-            error=float("inf"), tolerance=tol, details=details,
+            error=float("inf"), tolerance=float(tol[w.index]), details=details,
         )  # fmt: skip
     k = to_float64(got)
-    with np.errstate(invalid="ignore"):  # inf - inf where both are inf: not an error
-        err = np.where(np.isfinite(o), np.abs(k - o), 0.0)
+    err = m.errors
+    ratio = excess(err, tol)
     cls = F.ACCURACY
-    idx = m.worst.index if m.worst else ()
-    if fixed is not None and (fixed & (err > tol)).any():
+    idx = _argmax_index(ratio)
+    if fixed is not None and (fixed & (ratio > 1.0)).any():
         cls = F.MASKING
-        idx = tuple(
-            int(i) for i in np.unravel_index(int(np.argmax(np.where(fixed, err, -1.0))), err.shape)
-        )
-    kv, ov, ev = float(k[idx]), float(o[idx]), float(err[idx])
+        idx = _argmax_index(np.where(fixed, ratio, -1.0))
+    kv, ov, ev, tv = float(k[idx]), float(o[idx]), float(err[idx]), float(tol[idx])
     where = f"{name}[{', '.join(map(str, idx))}]"
     what = "masked/fixed element" if cls == F.MASKING else "worst element"
-    naive = f", naive {_fmt(m.naive_max_abs)}" if m.naive_max_abs is not None else ""
+    naive = f", naive max error {_fmt(m.naive_max_abs)}" if m.naive_max_abs is not None else ""
     return ctx.finding(
         cls, prop,
-        f"{what} {where} = {_fmt(kv)}, oracle {_fmt(ov)}: error {_fmt(ev)} > tolerance {_fmt(tol)}{naive}",
-        output=name, index=idx, kernel_value=kv, oracle_value=ov, error=ev, tolerance=tol, details=details,
+        f"{what} {where} = {_fmt(kv)}, oracle {_fmt(ov)}: error {_fmt(ev)} > tolerance {_fmt(tv)} "
+        f"({_fmt(float(ratio[idx]))}x){naive}",
+        output=name, index=idx, kernel_value=kv, oracle_value=ov, error=ev, tolerance=tv,
+        details={**details, "excess": float(ratio[idx])},
     )  # fmt: skip
 
 
@@ -514,14 +562,15 @@ def _backend_agreement(ctx: Context, draw: Any) -> Finding | None:
         inf_mismatch = (np.isinf(a) | np.isinf(b)) & (a != b) & ~np.isnan(a) & ~np.isnan(b)
         diff = np.where(np.isfinite(a) & np.isfinite(b), np.abs(a - b), 0.0)
         diff = np.where(nan_mismatch | inf_mismatch, np.inf, diff)
-        if diff.size and diff.max() > tol:
-            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+        ratio = excess(diff, tol)
+        if ratio.size and ratio.max() > 1.0:
+            idx = _argmax_index(ratio)
             return ctx.finding(
                 F.DIVERGENCE, "backend-agreement",
                 f"{ctx.backend.name} and {twin.name} differ at {name}[{', '.join(map(str, idx))}]: "
-                f"{_fmt(a[idx])} vs {_fmt(b[idx])} (oracle {_fmt(float(ctx.oracle[name][idx]))}), tolerance {_fmt(tol)}",
+                f"{_fmt(a[idx])} vs {_fmt(b[idx])} (oracle {_fmt(float(ctx.oracle[name][idx]))}), tolerance {_fmt(float(tol[idx]))}",
                 output=name, index=idx, kernel_value=float(a[idx]), oracle_value=float(ctx.oracle[name][idx]),
-                error=float(diff[idx]), tolerance=tol, details={"twin": twin.name, "twin_value": float(b[idx])},
+                error=float(diff[idx]), tolerance=float(tol[idx]), details={"twin": twin.name, "twin_value": float(b[idx])},
             )  # fmt: skip
     return None
 

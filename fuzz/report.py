@@ -444,7 +444,7 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
                 f'style="width:{cols * cell:.0f}px;height:{rows * cell:.0f}px">'
                 f'<img class="legend" alt="scale" src="{plots.legend_png()}">'
                 f"<figcaption><b>{_e(m['output'])}</b> {_e(m['reduced'])}; error / tolerance "
-                f"(tolerance {m['tolerance']:.3g}; cells are max over {m['block'][0]}x{m['block'][1]} blocks): white exact, "
+                f"(tolerance {_tolerance_range(m)}; cells are max over {m['block'][0]}x{m['block'][1]} blocks): white exact, "
                 f"blue within tolerance, yellow-red above, magenta NaN/Inf; worst at {_e(m['worst'])}</figcaption></figure>"
                 f"<figure>{plots.histogram_svg(m)}<figcaption>{_e(m['output'])}: log10(error / tolerance), "
                 f"{m['exact']} exact, {m['nonfinite']} NaN/Inf of {m['elements']}</figcaption></figure>"
@@ -531,3 +531,9 @@ def html_report(data: dict[str, Any], out: Path) -> str:
         f"<title>kernel-fuzz campaign {_e(data['started'])}</title><style>{_CSS}</style></head>"
         "<body>\n" + "\n".join(body) + _SELFCHECK + "</body></html>\n"
     )
+
+
+def _tolerance_range(m: dict[str, Any]) -> str:
+    """The per-element tolerance of an error map: one number, or its range."""
+    lo, hi = m["tolerance"], m.get("tolerance_max", m["tolerance"])
+    return f"{lo:.3g}" if hi == lo else f"{lo:.3g} to {hi:.3g} per element"

@@ -97,11 +97,17 @@ class Target:
             reproducer may have; the test suite asserts it. An int, or ``shrink_bound(case) ->
             int`` where the least failing input depends on geometry the profile draws (tile
             sizes, head dims: the GPU profile's simplest tiles and head dim are larger).
-        error_floor: ``error_floor(case, device) -> {output: float}``: an absolute allowance per
-            output added to the tolerance rule, derived from the case: the a-priori rounding error
-            that any implementation in the kernel's working precision incurs (e.g. fp32 dot
-            products of large logits), which the naive reference's own error need not reflect
-            when both compute in the same precision. None: no allowance.
+        error_floor: (being replaced by ``error_bound``) ``error_floor(case, device) -> {output:
+            float}``: an absolute allowance per output added to the ratio rule.
+        error_bound: ``error_bound(case, device) -> {output: float or ndarray}``: the error any
+            correct implementation of the computation may have against the fp64 oracle, per
+            output element (an array broadcastable to the output's shape, or one number), derived
+            from a forward error analysis of the case (condition numbers, working precision,
+            reduction lengths). With it, an output is checked element by element against this
+            bound (plus ``Tolerance.atol``); its ``Tolerance`` ratio rule is applied too only
+            where the family declares it justified (``Tolerance.ratio_caps_analysis``), as the
+            smaller of the two.
+            None: the ratio rule alone.
         targeting: whether the oracle comparison reports ``error / tolerance`` to
             ``hypothesis.target()``. Hypothesis then spends the second half of a run of fewer than
             1000 examples climbing on the best-scoring example; a family whose bugs hide in
@@ -138,6 +144,7 @@ class Target:
     expected_class: str | None = None
     shrink_bound: int | Callable[[Case], int] | None = None
     error_floor: Callable[[Case, str], Mapping[str, float]] | None = None
+    error_bound: Callable[[Case, str], Mapping[str, np.ndarray | float]] | None = None
     targeting: bool = True
     interpret_cost: Callable[[Case], float] | None = None
     writes_out: bool = True

@@ -5,6 +5,7 @@ import dataclasses
 
 import hypothesis
 import numpy as np
+import pytest
 
 from fuzz.backends import get_backend
 from fuzz.case import Case
@@ -26,8 +27,28 @@ def test_error_floor_is_added_to_the_tolerance(fake_plugin):
     floored = dataclasses.replace(buggy, error_floor=lambda case, device: {"y": 1.0})
     ctx = Context(floored, backend, _case())
     assert ctx.floor == {"y": 1.0}
-    assert ctx.bound("y") >= 1.0
+    assert (ctx.bound("y") >= 1.0).all()
     assert check_case(floored, backend, _case(), params={"masked-poison": "nan"}).finding is None
+
+
+def test_error_bound_is_checked_element_by_element(fake_plugin):
+    """An analytic per-element bound replaces the ratio rule: an error is judged against the
+    bound of its own element, not the largest one."""
+    buggy = get("fake_double_accuracy")  # y[:, 1] is 1% off
+    backend = get_backend("fake")
+    case = _case()
+    got = Context(buggy, backend, case).clean.outputs["y"].astype(np.float64)
+    err = np.abs(got - 2 * case.inputs["x"])
+    # a huge bound where the kernel is exact, half the error where it is not
+    loose_elsewhere = np.where(err > 0, 0.5 * err, 1e6)
+    bounded = dataclasses.replace(buggy, error_bound=lambda case, device: {"y": loose_elsewhere})
+    ctx = Context(bounded, backend, case)
+    assert np.array_equal(ctx.bound("y"), loose_elsewhere)
+    f = check_case(bounded, backend, case, params={"masked-poison": "nan"}).finding
+    assert f is not None and f.cls == "accuracy" and f.index[1] == 1
+    assert f.tolerance == pytest.approx(float(loose_elsewhere[f.index]))
+    generous = dataclasses.replace(buggy, error_bound=lambda case, device: {"y": 2 * err})
+    assert check_case(generous, backend, case, params={"masked-poison": "nan"}).finding is None
 
 
 def test_targeting_off_never_calls_hypothesis_target(fake_plugin, fake_profile, monkeypatch):
