@@ -393,10 +393,6 @@ def hunt(
             differential_every=profile.differential_every,
             stats=result.stats,
             race_repeats=race["repeats"],
-            # Once a race has shown, a mutant's example that fails more than one property (a
-            # racy store beside an accuracy bug) counts as the class the mutant is known for, so
-            # that shrinking that failure is not stalled by the race showing first on some runs.
-            prefer=target.expected_class if race["repeats"] else None,
         )
         names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
         for name in names:

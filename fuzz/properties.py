@@ -161,17 +161,21 @@ class Context:
         fill: float = POISON_NAN,
         backend: Backend | None = None,
         outputs: Mapping[str, tuple[tuple[int, ...], str]] | None = None,
+        entry: Callable[..., Mapping[str, Any]] | None = None,
     ) -> Launch:
         """Runs the kernel with outputs pre-filled with ``fill``; never raises.
 
         ``outputs`` (name -> (shape, dtype name)) describes the outputs of a ``case`` whose
         outputs differ from this context's (a shorter sequence, one sequence of a batch);
-        default: the oracle's shapes and the naive reference's dtypes.
+        default: the oracle's shapes and the naive reference's dtypes. ``entry``: another entry
+        point of the same kernel library to run instead of the target's own (a property that
+        compares the kernel with a sibling computation, such as decode with a causal prefill).
         """
         case = self.case if case is None else case
         backend = self.backend if backend is None else backend
         adapter = adapter_for(backend)
-        entry = self.target.kernels[backend.impl]
+        if entry is None:
+            entry = self.target.kernels[backend.impl]
         result = Launch()
         try:
             if outputs is None:
@@ -283,6 +287,30 @@ class Context:
 
     def finding(self, cls: str, prop: str, message: str, **kw: Any) -> Finding:
         return Finding(cls, prop, message, hazards=list(self.hazards), **kw)
+
+    def derived(
+        self,
+        case: Case | None,
+        *,
+        prop: str,
+        what: str,
+        backend: Backend | None = None,
+        outputs: Mapping[str, tuple[tuple[int, ...], str]] | None = None,
+        entry: Callable[..., Mapping[str, Any]] | None = None,
+        fill: float = POISON_NAN,
+    ) -> Launch | Finding:
+        """A launch a property derives from the case (a transformed case, another backend or
+        entry point), under the one crash policy of every family: a launch that raises is a
+        ``crash`` finding of that property, naming what was run (``what``); never silence.
+        Arguments as for :meth:`launch`."""
+        launch = self.launch(case, fill=fill, backend=backend, outputs=outputs, entry=entry)
+        if launch.error is None:
+            return launch
+        e = launch.error
+        return self.finding(
+            F.CRASH, prop, f"{what}: {exception_summary(e)}",
+            details={"exception": type(e).__name__, "text": str(e)[:4000], "derived": what},
+        )  # fmt: skip
 
 
 def exception_summary(e: BaseException) -> str:
@@ -396,9 +424,10 @@ def _determinism(ctx: Context, _: Any) -> Finding | None:
     one run in a few then fails every replay of a shrinking step, not some of them."""
     f = _differing_run(ctx, ctx.repeat, 2)
     for i in range(ctx.race_repeats if f is None else 0):
-        again = ctx.launch(fill=POISON_NAN if i % 2 else POISON_FINITE)
-        if again.error is not None:
-            return None  # the crash property has seen the clean runs; this one is not reported
+        again = ctx.derived(None, prop="determinism", what=f"run {i + 3} of the same inputs",
+                            fill=POISON_NAN if i % 2 else POISON_FINITE)  # fmt: skip
+        if isinstance(again, Finding):
+            return again
         f = _differing_run(ctx, again, i + 3)
         if f is not None:
             break
@@ -503,12 +532,9 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
     poisoned = ctx.target.poison(ctx.case, str(value))
     if poisoned is None:
         return None
-    launch = ctx.launch(poisoned)
-    if launch.error is not None:
-        e = launch.error
-        return ctx.finding(
-            F.CRASH, "masked-poison", f"with masked inputs = {value}: {type(e).__name__}: {e}"[:500]
-        )
+    launch = ctx.derived(poisoned, prop="masked-poison", what=f"with masked inputs = {value}")
+    if isinstance(launch, Finding):
+        return launch
     for name in ctx.oracle:
         a, p = ctx.clean.outputs[name], launch.outputs[name]
         both_nan = np.isnan(to_float64(a)) & np.isnan(to_float64(p))
@@ -552,6 +578,7 @@ def _backend_agreement(ctx: Context, draw: Any) -> Finding | None:
     assert twin is not None
     other = ctx.launch(backend=twin)
     if other.error is not None:
+        # The same source raising on one backend only is the divergence this property looks for.
         e = other.error
         return ctx.finding(F.DIVERGENCE, "backend-agreement",
                            f"{twin.name} raised where {ctx.backend.name} did not: {exception_summary(e)}")  # fmt: skip

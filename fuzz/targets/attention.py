@@ -14,7 +14,6 @@ The conventions are documented in ``kernels/attention/README.md``.
 from __future__ import annotations
 
 import math
-import time
 import types
 import weakref
 from collections.abc import Callable, Mapping
@@ -439,28 +438,18 @@ HAZARDS = (
 # Family properties -------------------------------------------------------------------------------
 
 
-def _run(ctx: Context, case: Case, entry: KernelRun | None = None) -> dict[str, np.ndarray]:
-    """Runs ``case`` on the context's backend (the target's own kernel, or ``entry``) with
-    kernel-allocated outputs (a transformed case may have other output shapes); raises what the
-    kernel raises."""
-    adapter = ctx.adapter
-    run = entry if entry is not None else ctx.target.kernels[ctx.backend.impl]
-    inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
-    t0 = time.perf_counter()
-    with np.errstate(all="ignore"):
-        got = run(inputs, dict(case.params), out=None, interpret=ctx.backend.interpret)
-        adapter.synchronize()
-    outputs = {k: adapter.get(v) for k, v in got.items()}
-    ctx.stats.add(Launch(outputs=outputs, seconds=time.perf_counter() - t0))
-    return outputs
+def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The outputs of ``case``: ``o`` like ``q`` in the input dtype, ``lse [B, Hq, Tq]`` fp32."""
+    q = case.inputs["q"]
+    return {"o": (tuple(q.shape), case.params["dtype"]), "lse": (tuple(q.shape[:3]), "float32")}
 
 
 def _launch(ctx: Context, prop: str, what: str, case: Case, entry: KernelRun | None = None
             ) -> dict[str, np.ndarray] | Finding:  # fmt: skip
-    try:
-        return _run(ctx, case, entry)
-    except Exception as e:
-        return ctx.finding(F.CRASH, prop, f"{what}: {exception_summary(e)}")
+    """A derived launch of ``case`` (the target's own kernel, or ``entry``): its outputs, or the
+    ``crash`` finding of ``prop`` (``Context.derived``)."""
+    got = ctx.derived(case, prop=prop, what=what, outputs=output_spec(case), entry=entry)
+    return got if isinstance(got, Finding) else got.outputs
 
 
 def _idx(index: tuple[int, ...]) -> str:

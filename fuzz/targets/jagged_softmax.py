@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 from fuzz.arrays import finfo, np_dtype, special_value
 from fuzz.case import Case
 from fuzz.compare import ONLINE_SOFTMAX
-from fuzz.failures import CRASH, MASKING, NONDETERMINISM, Finding
-from fuzz.properties import Context, Property, exception_summary
+from fuzz.failures import MASKING, NONDETERMINISM, Finding
+from fuzz.properties import Context, Property
 from fuzz.target import Hazard, Target, register
 from kernels.jagged_softmax.mutants import MUTANTS
 from oracles.jagged_softmax import jagged_softmax_naive, jagged_softmax_reference
@@ -263,10 +263,6 @@ def _n_segments(ctx: Context) -> int:
     return len(ctx.case.inputs["offsets"]) - 1
 
 
-def _raised(ctx: Context, prop: str, what: str, e: BaseException) -> Finding:
-    return ctx.finding(CRASH, prop, f"{what}: {exception_summary(e)}")
-
-
 def _permutation(ctx: Context, which: Any) -> Finding | None:
     """Reordering the segments reorders the output rows, bit for bit."""
     b = _n_segments(ctx)
@@ -277,11 +273,11 @@ def _permutation(ctx: Context, which: Any) -> Finding | None:
     if order == list(range(b)):
         return None
     case, rows = _rearranged(ctx.case, order)
-    launch = ctx.launch(case)
-    if launch.error is not None:
-        return _raised(
-            ctx, "segment-permutation", f"with the segments in order {order}", launch.error
-        )
+    launch = ctx.derived(
+        case, prop="segment-permutation", what=f"with the segments in order {order}"
+    )
+    if isinstance(launch, Finding):
+        return launch
     idx = _compare_rows(ctx, launch.outputs["y"], rows)
     if idx is None:
         return None
@@ -306,9 +302,9 @@ def _alone(ctx: Context, pick: Any) -> Finding | None:
     case, rows = _rearranged(ctx.case, [seg])
     # A context of its own: the outputs it allocates have the single segment's shape.
     alone = Context(ctx.target, ctx.backend, case, ref_device=ctx.ref_device, stats=ctx.stats)
-    launch = alone.clean
-    if launch.error is not None:
-        return _raised(ctx, "segment-alone", f"segment {seg} alone", launch.error)
+    launch = alone.derived(case, prop="segment-alone", what=f"segment {seg} alone")
+    if isinstance(launch, Finding):
+        return launch
     idx = _compare_rows(ctx, launch.outputs["y"], rows)
     if idx is None:
         return None
@@ -342,9 +338,10 @@ def _schedule(ctx: Context, programs: Any) -> Finding | None:
         programs = None
     if _effective_programs(programs, b) == _effective_programs(mine, b):
         return None
-    launch = ctx.launch(ctx.case.replace(num_programs=programs))
-    if launch.error is not None:
-        return _raised(ctx, "schedule-invariance", f"with num_programs={programs}", launch.error)
+    launch = ctx.derived(ctx.case.replace(num_programs=programs), prop="schedule-invariance",
+                         what=f"with num_programs={programs}")  # fmt: skip
+    if isinstance(launch, Finding):
+        return launch
     a = ctx.clean.outputs["y"]
     idx = _first_difference(a, launch.outputs["y"])
     if idx is None:

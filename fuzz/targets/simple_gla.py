@@ -493,22 +493,28 @@ def _chunk_sizes(ctx: Context) -> tuple[int, ...]:
     return tuple(c for c in pool if c != own)
 
 
-def _chunk_runs(ctx: Context, selector: int) -> dict[int, Launch]:
-    """The case run at every other chunk size of the backend's pool (cached on the context)."""
+def _chunk_runs(ctx: Context, selector: int, prop: str) -> dict[int, Launch] | Finding:
+    """The case run at every other chunk size of the backend's pool (cached on the context), or
+    the ``crash`` finding of ``prop`` for a run that raised (``Context.derived``)."""
     cache = ctx.__dict__.setdefault("_simple_gla_chunk_runs", {})
     if _skipped(ctx, selector):
-        return cache
+        return {}
     for c in _chunk_sizes(ctx):
         if c not in cache:
-            cache[c] = ctx.launch(ctx.case.replace(chunk_size=c))
+            cache[c] = ctx.derived(ctx.case.replace(chunk_size=c), prop=prop,
+                                   what=f"with chunk_size={c}")  # fmt: skip
+        if isinstance(cache[c], Finding):
+            f = cache[c]
+            return ctx.finding(f.cls, prop, f.message, details=f.details)
     return cache
 
 
 def _finite_every_chunk(ctx: Context, selector: Any) -> Finding | None:
     """No NaN/Inf for finite inputs at any chunk size (where the oracle is finite)."""
-    for c, run in _chunk_runs(ctx, selector).items():
-        if run.error is not None:
-            continue  # a crash at another chunk size: the crash property reports it there
+    runs = _chunk_runs(ctx, selector, "finite-every-chunk")
+    if isinstance(runs, Finding):
+        return runs
+    for c, run in runs.items():
         f = _nonfinite(ctx, run.outputs, "finite-every-chunk", f"with chunk_size={c}")
         if f is not None:
             f.details["chunk_size"] = c
@@ -519,9 +525,10 @@ def _finite_every_chunk(ctx: Context, selector: Any) -> Finding | None:
 def _chunk_independence(ctx: Context, selector: Any) -> Finding | None:
     """The result does not depend on the chunk size beyond both runs' derived bounds."""
     own = ctx.case.params["chunk_size"]
-    for c, run in _chunk_runs(ctx, selector).items():
-        if run.error is not None:
-            continue
+    runs = _chunk_runs(ctx, selector, "chunk-independence")
+    if isinstance(runs, Finding):
+        return runs
+    for c, run in runs.items():
         for name in ctx.oracle:
             mag = float(np.abs(ctx.oracle[name]).max(initial=0.0))
             tol = (derived_bound(ctx.case, name) + derived_bound(ctx.case, name, c)
@@ -553,8 +560,8 @@ def _slice_case(case: Case, rows: slice, t0: int, t1: int, *, h0: np.ndarray | N
     return Case(inputs, params, case.recipe)
 
 
-def _run(ctx: Context, case: Case) -> Launch:
-    return ctx.launch(case, outputs=output_spec(case))
+def _run(ctx: Context, case: Case, prop: str, what: str) -> Launch | Finding:
+    return ctx.derived(case, prop=prop, what=what, outputs=output_spec(case))
 
 
 # On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
@@ -580,25 +587,29 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
     length = case.inputs["q"].shape[1]
     t1 = max(1, min(length - 1, round(float(frac) * length)))
     rows = slice(None)
+    prop = "state-continuation"
+    what1, what2 = f"tokens [0, {t1})", f"tokens [{t1}, {length}) from the state after {t1}"
     if kind_of(case) == "fwd":
         first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=None, final=True)
-        run1 = _run(ctx, first)
-        if run1.error is not None:
-            return None
+        run1 = _run(ctx, first, prop, what1)
+        if isinstance(run1, Finding):
+            return run1
         second = _slice_case(case, rows, t1, length, h0=run1.outputs["ht"], dht=None,
                              final=case.params["output_final_state"])  # fmt: skip
-        run2 = _run(ctx, second)
+        run2 = _run(ctx, second, prop, what2)
     else:
         second = _slice_case(case, rows, t1, length, h0=_exact_state(case, t1),
                              dht=case.inputs.get("dht"), final=False)  # fmt: skip
-        run2 = _run(ctx, second)
-        if run2.error is not None:
-            return None
+        run2 = _run(ctx, second, prop, what2)
+        if isinstance(run2, Finding):
+            return run2
         first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=run2.outputs["dh0"],
                             final=False)  # fmt: skip
-        run1 = _run(ctx, first)
-    if run1.error is not None or run2.error is not None:
-        return None
+        run1 = _run(ctx, first, prop, what1)
+    if isinstance(run1, Finding):
+        return run1
+    if isinstance(run2, Finding):
+        return run2
     for name in ctx.oracle:
         mag = float(np.abs(ctx.oracle[name]).max(initial=0.0))
         if name in ("ht", "dh0"):
@@ -647,9 +658,9 @@ def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
     dht = case.inputs["dht"][i : i + 1] if "dht" in case.inputs else None
     alone = _slice_case(case, slice(0, 1), bos, eos, h0=h0, dht=dht,
                         final=bool(case.params.get("output_final_state")))  # fmt: skip
-    run = _run(ctx, alone)
-    if run.error is not None:
-        return None
+    run = _run(ctx, alone, "varlen-alone", f"sequence {i} (tokens [{bos}, {eos})) alone")
+    if isinstance(run, Finding):
+        return run
     for name in ctx.oracle:
         packed = ctx.clean.outputs[name]
         want = packed[i : i + 1] if name in ("ht", "dh0") else packed[:, bos:eos]
@@ -700,9 +711,10 @@ def _cross_implementation(ctx: Context, selector: Any) -> Finding | None:
         return None
     peer = _peer(ctx)
     assert peer is not None
-    other = ctx.launch(backend=peer)
-    if other.error is not None:
-        return None  # the peer's own run reports its crash
+    other = ctx.derived(None, backend=peer, prop="cross-implementation",
+                        what=f"the {peer.impl} kernel on {peer.name}, the peer compared with")  # fmt: skip
+    if isinstance(other, Finding):
+        return other
     model = error_model(ctx.case)
     for name, o in ctx.oracle.items():
         mine = to_float64(ctx.clean.outputs[name])

@@ -225,9 +225,10 @@ def _shift_invariance(ctx: Context, c: Any) -> Finding | None:
     s64 = shifted.astype(np.float64)
     if not np.isfinite(s64[finite]).all():
         return None  # the shift leaves the dtype's range: not a valid input
-    launch = ctx.launch(case.replace(inputs={"x": shifted}))
-    if launch.error is not None:
-        return None  # the crash property reports kernel exceptions on the clean run
+    launch = ctx.derived(case.replace(inputs={"x": shifted}), prop="shift-invariance",
+                         what=f"with {c:g} added to x")  # fmt: skip
+    if isinstance(launch, Finding):
+        return launch
     y0 = ctx.clean.outputs["y"].astype(np.float64)
     y1 = launch.outputs["y"].astype(np.float64)
     scale = case.params["scale"] or 1.0

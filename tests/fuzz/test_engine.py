@@ -183,3 +183,20 @@ def test_a_lost_cuda_context_ends_the_hunt_unshrunk_and_later_gpu_hunts_refuse(
     assert later.examples == 0
     # Nothing on the CPU depends on the lost context.
     assert hunt(get("fake_double"), "fake", fake_profile).error is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_hunt_reports_the_class_it_saw_never_the_one_a_mutant_expects(
+    fake_plugin, fake_profile, seed
+):
+    """Hunting never prefers a mutant's expected class (only a replay prefers its recorded one):
+    a racy kernel declared as an accuracy mutant, whose every failing example shows the race
+    first, is reported as a race and scored as the wrong class."""
+    import dataclasses
+
+    racy = get("fake_double_nondeterminism")  # races and is off by ~1e-3: both on every example
+    declared = dataclasses.replace(racy, name="fake_double_declared", expected_class="accuracy")
+    result = hunt(declared, "fake", fake_profile, seed=seed, database=None)
+    assert "nondeterminism" in result.found
+    assert "accuracy" not in result.found
+    assert result.status == "wrong-class"
