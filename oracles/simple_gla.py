@@ -38,9 +38,11 @@ from dataclasses import dataclass
 import torch
 
 __all__ = [
+    "MagnitudeVariant",
     "SimpleGLAGrads",
     "default_scale",
     "sequences",
+    "simple_gla_magnitude_variants",
     "simple_gla_magnitudes",
     "simple_gla_naive",
     "simple_gla_naive_grads",
@@ -88,17 +90,25 @@ class _Padded:
         return torch.stack(rows) if rows else out
 
     def scatter(self, y: torch.Tensor, batch: int, length: int) -> torch.Tensor:
-        """``y [N, Lmax, ...]`` back to ``[B, T, ...]``."""
+        """``y [N, Lmax, ...]`` back to ``[B, T, ...]``; tokens of no sequence (past
+        ``cu_seqlens[-1]``) are 0."""
         rows: list[list[torch.Tensor]] = [[] for _ in range(batch)]
         for i, (b, bos, eos) in enumerate(self.seqs):
             rows[b].append(y[i, : eos - bos])
         out = []
         for b in range(batch):
-            if rows[b]:
-                out.append(torch.cat(rows[b], dim=0))
-            else:
-                out.append(y.new_zeros((length, *y.shape[2:])))
+            used = sum(r.shape[0] for r in rows[b])
+            if used < length:
+                rows[b].append(y.new_zeros((length - used, *y.shape[2:])))
+            out.append(torch.cat(rows[b], dim=0))
         return torch.stack(out)
+
+    def live(self, device: torch.device | str) -> torch.Tensor:
+        """``[N, Lmax, 1]`` float64: 1 on each sequence's tokens, 0 on the padding."""
+        mask = torch.zeros((len(self.seqs), self.lmax, 1), dtype=F64, device=device)
+        for i, (_, bos, eos) in enumerate(self.seqs):
+            mask[i, : eos - bos] = 1.0
+        return mask
 
 
 def _padded(batch: int, length: int, cu_seqlens: Sequence[int] | None) -> _Padded:
@@ -393,6 +403,29 @@ class Magnitudes:
     dg: torch.Tensor | None = None
     dh0: torch.Tensor | None = None
 
+    def as_dict(self) -> dict[str, torch.Tensor]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class MagnitudeVariant:
+    """One way to weight the terms of :func:`simple_gla_magnitude_variants`.
+
+    Attributes:
+        decay_factor: every log decay times this (``exp(f X)`` for a term of exponent ``X``).
+        extra_decay: added to every live token's log decay after that (``exp(f X + e len)``,
+            ``len`` the number of decays the term crosses).
+        key_weight: ``[B, T, H]`` multiplying ``|k|`` per token (None: 1): a term's key factor
+            is weighted by its key token's value (each term has at most one key).
+        state_weight: multiplies ``|h0|`` (the terms that start from the initial state, which
+            have no key).
+    """
+
+    decay_factor: float = 1.0
+    extra_decay: float = 0.0
+    key_weight: torch.Tensor | None = None
+    state_weight: float = 1.0
+
 
 def simple_gla_magnitudes(
     q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, cu_seqlens=None, *,
@@ -406,65 +439,112 @@ def simple_gla_magnitudes(
     gradient magnitudes come from float64 autograd of ``sum(|do| o) + sum(|dht| ht)``; ``dg``'s
     magnitude is the one of the chunked backward's formula ``dg = revcumsum(q.dq - k.dk)`` plus
     ``<dS_c, H_c>`` on each chunk's last token (see the README), which is larger than ``|dg|``
-    itself.
+    itself (and than the magnitude of the token recurrence's ``exp(g_t) <dh_t, h_{t-1}>``).
+    """
+    (m,) = simple_gla_magnitude_variants(
+        q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size=chunk_size,
+        variants=(MagnitudeVariant(decay_factor),), do=do, dht=dht,
+    )  # fmt: skip
+    return m
+
+
+def simple_gla_magnitude_variants(
+    q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, cu_seqlens=None, *,
+    chunk_size, variants: Sequence[MagnitudeVariant], do=None, dht=None,
+) -> list[Magnitudes]:  # fmt: skip
+    """:func:`simple_gla_magnitudes` under several weightings (:class:`MagnitudeVariant`) in one
+    batched float64 pass (the variants are stacked along the sequence axis).
+
+    Every term of every output is ``weight x product of inputs`` with ``weight = exp(X)``; a
+    variant replaces the weight by ``exp(f X + e len)`` and the key factor ``|k_j|`` by
+    ``|k_j| w_j``. The results are sums of non-negative terms, so a difference quotient in ``f``
+    or ``e`` of two variants bounds the derivative from above (each term is convex in them).
     """
     _check(q, k, v, cu_seqlens)
     batch, length, heads, kd = q.shape
     scale = abs(default_scale(kd) if scale is None else float(scale))
     pad = _padded(batch, length, cu_seqlens)
-    qp, kp, vp = (pad.gather(x, F64).abs() for x in (q, k, v))
-    logd = _log_decay(g, g_gamma, pad, heads, F64).detach() * decay_factor
-    h0 = _h0(initial_state, len(pad.seqs), q, v, F64).abs()
+    n, reps = len(pad.seqs), len(variants)
+    qa, ka, va = (pad.gather(x, F64).abs() for x in (q, k, v))
+    logd = _log_decay(g, g_gamma, pad, heads, F64).detach()
+    live = pad.live(q.device)
+    ld = torch.cat([logd * var.decay_factor + var.extra_decay * live for var in variants])
+    weights = []
+    for var in variants:
+        w = (torch.ones_like(logd) if var.key_weight is None
+             else pad.gather(var.key_weight.detach(), F64))  # fmt: skip
+        weights.append(w[..., None])
+    kw = torch.cat(weights)
+    h0a = _h0(initial_state, n, q, v, F64).abs()
+
+    def rep(x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x.detach()] * reps)
+
+    qp, kp, vp, h0 = rep(qa), rep(ka), rep(va), rep(h0a)
     want_grads = do is not None
     if want_grads:
         for t in (qp, kp, vp, h0):
             t.requires_grad_()
+    h0w = torch.tensor([var.state_weight for var in variants for _ in range(n)], dtype=F64,
+                       device=q.device)[:, None, None, None]  # fmt: skip
     with torch.set_grad_enabled(want_grads):
-        o, ht, states = _chunked(qp, kp, vp, logd, h0, scale, chunk_size, F64, F64,
+        o, ht, states = _chunked(qp, kp * kw, vp, ld, h0 * h0w, scale, chunk_size, F64, F64,
                                  keep_states=want_grads)  # fmt: skip
         for s in states:
             s.retain_grad()
         if not want_grads:
-            return Magnitudes(pad.scatter(o, batch, length), ht)
-        dop = pad.gather(do, F64).abs()
-        loss = (o * dop).sum()
+            return [Magnitudes(pad.scatter(o[i * n : (i + 1) * n].detach(), batch, length),
+                               ht[i * n : (i + 1) * n].detach()) for i in range(reps)]  # fmt: skip
+        loss = (o * rep(pad.gather(do, F64).abs())).sum()
         if dht is not None:
-            loss = loss + (ht * dht.to(F64).abs()).sum()
+            loss = loss + (ht * rep(dht.to(F64).abs())).sum()
         got: list[torch.Tensor | None]
         if loss.requires_grad:
             got = list(torch.autograd.grad(loss, [qp, kp, vp, h0, *states], allow_unused=True))
         else:  # no token and no dht: nothing depends on the inputs
             got = [None] * (4 + len(states))
-        gq, gk, gv, gh0, *gs = got
+    gq, gk, gv, gh0, *gs = got
     zeros = torch.zeros_like
     gq = zeros(qp) if gq is None else gq
     gk = zeros(kp) if gk is None else gk
     gv = zeros(vp) if gv is None else gv
-    # db_i = q_i . dq_i - k_i . dk_i, plus <dS_c, H_c> on a chunk's last live token; dg is the
-    # suffix sum of db within the chunk.
-    terms = (qp.detach() * gq).sum(-1) + (kp.detach() * gk).sum(-1)  # [N, L, H]
-    lengths = [eos - bos for _, bos, eos in pad.seqs]
-    for c, (s, gsc) in enumerate(zip(states, gs, strict=True)):
+    gh0 = zeros(h0) if gh0 is None else gh0
+    lengths = torch.tensor([eos - bos for _, bos, eos in pad.seqs] * reps, device=q.device)
+    # |k_i| d/d|k_i| = k'_i d/dk'_i with k' = |k| w: the key weight is in gk already
+    dg = _dg_magnitudes(qp.detach() * gq, kp.detach() * gk, states, gs, lengths, chunk_size)
+    out = []
+    for i in range(reps):
+        part = slice(i * n, (i + 1) * n)
+        out.append(Magnitudes(
+            o=pad.scatter(o[part].detach(), batch, length), ht=ht[part].detach(),
+            dq=pad.scatter(gq[part], batch, length), dk=pad.scatter(gk[part], batch, length),
+            dv=pad.scatter(gv[part], batch, length), dg=pad.scatter(dg[part], batch, length),
+            dh0=gh0[part],
+        ))  # fmt: skip
+    return out
+
+
+def _dg_magnitudes(q_dq, k_dk, states, d_states, lengths, chunk):
+    """``dg``'s formula on magnitudes: the chunk-local suffix sums of ``|q|.MAG(dq) +
+    |k|.MAG(dk)`` plus ``<MAG(dS_c), MAG(H_c)>`` on each chunk's last live token.
+
+    ``q_dq``, ``k_dk``: ``[N, L, H, D]`` products (summed over D here); ``states[c]``, the state
+    after chunk c, and ``d_states[c]``, its gradient ``[N, H, K, V]``; ``lengths [N]``."""
+    terms = q_dq.sum(-1) + k_dk.sum(-1)  # [N, L, H]
+    n_seq, length = terms.shape[:2]
+    rows = torch.arange(n_seq, device=terms.device)
+    for c, (s, gsc) in enumerate(zip(states, d_states, strict=True)):
         if gsc is None:
             continue
-        boundary = (s.detach() * gsc).sum((-1, -2))  # [N, H]
-        for i, n_len in enumerate(lengths):
-            last = min((c + 1) * chunk_size, n_len) - 1
-            if last >= c * chunk_size:
-                terms[i, last] += boundary[i]
-    dg = torch.zeros_like(terms)
-    for t0 in range(0, pad.lmax, chunk_size):
-        part = terms[:, t0 : t0 + chunk_size]
-        dg[:, t0 : t0 + chunk_size] = torch.flip(torch.cumsum(torch.flip(part, [1]), 1), [1])
-    return Magnitudes(
-        o=pad.scatter(o.detach(), batch, length),
-        ht=ht.detach(),
-        dq=pad.scatter(gq, batch, length),
-        dk=pad.scatter(gk, batch, length),
-        dv=pad.scatter(gv, batch, length),
-        dg=pad.scatter(dg, batch, length),
-        dh0=zeros(h0) if gh0 is None else gh0,
-    )
+        last = torch.clamp(lengths.clamp(max=(c + 1) * chunk) - 1, min=0)
+        live = (last >= c * chunk).to(terms.dtype)[:, None]  # the chunk holds live tokens
+        boundary = (s.detach() * gsc).sum((-1, -2)) * live  # [N, H]
+        terms = terms.index_put((rows, last), boundary, accumulate=True)
+    n_chunks, heads = -(-length // chunk), terms.shape[2]
+    padded = torch.nn.functional.pad(terms, (0, 0, 0, n_chunks * chunk - length))
+    parts = padded.reshape(n_seq, n_chunks, chunk, heads)
+    suffix = torch.flip(torch.cumsum(torch.flip(parts, [2]), 2), [2])
+    return suffix.reshape(n_seq, n_chunks * chunk, heads)[:, :length]
 
 
 def dtype_from_name(name: str) -> torch.dtype:

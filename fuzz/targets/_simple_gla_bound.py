@@ -1,0 +1,242 @@
+"""The per-element error bound of simple GLA (``Target.error_bound`` of the simple_gla family).
+
+What any correct implementation of the computation in fp32 arithmetic may lose against the fp64
+oracle, element by element: the chunked kernels (any chunk-local prefix sums, tile split and
+summation order) and the token recurrence. The derivation is in ``kernels/simple_gla/README.md``
+("Error analysis"); in short, for an output element that is a sum over paths ``p`` of
+``exp(X_p) x product of inputs``::
+
+    |computed - exact| <= kappa u (N0 M0 + c_len ML) + (1 + kappa u n_max) (a MX + MB)
+                          + u64 n_max M0 + flush            (then the store rounding)
+
+with four sums of absolute path terms, each an fp64 run of the chunked algorithm on absolute
+inputs (``oracles.simple_gla.simple_gla_magnitude_variants``), every log decay times
+``lambda0 = 1 - a`` and every key ``|k_j|`` times ``exp(beta_j)``:
+
+    M0  sum |term|                      ML  sum len_p |term|   (len_p: decays the path crosses)
+    MX  sum |X_p| |term|                MB  sum beta_j |term|  (beta_j of the path's key token)
+
+``ML`` and ``MX`` are difference quotients of two such runs (each term is convex in the extra
+decay, so the quotient bounds the derivative from above).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fuzz.arrays import finfo
+from fuzz.case import Case
+
+U32 = 2.0**-24  # fp32 unit roundoff
+U64 = 2.0**-53
+TINY32 = 2.0**-126  # the smallest normal float32
+# Roundings per decay a path crosses: the token recurrence multiplies by exp(g_t) (4 ulps for a
+# hardware exp, 1 for the product) and adds (1); a chunk crossing of the chunked form costs the
+# same (exp(b_last), product, sum) and a path crosses at most one chunk boundary per decay.
+PER_TOKEN = 6
+# Difference quotient steps: ML with an extra decay of 1 / (EPS_DIV (L + 1)) per token (the
+# quotient overestimates len by at most exp(1 / EPS_DIV)), MX with the decays times 1 - H_STEP.
+EPS_DIV = 8.0
+H_STEP = 1.0 / 128
+FD_SLACK = 2.0**-40  # relative slack on a difference quotient (fp64 rounding of the two runs)
+# The rounding of a store to the output dtype, relative: half an ulp (round to nearest even), but a
+# whole ulp for bfloat16, which Triton's interpreter converts by truncation (measured: 1 + 2^-8 +
+# 2^-10 stored as 1.0); the compiled kernels and the Pallas wrapper round to nearest.
+STORE_UNIT = {"float32": 0.0, "float16": 2.0**-11, "bfloat16": 2.0**-7}
+
+
+def gamma(n: float) -> float:
+    """``gamma_n = n u / (1 - n u)``: the relative error of ``n`` fp32 roundings."""
+    return n * U32 / (1.0 - n * U32)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The fp32 bound of one output, per element, and its parts (float64 arrays)."""
+
+    m0: np.ndarray  # sum of |terms| (the condition of the element)
+    arithmetic: np.ndarray  # kappa u (N0 M0 + c_len ML) + u64 n_max M0
+    weights: np.ndarray  # (1 + kappa u n_max) (a MX + MB): the exponents' errors
+    flush: float  # subnormal intermediates flushed to zero
+
+    @property
+    def fp32(self) -> np.ndarray:
+        return self.arithmetic + self.weights + self.flush
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """The error bound of one case at one chunk size.
+
+    Attributes:
+        chunk: the chunk size the prefix sums restart at.
+        n0: roundings of a path besides its per-decay part: ``2 (K + V) + 3 C + 32``.
+        n_max: the longest path's roundings, ``n0 + PER_TOKEN (L + 1)``.
+        a: an exponent's error per unit of ``|X|``: ``gamma_{C+1} + 4 u``.
+        terms: per output.
+    """
+
+    chunk: int
+    n0: int
+    n_max: int
+    a: float
+    terms: dict[str, Terms]
+
+    def fp32(self, output: str) -> np.ndarray:
+        return self.terms[output].fp32
+
+    def bound(self, output: str, dtype: str, reference: np.ndarray | None = None) -> np.ndarray:
+        """The bound of ``output`` stored in ``dtype``: the fp32 bound plus the store's rounding
+        ``u_out (|x| + fp32 bound) + eta_out`` (``|x|`` from ``reference``, the oracle, else
+        ``M0 >= |x|``; ``eta_out = tiny u_out``: half the dtype's smallest subnormal)."""
+        t = self.terms[output]
+        b = t.fp32
+        unit = STORE_UNIT[dtype]
+        if unit:
+            x = t.m0 if reference is None else np.abs(np.asarray(reference, np.float64))
+            b = b + unit * (np.where(np.isfinite(x), x, 0.0) + b) + finfo(dtype).tiny * unit
+        return b
+
+
+def seq_bounds(case: Case) -> list[tuple[int, int, int]]:
+    """``(batch row, start, end)`` of every sequence."""
+    batch, length = case.inputs["q"].shape[:2]
+    cu = case.inputs.get("cu_seqlens")
+    if cu is None:
+        return [(b, 0, length) for b in range(batch)]
+    return [(0, int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)]
+
+
+def chunk_local_decay(case: Case, chunk: int) -> np.ndarray:
+    """``|b_j|`` per token ``[B, T, H]`` (float64): the total |log decay| from the start of the
+    token's chunk to the token, inclusive (0 on tokens of no sequence)."""
+    b, t, h = case.inputs["q"].shape[:3]
+    out = np.zeros((b, t, h))
+    g = None if "g" not in case.inputs else np.abs(case.inputs["g"].astype(np.float64))
+    gam = None if g is not None else np.abs(case.inputs["g_gamma"].astype(np.float64))
+    for row, bos, eos in seq_bounds(case):
+        n = eos - bos
+        if n == 0:
+            continue
+        nt = -(-n // chunk)
+        if gam is not None:
+            out[row, bos:eos] = (np.arange(n) % chunk + 1.0)[:, None] * gam[None, :]
+            continue
+        part = np.zeros((nt * chunk, h))
+        part[:n] = g[row, bos:eos]  # type: ignore[index]
+        out[row, bos:eos] = np.cumsum(part.reshape(nt, chunk, h), axis=1).reshape(-1, h)[:n]
+    return out
+
+
+def _crude_sensitivity(case: Case) -> float:
+    """An upper bound of how much any output element moves per unit change of any intermediate:
+    ``max(1, scale) ((L + 1)(K + V))^2 m^4`` with ``m = max(1, max |input|)`` (an output is a
+    sum of at most ``(L + 1)(K + V)`` path sums, each a product of at most four inputs and
+    weights <= 1, and a gradient one more such sum)."""
+    q = case.inputs["q"]
+    k_dim, v_dim = q.shape[3], case.inputs["v"].shape[3]
+    scale = case.params.get("scale")
+    scale = k_dim**-0.5 if scale is None else float(scale)
+    m = 1.0
+    for name in ("q", "k", "v", "do", "h0", "dht"):
+        if name in case.inputs and case.inputs[name].size:
+            m = max(m, float(np.abs(case.inputs[name].astype(np.float64)).max()))
+    length = max((e - s for _, s, e in seq_bounds(case)), default=0)
+    return max(1.0, scale) * ((length + 1) * (k_dim + v_dim)) ** 2 * m**4
+
+
+_MODELS: weakref.WeakKeyDictionary[Case, dict[int, ErrorModel]] = weakref.WeakKeyDictionary()
+
+
+def error_model(case: Case, chunk: int | None = None, device: str = "cpu") -> ErrorModel:
+    """The error model of ``case`` at ``chunk`` (default: its own), cached per case and chunk."""
+    chunk = case.params["chunk_size"] if chunk is None else chunk
+    per_case = _MODELS.setdefault(case, {})
+    if chunk not in per_case:
+        per_case[chunk] = _error_model(case, chunk, device)
+    return per_case[chunk]
+
+
+def _torch(case: Case, device: str) -> dict[str, Any]:
+    from fuzz.backends import TorchAdapter
+
+    adapter = TorchAdapter(device)
+    return {k: adapter.put(a) for k, a in case.inputs.items() if k != "cu_seqlens"}
+
+
+def _cu(case: Case) -> list[int] | None:
+    cu = case.inputs.get("cu_seqlens")
+    return None if cu is None else [int(c) for c in cu]
+
+
+def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
+    import torch
+
+    from oracles.simple_gla import MagnitudeVariant, simple_gla_magnitude_variants
+
+    k_dim, v_dim = case.inputs["q"].shape[3], case.inputs["v"].shape[3]
+    longest = max((e - s for _, s, e in seq_bounds(case)), default=0)
+    n0 = 2 * (k_dim + v_dim) + 3 * chunk + 32
+    n_max = n0 + PER_TOKEN * (longest + 1)
+    a = gamma(chunk + 1) + 4 * U32
+    lam = 1.0 - a
+    beta = 2.0 * gamma(chunk + 1) * chunk_local_decay(case, chunk)
+    with np.errstate(over="ignore"):
+        inflate = np.exp(np.minimum(beta, 700.0))
+    eps = 1.0 / (EPS_DIV * (longest + 1))
+    t = _torch(case, device)
+    to = lambda x: torch.as_tensor(x, dtype=torch.float64, device=t["q"].device)  # noqa: E731
+    variants = (
+        MagnitudeVariant(lam, 0.0, to(inflate)),
+        MagnitudeVariant(lam, eps, to(inflate)),
+        MagnitudeVariant(lam - H_STEP, 0.0, to(inflate)),
+        MagnitudeVariant(lam, 0.0, to(beta * inflate), state_weight=0.0),
+    )
+    mags = simple_gla_magnitude_variants(
+        t["q"], t["k"], t["v"], g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
+        initial_state=t.get("h0"), cu_seqlens=_cu(case), chunk_size=chunk, variants=variants,
+        do=t.get("do"), dht=t.get("dht"),
+    )  # fmt: skip
+    kappa = 1.0 / (1.0 - n_max * U32)
+    flush = 2.0 * n_max * TINY32 * (1.0 + _crude_sensitivity(case))
+    terms = {}
+    for name in mags[0].as_dict():
+        m0, m_len, m_x, m_b = (m.as_dict()[name].detach().cpu().numpy() for m in mags)
+        ml = np.maximum(m_len - m0, 0.0) / eps + FD_SLACK * m0 / eps
+        mx = np.maximum(m_x - m0, 0.0) / H_STEP + FD_SLACK * m0 / H_STEP
+        arith = kappa * U32 * (n0 * m0 + PER_TOKEN * ml) + U64 * n_max * m0
+        weights = (1.0 + kappa * U32 * n_max) * (a * mx + m_b)
+        terms[name] = Terms(m0, arith, weights, flush)
+    return ErrorModel(chunk, n0, n_max, a, terms)
+
+
+def propagated(piece: Case, *, h0_error: np.ndarray | None = None,
+               dht_error: np.ndarray | None = None, device: str = "cpu") -> dict[str, np.ndarray]:  # fmt: skip
+    """How far ``piece``'s exact outputs move when its initial state (``h0_error``) or its final
+    state's gradient (``dht_error``) moves by at most the given amounts, element by element: the
+    outputs are linear in each, so it is the magnitude of the outputs with the perturbation as
+    the only source (exact decays; keys and values zero for an ``h0`` perturbation, ``do`` zero
+    for a ``dht`` one)."""
+    import torch
+
+    from oracles.simple_gla import simple_gla_magnitudes
+
+    t = _torch(piece, device)
+    dev = t["q"].device
+    as_t = lambda x: torch.as_tensor(np.asarray(x, np.float64), device=dev)  # noqa: E731
+    q, k, v = t["q"], t["k"], t["v"]
+    h0, do, dht = t.get("h0"), t.get("do"), t.get("dht")
+    if h0_error is not None:
+        k, v, h0 = torch.zeros_like(k), torch.zeros_like(v), as_t(h0_error)
+    if dht_error is not None:
+        do, dht = (None if do is None else torch.zeros_like(do)), as_t(dht_error)
+    m = simple_gla_magnitudes(
+        q, k, v, g=t.get("g"), g_gamma=t.get("g_gamma"), scale=piece.params["scale"],
+        initial_state=h0, cu_seqlens=_cu(piece), chunk_size=piece.params["chunk_size"],
+        do=do, dht=dht,
+    )  # fmt: skip
+    return {n: a.detach().cpu().numpy() for n, a in m.as_dict().items()}
