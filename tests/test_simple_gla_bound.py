@@ -62,7 +62,7 @@ def test_magnitudes_are_the_explicit_path_sums(h0):
     path sums of the derivation; the quotients overestimate by at most their step's factor."""
     case = _case(h0=h0)
     model = B.error_model(case)
-    beta = 2 * B.gamma(17) * B.chunk_local_decay(case, 16)[0, :, 0]
+    beta = 2 * B.exponent_errors(case, 16)[1] * B.chunk_local_decay(case, 16)[0, :, 0]
     m0, ml, mx, mb = _explicit_o_sums(case, 1 - model.a, beta)
     kappa = 1 / (1 - model.n_max * B.U32)
     arith = kappa * B.U32 * (model.n0 * m0 + B.PER_TOKEN * ml) + B.U64 * model.n_max * m0

@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import torch
 
 from fuzz.backends import get_backend
 from fuzz.case import Case
@@ -45,8 +46,11 @@ def _case(kind: str, *, varlen: bool = False, per_token: bool = False, seed: int
     return Case(inputs, params)
 
 
+RUN = 0  # the selector that runs a family property on the interpreters
+
+
 def _params(name: str):
-    return {"state-continuation": (0, 0.5), "varlen-alone": (0, 0)}.get(name, 0)
+    return {"state-continuation": (RUN, 0.5), "varlen-alone": (RUN, 0)}.get(name, RUN)
 
 
 def _applicable(name: str, varlen: bool) -> bool:
@@ -139,14 +143,14 @@ def test_cross_implementation_fails_for_the_less_accurate_language_only(kind):
     target = _planted(kind, _less_accurate, impls=("pallas",))
     case = _case(kind)
     worse = Context(target, get_backend("pallas-interpret"), case)
-    finding = PROPS["cross-implementation"].check(worse, 0)
+    finding = PROPS["cross-implementation"].check(worse, RUN)
     assert (
         finding is not None
         and finding.cls == "accuracy"
         and finding.details["peer"] == "triton-interpret"
     )
     better = Context(target, get_backend("triton-interpret"), case)
-    assert PROPS["cross-implementation"].check(better, 0) is None
+    assert PROPS["cross-implementation"].check(better, RUN) is None
 
 
 @pytest.mark.parametrize("dtype, planted", [("float32", 1e-3), ("bfloat16", 5e-2)])
@@ -214,3 +218,54 @@ def test_seed_004_alibi_long_chunks_are_finite(fuzz_require_backend, kind, chunk
             got = ctx.clean.outputs[name].astype(np.float64)
             assert np.isfinite(got).all(), (h, name)
             assert (np.abs(got - ctx.oracle[name]) <= ctx.bound(name)).all(), (h, name)
+
+
+def _padded_case(kind: str) -> Case:
+    """A packed batch of three sequences (one empty) and 6 tokens of no sequence after them."""
+    case = _case(kind, varlen=True, per_token=True)
+    extra = {n: np.concatenate([a, a[:, :6]], axis=1) for n, a in case.inputs.items()
+             if n in ("q", "k", "v", "g", "do")}  # fmt: skip
+    return case.replace(inputs=extra)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["fwd", "bwd"])
+def test_padding_past_cu_seqlens_is_poisoned_and_never_read(backend, kind):
+    """Every input row past cu_seqlens[-1] is poisoned (NaN, Inf, huge): the real kernels'
+    outputs keep every bit and their padding outputs are 0; a kernel that takes the padding into
+    its last sequence is a masking failure, of the poison property and of the oracle's."""
+    from fuzz.properties import GENERIC
+
+    masked_poison = next(p for p in GENERIC if p.name == "masked-poison")
+    oracle_prop = next(p for p in GENERIC if p.name == "oracle")
+    case = _padded_case(kind)
+    assert family.padding(case) == (23, 29)
+    real = get(f"simple_gla_{kind}")
+    assert family.poison(_case(kind, varlen=True), "nan") is None  # nothing to poison
+    for value in ("nan", "inf", "-max"):
+        ctx = Context(real, get_backend(backend), case)
+        assert masked_poison.check(ctx, value) is None, value
+    assert oracle_prop.check(ctx, None) is None
+    assert all(
+        (a[:, 23:] == 0).all() for n, a in ctx.clean.outputs.items() if n not in ("ht", "dh0")
+    )
+
+    def reading(entry):
+        def run(inputs, params, *, out, interpret):
+            cu = inputs["cu_seqlens"]
+            end = inputs["q"].shape[1]
+            if isinstance(cu, torch.Tensor):
+                longer = cu.clone()
+                longer[-1] = end
+            else:  # JAX
+                longer = cu.at[-1].set(end)
+            return entry({**inputs, "cu_seqlens": longer}, params, out=out, interpret=interpret)
+
+        return run
+
+    wrong = dataclasses.replace(real, kernels={i: reading(e) for i, e in real.kernels.items()})
+    ctx = Context(wrong, get_backend(backend), case)
+    f = masked_poison.check(ctx, "nan")
+    assert f is not None and f.cls == "masking", f
+    f = oracle_prop.check(ctx, None)
+    assert f is not None and f.cls == "masking", f

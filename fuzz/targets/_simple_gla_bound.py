@@ -76,7 +76,7 @@ class ErrorModel:
         chunk: the chunk size the prefix sums restart at.
         n0: roundings of a path besides its per-decay part: ``2 (K + V) + 3 C + 32``.
         n_max: the longest path's roundings, ``n0 + PER_TOKEN (L + 1)``.
-        a: an exponent's error per unit of ``|X|``: ``gamma_{C+1} + 4 u``.
+        a: an exponent's error per unit of ``|X|`` (:func:`exponent_errors`).
         terms: per output.
     """
 
@@ -109,6 +109,17 @@ def seq_bounds(case: Case) -> list[tuple[int, int, int]]:
     if cu is None:
         return [(b, 0, length) for b in range(batch)]
     return [(0, int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)]
+
+
+def exponent_errors(case: Case, chunk: int) -> tuple[float, float]:
+    """``(a, e_b)``: an exponent's error per unit of ``|X|`` and the relative error of a chunk-local
+    cumulative decay ``b_j``. Per-token gates: ``b_j`` is a prefix sum of up to ``C`` gates of one
+    sign in any order, ``e_b = gamma_{C+1}``; a per-head decay: ``b_j = gamma (j + 1)``, one
+    product, ``e_b = 2 u`` (a kernel that sums ``gamma`` ``C`` times loses up to ``C`` ulps of
+    ``b_j`` that it need not: a precision loss the bound reports). ``a = e_b + 4 u``: the difference
+    ``b_i - b_j`` (``|b_i| = |b_j| + |X|``), the exp's argument scaling and its constant."""
+    e_b = gamma(chunk + 1) if "g" in case.inputs else 2.0 * U32
+    return e_b + 4.0 * U32, e_b
 
 
 def chunk_local_decay(case: Case, chunk: int) -> np.ndarray:
@@ -182,9 +193,9 @@ def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
     longest = max((e - s for _, s, e in seq_bounds(case)), default=0)
     n0 = 2 * (k_dim + v_dim) + 3 * chunk + 32
     n_max = n0 + PER_TOKEN * (longest + 1)
-    a = gamma(chunk + 1) + 4 * U32
+    a, b_err = exponent_errors(case, chunk)
     lam = 1.0 - a
-    beta = 2.0 * gamma(chunk + 1) * chunk_local_decay(case, chunk)
+    beta = 2.0 * b_err * chunk_local_decay(case, chunk)
     with np.errstate(over="ignore"):
         inflate = np.exp(np.minimum(beta, 700.0))
     eps = 1.0 / (EPS_DIV * (longest + 1))

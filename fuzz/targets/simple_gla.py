@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from fuzz.arrays import dtype_name, finfo, to_float64
+from fuzz.arrays import dtype_name, finfo, special_value, to_float64
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.compare import Tolerance
@@ -289,8 +289,10 @@ def _padded_row_overflow(case: Case) -> str | None:
     if "g_gamma" not in case.inputs:
         return None
     chunk = case.params["chunk_size"]
+    tile = min(chunk, TILE)
     gam = float(np.abs(case.inputs["g_gamma"].astype(np.float64)).max(initial=0.0))
-    worst = max(((chunk - n % chunk) for n in seq_lengths(case) if n % chunk), default=0)
+    # the padded rows of the last tile holding live tokens (the kernels skip the tiles after it)
+    worst = max(((-(n % chunk)) % tile for n in seq_lengths(case) if n % chunk), default=0)
     if gam * worst > FP32_LOG_MAX:
         return (f"padded rows of a partial chunk reach exponent |gamma| x {worst} = "
                 f"{gam * worst:.4g} > {FP32_LOG_MAX:.2f} unless masked before exp")  # fmt: skip
@@ -318,6 +320,15 @@ def _empty_sequence(case: Case) -> str | None:
     return f"empty sequence(s) {empty} in cu_seqlens" if empty else None
 
 
+def _padding_tokens(case: Case) -> str | None:
+    start, end = padding(case)
+    return (
+        f"{end - start} token(s) past cu_seqlens[-1]={start} (no sequence's)"
+        if end > start
+        else None
+    )
+
+
 def _extreme_gates(case: Case) -> str | None:
     if "g" not in case.inputs:
         return None
@@ -341,13 +352,22 @@ HAZARDS = (
     Hazard("partial-chunk", _partial_chunk),
     Hazard("multi-chunk", _multi_chunk),
     Hazard("empty-sequence", _empty_sequence),
+    Hazard("padding-tokens", _padding_tokens),
     Hazard("extreme-gates", _extreme_gates),
 )
 
 
+def padding(case: Case) -> tuple[int, int]:
+    """``[start, T)``: the tokens of no sequence, past ``cu_seqlens[-1]`` (empty without)."""
+    length = case.inputs["q"].shape[1]
+    cu = case.inputs.get("cu_seqlens")
+    return (length if cu is None else int(cu[-1])), length
+
+
 def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
-    """An empty sequence's ``ht`` is its ``h0`` (zeros without one) and its ``dh0`` is its
-    ``dht``: decided without arithmetic, so an error there is a masking error."""
+    """Decided without arithmetic, so an error there is a masking error: an empty sequence's
+    ``ht`` is its ``h0`` (zeros without one) and its ``dh0`` is its ``dht``; the outputs of
+    tokens of no sequence (past ``cu_seqlens[-1]``) are 0."""
     spec = output_spec(case)
     empty = np.array([n == 0 for n in seq_lengths(case)])
     fixed: dict[str, np.ndarray] = {}
@@ -355,7 +375,40 @@ def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
         if name in spec:
             shape = spec[name][0]
             fixed[name] = np.broadcast_to(empty[:, None, None, None], shape).copy()
+    start, end = padding(case)
+    if start < end:
+        for name in ("o", "dq", "dk", "dv", "dg"):
+            if name in spec:
+                mask = np.zeros(spec[name][0], bool)
+                mask[:, start:end] = True
+                fixed[name] = mask
     return fixed
+
+
+# Every input element no output can depend on: the token rows past cu_seqlens[-1] (q, k, v, g,
+# do). Nothing else qualifies: every token of a sequence reaches an output through its own
+# diagonal term, and every h0/dht entry through ht/dh0 (and o, dq). The gate of a sequence's
+# first token without an initial state cancels from every exact output (only differences of
+# prefix sums from it on appear), but every chunked implementation folds it into those prefix
+# sums, where its value changes the rounding (a finite huge gate, the NaN of an infinite one):
+# it can influence the outputs of a correct kernel, so it is not poisoned.
+POISONED_ROWS = ("q", "k", "v", "g", "do")
+
+
+def poison(case: Case, kind: str) -> Case | None:
+    """``Target.poison``: the padding tokens' rows of every per-token input set to the poison;
+    None when the case has no padding."""
+    start, end = padding(case)
+    if start >= end:
+        return None
+    new = {}
+    for name in POISONED_ROWS:
+        if name in case.inputs:
+            a = case.inputs[name].copy()
+            dtype = "float32" if name == "g" else case.params["dtype"]
+            a[:, start:end] = special_value(kind, dtype)
+            new[name] = a
+    return case.replace(inputs=new)
 
 
 # Family properties --------------------------------------------------------------------------------
@@ -713,15 +766,37 @@ PROPERTIES = (
 INTERPRET_STEP_COST = 10.0
 
 
-def interpret_cost(case: Case) -> float:
+def interpret_cost(case: Case, *, tile: int = TILE) -> float:
     """Programs x chunks x tile pairs per chunk, in program-tile units: what the interpreters'
-    time scales with (the backward does about three times the forward's work)."""
+    time scales with (the backward does about three times the forward's work). ``tile``: the
+    kernel's rows per tile (the fused kernels' 64; the split form's 16 or 32)."""
     chunk = case.params["chunk_size"]
-    nb = max(1, chunk // TILE)
+    nb = max(1, chunk // tile)
     heads = case.inputs["q"].shape[2]
     chunks = sum(max(1, -(-n // chunk)) for n in seq_lengths(case))
     work = heads * chunks * nb * (nb + 1) / 2
     return INTERPRET_STEP_COST * work * (3.0 if kind_of(case) == "bwd" else 1.0)
+
+
+# A token of the recurrence is ~8 interpreted tl operations forward, ~25 backward (its three
+# passes), against ~60 for a tile pair of the chunked kernels.
+RECURRENT_TOKEN_COST = 8.0 / 60.0
+
+
+def recurrent_interpret_cost(case: Case) -> float:
+    """Programs x tokens: the recurrence's interpreter time (in the units of
+    :func:`interpret_cost`)."""
+    heads = case.inputs["q"].shape[2]
+    tokens = sum(max(1, n) for n in seq_lengths(case))
+    return INTERPRET_STEP_COST * RECURRENT_TOKEN_COST * heads * tokens * (
+        3.0 if kind_of(case) == "bwd" else 1.0)  # fmt: skip
+
+
+def split_interpret_cost(case: Case) -> float:
+    """:func:`interpret_cost` with the split form's tiles, plus its extra state passes."""
+    from kernels.simple_gla.split import split_tile
+
+    return 1.5 * interpret_cost(case, tile=split_tile(case.params["chunk_size"]))
 
 
 # Baselines (the mutant scoreboard compares the harness with them) ---------------------------------
@@ -785,7 +860,8 @@ def baseline_grid(kind: str):
 # Registration -------------------------------------------------------------------------------------
 
 
-def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
+def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], *,
+                cost: Callable[[Case], float] = interpret_cost, **kw: Any) -> Target:  # fmt: skip
     entry = fwd_entry if kind == "fwd" else bwd_entry
     return Target(
         name=name,
@@ -798,8 +874,10 @@ def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], *
         error_bound=error_bound,
         hazards=HAZARDS,
         fixed_outputs=fixed_outputs,
+        poison=poison,
         properties=PROPERTIES,
-        interpret_cost=interpret_cost,
+        interpret_cost=cost,
+        targeting=False,
         baseline_randn=baseline_randn(kind),
         baseline_grid=baseline_grid(kind),
         **kw,
@@ -840,6 +918,24 @@ SHRINK_BOUNDS: dict[tuple[str, str], int | Callable[[Case], int]] = {
     # into the partial chunk: T = 17 (one full chunk, then one token; 272 elements) or T = 1 with
     # an initial state (h0: 16 x 16 = 256 elements).
     ("fwd", "partial_decay"): 272,
+    # Precision losses (class accuracy, fp32 inputs). The carried state rounded to fp16: the
+    # final state of T = 1 (16 elements), or T = 17 at chunk 16 without it (the 17th output reads
+    # the rounded state: 272 elements).
+    ("fwd", "state_fp16"): 272,
+    # dk rounded to bf16 when the row tiles are accumulated: one token's dk already (16).
+    ("bwd", "dk_acc_bf16"): 16,
+    # a second 64-token tile in a chunk of 128 or 256: T = 65 tokens (the length strategy's tail
+    # aimed just past one tile) up to 127 (its tail aimed at chunk - 1), or a whole chunk of 128
+    # and one token (the shrinker keeps the corner kind it found: it cannot turn one into another
+    # without a failure between), K = 16: at most 129 x 16 elements.
+    ("fwd", "tile_diagonal_only"): 129 * 16,
+    # total - prefix cancels after a token whose dg terms are far larger than a later token's: a
+    # query burst (q and do times 2^12, the shrink target) on the first of two tokens with an initial state,
+    # whose terms with the burst make every partial sum of the chunk's dg large while the second
+    # token's dg stays small (h0: 16 x 16 = 256 elements). Without a state entering the chunk the
+    # burst's terms cancel exactly: with itself within its own q.dq - k.dk, with an earlier key
+    # in the prefix (two fp32 numbers within a factor of two subtract exactly).
+    ("bwd", "dg_total_minus_prefix"): 256,
 }
 
 
@@ -851,6 +947,7 @@ def _register() -> None:
                          description="chunked simple GLA forward (o, ht), g_gamma or per-token gates, varlen"))  # fmt: skip
     register(make_target("simple_gla_bwd", "bwd", real,
                          description="chunked simple GLA backward (dq, dk, dv, dg, dh0)"))  # fmt: skip
+    _register_reformulations()
     for m in MUTANTS:
         modules = {"triton": m.module("triton"), "pallas": m.module("pallas")}
         for kind, cls in m.expected.items():
@@ -865,6 +962,26 @@ def _register() -> None:
                     description=m.description,
                 )
             )
+
+
+def _register_reformulations() -> None:
+    """Correct implementations computed another way (kernels/simple_gla/recurrent.py, split.py):
+    real targets, so that every property (the per-element bound first) must hold for them too;
+    Triton only (the fused Pallas kernel is already a second chunked implementation, with its
+    own prefix sums, compared with Triton's by the cross-implementation property)."""
+    from kernels.simple_gla import recurrent, split
+
+    forms = (
+        ("recurrent", recurrent, recurrent_interpret_cost,
+         "the token recurrence (fp32 state, one exp per token), a correct reformulation"),
+        ("split", split, split_interpret_cost,
+         "chunked in passes (states, then chunks in parallel), 16/32-row tiles, other loop "
+         "orders, a correct reformulation"),
+    )  # fmt: skip
+    for form, module, cost, what in forms:
+        for kind in ("fwd", "bwd"):
+            register(make_target(f"simple_gla_{kind}_{form}", kind, {"triton": module}, cost=cost,
+                                 description=f"simple GLA {'forward' if kind == 'fwd' else 'backward'}: {what}"))  # fmt: skip
 
 
 _register()

@@ -80,6 +80,12 @@ class Problem:
     def tile(self) -> int:
         return tile_size(self.chunk_size)
 
+    @property
+    def padding(self) -> tuple[int, int]:
+        """``[start, T)``: the tokens of no sequence (past ``cu_seqlens[-1]``; empty without)."""
+        end = self.seqs[-1][2] if self.varlen and self.seqs else self.length
+        return end, self.length
+
 
 def _shape(name: str, shape: Sequence[int], want: Sequence[int], what: str) -> None:
     if tuple(shape) != tuple(want):
@@ -111,7 +117,8 @@ def check_scale(scale: Any, k_dim: int) -> float:
 
 
 def check_cu_seqlens(cu: Sequence[int], length: int) -> tuple[int, ...]:
-    """Validates host values of ``cu_seqlens``: starts at 0, non-decreasing, ends at ``T``."""
+    """Validates host values of ``cu_seqlens``: starts at 0, non-decreasing, ends at most at
+    ``T`` (tokens past its end belong to no sequence: padding, never read, outputs 0)."""
     cu = tuple(int(c) for c in cu)
     if len(cu) < 2:
         raise ValueError(
@@ -119,8 +126,8 @@ def check_cu_seqlens(cu: Sequence[int], length: int) -> tuple[int, ...]:
         )
     if cu[0] != 0:
         raise ValueError(f"cu_seqlens[0]={cu[0]} must be 0")
-    if cu[-1] != length:
-        raise ValueError(f"cu_seqlens[-1]={cu[-1]} must equal T={length}")
+    if cu[-1] > length:
+        raise ValueError(f"cu_seqlens[-1]={cu[-1]} must be <= T={length}")
     for i in range(len(cu) - 1):
         if cu[i + 1] < cu[i]:
             raise ValueError(

@@ -151,4 +151,89 @@ MUTANTS = (
             ),
         ),
     ),
+    # Precision losses (class accuracy): fp32 inputs, but a carried value kept in half precision
+    # or a suffix sum that cancels. Each shows where the per-element bound is tight enough (an
+    # element's bound comes from its own terms, not from the largest output). Then a bug of the
+    # multi-tile path (chunks of 128 and 256), which only long chunks reach.
+    Mutant(
+        "state_fp16",
+        "the state carried from chunk to chunk is stored in float16 (a kernel that keeps its state "
+        "in half precision to save registers): every chunk boundary rounds it to 11 bits, for fp32 "
+        "inputs too (and it overflows past 65504)",
+        {"fwd": "accuracy"},
+        triton=(
+            Edit(
+                "        state = state * decay_last + kv",
+                "        state = (state * decay_last + kv).to(tl.float16).to(tl.float32)",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "        return state * decay_last + kv",
+                "        return (state * decay_last + kv).astype(jnp.float16).astype(F32)",
+            ),
+        ),
+    ),
+    Mutant(
+        "dk_acc_bf16",
+        "backward: the dk accumulator over the row tiles is kept in bfloat16 (8 bits): each tile's "
+        "contribution rounds it, for fp32 inputs too",
+        {"bwd": "accuracy"},
+        triton=(
+            Edit(
+                '                dk += tl.dot(tl.trans(da_t), q_i, input_precision="ieee")',
+                '                dk = (dk + tl.dot(tl.trans(da_t), q_i, input_precision="ieee"))'
+                ".to(tl.bfloat16).to(tl.float32)",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "                return dk + _dot(da_t, q_j, ta=True), dv + _dot(a_t, do_j, ta=True)",
+                "                dk = (dk + _dot(da_t, q_j, ta=True)).astype(jnp.bfloat16).astype(F32)\n"
+                "                return dk, dv + _dot(a_t, do_j, ta=True)",
+            ),
+        ),
+    ),
+    Mutant(
+        "tile_diagonal_only",
+        "a chunk longer than one 64-token tile: each row tile takes the intra-chunk terms of its "
+        "own (diagonal) column tile only, dropping those of the tiles left of it: chunks of 128 "
+        "and 256 holding more than 64 tokens go wrong (a bug of the multi-tile path, which the CPU "
+        "profile reaches since it draws long chunks at small T)",
+        {"fwd": "accuracy"},
+        triton=(
+            Edit(
+                "                for s in range(0, r + 1):  # the column tiles at or left of the diagonal",
+                "                for s in range(r, r + 1):  # the column tiles at or left of the diagonal",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "                o = jax.lax.fori_loop(0, i + 1, column, _dot(q, state) * jnp.exp(b)[:, None])",
+                "                o = jax.lax.fori_loop(i, i + 1, column, _dot(q, state) * jnp.exp(b)[:, None])",
+            ),
+        ),
+    ),
+    Mutant(
+        "dg_total_minus_prefix",
+        "backward: dg's suffix sums within a tile computed as the tile's total minus the exclusive "
+        "prefix sum: exact in real arithmetic, but after tokens whose terms are much larger than "
+        "the later ones the difference cancels and keeps the large terms' rounding error",
+        {"bwd": "accuracy"},
+        triton=(
+            Edit(
+                "            suffix = tl.sum(tl.where(rows[None, :] >= rows[:, None], db[None, :], 0.0), "
+                "axis=1)",
+                "            suffix = tl.sum(db, axis=0) - tl.sum(\n"
+                "                tl.where(rows[None, :] < rows[:, None], db[None, :], 0.0), axis=1)",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "                suffix = jnp.sum(jnp.where(upper, db[None, :], 0.0), axis=1)",
+                "                suffix = jnp.sum(db) - jnp.sum(jnp.where(upper, 0.0, db[None, :]), "
+                "axis=1)",
+            ),
+        ),
+    ),
 )

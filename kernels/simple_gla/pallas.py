@@ -303,6 +303,7 @@ class _Layout:
     live: np.ndarray  # [N, Lp] bool
     seq_of: np.ndarray  # [B*T] sequence of each flat token
     pos_of: np.ndarray  # [B*T] position of each flat token in its sequence
+    used: np.ndarray  # [B*T] bool: the token belongs to a sequence (not past cu_seqlens[-1])
     lp: int
     np_: int
     hp: int
@@ -319,6 +320,7 @@ def _layout(p: Problem) -> _Layout:
     live = np.zeros((n, lp), bool)
     seq_of = np.zeros(p.batch * p.length, np.int32)
     pos_of = np.zeros(p.batch * p.length, np.int32)
+    used = np.zeros(p.batch * p.length, bool)
     lengths = np.zeros((np_, hp), np.int32)
     for i, (b, bos, eos) in enumerate(p.seqs):
         flat = b * p.length + np.arange(bos, eos)
@@ -326,8 +328,9 @@ def _layout(p: Problem) -> _Layout:
         live[i, : eos - bos] = True
         seq_of[flat] = i
         pos_of[flat] = np.arange(eos - bos)
+        used[flat] = True
         lengths[i, : p.heads] = eos - bos
-    return _Layout(lengths, gather, live, seq_of, pos_of, lp, np_, hp)
+    return _Layout(lengths, gather, live, seq_of, pos_of, used, lp, np_, hp)
 
 
 def _xp(host: bool):
@@ -358,11 +361,14 @@ def _to_padded(x, lay: _Layout, dp: int | None, host: bool):
 
 def _from_padded(y, lay: _Layout, shape, dtype, host: bool):
     """``[Np, Hp, Lp, Dp]`` (or ``[Np, Hp, Lp]``) -> ``shape`` (``[B, T, H, D]`` / ``[B, T, H]``)
-    in ``dtype``."""
+    in ``dtype``; tokens of no sequence (past ``cu_seqlens[-1]``) are 0."""
     xp = _xp(host)
     y = np.asarray(y) if host else y
     y = xp.moveaxis(y[:, : shape[2]], 1, 2)  # [Np, Lp, H, ...]
     flat = y[lay.seq_of, lay.pos_of]  # [B*T, H, ...]
+    if not lay.used.all():
+        used = lay.used.reshape((-1,) + (1,) * (flat.ndim - 1))
+        flat = xp.where(used, flat, xp.zeros((), flat.dtype))
     if len(shape) == 4:
         flat = flat[..., : shape[-1]]
     return jnp.asarray(flat.reshape(shape)).astype(dtype)

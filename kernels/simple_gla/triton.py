@@ -384,6 +384,16 @@ def _strides(t: torch.Tensor | None, n: int) -> tuple[int, ...]:
     return tuple(t.stride()) if t is not None else (0,) * n
 
 
+def zero_padding(p: Problem, *outputs: torch.Tensor | None) -> None:
+    """Writes 0 into the token rows past ``cu_seqlens[-1]`` (no program owns them) of each
+    ``[B, T, H, ...]`` output."""
+    start, end = p.padding
+    if start < end:
+        for t in outputs:
+            if t is not None:
+                t[:, start:end].zero_()
+
+
 def triton_tile(p: Problem) -> int:
     """Rows per tile: the chunk's tile (``Problem.tile``, at most 64), halved to 32 for state
     blocks larger than 128 x 32, so that one program's shared memory (dot operands, layout
@@ -473,6 +483,7 @@ def chunk_simple_gla_fwd(
         ht = _out("out_ht", out_ht, (p.n_seqs, p.heads, p.k_dim, p.v_dim), torch.float32, q.device)
     _forward_states(q, k, v, g, g_gamma, initial_state, cu, p, o=o, ht=ht, states=None,
                     interpret=interpret)  # fmt: skip
+    zero_padding(p, o)
     return o, ht
 
 
@@ -552,4 +563,5 @@ def chunk_simple_gla_bwd(
         *dq.stride(), *dk.stride(), *dv.stride(), *_strides(dg, 3), *_strides(dh0, 4),
         BT=p.chunk_size, BK=p.block_k, BV=p.block_v, **_launch_options(p),
     )  # fmt: skip
+    zero_padding(p, dq, dk, dv, dg)
     return dq, dk, dv, dg, dh0

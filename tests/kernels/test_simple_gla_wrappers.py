@@ -1,6 +1,7 @@
 """The simple GLA wrappers: bad input gets a clear error naming the argument (both languages, before
 any launch), the ALiBi helper, and the call shapes the harness's strategies do not draw (T = 0,
-non-contiguous inputs, default arguments)."""
+non-contiguous inputs, default arguments); the reformulations (recurrent, split) on the same
+calls; padding past cu_seqlens[-1] is never read and its outputs are 0."""
 
 import math
 
@@ -12,6 +13,8 @@ import torch
 from kernels.alibi import alibi_slopes
 from kernels.simple_gla import alibi_g_gamma
 from kernels.simple_gla import pallas as kpallas
+from kernels.simple_gla import recurrent as krecurrent
+from kernels.simple_gla import split as ksplit
 from kernels.simple_gla import triton as ktriton
 from oracles.simple_gla import simple_gla_reference, simple_gla_reference_grads
 
@@ -24,9 +27,13 @@ def _jax(a):
     return jnp.asarray(a) if isinstance(a, np.ndarray) else a
 
 
+MODULES = {"triton": ktriton, "pallas": kpallas, "recurrent": krecurrent, "split": ksplit}
+ALL = tuple(MODULES)  # the two languages' kernels and the two Triton reformulations
+
+
 def call(lang, fn, *args, **kw):
-    conv = _torch if lang == "triton" else _jax
-    mod = ktriton if lang == "triton" else kpallas
+    conv = _jax if lang == "pallas" else _torch
+    mod = MODULES[lang]
     args = [conv(a) for a in args]
     kw = {k: conv(v) for k, v in kw.items()}
     return getattr(mod, fn)(*args, interpret=True, **kw)
@@ -48,8 +55,8 @@ BAD = [
     (dict(g_gamma=GAMMA, scale=0.0), ValueError, "scale=0.0 must be finite and > 0"),
     (dict(g_gamma=GAMMA, scale=math.nan), ValueError, "scale=nan must be finite and > 0"),
     (dict(g_gamma=GAMMA, scale="1"), TypeError, "scale must be a float or None"),
-    (dict(g_gamma=GAMMA, cu_seqlens=np.array([0, 2, 4], np.int32)), ValueError,
-     "cu_seqlens[-1]=4 must equal T=5"),
+    (dict(g_gamma=GAMMA, cu_seqlens=np.array([0, 2, 6], np.int32)), ValueError,
+     "cu_seqlens[-1]=6 must be <= T=5"),
     (dict(g_gamma=GAMMA, cu_seqlens=np.array([1, 5], np.int32)), ValueError,
      "cu_seqlens[0]=1 must be 0"),
     (dict(g_gamma=GAMMA, cu_seqlens=np.array([0, 3, 2, 5], np.int32)), ValueError,
@@ -141,7 +148,7 @@ def _np(x):
     return np.asarray(x.astype(jnp.float32))
 
 
-@pytest.mark.parametrize("lang", ["triton", "pallas"])
+@pytest.mark.parametrize("lang", ALL)
 def test_empty_batch_and_empty_sequences_pass_the_state_through(lang):
     rng = np.random.default_rng(0)
     h0 = rng.standard_normal((3, 2, 4, 3)).astype(np.float32)
@@ -191,7 +198,7 @@ def test_triton_honours_non_contiguous_inputs_and_outputs():
     assert dh0 is None
 
 
-@pytest.mark.parametrize("lang", ["triton", "pallas"])
+@pytest.mark.parametrize("lang", ALL)
 def test_defaults_scale_and_no_final_state(lang):
     rng = np.random.default_rng(2)
     q = rng.standard_normal((2, 7, 1, 9)).astype(np.float32)
@@ -206,7 +213,7 @@ def test_defaults_scale_and_no_final_state(lang):
     assert dg is None and dh0 is None
 
 
-@pytest.mark.parametrize("lang", ["triton", "pallas"])
+@pytest.mark.parametrize("lang", ALL)
 @pytest.mark.parametrize("chunk, per_token", [(128, True), (256, False)])
 def test_long_chunks_are_tiled_and_exact(lang, chunk, per_token):
     """Chunks longer than 64 run as 64 x 64 tiles (off-diagonal tiles below the diagonal, dg's
@@ -235,3 +242,35 @@ def test_long_chunks_are_tiled_and_exact(lang, chunk, per_token):
             assert got is None
             continue
         assert np.allclose(_np(got), want.numpy(), atol=5e-4 * (1 + float(want.abs().max()))), name
+
+
+@pytest.mark.parametrize("lang", ALL)
+def test_padding_past_cu_seqlens_is_not_read_and_its_outputs_are_zero(lang):
+    """Tokens past cu_seqlens[-1] (a packed batch padded to a size): NaN there changes nothing
+    and their outputs are 0, also in poisoned (NaN) output buffers."""
+    rng = np.random.default_rng(5)
+    t, end = 20, 13
+    q, k = (rng.standard_normal((1, t, 2, 4)).astype(np.float32) for _ in range(2))
+    v, do = (rng.standard_normal((1, t, 2, 3)).astype(np.float32) for _ in range(2))
+    g = -np.abs(rng.standard_normal((1, t, 2))).astype(np.float32)
+    cu = np.array([0, 6, end], np.int32)
+    for a in (q, k, v, do, g):
+        a[:, end:] = np.nan
+    nan = lambda *shape: np.full(shape, np.nan, np.float32)  # noqa: E731
+    o, ht = call(lang, "chunk_simple_gla_fwd", q, k, v, g=g, cu_seqlens=cu,
+                 output_final_state=True, out=nan(1, t, 2, 3))  # fmt: skip
+    grads = call(lang, "chunk_simple_gla_bwd", q, k, v, do, g=g, cu_seqlens=cu,
+                 out_dq=nan(1, t, 2, 4), out_dk=nan(1, t, 2, 4), out_dv=nan(1, t, 2, 3),
+                 out_dg=nan(1, t, 2))  # fmt: skip
+    tt = {n: torch.from_numpy(a) for n, a in dict(q=q, k=k, v=v, do=do, g=g).items()}
+    ro, rh = simple_gla_reference(tt["q"], tt["k"], tt["v"], tt["g"], cu_seqlens=cu.tolist())
+    ref = simple_gla_reference_grads(tt["q"], tt["k"], tt["v"], tt["do"], tt["g"],
+                                     cu_seqlens=cu.tolist())  # fmt: skip
+    assert (_np(o)[:, end:] == 0).all() and np.allclose(_np(o)[:, :end], ro.numpy()[:, :end],
+                                                         atol=1e-5)  # fmt: skip
+    assert np.allclose(_np(ht), rh.numpy(), atol=1e-5)
+    for name, got in zip(("dq", "dk", "dv", "dg"), grads[:4], strict=True):
+        got = _np(got)
+        assert (got[:, end:] == 0).all(), name
+        want = getattr(ref, name).numpy()
+        assert np.allclose(got[:, :end], want[:, :end], atol=1e-4 * (1 + np.abs(want).max())), name

@@ -12,6 +12,7 @@ from strategies.alibi import standard_slopes
 from strategies.simple_gla import (
     LIMITS,
     DecayRecipe,
+    output_bound,
     overflow_threshold,
     simple_gla_bwd_cases,
     simple_gla_cases,
@@ -104,7 +105,32 @@ CORNERS = {
     "ALiBi recipes": lambda c: c.recipe["decay"]["kind"] == "slopes",
     "overflow at the case's chunk": lambda c: "g_gamma" in c.inputs
     and float(-c.inputs["g_gamma"].min()) * (c.params["chunk_size"] - 1) > 88.73,
+    # the kernels' multi-tile paths (chunks over 64 tokens are 64-token tiles), on the CPU
+    "two tiles in a chunk of 128": lambda c: c.params["chunk_size"] == 128
+    and max(_lengths(c)) > 64,
+    "two tiles in a chunk of 256": lambda c: c.params["chunk_size"] == 256
+    and max(_lengths(c)) > 64,
+    "a whole chunk of 64": lambda c: c.params["chunk_size"] == 64 and max(_lengths(c)) >= 64,
+    "tokens past cu_seqlens[-1]": lambda c: "cu_seqlens" in c.inputs
+    and c.inputs["cu_seqlens"][-1] < c.inputs["q"].shape[1],
+    "weak gates": lambda c: c.recipe["decay"]["kind"] == "weak",
+    "query burst": lambda c: c.recipe["tokens"]["kind"] == "query_burst",
+    "a state past fp16's range": lambda c: _final_state(c) > 65504,
 }  # fmt: skip
+
+
+def _final_state(case) -> float:
+    import torch
+
+    from oracles.simple_gla import simple_gla_reference
+
+    t = {n: torch.from_numpy(a.astype(np.float64)) for n, a in case.inputs.items()
+         if n in ("q", "k", "v", "g", "g_gamma", "h0")}  # fmt: skip
+    cu = case.inputs.get("cu_seqlens")
+    _, ht = simple_gla_reference(t["q"], t["k"], t["v"], t.get("g"), t.get("g_gamma"),
+                                 initial_state=t.get("h0"),
+                                 cu_seqlens=None if cu is None else cu.tolist())  # fmt: skip
+    return float(ht.abs().max()) if ht.numel() else 0.0
 
 
 def test_corners_are_reached():
@@ -137,11 +163,11 @@ def test_fp16_outputs_stay_representable():
     """Inputs are scaled down (by powers of two) until a bound of every output fits fp16."""
 
     def big(c):
-        m = max(float(np.abs(a.astype(np.float64)).max(initial=0.0)) for k, a in c.inputs.items()
-                if k in ("q", "k", "v", "do", "h0", "dht"))  # fmt: skip
+        arrays = {k: a for k, a in c.inputs.items() if k in ("q", "k", "v", "do", "h0", "dht")}
         s = c.params["scale"] or c.inputs["q"].shape[3] ** -0.5
-        n = max(_lengths(c)) + 1
-        return s * n * max(c.inputs["q"].shape[3], c.inputs["v"].shape[3]) * m**3 > 2.0**12 * 1.01
+        n = max(_lengths(c))
+        dims = max(c.inputs["q"].shape[3], c.inputs["v"].shape[3])
+        return output_bound(arrays, s, n, dims) > 2.0**12 * 1.01
 
     with pytest.raises(NoSuchExample):
         find(simple_gla_bwd_cases("large", dtypes=("float16",)), big,
