@@ -44,6 +44,12 @@ class Profile:
         shrink_seconds: how long Hypothesis may shrink one failure (its own cap is 300 s). A
             compiled backend pays a compile (1-10 s on a GPU) for every new kernel variant a
             shrink step tries, and stopped 3-5x above the interpreters' minimal cases at 300 s.
+        interpreter_shrink: a compiled backend's failure is shrunk where that is cheap
+            (``fuzz.shrink``): in the interpreter of the same kernel source where it reproduces
+            there, else on the compiled backend through compiled kernel variants first.
+        interpreter_max_cost: the largest ``Target.interpreter_cost`` of a case the interpreter
+            shrinks (about 10 ms of Triton interpreter per unit, several launches per example):
+            a larger case is first cut on the compiled backend.
     """
 
     name: str
@@ -56,6 +62,8 @@ class Profile:
     differential_max_cost: float = 32.0
     differential_every: int = 1
     shrink_seconds: float = 300.0
+    interpreter_shrink: bool = True
+    interpreter_max_cost: float = 16.0
 
     @property
     def settings(self) -> settings:

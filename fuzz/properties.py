@@ -74,16 +74,26 @@ class Stats:
 
     launches: int = 0
     launch_seconds: float = 0.0
+    compiles: int = 0  # launches during which a kernel was compiled
     compile_seconds: float = 0.0
     twin_launches: int = 0  # launches on the twin backend (the differential)
     twin_seconds: float = 0.0
     reference_seconds: float = 0.0  # the fp64 oracle and the naive reference
     property_seconds: dict[str, float] = field(default_factory=dict)  # launches included
 
+    def merge(self, other: Stats) -> None:
+        """Adds ``other``'s counts and times to these."""
+        for f in ("launches", "launch_seconds", "compiles", "compile_seconds", "twin_launches",
+                  "twin_seconds", "reference_seconds"):  # fmt: skip
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        for name, seconds in other.property_seconds.items():
+            self.property_seconds[name] = self.property_seconds.get(name, 0.0) + seconds
+
     def add(self, launch: Launch, *, twin: bool = False) -> None:
         self.launches += 1
         self.launch_seconds += launch.seconds
         if launch.compiled:
+            self.compiles += 1
             self.compile_seconds += launch.seconds
         if twin:
             self.twin_launches += 1
