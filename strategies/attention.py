@@ -28,8 +28,10 @@ float32, standard slopes and plain normal values (seed 0).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +41,7 @@ from hypothesis import strategies as st
 from fuzz.arrays import FLOAT_DTYPES, np_dtype
 from fuzz.case import Case
 from strategies import alibi, shapes
-from strategies._validate import check_scale, check_subset
+from strategies._validate import check_features, check_scale, check_sizes, check_subset
 from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize
 
 LEVELS = (0.0, 100.0, -100.0, 12.0, -1000.0, 1000.0)
@@ -52,6 +54,11 @@ V_MAGNITUDES = (1.0, 0.01, 100.0)
 V_OFFSETS = (0.0, 1.0, -3.0)
 EXPLICIT = (1.0, 0.0, -1.0, 2.0, 10.0, -10.0, 0.5)
 SPECIALS = ("none", "zero", "subnormal")
+# Optional features a kernel may support (``fuzz.plugin.Capabilities.features``); a strategy given
+# a subset draws none of the others. ``scale``: an explicit scale (else always None, 1/sqrt(D)).
+FEATURES = ("causal", "window", "key_padding", "alibi", "softcap", "gqa", "scale")
+VARLEN_FEATURES = ("causal", "window", "alibi", "softcap", "gqa", "scale")
+DECODE_FEATURES = ("window", "alibi", "softcap", "gqa", "scale", "splits")
 
 
 # The shared factories build a fresh ``st.composite`` per call, and defining a composite makes
@@ -196,22 +203,51 @@ class Modifiers:
         return {"slopes": self.slope_recipe, "level": self.level, "trend": self.trend}
 
 
+def _limits(
+    scale: str,
+    *,
+    block_pairs: tuple[tuple[int, int], ...] | None = None,
+    blocks_k: tuple[int, ...] | None = None,
+    head_dims: tuple[int, ...] | None = None,
+) -> tuple[Limits, Callable[[int, int], int]]:
+    """The scale's limits with a kernel's own tiles and head dims in place of the scale's, and the
+    tile fitting to use: the tile budget cuts the scale's tiles, never a kernel's own."""
+    lim = LIMITS[check_scale(scale)]
+    own_tiles = block_pairs is not None or blocks_k is not None
+    lim = dataclasses.replace(
+        lim,
+        block_pairs=check_sizes("block_pairs", block_pairs, lim.block_pairs),
+        blocks_k=check_sizes("blocks_k", blocks_k, lim.blocks_k),
+        head_dims=check_sizes("head_dims", head_dims, lim.head_dims),
+    )
+    if own_tiles:
+        return lim, lambda block, d: block
+    return lim, lambda block, d: _fit(block, d, lim)
+
+
 def _fit(block: int, d: int, lim: Limits) -> int:
     """``block``, cut so that ``block * D_pad <= tile_elements`` (never below 16)."""
     d_pad = max(16, 1 << max(d - 1, 0).bit_length())
     return max(16, min(block, lim.tile_elements // d_pad))
 
 
-def _heads(draw: st.DrawFn, lim: Limits) -> tuple[int, int]:
-    """``(Hq, Hkv)``: the GQA ratio, then the kv heads within ``max_bh``."""
-    group = draw(st.sampled_from(tuple(g for g in lim.groups if g <= lim.max_bh)), label="group")
+def _heads(draw: st.DrawFn, lim: Limits, feats: frozenset[str]) -> tuple[int, int]:
+    """``(Hq, Hkv)``: the GQA ratio (1 without the ``gqa`` feature), then the kv heads within
+    ``max_bh``."""
+    groups = tuple(g for g in lim.groups if g <= lim.max_bh) if "gqa" in feats else (1,)
+    group = draw(st.sampled_from(groups), label="group")
     hkv = draw(shapes.few(1, max(1, min(lim.max_kv_heads, lim.max_bh // group))), label="Hkv")
     return hkv * group, hkv
 
 
-def _modifiers(draw: st.DrawFn, n_heads: int) -> Modifiers:
-    scale = draw(st.sampled_from(SCALES), label="scale")
-    alibi = draw(st.booleans(), label="alibi")
+def _flag(draw: st.DrawFn, feats: frozenset[str], name: str) -> bool:
+    """A drawn boolean for an optional feature; False (nothing drawn) where it is unsupported."""
+    return name in feats and draw(st.booleans(), label=name)
+
+
+def _modifiers(draw: st.DrawFn, n_heads: int, feats: frozenset[str]) -> Modifiers:
+    scale = draw(st.sampled_from(SCALES if "scale" in feats else (None,)), label="scale")
+    alibi = _flag(draw, feats, "alibi")
     slopes = recipe = None
     kind = None
     if alibi:
@@ -219,7 +255,11 @@ def _modifiers(draw: st.DrawFn, n_heads: int) -> Modifiers:
         slopes = r.slopes(n_heads).astype(np.float32)
         kind = "standard" if r.kind == "standard" else "user"
         recipe = r.describe()
-    softcap = draw(st.one_of(st.none(), st.sampled_from(SOFTCAPS)), label="softcap")
+    softcap = (
+        draw(st.one_of(st.none(), st.sampled_from(SOFTCAPS)), label="softcap")
+        if "softcap" in feats
+        else None
+    )
     level = draw(st.sampled_from(LEVELS), label="logit level")
     trend = draw(st.sampled_from(TRENDS), label="logit trend")
     return Modifiers(scale, softcap, kind, slopes, recipe, level, trend)
@@ -228,9 +268,9 @@ def _modifiers(draw: st.DrawFn, n_heads: int) -> Modifiers:
 _WINDOW_SIDE = st.one_of(st.sampled_from(WINDOW_SIDES), st.integers(0, 40))
 
 
-def _window(draw: st.DrawFn) -> list[int] | None:
+def _window(draw: st.DrawFn, feats: frozenset[str]) -> list[int] | None:
     """None, or ``[left, right]`` with -1 (unbounded) and narrow sides first."""
-    if not draw(st.booleans(), label="window"):
+    if not _flag(draw, feats, "window"):
         return None
     return [draw(_WINDOW_SIDE, label="window left"), draw(_WINDOW_SIDE, label="window right")]
 
@@ -344,7 +384,12 @@ def _described(recipes: tuple[ValueRecipe, ...], mods: Modifiers, **extra: Any) 
 
 
 def attention_cases(
-    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    block_pairs: tuple[tuple[int, int], ...] | None = None,
+    head_dims: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Dense batched attention cases.
 
@@ -355,24 +400,29 @@ def attention_cases(
 
     Shrinks toward one batch element, one head, ``Tq = Tk = 1``, ``D = 1``, float32, no mask, no
     modifier, logit level 0 and plain normal values.
+
+    ``block_pairs`` and ``head_dims`` replace the scale's (a kernel's own tiles are not cut to the
+    tile budget) and ``features`` (from ``FEATURES``; None: all) leaves out what a kernel does not
+    support: the cases a kernel's capabilities admit, and only those.
     """
-    lim = LIMITS[check_scale(scale)]
+    lim, fit = _limits(scale, block_pairs=block_pairs, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    feats = check_features(features, FEATURES)
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
         block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
-        hq, hkv = _heads(draw, lim)
+        hq, hkv = _heads(draw, lim, feats)
         max_batch = _max_batch(lim, hq, lim.max_batch)
         length_kinds = None  # key padding: one drawn length per batch element
-        if draw(st.booleans(), label="key padding"):
+        if _flag(draw, feats, "key_padding"):
             length_kinds = _length_kinds(draw, lim, max_batch, "key lengths")
             batch = len(length_kinds)
         else:
             batch = draw(st.integers(1, max_batch), label="B")
         d = draw(st.sampled_from(lim.head_dims), label="D")
-        block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
+        block_q, block_k = fit(block_q, d), fit(block_k, d)
         n_q = max(1, min(lim.max_tiles + 1, lim.max_programs // (batch * hq)))
         tq = draw(
             tiled_sizes(block_q, max_size=n_q * block_q - 1 if n_q > 1 else block_q), label="Tq"
@@ -380,12 +430,12 @@ def attention_cases(
         max_tk = (lim.max_tiles + 1) * block_k - 1
         max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
         tk = draw(key_sizes(block_k, max_size=max_tk), label="Tk")
-        causal = draw(st.booleans(), label="causal")
-        window = _window(draw)
+        causal = _flag(draw, feats, "causal")
+        window = _window(draw, feats)
         key_lengths = None
         if length_kinds is not None:
             key_lengths = _resolve_lengths(draw, length_kinds, tk)
-        mods = _modifiers(draw, hq)
+        mods = _modifiers(draw, hq, feats)
         recipes = _recipes(draw, batch * hq * tq * d, batch * hkv * tk * d)
         inputs = _materialize_qkv(recipes, (batch, hq, tq, d), (batch, hkv, tk, d), dtype, mods)
         if key_lengths is not None:
@@ -400,7 +450,12 @@ def attention_cases(
 
 
 def varlen_cases(
-    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    block_pairs: tuple[tuple[int, int], ...] | None = None,
+    head_dims: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Packed variable-length cases: ``N`` sequences in a batch of one.
 
@@ -410,18 +465,20 @@ def varlen_cases(
 
     Per-sequence query and key lengths are drawn first (zero-length and length-1 sequences
     included), then accumulated into offsets. Shrinks toward one sequence of one query and one
-    key, no guard rows, and the simplest modifiers and values.
+    key, no guard rows, and the simplest modifiers and values. ``block_pairs``, ``head_dims``
+    and ``features`` (from ``VARLEN_FEATURES``) as for :func:`attention_cases`.
     """
-    lim = LIMITS[check_scale(scale)]
+    lim, fit = _limits(scale, block_pairs=block_pairs, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    feats = check_features(features, VARLEN_FEATURES)
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
         block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
-        hq, hkv = _heads(draw, lim)
+        hq, hkv = _heads(draw, lim, feats)
         d = draw(st.sampled_from(lim.head_dims), label="D")
-        block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
+        block_q, block_k = fit(block_q, d), fit(block_k, d)
         n_max = _max_batch(lim, hq, lim.max_seqs)
         max_q = (lim.max_tiles + 1) * block_q - 1
         max_k = (lim.max_tiles + 1) * block_k - 1
@@ -450,9 +507,9 @@ def varlen_cases(
         cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
         cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
         total_q, total_k = int(cu_q[-1]), int(cu_k[-1]) + tail
-        causal = draw(st.booleans(), label="causal")
-        window = _window(draw)
-        mods = _modifiers(draw, hq)
+        causal = _flag(draw, feats, "causal")
+        window = _window(draw, feats)
+        mods = _modifiers(draw, hq, feats)
         recipes = _recipes(draw, hq * total_q * d, hkv * total_k * d)
         inputs = _materialize_qkv(recipes, (1, hq, total_q, d), (1, hkv, total_k, d), dtype, mods)
         inputs["cu_seqlens_q"] = cu_q
@@ -467,7 +524,13 @@ def varlen_cases(
 
 
 def decode_cases(
-    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    blocks_k: tuple[int, ...] | None = None,
+    num_splits: tuple[int, ...] | None = None,
+    head_dims: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Decode steps: one query per sequence against a cache with per-batch ``cache_len``.
 
@@ -479,31 +542,35 @@ def decode_cases(
     tiles leave splits without keys).
 
     Shrinks toward one batch element, one head, a cache of one key, one split, and the simplest
-    modifiers and values.
+    modifiers and values. ``blocks_k``, ``num_splits`` and ``head_dims`` replace the scale's;
+    ``features`` (from ``DECODE_FEATURES``; ``splits``: more than one split) as for
+    :func:`attention_cases`.
     """
-    lim = LIMITS[check_scale(scale)]
+    lim, fit = _limits(scale, blocks_k=blocks_k, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    feats = check_features(features, DECODE_FEATURES)
+    default_splits = tuple(s for s in (1, 2, 4, 8, 16) if s <= lim.max_splits)
+    splits_choices = check_sizes("num_splits", num_splits, default_splits)
+    if "splits" not in feats:
+        splits_choices = (1,)
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
         block_k = draw(st.sampled_from(lim.blocks_k), label="block_k")
-        splits = draw(
-            st.sampled_from(tuple(s for s in (1, 2, 4, 8, 16) if s <= lim.max_splits)),
-            label="num_splits",
-        )
-        hq, hkv = _heads(draw, lim)
+        splits = draw(st.sampled_from(splits_choices), label="num_splits")
+        hq, hkv = _heads(draw, lim, feats)
         max_batch = _max_batch(lim, hq, lim.max_batch)
         length_kinds = _length_kinds(draw, lim, max_batch, "cache lengths")
         batch = len(length_kinds)
         d = draw(st.sampled_from(lim.head_dims), label="D")
-        block_k = _fit(block_k, d, lim)
+        block_k = fit(block_k, d)
         room = max(1, lim.max_scores // (batch * hq))
         max_t = (lim.max_tiles + 1) * block_k - 1
         tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
         cache_len = _resolve_lengths(draw, length_kinds, tmax)
-        window = _window(draw)
-        mods = _modifiers(draw, hq)
+        window = _window(draw, feats)
+        mods = _modifiers(draw, hq, feats)
         recipes = _recipes(draw, batch * hq * d, batch * hkv * tmax * d)
         inputs = _materialize_qkv(recipes, (batch, hq, 1, d), (batch, hkv, tmax, d), dtype, mods)
         inputs["cache_len"] = cache_len

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from fuzz.arrays import FLOAT_DTYPES
 from fuzz.case import Case
-from strategies._validate import check_scale, check_subset
+from strategies._validate import check_scale, check_sizes, check_subset
 from strategies.jagged import offsets_from_lengths, segment_lengths
 from strategies.shapes import sizes
 from strategies.values import float_dtypes, materialize, value_recipes
@@ -67,17 +68,29 @@ GUARDS = ("nan",)  # the clean run's guard-row poison; the masked-poison propert
 
 
 def jagged_softmax_cases(
-    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    block_n: tuple[int, ...] | None = None,
+    block_m: tuple[int, ...] | None = None,
+    num_programs: tuple[int | None, ...] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Jagged softmax cases: inputs ``values [N, M]`` and ``offsets [B+1]`` (int32).
 
     Structure is drawn before values: dtype, tile sizes, program count, segment lengths (see
     ``strategies.jagged.segment_lengths``), columns, then the value recipe. Shrinks toward float32,
     the first tile sizes, one program per segment, a single one-row segment, one column, and the
-    plainest values (seed 0, normal, magnitude 1, offset 0).
+    plainest values (seed 0, normal, magnitude 1, offset 0). ``block_n``, ``block_m`` and
+    ``num_programs`` replace the scale's (a kernel's own tiles and launch widths).
     """
     lim = LIMITS[check_scale(scale)]
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    lim = dataclasses.replace(
+        lim,
+        block_n=check_sizes("block_n", block_n, lim.block_n),
+        block_m=check_sizes("block_m", block_m, lim.block_m),
+        num_programs=num_programs if num_programs is not None else lim.num_programs,
+    )
 
     # Sub-strategies are built once, outside the draw (building one costs more than drawing).
     dtype_st = float_dtypes(dtypes)

@@ -33,16 +33,21 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
 from fuzz.case import Case
 from strategies._cache import cached_factory
-from strategies._validate import check_scale, check_subset
+from strategies._validate import check_features, check_scale, check_sizes, check_subset
 from strategies.alibi import SlopeRecipe, slope_recipes, standard_slopes
 from strategies.shapes import few
 from strategies.values import ValueRecipe, materialize, value_recipes
 
 FORMS = ("g_gamma", "g")
+# Optional features a kernel may support (``fuzz.plugin.Capabilities.features``): the two decay
+# forms, packed sequences, an initial state, the final state (forward), its cotangent ``dht``
+# (backward), an explicit scale (else always None: K ** -0.5).
+FEATURES = ("g_gamma", "g", "varlen", "initial_state", "final_state", "dht", "scale")
 GAMMA_KINDS = ("alibi", "threshold", "slopes")
 GATE_KINDS = ("logsigmoid", "threshold", "mixed")
 SIDES = ("below", "above")
@@ -255,6 +260,8 @@ def simple_gla_cases(
     forms: tuple[str, ...] = FORMS,
     chunk_sizes: tuple[int, ...] | None = None,
     varlen: bool | None = None,
+    head_dims: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Simple GLA cases (forward inputs; with ``grads`` also ``do`` and maybe ``dht``).
 
@@ -264,6 +271,9 @@ def simple_gla_cases(
         dtypes, forms: allowed input dtypes and decay forms.
         chunk_sizes: allowed chunk sizes (default: the scale's).
         varlen: True/False to force or forbid ``cu_seqlens``; None for both.
+        head_dims: allowed K and V (default: the scale's).
+        features: the optional features a kernel supports (from ``FEATURES``; None: all):
+            the cases its capabilities admit, and only those.
 
     Structure is drawn before values: dtype, chunk size, heads, K, V, decay form, varlen or not,
     the lengths (chunk count then tail per sequence, so tails shrink to 0 and empty sequences
@@ -277,14 +287,22 @@ def simple_gla_cases(
     chunks = lim.chunks if chunk_sizes is None else check_subset("chunk_sizes", chunk_sizes,
                                                                   LIMITS["large"].chunks)  # fmt: skip
     varlen_choices = (False, True) if varlen is None else (bool(varlen),)
+    feats = check_features(features, FEATURES)
+    forms = tuple(f for f in forms if f in feats)
+    if not forms:
+        raise InvalidArgument(f"features={sorted(feats)} name no decay form; one of {FORMS}")
+    if "varlen" not in feats:
+        varlen_choices = (False,)
+    dims = check_sizes("head_dims", head_dims, lim.dims)
+    scales = SCALES if "scale" in feats else (None,)
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(st.sampled_from(dtypes), label="dtype")
         chunk = draw(st.sampled_from(chunks), label="chunk_size")
         heads = draw(st.sampled_from(lim.heads), label="heads")
-        k_dim = draw(st.sampled_from(lim.dims), label="K")
-        v_dim = draw(st.sampled_from(lim.dims), label="V")
+        k_dim = draw(st.sampled_from(dims), label="K")
+        v_dim = draw(st.sampled_from(dims), label="V")
         form = draw(weighted(tuple((f, 2 if f == "g_gamma" else 1) for f in forms)), label="form")
         is_varlen = draw(st.sampled_from(varlen_choices), label="varlen")
         per_token_elems = heads * max(k_dim, v_dim)
@@ -307,14 +325,14 @@ def simple_gla_cases(
             cu = None
             lengths = [length] * batch
         n = len(lengths)
-        has_h0 = draw(st.booleans(), label="h0")
+        has_h0 = "initial_state" in feats and draw(st.booleans(), label="h0")
         final = (
             draw(weighted(((False, 1), (True, 3))), label="output_final_state")
-            if not grads
+            if not grads and "final_state" in feats
             else False
         )
-        has_dht = draw(st.booleans(), label="dht") if grads else False
-        scale_value = draw(st.sampled_from(SCALES), label="scale")
+        has_dht = draw(st.booleans(), label="dht") if grads and "dht" in feats else False
+        scale_value = draw(st.sampled_from(scales), label="scale")
         decay = draw(decay_recipes(form, heads, chunks, chunk), label="decay")
         recipe = draw(
             value_recipes(numel=batch * length * heads * k_dim,
