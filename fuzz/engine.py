@@ -563,8 +563,9 @@ def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
     reason = b.unavailable_reason()
     if reason is not None:
         return f"backend {b.name} is not available: {reason}"
-    if b.impl not in target.kernels:
-        return f"target {target.name} has no {b.impl} kernel"
+    unsupported = target.unsupported(b)
+    if unsupported is not None:
+        return f"target {target.name} does not run on {b.name}: {unsupported}"
     if _context_lost and (not b.interpret or profile.ref_device == "cuda"):
         return (
             f"this process lost its CUDA context earlier ({_context_lost[0]}): nothing can run "

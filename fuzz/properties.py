@@ -634,7 +634,13 @@ DIFFERENTIAL = Property(
 
 
 def properties_of(target: Target) -> tuple[Property, ...]:
-    return (*GENERIC, *target.properties, DIFFERENTIAL)
+    """Every property checked for ``target``, in order: the generic ones, the family's and its
+    own, the differential; those the target switched off (``Target.disabled``) left out, and a
+    property of the target's own replacing a generic one of the same name."""
+    own = {p.name: p for p in target.properties}
+    generic = tuple(own.pop(p.name, p) for p in GENERIC)
+    props = (*generic, *own.values(), DIFFERENTIAL)
+    return tuple(p for p in props if p.name not in target.disabled)
 
 
 @dataclass
