@@ -102,6 +102,7 @@ class HuntResult:
     stopped: str = ""
     reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
     shrink_examples: int = 0  # examples run by shrink stages after the search (fuzz.shrink)
+    variants: dict[str, list[Any]] = field(default_factory=dict)  # the run's compile-time choices
 
     @property
     def classes(self) -> list[str]:
@@ -147,6 +148,7 @@ class HuntResult:
             "error": self.error,
             "stopped": self.stopped,
             "shrink_examples": self.shrink_examples,
+            "variants": self.variants,
             "events": dict(self.events),
             "known_hits": dict(self.known_hits),
             "findings": [f.as_dict() for f in self.found.values()],
@@ -364,7 +366,8 @@ class _Hunter:
         self.t0 = time.perf_counter()
         self.stop_at = None if time_limit is None else self.t0 + time_limit
         self.hard_at = None if hard_limit is None else self.t0 + hard_limit
-        self.strategy = target.strategy(profile.scale)
+        self.narrowing: dict[str, tuple[Any, ...]] = {}
+        self.strategy: Any = None
         self.last_seen: dict[str, Found] = {}
         self.minimal: dict[str, Found] = {}
         self.first: dict[str, tuple[int, float]] = {}
@@ -397,6 +400,20 @@ class _Hunter:
             self.result.stopped = "time"
             raise _OutOfTime
 
+    def narrow(self, narrowing: dict[str, tuple[Any, ...]]) -> None:
+        """Draws this hunt's cases from the target's strategy narrowed to ``narrowing``."""
+        self.narrowing = narrowing
+        self.result.variants = {k: list(v) for k, v in narrowing.items()}
+        self.strategy = self.target.strategy(self.profile.scale, **narrowing)
+
+    def _over_compile_budget(self) -> bool:
+        """Whether compiling now would take this run's compile time past its share."""
+        share = self.profile.compile_share
+        stats = self.result.stats
+        if share is None or stats.compiles == 0:
+            return False
+        return stats.compile_seconds > share * (time.perf_counter() - self.t0)
+
     def _check(self, case: Case, data: st.DataObject) -> Any:
         def draw(s: SearchStrategy[Any], label: str) -> Any:
             value = data.draw(s, label=label)
@@ -404,7 +421,8 @@ class _Hunter:
                 self.hooks.on_draw(label, value)
             return value
 
-        scope = no_new_compiles() if self.stage.only_compiled else contextlib.nullcontext()
+        only_compiled = self.stage.only_compiled or self._over_compile_budget()
+        scope = no_new_compiles() if only_compiled else contextlib.nullcontext()
         try:
             with scope:
                 return check_case(
@@ -558,6 +576,28 @@ def _settle_seed(target: Target, b: Backend, profile: Profile, seed: int | None,
     return None
 
 
+def run_narrowing(target: Target, profile: Profile, seed: int | None) -> dict[str, tuple[Any, ...]]:
+    """This run's compile-time choices (``Profile.variant_choices``): per dimension of the
+    target's variant space, the simplest value and others drawn with ``seed``, in the space's
+    order. Empty where the profile draws from everything or the family is not built in."""
+    k = profile.variant_choices
+    if k is None:
+        return {}
+    import random
+
+    from fuzz.families import variant_space
+
+    # A seeded run (derandomized, or a campaign's slice) picks the same values again; an unseeded
+    # one (Hypothesis's own randomness) other values each time.
+    rng = random.Random(f"{target.name}|{seed}") if seed is not None else random.Random()
+    narrowing = {}
+    for dim, choices in variant_space(target, profile.scale).items():
+        if len(choices) > k:
+            picked = {choices[0], *rng.sample(choices[1:], k - 1)}
+            narrowing[dim] = tuple(c for c in choices if c in picked)
+    return narrowing
+
+
 def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
     """Why a hunt of ``target`` on ``b`` cannot run here (None if it can)."""
     reason = b.unavailable_reason()
@@ -592,6 +632,7 @@ def hunt(
     hooks: Hooks | None = None,
     plots: bool = False,
     stage: Stage | None = None,
+    narrowing: dict[str, tuple[Any, ...]] | None = None,
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns minimal failures per class.
 
@@ -617,6 +658,9 @@ def hunt(
         hooks: campaign callbacks (:class:`Hooks`).
         plots: attach error maps (``fuzz.plots``) of each minimal example to its finding.
         stage: a shrink stage (:class:`Stage`; ``fuzz.shrink`` runs them). None: the search.
+        narrowing: the compile-time choices to draw from (strategy keywords, e.g.
+            ``{"dtypes": ("float32",)}``); None: picked for this run by the profile
+            (:func:`run_narrowing`). A shrink stage replays with its search's.
 
     On a compiled backend whose profile shrinks in the interpreter (``Profile.interpreter_shrink``)
     a new failure ends the search unshrunk and is shrunk by :func:`fuzz.shrink.shrink_compiled`:
@@ -639,6 +683,8 @@ def hunt(
         stage = Stage(hand_off=hands_off(b, profile))
     hunter.stage = stage
     n = profile.max_examples if max_examples is None else max_examples
+    seed = _settle_seed(target, b, profile, seed, n, database)
+    hunter.narrow(run_narrowing(target, profile, seed) if narrowing is None else narrowing)
     if stage.start:
         # A shrink stage: its examples come from an in-memory database holding ``start``.
         # (Hypothesis's secondary corpus: an example replayed exactly from the primary one is
@@ -650,7 +696,6 @@ def hunt(
     elif database is None:
         # Nothing persists; failures are kept in memory, for re-shrinking a flaky one (below).
         database = InMemoryExampleDatabase()
-    seed = _settle_seed(target, b, profile, seed, n, database)
     phases = stage.phases
     if phases is None and not reuse:
         phases = tuple(p for p in profile.settings.phases if p is not Phase.reuse)

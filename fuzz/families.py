@@ -48,6 +48,9 @@ class Family:
         narrowing: ``narrowing(capabilities) -> strategy kwargs``.
         empty_rows: ``empty_rows(case) -> {output: bool mask}``: elements of rows with no valid
             key (what the ``empty_rows`` convention decides), where the family has such rows.
+        space: ``space(scale) -> {strategy keyword: choices}``: the strategy's compile-time
+            dimensions (dtype, tiles, head dims: each value a kernel binary of its own) and the
+            choices it draws from at ``scale``, simplest first.
     """
 
     name: str
@@ -63,6 +66,7 @@ class Family:
     strategy: Callable[..., Any]
     narrowing: Callable[[Any], dict[str, Any]]
     empty_rows: Callable[[Case], Mapping[str, np.ndarray]] | None = None
+    space: Callable[[str], dict[str, tuple[Any, ...]]] = lambda scale: {}
 
     def passed(self, features: frozenset[str], tiles: frozenset[str]) -> tuple[str, ...]:
         """The keywords a kernel supporting ``features`` and taking ``tiles`` is called with."""
@@ -160,6 +164,7 @@ _ATTN_LAYOUTS = {"q": "BHTD", "k": "BHTD", "v": "BHTD", "o": "BHTD", "lse": "BHT
 
 def _attention_family(name: str, features: tuple[str, ...], tiles: tuple[str, ...],
                       strategy: Callable[..., Any], narrowing: Callable[[Any], dict[str, Any]],
+                      space: Callable[[str], dict[str, tuple[Any, ...]]],
                       always: tuple[str, ...] = ()) -> Family:  # fmt: skip
     keywords: dict[str | None, tuple[str, ...]] = {
         k: v for k, v in _ATTN_KEYWORDS.items() if k is None or k in features or k in tiles
@@ -170,7 +175,7 @@ def _attention_family(name: str, features: tuple[str, ...], tiles: tuple[str, ..
         features=features, tiles=tiles, dims=("D",), keywords=keywords,
         values=_attention_values,
         conventions=("causal", "empty_rows", "lse"), strategy=strategy, narrowing=narrowing,
-        empty_rows=_attention_empty,
+        empty_rows=_attention_empty, space=space,
     )  # fmt: skip
 
 
@@ -225,6 +230,21 @@ _GLA_LAYOUTS = {"q": "BTHK", "k": "BTHK", "v": "BTHV", "do": "BTHV", "o": "BTHV"
                 "dh0": "NHKV"}  # fmt: skip
 
 
+def _space(module: str, **dims: str) -> Callable[[str], dict[str, tuple[Any, ...]]]:
+    """A family's variant space: each strategy keyword in ``dims`` with the ``LIMITS`` field of
+    ``module`` it draws from, and the dtypes."""
+
+    def space(scale: str) -> dict[str, tuple[Any, ...]]:
+        import importlib
+
+        from fuzz.arrays import FLOAT_DTYPES
+
+        lim = importlib.import_module(module).LIMITS[scale]
+        return {"dtypes": FLOAT_DTYPES, **{k: tuple(getattr(lim, f)) for k, f in dims.items()}}
+
+    return space
+
+
 def _families() -> dict[str, Family]:
     from strategies.attention import (
         DECODE_FEATURES,
@@ -240,6 +260,8 @@ def _families() -> dict[str, Family]:
     from strategies.softmax import FEATURES as SOFTMAX_FEATURES
     from strategies.softmax import softmax_cases
 
+    dense_space = _space("strategies.attention", block_pairs="block_pairs", head_dims="head_dims")
+    gla_space = _space("strategies.simple_gla", chunk_sizes="chunks", head_dims="dims")
     fams = [
         Family(
             name="softmax", tensors=("x",), outputs=("y",), layouts={"x": "RC", "y": "RC"},
@@ -247,6 +269,7 @@ def _families() -> dict[str, Family]:
             keywords=_SOFTMAX_KEYWORDS, values=_softmax_values, conventions=("empty_rows",),
             strategy=softmax_cases,
             narrowing=_softmax_narrowing, empty_rows=_softmax_empty,
+            space=_space("strategies.softmax", block_m="block_m", block_n="block_n"),
         ),
         Family(
             name="jagged_softmax", tensors=("values",), outputs=("y",),
@@ -254,18 +277,21 @@ def _families() -> dict[str, Family]:
             tiles=("block_n", "block_m", "num_programs"), dims=(), keywords=_JAGGED_KEYWORDS,
             values=_jagged_values,
             conventions=(), strategy=jagged_softmax_cases, narrowing=_jagged_narrowing,
+            space=_space("strategies.jagged_softmax", block_n="block_n", block_m="block_m"),
         ),
         _attention_family("attention", FEATURES, ("block_q", "block_k"), attention_cases,
-                          _attention_narrowing),
+                          _attention_narrowing, space=dense_space),
         _attention_family("attention_varlen", VARLEN_FEATURES, ("block_q", "block_k"),
-                          varlen_cases, _attention_narrowing,
+                          varlen_cases, _attention_narrowing, space=dense_space,
                           always=("cu_seqlens_q", "cu_seqlens_k")),
         _attention_family("attention_decode", DECODE_FEATURES, ("block_k", "num_splits"),
-                          decode_cases, _decode_narrowing, always=("cache_len",)),
+                          decode_cases, _decode_narrowing, always=("cache_len",),
+                          space=_space("strategies.attention", blocks_k="blocks_k",
+                                       head_dims="head_dims")),
         Family(
             name="simple_gla_fwd", tensors=("q", "k", "v"), outputs=("o", "ht"),
             layouts=_GLA_LAYOUTS, features=tuple(f for f in GLA_FEATURES if f != "dht"),
-            tiles=("chunk_size",), dims=("K", "V"), conventions=(),
+            tiles=("chunk_size",), dims=("K", "V"), conventions=(), space=gla_space,
             keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "dht"}, values=_gla_values,
             strategy=simple_gla_fwd_cases, narrowing=_gla_narrowing,
         ),
@@ -273,7 +299,7 @@ def _families() -> dict[str, Family]:
             name="simple_gla_bwd", tensors=("q", "k", "v", "do"),
             outputs=("dq", "dk", "dv", "dg", "dh0"), layouts=_GLA_LAYOUTS,
             features=tuple(f for f in GLA_FEATURES if f != "final_state"), tiles=("chunk_size",),
-            dims=("K", "V"), conventions=(), strategy=simple_gla_bwd_cases,
+            dims=("K", "V"), conventions=(), strategy=simple_gla_bwd_cases, space=gla_space,
             keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "final_state"},
             values=_gla_values,
             narrowing=_gla_narrowing,
@@ -301,3 +327,27 @@ def family_names() -> list[str]:
     if not _FAMILIES:
         _FAMILIES.update(_families())
     return sorted(_FAMILIES)
+
+
+def family_of(target: Any) -> Family | None:
+    """The built-in family whose strategy ``target`` draws from (its name, the target it is a
+    mutant of, or its family), None for a family not built in."""
+    names = family_names()
+    for key in (target.name, target.mutant_of, target.family):
+        if key in names:
+            return get_family(key)
+    return None
+
+
+def variant_space(target: Any, scale: str) -> dict[str, tuple[Any, ...]]:
+    """The compile-time dimensions of ``target``'s cases at ``scale`` (``Family.space``), each
+    narrowed to what the target's kernel supports (a plugin's capabilities); empty for a family
+    that is not built in."""
+    fam = family_of(target)
+    if fam is None:
+        return {}
+    space = fam.space(scale)
+    for k, v in (getattr(target.strategy, "narrowing", None) or {}).items():
+        if k in space and v is not None:
+            space[k] = tuple(v)
+    return space

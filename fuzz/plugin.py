@@ -549,10 +549,13 @@ def _narrowed_strategy(fam: Family, narrowing: Mapping[str, Any]) -> Callable[[s
           for k, v in narrowing.items() if v is not None}  # fmt: skip
     strategy = fam.strategy
 
-    def make(scale: str) -> Any:
-        return strategy(scale, **kw)
+    def make(scale: str, **more: Any) -> Any:
+        """The family's cases narrowed to the kernel's capabilities (and to ``more``: a run's
+        own narrowing within them)."""
+        return strategy(scale, **{**kw, **more})
 
     make.__name__ = f"{fam.name}_cases"
+    make.narrowing = kw  # type: ignore[attr-defined]
     return make
 
 
@@ -577,6 +580,7 @@ def _build_target(name: str, fam: Family, base: Target, entry: Callable[..., Any
     return dataclasses.replace(
         base,
         name=name,
+        family=fam.name,
         kernels={LANGUAGES[language]: entry},
         oracle=oracle,
         naive=naive,

@@ -50,6 +50,13 @@ class Profile:
         interpreter_max_cost: the largest ``Target.interpreter_cost`` of a case the interpreter
             shrinks (about 10 ms of Triton interpreter per unit, several launches per example):
             a larger case is first cut on the compiled backend.
+        variant_choices: each run of a hunt draws its compile-time choices (dtype, tiles, head
+            dims: each a kernel binary of its own) from this many values per dimension, the
+            simplest always among them (``fuzz.families.variant_space``); runs with other seeds
+            (a campaign's slices) take other values. None: every value in every run.
+        compile_share: once this share of a run's time has gone into compiling, examples that
+            would compile a new kernel variant are rejected before the compiler runs (drawn again)
+            until the share is back under it. None: no limit.
     """
 
     name: str
@@ -64,6 +71,8 @@ class Profile:
     shrink_seconds: float = 300.0
     interpreter_shrink: bool = True
     interpreter_max_cost: float = 16.0
+    variant_choices: int | None = None
+    compile_share: float | None = None
 
     @property
     def settings(self) -> settings:
@@ -89,6 +98,8 @@ PROFILES: dict[str, Profile] = {
         differential_max_cost=2.0,
         differential_every=16,
         shrink_seconds=900.0,
+        variant_choices=2,
+        compile_share=0.15,
     ),
     "nightly": Profile(
         "nightly",
@@ -101,6 +112,8 @@ PROFILES: dict[str, Profile] = {
         differential_max_cost=256.0,
         differential_every=2,
         shrink_seconds=1800.0,
+        variant_choices=3,
+        compile_share=0.15,
     ),
 }
 

@@ -189,7 +189,7 @@ class Context:
         result = Launch()
         try:
             if outputs is None:
-                outputs = {n: (self.oracle[n].shape, self.out_dtypes[n]) for n in self.oracle}
+                outputs = self.output_spec(case)
             inputs = self._device_inputs(case, backend)
             bufs = {
                 name: adapter.alloc(tuple(shape), dtype, fill)
@@ -214,6 +214,13 @@ class Context:
             result.error = e
         self.stats.add(result, twin=backend is not self.backend)
         return result
+
+    def output_spec(self, case: Case) -> Mapping[str, tuple[tuple[int, ...], str]]:
+        """The outputs a launch of ``case`` (this context's) allocates: the target's own
+        description, or the oracle's shapes and the naive reference's dtypes."""
+        if self.target.outputs is not None:
+            return self.target.outputs(case)
+        return {n: (self.oracle[n].shape, self.out_dtypes[n]) for n in self.oracle}
 
     def _device_inputs(self, case: Case, backend: Backend) -> dict[str, Any]:
         """The case's inputs on the backend's device. The primary case's are copied once and

@@ -61,6 +61,7 @@ def _stage(
     found: Found,
     *,
     seconds: float,
+    narrowing: dict[str, Any],
     only_compiled: bool = False,
     goal: Any = None,
 ) -> tuple[Found | None, HuntResult]:
@@ -72,7 +73,7 @@ def _stage(
     stage = Stage(start=(found.choices,), phases=SHRINK_PHASES, only_compiled=only_compiled,
                   goal=goal, shrink_seconds=seconds)  # fmt: skip
     run = hunt(target, backend, profile, database=None, known=set(CLASSES) - {cls},
-               hard_limit=max(1.0, seconds), stage=stage)  # fmt: skip
+               hard_limit=max(1.0, seconds), stage=stage, narrowing=narrowing)  # fmt: skip
     return run.found.get(cls), run
 
 
@@ -116,6 +117,7 @@ def shrink_compiled(
     twin = _twin(backend)
     plain = dataclasses.replace(profile, differential=False)  # an interpreter has no twin to run
     current = found
+    narrow = hunter.narrowing  # the search's strategy: its examples replay under no other
 
     def left() -> float:
         return deadline - time.perf_counter()
@@ -130,7 +132,7 @@ def shrink_compiled(
     for only_compiled in (True, False):  # compiled variants first; new ones if that is not enough
         if twin is None or cost(current.case) <= max_cost or left() <= 0:
             break
-        cut, run = _stage(target, backend, profile, current, seconds=left() / 2,
+        cut, run = _stage(target, backend, profile, current, seconds=left() / 2, narrowing=narrow,
                           only_compiled=only_compiled, goal=lambda c: cost(c) <= max_cost)  # fmt: skip
         absorb(run)
         if cut is not None:
@@ -144,7 +146,7 @@ def shrink_compiled(
     elif cost(current.case) > max_cost:
         notes.append(f"interpreter not tried: cost {cost(current.case):.3g} > {max_cost:g}")
     else:
-        small, run = _stage(target, twin, plain, current, seconds=left())
+        small, run = _stage(target, twin, plain, current, seconds=left(), narrowing=narrow)
         absorb(run)
         notes.append(f"{twin.name} said: {_said(run, cls)}")
         if small is not None:
@@ -157,7 +159,7 @@ def shrink_compiled(
     for only_compiled in (True, False):
         if left() <= 0:
             break
-        best, run = _stage(target, backend, profile, current, seconds=left(),
+        best, run = _stage(target, backend, profile, current, seconds=left(), narrowing=narrow,
                            only_compiled=only_compiled)  # fmt: skip
         absorb(run)
         if best is not None:

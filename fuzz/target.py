@@ -139,6 +139,9 @@ class Target:
             project's own.
         conventions: how the kernel behaves where libraries differ (``fuzz.plugin.Conventions``
             as a dict); empty for the built-in kernels (the families' own conventions).
+        outputs: ``outputs(case) -> {output: (shape, dtype name)}``, the outputs a launch
+            allocates, known from the shapes alone (else the oracle is computed first to learn
+            them: a launch that compiles, or is rejected before compiling, then waits for it).
     """
 
     name: str
@@ -168,6 +171,7 @@ class Target:
     disabled: Mapping[str, str] = field(default_factory=dict)
     siblings: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     conventions: Mapping[str, str] = field(default_factory=dict)
+    outputs: Callable[[Case], Mapping[str, tuple[tuple[int, ...], str]]] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.name):

@@ -922,6 +922,7 @@ def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Targe
         targeting=False,
         properties=PROPERTIES,
         interpret_cost=interpret_cost,
+        outputs=output_spec,
         **kw,
     )
 

@@ -437,6 +437,11 @@ def baseline_grid(scale: str) -> list[Case]:
     return cases
 
 
+def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``y``: the shape and dtype of ``values``."""
+    return {"y": (tuple(case.inputs["values"].shape), case.params["dtype"])}
+
+
 def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
     return Target(
         name=name,
@@ -453,6 +458,7 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
         interpret_cost=interpret_cost,
         baseline_randn=baseline_randn,
         baseline_grid=baseline_grid,
+        outputs=output_spec,
         **kw,
     )
 

@@ -857,6 +857,7 @@ def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], *
         interpret_cost=interpret_cost,
         baseline_randn=baseline_randn(kind),
         baseline_grid=baseline_grid(kind),
+        outputs=output_spec,
         **kw,
     )
 

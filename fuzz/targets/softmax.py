@@ -44,6 +44,11 @@ def entry(module: types.ModuleType):
     return run
 
 
+def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``y``: the shape and dtype of ``x``."""
+    return {"y": (tuple(case.inputs["x"].shape), case.params["dtype"])}
+
+
 def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
     from fuzz.backends import TorchAdapter
 
@@ -329,6 +334,7 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
         interpret_cost=interpret_cost,
         baseline_randn=baseline_randn,
         baseline_grid=baseline_grid,
+        outputs=output_spec,
         **kw,
     )
 

@@ -154,10 +154,13 @@ for bug in BUGS:
 # compiled backend's finding (fuzz.shrink): a variant is the column count rounded up to a power of
 # two, as a shape bucket of a compiled kernel; ``COMPILES`` counts them.
 COMPILES: list[tuple[str, int]] = []
+COMPILE_SECONDS = 0.02
 _compiled: set[tuple[str, int]] = set()
 
 
 def slow_kernel(bug):
+    import time
+
     from fuzz import timing
 
     base = make_kernel(None)
@@ -168,6 +171,7 @@ def slow_kernel(bug):
             key = (bug, 1 << max(x.shape[1] - 1, 0).bit_length())
             if key not in _compiled:
                 timing.compile_starting()
+                time.sleep(COMPILE_SECONDS)
                 COMPILES.append(key)
                 _compiled.add(key)
                 timing.compile_done()

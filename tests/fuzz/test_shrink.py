@@ -75,3 +75,46 @@ def test_interpreter_backends_shrink_in_place(fake_plugin, fake_profile):
     found = result.found["nan"]
     assert found.shrink_path == "" and found.final
     assert found.case.inputs["x"].shape == (1, 5)
+
+
+def test_a_run_stays_within_its_compile_share(fake_plugin, compiled_profile):
+    """Past the profile's compile share, examples that would compile a new variant are drawn
+    again instead (rejected before the compiler runs): the run's compile time stays near it."""
+    mod = _plugin_module()
+    mod._compiled.clear()
+    profile = dataclasses.replace(compiled_profile, compile_share=0.05, interpreter_shrink=False)
+    result = hunt(get("fake_slow_compiled-only"), "fake", profile, seed=0, database=None,
+                  max_examples=300)  # fmt: skip
+    assert result.stats.compiles == 0  # the interpreter compiles nothing
+    result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=1, database=None,
+                  max_examples=300, known={"nan"})  # fmt: skip
+    stats = result.stats
+    assert result.events["rejected: would compile"] > 0
+    # One compile (the first) is always allowed; after it the share is kept.
+    assert stats.compile_seconds <= 0.05 * result.seconds + 2 * mod.COMPILE_SECONDS + 0.01
+    unlimited = dataclasses.replace(profile, compile_share=None)
+    mod._compiled.clear()
+    free = hunt(get("fake_slow_nan"), "fake-compiled", unlimited, seed=1, database=None,
+                max_examples=300, known={"nan"})  # fmt: skip
+    assert free.stats.compiles > stats.compiles
+
+
+def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
+    """The gpu profile narrows each run's dtype, tiles and head dims to a few values, the
+    simplest always among them; a seeded run picks the same again."""
+    from fuzz.engine import run_narrowing
+    from fuzz.profiles import get_profile
+
+    gpu = get_profile("gpu")
+    target = get("attention")
+    a = run_narrowing(target, gpu, 7)
+    assert a == run_narrowing(target, gpu, 7)
+    assert set(a) == {"dtypes", "block_pairs", "head_dims"}
+    assert all(len(v) == 2 for v in a.values())
+    assert a["dtypes"][0] == "float32" and a["block_pairs"][0] == (64, 64)
+    assert a["head_dims"][0] == 64
+    assert any(run_narrowing(target, gpu, s) != a for s in range(8))
+    assert run_narrowing(target, get_profile("ci"), 7) == {}
+    result = hunt(target, "triton-interpret", dataclasses.replace(get_profile("ci"),
+                  variant_choices=1), seed=3, database=None, max_examples=5)  # fmt: skip
+    assert result.variants == {"dtypes": ["float32"], "block_pairs": [(16, 16)], "head_dims": [1]}
