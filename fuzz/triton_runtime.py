@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -54,6 +53,7 @@ __all__ = [
     "interpreting",
     "pinned_configs",
     "positions",
+    "remove_interpreter_adapter",
     "replay",
 ]
 
@@ -154,7 +154,6 @@ def replay(choices: Iterable[Choice | tuple[str, int]]) -> Chooser:
 # Interpreting ------------------------------------------------------------------------------------
 
 _adapters: list[Callable[[], contextlib.AbstractContextManager[Any]]] = []
-_local = threading.local()
 
 
 def interpreter_adapter(
@@ -174,6 +173,14 @@ def interpreter_adapter(
     return factory
 
 
+def remove_interpreter_adapter(
+    factory: Callable[[], contextlib.AbstractContextManager[Any]],
+) -> None:
+    """Unregister an adapter :func:`interpreter_adapter` registered (no error if it is not)."""
+    if factory in _adapters:
+        _adapters.remove(factory)
+
+
 @contextlib.contextmanager
 def interpreting(*, debug: bool = False) -> Iterator[None]:
     """Run this thread's Triton launches on CPU tensors in Triton's interpreter.
@@ -185,8 +192,10 @@ def interpreting(*, debug: bool = False) -> Iterator[None]:
     helpers and ``tl.*`` library functions run interpreted inside it. bfloat16 tensors compute as
     bfloat16 numbers (rounded to nearest even after each operation, as on a GPU), which Triton's
     interpreter alone does not do, and ``tl.sum`` of fp16/bf16 adds in the dtype along a tree, as
-    a GPU does (NumPy sums fp16 in float32 and bf16 in sequence). Launches on GPU tensors compile as before; scopes nest; other
-    threads are not affected. Everything is restored on exit, also when the body raises.
+    a GPU does (NumPy sums fp16 in float32 and bf16 in sequence). Launches on GPU tensors compile
+    as before. Scopes nest; other threads are not affected, except torch's autograd workers while
+    they run a backward pass for this thread (``kernels._triton_interp.ThreadScopes``).
+    Everything is restored on exit, also when the body raises.
 
     Loop variables of ``range``/``tl.range`` loops are integer tensors of the type the compiler
     gives them (Triton's interpreter alone makes them Python ints: ``i.to(tl.int64)`` fails there
@@ -209,7 +218,7 @@ def interpreting(*, debug: bool = False) -> Iterator[None]:
             for factory in list(_adapters):
                 stack.enter_context(factory())
         _interp.push_scope(options)
-        stack.callback(_interp.pop_scope)
+        stack.callback(_interp.pop_scope, options)
         yield
 
 
@@ -238,7 +247,8 @@ def pinned_configs(
     as the autotuner runs a config: the config's kwargs and options (num_warps, num_stages...), its
     ``pre_hook``, ``triton.heuristics`` computed as usual; never a benchmark, never the autotuner's
     memory or disk cache. Works compiled and inside :func:`interpreting`. Scopes nest (the
-    innermost chooses and records); other threads are not affected.
+    innermost chooses and records); other threads are not affected, except torch's autograd
+    workers while they run a backward pass for this thread (a CUDA backward runs there).
 
     Args:
         chooser: ``chooser(kernel, candidates) -> position`` (see :data:`Chooser`); None takes the
@@ -255,19 +265,19 @@ def pinned_configs(
     if chooser is not None and not callable(chooser):
         raise TypeError(f"chooser must be callable as chooser(kernel, candidates), got {chooser!r}")
     pins = _Pins(chooser=chooser or first, first_launch=bool(first_launch))
-    stack = getattr(_local, "pins", None)
-    if stack is None:
-        stack = _local.pins = []
-    stack.append(pins)
+    _pin_scopes.push(pins)
     try:
         yield pins.record
     finally:
-        stack.remove(pins)
+        _pin_scopes.pop(pins)
+
+
+_pin_scopes = _interp.ThreadScopes()
 
 
 def _innermost_pins() -> _Pins | None:
-    stack = getattr(_local, "pins", None)
-    return stack[-1] if stack else None
+    pins: _Pins | None = _pin_scopes.current()
+    return pins
 
 
 def autotuned_name(autotuner: Autotuner) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import sys
 import threading
 import types
 from typing import Any
@@ -454,28 +455,75 @@ def _interpreted_with(kernel: Any, options: LaunchOptions) -> Interpreted:
 # A thread inside an interpreting scope (push_scope ... pop_scope) sends the launches made through
 # JITFunction.run (kernel[grid](...), also from triton.autotune and triton.heuristics) to the
 # kernel's twin when every tensor argument lives on the CPU; a launch with tensors on a GPU
-# compiles as before, so a scope never changes what compiled code does.
+# compiles as before, so a scope never changes what compiled code does. Scopes are per thread,
+# and followed by torch's autograd workers (ThreadScopes).
 
-_scope = threading.local()
+
+class ThreadScopes:
+    """Scope stacks per thread, which torch's autograd worker threads follow.
+
+    A scope holds in the thread that entered it. A backward pass of CUDA tensors runs on torch's
+    autograd device thread, not on the thread that called ``backward()``: a thread that has no
+    scope of its own, while it runs an autograd graph task, follows the scopes of the one thread
+    that has any (with scopes in several threads at once it follows none: which thread's backward
+    it runs is not known).
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._stacks: dict[int, list[Any]] = {}
+        self._guard = threading.Lock()
+
+    def push(self, item: Any) -> None:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        with self._guard:
+            self._stacks[threading.get_ident()] = stack
+        stack.append(item)
+
+    def pop(self, item: Any) -> None:
+        stack = self._local.stack
+        stack.remove(item)
+        if not stack:
+            with self._guard:
+                self._stacks.pop(threading.get_ident(), None)
+
+    def current(self) -> Any:
+        """This thread's innermost item (or, in an autograd worker, the scoped thread's)."""
+        stack = getattr(self._local, "stack", None)
+        if stack:
+            return stack[-1]
+        if not self._stacks or not _in_autograd_task():
+            return None
+        with self._guard:
+            stacks = [s for s in self._stacks.values() if s]
+        return stacks[0][-1] if len(stacks) == 1 else None
+
+
+def _in_autograd_task() -> bool:
+    """Whether this thread is running a torch autograd graph task (a backward pass)."""
+    torch = sys.modules.get("torch")
+    task_id = getattr(getattr(torch, "_C", None), "_current_graph_task_id", None)
+    return task_id is not None and task_id() >= 0
+
+
+_scopes = ThreadScopes()
 
 
 def push_scope(options: LaunchOptions) -> None:
     """Enter an interpreting scope in this thread (scopes nest; the innermost options apply)."""
-    stack = getattr(_scope, "stack", None)
-    if stack is None:
-        stack = _scope.stack = []
-    stack.append(options)
+    _scopes.push(options)
 
 
-def pop_scope() -> None:
-    """Leave this thread's innermost interpreting scope."""
-    _scope.stack.pop()
+def pop_scope(options: LaunchOptions) -> None:
+    """Leave this thread's interpreting scope ``options`` (what :func:`push_scope` was given)."""
+    _scopes.pop(options)
 
 
 def scope_options() -> LaunchOptions | None:
     """The options of this thread's innermost interpreting scope, or None outside any."""
-    stack = getattr(_scope, "stack", None)
-    return stack[-1] if stack else None
+    return _scopes.current()
 
 
 def on_cpu(args: Any, kwargs: dict[str, Any]) -> bool:

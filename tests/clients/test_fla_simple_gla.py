@@ -10,6 +10,9 @@ log decay), ``g_gamma [H]``, states ``[N, H, K, V]``, ``cu_seqlens [N + 1]`` wit
 
 from __future__ import annotations
 
+import contextlib
+from unittest import mock
+
 import numpy as np
 import pytest
 
@@ -20,9 +23,33 @@ from fla.ops.simple_gla import chunk_simple_gla
 from fuzz.arrays import np_dtype
 from fuzz.backends import TorchAdapter
 from fuzz.case import Case
-from fuzz.triton_runtime import Candidate, interpreting, pinned_configs
+from fuzz.triton_runtime import (
+    Candidate,
+    interpreter_adapter,
+    interpreting,
+    pinned_configs,
+    remove_interpreter_adapter,
+)
 
 CPU = TorchAdapter("cpu")
+
+
+@contextlib.contextmanager
+def fla_on_the_interpreter():
+    """fla's adaptation to the interpreter (what its plugin would register): on a Hopper GPU host
+    fla 0.6.0 refuses the gated backward under Triton < 3.7.1, whose compiler miscompiles
+    ``chunk_bwd_kernel_dqkwg`` there (fla #640); the interpreter compiles nothing."""
+    import fla.ops.common.chunk_o as chunk_o
+
+    with mock.patch.object(chunk_o, "IS_NVIDIA_HOPPER", False):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _adapted():
+    interpreter_adapter(fla_on_the_interpreter)
+    yield
+    remove_interpreter_adapter(fla_on_the_interpreter)
 
 
 def make_case(dtype: str, *, gates: bool, h0: bool, cu: list[int] | None, shape, chunk: int,
@@ -149,3 +176,19 @@ def test_side_by_side_with_the_harness_own_gla_kernel(within_bounds):
         )  # fmt: skip
     check(case, got, within_bounds)
     within_bounds("simple_gla_fwd", fwd, {"o": CPU.get(o), "ht": CPU.get(ht)})
+
+
+def test_on_a_hopper_host_the_gated_backward_needs_fla_adapter(monkeypatch):
+    """What a Hopper GPU host sees at fla's import (IS_NVIDIA_HOPPER): without the adapter fla
+    refuses the gated backward even in the interpreter; with it (the autouse fixture) it runs."""
+    import fla.ops.common.chunk_o as chunk_o
+
+    monkeypatch.setattr(chunk_o, "IS_NVIDIA_HOPPER", True)
+    case = make_case("float32", gates=True, h0=False, cu=None, shape=(1, 5, 1, 16, 16), chunk=16,
+                     seed=3)  # fmt: skip
+    with interpreting():
+        run_fla(case)
+    assert chunk_o.IS_NVIDIA_HOPPER is True
+    remove_interpreter_adapter(fla_on_the_interpreter)
+    with interpreting(), pytest.raises(RuntimeError, match="Hopper"):
+        run_fla(case)

@@ -184,3 +184,24 @@ def test_scopes_use_bf16_arithmetic():
     with interpreting():
         _arith_no_constants[(1,)](a, b, add, mul, N)
     assert np.all(add.float().numpy() == 3.5) and np.all(mul.float().numpy() == 3.0)
+
+
+@triton.jit
+def _row_sum(x_ptr, out_ptr, N: tl.constexpr):
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, N)), axis=0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, BF16])
+def test_half_sums_round_in_the_dtype_along_a_tree(dtype):
+    """``tl.sum`` keeps fp16/bf16, so a GPU rounds every addition of its tree to the dtype. 2^k
+    then ones: a tree of neighbours rounds 2^k + 1 back to 2^k first (one unit is half the
+    spacing there, a tie to even), then adds the ones' partial sums 2 + 4 + 8 exactly: 2^k + 14.
+    NumPy alone sums fp16 in float32 (2^k + 15, rounded once: 2^k + 16) and bf16 in sequence
+    (every 1 lost: 2^k)."""
+    big = 2048.0 if dtype == torch.float16 else 256.0  # where the spacing is 2
+    x = torch.tensor([big] + [1.0] * 15, dtype=dtype)
+    out = torch.zeros(1, dtype=dtype)
+    interpreted(_row_sum, bf16=True, tree_sums=True)[(1,)](x, out, N)
+    assert out.item() == big + 14
+    interpreted(_row_sum, bf16=True)[(1,)](x, out, N)
+    assert out.item() == (big + 16 if dtype == torch.float16 else big)
