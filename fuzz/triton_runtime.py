@@ -90,6 +90,10 @@ class Choice:
     def __str__(self) -> str:
         return f"{self.kernel}[{self.index}]: {self.config}"
 
+    def record(self) -> list[Any]:
+        """``[kernel, index, config text]``: JSON for a reproducer; :func:`replay` takes it."""
+        return [self.kernel, self.index, str(self.config)]
+
 
 Chooser = Callable[[str, Sequence[Candidate]], int]
 """``chooser(kernel, candidates) -> position``: the position in ``candidates`` (the configs left
@@ -120,35 +124,57 @@ class ReplayError(RuntimeError):
     """A replayed launch found no recorded choice, or one its candidates do not hold."""
 
 
-def replay(choices: Iterable[Choice | tuple[str, int]]) -> Chooser:
+def replay(choices: Iterable[Choice | Sequence[Any]]) -> Chooser:
     """A chooser that picks, for the n-th choice of each kernel, the n-th recorded index.
 
     Args:
-        choices: what :func:`pinned_configs` recorded, as :class:`Choice` or ``(kernel, index)``.
+        choices: what :func:`pinned_configs` recorded: :class:`Choice` objects, their
+            :meth:`Choice.record` lists ``[kernel, index, config text]``, or ``(kernel, index)``.
+            Where the config's text is known it is checked too: a library may build its config
+            list from the device it finds (fla: from the GPU's shared memory), so an index
+            recorded on one machine may name another config on another.
 
     Returns:
         The chooser. It raises :class:`ReplayError` when a kernel asks more often than recorded,
-        or when the recorded index is not among its candidates (the library changed).
+        or when the recorded config is not among its candidates.
     """
-    queues: dict[str, deque[int]] = {}
+    queues: dict[str, deque[tuple[int, str | None]]] = {}
     for choice in choices:
-        kernel, index = (choice.kernel, choice.index) if isinstance(choice, Choice) else choice
-        if not isinstance(kernel, str) or not isinstance(index, int) or index < 0:
-            raise ValueError(f"a choice is (kernel: str, index: int >= 0), got {choice!r}")
-        queues.setdefault(kernel, deque()).append(index)
+        kernel, index, text = _parse_choice(choice)
+        queues.setdefault(kernel, deque()).append((index, text))
 
     def chooser(kernel: str, candidates: Sequence[Candidate]) -> int:
         queue = queues.get(kernel)
         if not queue:
             raise ReplayError(f"{kernel} asks for a config the recording does not have")
-        index = queue.popleft()
+        index, text = queue.popleft()
         for position, candidate in enumerate(candidates):
             if candidate.index == index:
+                if text is not None and str(candidate.config) != text:
+                    raise ReplayError(
+                        f"{kernel}: config {index} is {candidate.config} here, but was {text} "
+                        "when recorded (the library's config list differs on this machine)"
+                    )
                 return position
         have = [c.index for c in candidates]
         raise ReplayError(f"{kernel}: the recorded config {index=} is not among {have=}")
 
     return chooser
+
+
+def _parse_choice(choice: Any) -> tuple[str, int, str | None]:
+    if isinstance(choice, Choice):
+        return choice.kernel, choice.index, str(choice.config)
+    parts = list(choice) if isinstance(choice, list | tuple) else []
+    if len(parts) in (2, 3):
+        kernel, index, *text = parts
+        valid_text = not text or isinstance(text[0], str)
+        if isinstance(kernel, str) and type(index) is int and index >= 0 and valid_text:
+            return kernel, index, text[0] if text else None
+    raise ValueError(
+        f"a choice is a Choice, (kernel: str, index: int >= 0) or [kernel, index, config text], "
+        f"got {choice!r}"
+    )
 
 
 # Interpreting ------------------------------------------------------------------------------------
@@ -297,13 +323,16 @@ def _candidates(
             raise AutotunerError(
                 f"{autotuned_name(autotuner)}: early_config_prune left no config for this launch"
             )
+    if pruned is configs:
+        return [Candidate(i, c) for i, c in enumerate(configs)]
+    by_id = {id(c): i for i, c in enumerate(configs)}
     out = []
     made = len(configs)
     for config in pruned:
-        index = next((i for i, c in enumerate(configs) if c is config), None)
-        if index is None:
+        index = by_id.get(id(config))
+        if index is None:  # a pruner that copies configs: the equal one
             index = next((i for i, c in enumerate(configs) if c == config), None)
-        if index is None:
+        if index is None:  # a config the pruner made
             index, made = made, made + 1
         out.append(Candidate(index, config))
     return out

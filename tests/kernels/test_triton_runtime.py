@@ -5,6 +5,7 @@ library launches its kernels: the harness reaches them only through the scopes."
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 
@@ -252,10 +253,12 @@ def test_the_recorded_choices_replay():
     x = torch.linspace(-1, 1, 77)
     with interpreting(), pinned_configs(positions([1])) as choices:
         first = library_sum(x)
-    saved = [(c.kernel, c.index) for c in choices]
+    saved = json.loads(json.dumps([c.record() for c in choices]))  # as a reproducer keeps them
     with interpreting(), pinned_configs(replay(saved)) as again:
         assert library_sum(x) == first
     assert again == choices
+    with interpreting(), pinned_configs(replay([(c.kernel, c.index) for c in choices])):
+        assert library_sum(x) == first
 
 
 def test_a_replay_that_does_not_fit_is_a_clear_error():
@@ -265,6 +268,10 @@ def test_a_replay_that_does_not_fit_is_a_clear_error():
     with interpreting(), pinned_configs(replay([])):
         with pytest.raises(ReplayError, match="recording does not have"):
             library_sum(torch.ones(20))
+    other_machine = [SUM, 1, "BLOCK: 64, num_warps: 4, num_ctas: 1, num_stages: 4, maxnreg: None"]
+    with interpreting(), pinned_configs(replay([other_machine])):
+        with pytest.raises(ReplayError, match="config list differs on this machine"):
+            library_sum(torch.ones(100))
 
 
 def test_a_config_specific_bug_is_found_only_by_pinning_its_config():
@@ -366,8 +373,9 @@ def test_bad_arguments_are_clear_errors():
         pass
     with pytest.raises(ValueError, match="picks must be integers >= 0"):
         positions([-1])
-    with pytest.raises(ValueError, match="a choice is"):
-        replay([("k", -1)])
+    for bad in (("k", -1), ("k",), ("k", 1.0), ["k", 1, 2], "k1"):
+        with pytest.raises(ValueError, match="a choice is"):
+            replay([bad])
 
 
 # Side by side with the harness's own targets -------------------------------------------------------
@@ -485,3 +493,26 @@ def test_adapters_are_entered_around_the_outermost_scope():
     assert events == ["enter", "inner", "exit"]
     with pytest.raises(TypeError, match="factory must be callable"):
         interpreter_adapter(3)  # type: ignore[arg-type]
+
+
+def test_configs_a_pruner_copies_or_makes_keep_stable_indices(monkeypatch):
+    """A pruner may return copies of configs (equal to the originals: their indices) or new ones
+    (numbered from len(configs) in the order it returns them)."""
+
+    def prune(configs, nargs, **kwargs):
+        copies = [triton.Config(dict(c.kwargs), num_warps=c.num_warps, num_stages=c.num_stages)
+                  for c in configs[1:]]  # fmt: skip
+        return [*copies, triton.Config({"BLOCK": 128}, num_warps=4)]
+
+    monkeypatch.setattr(_sum_kernel, "early_config_prune", prune)
+    asked = []
+
+    def chooser(kernel, candidates):
+        asked.append([c.index for c in candidates])
+        return 2
+
+    with interpreting(), pinned_configs(chooser) as choices:
+        assert library_sum(torch.ones(300))[1][0] == 128
+    assert asked == [[1, 2, 3]] and choices[0].index == 3
+    with interpreting(), pinned_configs(replay(choices)):
+        assert library_sum(torch.ones(300))[1][0] == 128
