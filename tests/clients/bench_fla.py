@@ -99,13 +99,13 @@ def main() -> None:
             outside.append((str(e)[:300], [str(c) for c in choices]))
         done += 1
     wall = time.perf_counter() - t0
+    for message, choices in outside[:3]:  # the summary line comes last
+        print("  outside the bound:", message[:200], choices[:2])
     print(f"{device} {torch.cuda.get_device_name(0) if device == 'cuda' else ''}: {done} examples "
           f"in {wall:.1f}s = {done / wall:.2f} ex/s ({args.configs} configs, dims {args.dims}, "
           f"heads {args.heads}, gated cases {gates}); per example median {np.median(times):.3f}s, "
           f"max {max(times):.1f}s; {sum(c > 0 for c in compiled)} examples compiled "
           f"{sum(compiled)} variants in {sum(COMPILES):.1f}s; {len(outside)} outside the bound")  # fmt: skip
-    for message, choices in outside[:5]:
-        print("  ", message, choices[:2])
 
 
 if __name__ == "__main__":
