@@ -14,15 +14,16 @@ Two scopes reach those launches without touching the library:
   fuzzed dimension: a bug that only one config has (the one the autotuner picks on another GPU or
   shape) becomes findable, and a fresh example pays no autotuning.
 
-Example (the engine draws the configs; ``data`` is Hypothesis's ``st.data()``)::
+Example (the engine draws the configs: integers drawn with the example, or Hypothesis's
+``st.data()`` at each question)::
 
-    chooser = lambda kernel, candidates: data.draw(st.integers(0, len(candidates) - 1))
-    with interpreting(), pinned_configs(chooser) as choices:
+    picks = data.draw(st.lists(st.integers(0, 2**16), max_size=8))  # shrinks to the first configs
+    with interpreting(), pinned_configs(positions(picks)) as choices:
         out = library_op(x)
-    saved = [(c.kernel, c.index) for c in choices]  # into the reproducer
+    saved = [c.record() for c in choices]  # [kernel, index, config text]: into the reproducer
     ...
     with interpreting(), pinned_configs(replay(saved)):
-        out = library_op(x)  # the same configs again
+        out = library_op(x)  # the same configs again (checked against their text)
 
 Library-specific adaptations (a library that asks the GPU something at call time) register a
 context manager with :func:`interpreter_adapter`; it is entered around the outermost
