@@ -570,8 +570,10 @@ def _build_target(name: str, fam: Family, base: Target, entry: Callable[..., Any
     if conv.empty_rows != "zeros" and fam.empty_rows is not None:
         oracle, naive, prop = _empty_rows_convention(fam, conv, base)
         extra.append(prop)
+    outputs = base.outputs
     if fam.name.startswith("attention") and conv.lse == "none":
         oracle, naive = _without(oracle, "lse"), _without(naive, "lse")
+        outputs = _without_output(base.outputs, "lse")
     backends = tuple(
         b for kind in caps.backends
         for b in ((language if language == "triton" else "pallas-gpu",) if kind == "compiled"
@@ -598,6 +600,8 @@ def _build_target(name: str, fam: Family, base: Target, entry: Callable[..., Any
         disabled=dict(disable or {}),
         siblings=dict(siblings or {}),
         conventions=dataclasses.asdict(conv),
+        outputs=outputs,
+        autotune=language == "triton",
     )
 
 
@@ -608,6 +612,12 @@ def _without(
         return {k: v for k, v in fn(case, device).items() if k != output}
 
     return wrapped
+
+
+def _without_output(fn: Callable[[Case], Any] | None, output: str) -> Callable[[Case], Any] | None:
+    if fn is None:
+        return None
+    return lambda case: {k: v for k, v in fn(case).items() if k != output}
 
 
 def _empty_rows_convention(

@@ -17,9 +17,10 @@ most specific property that sees it::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -695,21 +696,30 @@ def check_case(
         race_repeats=race_repeats,
     )
     used: dict[str, Any] = {}
+    with _pinned_configs(target, draw, params) as choices:
+        outcome = _check_properties(ctx, draw, params, used, prefer)
+    if choices:
+        used["autotune"] = [c.record() for c in choices]
+    return outcome
+
+
+# Past its first failure a check draws nothing more (it would only lengthen what Hypothesis
+# shrinks); a replay that did not record a property's parameters skips that property.
+def _check_properties(ctx: Context, draw: Callable[[SearchStrategy[Any], str], Any] | None,
+                      params: Mapping[str, Any] | None, used: dict[str, Any],
+                      prefer: str | None) -> Outcome:  # fmt: skip
     first: Finding | None = None
-    for prop in properties_of(target):
+    for prop in properties_of(ctx.target):
         if not prop.applies(ctx):
             continue
         value = None
         if prop.params_strategy is not None:
             if params is not None and prop.name in params:
                 value = params[prop.name]
-            elif first is not None:
-                continue  # no new draws past the first failure: they would only lengthen the
-                # example Hypothesis shrinks
-            elif draw is not None:
-                value = draw(prop.params_strategy, prop.name)
+            elif first is not None or draw is None:
+                continue
             else:
-                continue  # a replay that did not record this property's parameters
+                value = draw(prop.params_strategy, prop.name)
             used[prop.name] = value
         t0 = time.perf_counter()
         if first is None:
@@ -728,3 +738,32 @@ def check_case(
         if first is None:
             first = finding
     return Outcome(first, used, ctx)
+
+
+# Picks of the autotuned kernels' configs: a list of integers drawn with the example, each
+# answering one kernel's first launch (fuzz.triton_runtime.positions: it shrinks toward each
+# kernel's first config).
+AUTOTUNE_PICKS = st.lists(st.integers(0, 2**16 - 1), max_size=8)
+
+
+@contextlib.contextmanager
+def _pinned_configs(target: Target, draw: Callable[[SearchStrategy[Any], str], Any] | None,
+                    params: Mapping[str, Any] | None) -> Iterator[list[Any]]:  # fmt: skip
+    """For a target whose kernels are autotuned (``Target.autotune``), every launch of the
+    example runs one config per kernel, never benchmarked: drawn (``draw``), replayed from a
+    reproducer's ``params["autotune"]``, or the first. Yields the choices made (empty
+    otherwise)."""
+    if not target.autotune:
+        yield []
+        return
+    from fuzz import triton_runtime as tr
+
+    recorded = None if params is None else params.get("autotune")
+    if recorded is not None:
+        chooser = tr.replay(recorded)
+    elif draw is not None:
+        chooser = tr.positions(draw(AUTOTUNE_PICKS, "autotune"))
+    else:
+        chooser = tr.first
+    with tr.pinned_configs(chooser) as choices:
+        yield choices

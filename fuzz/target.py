@@ -139,6 +139,10 @@ class Target:
             project's own.
         conventions: how the kernel behaves where libraries differ (``fuzz.plugin.Conventions``
             as a dict); empty for the built-in kernels (the families' own conventions).
+        autotune: the kernel's library launches autotuned Triton kernels (``triton.autotune``):
+            each example draws one config per autotuned kernel (shrinking toward the first), pins
+            it for every launch of the example, never benchmarks, and records it with the example
+            (``fuzz.triton_runtime``).
         outputs: ``outputs(case) -> {output: (shape, dtype name)}``, the outputs a launch
             allocates, known from the shapes alone (else the oracle is computed first to learn
             them: a launch that compiles, or is rejected before compiling, then waits for it).
@@ -172,6 +176,7 @@ class Target:
     siblings: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     conventions: Mapping[str, str] = field(default_factory=dict)
     outputs: Callable[[Case], Mapping[str, tuple[tuple[int, ...], str]]] | None = None
+    autotune: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.name):
