@@ -536,6 +536,16 @@ class Campaign:
         }
         return rec
 
+    def _book_slice(self, sl: Slice) -> None:
+        """Books the examples and time of a slice that ended without its summary."""
+        pair = sl.pair
+        assert pair is not None
+        pair.running = False
+        pair.slices += 1
+        pair.seconds += time.perf_counter() - sl.started
+        pair.examples += pair.live_examples
+        pair.live_examples = 0
+
     def _worker_gone(self, w: WorkerHandle) -> None:
         code = w.process.exitcode if w.process is not None else None
         sl = w.busy
@@ -543,17 +553,17 @@ class Campaign:
         if code is None and w.process is not None:
             w.process.join(1)
             code = w.process.exitcode
+        # A stop asked for from outside (timeout, systemd, kill -TERM -PGID) is never a finding.
+        stopped = reason is None and _stop_signal(code) is not None
         if sl is not None and sl.kind == "replay":
-            self._replayed(w, {"path": sl.replay_path, "status": "fail",
+            self._replayed(w, {"path": sl.replay_path, "status": "error" if stopped else "fail",
                                "verdict": f"the replay {_exit_text(code, reason)}"})  # fmt: skip
         elif sl is not None and sl.pair is not None:
             pair = sl.pair
-            pair.running = False
-            pair.slices += 1
-            pair.seconds += time.perf_counter() - sl.started
-            pair.examples += pair.live_examples
-            pair.live_examples = 0
-            if reason == "hang" and w.compiling:
+            self._book_slice(sl)
+            if stopped:
+                pass  # its example was interrupted, not faulty: no finding, no death
+            elif reason == "hang" and w.compiling:
                 msg = (
                     f"a kernel was still compiling after {self.config.compile_timeout:g} s "
                     "(compile timeout); the worker was killed"
@@ -571,7 +581,7 @@ class Campaign:
                                   "limit (shrinking too slow); the worker was restarted")  # fmt: skip
             elif reason != "shutdown":
                 self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
-            pair.deaths += reason != "overran"
+            pair.deaths += reason != "overran" and not stopped
             if pair.deaths >= self.config.max_deaths and not pair.retired:
                 pair.retired = f"killed its worker {pair.deaths} times"
             self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
@@ -789,6 +799,18 @@ class Campaign:
         return data
 
 
+# Signals that ask a process to stop (timeout, systemd, a CI runner, Ctrl-C, a closed terminal):
+# a worker ended by one of them was stopped, it did not crash.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _stop_signal(code: int | None) -> str | None:
+    """The name of the stop signal that ended a process with exit ``code``, else None."""
+    if code is None or code >= 0 or -code not in {s.value for s in STOP_SIGNALS}:
+        return None
+    return signal.Signals(-code).name
+
+
 def _exit_text(code: int | None, reason: str | None) -> str:
     if reason == "hang":
         return "was killed after the per-example timeout"
@@ -800,6 +822,8 @@ def _exit_text(code: int | None, reason: str | None) -> str:
         return "vanished"
     if code == EXIT_CONTEXT_LOST:
         return "exited after losing its CUDA context"
+    if _stop_signal(code):
+        return f"was stopped by {_stop_signal(code)}"
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -837,10 +861,13 @@ def plugin_specs(targets: Sequence[Target]) -> list[str]:
 
 
 def install_signal_handlers(campaign: Campaign) -> Callable[[], None]:
-    """SIGTERM and SIGINT end the campaign with a complete report; returns an undo function."""
+    """SIGTERM, SIGINT and SIGHUP end the campaign with a complete report; returns an undo
+    function. A signal the campaign was started ignoring (``nohup``, a background job's SIGINT)
+    stays ignored."""
     if threading_is_main() is False:
         return lambda: None
-    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    saved = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    saved = {s: h for s, h in saved.items() if h is not signal.SIG_IGN}
 
     def handler(signum: int, frame: Any) -> None:
         campaign.request_stop(signal.Signals(signum).name)

@@ -144,6 +144,40 @@ def test_sigterm_ends_the_campaign_with_a_complete_report(tmp_path):
     assert not list(out.rglob("*.tmp"))  # every file was written atomically
 
 
+def _wait_for_examples(out, proc, seconds=60):
+    """Waits until the campaign writing ``out`` has streamed a report with examples in it."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.3)
+        try:
+            if json.loads((out / "report.json").read_text())["summary"]["examples"] > 0:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+    raise AssertionError("no examples streamed into report.json")
+
+
+def test_sigterm_to_the_process_group_is_a_stop_not_a_crash(tmp_path):
+    # timeout(1), a systemd stop and `kill -TERM -- -PGID` signal the whole process group: the
+    # workers get SIGTERM too, in the middle of an example. That is the user's stop, no finding.
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", FAKE, "--targets",
+         "fake_double", "--backends", "fake", "--budget", "120", "--slice", "1", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    _wait_for_examples(out, proc)
+    os.killpg(proc.pid, signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, output  # interrupted
+    report = json.loads((out / "report.json").read_text())
+    assert report["interrupted"] == "SIGTERM"
+    assert report["findings"] == [] and report["summary"]["real_failed"] == [], report["findings"]
+    assert report["results"][0]["status"] == "pass" and report["results"][0]["worker_deaths"] == 0
+    assert not list((out / "reproducers").glob("*.py"))
+    assert "failing real targets" not in output
+
+
 TOGGLE = """
 import os, dataclasses
 from fuzz.target import load_plugin, get, register
