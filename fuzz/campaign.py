@@ -132,6 +132,7 @@ class WorkerHandle:
     kill_reason: str | None = None
     restarts: int = 0
     startup_failures: int = 0
+    fatal: str | None = None  # why its set-up failed (an exception: the same every time)
 
 
 def refund_cap(budget: float) -> float:
@@ -207,6 +208,7 @@ class Campaign:
         self.previous: dict[str, Any] | None = None
         self.replay_queue: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self.errors: list[str] = []  # the harness itself failed (not one target: the campaign)
         self._last_write = 0.0
         self._superseded: list[Path] = []
         n = max(len(self.pairs), 1)
@@ -369,7 +371,7 @@ class Campaign:
             w.startup_failures = 0
             return
         if kind == "fatal":
-            self.notes.append(f"worker {w.slot} could not start: {msg[1]}")
+            w.fatal = msg[1]
             self.log(f"worker {w.slot} could not start: {msg[1]}\n{msg[2]}")
             return
         sid = msg[1]
@@ -598,10 +600,12 @@ class Campaign:
         if self.stop_reason or reason == "shutdown" or (out_of_time and not self.replay_queue):
             w.process = None
             return
-        if w.startup_failures >= 3:
-            self.notes.append(
-                f"worker {w.slot} failed to start 3 times (see {w.config.log}); slot abandoned"
-            )
+        if w.fatal is not None or w.startup_failures >= 3:
+            # An exception in the worker's set-up (a plugin that does not import there) is the
+            # same every time; a start-up that dies outright is tried three times.
+            why = w.fatal or f"it died 3 times while starting (see {w.config.log})"
+            self.errors.append(f"worker {w.slot} could not start: {why}")
+            self.log(f"ERROR worker {w.slot} could not start: {why}")
             w.process = None
             return
         self.restarts += 1
@@ -692,7 +696,7 @@ class Campaign:
                         self._worker_gone(w)
                     break
                 if all(w.process is None for w in self.workers):
-                    self.notes.append("no worker could be started")
+                    self.errors.append("no worker could be started: nothing was fuzzed")
                     break
                 self._poll(0.2)
                 if self.progress is not None:

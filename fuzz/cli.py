@@ -337,6 +337,7 @@ def _live_display(console: object) -> tuple[Any, Callable[[str], None], Any]:
 
 def _print_summary(console: object, report: dict, out: Path) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     assert isinstance(console, Console)
@@ -387,6 +388,7 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
             if report.get("interrupted")
             else ""
         )
+        + "".join(f"\n[red]harness error: {escape(e)}[/red]" for e in s["harness_errors"])
         + f"\nreport: {out / 'report.md'}, {out / 'index.html'}, {out / 'report.json'}, {out / 'report.xml'}"
     )
 

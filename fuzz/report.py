@@ -181,7 +181,7 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
     now = time.time()
     return {
         "version": REPORT_VERSION,
-        "complete": final and c.stop_reason is None,
+        "complete": final and c.stop_reason is None and not c.errors,
         "interrupted": c.stop_reason,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(c.started_wall)),
         "seconds": round(now - c.started_wall, 3),
@@ -212,7 +212,8 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
             "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
             "mutants_total": len(mutants),
             "harness_errors": [
-                f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]
+                *c.errors,
+                *(f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]),
             ],
         },
         "triage": {
@@ -220,6 +221,7 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
             "fixed": fixed,
             "not_rechecked": unconfirmed,
         },
+        "errors": list(c.errors),
         "notes": c.notes,
         "results": rows,
         "findings": findings,
@@ -270,6 +272,9 @@ def markdown(data: dict[str, Any], out: Path) -> str:
         lines += [f"Failing real targets: {', '.join(s['real_failed'])}.", ""]
     else:
         lines += ["No real target failed.", ""]
+    if s["harness_errors"]:
+        lines += ["**Harness errors** (the harness failed, not a kernel):", ""]
+        lines += [f"- {e}" for e in s["harness_errors"]] + [""]
     if s["mutants_total"]:
         lines += [
             f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",
@@ -362,6 +367,13 @@ def junit(data: dict[str, Any]) -> str:
         out = f"<system-out>{html.escape(stats)}</system-out>"
         cases.append(
             f'  <testcase classname={cls} name={name} time="{r["seconds"]}">{body}{out}</testcase>'
+        )
+    if data.get("errors"):  # the campaign itself (no worker could start...)
+        errors += 1
+        text = "; ".join(data["errors"])
+        cases.append(
+            '  <testcase classname="kernel_fuzz.campaign" name="harness">'
+            f"<error message={quoteattr(text[:500])}>{html.escape(text)}</error></testcase>"
         )
     head = (
         f'<testsuite name="kernel-fuzz campaign" tests="{len(cases)}" failures="{failures}" '
@@ -484,6 +496,12 @@ def html_report(data: dict[str, Any], out: Path) -> str:
         )
         + "</p>",
     ]
+    if s["harness_errors"]:
+        body.append(
+            "<h2>Harness errors</h2><ul>"
+            + "".join(f"<li>{_e(e)}</li>" for e in s["harness_errors"])
+            + "</ul>"
+        )
     for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
         group = [f for f in data["findings"] if f["triage"] == pick]
         if group:

@@ -178,6 +178,35 @@ def test_sigterm_to_the_process_group_is_a_stop_not_a_crash(tmp_path):
     assert "failing real targets" not in output
 
 
+WORKER_ONLY_IMPORT_ERROR = """
+import multiprocessing
+from fuzz.target import load_plugin
+load_plugin({fake!r})
+if multiprocessing.current_process().name.startswith("fuzz-worker"):
+    raise ImportError("a module only the worker needs is missing (injected fault)")
+"""
+
+
+def test_a_campaign_whose_workers_cannot_start_is_a_harness_error(tmp_path):
+    plugin = tmp_path / "worker_only_import_error.py"
+    plugin.write_text(WORKER_ONLY_IMPORT_ERROR.format(fake=FAKE))
+    out = tmp_path / "out"
+    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets", "fake_double",
+                    "--backends", "fake", "--budget", "2", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 2, proc.stderr  # neither clean nor a failing kernel
+    report = json.loads((out / "report.json").read_text())
+    assert not report["complete"] and report["summary"]["examples"] == 0
+    errors = report["summary"]["harness_errors"]
+    assert any(
+        "worker 0 could not start: ImportError: a module only the worker" in e for e in errors
+    )
+    assert "no worker could be started" in " ".join(errors)
+    assert "harness error: no worker could be started" in proc.stderr
+    suite = ET.parse(out / "report.xml").getroot().find("testsuite")
+    assert int(suite.get("errors")) == 1  # CI's JUnit view sees it too
+    assert "Harness errors" in (out / "report.md").read_text()
+
+
 TOGGLE = """
 import os, dataclasses
 from fuzz.target import load_plugin, get, register
