@@ -81,8 +81,10 @@ class PairState:
     @property
     def status(self) -> str:
         t = self.target
+        if self.error and not self.found:
+            return "error"  # the harness failed here (a harness error, exit 2), not the kernel
         if t.expected_class is None:
-            return "fail" if self.found or self.error else "pass"
+            return "fail" if self.found else "pass"
         if t.expected_class in self.found:
             return "found"
         return "wrong-class" if self.found else "missed"
@@ -615,14 +617,13 @@ class Campaign:
     # Triage ----------------------------------------------------------------------------------------
 
     def _load_previous(self) -> None:
-        import json
+        from fuzz.report import read_previous
 
-        path = self.config.out / "report.json"
-        try:
-            prev = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return
-        if not isinstance(prev, dict) or "results" not in prev:
+        prev, problem = read_previous(self.config.out / "report.json")
+        if problem is not None:
+            self.notes.append(problem)
+            self.log(f"WARNING {problem}")
+        if prev is None:
             return
         self.previous = prev
         names = {t.name for t in self.config.targets}

@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--db-shared", action="append", default=[], metavar="DIR_OR_URL",
                      help="a shared database read (never written) under --db (repeatable)")  # fmt: skip
     run.add_argument("--seed", type=int, default=None, help="random seed (default: a fresh one)")
-    run.add_argument("--workers", type=int, default=None,
+    run.add_argument("--workers", type=count_arg, default=None,
                      help="worker processes (default: one per visible GPU, else 1)")  # fmt: skip
     run.add_argument("--example-timeout", type=_positive_float, default=None, metavar="S",
                      help="seconds one example may run before it is a hang (default 120; "
@@ -125,11 +125,24 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load_plugins(specs: Sequence[str]) -> None:
-    from fuzz.target import load_builtin, load_plugin
+    from fuzz.target import load_builtin
 
     load_builtin()
     for spec in specs:
-        load_plugin(spec)
+        load_plugin_checked(spec)
+
+
+def load_plugin_checked(spec: str) -> str:
+    """``fuzz.target.load_plugin``, with any failure of the plugin's own code (a syntax error,
+    an import it lacks, an exception at import) as a ``ValueError`` naming the plugin."""
+    from fuzz.target import load_plugin
+
+    try:
+        return load_plugin(spec)
+    except ValueError:
+        raise  # the loader's own message names the plugin
+    except (Exception, SystemExit) as e:
+        raise ValueError(f"--plugin={spec!r} failed to import: {type(e).__name__}: {e}") from e
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -170,7 +183,7 @@ def _select_backends(pattern: str, profile_backends: Sequence[str]) -> list[str]
         return list(profile_backends)
     names = [n for n in backends() if any(fnmatch.fnmatchcase(n, p) for p in pats)]
     if not names:
-        raise SystemExit(
+        raise ValueError(
             f"--backends={pattern!r} matches no backend; known: {', '.join(backends())}"
         )
     return names
@@ -201,6 +214,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.threads import threads_for
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
+    if not 0 <= args.min_share <= 1:
+        raise ValueError(f"--min-share={args.min_share} must be between 0 and 1")
+    out = Path(args.out)
+    repro_dir = Path(args.repro_dir) if args.repro_dir else out / "reproducers"
+    for option, folder in (("--out", out), ("--repro-dir", repro_dir)):
+        check_output_folder(option, folder)
     console = _progress_console()
     assert isinstance(console, Console)
     _load_plugins(args.plugin)
@@ -225,15 +244,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             runnable.append(name)
     for s in sorted(set(skipped)):
         console.print(f"[yellow]skipping backend {s}[/yellow]")
-    out = Path(args.out)
     db = None if args.db == "none" else (args.db or str(out / "examples"))
     open_database(db, args.db_shared)  # a bad location fails here, with its message
     gpus = visible_gpus() if any(get_backend(b).compiled for b in runnable) else []
     workers = args.workers or max(1, len(gpus))
-    if workers < 1:
-        raise ValueError(f"--workers={workers} must be >= 1")
-    if not 0 <= args.min_share <= 1:
-        raise ValueError(f"--min-share={args.min_share} must be between 0 and 1")
     timeout = args.example_timeout or (120.0 if profile.needs_gpu else 600.0)
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     config = CampaignConfig(
@@ -242,7 +256,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile=profile,
         budget=args.budget,
         out=out,
-        repro_dir=Path(args.repro_dir) if args.repro_dir else out / "reproducers",
+        repro_dir=repro_dir,
         db=db,
         db_shared=list(args.db_shared),
         seed=seed,
@@ -402,7 +416,7 @@ def _reproducer_files(paths: Sequence[str]) -> list[Path]:
         elif path.is_file():
             files.append(path)
         else:
-            raise SystemExit(f"replay: {p!r} is neither a file nor a folder")
+            raise ValueError(f"{p!r} is neither a file nor a folder")
     return files
 
 
@@ -548,14 +562,46 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     print_scoreboard(board)
     if out is not None:
         write_scoreboard(out, board)
-    return EXIT_OK
+    return EXIT_ERROR if board["interrupted"] else EXIT_OK
+
+
+def check_output_folder(option: str, folder: Path) -> None:
+    """A usage error unless ``folder`` is a writable folder or can be created as one (nothing is
+    created here: a usage error leaves no trace)."""
+    if folder.exists():
+        if not folder.is_dir():
+            raise ValueError(f"{option}={str(folder)!r} is a file; it must name a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"{option}={str(folder)!r} is not writable")
+        return
+    parent = folder.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{option}={str(folder)!r} cannot be created: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}={str(folder)!r} cannot be created: {parent} is not writable")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status: 0 clean, 1 a real target fails (or a reproducer still fails), 2 a usage
+    error, an interruption or an error of the harness itself -- never 1 for those."""
     args = _parser().parse_args(argv)
     commands = {"list": cmd_list, "run": cmd_run, "replay": cmd_replay, "mutants": cmd_mutants}
+    prog = f"python -m fuzz {args.command}"
     try:
         return commands[args.command](args)
     except ValueError as e:  # bad input named by the code that checked it
-        print(f"python -m fuzz {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        print(f"{prog}: error: {e}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+    except SystemExit as e:  # sys.exit("message") from a plugin or a library: not a status
+        if e.code is None or isinstance(e.code, int):
+            raise
+        print(f"{prog}: error: {e.code}", file=sys.stderr)
+    except Exception as e:  # a bug of the harness: its traceback, then one line
+        import traceback
+
+        traceback.print_exc()
+        print(f"{prog}: harness error: {type(e).__name__}: {e}", file=sys.stderr)
+    return EXIT_ERROR

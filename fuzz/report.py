@@ -61,13 +61,47 @@ def write_json(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(report, indent=2, default=str, allow_nan=True) + "\n")
 
 
+def read_previous(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The previous campaign's report at ``path``, as far as triage needs it: (report or None,
+    why it is not used or what of it was skipped, or None). Findings that are not records of a
+    finding (another tool's report.json, a hand edit) are left out, never a crash."""
+    try:
+        prev = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as e:
+        return None, f"the previous {path.name} cannot be read ({e}); not triaged against"
+    if not isinstance(prev, dict) or not isinstance(prev.get("findings", []), list):
+        return None, f"the previous {path.name} is not a campaign report; not triaged against"
+    findings = [f for f in prev.get("findings", []) if _is_finding_record(f)]
+    skipped = len(prev.get("findings", [])) - len(findings)
+    started = prev.get("started")
+    prev = {**prev, "findings": findings, "started": started if isinstance(started, str) else None}
+    if skipped:
+        return prev, f"{skipped} finding(s) of the previous {path.name} are malformed; skipped"
+    return prev, None
+
+
+def _is_finding_record(f: Any) -> bool:
+    """Whether ``f`` has the fields triage and the reports read, of the right types."""
+    return (
+        isinstance(f, dict)
+        and all(isinstance(f.get(k), str) for k in ("signature", "target", "class", "message"))
+        and isinstance(f.get("reproducer") or "", str)
+        and isinstance(f.get("backends"), list)
+        and all(isinstance(b, str) for b in f["backends"])
+    )
+
+
 def archive_previous(out: Path) -> Path | None:
     """Moves the previous campaign's reports to ``out/history/<its start>/``."""
     prev = out / "report.json"
     if not prev.exists():
         return None
     try:
-        stamp = json.loads(prev.read_text()).get("started", "")
+        data = json.loads(prev.read_text())
+        stamp = data.get("started", "") if isinstance(data, dict) else ""
+        stamp = stamp if isinstance(stamp, str) else ""
     except (OSError, ValueError):
         stamp = ""
     stamp = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stamp) or str(

@@ -207,6 +207,55 @@ def test_a_campaign_whose_workers_cannot_start_is_a_harness_error(tmp_path):
     assert "Harness errors" in (out / "report.md").read_text()
 
 
+BAD_STRATEGY = """
+import dataclasses
+from hypothesis import strategies as st
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+register(dataclasses.replace(get("fake_double"), name="fake_bad_strategy", source="builtin",
+                             strategy=lambda scale: st.integers(5, 1)))
+"""
+
+
+def test_a_harness_error_is_exit_2_not_a_failing_real_target(tmp_path):
+    plugin = tmp_path / "bad_strategy.py"
+    plugin.write_text(BAD_STRATEGY.format(fake=FAKE))
+    out = tmp_path / "out"
+    # A previous report.json of another shape (another tool's, a hand edit) is no crash either.
+    out.mkdir()
+    (out / "report.json").write_text(json.dumps({"findings": [{"signature": 1}, "x"]}))
+    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets",
+                    "fake_double,fake_bad_strategy", "--backends", "fake", "--budget", "2",
+                    "--out", str(out))  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["summary"]["real_failed"] == []
+    rows = {r["target"]: r for r in report["results"]}
+    assert (
+        rows["fake_bad_strategy"]["status"] == "error" and rows["fake_double"]["status"] == "pass"
+    )
+    assert any("InvalidArgument" in e for e in report["summary"]["harness_errors"])
+    assert "2 finding(s) of the previous report.json are malformed; skipped" in report["notes"]
+    assert "failing real targets" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_previous_report_of_another_shape_is_not_triaged_against(tmp_path):
+    from fuzz.report import read_previous
+
+    path = tmp_path / "report.json"
+    for text, problem in [("[1, 2]", "is not a campaign report"),
+                          ('{"findings": 3}', "is not a campaign report"),
+                          ("{not json", "cannot be read")]:  # fmt: skip
+        path.write_text(text)
+        prev, why = read_previous(path)
+        assert prev is None and problem in why
+    good = {"signature": "abc", "target": "t", "class": "nan", "message": "m", "backends": ["b"]}
+    path.write_text(json.dumps({"started": 5, "findings": [good, {**good, "backends": "b"}]}))
+    prev, why = read_previous(path)
+    assert prev["findings"] == [good] and prev["started"] is None and "1 finding(s)" in why
+    assert read_previous(tmp_path / "none.json") == (None, None)
+
+
 TOGGLE = """
 import os, dataclasses
 from fuzz.target import load_plugin, get, register

@@ -51,24 +51,48 @@ def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
         (["run", "--budget", "-3", "--out", "x"], "--budget='-3' must be > 0 seconds"),
         (["run", "--budget", "soon", "--out", "x"], "--budget='soon' must be a number of seconds"),
         (
-            ["run", "--targets", "nothing*", "--out", "{tmp}"],
+            ["run", "--targets", "nothing*", "--out", "{tmp}/new"],
             "--targets='nothing*' matches no target",
         ),
         (["run", "--profile", "warp", "--out", "{tmp}"], "profile='warp' is unknown"),
         (
-            ["run", "--backends", "cuda-only", "--out", "{tmp}"],
+            ["run", "--backends", "cuda-only", "--out", "{tmp}/new"],
             "--backends='cuda-only' matches no backend",
         ),
+        (["mutants", "--backends", "nope"], "--backends='nope' matches no backend"),
+        (["run", "--workers", "0", "--out", "{tmp}"], "argument --workers: 0 must be >= 1"),
+        (["run", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
+        (["run", "--out", "{file}/sub"], "--out='{file}/sub' cannot be created: {file} is a file"),
+        (["run", "--out", "{tmp}", "--repro-dir", "{file}"], "--repro-dir='{file}' is a file"),
+        (["run", "--out", "{tmp}/new", "--plugin", "{syntax}"], "--plugin='{syntax}' failed to "
+         "import: SyntaxError: invalid syntax"),
+        (["run", "--out", "{tmp}/new", "--plugin", "{raises}"], "--plugin='{raises}' failed to "
+         "import: SystemExit: exit from a plugin"),
+        (["list", "--plugin", "{syntax}"], "failed to import: SyntaxError: invalid syntax"),
         (["list", "--plugin", "no/such/file.py"], "--plugin='no/such/file.py': no such file"),
         (["replay", "no-such-path"], "'no-such-path' is neither a file nor a folder"),
+        (["replay", "{file}", "/no/such/file.py"], "'/no/such/file.py' is neither a file nor"),
     ],
-)
+)  # fmt: skip
 def test_bad_arguments_get_clear_errors(tmp_path, args, message):
-    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    proc = fuzz_cli(*args)
-    assert proc.returncode != 0
-    assert message in proc.stdout + proc.stderr
+    # Usage errors: one line naming the argument, exit status 2 (never 1, which means a real
+    # target or a reproducer fails), before any work starts.
+    files = {"{file}": tmp_path / "a-file", "{syntax}": tmp_path / "syntax_error.py",
+             "{raises}": tmp_path / "raises.py"}  # fmt: skip
+    files["{file}"].write_text("not a folder\n")
+    files["{syntax}"].write_text("def broken(:\n")
+    files["{raises}"].write_text("import sys\nsys.exit('exit from a plugin')\n")
+
+    def fill(text):
+        for key, path in {**files, "{tmp}": tmp_path}.items():
+            text = text.replace(key, str(path))
+        return text
+
+    proc = fuzz_cli(*map(fill, args))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert fill(message) in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "new").exists()  # nothing was started, nothing created
 
 
 @pytest.mark.parametrize(
