@@ -9,6 +9,7 @@ import os
 import random
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--jobs", "-j", type=count_arg, default=1, metavar="N",
                     help="replay in N processes side by side (each compiles its own kernels)")  # fmt: skip
+    rp.add_argument("--no-summary", action="store_true", help=argparse.SUPPRESS)
     plugin_arg(rp)
     return p
 
@@ -408,16 +410,47 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
 
 
 def _reproducer_files(paths: Sequence[str]) -> list[Path]:
+    """The files to replay: each file named, and the ``*.py`` files under each folder named (a
+    folder whose name ends in ``.py`` is a folder); a path that does not exist is a usage error."""
     files: list[Path] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            files.extend(sorted(q for q in path.rglob("*.py") if not q.name.startswith(".")))
+            found = (q for q in path.rglob("*.py") if q.is_file() and not q.name.startswith("."))
+            files.extend(sorted(found))
         elif path.is_file():
             files.append(path)
         else:
             raise ValueError(f"{p!r} is neither a file nor a folder")
     return files
+
+
+def replay_status(codes: Sequence[int]) -> int:
+    """The exit status of replaying files with exit statuses ``codes``: 1 while any still fails,
+    else 2 if any could not be replayed (or was interrupted), else 0."""
+    if EXIT_FAIL in codes:
+        return EXIT_FAIL
+    return EXIT_ERROR if any(c != EXIT_OK for c in codes) else EXIT_OK
+
+
+@contextlib.contextmanager
+def _stops_interrupt() -> Any:
+    """SIGTERM and SIGHUP (timeout, a CI runner, a closed terminal) end a replay as Ctrl-C does:
+    child processes are stopped and the verdicts so far are kept."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    for s, h in saved.items():
+        if h is not signal.SIG_IGN:
+            signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
 
 
 @contextlib.contextmanager
@@ -445,24 +478,19 @@ def _capture() -> Any:
 
 def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
     """Splits ``files`` round-robin over ``args.jobs`` child replays; prints each child's verdicts
-    as soon as it ends (a time limit that stops the replay keeps those); returns the worst exit
-    status. SIGTERM stops the children too."""
-    import signal
+    as soon as it ends (a time limit that stops the replay keeps those); returns the summary exit
+    status. A stop (Ctrl-C, SIGTERM) stops the children, prints what they said so far, and
+    returns 2."""
     import subprocess
     import tempfile
 
     jobs = min(args.jobs, len(files))
-    base = [sys.executable, "-m", "fuzz", "replay"]
+    base = [sys.executable, "-m", "fuzz", "replay", "--no-summary"]
     for spec in args.plugin:
         base += ["--plugin", spec]
     if args.backend:
         base += ["--backend", args.backend]
-
-    def stop(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    worst = EXIT_OK
+    codes: list[int] = []
     with tempfile.TemporaryDirectory(prefix="fuzz-replay-") as tmp:
         logs = [open(Path(tmp) / f"{i}.log", "w+") for i in range(jobs)]
         procs = [
@@ -474,57 +502,88 @@ def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
             )
             for i in range(jobs)
         ]
+        pending = set(range(jobs))
+
+        def show(i: int) -> None:
+            logs[i].seek(0)
+            sys.stdout.write(logs[i].read())
+            sys.stdout.flush()
+            pending.discard(i)
+
         try:
-            pending = set(range(jobs))
             while pending:
                 for i in sorted(i for i in pending if procs[i].poll() is not None):
-                    logs[i].seek(0)
-                    sys.stdout.write(logs[i].read())
-                    sys.stdout.flush()
+                    show(i)
                     code = procs[i].returncode
-                    worst = max(worst, code if code >= 0 else EXIT_ERROR)
-                    pending.discard(i)
+                    codes.append(code if code >= 0 else EXIT_ERROR)
                 if pending:
                     time.sleep(0.1)
+        except KeyboardInterrupt:
+            for proc in procs:  # each stops its own child replay on SIGTERM
+                if proc.poll() is None:
+                    proc.terminate()
+            for i in sorted(pending):
+                try:
+                    procs[i].wait(10)
+                except subprocess.TimeoutExpired:
+                    pass
+                show(i)
+            print("replay: interrupted")
+            return EXIT_ERROR
         finally:
-            signal.signal(signal.SIGTERM, previous)
             for proc in procs:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
             for log in logs:
                 log.close()
-    return worst
+    status = replay_status(codes)
+    print(f"replayed {len(files)} file(s) in {jobs} processes: exit status {status}")
+    return status
+
+
+def _replay_one(path: Path, backend: str | None, isolate: bool) -> int:
+    """Replays one file and prints its verdict; any error is this file's "cannot replay"."""
+    from fuzz.reproducer import load, report_replay
+
+    try:
+        meta, data = load(path)
+        return report_replay(meta, data, backend=backend, path=path, isolate=isolate)
+    except Exception as e:
+        print(f"{path}: cannot replay: {type(e).__name__}: {e}")
+        return EXIT_ERROR
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from fuzz.reproducer import load, report_replay
     from fuzz.worker import sticky_cuda_error
 
     _load_plugins(args.plugin)
     files = _reproducer_files(args.paths)
     if not files:
-        print("replay: no reproducer files found")
+        print("python -m fuzz replay: error: no reproducer files found", file=sys.stderr)
         return EXIT_ERROR
-    if args.jobs > 1 and len(files) > 1:
-        return _replay_in_parallel(args, files)
-    worst = EXIT_OK
-    context_lost = False
-    for f in files:
+    with _stops_interrupt():
+        if args.jobs > 1 and len(files) > 1:
+            return _replay_in_parallel(args, files)
+        codes: list[int] = []
+        context_lost = False
         try:
-            meta, data = load(f)
-        except (ValueError, SyntaxError) as e:
-            print(f"{f}: {e}")
-            worst = max(worst, EXIT_ERROR)
-            continue
-        print(f"== {f}", flush=True)
-        with _capture() as out:
-            code = report_replay(meta, data, backend=args.backend, path=f, isolate=context_lost)
-        # A replay that lost this process's CUDA context (an illegal address the reproducer was
-        # not recorded for): every later one replays in a child process, or all would "crash".
-        context_lost = context_lost or sticky_cuda_error(out.getvalue())
-        worst = max(worst, code)
-    return worst
+            for f in files:
+                print(f"== {f}", flush=True)
+                with _capture() as out:
+                    codes.append(_replay_one(f, args.backend, context_lost))
+                # A replay that lost this process's CUDA context (an illegal address it was not
+                # recorded for): every later one replays in a child process, or all would "crash".
+                context_lost = context_lost or sticky_cuda_error(out.getvalue())
+        except KeyboardInterrupt:
+            print("replay: interrupted")
+            codes.append(EXIT_ERROR)
+        if not args.no_summary:
+            n = Counter(codes)
+            print(f"replayed {len(codes)} of {len(files)} file(s): {n[EXIT_FAIL]} still fail, "
+                  f"{n[EXIT_OK]} pass, {len(codes) - n[EXIT_FAIL] - n[EXIT_OK]} cannot replay "
+                  "or interrupted")  # fmt: skip
+        return replay_status(codes)
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:

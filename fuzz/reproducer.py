@@ -458,18 +458,19 @@ def replay_isolated(
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     limit = 2 * (timeout if timeout is not None else 60.0) + 2
-    until = time.monotonic() + STARTUP_LIMIT
-    while not marker.is_set() and proc.poll() is None and time.monotonic() < until:
-        marker.wait(0.05)
     try:
+        until = time.monotonic() + STARTUP_LIMIT
+        while not marker.is_set() and proc.poll() is None and time.monotonic() < until:
+            marker.wait(0.05)
         proc.wait(limit if marker.is_set() else 0.5)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        reader.join(5)
         if not marker.is_set():
             return 2, f"cannot replay (the replay process did not start within {STARTUP_LIMIT:g} s)"
         return 1, f"FAIL hang (the replay did not finish within {limit:g} s; killed)"
+    finally:  # also when this process is stopped: the child never outlives it
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     reader.join(5)
     return _child_verdict(proc.returncode, marker.is_set(), lines)
 

@@ -107,3 +107,73 @@ def test_bench_rejects_bad_counts_naming_the_option(argv, message, capsys):
         main(argv)
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_replay_gives_every_file_its_own_verdict(fake_plugin, fake_profile, tmp_path):
+    # A broken file (a field missing, not a reproducer, not text, a folder named x.py) gets its own
+    # "cannot replay"; the good files after it still replay; the exit status summarises all.
+    from fuzz.engine import hunt
+    from fuzz.target import get
+
+    folder = tmp_path / "repros"
+    nan = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=folder).found["nan"]
+    text = nan.reproducer.read_text()
+    (folder / "a_missing_field.py").write_text(text.replace("'target': ", "'tar': "))
+    (folder / "b_not_a_reproducer.py").write_text("print('hello')\n")
+    (folder / "c_binary.py").write_bytes(b"\xff\xfe\x00 not text")
+    (folder / "d_folder.py").mkdir()
+    proc = fuzz_cli("replay", "--plugin", FAKE, str(folder))
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # one still fails
+    out = proc.stdout
+    assert out.count("== ") == 4 and "Traceback" not in proc.stderr
+    assert "a_missing_field.py: cannot replay: ValueError:" in out and "lacks 'target'" in out
+    assert "b_not_a_reproducer.py: cannot replay" in out and "c_binary.py: cannot replay" in out
+    assert "fake_double_nan on fake: FAIL nan" in out
+    assert "replayed 4 of 4 file(s): 1 still fail, 0 pass, 3 cannot replay" in out
+    nan.reproducer.unlink()  # only broken files left: not clean, not failing
+    proc = fuzz_cli("replay", "--plugin", FAKE, "--jobs", "2", str(folder))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout.count("cannot replay") == 3
+
+
+SLEEPER = """
+import dataclasses, time
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+
+def sleeps(inputs, params, *, out, interpret):
+    time.sleep(600)
+
+register(dataclasses.replace(get("fake_double"), name="fake_sleeps", source="builtin",
+                             kernels={{"fake": sleeps}}))
+"""
+
+
+def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_path):
+    import signal
+    import time
+
+    import numpy as np
+
+    from fuzz import reproducer
+    from fuzz.case import Case
+    from fuzz.failures import Finding
+    from fuzz.target import get, load_plugin
+
+    plugin = tmp_path / "sleeper.py"
+    plugin.write_text(SLEEPER.format(fake=FAKE))
+    load_plugin(str(plugin))
+    path = reproducer.write(
+        tmp_path, target=get("fake_sleeps"), backend="fake", params={}, ref_device="cpu",
+        case=Case({"x": np.ones((1, 2), np.float32)}, {"dtype": "float32"}, {}),
+        finding=Finding("hang", "timeout", "an example did not finish"), differential=False,
+        isolate=True, timeout=300.0,
+    )  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "fuzz", "replay", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+    time.sleep(6)  # the child replay has started its kernel
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out
+    assert "interrupted" in out and "FAIL" not in out and "PASS" not in out, out
