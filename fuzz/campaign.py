@@ -18,7 +18,9 @@
   kernel outlasts a timeout as a hang does) and only a second timeout makes it a hang;
 * writes ``report.json`` (atomically) whenever something is found and when a slice ends, and the
   full report set (``fuzz.report``) at the end -- also on SIGTERM/SIGINT, with what was found so
-  far.
+  far;
+* holds a lock on its output folder (:func:`lock_output`) from start to end: a second campaign
+  into the same folder stops at once, naming the one that holds it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from fuzz import failures as F
 from fuzz.failures import Finding
@@ -212,6 +214,7 @@ class Campaign:
         self.notes: list[str] = []
         self.errors: list[str] = []  # the harness itself failed (not one target: the campaign)
         self._last_write = 0.0
+        self._lock: IO[str] | None = None
         self._superseded: list[Path] = []
         n = max(len(self.pairs), 1)
         # A quarter of an even split, at least 3 s (less when the budget cannot give every pair
@@ -648,12 +651,25 @@ class Campaign:
             self.stop_reason = reason
             self.log(f"{reason}: stopping, writing the report of what was found so far")
 
+    def lock(self) -> None:
+        """Takes the output folder's lock (:func:`lock_output`), if not held yet."""
+        if self._lock is None:
+            self._lock = lock_output(self.config.out, argv=self.config.argv)
+
     def run(self) -> dict[str, Any]:
         """Runs the campaign to its budget (or a stop request); returns the final report."""
+        self.lock()
+        try:
+            return self._run_locked()
+        finally:
+            assert self._lock is not None
+            self._lock.close()  # releases the lock (it stays on disk, naming the last holder)
+            self._lock = None
+
+    def _run_locked(self) -> dict[str, Any]:
         from fuzz import report
 
         c = self.config
-        c.out.mkdir(parents=True, exist_ok=True)
         c.repro_dir.mkdir(parents=True, exist_ok=True)
         if c.triage:
             self._load_previous()
@@ -814,6 +830,50 @@ def _stop_signal(code: int | None) -> str | None:
     if code is None or code >= 0 or -code not in {s.value for s in STOP_SIGNALS}:
         return None
     return signal.Signals(-code).name
+
+
+LOCK_FILE = ".campaign.lock"
+
+
+def lock_output(out: Path, *, argv: Sequence[str] = ()) -> IO[str]:
+    """Locks the output folder ``out`` for one campaign; returns the open lock file (closing it,
+    or the process ending in any way, releases the lock).
+
+    Two campaigns writing one folder would share the workers' in-flight records and overwrite each
+    other's report.json (losing findings). The lock is ``flock`` on ``out/.campaign.lock``: the
+    operating system drops it when its holder dies, even by SIGKILL, so a lock is never stale
+    (worker processes do not inherit it). The file says who holds it, for the error message.
+
+    Raises:
+        ValueError: another campaign holds the lock (the message names it).
+    """
+    import fcntl
+    import json
+    import socket
+
+    out.mkdir(parents=True, exist_ok=True)
+    f = open(out / LOCK_FILE, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        try:
+            h = json.loads(f.read())
+            holder = f"pid {h['pid']} on {h['host']} since {h['started']}: {h['command']}"
+        except (ValueError, KeyError, TypeError):
+            holder = "a process that has not said which yet"
+        f.close()
+        raise ValueError(
+            f"--out={str(out)!r} is in use by another campaign ({holder}); wait for it to end "
+            "or choose another --out"
+        ) from None
+    f.seek(0)
+    f.truncate()
+    f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                        "command": " ".join(["python -m fuzz", *argv])}) + "\n")  # fmt: skip
+    f.flush()
+    return f
 
 
 def _exit_text(code: int | None, reason: str | None) -> str:

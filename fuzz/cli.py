@@ -277,6 +277,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not campaign.pairs:
         console.print("[red]nothing to run: no selected backend is available here[/red]")
         return EXIT_ERROR
+    campaign.lock()  # a second campaign into the same --out stops here, naming the first
     console.print(
         f"fuzzing {len(targets)} target(s) on {len(runnable)} backend(s) = {len(campaign.pairs)} pair(s), "
         f"profile {profile.name}, budget {args.budget:g}s, {workers} worker(s)"

@@ -256,6 +256,38 @@ def test_a_previous_report_of_another_shape_is_not_triaged_against(tmp_path):
     assert read_previous(tmp_path / "none.json") == (None, None)
 
 
+def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path):
+    # Two campaigns into one --out shared the workers' in-flight records and the last writer of
+    # report.json dropped the other's findings: the folder is locked; the lock dies with its
+    # holder (even by SIGKILL), so a killed campaign leaves no stale lock.
+    out = tmp_path / "out"
+    args = ["run", "--profile", "ci", "--plugin", FAKE, "--mutants", "--targets", "fake_double_nan",
+            "--backends", "fake", "--slice", "1", "--out", str(out)]  # fmt: skip
+    first = subprocess.Popen([sys.executable, "-m", "fuzz", *args, "--budget", "120"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)  # fmt: skip
+    lock = out / ".campaign.lock"
+    try:
+        deadline = time.time() + 60
+        while f'"pid": {first.pid}' not in (lock.read_text() if lock.exists() else ""):
+            assert time.time() < deadline and first.poll() is None, "the first did not start"
+            time.sleep(0.2)
+        second = fuzz_cli(*args, "--budget", "1")
+        assert second.returncode == 2, second.stderr
+        assert f"is in use by another campaign (pid {first.pid} on " in second.stderr
+        assert (
+            "python -m fuzz run --profile ci" in second.stderr and "Traceback" not in second.stderr
+        )
+        assert not (out / "history").exists()  # the second one touched nothing
+        assert f'"pid": {first.pid}' in lock.read_text()
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.communicate(timeout=60)
+    from fuzz.campaign import lock_output
+
+    lock_output(out).close()  # free again once its holder is gone
+
+
 TOGGLE = """
 import os, dataclasses
 from fuzz.target import load_plugin, get, register
