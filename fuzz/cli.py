@@ -111,7 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     mu.add_argument("--backends", default="*", help="globs of backends (default: the profile's)")
     mu.add_argument("--profile", default=None, help="ci, dev, gpu or nightly")
     mu.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
-    mu.add_argument("--out", default=None, help="also write scoreboard.json and scoreboard.md here")
+    mu.add_argument("--out", default=None,
+                    help="also write scoreboard.json, scoreboard.md and the reproducer of each "
+                         "row's minimal example (reproducers/) here")  # fmt: skip
     plugin_arg(mu)
 
     rp = sub.add_parser("replay", help="replay reproducer scripts (files or folders)")
@@ -602,26 +604,36 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         )
         return EXIT_ERROR
     backends = _select_backends(args.backends, profile.backends)
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        check_output_folder("--out", out)  # before the first row, not when it is saved
     import signal
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # ends like Ctrl-C: the rows so far are kept and printed
 
+    def save(so_far: dict[str, Any]) -> None:
+        assert out is not None
+        try:
+            write_scoreboard(out, so_far)
+        except OSError as e:  # a full disk mid-run: keep measuring, say so
+            print(f"WARNING: cannot save the scoreboard to {out}: {e}", file=sys.stderr)
+
     previous = signal.signal(signal.SIGTERM, interrupt)
-    out = Path(args.out) if args.out else None
     try:
         board = run_scoreboard(
             mutants, backends, profile, budget=args.budget, shrink_limit=args.shrink_limit,
             baseline_limit=args.baseline_limit, seed=args.seed,
             log=lambda line: print(line, file=sys.stderr, flush=True),
             # Written after every row too: a run killed outright (a hung compile) keeps its rows.
-            on_row=None if out is None else lambda so_far: write_scoreboard(out, so_far),
+            on_row=None if out is None else save,
+            repro_dir=None if out is None else out / "reproducers",
         )  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous)
     print_scoreboard(board)
     if out is not None:
-        write_scoreboard(out, board)
+        save(board)
     return EXIT_ERROR if board["interrupted"] else EXIT_OK
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -40,8 +41,29 @@ REPORT_VERSION = 2
 REPORT_FILES = ("report.json", "report.md", "report.xml", "index.html")
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Writes ``text`` to ``path`` so that a reader sees the old or the new file, never half."""
+def _umask() -> int:
+    """The process's umask, read without changing it where the system says it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode(*, executable: bool = False) -> int:
+    """The mode ``open()`` would give a new file here (0644 or 0755 under the usual umask 022):
+    the temporary file of an atomic write is created 0600 whatever the umask."""
+    return (0o777 if executable else 0o666) & ~_umask()
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, executable: bool = False) -> None:
+    """Writes ``text`` to ``path`` so that a reader sees the old or the new file, never half; the
+    file gets the mode the umask gives a new file (``executable``: a script's)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -50,6 +72,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+            os.fchmod(f.fileno(), new_file_mode(executable=executable))
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -57,8 +80,23 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def write_json(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(report, indent=2, default=str, allow_nan=True) + "\n")
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float as the string ``'nan'``, ``'inf'`` or ``'-inf'``
+    (what ``float()`` reads back): bare ``NaN``/``Infinity`` are not JSON, and strict parsers
+    (JavaScript's ``JSON.parse``, jq) reject the whole file."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> None:
+    """``data`` as strict JSON (see :func:`json_safe`), written atomically."""
+    text = json.dumps(json_safe(data), indent=2, default=str, allow_nan=False)
+    atomic_write_text(path, text + "\n")
 
 
 def read_previous(path: Path) -> tuple[dict[str, Any] | None, str | None]:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Sequence
@@ -80,20 +79,6 @@ def signature(target: str, finding: Finding) -> str:
     where = "" if finding.index is None else ",".join("0" if i == 0 else "k" for i in finding.index)
     key = f"{target}|{finding.cls}|{finding.prop}|{finding.output}|{where}"
     return hashlib.sha1(key.encode()).hexdigest()[:12]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 _TEMPLATE = '''\
@@ -221,7 +206,9 @@ def write(
         meta=_literal_safe(meta),
         data="\n".join(textwrap.wrap(data, 100)),
     )
-    _atomic_write(path, text)
+    from fuzz.report import atomic_write_text
+
+    atomic_write_text(path, text, executable=True)
     return path
 
 

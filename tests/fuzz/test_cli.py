@@ -10,10 +10,20 @@ import pytest
 FAKE = os.path.join(os.path.dirname(__file__), "fake_targets.py")
 
 
-def fuzz_cli(*args, timeout=600):
+def fuzz_cli(*args, timeout=600, umask=None):
     return subprocess.run(
-        [sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, timeout=timeout
-    )
+        [sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, timeout=timeout,
+        preexec_fn=None if umask is None else lambda: os.umask(umask),
+    )  # fmt: skip
+
+
+def strict_json(text):
+    """``json.loads`` that rejects NaN and Infinity, as JavaScript's JSON.parse and jq do."""
+
+    def reject(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=reject)
 
 
 def test_list_shows_targets_and_backend_availability():
@@ -28,10 +38,16 @@ def test_list_shows_targets_and_backend_availability():
 def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
     out = tmp_path / "out"
     proc = fuzz_cli("run", "--profile", "ci", "--plugin", FAKE, "--targets", "fake_double,fake_double_nan,fake_double_oob",
-                    "--backends", "fake", "--mutants", "--budget", "4", "--out", str(out), "--seed", "3")  # fmt: skip
+                    "--backends", "fake", "--mutants", "--budget", "4", "--out", str(out), "--seed", "3",
+                    umask=0o022)  # fmt: skip
     # Only mutants fail: exit 0.
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads((out / "report.json").read_text())
+    report = strict_json((out / "report.json").read_text())  # the NaN found is a string
+    # Readable by a web server and teammates, as the umask says (they were 0600 whatever it was).
+    for name in ("report.json", "report.md", "report.xml", "index.html"):
+        assert (out / name).stat().st_mode & 0o777 == 0o644, name
+    for script in (out / "reproducers").glob("*.py"):
+        assert script.stat().st_mode & 0o777 == 0o755
     assert report["complete"] and report["summary"]["mutants_found"] == 2
     rows = {r["target"]: r for r in report["results"]}
     assert rows["fake_double"]["status"] == "pass" and rows["fake_double"]["examples"] > 0
@@ -39,6 +55,7 @@ def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
     assert nan["mutant"] and nan["expected_class"] == "nan" and nan["status"] == "found"
     finding = nan["findings"][0]
     assert finding["class"] == "nan" and finding["where"] == "y[1, 0]"
+    assert finding["kernel_value"] == "nan"
     assert os.path.exists(finding["reproducer"])
     # Replaying the reproducer folder: they all still fail -> exit 1.
     proc = fuzz_cli("replay", "--plugin", FAKE, str(out / "reproducers"))
@@ -60,6 +77,7 @@ def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
             "--backends='cuda-only' matches no backend",
         ),
         (["mutants", "--backends", "nope"], "--backends='nope' matches no backend"),
+        (["mutants", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
         (["run", "--workers", "0", "--out", "{tmp}"], "argument --workers: 0 must be >= 1"),
         (["run", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
         (["run", "--out", "{file}/sub"], "--out='{file}/sub' cannot be created: {file} is a file"),
@@ -177,3 +195,21 @@ def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_pat
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, out
     assert "interrupted" in out and "FAIL" not in out and "PASS" not in out, out
+
+
+@pytest.mark.parametrize("umask, text_mode, script_mode", [(0o022, 0o644, 0o755),
+                                                           (0o077, 0o600, 0o700)])  # fmt: skip
+def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask, text_mode, script_mode):
+    from fuzz.report import atomic_write_text, write_json
+
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a.md", "text\n")
+        atomic_write_text(tmp_path / "r.py", "print()\n", executable=True)
+        write_json(tmp_path / "r.json", {"x": [float("nan"), float("-inf"), 1.5]})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.md").stat().st_mode & 0o777 == text_mode
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == text_mode
+    assert (tmp_path / "r.py").stat().st_mode & 0o777 == script_mode
+    assert strict_json((tmp_path / "r.json").read_text()) == {"x": ["nan", "-inf", 1.5]}
