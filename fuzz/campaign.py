@@ -347,6 +347,14 @@ class Campaign:
 
     # Messages --------------------------------------------------------------------------------------
 
+    def note_db_problems(self, problems: Sequence[str]) -> None:
+        """Keeps example database problems for the report and says each new one on the console
+        (the first ten; a database that cannot be reached fails quietly otherwise)."""
+        for p in problems:
+            if p not in self.db_problems and len(set(self.db_problems)) < 10:
+                self.log(f"WARNING {p}")
+            self.db_problems.append(p)
+
     def _pair_of(self, w: WorkerHandle, sid: int) -> PairState | None:
         if w.busy is not None and w.busy.id == sid:
             return w.busy.pair
@@ -422,11 +430,13 @@ class Campaign:
             if feat not in pair.features:
                 pair.features.add(feat)
                 pair.slice_new += 1.0
-        self.db_problems.extend(summary.get("db_problems", []))
+        self.note_db_problems(summary.get("db_problems", []))
         if summary.get("error"):
-            pair.error = summary["error"]
+            source = pair.target.source
+            where = "" if source == "builtin" else f" (target from plugin {source})"
+            pair.error = f"{summary['error']}{where}"
             pair.retired = "harness error"
-            self.log(f"ERROR {pair.target.name} on {pair.backend}: {summary['error'][:300]}")
+            self.log(f"ERROR {pair.target.name} on {pair.backend}: {pair.error[:400]}")
         elif (
             summary.get("stopped") == "examples"
             and not summary.get("found")

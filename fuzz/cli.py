@@ -204,6 +204,7 @@ def _progress_console() -> object:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from fuzz.campaign import (
         Campaign,
@@ -249,7 +250,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     for s in sorted(set(skipped)):
         console.print(f"[yellow]skipping backend {s}[/yellow]")
     db = None if args.db == "none" else (args.db or str(out / "examples"))
-    open_database(db, args.db_shared)  # a bad location fails here, with its message
+    database = open_database(db, args.db_shared)  # a bad location fails here, with its message
+    db_problems = database.check() if database is not None else []
+    for problem in db_problems:  # a server that cannot be reached: said now, not only in the report
+        console.print(
+            f"[yellow]WARNING {escape(problem)}; the campaign goes on without it[/yellow]"
+        )
     gpus = visible_gpus() if any(get_backend(b).compiled for b in runnable) else []
     workers = args.workers or max(1, len(gpus))
     timeout = args.example_timeout or (120.0 if profile.needs_gpu else 600.0)
@@ -276,6 +282,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     live, log, progress = _live_display(console)
     campaign = Campaign(config, log=log, progress=progress)
+    campaign.db_problems.extend(db_problems)
     if not campaign.pairs:
         console.print("[red]nothing to run: no selected backend is available here[/red]")
         return EXIT_ERROR
@@ -390,6 +397,7 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
         console.print(table)
     s = report["summary"]
     real_fail = s["real_failed"]
+    problems = report["database"]["problems"]
     console.print(
         f"{s['examples']} examples; {s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed; "
         + (
@@ -408,6 +416,12 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
             else ""
         )
         + "".join(f"\n[red]harness error: {escape(e)}[/red]" for e in s["harness_errors"])
+        + (
+            f"\n[yellow]{len(problems)} example database warning(s), the first: "
+            f"{escape(problems[0])}[/yellow]"
+            if problems
+            else ""
+        )
         + f"\nreport: {out / 'report.md'}, {out / 'index.html'}, {out / 'report.json'}, {out / 'report.xml'}"
     )
 

@@ -217,7 +217,7 @@ def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, 
     from fuzz.target import get
 
     sid = task["slice"]
-    target = get(task["target"])
+    target = checked_strategy(get(task["target"]))
     backend = get_backend(task["backend"])
     prefix = config.inflight
     last_progress = [0.0]
@@ -295,6 +295,38 @@ def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, 
     summary["features"] = sorted(result.features)
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []
     conn.send(("done", sid, summary))
+
+
+def checked_strategy(target: Any) -> Any:
+    """``target`` whose strategy fails with a message naming the target when it is not a
+    Hypothesis strategy or draws something other than a :class:`fuzz.case.Case` (a plugin's
+    mistake, which would otherwise surface as an AttributeError deep in the properties)."""
+    import dataclasses
+
+    from hypothesis.strategies import SearchStrategy
+
+    from fuzz.case import Case
+
+    build = target.strategy
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, Case):
+            raise TypeError(
+                f"the strategy of target {target.name!r} drew a {type(value).__name__}; it must "
+                "draw fuzz.Case objects"
+            )
+        return value
+
+    def strategy(scale: str) -> Any:
+        s = build(scale)
+        if not isinstance(s, SearchStrategy):
+            raise TypeError(
+                f"the strategy of target {target.name!r} returned a {type(s).__name__} for "
+                f"{scale=}; it must return a Hypothesis strategy of fuzz.Case"
+            )
+        return s.map(check)
+
+    return dataclasses.replace(target, strategy=strategy)
 
 
 def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:

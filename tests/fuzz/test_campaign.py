@@ -288,6 +288,51 @@ def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path)
     lock_output(out).close()  # free again once its holder is gone
 
 
+NOT_A_CASE = """
+import dataclasses
+from hypothesis import strategies as st
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+register(dataclasses.replace(base, name="fake_not_a_case", source="builtin",
+                             strategy=lambda scale: st.just({{"x": 1}})))
+register(dataclasses.replace(base, name="fake_not_a_strategy", source="builtin",
+                             strategy=lambda scale: None))
+"""
+
+
+def test_quiet_failures_are_said_on_the_console_and_name_their_plugin(tmp_path):
+    # A Redis database that cannot be reached showed only in report.json/md; a plugin strategy
+    # that draws no Case failed as "AttributeError: 'dict' object has no attribute 'inputs'".
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on: the connection is refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    plugin = tmp_path / "not_a_case.py"
+    plugin.write_text(NOT_A_CASE.format(fake=FAKE))
+    out = tmp_path / "out"
+    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets",
+                    "fake_double,fake_not_a_*", "--backends", "fake", "--budget", "2",
+                    "--out", str(out), "--db", f"redis://127.0.0.1:{port}/0")  # fmt: skip
+    assert proc.returncode == 2, proc.stderr  # harness errors
+    said = proc.stderr[: proc.stderr.index("fuzzing ")]  # before any work
+    assert f"WARNING example database redis://127.0.0.1:{port}/0: fetch failed: Connection" in said
+    assert "example database warning(s)" in proc.stderr  # and again in the closing summary
+    report = json.loads((out / "report.json").read_text())
+    assert report["summary"]["real_failed"] == [] and report["database"]["problems"]
+    errors = {r["target"]: r["error"] for r in report["results"] if r["error"]}
+    assert set(errors) == {"fake_not_a_case", "fake_not_a_strategy"}
+    assert (
+        "the strategy of target 'fake_not_a_case' drew a dict; it must draw fuzz.Case"
+        in (errors["fake_not_a_case"])
+    )
+    assert "'fake_not_a_strategy' returned a NoneType" in errors["fake_not_a_strategy"]
+    for error in errors.values():
+        assert error.endswith(f"(target from plugin {plugin})")
+        assert "ERROR fake_not_a" in proc.stderr
+
+
 TOGGLE = """
 import os, dataclasses
 from fuzz.target import load_plugin, get, register
