@@ -44,7 +44,17 @@ from fuzz.failures import Finding
 from fuzz.profiles import Profile
 from fuzz.target import Target, target_plugin
 from fuzz.threads import children_share_cpus
-from fuzz.worker import EXIT_CONTEXT_LOST, WorkerConfig, clear_inflight, read_inflight, worker_main
+from fuzz.worker import (
+    EXHAUSTED_AT,
+    EXIT_CONTEXT_LOST,
+    EXIT_RECYCLE,
+    WorkerConfig,
+    clear_inflight,
+    count_maps,
+    map_limit,
+    read_inflight,
+    worker_main,
+)
 
 NEW_CLASS_WEIGHT = 10.0  # a new failure class counts as much as ten new coverage features
 
@@ -60,6 +70,7 @@ class PairState:
     seconds: float = 0.0
     slices: int = 0
     deaths: int = 0
+    exhaustions: int = 0  # its worker died of a resource exhaustion (not counted as deaths)
     rate: float = 0.0  # recent gain per second (new classes x 10 + new features)
     running: bool = False
     retired: str = ""
@@ -137,6 +148,10 @@ class WorkerHandle:
     restarts: int = 0
     startup_failures: int = 0
     fatal: str | None = None  # why its set-up failed (an exception: the same every time)
+    maps: int = 0  # its memory maps, last sampled (see fuzz.worker.MapBudget)
+    maps_sampled: float = 0.0
+    log_offset: int = 0  # the size of its log when its current slice began
+    recycles: int = 0
 
 
 def refund_cap(budget: float) -> float:
@@ -213,6 +228,7 @@ class Campaign:
         self.replay_queue: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.errors: list[str] = []  # the harness itself failed (not one target: the campaign)
+        self.map_limit = map_limit()
         self._last_write = 0.0
         self._lock: IO[str] | None = None
         self._superseded: list[Path] = []
@@ -247,6 +263,7 @@ class Campaign:
         w.ready = False
         w.busy = None
         w.kill_reason = None
+        w.maps, w.maps_sampled = 0, 0.0  # the new process's own, from its first sample on
 
     def _make_workers(self) -> None:
         c = self.config
@@ -305,6 +322,10 @@ class Campaign:
         )
 
     def _dispatch(self, w: WorkerHandle) -> bool:
+        try:
+            w.log_offset = os.path.getsize(w.config.log)
+        except OSError:
+            w.log_offset = 0
         if self.replay_queue:
             item = self.replay_queue.pop(0)
             self.slice_ids += 1
@@ -443,6 +464,12 @@ class Campaign:
             and secs < 0.9 * sl.time_limit
         ):
             pair.retired = "search space exhausted"
+        if summary.get("recycle"):
+            r = summary["recycle"]
+            w.recycles += 1
+            w.ready = False  # it exits now: no new slice for it
+            self.log(f"worker {w.slot} is recycled: its process holds {r['maps']} memory maps of "
+                     f"the {r['limit']} it may have; a fresh one takes over")  # fmt: skip
         gain = pair.slice_new / max(secs, 0.1)
         pair.rate = 0.5 * pair.rate + 0.5 * gain
         rate = summary.get("examples", 0) / secs if secs > 0 else 0.0
@@ -563,6 +590,39 @@ class Campaign:
         pair.examples += pair.live_examples
         pair.live_examples = 0
 
+    # Out-of-resources messages of a process (LLVM, the C++ runtime, Python, the C library).
+    EXHAUSTION_TEXTS = ("Cannot allocate memory", "LLVM ERROR: out of memory", "std::bad_alloc",
+                        "MemoryError")  # fmt: skip
+
+    def _exhausted(self, w: WorkerHandle, code: int | None) -> str | None:
+        """Why the death of worker ``w`` (exit ``code``) was the harness process running out of
+        memory maps or memory rather than a kernel crash, or None: killed by a fault signal with
+        its memory maps near the limit, or after an out-of-resources message in its log."""
+        limit = self.map_limit
+        faulted = code is not None and code < 0 and -code in FAULT_SIGNALS
+        if faulted and limit and w.maps >= EXHAUSTED_AT * limit:
+            return f"{w.maps} memory maps of the {limit} a process may have"
+        try:
+            with open(w.config.log, "rb") as f:
+                f.seek(w.log_offset)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return None
+        said = next((t for t in self.EXHAUSTION_TEXTS if t in text), None)
+        return f"it said {said!r} first" if said and code != 0 else None
+
+    def _exhaustion(self, w: WorkerHandle, pair: PairState, code: int | None, why: str) -> None:
+        """Books a worker that died of a resource exhaustion of the harness: no finding; a pair
+        whose worker dies so twice is a harness error (its examples cannot run here)."""
+        pair.exhaustions += 1
+        text = (f"worker {w.slot} {_exit_text(code, None)} while fuzzing {pair.target.name} on "
+                f"{pair.backend}: the harness ran out of resources ({why}), not a kernel crash")  # fmt: skip
+        self.notes.append(text)
+        self.log(f"WARNING {text}; restarting it")
+        if pair.exhaustions >= 2 and not pair.retired:
+            pair.error = f"its worker ran out of resources {pair.exhaustions} times (last: {why})"
+            pair.retired = "resource exhaustion"
+
     def _worker_gone(self, w: WorkerHandle) -> None:
         code = w.process.exitcode if w.process is not None else None
         sl = w.busy
@@ -570,11 +630,20 @@ class Campaign:
         if code is None and w.process is not None:
             w.process.join(1)
             code = w.process.exitcode
-        # A stop asked for from outside (timeout, systemd, kill -TERM -PGID) is never a finding.
-        stopped = reason is None and _stop_signal(code) is not None
+        # A stop asked for from outside (timeout, systemd, kill -TERM -PGID) is never a finding,
+        # nor a worker ending itself to be replaced (recycled), nor the harness running out of
+        # memory maps or memory.
+        stopped = reason is None and (_stop_signal(code) is not None or code == EXIT_RECYCLE)
+        exhausted = None if reason or stopped or sl is None else self._exhausted(w, code)
         if sl is not None and sl.kind == "replay":
-            self._replayed(w, {"path": sl.replay_path, "status": "error" if stopped else "fail",
-                               "verdict": f"the replay {_exit_text(code, reason)}"})  # fmt: skip
+            status = "error" if stopped or exhausted else "fail"
+            verdict = f"the replay {_exit_text(code, reason)}" + (
+                f" ({exhausted})" if exhausted else ""
+            )
+            self._replayed(w, {"path": sl.replay_path, "status": status, "verdict": verdict})
+        elif sl is not None and sl.pair is not None and exhausted:
+            self._book_slice(sl)
+            self._exhaustion(w, sl.pair, code, exhausted)
         elif sl is not None and sl.pair is not None:
             pair = sl.pair
             self._book_slice(sl)
@@ -604,7 +673,7 @@ class Campaign:
             self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
                      f"{pair.target.name} on {pair.backend}")  # fmt: skip
         clear_inflight(w.config.inflight)
-        if not w.ready:
+        if not w.ready and code != EXIT_RECYCLE:
             w.startup_failures += 1  # died before it could take any work
         w.busy = None
         w.ready = False
@@ -767,6 +836,9 @@ class Campaign:
         for w in self.workers:
             if w.busy is None or w.process is None:
                 continue
+            if time.monotonic() - w.maps_sampled >= 1.0:  # what its death would be put down to
+                w.maps_sampled = time.monotonic()
+                w.maps = count_maps(w.process.pid) or w.maps
             st = w.started.value if w.started is not None else 0.0
             limit = w.busy.timeout or self.config.example_timeout
             w.compiling = st < 0
@@ -829,6 +901,9 @@ class Campaign:
             report.write_all(self.config.out, data)
         return data
 
+
+# Signals of a process that faulted (a kernel's wild access, or LLVM out of memory maps).
+FAULT_SIGNALS = {signal.SIGSEGV.value, signal.SIGBUS.value, signal.SIGABRT.value}
 
 # Signals that ask a process to stop (timeout, systemd, a CI runner, Ctrl-C, a closed terminal):
 # a worker ended by one of them was stopped, it did not crash.
@@ -897,6 +972,8 @@ def _exit_text(code: int | None, reason: str | None) -> str:
         return "vanished"
     if code == EXIT_CONTEXT_LOST:
         return "exited after losing its CUDA context"
+    if code == EXIT_RECYCLE:
+        return "was recycled (too many memory maps)"
     if _stop_signal(code):
         return f"was stopped by {_stop_signal(code)}"
     if code < 0:

@@ -217,8 +217,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.profiles import default_profile, get_profile
     from fuzz.target import select
     from fuzz.threads import threads_for
+    from fuzz.worker import map_limit
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
+    map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT
     if not 0 <= args.min_share <= 1:
         raise ValueError(f"--min-share={args.min_share} must be between 0 and 1")
     out = Path(args.out)

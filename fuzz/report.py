@@ -177,6 +177,7 @@ def _pair_row(p: Any) -> dict[str, Any]:
         "examples_per_second": round(ex / secs, 2) if secs > 0 else 0.0,
         "slices": p.slices,
         "worker_deaths": p.deaths,
+        "resource_exhaustions": p.exhaustions,
         "retired": p.retired or None,
         "launches": int(p.stats["launches"]),
         "launch_seconds": round(p.stats["launch_seconds"], 3),
@@ -264,7 +265,8 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
         "versions": versions(),
         "device": device_name(),
         "workers": [
-            {"slot": w.slot, "device": w.device, "restarts": w.restarts} for w in c.workers
+            {"slot": w.slot, "device": w.device, "restarts": w.restarts, "recycles": w.recycles}
+            for w in c.workers
         ],
         "worker_restarts": c.restarts,
         "example_timeout": c.config.example_timeout,

@@ -333,6 +333,85 @@ def test_quiet_failures_are_said_on_the_console_and_name_their_plugin(tmp_path):
         assert "ERROR fake_not_a" in proc.stderr
 
 
+RESOURCES = """
+import dataclasses, mmap, os, signal, time
+from pathlib import Path
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+run = base.kernels["fake"]
+held = []
+
+
+def leak(n):  # n memory maps (alternate protections: the kernel cannot merge neighbours)
+    for i in range(n):
+        held.append(mmap.mmap(-1, 4096, prot=mmap.PROT_READ | (mmap.PROT_WRITE * (i % 2))))
+
+
+def first_time(name):  # the fault happens in the first worker process only
+    marker = Path({d!r}, name)
+    if marker.exists() and marker.read_text() != str(os.getpid()):
+        return False
+    marker.write_text(str(os.getpid()))
+    return True
+
+
+def leaks(inputs, params, *, out, interpret):  # compiled programs piling up, in miniature
+    if first_time("leaks"):
+        leak(200)
+    return run(inputs, params, out=out, interpret=interpret)
+
+
+def hogs(inputs, params, *, out, interpret):  # LLVM at the limit: its next mmap fails, SIGSEGV
+    if first_time("hogs"):
+        maps = Path("/proc/self/maps").read_text().count("\\n")
+        leak(int(0.9 * int(os.environ["KERNEL_FUZZ_MAP_LIMIT"])) - maps)
+        time.sleep(2.5)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return run(inputs, params, out=out, interpret=interpret)
+
+
+def says_enomem(inputs, params, *, out, interpret):
+    if first_time("says_enomem"):
+        os.write(2, b"LLVM ERROR: Cannot allocate memory\\n")
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return run(inputs, params, out=out, interpret=interpret)
+
+
+for name, kernel in (("fake_leaks", leaks), ("fake_hogs", hogs), ("fake_says_enomem", says_enomem)):
+    register(dataclasses.replace(base, name=name, source="builtin", kernels={{"fake": kernel}}))
+"""
+
+
+def test_memory_maps_recycle_workers_and_exhaustion_is_no_kernel_crash(tmp_path):
+    # A worker compiling an XLA program per new shape (Pallas interpret=True) exhausted its memory
+    # maps after ~1000 examples (LLVM "Cannot allocate memory", then SIGSEGV): reported as kernel
+    # crashes. With the limit lowered: the leaking worker is recycled before the limit; a death
+    # at the limit, or after an out-of-memory message, is a warning, not a finding.
+    plugin = tmp_path / "resources.py"
+    plugin.write_text(RESOURCES.format(fake=FAKE, d=str(tmp_path)))
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", str(plugin),
+         "--targets", "fake_leaks,fake_hogs,fake_says_enomem", "--backends", "fake", "--budget",
+         "6", "--slice", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "KERNEL_FUZZ_MAP_LIMIT": "8000"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["findings"] == [] and not list((out / "reproducers").glob("*.py"))
+    assert report["workers"][0]["recycles"] >= 1, proc.stderr
+    assert "is recycled: its process holds" in proc.stderr
+    notes = "\n".join(report["notes"])
+    assert "killed by SIGSEGV (segmentation fault) while fuzzing fake_hogs" in notes
+    assert "the harness ran out of resources (7" in notes and "memory maps of the 8000" in notes
+    assert "fake_says_enomem on fake: the harness ran out of resources (it said " in notes
+    rows = {r["target"]: r for r in report["results"]}
+    assert rows["fake_hogs"]["resource_exhaustions"] == 1 and rows["fake_hogs"]["status"] == "pass"
+    assert rows["fake_hogs"]["worker_deaths"] == 0
+
+
 TOGGLE = """
 import os, dataclasses
 from fuzz.target import load_plugin, get, register
@@ -572,3 +651,25 @@ def test_an_examples_clock_stops_while_a_kernel_compiles():
     assert "start" in kinds and kinds[-1] == "end"
     assert any(v < 0 for k, v in seen if k == "start")  # paused while compiling
     assert started.value > 0
+
+
+def test_a_worker_clears_the_compile_caches_then_asks_to_be_recycled():
+    # What leaks in a long-lived worker: the executables XLA compiles for every new shape keep
+    # memory maps (about 3 per trivial jitted program here, 40-100 per example of the attention
+    # and softmax targets under Pallas interpret=True); jax.clear_caches() frees them.
+    import jax
+    import jax.numpy as jnp
+
+    from fuzz.worker import CLEAR_AT, MapBudget, count_maps
+
+    double = jax.jit(lambda x: x * 2 + 1)
+    before = count_maps()
+    for n in range(1, 41):  # 40 new shapes: 40 programs
+        double(jnp.ones(n)).block_until_ready()
+    grown = count_maps()
+    assert grown >= before + 40
+    budget = MapBudget(int(grown / (CLEAR_AT + 0.05)))  # past the clear mark, short of recycling
+    assert budget.check(now=True) is False
+    assert count_maps() <= grown - 40 and budget.cleared_at <= grown - 40
+    stuck = MapBudget(int(count_maps() / 0.65))  # maps no cache holds: a fresh process is needed
+    assert stuck.check(now=True) is True and stuck.recycle is not None
