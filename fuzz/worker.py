@@ -18,14 +18,16 @@ exception; every later launch in that process would fail too, so the worker reco
 and exits with :data:`EXIT_CONTEXT_LOST` rather than let Hypothesis "shrink" it.
 
 A long-lived worker on the CPU interpreters compiles an XLA program for every new shape (Pallas
-``interpret=True``, JAX-based plugins), and each keeps memory maps of its JIT-compiled code: about
-40-100 per example on the attention and softmax targets, so a worker reaches the kernel's limit
-(``vm.max_map_count``, 65530 by default) after about a thousand examples, where LLVM fails with
-"Cannot allocate memory" and the process dies by SIGSEGV. :class:`MapBudget` watches the count:
-at :data:`CLEAR_AT` of the limit it clears JAX's compile caches (which frees those maps), and at
-:data:`RECYCLE_AT` the worker ends its slice and exits with :data:`EXIT_RECYCLE`, to be replaced
-by a fresh one. The parent samples each worker's count too and tells a death near the limit (or
-after an out-of-memory message) from a kernel crash.
+``interpret=True``, JAX-based plugins), and each keeps memory maps of its JIT-compiled code
+(measured in one process: 40-100 per example over the first hundred examples of the attention
+and softmax targets, about 3 per trivial jitted program; attention alone levels off near 16,000
+maps after 3,000 examples as shapes repeat, but every target and mutant compiles programs of its
+own). At the kernel's limit (``vm.max_map_count``, 65530 by default) LLVM fails with "Cannot
+allocate memory" and the process dies by SIGSEGV. :class:`MapBudget` watches the count: at
+:data:`CLEAR_AT` of the limit it clears JAX's compile caches (which frees those maps: 4,000 ->
+620 in a Pallas attention worker), and at :data:`RECYCLE_AT` the worker ends its slice and exits
+with :data:`EXIT_RECYCLE`, to be replaced by a fresh one. The parent samples each worker's count
+too and tells a death near the limit (or after an out-of-memory message) from a kernel crash.
 """
 
 from __future__ import annotations
@@ -184,6 +186,9 @@ class MapBudget:
         self.last = 0.0
         self.cleared_at = 0  # the count after the last clear
         self.recycle: int | None = None  # the count that asked for a fresh process
+        # A fresh process is asked for only once this one has grown by a tenth of the limit:
+        # a limit below what a process needs to start must not recycle workers endlessly.
+        self.start = count_maps() or 0
 
     def check(self, *, now: bool = False) -> bool:
         t = time.monotonic()
@@ -199,7 +204,7 @@ class MapBudget:
             return False
         if n >= CLEAR_AT * self.limit and n >= self.cleared_at + 0.1 * self.limit:
             n = self.clear(n)
-        if n >= RECYCLE_AT * self.limit:
+        if n >= RECYCLE_AT * self.limit and n >= self.start + 0.1 * self.limit:
             self.recycle = n
         return self.recycle is not None
 

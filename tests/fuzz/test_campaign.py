@@ -657,6 +657,8 @@ def test_a_worker_clears_the_compile_caches_then_asks_to_be_recycled():
     # What leaks in a long-lived worker: the executables XLA compiles for every new shape keep
     # memory maps (about 3 per trivial jitted program here, 40-100 per example of the attention
     # and softmax targets under Pallas interpret=True); jax.clear_caches() frees them.
+    import mmap
+
     import jax
     import jax.numpy as jnp
 
@@ -671,5 +673,12 @@ def test_a_worker_clears_the_compile_caches_then_asks_to_be_recycled():
     budget = MapBudget(int(grown / (CLEAR_AT + 0.05)))  # past the clear mark, short of recycling
     assert budget.check(now=True) is False
     assert count_maps() <= grown - 40 and budget.cleared_at <= grown - 40
-    stuck = MapBudget(int(count_maps() / 0.65))  # maps no cache holds: a fresh process is needed
-    assert stuck.check(now=True) is True and stuck.recycle is not None
+    stuck = MapBudget(int(count_maps() / 0.5))  # a process at half its limit, then
+    held = [  # maps no cache holds: only a fresh process gets rid of them
+        mmap.mmap(-1, 4096, prot=mmap.PROT_READ | (mmap.PROT_WRITE * (i % 2)))
+        for i in range(int(0.15 * stuck.limit))
+    ]
+    assert stuck.check(now=True) is True and stuck.recycle >= 0.6 * stuck.limit
+    del held
+    # A process that starts past the mark (a limit set too low) is not recycled again and again.
+    assert MapBudget(int(count_maps() / 0.7)).check(now=True) is False
