@@ -600,8 +600,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if not args.no_summary:
             n = Counter(codes)
             print(f"replayed {len(codes)} of {len(files)} file(s): {n[EXIT_FAIL]} still fail, "
-                  f"{n[EXIT_OK]} pass, {len(codes) - n[EXIT_FAIL] - n[EXIT_OK]} cannot replay "
-                  "or interrupted")  # fmt: skip
+                  f"{n[EXIT_OK]} pass, {len(codes) - n[EXIT_FAIL] - n[EXIT_OK]} without a verdict "
+                  "(not replayable here, or interrupted)")  # fmt: skip
         return replay_status(codes)
 
 

@@ -147,7 +147,7 @@ def test_replay_gives_every_file_its_own_verdict(fake_plugin, fake_profile, tmp_
     assert "a_missing_field.py: cannot replay: ValueError:" in out and "lacks 'target'" in out
     assert "b_not_a_reproducer.py: cannot replay" in out and "c_binary.py: cannot replay" in out
     assert "fake_double_nan on fake: FAIL nan" in out
-    assert "replayed 4 of 4 file(s): 1 still fail, 0 pass, 3 cannot replay" in out
+    assert "replayed 4 of 4 file(s): 1 still fail, 0 pass, 3 without a verdict" in out
     nan.reproducer.unlink()  # only broken files left: not clean, not failing
     proc = fuzz_cli("replay", "--plugin", FAKE, "--jobs", "2", str(folder))
     assert proc.returncode == 2, proc.stdout + proc.stderr
