@@ -498,8 +498,7 @@ def _capture() -> Any:
 def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
     """Splits ``files`` round-robin over ``args.jobs`` child replays; prints each child's verdicts
     as soon as it ends (a time limit that stops the replay keeps those); returns the summary exit
-    status. A stop (Ctrl-C, SIGTERM) stops the children, prints what they said so far, and
-    returns 2."""
+    status. A stop (Ctrl-C, SIGTERM) stops the children and prints what they said so far."""
     import subprocess
     import tempfile
 
@@ -548,7 +547,7 @@ def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
                     pass
                 show(i)
             print("replay: interrupted")
-            return EXIT_ERROR
+            return replay_status([*codes, EXIT_ERROR])
         finally:
             for proc in procs:
                 if proc.poll() is None:

@@ -259,16 +259,15 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     meta, data = found["REPRO"], found["DATA"]
     if not isinstance(meta, dict) or not isinstance(data, str):
         raise ValueError(f"{path} is not a reproducer (REPRO is not a dict or DATA not a string)")
-    bad = [k for k, kind in _FIELDS.items() if not isinstance(meta.get(k), kind)]
+    bad = [f"{k!r} (a {kind.__name__})" for k, kind in _FIELDS.items()
+           if not isinstance(meta.get(k), kind)]  # fmt: skip
     if bad:
-        raise ValueError(
-            f"{path}: its REPRO lacks {', '.join(map(repr, bad))} (or of another type)"
-        )
+        raise ValueError(f"{path}: its REPRO lacks {', '.join(bad)}: not a reproducer of this tool")
     return meta, data
 
 
 # The fields of REPRO a replay reads, and their types.
-_FIELDS: dict[str, type | tuple[type, ...]] = {
+_FIELDS: dict[str, type] = {
     "format": int, "target": str, "backend": str, "class": str, "property": str, "message": str,
     "params": dict, "dtypes": dict,
 }  # fmt: skip
@@ -389,7 +388,7 @@ _MARKER = "-- kernel-fuzz: replay starts"
 # Signals that ask a process to stop (timeout, systemd, Ctrl-C, a closed terminal): a replay
 # ended by one was interrupted; the kernel did not crash.
 _STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
-# Seconds a child replay may take to start (imports, plugin, first compile of nothing yet).
+# Seconds a child replay may take to start (Python, torch, JAX, the plugin: imports only).
 STARTUP_LIMIT = 300.0
 _CHILD = (
     "import sys; from fuzz.reproducer import replay_child; sys.exit(replay_child(sys.argv[1:]))"

@@ -86,7 +86,6 @@ def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
          "import: SyntaxError: invalid syntax"),
         (["run", "--out", "{tmp}/new", "--plugin", "{raises}"], "--plugin='{raises}' failed to "
          "import: SystemExit: exit from a plugin"),
-        (["list", "--plugin", "{syntax}"], "failed to import: SyntaxError: invalid syntax"),
         (["list", "--plugin", "no/such/file.py"], "--plugin='no/such/file.py': no such file"),
         (["replay", "no-such-path"], "'no-such-path' is neither a file nor a folder"),
         (["replay", "{file}", "/no/such/file.py"], "'/no/such/file.py' is neither a file nor"),
