@@ -148,11 +148,39 @@ def pytest_configure(config: pytest.Config) -> None:
             import torch
 
             torch.cuda.set_per_process_memory_fraction(_TORCH_FRACTION)
-    from fuzz.target import load_builtin, load_plugin
+    from fuzz.cli import load_plugin_checked
+    from fuzz.target import load_builtin
 
     load_builtin()
-    for spec in config.getoption("plugin", default=[]) or []:
-        load_plugin(spec)
+    try:
+        for spec in config.getoption("plugin", default=[]) or []:
+            load_plugin_checked(spec)
+        _check_selection(config)
+    except ValueError as e:  # a usage error: one line, exit status 4, not an INTERNALERROR
+        raise pytest.UsageError(str(e)) from None
+
+
+def _check_selection(config: pytest.Config) -> None:
+    """``--fuzz-targets``/``--fuzz-backends`` that select nothing are a usage error: the session
+    would pass green having tested nothing."""
+    from fuzz.backends import backends, get_backend
+    from fuzz.target import all_targets, select
+
+    targets, names = config.getoption("fuzz_targets"), config.getoption("fuzz_backends")
+    chosen = select(targets, mutants=None)
+    if not chosen:
+        known = ", ".join(t.name for t in all_targets())
+        raise ValueError(f"--fuzz-targets={targets!r} matches no target; known: {known}")
+    runs_on = _backends(config, _profile(config))
+    if not runs_on:
+        raise ValueError(
+            f"--fuzz-backends={names!r} matches no backend; known: {', '.join(backends())}"
+        )
+    if not any(get_backend(b).impl in t.kernels for t in chosen for b in runs_on):
+        raise ValueError(
+            f"--fuzz-targets={targets!r} has no kernel for the backends {', '.join(runs_on)} "
+            f"(--fuzz-backends={names!r}); nothing would be tested"
+        )
 
 
 def _backends(config: pytest.Config, profile: Profile) -> list[str]:
