@@ -244,7 +244,7 @@ class Campaign:
         from fuzz.backends import get_backend
 
         b = get_backend(backend)
-        return b.impl in t.kernels and b.available
+        return t.unsupported(b) is None and b.available
 
     # Workers ---------------------------------------------------------------------------------------
 

@@ -48,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
                         help="register extra targets from a .py file or module (repeatable)")  # fmt: skip
 
+    def scale_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--scale", choices=("small", "large"), default=None,
+                        help="shape scale independent of the profile: large draws the GPU's "
+                             "chunk sizes, head counts and tiles on the CPU interpreters too "
+                             "(default: the profile's)")  # fmt: skip
+
     ls = sub.add_parser("list", help="targets, and which backends can run on this machine")
     plugin_arg(ls)
 
@@ -73,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--repro-dir", default=None, help="where reproducers go (default OUT/reproducers)"
     )
+    scale_arg(run)
     run.add_argument("--db", default=None, metavar="DIR_OR_URL",
                      help="example database: a folder, redis://HOST:PORT[/N], or 'none' "
                      "(default OUT/examples)")  # fmt: skip
@@ -110,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     mu.add_argument("--targets", default="*", help="globs of mutant names (default *)")
     mu.add_argument("--backends", default="*", help="globs of backends (default: the profile's)")
     mu.add_argument("--profile", default=None, help="ci, dev, gpu or nightly")
+    scale_arg(mu)
     mu.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
     mu.add_argument("--out", default=None,
                     help="also write scoreboard.json, scoreboard.md and the reproducer of each "
@@ -171,10 +179,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     tt.add_column("kernels", no_wrap=True)
     tt.add_column("mutant: expected class", no_wrap=True)
     tt.add_column("source", no_wrap=True)
+    tt.add_column("not run on")
     tt.add_column("description")
     for t in all_targets():
         mut = t.expected_class if t.is_mutant else ""
-        tt.add_row(t.name, ", ".join(t.kernels), mut, t.source, t.description)
+        never = [f"{b.name} ({why})" for b in backends().values() if (why := t.unsupported(b))
+                 and b.impl in t.kernels]  # fmt: skip
+        tt.add_row(t.name, ", ".join(t.kernels), mut, t.source, "; ".join(never), t.description)
     console.print(tt)
     return EXIT_OK
 
@@ -214,7 +225,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         visible_gpus,
     )
     from fuzz.database import open_database
-    from fuzz.profiles import default_profile, get_profile
+    from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.target import select
     from fuzz.threads import threads_for
     from fuzz.worker import map_limit
@@ -230,7 +241,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = _progress_console()
     assert isinstance(console, Console)
     _load_plugins(args.plugin)
-    profile = get_profile(args.profile) if args.profile else default_profile()
+    profile = with_scale(
+        get_profile(args.profile) if args.profile else default_profile(), args.scale
+    )
     targets = select(args.targets, mutants=None if args.mutants else False)
     if not targets:
         console.print(
@@ -605,12 +618,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    from fuzz.profiles import default_profile, get_profile
+    from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.scoreboard import print_scoreboard, run_scoreboard, write_scoreboard
     from fuzz.target import select
 
     _load_plugins(args.plugin)
-    profile = get_profile(args.profile) if args.profile else default_profile()
+    profile = with_scale(
+        get_profile(args.profile) if args.profile else default_profile(), args.scale
+    )
     mutants = select(args.targets, mutants=True)
     if not mutants:
         print(

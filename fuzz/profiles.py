@@ -135,6 +135,22 @@ def get_profile(name: str) -> Profile:
         raise ValueError(f"profile={name!r} is unknown; choose one of {sorted(PROFILES)}") from None
 
 
+SCALES = ("small", "large")
+
+
+def with_scale(profile: Profile, scale: str | None) -> Profile:
+    """``profile`` drawing shapes at ``scale`` (``small``: the CPU interpreters' sizes;
+    ``large``: the GPU's chunk sizes, head counts and tiles) instead of its own; None: as is. A
+    CPU machine can then draw the large configurations a kernel only has there."""
+    if scale is None or scale == profile.scale:
+        return profile
+    if scale not in SCALES:
+        raise ValueError(f"scale={scale!r} must be one of {SCALES}")
+    import dataclasses
+
+    return dataclasses.replace(profile, scale=scale)
+
+
 def default_profile() -> Profile:
     """``gpu`` where CUDA is available, else ``ci``."""
     return PROFILES["gpu" if cuda_reason() is None else "ci"]

@@ -162,7 +162,7 @@ def _run_rows(
     for m in mutants:
         for name in backends:
             b = get_backend(name)
-            if b.impl not in m.kernels:
+            if m.unsupported(b) is not None:
                 continue
             reason = b.unavailable_reason()
             if reason is not None:
