@@ -50,3 +50,14 @@ __all__ = [
     "register_backend",
     "select",
 ]
+
+# The Triton runtime's scopes patch Triton's autotuner when imported: imported on first use.
+_RUNTIME = ("interpreter_adapter", "interpreting", "pinned_configs")
+
+
+def __getattr__(name: str) -> object:
+    if name in _RUNTIME:
+        from fuzz import triton_runtime
+
+        return getattr(triton_runtime, name)
+    raise AttributeError(f"module 'fuzz' has no attribute {name!r}")

@@ -132,6 +132,12 @@ def describe(origin: dict[str, Any] | None) -> list[str]:
     ]
     if origin.get("detail"):
         lines.append(f"        {origin['detail']}")
+    caller = origin.get("caller")
+    if caller:
+        lines.append(
+            f"        called from {caller['function']} at {caller['file']}:{caller['line']}:"
+        )
+        lines.append(f"        {caller['source'].strip()}")
     if origin.get("launch"):
         lines.append(f"        in the {origin['launch']}")
         lines.extend(f"        hazard there: {h}" for h in origin.get("launch_hazards", []))
@@ -216,6 +222,10 @@ def _trace_triton(target: Target, case: Case) -> dict[str, Any]:
         message = str(fpe)
         kind = next((k for s, k in _KIND_OF_NUMPY.items() if s in message), "floating-point error")
         rec = _frame_record(f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno)
+        if len(frames) > 1:  # a jit helper (a library's exp2): the kernel line that called it
+            c = frames[-2]
+            rec["caller"] = _frame_record(c.filename, c.lineno or 0, c.name, c.colno,
+                                          c.end_lineno, c.end_colno)  # fmt: skip
         return {"found": True, "kind": kind, "interpreter": "Triton interpreter, NumPy traps",
                 "detail": f"NumPy: {message}", **rec}  # fmt: skip
     return {"found": False, "note": "no overflow, invalid operation or division by zero in the "
