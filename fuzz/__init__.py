@@ -7,6 +7,8 @@ Public surface. Fuzzing your own kernel against a built-in family (``fuzz.plugin
 README.md for the command line.
 """
 
+from typing import Any
+
 from fuzz.backends import Backend, backends, get_backend, register_backend
 from fuzz.case import Case
 from fuzz.compare import Metrics, Tolerance, measure
@@ -55,7 +57,7 @@ __all__ = [
 _RUNTIME = ("interpreter_adapter", "interpreting", "pinned_configs")
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     if name in _RUNTIME:
         from fuzz import triton_runtime
 
