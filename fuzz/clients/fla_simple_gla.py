@@ -38,16 +38,10 @@ def without_hopper_guard():
 
 fuzz.interpreter_adapter(without_hopper_guard)
 supported = {"g", "g_gamma", "initial_state", "varlen", "scale"}
-shapes = {"tiles": {"chunk_size": (64,)}, "head_dims": (16, 8, 32, 64, 128, 256)}  # K, V even
-fuzz.fuzz_kernel(
-    "fla_chunk_simple_gla_fwd",
-    family="simple_gla_fwd",
-    kernel=forward,
-    capabilities=fuzz.Capabilities(**shapes, features=supported | {"final_state"}),
-)
-fuzz.fuzz_kernel(
-    "fla_chunk_simple_gla_bwd",
-    family="simple_gla_bwd",
-    kernel=fuzz.autograd_backward(forward),
-    capabilities=fuzz.Capabilities(**shapes, features=supported | {"dht"}),
-)
+chunks, dims = {"chunk_size": (64,)}, (16, 8, 32, 64, 128, 256)  # fp16 needs even K and V
+fwd = fuzz.Capabilities(tiles=chunks, head_dims=dims, features=supported | {"final_state"})
+bwd = fuzz.Capabilities(tiles=chunks, head_dims=dims, features=supported | {"dht"})
+fuzz.fuzz_kernel("fla_chunk_simple_gla_fwd", family="simple_gla_fwd", kernel=forward,
+                 capabilities=fwd)  # fmt: skip
+fuzz.fuzz_kernel("fla_chunk_simple_gla_bwd", family="simple_gla_bwd",
+                 kernel=fuzz.autograd_backward(forward), capabilities=bwd)  # fmt: skip
