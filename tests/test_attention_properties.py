@@ -194,16 +194,20 @@ def test_fixed_outputs_are_the_rows_without_keys():
     assert fixed["o"].shape == case.inputs["q"].shape and fixed["o"][0, 1, 1].all()
 
 
-def test_error_floor_grows_with_the_logits_and_covers_fp32_dot_errors():
-    small = dense_case(d=64)
-    big = small.replace(inputs={"q": small.inputs["q"] * 30, "k": small.inputs["k"] * 30})
-    f_small, f_big = A.error_floor(small, "cpu"), A.error_floor(big, "cpu")
-    assert 0 < f_small["lse"] < f_big["lse"] and f_small["o"] < f_big["o"]
-    # The floor bounds the actual fp32 logit error of this case with room to spare.
-    q, k = (big.inputs[n][0, 0].astype(np.float64) for n in ("q", "k"))
-    exact = q @ k.T / 8
+def test_error_bound_grows_with_each_rows_logits_and_covers_fp32_dot_errors():
+    small = dense_case(tq=2, tk=1, d=64)
+    q = small.inputs["q"].copy()
+    q[0, 0, 1] *= 30  # the second query's logit is 30x the first's
+    big = small.replace(inputs={"q": q, "k": small.inputs["k"] * 30})
+    b_small, b_big = A.analysis(small), A.analysis(big)
+    assert 0 < b_small.lse[0, 0, 0] < b_big.lse[0, 0, 0] < b_big.lse[0, 0, 1]
+    # per row: the second query's bound grows with its own logit, the first's does not
+    assert b_big.lse[0, 0, 1] > 20 * b_big.lse[0, 0, 0]
+    # One key: lse is the logit itself, and its fp32 error is within the bound.
+    qq, kk = (big.inputs[n][0, 0].astype(np.float64) for n in ("q", "k"))
+    exact = qq @ kk.T / 8
     fp32 = (big.inputs["q"][0, 0] @ big.inputs["k"][0, 0].T) * np.float32(1 / 8)
-    assert np.abs(fp32 - exact).max() <= f_big["lse"]
+    assert (np.abs(fp32 - exact)[:, 0] <= b_big.lse[0, 0]).all()
 
 
 def test_hazards_describe_the_boundaries():
