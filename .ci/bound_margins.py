@@ -1,6 +1,7 @@
 """How much room the per-element error bounds leave, on both sides.
 
-python .ci/bound_margins.py [--examples N] [--backend B] [--scale small|large] [--seed S] [FAMILY...]
+python .ci/bound_margins.py [--examples N] [--backend B] [--scale small|large] [--seed S]
+                            [--ref-device cpu|cuda] [FAMILY...]
 
 For each family (softmax, jagged_softmax, attention, attention_varlen, attention_decode), draws N
 cases from the family's strategy (derandomized, generation only), runs every real target, every
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="triton-interpret")
     p.add_argument("--scale", default="small")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ref-device", default="cpu", help="where the fp64 oracle and bound run")
     args = p.parse_args(argv)
     backend = get_backend(args.backend)
     for family in args.families:
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         for case in cases:
             dtype = case.params["dtype"]
             for t in members:
-                ctx = Context(t, backend, case)
+                ctx = Context(t, backend, case, ref_device=args.ref_device)
                 if ctx.clean.error is not None:
                     ratios[(t.name, dtype)].append(float("nan"))
                     continue

@@ -329,6 +329,19 @@ def _lse_low(case: Case) -> str | None:
     return None
 
 
+SENTINELS = (-1e4, -5e4, -6e4, -1e9)  # finite mask values seen in kernels (bug class 8)
+
+
+def _lse_below_sentinel(case: Case) -> str | None:
+    lse = _lse64(case)
+    low = lse[np.isfinite(lse)].min(initial=np.inf) if lse is not None else np.inf
+    below = [f"{v:g}" for v in SENTINELS if low <= v]
+    if below:
+        return (f"log-sum-exp {low:.4g}: every visible logit of a row is at or below the finite "
+                f"sentinel(s) {', '.join(below)}; a key masked with one would outrank them all")  # fmt: skip
+    return None
+
+
 def _no_key(case: Case) -> str | None:
     empty = no_key_rows(case)
     if empty.any():
@@ -422,6 +435,7 @@ def _empty_splits(case: Case) -> str | None:
 HAZARDS = (
     Hazard("lse-above-exp-range", _lse_high),
     Hazard("lse-below-exp-range", _lse_low),
+    Hazard("below-finite-sentinel", _lse_below_sentinel),
     Hazard("row-without-visible-key", _no_key),
     Hazard("single-visible-key", _single_key),
     Hazard("partial-kv-tile", _partial_tile),
@@ -691,8 +705,11 @@ def _is_decode(ctx: Context) -> bool:
 
 def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     """A decode step equals the last row of the full causal computation: sequence b's query
-    repeated ``cache_len[b]`` times against its cached keys, causal, through the dense kernel of
-    the same language."""
+    repeated against its cached keys, causal, through the dense kernel of the same language.
+
+    The last ``min(cache_len[b], block_k)`` queries of the prefill only: bottom-right alignment
+    puts them at the cache's last positions whatever the query count, so their rows are the full
+    prefill's last rows, and a cache of thousands of keys costs one query tile, not a prefill."""
     case = ctx.case
     lens = case.inputs["cache_len"]
     batch = lens.shape[0]
@@ -701,19 +718,21 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
         return None  # every cache is empty
     b = live[0]
     n = int(lens[b])
+    bk = case.params["block_k"]
+    rows = min(n, bk)
     inputs = {k: v for k, v in case.inputs.items() if k != "cache_len"}
-    inputs["q"] = np.repeat(case.inputs["q"][b : b + 1], n, axis=2)
+    inputs["q"] = np.repeat(case.inputs["q"][b : b + 1], rows, axis=2)
     inputs["k"] = case.inputs["k"][b : b + 1, :, :n]
     inputs["v"] = case.inputs["v"][b : b + 1, :, :n]
-    bk = case.params["block_k"]
     params = {k: v for k, v in case.params.items() if k != "num_splits"}
     params.update(causal=True, block_q=bk, block_k=bk)
     entry = DENSE_ENTRIES[ctx.backend.impl]
-    got = _launch(ctx, "decode-equals-last-causal-row", f"batch {b} as a causal prefill of {n}",
+    got = _launch(ctx, "decode-equals-last-causal-row",
+                  f"batch {b} as the last {rows} rows of a causal prefill of {n}",
                   Case(inputs, params, case.recipe), entry)  # fmt: skip
     if isinstance(got, Finding):
         return got
-    last = {"o": got["o"][:, :, n - 1 :], "lse": got["lse"][:, :, n - 1 :]}
+    last = {"o": got["o"][:, :, rows - 1 :], "lse": got["lse"][:, :, rows - 1 :]}
     return _equivalent(ctx, "decode-equals-last-causal-row", f"last row of a causal prefill of {n}",
                        last, lambda a: a[b : b + 1], F.ACCURACY, lambda i: (b, *i[1:]))  # fmt: skip
 

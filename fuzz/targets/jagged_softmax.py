@@ -505,9 +505,12 @@ SHRINK_BOUNDS: dict[str, int | Callable[[Case], int]] = {
     "seed": _tile_plus(2),
     # One row, one column, value -inf: values 1 element, offsets 2.
     "empty_nan": 2,
-    # A precision loss: one segment of two rows in one column (one row gives a sum of exp(0) =
-    # 1, exact in bf16; a second makes it 1 + exp(x2 - x1)), offsets 2.
-    "sum_bf16": 2,
+    # A precision loss: a segment of two rows in one column (one row gives a sum of exp(0) = 1,
+    # exact in bf16; a second makes it 1 + exp(x2 - x1)). Its values come from the seed-0 normal
+    # series, so whether the rounding of that sum shows depends on which of them the segment
+    # gets: seen [1, 2] (the first value alone, the next two rounding visibly): 3 elements, 4
+    # with a row to spare.
+    "sum_bf16": 4,
     # Lengths [1]: the phantom segment [N, N + 1) writes row N, past the output's end.
     "offsets_past_end": 2,
 }

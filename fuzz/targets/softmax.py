@@ -179,11 +179,16 @@ def _single_valid(case: Case) -> str | None:
     return f"{int(single.sum())} row(s) with exactly one valid key" if single.any() else None
 
 
+SENTINELS = (-1e4, -5e4, -6e4, -1e9)  # finite mask values seen in kernels (bug class 8)
+
+
 def _below_sentinel(case: Case) -> str | None:
     s = logits64(case)
     low = s[np.isfinite(s)].min(initial=np.inf)
-    if low < -1e4:
-        return f"valid logit {low:.4g} below a finite -1e4 sentinel: a masked key would outrank it"
+    below = [f"{v:g}" for v in SENTINELS if low <= v]
+    if below:
+        return (f"valid logit {low:.4g} at or below the finite sentinel(s) {', '.join(below)}: a "
+                "key masked with one would tie with or outrank it")  # fmt: skip
     return None
 
 
