@@ -251,17 +251,43 @@ def _masked_key_rows(case: Case) -> np.ndarray:
     return outside
 
 
-def poison(case: Case, kind: str) -> Case | None:
-    """Keys and values no query may see set to the poison; None if every key row is data."""
+def unseen_key_rows(case: Case) -> np.ndarray:
+    """bool ``[B, Tk]``: key rows no query of the case can see: outside the data
+    (``_masked_key_rows``), the keys of a sequence without queries, and the keys the oracle's
+    visibility rules (``oracles.attention.visible``: causal, window, bottom-right alignment) hide
+    from every query of their sequence (before a left window's reach)."""
+    from oracles.attention import visible
+
     outside = _masked_key_rows(case)
-    if not outside.any():
+    causal, window = _causal(case), _window(case.params)
+    for b, _, lq, ks, lk in seqs(case):
+        if lk == 0:
+            continue
+        if lq == 0:
+            outside[b, ks : ks + lk] = True
+            continue
+        if not causal and window is None:
+            continue  # every query sees every key of its sequence
+        seen = visible(lq, lk, causal=causal, window=window).any(dim=0).numpy()
+        outside[b, ks : ks + lk] |= ~seen
+    return outside
+
+
+def poison(case: Case, kind: str) -> Case | None:
+    """Every input element no output can depend on set to the poison: the keys and values no
+    query can see (``unseen_key_rows``), and the queries of rows without a visible key (their
+    outputs are 0 and -inf whatever they hold). None if there is none."""
+    unseen = unseen_key_rows(case)
+    blind = no_key_rows(case)  # [B, Tq]
+    if not unseen.any() and not blind.any():
         return None
     value = special_value(kind, case.params["dtype"])
     new = {}
-    for name in ("k", "v"):
-        a = case.inputs[name].copy()
-        a[np.broadcast_to(outside[:, None, :, None], a.shape)] = value
-        new[name] = a
+    for name, rows in (("k", unseen), ("v", unseen), ("q", blind)):
+        if rows.any():
+            a = case.inputs[name].copy()
+            a[np.broadcast_to(rows[:, None, :, None], a.shape)] = value
+            new[name] = a
     return case.replace(inputs=new)
 
 
