@@ -9,7 +9,9 @@ correct reformulation and every precision-loss mutant of the family on them, and
 and input dtype the ratio error / bound of the worst element of each case (``max`` and
 ``median`` over the cases; a real target or a reformulation must stay below 1 everywhere), and for
 each mutant the share of cases where it exceeds its bound with an accuracy verdict and its largest
-excess. Nothing here asserts: the numbers go in the report.
+excess. Nothing here asserts: the numbers go in the report. On pallas-interpret run one family per
+process: every kernel variant it compiles stays in memory (all families in one process ran out of
+memory on a 23 GiB machine).
 """
 
 from __future__ import annotations
