@@ -165,7 +165,8 @@ _ATTN_LAYOUTS = {"q": "BHTD", "k": "BHTD", "v": "BHTD", "o": "BHTD", "lse": "BHT
 def _attention_family(name: str, features: tuple[str, ...], tiles: tuple[str, ...],
                       strategy: Callable[..., Any], narrowing: Callable[[Any], dict[str, Any]],
                       space: Callable[[str], dict[str, tuple[Any, ...]]],
-                      always: tuple[str, ...] = ()) -> Family:  # fmt: skip
+                      always: tuple[str, ...] = (),
+                      conventions: tuple[str, ...] = ("causal", "empty_rows", "lse")) -> Family:  # fmt: skip
     keywords: dict[str | None, tuple[str, ...]] = {
         k: v for k, v in _ATTN_KEYWORDS.items() if k is None or k in features or k in tiles
     }
@@ -174,7 +175,7 @@ def _attention_family(name: str, features: tuple[str, ...], tiles: tuple[str, ..
         name=name, tensors=("q", "k", "v"), outputs=("o", "lse"), layouts=_ATTN_LAYOUTS,
         features=features, tiles=tiles, dims=("D",), keywords=keywords,
         values=_attention_values,
-        conventions=("causal", "empty_rows", "lse"), strategy=strategy, narrowing=narrowing,
+        conventions=conventions, strategy=strategy, narrowing=narrowing,
         empty_rows=_attention_empty, space=space,
     )  # fmt: skip
 
@@ -286,6 +287,7 @@ def _families() -> dict[str, Family]:
                           always=("cu_seqlens_q", "cu_seqlens_k")),
         _attention_family("attention_decode", DECODE_FEATURES, ("block_k", "num_splits"),
                           decode_cases, _decode_narrowing, always=("cache_len",),
+                          conventions=("empty_rows", "lse"),
                           space=_space("strategies.attention", blocks_k="blocks_k",
                                        head_dims="head_dims")),
         Family(

@@ -537,14 +537,50 @@ def fuzz_kernel(
     tiles = _check_signature(kernel, fam, caps)
     base = get(fam.name)
     narrowing = fam.narrowing(caps)
-    strategy = _narrowed_strategy(fam, narrowing)
+    params = {"align": conv.causal} if conv.causal != Conventions().causal else {}
+    strategy = _narrowed_strategy(fam, narrowing, params)
     entry = _entry(kernel, fam, caps, conv, lay, tiles, language)
-    target = _build_target(name, fam, base, entry, language, caps, conv, strategy, siblings,
-                           properties, disable, description)  # fmt: skip
+    sibling_entries = _sibling_entries(fam, siblings or {}, caps, conv, lay, language)
+    disabled = dict(disable or {})
+    for prop, sibling in SIBLING_PROPERTIES.get(fam.name, {}).items():
+        if sibling_entries.get(sibling) is None:
+            disabled.setdefault(prop, f"no siblings[{sibling!r}] kernel given to compare with")
+    target = _build_target(name, fam, base, entry, language, caps, conv, strategy,
+                           sibling_entries, properties, disabled, description)  # fmt: skip
     return register(target)
 
 
-def _narrowed_strategy(fam: Family, narrowing: Mapping[str, Any]) -> Callable[[str], Any]:
+# Family properties that compare a kernel with another kernel of its library, by the family of
+# that sibling: they run the plugin's own kernels, never the project's.
+SIBLING_PROPERTIES = {"attention_decode": {"decode-equals-last-causal-row": "attention"}}
+
+
+def _sibling_entries(fam: Family, siblings: Mapping[str, Callable[..., Any]], caps: Capabilities,
+                     conv: Conventions, lay: Layout, language: str) -> dict[str, Any]:  # fmt: skip
+    """The harness's entries around a plugin's sibling kernels (same conventions and layout; the
+    features the sibling's family has of the kernel's), and None for each sibling family a
+    property needs but the plugin did not give."""
+    needed = set(SIBLING_PROPERTIES.get(fam.name, {}).values())
+    unknown = sorted(set(siblings) - needed)
+    if unknown:
+        raise ValueError(f"siblings names {unknown}; family {fam.name!r} compares with "
+                         f"{sorted(needed) or 'no other kernel'}")  # fmt: skip
+    out: dict[str, Any] = {n: None for n in needed}
+    for sib_name, kernel in siblings.items():
+        sib = get_family(sib_name)
+        own = set(fam.features if caps.features is None else caps.features)
+        sib_caps = Capabilities(dtypes=caps.dtypes, head_dims=caps.head_dims,
+                                features=own & set(sib.features) | {"causal"},
+                                backends=caps.backends)  # fmt: skip
+        tiles = _check_signature(kernel, sib, sib_caps)
+        out[sib_name] = _entry(kernel, sib, sib_caps, conv, lay, tiles, language)
+    return out
+
+
+def _narrowed_strategy(fam: Family, narrowing: Mapping[str, Any], params: Mapping[str, Any]
+                       ) -> Callable[..., Any]:  # fmt: skip
+    """The family's strategy narrowed to a kernel's capabilities, its cases carrying ``params``
+    (a convention the oracle reads: the causal alignment as ``align``)."""
     kw = {k: (frozenset(v) if k == "features" and v is not None else v)
           for k, v in narrowing.items() if v is not None}  # fmt: skip
     strategy = fam.strategy
@@ -552,7 +588,8 @@ def _narrowed_strategy(fam: Family, narrowing: Mapping[str, Any]) -> Callable[[s
     def make(scale: str, **more: Any) -> Any:
         """The family's cases narrowed to the kernel's capabilities (and to ``more``: a run's
         own narrowing within them)."""
-        return strategy(scale, **{**kw, **more})
+        cases = strategy(scale, **{**kw, **more})
+        return cases.map(lambda c: c.replace(**params)) if params else cases
 
     make.__name__ = f"{fam.name}_cases"
     make.narrowing = kw  # type: ignore[attr-defined]
@@ -561,8 +598,8 @@ def _narrowed_strategy(fam: Family, narrowing: Mapping[str, Any]) -> Callable[[s
 
 def _build_target(name: str, fam: Family, base: Target, entry: Callable[..., Any], language: str,
                   caps: Capabilities, conv: Conventions, strategy: Callable[[str], Any],
-                  siblings: Mapping[str, Callable[..., Any]] | None, properties: Sequence[Property],
-                  disable: Mapping[str, str] | None, description: str) -> Target:  # fmt: skip
+                  siblings: Mapping[str, Any], properties: Sequence[Property],
+                  disable: Mapping[str, str], description: str) -> Target:  # fmt: skip
     import dataclasses
 
     oracle, naive = base.oracle, base.naive
@@ -597,8 +634,8 @@ def _build_target(name: str, fam: Family, base: Target, entry: Callable[..., Any
         description=description or f"{fam.name} kernel {name}",
         source="builtin",
         backends=backends,
-        disabled=dict(disable or {}),
-        siblings=dict(siblings or {}),
+        disabled=dict(disable),
+        siblings=dict(siblings),
         conventions=dataclasses.asdict(conv),
         outputs=outputs,
         autotune=language == "triton",

@@ -271,6 +271,7 @@ class Context:
         return {
             k: np.broadcast_to(np.asarray(v, np.float64), self.oracle[k].shape)
             for k, v in got.items()
+            if k in self.oracle  # an output the kernel does not have (a plugin's convention)
         }
 
     def bound(self, name: str) -> np.ndarray:

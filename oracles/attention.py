@@ -10,8 +10,9 @@ For one sequence with ``Lq`` queries and ``Lk`` keys (head ``h``, GQA: kv head `
     o[i]    = sum_j exp(s[i, j] - lse[i]) v[j] (zeros for a query with no visible key)
 
 Visibility is a boolean matrix built from index rules, with query ``i`` at key position
-``i + Lk - Lq`` (bottom-right alignment): causal keeps ``j <= i + Lk - Lq``; a window
-``(left, right)`` keeps ``i + Lk - Lq - left <= j <= i + Lk - Lq + right`` (-1: unbounded side).
+``p = i + Lk - Lq`` (bottom-right alignment; ``p = i`` top-left, for kernels declaring it):
+causal keeps ``j <= p``; a window ``(left, right)`` keeps ``p - left <= j <= p + right`` (-1:
+unbounded side); ALiBi's distance is ``|p - j|``.
 A batch is a list of such sequences: a dense batch element with ``key_lengths[b]`` valid keys is a
 sequence of ``Tq`` queries and ``key_lengths[b]`` keys; packed sequences come from
 ``cu_seqlens_q/k``; a decode step is a sequence of one query against ``cache_len[b]`` keys.
@@ -55,11 +56,13 @@ def visible(
     causal: bool = False,
     window: Sequence[int] | None = None,
     device: str | torch.device = "cpu",
+    align: str = "bottom-right",
 ) -> torch.Tensor:
-    """bool ``[q_len, k_len]``: whether key j is visible from query i (bottom-right aligned)."""
+    """bool ``[q_len, k_len]``: whether key j is visible from query i (aligned as ``align``
+    says, :func:`query_offset`)."""
     i = torch.arange(q_len, device=device)[:, None]
     j = torch.arange(k_len, device=device)[None, :]
-    pos = i + (k_len - q_len)  # the key position query i sits at
+    pos = i + query_offset(q_len, k_len, align)  # the key position query i sits at
     keep = torch.ones(q_len, k_len, dtype=torch.bool, device=device)
     if causal:
         keep &= j <= pos
@@ -72,12 +75,26 @@ def visible(
     return keep
 
 
-def alibi_bias(slopes: torch.Tensor, q_len: int, k_len: int) -> torch.Tensor:
-    """float64 ``[H, q_len, k_len]``: ``-slope[h] * |i + k_len - q_len - j|``."""
+ALIGNMENTS = ("bottom-right", "top-left")
+
+
+def query_offset(q_len: int, k_len: int, align: str = "bottom-right") -> int:
+    """The key position of query 0: ``k_len - q_len`` bottom-right aligned (FlashAttention 2.1+,
+    this project's kernels: the last query sits at the last key), 0 top-left aligned (PyTorch's
+    ``is_causal``: query i at key i). Causal masks, windows and ALiBi distances are measured from
+    each query's position."""
+    if align not in ALIGNMENTS:
+        raise ValueError(f"align={align!r} must be one of {ALIGNMENTS}")
+    return k_len - q_len if align == "bottom-right" else 0
+
+
+def alibi_bias(slopes: torch.Tensor, q_len: int, k_len: int, align: str = "bottom-right"
+               ) -> torch.Tensor:  # fmt: skip
+    """float64 ``[H, q_len, k_len]``: ``-slope[h] * |i + offset - j|`` (:func:`query_offset`)."""
     device = slopes.device
     i = torch.arange(q_len, device=device, dtype=torch.float64)[:, None]
     j = torch.arange(k_len, device=device, dtype=torch.float64)[None, :]
-    dist = (i + (k_len - q_len) - j).abs()
+    dist = (i + query_offset(q_len, k_len, align) - j).abs()
     return -slopes.to(torch.float64)[:, None, None] * dist
 
 
@@ -137,6 +154,7 @@ def attention_reference(
     cu_seqlens_k: torch.Tensor | None = None,
     alibi_slopes: torch.Tensor | None = None,
     softcap: float | None = None,
+    align: str = "bottom-right",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """float64 attention, one sequence at a time.
 
@@ -163,9 +181,9 @@ def attention_reference(
         qq = q64[b, :, qs : qs + lq]
         kk = k64[b, :, ks : ks + lk].repeat_interleave(group, dim=0)
         vv = v64[b, :, ks : ks + lk].repeat_interleave(group, dim=0)
-        bias = None if alibi_slopes is None else alibi_bias(alibi_slopes, lq, lk)
+        bias = None if alibi_slopes is None else alibi_bias(alibi_slopes, lq, lk, align)
         s = _scores(qq, kk, scale, softcap, bias)
-        keep = visible(lq, lk, causal=causal, window=window, device=q.device)
+        keep = visible(lq, lk, causal=causal, window=window, device=q.device, align=align)
         o[b, :, qs : qs + lq], lse[b, :, qs : qs + lq] = _softmax_rows(s, keep, vv)
     return o, lse
 
@@ -183,6 +201,7 @@ def attention_reference_packed(
     cu_seqlens_k: torch.Tensor | None = None,
     alibi_slopes: torch.Tensor | None = None,
     softcap: float | None = None,
+    align: str = "bottom-right",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """float64 attention through one ``[Hq, B*Tq, B*Tk]`` score matrix with a document mask.
 
@@ -217,7 +236,7 @@ def attention_reference_packed(
         k_seq[rk], k_idx[rk] = n, torch.arange(lk, device=dev)
     i = q_idx[:, None]
     j = k_idx[None, :]
-    pos = i + (q_lk - q_lq)[:, None]
+    pos = i + ((q_lk - q_lq)[:, None] if align == "bottom-right" else 0)
     keep = q_seq[:, None] == k_seq[None, :]
     if causal:
         keep &= j <= pos
@@ -251,6 +270,7 @@ def attention_naive(
     cu_seqlens_k: torch.Tensor | None = None,
     alibi_slopes: torch.Tensor | None = None,
     softcap: float | None = None,
+    align: str = "bottom-right",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Eager PyTorch attention in the input dtype, one sequence at a time.
 
@@ -275,8 +295,8 @@ def attention_naive(
         if softcap is not None:
             s = softcap * torch.tanh(s / softcap)
         if alibi_slopes is not None:
-            s = s + alibi_bias(alibi_slopes, lq, lk).to(dt)
-        keep = visible(lq, lk, causal=causal, window=window, device=q.device)
+            s = s + alibi_bias(alibi_slopes, lq, lk, align).to(dt)
+        keep = visible(lq, lk, causal=causal, window=window, device=q.device, align=align)
         s = s.float().masked_fill(~keep, float("-inf"))
         row_lse = torch.logsumexp(s, dim=-1)
         empty = torch.isneginf(row_lse)
@@ -325,6 +345,7 @@ def attention_error_bound(
     cu_seqlens_k: torch.Tensor | None = None,
     alibi_slopes: torch.Tensor | None = None,
     softcap: float | None = None,
+    align: str = "bottom-right",
     dtype: str,
     num_splits: int = 0,
     min_tile: int = 16,
@@ -373,8 +394,8 @@ def attention_error_bound(
         qq = q64[b, :, qs : qs + lq]
         kk = k64[b, :, ks : ks + lk].repeat_interleave(group, dim=0)
         vv = v64[b, :, ks : ks + lk].repeat_interleave(group, dim=0)
-        seq = _Sequence(qq, kk, vv, scale, softcap, slopes, dtype)
-        keep = visible(lq, lk, causal=causal, window=window, device=dev)
+        seq = _Sequence(qq, kk, vv, scale, softcap, slopes, dtype, query_offset(lq, lk, align))
+        keep = visible(lq, lk, causal=causal, window=window, device=dev, align=align)
         step = max(1, max_chunk // max(1, hq * lk))
         for i0 in range(0, lq, step):
             i1 = min(lq, i0 + step)
@@ -397,7 +418,8 @@ class _Sequence:
     """One sequence's operands (float64, kv heads repeated) and what every block of its query
     rows shares: the values' range per column, the subnormal operands."""
 
-    def __init__(self, q, k, v, scale, softcap, slopes, dtype):
+    def __init__(self, q, k, v, scale, softcap, slopes, dtype, offset):
+        self.offset = offset  # the key position of query 0 (query_offset)
         self.q, self.k, self.v = q, k, v
         self.scale, self.softcap, self.slopes, self.dtype = scale, softcap, slopes, dtype
         self.q_abs, self.k_abs, self.v_abs = q.abs(), k.abs(), v.abs()
@@ -433,7 +455,7 @@ class _Sequence:
         if self.slopes is not None:
             i = torch.arange(i0, i1, device=s.device, dtype=torch.float64)[:, None]
             j = torch.arange(lk, device=s.device, dtype=torch.float64)[None, :]
-            dist = (i + (lk - lq) - j).abs()
+            dist = (i + self.offset - j).abs()
             bias = self.slopes[:, None, None] * dist
             # The oracle's slopes are the kernels' up to fp32 rounding (standard slopes computed
             # in each); the product and the sum round once each.

@@ -43,6 +43,7 @@ from oracles.attention import (
     attention_error_bound,
     attention_naive,
     attention_reference,
+    query_offset,
     sequences,
 )
 from strategies.attention import attention_cases, decode_cases, varlen_cases
@@ -150,7 +151,14 @@ def _reference_kwargs(case: Case, t: Mapping[str, Any]) -> dict[str, Any]:
         "cu_seqlens_k": t.get("cu_seqlens_k"),
         "alibi_slopes": t.get("alibi_slopes"),
         "softcap": p.get("softcap"),
+        "align": _align(case),
     }
+
+
+def _align(case: Case) -> str:
+    """Where the case's queries sit among its keys: ``bottom-right`` (this project's kernels), or
+    a plugin kernel's declared convention (``Conventions.causal``: the case's ``align``)."""
+    return str(case.params.get("align", "bottom-right"))
 
 
 def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
@@ -172,14 +180,20 @@ def naive(case: Case, device: str) -> dict[str, np.ndarray]:
 
 
 def visible_count(
-    q_len: int, k_len: int, *, causal: bool, window: tuple[int, int] | None
+    q_len: int,
+    k_len: int,
+    *,
+    causal: bool,
+    window: tuple[int, int] | None,
+    align: str = "bottom-right",
 ) -> np.ndarray:
     """int ``[q_len]``: how many keys each query row sees, in closed form (the count of
     :func:`oracles.attention.visible`'s rows, without its ``q_len x k_len`` matrix: the host
     asks for it on every example, at every length). Query ``i`` sits at key position
-    ``p = i + k_len - q_len`` and sees the keys ``j`` in ``[0, k_len)`` with ``j <= p`` (causal)
-    and ``p - left <= j <= p + right`` (a window side < 0 is unbounded)."""
-    pos = np.arange(q_len, dtype=np.int64) + (k_len - q_len)
+    ``p = i + k_len - q_len`` (bottom-right; ``p = i`` top-left) and sees the keys ``j`` in
+    ``[0, k_len)`` with ``j <= p`` (causal) and ``p - left <= j <= p + right`` (a window side < 0
+    is unbounded)."""
+    pos = np.arange(q_len, dtype=np.int64) + query_offset(q_len, k_len, align)
     lo = np.zeros(q_len, np.int64)
     hi = np.full(q_len, k_len - 1, np.int64)
     if causal:
@@ -216,7 +230,8 @@ def _structure(case: Case) -> Structure:
         counts = np.zeros((q.shape[0], q.shape[2]), np.int64)
         causal, window = bool(case.params.get("causal", False)), _window(case.params)
         for b, qs, lq, _, lk in found:
-            counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window)
+            counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window,
+                                                    align=_align(case))  # fmt: skip
         got = (found, counts)
         _STRUCTURE[case] = got
     return got
@@ -268,7 +283,8 @@ def unseen_key_rows(case: Case) -> np.ndarray:
             continue
         if not causal and window is None:
             continue  # every query sees every key of its sequence
-        seen = visible(lq, lk, causal=causal, window=window).any(dim=0).numpy()
+        keep = visible(lq, lk, causal=causal, window=window, align=_align(case))
+        seen = keep.any(dim=0).numpy()
         outside[b, ks : ks + lk] |= ~seen
     return outside
 
@@ -490,7 +506,7 @@ def _launch(ctx: Context, prop: str, what: str, case: Case, entry: KernelRun | N
             ) -> dict[str, np.ndarray] | Finding:  # fmt: skip
     """A derived launch of ``case`` (the target's own kernel, or ``entry``): its outputs, or the
     ``crash`` finding of ``prop`` (``Context.derived``)."""
-    got = ctx.derived(case, prop=prop, what=what, outputs=output_spec(case), entry=entry)
+    got = ctx.derived(case, prop=prop, what=what, outputs=ctx.output_spec(case), entry=entry)
     return got if isinstance(got, Finding) else got.outputs
 
 
@@ -553,6 +569,8 @@ def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray
     tolerance of it, so they may differ by at most twice the tolerance (the kernels here agree
     bit for bit; ``tests/kernels`` checks that)."""
     for name in ("o", "lse"):
+        if name not in ctx.oracle:
+            continue  # a plugin kernel without a log-sum-exp (Conventions(lse="none"))
         tol = 2.0 * select(ctx.bound(name))
         f = _agree(ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls,
                    where)  # fmt: skip
@@ -648,6 +666,8 @@ def _scale_once(ctx: Context, _: Any) -> Finding | None:
         return None  # not an instance of the invariance / the gate reports the crash
     what = f"with q * {GATE_C:g} and scale / {GATE_C:g}"
     for name in ("o", "lse"):
+        if name not in ctx.oracle:
+            continue
         got, want, tol = launch.outputs[name], ctx.clean.outputs[name], 2.0 * ctx.bound(name)
         if name == "o":
             got, want, tol = got[..., :-1], want[..., :-1], tol[..., :-1]
@@ -725,8 +745,16 @@ def _varlen_alone(ctx: Context, pick: Any) -> Finding | None:
                        got, lambda a: a[:, :, q0:q1], F.MASKING, lambda i: (i[0], i[1], q0 + i[2], *i[3:]))  # fmt: skip
 
 
+def _dense_entry(ctx: Context) -> KernelRun | None:
+    """The dense attention kernel a decode step is compared with: the same library's (a plugin's
+    ``siblings["attention"]``, None when it gave none), or the project's own."""
+    if "attention" in ctx.target.siblings:
+        return ctx.target.siblings["attention"]
+    return DENSE_ENTRIES[ctx.backend.impl]
+
+
 def _is_decode(ctx: Context) -> bool:
-    return "cache_len" in ctx.case.inputs
+    return "cache_len" in ctx.case.inputs and _dense_entry(ctx) is not None
 
 
 def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
@@ -752,13 +780,14 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     inputs["v"] = case.inputs["v"][b : b + 1, :, :n]
     params = {k: v for k, v in case.params.items() if k != "num_splits"}
     params.update(causal=True, block_q=bk, block_k=bk)
-    entry = DENSE_ENTRIES[ctx.backend.impl]
+    entry = _dense_entry(ctx)
+    assert entry is not None
     got = _launch(ctx, "decode-equals-last-causal-row",
                   f"batch {b} as the last {rows} rows of a causal prefill of {n}",
                   Case(inputs, params, case.recipe), entry)  # fmt: skip
     if isinstance(got, Finding):
         return got
-    last = {"o": got["o"][:, :, rows - 1 :], "lse": got["lse"][:, :, rows - 1 :]}
+    last = {k: v[:, :, rows - 1 :] for k, v in got.items() if k in ctx.oracle}
     return _equivalent(ctx, "decode-equals-last-causal-row", f"last row of a causal prefill of {n}",
                        last, lambda a: a[b : b + 1], F.ACCURACY, lambda i: (b, *i[1:]))  # fmt: skip
 

@@ -561,7 +561,7 @@ def _slice_case(case: Case, rows: slice, t0: int, t1: int, *, h0: np.ndarray | N
 
 
 def _run(ctx: Context, case: Case, prop: str, what: str) -> Launch | Finding:
-    return ctx.derived(case, prop=prop, what=what, outputs=output_spec(case))
+    return ctx.derived(case, prop=prop, what=what, outputs=ctx.output_spec(case))
 
 
 # On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
