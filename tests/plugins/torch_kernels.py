@@ -107,6 +107,6 @@ for name, align in (("torch_sdpa_causal", "top-left"), ("torch_sdpa_causal_misde
         disable={
             "masked-poison": "torch's attention multiplies a masked key's probability (0) "
             "by its value: NaN there leaks, as torch_sdpa shows"
-        },  # fmt: skip
+        },
         description=f"scaled_dot_product_attention(is_causal=...), declared {align or 'bottom-right'}",
     )
