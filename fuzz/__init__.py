@@ -1,14 +1,20 @@
 """A property-based numerical fuzzing harness for GPU kernels.
 
-Public surface: targets (:class:`Target`, :func:`register`), cases, tolerance policy, the hunt
-loop and profiles. See README.md for the command line.
+Public surface. Fuzzing your own kernel against a built-in family (``fuzz.plugin``):
+:func:`fuzz_kernel` with :class:`Capabilities`, :class:`Conventions` and :class:`Layout`;
+:func:`autograd_backward`; :class:`Property` for checks of your own. Lower level: targets
+(:class:`Target`, :func:`register`), cases, tolerance policy, the hunt loop and profiles. See
+README.md for the command line.
 """
+
+from typing import Any
 
 from fuzz.backends import Backend, backends, get_backend, register_backend
 from fuzz.case import Case
 from fuzz.compare import Metrics, Tolerance, measure
 from fuzz.engine import HuntResult, check, hunt
 from fuzz.failures import CLASSES, Finding
+from fuzz.plugin import Capabilities, Conventions, Layout, autograd_backward, fuzz_kernel
 from fuzz.profiles import PROFILES, Profile, get_profile
 from fuzz.properties import Context, Property, check_case
 from fuzz.target import Hazard, Target, all_targets, get, load_plugin, register, select
@@ -17,20 +23,25 @@ __all__ = [
     "CLASSES",
     "PROFILES",
     "Backend",
+    "Capabilities",
     "Case",
     "Context",
+    "Conventions",
     "Finding",
     "Hazard",
     "HuntResult",
+    "Layout",
     "Metrics",
     "Profile",
     "Property",
     "Target",
     "Tolerance",
     "all_targets",
+    "autograd_backward",
     "backends",
     "check",
     "check_case",
+    "fuzz_kernel",
     "get",
     "get_backend",
     "get_profile",
@@ -41,3 +52,14 @@ __all__ = [
     "register_backend",
     "select",
 ]
+
+# The Triton runtime's scopes patch Triton's autotuner when imported: imported on first use.
+_RUNTIME = ("interpreter_adapter", "interpreting", "pinned_configs")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RUNTIME:
+        from fuzz import triton_runtime
+
+        return getattr(triton_runtime, name)
+    raise AttributeError(f"module 'fuzz' has no attribute {name!r}")

@@ -177,7 +177,11 @@ _jax_cache_on = False
 
 def enable_jax_compilation_cache() -> None:
     """Turns on JAX's persistent compilation cache (idempotent; ``KERNEL_FUZZ_CACHE_DIR=off``
-    leaves it off). Triton keeps its own on-disk cache (``~/.triton/cache``)."""
+    leaves it off). Only a process that compiles for an accelerator turns it on: there a compile
+    costs seconds, while loading a cached *CPU* executable can crash the process (XLA's CPU
+    deserialisation segfaulted in CI on the interpreted Pallas kernels), and the interpreters
+    compile quickly enough uncached. Triton keeps its own on-disk cache (``~/.triton/cache``).
+    """
     global _jax_cache_on
     if _jax_cache_on or os.environ.get("KERNEL_FUZZ_CACHE_DIR") == "off":
         return
@@ -202,7 +206,8 @@ class JaxAdapter(Adapter):
     def device(self) -> Any:
         import jax
 
-        enable_jax_compilation_cache()
+        if self.platform != "cpu":
+            enable_jax_compilation_cache()
         return jax.devices(self.platform)[0]
 
     def put(self, a: np.ndarray) -> Any:

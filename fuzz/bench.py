@@ -101,17 +101,32 @@ def _passes(
     return first, fresh, again
 
 
+def _record(fresh: HuntResult, again: HuntResult) -> dict[str, Any]:
+    """One pass pair as numbers (``--json``)."""
+
+    def one(r: HuntResult) -> dict[str, Any]:
+        st = r.stats
+        return {"examples": r.examples, "seconds": round(r.seconds, 3),
+                "examples_per_second": round(r.examples_per_second, 3), "compiles": st.compiles,
+                "compile_seconds": round(st.compile_seconds, 3),
+                "rejected_would_compile": r.events.get("rejected: would compile", 0),
+                "error": r.error}  # fmt: skip
+
+    return {"fresh": one(fresh), "warm": one(again)}
+
+
 def _child(pairs: list[tuple[str, str]], profile: Profile, examples: int, seed: int,
            barrier: Any, results: Any, slot: int) -> None:  # fmt: skip
     for name, b in pairs:
         first, fresh, again = _passes(name, b, profile, examples, seed, barrier.wait)
         results.put((slot, _row("fresh", first, fresh), _row("warm", first, again),
-                     fresh.examples_per_second, again.examples_per_second))  # fmt: skip
+                     fresh.examples_per_second, again.examples_per_second,
+                     _record(fresh, again)))  # fmt: skip
 
 
 def _parallel(
     pairs: list[tuple[str, str]], profile: Profile, examples: int, seed: int, procs: int
-) -> None:
+) -> list[dict[str, Any]]:
     """``procs`` processes on one machine (one GPU), each running every pair's passes with seeds
     of its own; the passes of one pair start together. Prints each process's rows and the sum
     of their rates: the throughput of ``procs`` workers sharing the GPU (a campaign's
@@ -130,16 +145,22 @@ def _parallel(
     ]  # fmt: skip
     for c in children:
         c.start()
+    records = []
     for name, b in pairs:
-        rows = sorted(results.get() for _ in range(procs))
-        for slot, fresh_row, warm_row, _, _ in rows:
+        rows = sorted((results.get() for _ in range(procs)), key=lambda r: r[0])
+        for slot, fresh_row, warm_row, *_ in rows:
             print(f"[{slot}] {fresh_row}\n[{slot}] {warm_row}", flush=True)
         fresh = sum(r[3] for r in rows)
         warm = sum(r[4] for r in rows)
         print(f"{name:30} {b:17} {procs} processes on one GPU: fresh {fresh:.1f} ex/s, "
               f"warm {warm:.1f} ex/s (sum of the processes' rates)", flush=True)  # fmt: skip
+        records.append({"target": name, "backend": b, "procs": procs,
+                        "fresh_examples_per_second": round(fresh, 3),
+                        "warm_examples_per_second": round(warm, 3),
+                        "processes": [r[5] for r in rows]})  # fmt: skip
     for c in children:
         c.join()
+    return records
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-differential", action="store_true", help="measure without the differential"
     )
     p.add_argument("--bare", action="store_true", help="also time the bare loop")
+    p.add_argument("--json", default=None, help="also write the numbers to this file")
     p.add_argument(
         "--procs",
         type=count_arg,
@@ -177,12 +199,28 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(head), flush=True)
     pairs = [(t.name, b) for t in select(args.targets, mutants=None) for b in backends]
     if args.procs > 1:
-        _parallel(pairs, profile, args.examples, args.seed, args.procs)
+        records = _parallel(pairs, profile, args.examples, args.seed, args.procs)
     else:
+        records = []
         for name, b in pairs:
             warm, fresh, again = _passes(name, b, profile, args.examples, args.seed)
             print(_row("fresh", warm, fresh), flush=True)
             print(_row("warm", warm, again), flush=True)
+            rec = _record(fresh, again)
+            records.append({"target": name, "backend": b, "procs": 1,
+                            "fresh_examples_per_second": rec["fresh"]["examples_per_second"],
+                            "warm_examples_per_second": rec["warm"]["examples_per_second"],
+                            "processes": [rec]})  # fmt: skip
+    if args.json:
+        import json
+
+        from fuzz.backends import device_name
+
+        doc = {"profile": profile.name, "examples": args.examples, "device": device_name(),
+               "time": time.strftime("%Y-%m-%d %H:%M"),
+               "results": records}  # fmt: skip
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
     if args.bare:
         for b in backends:
             rate = _bare_loop(select(args.targets)[0].name, b, profile.name, args.examples)

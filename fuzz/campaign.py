@@ -18,7 +18,9 @@
   kernel outlasts a timeout as a hang does) and only a second timeout makes it a hang;
 * writes ``report.json`` (atomically) whenever something is found and when a slice ends, and the
   full report set (``fuzz.report``) at the end -- also on SIGTERM/SIGINT, with what was found so
-  far.
+  far;
+* holds a lock on its output folder (:func:`lock_output`) from start to end: a second campaign
+  into the same folder stops at once, naming the one that holds it.
 """
 
 from __future__ import annotations
@@ -35,14 +37,24 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from fuzz import failures as F
 from fuzz.failures import Finding
 from fuzz.profiles import Profile
 from fuzz.target import Target, target_plugin
 from fuzz.threads import children_share_cpus
-from fuzz.worker import EXIT_CONTEXT_LOST, WorkerConfig, clear_inflight, read_inflight, worker_main
+from fuzz.worker import (
+    EXHAUSTED_AT,
+    EXIT_CONTEXT_LOST,
+    EXIT_RECYCLE,
+    WorkerConfig,
+    clear_inflight,
+    count_maps,
+    map_limit,
+    read_inflight,
+    worker_main,
+)
 
 NEW_CLASS_WEIGHT = 10.0  # a new failure class counts as much as ten new coverage features
 
@@ -58,6 +70,7 @@ class PairState:
     seconds: float = 0.0
     slices: int = 0
     deaths: int = 0
+    exhaustions: int = 0  # its worker died of a resource exhaustion (not counted as deaths)
     rate: float = 0.0  # recent gain per second (new classes x 10 + new features)
     running: bool = False
     retired: str = ""
@@ -81,8 +94,10 @@ class PairState:
     @property
     def status(self) -> str:
         t = self.target
+        if self.error and not self.found:
+            return "error"  # the harness failed here (a harness error, exit 2), not the kernel
         if t.expected_class is None:
-            return "fail" if self.found or self.error else "pass"
+            return "fail" if self.found else "pass"
         if t.expected_class in self.found:
             return "found"
         return "wrong-class" if self.found else "missed"
@@ -132,6 +147,11 @@ class WorkerHandle:
     kill_reason: str | None = None
     restarts: int = 0
     startup_failures: int = 0
+    fatal: str | None = None  # why its set-up failed (an exception: the same every time)
+    maps: int = 0  # its memory maps, last sampled (see fuzz.worker.MapBudget)
+    maps_sampled: float = 0.0
+    log_offset: int = 0  # the size of its log when its current slice began
+    recycles: int = 0
 
 
 def refund_cap(budget: float) -> float:
@@ -207,7 +227,10 @@ class Campaign:
         self.previous: dict[str, Any] | None = None
         self.replay_queue: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self.errors: list[str] = []  # the harness itself failed (not one target: the campaign)
+        self.map_limit = map_limit()
         self._last_write = 0.0
+        self._lock: IO[str] | None = None
         self._superseded: list[Path] = []
         n = max(len(self.pairs), 1)
         # A quarter of an even split, at least 3 s (less when the budget cannot give every pair
@@ -221,7 +244,7 @@ class Campaign:
         from fuzz.backends import get_backend
 
         b = get_backend(backend)
-        return b.impl in t.kernels and b.available
+        return t.unsupported(b) is None and b.available
 
     # Workers ---------------------------------------------------------------------------------------
 
@@ -240,6 +263,7 @@ class Campaign:
         w.ready = False
         w.busy = None
         w.kill_reason = None
+        w.maps, w.maps_sampled = 0, 0.0  # the new process's own, from its first sample on
 
     def _make_workers(self) -> None:
         c = self.config
@@ -298,6 +322,10 @@ class Campaign:
         )
 
     def _dispatch(self, w: WorkerHandle) -> bool:
+        try:
+            w.log_offset = os.path.getsize(w.config.log)
+        except OSError:
+            w.log_offset = 0
         if self.replay_queue:
             item = self.replay_queue.pop(0)
             self.slice_ids += 1
@@ -340,6 +368,14 @@ class Campaign:
 
     # Messages --------------------------------------------------------------------------------------
 
+    def note_db_problems(self, problems: Sequence[str]) -> None:
+        """Keeps example database problems for the report and says each new one on the console
+        (the first ten; a database that cannot be reached fails quietly otherwise)."""
+        for p in problems:
+            if p not in self.db_problems and len(set(self.db_problems)) < 10:
+                self.log(f"WARNING {p}")
+            self.db_problems.append(p)
+
     def _pair_of(self, w: WorkerHandle, sid: int) -> PairState | None:
         if w.busy is not None and w.busy.id == sid:
             return w.busy.pair
@@ -369,7 +405,7 @@ class Campaign:
             w.startup_failures = 0
             return
         if kind == "fatal":
-            self.notes.append(f"worker {w.slot} could not start: {msg[1]}")
+            w.fatal = msg[1]
             self.log(f"worker {w.slot} could not start: {msg[1]}\n{msg[2]}")
             return
         sid = msg[1]
@@ -415,17 +451,25 @@ class Campaign:
             if feat not in pair.features:
                 pair.features.add(feat)
                 pair.slice_new += 1.0
-        self.db_problems.extend(summary.get("db_problems", []))
+        self.note_db_problems(summary.get("db_problems", []))
         if summary.get("error"):
-            pair.error = summary["error"]
+            source = pair.target.source
+            where = "" if source == "builtin" else f" (target from plugin {source})"
+            pair.error = f"{summary['error']}{where}"
             pair.retired = "harness error"
-            self.log(f"ERROR {pair.target.name} on {pair.backend}: {summary['error'][:300]}")
+            self.log(f"ERROR {pair.target.name} on {pair.backend}: {pair.error[:400]}")
         elif (
             summary.get("stopped") == "examples"
             and not summary.get("found")
             and secs < 0.9 * sl.time_limit
         ):
             pair.retired = "search space exhausted"
+        if summary.get("recycle"):
+            r = summary["recycle"]
+            w.recycles += 1
+            w.ready = False  # it exits now: no new slice for it
+            self.log(f"worker {w.slot} is recycled: its process holds {r['maps']} memory maps of "
+                     f"the {r['limit']} it may have; a fresh one takes over")  # fmt: skip
         gain = pair.slice_new / max(secs, 0.1)
         pair.rate = 0.5 * pair.rate + 0.5 * gain
         rate = summary.get("examples", 0) / secs if secs > 0 else 0.0
@@ -536,6 +580,49 @@ class Campaign:
         }
         return rec
 
+    def _book_slice(self, sl: Slice) -> None:
+        """Books the examples and time of a slice that ended without its summary."""
+        pair = sl.pair
+        assert pair is not None
+        pair.running = False
+        pair.slices += 1
+        pair.seconds += time.perf_counter() - sl.started
+        pair.examples += pair.live_examples
+        pair.live_examples = 0
+
+    # Out-of-resources messages of a process (LLVM, the C++ runtime, Python, the C library).
+    EXHAUSTION_TEXTS = ("Cannot allocate memory", "LLVM ERROR: out of memory", "std::bad_alloc",
+                        "MemoryError")  # fmt: skip
+
+    def _exhausted(self, w: WorkerHandle, code: int | None) -> str | None:
+        """Why the death of worker ``w`` (exit ``code``) was the harness process running out of
+        memory maps or memory rather than a kernel crash, or None: killed by a fault signal with
+        its memory maps near the limit, or after an out-of-resources message in its log."""
+        limit = self.map_limit
+        faulted = code is not None and code < 0 and -code in FAULT_SIGNALS
+        if faulted and limit and w.maps >= EXHAUSTED_AT * limit:
+            return f"{w.maps} memory maps of the {limit} a process may have"
+        try:
+            with open(w.config.log, "rb") as f:
+                f.seek(w.log_offset)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return None
+        said = next((t for t in self.EXHAUSTION_TEXTS if t in text), None)
+        return f"it said {said!r} first" if said and code != 0 else None
+
+    def _exhaustion(self, w: WorkerHandle, pair: PairState, code: int | None, why: str) -> None:
+        """Books a worker that died of a resource exhaustion of the harness: no finding; a pair
+        whose worker dies so twice is a harness error (its examples cannot run here)."""
+        pair.exhaustions += 1
+        text = (f"worker {w.slot} {_exit_text(code, None)} while fuzzing {pair.target.name} on "
+                f"{pair.backend}: the harness ran out of resources ({why}), not a kernel crash")  # fmt: skip
+        self.notes.append(text)
+        self.log(f"WARNING {text}; restarting it")
+        if pair.exhaustions >= 2 and not pair.retired:
+            pair.error = f"its worker ran out of resources {pair.exhaustions} times (last: {why})"
+            pair.retired = "resource exhaustion"
+
     def _worker_gone(self, w: WorkerHandle) -> None:
         code = w.process.exitcode if w.process is not None else None
         sl = w.busy
@@ -543,17 +630,26 @@ class Campaign:
         if code is None and w.process is not None:
             w.process.join(1)
             code = w.process.exitcode
+        # A stop asked for from outside (timeout, systemd, kill -TERM -PGID) is never a finding,
+        # nor a worker ending itself to be replaced (recycled), nor the harness running out of
+        # memory maps or memory.
+        stopped = reason is None and (_stop_signal(code) is not None or code == EXIT_RECYCLE)
+        exhausted = None if reason or stopped or sl is None else self._exhausted(w, code)
         if sl is not None and sl.kind == "replay":
-            self._replayed(w, {"path": sl.replay_path, "status": "fail",
-                               "verdict": f"the replay {_exit_text(code, reason)}"})  # fmt: skip
+            status = "error" if stopped or exhausted else "fail"
+            verdict = f"the replay {_exit_text(code, reason)}" + (
+                f" ({exhausted})" if exhausted else ""
+            )
+            self._replayed(w, {"path": sl.replay_path, "status": status, "verdict": verdict})
+        elif sl is not None and sl.pair is not None and exhausted:
+            self._book_slice(sl)
+            self._exhaustion(w, sl.pair, code, exhausted)
         elif sl is not None and sl.pair is not None:
             pair = sl.pair
-            pair.running = False
-            pair.slices += 1
-            pair.seconds += time.perf_counter() - sl.started
-            pair.examples += pair.live_examples
-            pair.live_examples = 0
-            if reason == "hang" and w.compiling:
+            self._book_slice(sl)
+            if stopped:
+                pass  # its example was interrupted, not faulty: no finding, no death
+            elif reason == "hang" and w.compiling:
                 msg = (
                     f"a kernel was still compiling after {self.config.compile_timeout:g} s "
                     "(compile timeout); the worker was killed"
@@ -571,13 +667,13 @@ class Campaign:
                                   "limit (shrinking too slow); the worker was restarted")  # fmt: skip
             elif reason != "shutdown":
                 self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
-            pair.deaths += reason != "overran"
+            pair.deaths += reason != "overran" and not stopped
             if pair.deaths >= self.config.max_deaths and not pair.retired:
                 pair.retired = f"killed its worker {pair.deaths} times"
             self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
                      f"{pair.target.name} on {pair.backend}")  # fmt: skip
         clear_inflight(w.config.inflight)
-        if not w.ready:
+        if not w.ready and code != EXIT_RECYCLE:
             w.startup_failures += 1  # died before it could take any work
         w.busy = None
         w.ready = False
@@ -588,10 +684,12 @@ class Campaign:
         if self.stop_reason or reason == "shutdown" or (out_of_time and not self.replay_queue):
             w.process = None
             return
-        if w.startup_failures >= 3:
-            self.notes.append(
-                f"worker {w.slot} failed to start 3 times (see {w.config.log}); slot abandoned"
-            )
+        if w.fatal is not None or w.startup_failures >= 3:
+            # An exception in the worker's set-up (a plugin that does not import there) is the
+            # same every time; a start-up that dies outright is tried three times.
+            why = w.fatal or f"it died 3 times while starting (see {w.config.log})"
+            self.errors.append(f"worker {w.slot} could not start: {why}")
+            self.log(f"ERROR worker {w.slot} could not start: {why}")
             w.process = None
             return
         self.restarts += 1
@@ -601,14 +699,13 @@ class Campaign:
     # Triage ----------------------------------------------------------------------------------------
 
     def _load_previous(self) -> None:
-        import json
+        from fuzz.report import read_previous
 
-        path = self.config.out / "report.json"
-        try:
-            prev = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return
-        if not isinstance(prev, dict) or "results" not in prev:
+        prev, problem = read_previous(self.config.out / "report.json")
+        if problem is not None:
+            self.notes.append(problem)
+            self.log(f"WARNING {problem}")
+        if prev is None:
             return
         self.previous = prev
         names = {t.name for t in self.config.targets}
@@ -633,12 +730,25 @@ class Campaign:
             self.stop_reason = reason
             self.log(f"{reason}: stopping, writing the report of what was found so far")
 
+    def lock(self) -> None:
+        """Takes the output folder's lock (:func:`lock_output`), if not held yet."""
+        if self._lock is None:
+            self._lock = lock_output(self.config.out, argv=self.config.argv)
+
     def run(self) -> dict[str, Any]:
         """Runs the campaign to its budget (or a stop request); returns the final report."""
+        self.lock()
+        try:
+            return self._run_locked()
+        finally:
+            assert self._lock is not None
+            self._lock.close()  # releases the lock (it stays on disk, naming the last holder)
+            self._lock = None
+
+    def _run_locked(self) -> dict[str, Any]:
         from fuzz import report
 
         c = self.config
-        c.out.mkdir(parents=True, exist_ok=True)
         c.repro_dir.mkdir(parents=True, exist_ok=True)
         if c.triage:
             self._load_previous()
@@ -682,7 +792,7 @@ class Campaign:
                         self._worker_gone(w)
                     break
                 if all(w.process is None for w in self.workers):
-                    self.notes.append("no worker could be started")
+                    self.errors.append("no worker could be started: nothing was fuzzed")
                     break
                 self._poll(0.2)
                 if self.progress is not None:
@@ -726,6 +836,9 @@ class Campaign:
         for w in self.workers:
             if w.busy is None or w.process is None:
                 continue
+            if time.monotonic() - w.maps_sampled >= 1.0:  # what its death would be put down to
+                w.maps_sampled = time.monotonic()
+                w.maps = count_maps(w.process.pid) or w.maps
             st = w.started.value if w.started is not None else 0.0
             limit = w.busy.timeout or self.config.example_timeout
             w.compiling = st < 0
@@ -789,6 +902,65 @@ class Campaign:
         return data
 
 
+# Signals of a process that faulted (a kernel's wild access, or LLVM out of memory maps).
+FAULT_SIGNALS = {signal.SIGSEGV.value, signal.SIGBUS.value, signal.SIGABRT.value}
+
+# Signals that ask a process to stop (timeout, systemd, a CI runner, Ctrl-C, a closed terminal):
+# a worker ended by one of them was stopped, it did not crash.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _stop_signal(code: int | None) -> str | None:
+    """The name of the stop signal that ended a process with exit ``code``, else None."""
+    if code is None or code >= 0 or -code not in {s.value for s in STOP_SIGNALS}:
+        return None
+    return signal.Signals(-code).name
+
+
+LOCK_FILE = ".campaign.lock"
+
+
+def lock_output(out: Path, *, argv: Sequence[str] = ()) -> IO[str]:
+    """Locks the output folder ``out`` for one campaign; returns the open lock file (closing it,
+    or the process ending in any way, releases the lock).
+
+    Two campaigns writing one folder would share the workers' in-flight records and overwrite each
+    other's report.json (losing findings). The lock is ``flock`` on ``out/.campaign.lock``: the
+    operating system drops it when its holder dies, even by SIGKILL, so a lock is never stale
+    (worker processes do not inherit it). The file says who holds it, for the error message.
+
+    Raises:
+        ValueError: another campaign holds the lock (the message names it).
+    """
+    import fcntl
+    import json
+    import socket
+
+    out.mkdir(parents=True, exist_ok=True)
+    f = open(out / LOCK_FILE, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        try:
+            h = json.loads(f.read())
+            holder = f"pid {h['pid']} on {h['host']} since {h['started']}: {h['command']}"
+        except (ValueError, KeyError, TypeError):
+            holder = "a process that has not said which yet"
+        f.close()
+        raise ValueError(
+            f"--out={str(out)!r} is in use by another campaign ({holder}); wait for it to end "
+            "or choose another --out"
+        ) from None
+    f.seek(0)
+    f.truncate()
+    f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                        "command": " ".join(["python -m fuzz", *argv])}) + "\n")  # fmt: skip
+    f.flush()
+    return f
+
+
 def _exit_text(code: int | None, reason: str | None) -> str:
     if reason == "hang":
         return "was killed after the per-example timeout"
@@ -800,6 +972,10 @@ def _exit_text(code: int | None, reason: str | None) -> str:
         return "vanished"
     if code == EXIT_CONTEXT_LOST:
         return "exited after losing its CUDA context"
+    if code == EXIT_RECYCLE:
+        return "was recycled (too many memory maps)"
+    if _stop_signal(code):
+        return f"was stopped by {_stop_signal(code)}"
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -837,10 +1013,13 @@ def plugin_specs(targets: Sequence[Target]) -> list[str]:
 
 
 def install_signal_handlers(campaign: Campaign) -> Callable[[], None]:
-    """SIGTERM and SIGINT end the campaign with a complete report; returns an undo function."""
+    """SIGTERM, SIGINT and SIGHUP end the campaign with a complete report; returns an undo
+    function. A signal the campaign was started ignoring (``nohup``, a background job's SIGINT)
+    stays ignored."""
     if threading_is_main() is False:
         return lambda: None
-    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    saved = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    saved = {s: h for s, h in saved.items() if h is not signal.SIG_IGN}
 
     def handler(signum: int, frame: Any) -> None:
         campaign.request_stop(signal.Signals(signum).name)

@@ -9,6 +9,7 @@ import os
 import random
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
                         help="register extra targets from a .py file or module (repeatable)")  # fmt: skip
 
+    def scale_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--scale", choices=("small", "large"), default=None,
+                        help="shape scale independent of the profile: large draws the GPU's "
+                             "chunk sizes, head counts and tiles on the CPU interpreters too "
+                             "(default: the profile's)")  # fmt: skip
+
     ls = sub.add_parser("list", help="targets, and which backends can run on this machine")
     plugin_arg(ls)
 
@@ -72,13 +79,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--repro-dir", default=None, help="where reproducers go (default OUT/reproducers)"
     )
+    scale_arg(run)
     run.add_argument("--db", default=None, metavar="DIR_OR_URL",
                      help="example database: a folder, redis://HOST:PORT[/N], or 'none' "
                      "(default OUT/examples)")  # fmt: skip
     run.add_argument("--db-shared", action="append", default=[], metavar="DIR_OR_URL",
                      help="a shared database read (never written) under --db (repeatable)")  # fmt: skip
     run.add_argument("--seed", type=int, default=None, help="random seed (default: a fresh one)")
-    run.add_argument("--workers", type=int, default=None,
+    run.add_argument("--workers", type=count_arg, default=None,
                      help="worker processes (default: one per visible GPU, else 1)")  # fmt: skip
     run.add_argument("--example-timeout", type=_positive_float, default=None, metavar="S",
                      help="seconds one example may run before it is a hang (default 120; "
@@ -109,8 +117,11 @@ def _parser() -> argparse.ArgumentParser:
     mu.add_argument("--targets", default="*", help="globs of mutant names (default *)")
     mu.add_argument("--backends", default="*", help="globs of backends (default: the profile's)")
     mu.add_argument("--profile", default=None, help="ci, dev, gpu or nightly")
+    scale_arg(mu)
     mu.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
-    mu.add_argument("--out", default=None, help="also write scoreboard.json and scoreboard.md here")
+    mu.add_argument("--out", default=None,
+                    help="also write scoreboard.json, scoreboard.md and the reproducer of each "
+                         "row's minimal example (reproducers/) here")  # fmt: skip
     plugin_arg(mu)
 
     rp = sub.add_parser("replay", help="replay reproducer scripts (files or folders)")
@@ -120,16 +131,30 @@ def _parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--jobs", "-j", type=count_arg, default=1, metavar="N",
                     help="replay in N processes side by side (each compiles its own kernels)")  # fmt: skip
+    rp.add_argument("--no-summary", action="store_true", help=argparse.SUPPRESS)
     plugin_arg(rp)
     return p
 
 
 def _load_plugins(specs: Sequence[str]) -> None:
-    from fuzz.target import load_builtin, load_plugin
+    from fuzz.target import load_builtin
 
     load_builtin()
     for spec in specs:
-        load_plugin(spec)
+        load_plugin_checked(spec)
+
+
+def load_plugin_checked(spec: str) -> str:
+    """``fuzz.target.load_plugin``, with any failure of the plugin's own code (a syntax error,
+    an import it lacks, an exception at import) as a ``ValueError`` naming the plugin."""
+    from fuzz.target import load_plugin
+
+    try:
+        return load_plugin(spec)
+    except ValueError:
+        raise  # the loader's own message names the plugin
+    except (Exception, SystemExit) as e:
+        raise ValueError(f"--plugin={spec!r} failed to import: {type(e).__name__}: {e}") from e
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -154,10 +179,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     tt.add_column("kernels", no_wrap=True)
     tt.add_column("mutant: expected class", no_wrap=True)
     tt.add_column("source", no_wrap=True)
+    tt.add_column("not run on")
     tt.add_column("description")
     for t in all_targets():
         mut = t.expected_class if t.is_mutant else ""
-        tt.add_row(t.name, ", ".join(t.kernels), mut, t.source, t.description)
+        never = [f"{b.name} ({why})" for b in backends().values() if (why := t.unsupported(b))
+                 and b.impl in t.kernels]  # fmt: skip
+        tt.add_row(t.name, ", ".join(t.kernels), mut, t.source, "; ".join(never), t.description)
     console.print(tt)
     return EXIT_OK
 
@@ -170,7 +198,7 @@ def _select_backends(pattern: str, profile_backends: Sequence[str]) -> list[str]
         return list(profile_backends)
     names = [n for n in backends() if any(fnmatch.fnmatchcase(n, p) for p in pats)]
     if not names:
-        raise SystemExit(
+        raise ValueError(
             f"--backends={pattern!r} matches no backend; known: {', '.join(backends())}"
         )
     return names
@@ -187,6 +215,7 @@ def _progress_console() -> object:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from fuzz.campaign import (
         Campaign,
@@ -196,15 +225,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         visible_gpus,
     )
     from fuzz.database import open_database
-    from fuzz.profiles import default_profile, get_profile
+    from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.target import select
     from fuzz.threads import threads_for
+    from fuzz.worker import map_limit
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
+    map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT
+    if not 0 <= args.min_share <= 1:
+        raise ValueError(f"--min-share={args.min_share} must be between 0 and 1")
+    out = Path(args.out)
+    repro_dir = Path(args.repro_dir) if args.repro_dir else out / "reproducers"
+    for option, folder in (("--out", out), ("--repro-dir", repro_dir)):
+        check_output_folder(option, folder)
     console = _progress_console()
     assert isinstance(console, Console)
     _load_plugins(args.plugin)
-    profile = get_profile(args.profile) if args.profile else default_profile()
+    profile = with_scale(
+        get_profile(args.profile) if args.profile else default_profile(), args.scale
+    )
     targets = select(args.targets, mutants=None if args.mutants else False)
     if not targets:
         console.print(
@@ -225,15 +264,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             runnable.append(name)
     for s in sorted(set(skipped)):
         console.print(f"[yellow]skipping backend {s}[/yellow]")
-    out = Path(args.out)
     db = None if args.db == "none" else (args.db or str(out / "examples"))
-    open_database(db, args.db_shared)  # a bad location fails here, with its message
+    database = open_database(db, args.db_shared)  # a bad location fails here, with its message
+    db_problems = database.check() if database is not None else []
+    for problem in db_problems:  # a server that cannot be reached: said now, not only in the report
+        console.print(
+            f"[yellow]WARNING {escape(problem)}; the campaign goes on without it[/yellow]"
+        )
     gpus = visible_gpus() if any(get_backend(b).compiled for b in runnable) else []
     workers = args.workers or max(1, len(gpus))
-    if workers < 1:
-        raise ValueError(f"--workers={workers} must be >= 1")
-    if not 0 <= args.min_share <= 1:
-        raise ValueError(f"--min-share={args.min_share} must be between 0 and 1")
     timeout = args.example_timeout or (120.0 if profile.needs_gpu else 600.0)
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     config = CampaignConfig(
@@ -242,7 +281,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile=profile,
         budget=args.budget,
         out=out,
-        repro_dir=Path(args.repro_dir) if args.repro_dir else out / "reproducers",
+        repro_dir=repro_dir,
         db=db,
         db_shared=list(args.db_shared),
         seed=seed,
@@ -258,9 +297,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     live, log, progress = _live_display(console)
     campaign = Campaign(config, log=log, progress=progress)
+    campaign.db_problems.extend(db_problems)
     if not campaign.pairs:
         console.print("[red]nothing to run: no selected backend is available here[/red]")
         return EXIT_ERROR
+    campaign.lock()  # a second campaign into the same --out stops here, naming the first
     console.print(
         f"fuzzing {len(targets)} target(s) on {len(runnable)} backend(s) = {len(campaign.pairs)} pair(s), "
         f"profile {profile.name}, budget {args.budget:g}s, {workers} worker(s)"
@@ -337,6 +378,7 @@ def _live_display(console: object) -> tuple[Any, Callable[[str], None], Any]:
 
 def _print_summary(console: object, report: dict, out: Path) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     assert isinstance(console, Console)
@@ -370,6 +412,7 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
         console.print(table)
     s = report["summary"]
     real_fail = s["real_failed"]
+    problems = report["database"]["problems"]
     console.print(
         f"{s['examples']} examples; {s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed; "
         + (
@@ -387,21 +430,59 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
             if report.get("interrupted")
             else ""
         )
+        + "".join(f"\n[red]harness error: {escape(e)}[/red]" for e in s["harness_errors"])
+        + (
+            f"\n[yellow]{len(problems)} example database warning(s), the first: "
+            f"{escape(problems[0])}[/yellow]"
+            if problems
+            else ""
+        )
         + f"\nreport: {out / 'report.md'}, {out / 'index.html'}, {out / 'report.json'}, {out / 'report.xml'}"
     )
 
 
 def _reproducer_files(paths: Sequence[str]) -> list[Path]:
+    """The files to replay: each file named, and the ``*.py`` files under each folder named (a
+    folder whose name ends in ``.py`` is a folder); a path that does not exist is a usage error."""
     files: list[Path] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            files.extend(sorted(q for q in path.rglob("*.py") if not q.name.startswith(".")))
+            found = (q for q in path.rglob("*.py") if q.is_file() and not q.name.startswith("."))
+            files.extend(sorted(found))
         elif path.is_file():
             files.append(path)
         else:
-            raise SystemExit(f"replay: {p!r} is neither a file nor a folder")
+            raise ValueError(f"{p!r} is neither a file nor a folder")
     return files
+
+
+def replay_status(codes: Sequence[int]) -> int:
+    """The exit status of replaying files with exit statuses ``codes``: 1 while any still fails,
+    else 2 if any could not be replayed (or was interrupted), else 0."""
+    if EXIT_FAIL in codes:
+        return EXIT_FAIL
+    return EXIT_ERROR if any(c != EXIT_OK for c in codes) else EXIT_OK
+
+
+@contextlib.contextmanager
+def _stops_interrupt() -> Any:
+    """SIGTERM and SIGHUP (timeout, a CI runner, a closed terminal) end a replay as Ctrl-C does:
+    child processes are stopped and the verdicts so far are kept."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    for s, h in saved.items():
+        if h is not signal.SIG_IGN:
+            signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
 
 
 @contextlib.contextmanager
@@ -429,24 +510,18 @@ def _capture() -> Any:
 
 def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
     """Splits ``files`` round-robin over ``args.jobs`` child replays; prints each child's verdicts
-    as soon as it ends (a time limit that stops the replay keeps those); returns the worst exit
-    status. SIGTERM stops the children too."""
-    import signal
+    as soon as it ends (a time limit that stops the replay keeps those); returns the summary exit
+    status. A stop (Ctrl-C, SIGTERM) stops the children and prints what they said so far."""
     import subprocess
     import tempfile
 
     jobs = min(args.jobs, len(files))
-    base = [sys.executable, "-m", "fuzz", "replay"]
+    base = [sys.executable, "-m", "fuzz", "replay", "--no-summary"]
     for spec in args.plugin:
         base += ["--plugin", spec]
     if args.backend:
         base += ["--backend", args.backend]
-
-    def stop(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    worst = EXIT_OK
+    codes: list[int] = []
     with tempfile.TemporaryDirectory(prefix="fuzz-replay-") as tmp:
         logs = [open(Path(tmp) / f"{i}.log", "w+") for i in range(jobs)]
         procs = [
@@ -458,66 +533,99 @@ def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
             )
             for i in range(jobs)
         ]
+        pending = set(range(jobs))
+
+        def show(i: int) -> None:
+            logs[i].seek(0)
+            sys.stdout.write(logs[i].read())
+            sys.stdout.flush()
+            pending.discard(i)
+
         try:
-            pending = set(range(jobs))
             while pending:
                 for i in sorted(i for i in pending if procs[i].poll() is not None):
-                    logs[i].seek(0)
-                    sys.stdout.write(logs[i].read())
-                    sys.stdout.flush()
+                    show(i)
                     code = procs[i].returncode
-                    worst = max(worst, code if code >= 0 else EXIT_ERROR)
-                    pending.discard(i)
+                    codes.append(code if code >= 0 else EXIT_ERROR)
                 if pending:
                     time.sleep(0.1)
+        except KeyboardInterrupt:
+            for proc in procs:  # each stops its own child replay on SIGTERM
+                if proc.poll() is None:
+                    proc.terminate()
+            for i in sorted(pending):
+                try:
+                    procs[i].wait(10)
+                except subprocess.TimeoutExpired:
+                    pass
+                show(i)
+            print("replay: interrupted")
+            return replay_status([*codes, EXIT_ERROR])
         finally:
-            signal.signal(signal.SIGTERM, previous)
             for proc in procs:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
             for log in logs:
                 log.close()
-    return worst
+    status = replay_status(codes)
+    print(f"replayed {len(files)} file(s) in {jobs} processes: exit status {status}")
+    return status
+
+
+def _replay_one(path: Path, backend: str | None, isolate: bool) -> int:
+    """Replays one file and prints its verdict; any error is this file's "cannot replay"."""
+    from fuzz.reproducer import load, report_replay
+
+    try:
+        meta, data = load(path)
+        return report_replay(meta, data, backend=backend, path=path, isolate=isolate)
+    except Exception as e:
+        print(f"{path}: cannot replay: {type(e).__name__}: {e}")
+        return EXIT_ERROR
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from fuzz.reproducer import load, report_replay
     from fuzz.worker import sticky_cuda_error
 
     _load_plugins(args.plugin)
     files = _reproducer_files(args.paths)
     if not files:
-        print("replay: no reproducer files found")
+        print("python -m fuzz replay: error: no reproducer files found", file=sys.stderr)
         return EXIT_ERROR
-    if args.jobs > 1 and len(files) > 1:
-        return _replay_in_parallel(args, files)
-    worst = EXIT_OK
-    context_lost = False
-    for f in files:
+    with _stops_interrupt():
+        if args.jobs > 1 and len(files) > 1:
+            return _replay_in_parallel(args, files)
+        codes: list[int] = []
+        context_lost = False
         try:
-            meta, data = load(f)
-        except (ValueError, SyntaxError) as e:
-            print(f"{f}: {e}")
-            worst = max(worst, EXIT_ERROR)
-            continue
-        print(f"== {f}", flush=True)
-        with _capture() as out:
-            code = report_replay(meta, data, backend=args.backend, path=f, isolate=context_lost)
-        # A replay that lost this process's CUDA context (an illegal address the reproducer was
-        # not recorded for): every later one replays in a child process, or all would "crash".
-        context_lost = context_lost or sticky_cuda_error(out.getvalue())
-        worst = max(worst, code)
-    return worst
+            for f in files:
+                print(f"== {f}", flush=True)
+                with _capture() as out:
+                    codes.append(_replay_one(f, args.backend, context_lost))
+                # A replay that lost this process's CUDA context (an illegal address it was not
+                # recorded for): every later one replays in a child process, or all would "crash".
+                context_lost = context_lost or sticky_cuda_error(out.getvalue())
+        except KeyboardInterrupt:
+            print("replay: interrupted")
+            codes.append(EXIT_ERROR)
+        if not args.no_summary:
+            n = Counter(codes)
+            print(f"replayed {len(codes)} of {len(files)} file(s): {n[EXIT_FAIL]} still fail, "
+                  f"{n[EXIT_OK]} pass, {len(codes) - n[EXIT_FAIL] - n[EXIT_OK]} without a verdict "
+                  "(not replayable here, or interrupted)")  # fmt: skip
+        return replay_status(codes)
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    from fuzz.profiles import default_profile, get_profile
+    from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.scoreboard import print_scoreboard, run_scoreboard, write_scoreboard
     from fuzz.target import select
 
     _load_plugins(args.plugin)
-    profile = get_profile(args.profile) if args.profile else default_profile()
+    profile = with_scale(
+        get_profile(args.profile) if args.profile else default_profile(), args.scale
+    )
     mutants = select(args.targets, mutants=True)
     if not mutants:
         print(
@@ -526,34 +634,76 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         )
         return EXIT_ERROR
     backends = _select_backends(args.backends, profile.backends)
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        check_output_folder("--out", out)  # before the first row, not when it is saved
     import signal
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # ends like Ctrl-C: the rows so far are kept and printed
 
+    def save(so_far: dict[str, Any]) -> None:
+        assert out is not None
+        try:
+            write_scoreboard(out, so_far)
+        except OSError as e:  # a full disk mid-run: keep measuring, say so
+            print(f"WARNING: cannot save the scoreboard to {out}: {e}", file=sys.stderr)
+
     previous = signal.signal(signal.SIGTERM, interrupt)
-    out = Path(args.out) if args.out else None
     try:
         board = run_scoreboard(
             mutants, backends, profile, budget=args.budget, shrink_limit=args.shrink_limit,
             baseline_limit=args.baseline_limit, seed=args.seed,
             log=lambda line: print(line, file=sys.stderr, flush=True),
             # Written after every row too: a run killed outright (a hung compile) keeps its rows.
-            on_row=None if out is None else lambda so_far: write_scoreboard(out, so_far),
+            on_row=None if out is None else save,
+            repro_dir=None if out is None else out / "reproducers",
         )  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous)
     print_scoreboard(board)
     if out is not None:
-        write_scoreboard(out, board)
-    return EXIT_OK
+        save(board)
+    return EXIT_ERROR if board["interrupted"] else EXIT_OK
+
+
+def check_output_folder(option: str, folder: Path) -> None:
+    """A usage error unless ``folder`` is a writable folder or can be created as one (nothing is
+    created here: a usage error leaves no trace)."""
+    if folder.exists():
+        if not folder.is_dir():
+            raise ValueError(f"{option}={str(folder)!r} is a file; it must name a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"{option}={str(folder)!r} is not writable")
+        return
+    parent = folder.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{option}={str(folder)!r} cannot be created: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}={str(folder)!r} cannot be created: {parent} is not writable")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status: 0 clean, 1 a real target fails (or a reproducer still fails), 2 a usage
+    error, an interruption or an error of the harness itself -- never 1 for those."""
     args = _parser().parse_args(argv)
     commands = {"list": cmd_list, "run": cmd_run, "replay": cmd_replay, "mutants": cmd_mutants}
+    prog = f"python -m fuzz {args.command}"
     try:
         return commands[args.command](args)
     except ValueError as e:  # bad input named by the code that checked it
-        print(f"python -m fuzz {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        print(f"{prog}: error: {e}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+    except SystemExit as e:  # sys.exit("message") from a plugin or a library: not a status
+        if e.code is None or isinstance(e.code, int):
+            raise
+        print(f"{prog}: error: {e.code}", file=sys.stderr)
+    except Exception as e:  # a bug of the harness: its traceback, then one line
+        import traceback
+
+        traceback.print_exc()
+        print(f"{prog}: harness error: {type(e).__name__}: {e}", file=sys.stderr)
+    return EXIT_ERROR

@@ -127,6 +127,16 @@ class CampaignDatabase(MultiplexedDatabase):
     def problems(self) -> list[str]:
         return [p for db in (self.local, *self.shared) for p in db.problems]
 
+    def check(self) -> list[str]:
+        """Tries every part once (a fetch of a key nothing is saved under); returns the problems
+        met, so that a server that cannot be reached is said at the start, not only in a report."""
+        before = len(self.problems)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DatabaseWarning)
+            for db in (self.local, *self.shared):
+                list(db.fetch(b"kernel-fuzz: can this database be reached?"))
+        return self.problems[before:]
+
     def describe(self) -> dict[str, object]:
         return {"local": self.local.name, "shared": [s.name for s in self.shared]}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import hashlib
 import time
 import unittest
@@ -18,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hypothesis import Phase, event, given, settings
+from hypothesis import Phase, event, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
-from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
+from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase, choices_to_bytes
 
 from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
@@ -31,6 +32,7 @@ from fuzz.plots import error_maps
 from fuzz.profiles import Profile
 from fuzz.properties import Stats, check_case
 from fuzz.target import Target
+from fuzz.timing import NewCompile, no_new_compiles
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -49,6 +51,12 @@ class Found:
     reproducer: Path | None = None
     final: bool = False  # Hypothesis replayed it as the minimal example (else: the best so far)
     plots: list[dict[str, Any]] = field(default_factory=list)  # fuzz.plots.error_maps of it
+    choices: tuple[Any, ...] = ()  # Hypothesis's choices for it (replaying them gives it back)
+    # How it was shrunk, for a compiled backend's finding (fuzz.shrink): "interpreter" (shrunk
+    # there, confirmed compiled), "compiled", or "" (by Hypothesis, where it was found); and what
+    # each stage said.
+    shrink_path: str = ""
+    shrink_notes: list[str] = field(default_factory=list)
 
     @property
     def signature(self) -> str:
@@ -69,6 +77,8 @@ class Found:
             "first_seconds": round(self.first_seconds, 3),
             "shrink_seconds": round(self.shrink_seconds, 3),
             "shrunk": self.final,
+            "shrink_path": self.shrink_path,
+            "shrink_notes": self.shrink_notes,
             "reproducer": str(self.reproducer) if self.reproducer else None,
             "plots": self.plots,
         }
@@ -91,6 +101,8 @@ class HuntResult:
     # why the hunt ended: "time", "examples", "exhausted", "hard-limit", "context-lost"
     stopped: str = ""
     reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
+    shrink_examples: int = 0  # examples run by shrink stages after the search (fuzz.shrink)
+    variants: dict[str, list[Any]] = field(default_factory=dict)  # the run's compile-time choices
 
     @property
     def classes(self) -> list[str]:
@@ -126,6 +138,7 @@ class HuntResult:
             "examples_per_second": round(self.examples_per_second, 2),
             "launches": self.stats.launches,
             "launch_seconds": round(self.stats.launch_seconds, 3),
+            "compiles": self.stats.compiles,
             "compile_seconds": round(self.stats.compile_seconds, 3),
             "compile_share": round(self.stats.compile_seconds / self.seconds, 3)
             if self.seconds
@@ -134,6 +147,8 @@ class HuntResult:
             "twin_seconds": round(self.stats.twin_seconds, 3),
             "error": self.error,
             "stopped": self.stopped,
+            "shrink_examples": self.shrink_examples,
+            "variants": self.variants,
             "events": dict(self.events),
             "known_hits": dict(self.known_hits),
             "findings": [f.as_dict() for f in self.found.values()],
@@ -281,6 +296,324 @@ class Hooks:
     on_feature: Callable[[str], None] | None = None
 
 
+class _HandOff(BaseException):
+    """Ends a compiled backend's search at a new failure, unshrunk: it is shrunk where that is
+    cheap (:mod:`fuzz.shrink`), not by Hypothesis on the compiled backend."""
+
+
+class _GoalReached(BaseException):
+    """Ends a shrink stage whose best failing example meets the stage's goal."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """What one Hypothesis run of a hunt does: the search (the default), or a shrink stage that
+    replays given examples and shrinks them.
+
+    Attributes:
+        start: choice sequences (``Found.choices``) replayed first; with ``phases`` limited to
+            reuse and shrink, the run shrinks them and generates nothing.
+        phases: Hypothesis phases (None: the profile's).
+        only_compiled: examples whose launch would compile a kernel variant not compiled yet are
+            rejected before the compiler runs (``fuzz.timing.no_new_compiles``).
+        goal: the stage ends once a failing example meets ``goal(case)``, kept as it is.
+        hand_off: a new failure class ends the run unshrunk (``_HandOff``).
+        shrink_seconds: Hypothesis's cap on shrinking one failure (None: the profile's).
+    """
+
+    start: tuple[tuple[Any, ...], ...] = ()
+    phases: tuple[Phase, ...] | None = None
+    only_compiled: bool = False
+    goal: Callable[[Case], bool] | None = None
+    hand_off: bool = False
+    shrink_seconds: float | None = None
+
+
+SHRINK_PHASES = (Phase.reuse, Phase.shrink)
+
+
+def _current_choices() -> tuple[Any, ...]:
+    """The choices Hypothesis has made for the running example so far (replaying them gives the
+    same case and property parameters); empty where the running Hypothesis does not expose them."""
+    try:
+        return tuple(current_build_context().data.choices)
+    except Exception:
+        return ()
+
+
+class _Hunter:
+    """One target on one backend under one profile: the Hypothesis test body, its settings, and
+    the bookkeeping of what was found. :func:`hunt` drives it."""
+
+    def __init__(
+        self,
+        target: Target,
+        backend: Backend,
+        profile: Profile,
+        *,
+        result: HuntResult,
+        hooks: Hooks,
+        known: frozenset[str],
+        time_limit: float | None,
+        hard_limit: float | None,
+        min_examples: int,
+        on_example: Callable[[HuntResult], None] | None,
+        plots: bool,
+    ) -> None:
+        self.target, self.b, self.profile = target, backend, profile
+        self.result, self.hooks, self.known = result, hooks, known
+        self.min_examples, self.on_example, self.plots = min_examples, on_example, plots
+        self.t0 = time.perf_counter()
+        self.stop_at = None if time_limit is None else self.t0 + time_limit
+        self.hard_at = None if hard_limit is None else self.t0 + hard_limit
+        self.narrowing: dict[str, tuple[Any, ...]] = {}
+        self.strategy: Any = None
+        self.last_seen: dict[str, Found] = {}
+        self.minimal: dict[str, Found] = {}
+        self.first: dict[str, tuple[int, float]] = {}
+        self.handed_off: list[str] = []
+        # Extra determinism runs once a race has shown (see fuzz.properties._determinism): the
+        # examples Hypothesis then tries while shrinking fail reliably, not one run in a few.
+        self.race_repeats = 0
+        self.stage = Stage()
+
+    # The test body -----------------------------------------------------------------------------
+
+    def feature(self, name: str) -> None:
+        if name not in self.result.features:
+            self.result.features.add(name)
+            if self.hooks.on_feature is not None:
+                self.hooks.on_feature(name)
+
+    def _check_time(self, final: bool) -> None:
+        now = time.perf_counter()
+        if self.hard_at is not None and now > self.hard_at and not final:
+            self.result.stopped = "hard-limit"
+            raise _OutOfTime
+        if (
+            self.stop_at is not None
+            and not self.first
+            and not final
+            and self.result.examples >= self.min_examples
+            and now > self.stop_at
+        ):
+            self.result.stopped = "time"
+            raise _OutOfTime
+
+    def narrow(self, narrowing: dict[str, tuple[Any, ...]]) -> None:
+        """Draws this hunt's cases from the target's strategy narrowed to ``narrowing``."""
+        self.narrowing = narrowing
+        self.result.variants = {k: list(v) for k, v in narrowing.items()}
+        self.strategy = self.target.strategy(self.profile.scale, **narrowing)
+
+    def _over_compile_budget(self) -> bool:
+        """Whether compiling now would take this run's compile time past its share."""
+        share = self.profile.compile_share
+        stats = self.result.stats
+        if share is None or stats.compiles == 0:
+            return False
+        return stats.compile_seconds > share * (time.perf_counter() - self.t0)
+
+    def _check(self, case: Case, data: st.DataObject) -> Any:
+        def draw(s: SearchStrategy[Any], label: str) -> Any:
+            value = data.draw(s, label=label)
+            if self.hooks.on_draw is not None:
+                self.hooks.on_draw(label, value)
+            return value
+
+        only_compiled = self.stage.only_compiled or self._over_compile_budget()
+        scope = no_new_compiles() if only_compiled else contextlib.nullcontext()
+        try:
+            with scope:
+                return check_case(
+                    self.target,
+                    self.b,
+                    case,
+                    draw=draw,
+                    ref_device=self.profile.ref_device,
+                    differential=self.profile.differential,
+                    differential_max_cost=self.profile.differential_max_cost,
+                    differential_every=self.profile.differential_every,
+                    stats=self.result.stats,
+                    race_repeats=self.race_repeats,
+                )
+        except NewCompile:
+            self.result.events["rejected: would compile"] += 1
+            reject()
+
+    def run_one(self, case: Case, data: st.DataObject) -> None:
+        final = current_build_context().is_final
+        self._check_time(final)
+        self.result.examples += 1
+        if self.hooks.before_example is not None:
+            self.hooks.before_example(case)
+        outcome = self._check(case, data)
+        names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
+        for name in names:
+            self.result.events[f"hazard {name}"] += 1
+            event("hazard", name)
+        self.feature("hazards: " + (" + ".join(names) or "none"))
+        if self.on_example is not None:
+            self.on_example(self.result)
+        if self.hooks.after_example is not None:
+            self.hooks.after_example(self.result)
+        if outcome.finding is not None:
+            self._failed(case, outcome, final)
+
+    def _failed(self, case: Case, outcome: Any, final: bool) -> None:
+        f = outcome.finding
+        result, target = self.result, self.target
+        elapsed = time.perf_counter() - self.t0
+        if f.cls == NONDETERMINISM:
+            self.race_repeats = reproducer.RACE_REPEATS
+        result.events[f"failure {f.cls}"] += 1
+        event("failure", f.cls)
+        self.feature(f"failure: {f.cls} in {f.prop}")
+        # A sticky CUDA error: nothing more runs in this process, so this example is kept as it
+        # is, unshrunk (its reproducer replays in a fresh process), even of a known class.
+        context_lost = reproducer.kills_context(f)
+        if f.cls in self.known and not context_lost:
+            result.known_hits[f.cls] += 1
+            return  # found and shrunk before: look for something new instead
+        f.details["signature"] = reproducer.signature(target.name, f)
+        is_new = f.cls not in self.first
+        if is_new:
+            self.first[f.cls] = (result.examples, elapsed)
+        found = Found(f, case, outcome.params, *self.first[f.cls], minimal_seconds=elapsed,
+                      final=final, choices=_current_choices())  # fmt: skip
+        if final and self.plots:
+            found.plots = error_maps(outcome.context)
+        (self.minimal if final else self.last_seen)[f.cls] = found
+        if (is_new or final or context_lost) and self.hooks.on_found is not None:
+            if is_new and self.plots and not found.plots:
+                found.plots = error_maps(outcome.context)
+            self.hooks.on_found(result, found)
+        if context_lost:
+            _context_lost.append(f"{target.name} on {self.b.name}: {f.message[:160]}")
+            result.stopped = "context-lost"
+            raise _ContextLost
+        if self.stage.goal is not None and not final and self.stage.goal(case):
+            result.stopped = "goal"
+            raise _GoalReached
+        if self.stage.hand_off and is_new and not final and found.choices:
+            self.handed_off.append(f.cls)
+            raise _HandOff
+        raise_for(f)
+
+    # Hypothesis --------------------------------------------------------------------------------
+
+    def build(self, *, max_examples: int, database: Any, seed: int | None, phases: Any) -> Any:
+        target, b = self.target, self.b
+        o: dict[str, Any] = {"max_examples": max_examples, "database": database}
+        if phases is not None:
+            o["phases"] = phases
+        if seed is not None:
+            o["derandomize"] = False
+
+        def run_one(case: Case, data: st.DataObject) -> None:  # a function: Hypothesis tags it
+            self.run_one(case, data)
+
+        test = settings(self.profile.settings, **o)(
+            given(case=self.strategy, data=st.data())(run_one)
+        )
+        digest = f"{target.name}|{b.name}".encode()
+        test.hypothesis.inner_test._hypothesis_internal_add_digest = digest  # type: ignore[attr-defined]
+        test._hypothesis_internal_database_key = database_key(target.name, b.name)  # type: ignore[attr-defined]
+        if seed is not None:
+            from hypothesis import seed as hypothesis_seed
+
+            test = hypothesis_seed(seed)(test)
+            # @seed turns the database off (a seeded run is meant to be reproducible); a campaign
+            # slice is seeded only to vary between slices, and must still replay and save.
+            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+                test._hypothesis_internal_use_settings,  # type: ignore[attr-defined]
+                database=database,
+            )
+        return test
+
+    def run_test(self, test: Any, shrink_seconds: float) -> bool:
+        """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
+        result = self.result
+        try:
+            with _without_pareto_front(), _shrink_budget(shrink_seconds):
+                test()
+        except (_OutOfTime, _ContextLost, _HandOff, _GoalReached):
+            pass
+        except unittest.SkipTest as exc:
+            phases = self.stage.phases
+            if phases is None or Phase.generate in phases:
+                result.error = f"{type(exc).__name__}: {exc}"
+            # else a replay-and-shrink run found nothing in its database that still fails
+        except BaseException as exc:
+            for e in _exceptions(exc):
+                if isinstance(e, KeyboardInterrupt):
+                    raise e from exc
+                if isinstance(e, (KernelFailure, _OutOfTime, _ContextLost, _HandOff, _GoalReached)):
+                    continue
+                if _is_flaky(e):
+                    continue
+                if result.error is None:
+                    result.error = f"{type(e).__name__}: {e}"[:2000]
+            return _is_flaky(exc)
+        return False
+
+    def found(self) -> dict[str, Found]:
+        return {**self.last_seen, **self.minimal}
+
+
+def _settle_seed(target: Target, b: Backend, profile: Profile, seed: int | None,
+                 max_examples: int, database: Any) -> int | None:  # fmt: skip
+    """The seed of a hunt: ``seed``, or for a derandomized profile one stable across harness
+    versions (Hypothesis derives it from the test function's source, which here is the harness's
+    own run_one: every edit of it would change what every CI run tries)."""
+    if seed is not None:
+        return seed
+    o: dict[str, Any] = {"max_examples": max_examples}
+    if database != "profile":
+        o["database"] = database
+    if settings(profile.settings, **o).derandomize:
+        return derandomized_seed(target.name, b.name)
+    return None
+
+
+def run_narrowing(target: Target, profile: Profile, seed: int | None) -> dict[str, tuple[Any, ...]]:
+    """This run's compile-time choices (``Profile.variant_choices``): per dimension of the
+    target's variant space, the simplest value and others drawn with ``seed``, in the space's
+    order. Empty where the profile draws from everything or the family is not built in."""
+    k = profile.variant_choices
+    if k is None:
+        return {}
+    import random
+
+    from fuzz.families import variant_space
+
+    # A seeded run (derandomized, or a campaign's slice) picks the same values again; an unseeded
+    # one (Hypothesis's own randomness) other values each time.
+    rng = random.Random(f"{target.name}|{seed}") if seed is not None else random.Random()
+    narrowing = {}
+    for dim, choices in variant_space(target, profile.scale).items():
+        if len(choices) > k:
+            picked = {choices[0], *rng.sample(choices[1:], k - 1)}
+            narrowing[dim] = tuple(c for c in choices if c in picked)
+    return narrowing
+
+
+def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
+    """Why a hunt of ``target`` on ``b`` cannot run here (None if it can)."""
+    reason = b.unavailable_reason()
+    if reason is not None:
+        return f"backend {b.name} is not available: {reason}"
+    unsupported = target.unsupported(b)
+    if unsupported is not None:
+        return f"target {target.name} does not run on {b.name}: {unsupported}"
+    if _context_lost and (not b.interpret or profile.ref_device == "cuda"):
+        return (
+            f"this process lost its CUDA context earlier ({_context_lost[0]}): nothing can run "
+            "on the GPU here any more; run this hunt in a fresh process"
+        )
+    return None
+
+
 def hunt(
     target: Target,
     backend: Backend | str,
@@ -298,6 +631,8 @@ def hunt(
     on_example: Callable[[HuntResult], None] | None = None,
     hooks: Hooks | None = None,
     plots: bool = False,
+    stage: Stage | None = None,
+    narrowing: dict[str, tuple[Any, ...]] | None = None,
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns minimal failures per class.
 
@@ -322,188 +657,60 @@ def hunt(
         on_example: called after every example (progress display).
         hooks: campaign callbacks (:class:`Hooks`).
         plots: attach error maps (``fuzz.plots``) of each minimal example to its finding.
+        stage: a shrink stage (:class:`Stage`; ``fuzz.shrink`` runs them). None: the search.
+        narrowing: the compile-time choices to draw from (strategy keywords, e.g.
+            ``{"dtypes": ("float32",)}``); None: picked for this run by the profile
+            (:func:`run_narrowing`). A shrink stage replays with its search's.
+
+    On a compiled backend whose profile shrinks in the interpreter (``Profile.interpreter_shrink``)
+    a new failure ends the search unshrunk and is shrunk by :func:`fuzz.shrink.shrink_compiled`:
+    in the interpreter of the same kernel source where it reproduces there, else on the compiled
+    backend stepping through compiled kernel variants first.
     """
     b = get_backend(backend) if isinstance(backend, str) else backend
-    reason = b.unavailable_reason()
     result = HuntResult(target.name, b.name, target.mutant_of, target.expected_class)
+    refusal = _refusal(target, b, profile)
+    if refusal is not None:
+        result.error = refusal
+        return result
     hooks = hooks or Hooks()
-    if reason is not None:
-        result.error = f"backend {b.name} is not available: {reason}"
-        return result
-    if b.impl not in target.kernels:
-        result.error = f"target {target.name} has no {b.impl} kernel"
-        return result
-    if _context_lost and (not b.interpret or profile.ref_device == "cuda"):
-        result.error = (
-            f"this process lost its CUDA context earlier ({_context_lost[0]}): nothing can run "
-            "on the GPU here any more; run this hunt in a fresh process"
-        )
-        return result
-    strategy = target.strategy(profile.scale)
-    t0 = time.perf_counter()
-    stop_at = None if time_limit is None else t0 + time_limit
-    hard_at = None if hard_limit is None else t0 + hard_limit
-    last_seen: dict[str, Found] = {}
-    minimal: dict[str, Found] = {}
-    first: dict[str, tuple[int, float]] = {}
-    known = frozenset(known)
-    # Extra determinism runs once a race has shown (see fuzz.properties._determinism): the
-    # examples Hypothesis then tries while shrinking fail reliably, not one run in a few.
-    race = {"repeats": 0}
+    hunter = _Hunter(target, b, profile, result=result, hooks=hooks, known=frozenset(known),
+                     time_limit=time_limit, hard_limit=hard_limit, min_examples=min_examples,
+                     on_example=on_example, plots=plots)  # fmt: skip
+    if stage is None:
+        from fuzz.shrink import hands_off
 
-    def feature(name: str) -> None:
-        if name not in result.features:
-            result.features.add(name)
-            if hooks.on_feature is not None:
-                hooks.on_feature(name)
-
-    def run_one(case: Case, data: st.DataObject) -> None:
-        final = current_build_context().is_final
-        now = time.perf_counter()
-        if hard_at is not None and now > hard_at and not final:
-            result.stopped = "hard-limit"
-            raise _OutOfTime
-        if (
-            stop_at is not None
-            and not first
-            and not final
-            and result.examples >= min_examples
-            and now > stop_at
-        ):
-            result.stopped = "time"
-            raise _OutOfTime
-        result.examples += 1
-        if hooks.before_example is not None:
-            hooks.before_example(case)
-
-        def draw(s: SearchStrategy[Any], label: str) -> Any:
-            value = data.draw(s, label=label)
-            if hooks.on_draw is not None:
-                hooks.on_draw(label, value)
-            return value
-
-        outcome = check_case(
-            target,
-            b,
-            case,
-            draw=draw,
-            ref_device=profile.ref_device,
-            differential=profile.differential,
-            differential_max_cost=profile.differential_max_cost,
-            differential_every=profile.differential_every,
-            stats=result.stats,
-            race_repeats=race["repeats"],
-        )
-        names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
-        for name in names:
-            result.events[f"hazard {name}"] += 1
-            event("hazard", name)
-        feature("hazards: " + (" + ".join(names) or "none"))
-        f = outcome.finding
-        if on_example is not None:
-            on_example(result)
-        if hooks.after_example is not None:
-            hooks.after_example(result)
-        if f is None:
-            return
-        elapsed = time.perf_counter() - t0
-        if f.cls == NONDETERMINISM:
-            race["repeats"] = reproducer.RACE_REPEATS
-        result.events[f"failure {f.cls}"] += 1
-        event("failure", f.cls)
-        feature(f"failure: {f.cls} in {f.prop}")
-        # A sticky CUDA error: nothing more runs in this process, so this example is kept as it
-        # is, unshrunk (its reproducer replays in a fresh process), even of a known class.
-        context_lost = reproducer.kills_context(f)
-        if f.cls in known and not context_lost:
-            result.known_hits[f.cls] += 1
-            return  # found and shrunk before: look for something new instead
-        f.details["signature"] = reproducer.signature(target.name, f)
-        is_new = f.cls not in first
-        if is_new:
-            first[f.cls] = (result.examples, elapsed)
-        found = Found(f, case, outcome.params, *first[f.cls], minimal_seconds=elapsed, final=final)
-        if final and plots:
-            found.plots = error_maps(outcome.context)
-        (minimal if final else last_seen)[f.cls] = found
-        if (is_new or final or context_lost) and hooks.on_found is not None:
-            if is_new and plots and not found.plots:
-                found.plots = error_maps(outcome.context)
-            hooks.on_found(result, found)
-        if context_lost:
-            _context_lost.append(f"{target.name} on {b.name}: {f.message[:160]}")
-            result.stopped = "context-lost"
-            raise _ContextLost
-        raise_for(f)
-
-    base = profile.settings
-    overrides: dict[str, Any] = {
-        "max_examples": profile.max_examples if max_examples is None else max_examples
-    }
-    if database is None:
+        stage = Stage(hand_off=hands_off(b, profile))
+    hunter.stage = stage
+    n = profile.max_examples if max_examples is None else max_examples
+    seed = _settle_seed(target, b, profile, seed, n, database)
+    hunter.narrow(run_narrowing(target, profile, seed) if narrowing is None else narrowing)
+    if stage.start:
+        # A shrink stage: its examples come from an in-memory database holding ``start``.
+        # (Hypothesis's secondary corpus: an example replayed exactly from the primary one is
+        # taken as shrunk already, and not shrunk again.)
+        database = InMemoryExampleDatabase()
+        for choices in stage.start:
+            database.save(database_key(target.name, b.name) + b".secondary",
+                          choices_to_bytes(choices))  # fmt: skip
+    elif database is None:
         # Nothing persists; failures are kept in memory, for re-shrinking a flaky one (below).
         database = InMemoryExampleDatabase()
-    if database != "profile":
-        overrides["database"] = database
-    if seed is not None:
-        overrides["derandomize"] = False
-    elif settings(base, **overrides).derandomize:
-        # Hypothesis derives a derandomized run's seed from the test function's source, which here
-        # is the harness's own run_one: every edit of it would change what every CI run tries.
-        # The target and backend decide it instead.
-        seed = derandomized_seed(target.name, b.name)
-    if not reuse:
-        overrides["phases"] = tuple(p for p in base.phases if p is not Phase.reuse)
-
-    def build(**more: Any) -> Any:
-        o = {**overrides, **more}
-        test = settings(base, **o)(given(case=strategy, data=st.data())(run_one))
-        digest = f"{target.name}|{b.name}".encode()
-        test.hypothesis.inner_test._hypothesis_internal_add_digest = digest  # type: ignore[attr-defined]
-        test._hypothesis_internal_database_key = database_key(target.name, b.name)  # type: ignore[attr-defined]
-        if seed is not None:
-            from hypothesis import seed as hypothesis_seed
-
-            test = hypothesis_seed(seed)(test)
-            # @seed turns the database off (a seeded run is meant to be reproducible); a campaign
-            # slice is seeded only to vary between slices, and must still replay and save.
-            if "database" in o:
-                test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
-                    test._hypothesis_internal_use_settings,  # type: ignore[attr-defined]
-                    database=o["database"],
-                )
-        return test
-
-    test = build()
+    phases = stage.phases
+    if phases is None and not reuse:
+        phases = tuple(p for p in profile.settings.phases if p is not Phase.reuse)
+    db: ExampleDatabase | None = (
+        profile.settings.database if isinstance(database, str) else database
+    )
+    shrink_seconds = stage.shrink_seconds or profile.shrink_seconds
+    test = hunter.build(max_examples=n, database=db, seed=seed, phases=phases)
     for attempt in range(1 + FLAKY_RESHRINKS):
-        flaky = False
-        try:
-            with _without_pareto_front(), _shrink_budget(profile.shrink_seconds):
-                test()
-        except (_OutOfTime, _ContextLost):
-            pass
-        except unittest.SkipTest as exc:
-            if attempt > 0:
-                break  # a re-shrink found nothing to replay in the database: the last run stands
-            result.error = f"{type(exc).__name__}: {exc}"
-        except BaseException as exc:
-            flaky = _is_flaky(exc)  # a failure that did not replay: kept from last_seen below
-            for e in _exceptions(exc):
-                if isinstance(e, KeyboardInterrupt):
-                    raise e from exc
-                if isinstance(e, KernelFailure):
-                    continue
-                if isinstance(e, (_OutOfTime, _ContextLost)):
-                    continue
-                if _is_flaky(e):
-                    continue
-                if result.error is None:
-                    result.error = f"{type(e).__name__}: {e}"[:2000]
+        flaky = hunter.run_test(test, shrink_seconds)
         if (
             not flaky
-            or not first  # no failure seen: nothing to shrink on (a time-limited slice's verdict)
+            or not hunter.first  # no failure seen: nothing to shrink on (a time-limited verdict)
             or attempt == FLAKY_RESHRINKS
-            or result.stopped in ("hard-limit", "context-lost")
+            or result.stopped in ("hard-limit", "context-lost", "goal")
             or result.error is not None
         ):
             break
@@ -511,13 +718,23 @@ def hunt(
         # Hypothesis gives up shrinking when a failing example passes on replay. The database
         # holds the smallest failing examples so far: replay them and shrink on from there.
         result.reshrinks = attempt + 1
-        race["repeats"] = reproducer.RACE_REPEATS
-        test = build(phases=(Phase.reuse, Phase.shrink))
-    result.seconds = time.perf_counter() - t0
+        hunter.race_repeats = reproducer.RACE_REPEATS
+        hunter.stage = dataclasses.replace(stage, start=(), phases=SHRINK_PHASES, hand_off=False)
+        test = hunter.build(max_examples=n, database=db, seed=seed, phases=SHRINK_PHASES)
+    found = hunter.found()
+    if hunter.handed_off:
+        from fuzz.shrink import shrink_compiled
+
+        for cls in hunter.handed_off:
+            found[cls] = shrink_compiled(target, b, profile, found[cls], hunter=hunter)
+            if db is not None and found[cls].choices:
+                db.save(database_key(target.name, b.name), choices_to_bytes(found[cls].choices))
+            if hooks.on_found is not None and found[cls].final:
+                hooks.on_found(result, found[cls])
+    result.seconds = time.perf_counter() - hunter.t0
     if not result.stopped:
         result.stopped = "examples"
-    for cls, f in {**last_seen, **minimal}.items():
-        result.found[cls] = f
+    result.found.update(found)
     if repro_dir is not None:
         for f in result.found.values():
             f.reproducer = write_reproducer(repro_dir, target, b.name, f, profile)

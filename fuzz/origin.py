@@ -132,6 +132,12 @@ def describe(origin: dict[str, Any] | None) -> list[str]:
     ]
     if origin.get("detail"):
         lines.append(f"        {origin['detail']}")
+    caller = origin.get("caller")
+    if caller:
+        lines.append(
+            f"        called from {caller['function']} at {caller['file']}:{caller['line']}:"
+        )
+        lines.append(f"        {caller['source'].strip()}")
     if origin.get("launch"):
         lines.append(f"        in the {origin['launch']}")
         lines.extend(f"        hazard there: {h}" for h in origin.get("launch_hazards", []))
@@ -216,6 +222,10 @@ def _trace_triton(target: Target, case: Case) -> dict[str, Any]:
         message = str(fpe)
         kind = next((k for s, k in _KIND_OF_NUMPY.items() if s in message), "floating-point error")
         rec = _frame_record(f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno)
+        if len(frames) > 1:  # a jit helper (a library's exp2): the kernel line that called it
+            c = frames[-2]
+            rec["caller"] = _frame_record(c.filename, c.lineno or 0, c.name, c.colno,
+                                          c.end_lineno, c.end_colno)  # fmt: skip
         return {"found": True, "kind": kind, "interpreter": "Triton interpreter, NumPy traps",
                 "detail": f"NumPy: {message}", **rec}  # fmt: skip
     return {"found": False, "note": "no overflow, invalid operation or division by zero in the "
@@ -295,6 +305,26 @@ def _check(eqn: Any, invals: list[Any], outs: list[Any]) -> None:
                      "interpreter": "Pallas interpret mode, checked primitive by primitive", **rec})  # fmt: skip
 
 
+# The device an interpreted Pallas replay runs on (the pallas-interpret backend's CPU device). On a
+# GPU host JAX's default device is a GPU: arrays made while the replay runs eagerly (jit disabled)
+# land there, committed ones too, and a primitive mixing them with the CPU inputs fails
+# ("Received incompatible devices for jitted computation").
+_TRACE_DEVICE: list[Any] = []
+
+
+def _on_trace_device(values: list[Any]) -> list[Any]:
+    """``values`` with every JAX array not on the replay's device moved there."""
+    if not _TRACE_DEVICE:
+        return values
+    import jax
+
+    dev = _TRACE_DEVICE[-1]
+    return [
+        jax.device_put(v, dev) if isinstance(v, jax.Array) and v.devices() != {dev} else v
+        for v in values
+    ]
+
+
 def _eval(jaxpr: Any, consts: list[Any], args: list[Any]) -> list[Any]:
     from jax._src import core
 
@@ -308,7 +338,7 @@ def _eval(jaxpr: Any, consts: list[Any], args: list[Any]) -> list[Any]:
     for v, a in zip(jaxpr.invars, args, strict=True):
         env[v] = a
     for eqn in jaxpr.eqns:
-        invals = [read(v) for v in eqn.invars]
+        invals = _on_trace_device([read(v) for v in eqn.invars])
         outs = _eval_eqn(eqn, invals)
         for v, o in zip(eqn.outvars, outs, strict=True):
             if not isinstance(v, core.DropVar):
@@ -398,10 +428,14 @@ def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
     reason = backend.unavailable_reason()
     if reason:
         return {"found": False, "note": f"Pallas interpret mode cannot run here: {reason}"}
+    import jax
+
     adapter = adapter_for(backend)
     inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
+    device = adapter.device  # type: ignore[attr-defined]
+    _TRACE_DEVICE.append(device)
     try:
-        with _intercept_pallas_call(), np.errstate(all="ignore"):
+        with jax.default_device(device), _intercept_pallas_call(), np.errstate(all="ignore"):
             target.kernels["pallas"](inputs, dict(case.params), out=None, interpret=True)
     except _Born as b:
         return b.record
@@ -415,5 +449,7 @@ def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
             "found": False,
             "note": f"the interpreted replay raised {type(e).__name__}: {e}"[:300],
         }
+    finally:
+        _TRACE_DEVICE.pop()
     return {"found": False, "note": "no primitive of the interpreted kernel turned finite "
             "operands into Inf or NaN (the non-finite value may be compiled-only behaviour)"}  # fmt: skip

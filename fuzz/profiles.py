@@ -44,6 +44,19 @@ class Profile:
         shrink_seconds: how long Hypothesis may shrink one failure (its own cap is 300 s). A
             compiled backend pays a compile (1-10 s on a GPU) for every new kernel variant a
             shrink step tries, and stopped 3-5x above the interpreters' minimal cases at 300 s.
+        interpreter_shrink: a compiled backend's failure is shrunk where that is cheap
+            (``fuzz.shrink``): in the interpreter of the same kernel source where it reproduces
+            there, else on the compiled backend through compiled kernel variants first.
+        interpreter_max_cost: the largest ``Target.interpreter_cost`` of a case the interpreter
+            shrinks (about 10 ms of Triton interpreter per unit, several launches per example):
+            a larger case is first cut on the compiled backend.
+        variant_choices: each run of a hunt draws its compile-time choices (dtype, tiles, head
+            dims: each a kernel binary of its own) from this many values per dimension, the
+            simplest always among them (``fuzz.families.variant_space``); runs with other seeds
+            (a campaign's slices) take other values. None: every value in every run.
+        compile_share: once this share of a run's time has gone into compiling, examples that
+            would compile a new kernel variant are rejected before the compiler runs (drawn again)
+            until the share is back under it. None: no limit.
     """
 
     name: str
@@ -56,6 +69,10 @@ class Profile:
     differential_max_cost: float = 32.0
     differential_every: int = 1
     shrink_seconds: float = 300.0
+    interpreter_shrink: bool = True
+    interpreter_max_cost: float = 16.0
+    variant_choices: int | None = None
+    compile_share: float | None = None
 
     @property
     def settings(self) -> settings:
@@ -81,6 +98,8 @@ PROFILES: dict[str, Profile] = {
         differential_max_cost=2.0,
         differential_every=16,
         shrink_seconds=900.0,
+        variant_choices=2,
+        compile_share=0.15,
     ),
     "nightly": Profile(
         "nightly",
@@ -93,6 +112,8 @@ PROFILES: dict[str, Profile] = {
         differential_max_cost=256.0,
         differential_every=2,
         shrink_seconds=1800.0,
+        variant_choices=3,
+        compile_share=0.15,
     ),
 }
 
@@ -112,6 +133,22 @@ def get_profile(name: str) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise ValueError(f"profile={name!r} is unknown; choose one of {sorted(PROFILES)}") from None
+
+
+SCALES = ("small", "large")
+
+
+def with_scale(profile: Profile, scale: str | None) -> Profile:
+    """``profile`` drawing shapes at ``scale`` (``small``: the CPU interpreters' sizes;
+    ``large``: the GPU's chunk sizes, head counts and tiles) instead of its own; None: as is. A
+    CPU machine can then draw the large configurations a kernel only has there."""
+    if scale is None or scale == profile.scale:
+        return profile
+    if scale not in SCALES:
+        raise ValueError(f"scale={scale!r} must be one of {SCALES}")
+    import dataclasses
+
+    return dataclasses.replace(profile, scale=scale)
 
 
 def default_profile() -> Profile:

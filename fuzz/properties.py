@@ -17,9 +17,10 @@ most specific property that sees it::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -74,16 +75,26 @@ class Stats:
 
     launches: int = 0
     launch_seconds: float = 0.0
+    compiles: int = 0  # launches during which a kernel was compiled
     compile_seconds: float = 0.0
     twin_launches: int = 0  # launches on the twin backend (the differential)
     twin_seconds: float = 0.0
     reference_seconds: float = 0.0  # the fp64 oracle and the naive reference
     property_seconds: dict[str, float] = field(default_factory=dict)  # launches included
 
+    def merge(self, other: Stats) -> None:
+        """Adds ``other``'s counts and times to these."""
+        for f in ("launches", "launch_seconds", "compiles", "compile_seconds", "twin_launches",
+                  "twin_seconds", "reference_seconds"):  # fmt: skip
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        for name, seconds in other.property_seconds.items():
+            self.property_seconds[name] = self.property_seconds.get(name, 0.0) + seconds
+
     def add(self, launch: Launch, *, twin: bool = False) -> None:
         self.launches += 1
         self.launch_seconds += launch.seconds
         if launch.compiled:
+            self.compiles += 1
             self.compile_seconds += launch.seconds
         if twin:
             self.twin_launches += 1
@@ -179,7 +190,7 @@ class Context:
         result = Launch()
         try:
             if outputs is None:
-                outputs = {n: (self.oracle[n].shape, self.out_dtypes[n]) for n in self.oracle}
+                outputs = self.output_spec(case)
             inputs = self._device_inputs(case, backend)
             bufs = {
                 name: adapter.alloc(tuple(shape), dtype, fill)
@@ -204,6 +215,13 @@ class Context:
             result.error = e
         self.stats.add(result, twin=backend is not self.backend)
         return result
+
+    def output_spec(self, case: Case) -> Mapping[str, tuple[tuple[int, ...], str]]:
+        """The outputs a launch of ``case`` (this context's) allocates: the target's own
+        description, or the oracle's shapes and the naive reference's dtypes."""
+        if self.target.outputs is not None:
+            return self.target.outputs(case)
+        return {n: (self.oracle[n].shape, self.out_dtypes[n]) for n in self.oracle}
 
     def _device_inputs(self, case: Case, backend: Backend) -> dict[str, Any]:
         """The case's inputs on the backend's device. The primary case's are copied once and
@@ -253,6 +271,7 @@ class Context:
         return {
             k: np.broadcast_to(np.asarray(v, np.float64), self.oracle[k].shape)
             for k, v in got.items()
+            if k in self.oracle  # an output the kernel does not have (a plugin's convention)
         }
 
     def bound(self, name: str) -> np.ndarray:
@@ -624,7 +643,13 @@ DIFFERENTIAL = Property(
 
 
 def properties_of(target: Target) -> tuple[Property, ...]:
-    return (*GENERIC, *target.properties, DIFFERENTIAL)
+    """Every property checked for ``target``, in order: the generic ones, the family's and its
+    own, the differential; those the target switched off (``Target.disabled``) left out, and a
+    property of the target's own replacing a generic one of the same name."""
+    own = {p.name: p for p in target.properties}
+    generic = tuple(own.pop(p.name, p) for p in GENERIC)
+    props = (*generic, *own.values(), DIFFERENTIAL)
+    return tuple(p for p in props if p.name not in target.disabled)
 
 
 @dataclass
@@ -672,21 +697,30 @@ def check_case(
         race_repeats=race_repeats,
     )
     used: dict[str, Any] = {}
+    with _pinned_configs(target, draw, params) as choices:
+        outcome = _check_properties(ctx, draw, params, used, prefer)
+    if choices:
+        used["autotune"] = [c.record() for c in choices]
+    return outcome
+
+
+# Past its first failure a check draws nothing more (it would only lengthen what Hypothesis
+# shrinks); a replay that did not record a property's parameters skips that property.
+def _check_properties(ctx: Context, draw: Callable[[SearchStrategy[Any], str], Any] | None,
+                      params: Mapping[str, Any] | None, used: dict[str, Any],
+                      prefer: str | None) -> Outcome:  # fmt: skip
     first: Finding | None = None
-    for prop in properties_of(target):
+    for prop in properties_of(ctx.target):
         if not prop.applies(ctx):
             continue
         value = None
         if prop.params_strategy is not None:
             if params is not None and prop.name in params:
                 value = params[prop.name]
-            elif first is not None:
-                continue  # no new draws past the first failure: they would only lengthen the
-                # example Hypothesis shrinks
-            elif draw is not None:
-                value = draw(prop.params_strategy, prop.name)
+            elif first is not None or draw is None:
+                continue
             else:
-                continue  # a replay that did not record this property's parameters
+                value = draw(prop.params_strategy, prop.name)
             used[prop.name] = value
         t0 = time.perf_counter()
         if first is None:
@@ -705,3 +739,32 @@ def check_case(
         if first is None:
             first = finding
     return Outcome(first, used, ctx)
+
+
+# Picks of the autotuned kernels' configs: a list of integers drawn with the example, each
+# answering one kernel's first launch (fuzz.triton_runtime.positions: it shrinks toward each
+# kernel's first config).
+AUTOTUNE_PICKS = st.lists(st.integers(0, 2**16 - 1), max_size=8)
+
+
+@contextlib.contextmanager
+def _pinned_configs(target: Target, draw: Callable[[SearchStrategy[Any], str], Any] | None,
+                    params: Mapping[str, Any] | None) -> Iterator[list[Any]]:  # fmt: skip
+    """For a target whose kernels are autotuned (``Target.autotune``), every launch of the
+    example runs one config per kernel, never benchmarked: drawn (``draw``), replayed from a
+    reproducer's ``params["autotune"]``, or the first. Yields the choices made (empty
+    otherwise)."""
+    if not target.autotune:
+        yield []
+        return
+    from fuzz import triton_runtime as tr
+
+    recorded = None if params is None else params.get("autotune")
+    if recorded is not None:
+        chooser = tr.replay(recorded)
+    elif draw is not None:
+        chooser = tr.positions(draw(AUTOTUNE_PICKS, "autotune"))
+    else:
+        chooser = tr.first
+    with tr.pinned_configs(chooser) as choices:
+        yield choices

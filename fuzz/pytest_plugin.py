@@ -102,7 +102,7 @@ _XDIST_DEVICE = map_xdist_worker_to_gpu()  # at import: before any test module t
 _TORCH_FRACTION = share_gpu_memory()
 
 import fuzz.profiles  # noqa: E402
-from fuzz.profiles import Profile, get_profile, gpu_missing_message  # noqa: E402
+from fuzz.profiles import Profile, get_profile, gpu_missing_message, with_scale  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -117,6 +117,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="*",
         help="comma-separated globs of backends (default: the profile's)",
     )
+    group.addoption("--fuzz-scale", default=None, choices=("small", "large"),
+                    help="shape scale independent of the profile (large: the GPU's chunk sizes, "
+                         "head counts and tiles on the CPU interpreters too)")  # fmt: skip
     group.addoption("--repro-dir", default=None,
                     help="where reproducer scripts of failing examples go (default .fuzz-reproducers)")  # fmt: skip
 
@@ -124,9 +127,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _profile(config: pytest.Config) -> Profile:
     name = config.getoption("hypothesis_profile", default=None) or "ci"
     try:
-        return get_profile(name)
+        profile = get_profile(name)
     except ValueError:
-        return get_profile("ci")  # a profile of the user's own: the harness side defaults to ci
+        profile = get_profile("ci")  # a profile of the user's own: the harness side defaults to ci
+    return with_scale(profile, config.getoption("fuzz_scale", default=None))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -148,11 +152,39 @@ def pytest_configure(config: pytest.Config) -> None:
             import torch
 
             torch.cuda.set_per_process_memory_fraction(_TORCH_FRACTION)
-    from fuzz.target import load_builtin, load_plugin
+    from fuzz.cli import load_plugin_checked
+    from fuzz.target import load_builtin
 
     load_builtin()
-    for spec in config.getoption("plugin", default=[]) or []:
-        load_plugin(spec)
+    try:
+        for spec in config.getoption("plugin", default=[]) or []:
+            load_plugin_checked(spec)
+        _check_selection(config)
+    except ValueError as e:  # a usage error: one line, exit status 4, not an INTERNALERROR
+        raise pytest.UsageError(str(e)) from None
+
+
+def _check_selection(config: pytest.Config) -> None:
+    """``--fuzz-targets``/``--fuzz-backends`` that select nothing are a usage error: the session
+    would pass green having tested nothing."""
+    from fuzz.backends import backends, get_backend
+    from fuzz.target import all_targets, select
+
+    targets, names = config.getoption("fuzz_targets"), config.getoption("fuzz_backends")
+    chosen = select(targets, mutants=None)
+    if not chosen:
+        known = ", ".join(t.name for t in all_targets())
+        raise ValueError(f"--fuzz-targets={targets!r} matches no target; known: {known}")
+    runs_on = _backends(config, _profile(config))
+    if not runs_on:
+        raise ValueError(
+            f"--fuzz-backends={names!r} matches no backend; known: {', '.join(backends())}"
+        )
+    if not any(t.unsupported(get_backend(b)) is None for t in chosen for b in runs_on):
+        raise ValueError(
+            f"--fuzz-targets={targets!r} has no kernel for the backends {', '.join(runs_on)} "
+            f"(--fuzz-backends={names!r}); nothing would be tested"
+        )
 
 
 def _backends(config: pytest.Config, profile: Profile) -> list[str]:
@@ -188,8 +220,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for t in targets:
         for b in _backends(config, profile):
-            if get_backend(b).impl not in t.kernels:
-                continue
+            if t.unsupported(get_backend(b)) is not None:
+                continue  # declared or structural: `python -m fuzz list` says why
             params.append(pytest.param(t, b, id=f"{t.name}-{b}"))
     metafunc.parametrize((kind, "fuzz_backend"), params)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -40,8 +41,29 @@ REPORT_VERSION = 2
 REPORT_FILES = ("report.json", "report.md", "report.xml", "index.html")
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Writes ``text`` to ``path`` so that a reader sees the old or the new file, never half."""
+def _umask() -> int:
+    """The process's umask, read without changing it where the system says it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode(*, executable: bool = False) -> int:
+    """The mode ``open()`` would give a new file here (0644 or 0755 under the usual umask 022):
+    the temporary file of an atomic write is created 0600 whatever the umask."""
+    return (0o777 if executable else 0o666) & ~_umask()
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, executable: bool = False) -> None:
+    """Writes ``text`` to ``path`` so that a reader sees the old or the new file, never half; the
+    file gets the mode the umask gives a new file (``executable``: a script's)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -50,6 +72,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+            os.fchmod(f.fileno(), new_file_mode(executable=executable))
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -57,8 +80,55 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def write_json(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(report, indent=2, default=str, allow_nan=True) + "\n")
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float as the string ``'nan'``, ``'inf'`` or ``'-inf'``
+    (what ``float()`` reads back): bare ``NaN``/``Infinity`` are not JSON, and strict parsers
+    (JavaScript's ``JSON.parse``, jq) reject the whole file."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> None:
+    """``data`` as strict JSON (see :func:`json_safe`), written atomically."""
+    text = json.dumps(json_safe(data), indent=2, default=str, allow_nan=False)
+    atomic_write_text(path, text + "\n")
+
+
+def read_previous(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The previous campaign's report at ``path``, as far as triage needs it: (report or None,
+    why it is not used or what of it was skipped, or None). Findings that are not records of a
+    finding (another tool's report.json, a hand edit) are left out, never a crash."""
+    try:
+        prev = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as e:
+        return None, f"the previous {path.name} cannot be read ({e}); not triaged against"
+    if not isinstance(prev, dict) or not isinstance(prev.get("findings", []), list):
+        return None, f"the previous {path.name} is not a campaign report; not triaged against"
+    findings = [f for f in prev.get("findings", []) if _is_finding_record(f)]
+    skipped = len(prev.get("findings", [])) - len(findings)
+    started = prev.get("started")
+    prev = {**prev, "findings": findings, "started": started if isinstance(started, str) else None}
+    if skipped:
+        return prev, f"{skipped} finding(s) of the previous {path.name} are malformed; skipped"
+    return prev, None
+
+
+def _is_finding_record(f: Any) -> bool:
+    """Whether ``f`` has the fields triage and the reports read, of the right types."""
+    return (
+        isinstance(f, dict)
+        and all(isinstance(f.get(k), str) for k in ("signature", "target", "class", "message"))
+        and isinstance(f.get("reproducer") or "", str)
+        and isinstance(f.get("backends"), list)
+        and all(isinstance(b, str) for b in f["backends"])
+    )
 
 
 def archive_previous(out: Path) -> Path | None:
@@ -67,7 +137,9 @@ def archive_previous(out: Path) -> Path | None:
     if not prev.exists():
         return None
     try:
-        stamp = json.loads(prev.read_text()).get("started", "")
+        data = json.loads(prev.read_text())
+        stamp = data.get("started", "") if isinstance(data, dict) else ""
+        stamp = stamp if isinstance(stamp, str) else ""
     except (OSError, ValueError):
         stamp = ""
     stamp = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stamp) or str(
@@ -105,6 +177,7 @@ def _pair_row(p: Any) -> dict[str, Any]:
         "examples_per_second": round(ex / secs, 2) if secs > 0 else 0.0,
         "slices": p.slices,
         "worker_deaths": p.deaths,
+        "resource_exhaustions": p.exhaustions,
         "retired": p.retired or None,
         "launches": int(p.stats["launches"]),
         "launch_seconds": round(p.stats["launch_seconds"], 3),
@@ -181,7 +254,7 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
     now = time.time()
     return {
         "version": REPORT_VERSION,
-        "complete": final and c.stop_reason is None,
+        "complete": final and c.stop_reason is None and not c.errors,
         "interrupted": c.stop_reason,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(c.started_wall)),
         "seconds": round(now - c.started_wall, 3),
@@ -192,7 +265,8 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
         "versions": versions(),
         "device": device_name(),
         "workers": [
-            {"slot": w.slot, "device": w.device, "restarts": w.restarts} for w in c.workers
+            {"slot": w.slot, "device": w.device, "restarts": w.restarts, "recycles": w.recycles}
+            for w in c.workers
         ],
         "worker_restarts": c.restarts,
         "example_timeout": c.config.example_timeout,
@@ -212,7 +286,8 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
             "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
             "mutants_total": len(mutants),
             "harness_errors": [
-                f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]
+                *c.errors,
+                *(f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]),
             ],
         },
         "triage": {
@@ -220,6 +295,7 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
             "fixed": fixed,
             "not_rechecked": unconfirmed,
         },
+        "errors": list(c.errors),
         "notes": c.notes,
         "results": rows,
         "findings": findings,
@@ -270,6 +346,9 @@ def markdown(data: dict[str, Any], out: Path) -> str:
         lines += [f"Failing real targets: {', '.join(s['real_failed'])}.", ""]
     else:
         lines += ["No real target failed.", ""]
+    if s["harness_errors"]:
+        lines += ["**Harness errors** (the harness failed, not a kernel):", ""]
+        lines += [f"- {e}" for e in s["harness_errors"]] + [""]
     if s["mutants_total"]:
         lines += [
             f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",
@@ -362,6 +441,13 @@ def junit(data: dict[str, Any]) -> str:
         out = f"<system-out>{html.escape(stats)}</system-out>"
         cases.append(
             f'  <testcase classname={cls} name={name} time="{r["seconds"]}">{body}{out}</testcase>'
+        )
+    if data.get("errors"):  # the campaign itself (no worker could start...)
+        errors += 1
+        text = "; ".join(data["errors"])
+        cases.append(
+            '  <testcase classname="kernel_fuzz.campaign" name="harness">'
+            f"<error message={quoteattr(text[:500])}>{html.escape(text)}</error></testcase>"
         )
     head = (
         f'<testsuite name="kernel-fuzz campaign" tests="{len(cases)}" failures="{failures}" '
@@ -484,6 +570,12 @@ def html_report(data: dict[str, Any], out: Path) -> str:
         )
         + "</p>",
     ]
+    if s["harness_errors"]:
+        body.append(
+            "<h2>Harness errors</h2><ul>"
+            + "".join(f"<li>{_e(e)}</li>" for e in s["harness_errors"])
+            + "</ul>"
+        )
     for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
         group = [f for f in data["findings"] if f["triage"] == pick]
         if group:

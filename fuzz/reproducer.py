@@ -16,7 +16,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Sequence
@@ -80,20 +79,6 @@ def signature(target: str, finding: Finding) -> str:
     where = "" if finding.index is None else ",".join("0" if i == 0 else "k" for i in finding.index)
     key = f"{target}|{finding.cls}|{finding.prop}|{finding.output}|{where}"
     return hashlib.sha1(key.encode()).hexdigest()[:12]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 _TEMPLATE = '''\
@@ -221,7 +206,9 @@ def write(
         meta=_literal_safe(meta),
         data="\n".join(textwrap.wrap(data, 100)),
     )
-    _atomic_write(path, text)
+    from fuzz.report import atomic_write_text
+
+    atomic_write_text(path, text, executable=True)
     return path
 
 
@@ -269,7 +256,21 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
                 found[node.targets[0].id] = ast.literal_eval(node.value)
     if "REPRO" not in found or "DATA" not in found:
         raise ValueError(f"{path} is not a reproducer (no REPRO/DATA)")
-    return found["REPRO"], found["DATA"]
+    meta, data = found["REPRO"], found["DATA"]
+    if not isinstance(meta, dict) or not isinstance(data, str):
+        raise ValueError(f"{path} is not a reproducer (REPRO is not a dict or DATA not a string)")
+    bad = [f"{k!r} (a {kind.__name__})" for k, kind in _FIELDS.items()
+           if not isinstance(meta.get(k), kind)]  # fmt: skip
+    if bad:
+        raise ValueError(f"{path}: its REPRO lacks {', '.join(bad)}: not a reproducer of this tool")
+    return meta, data
+
+
+# The fields of REPRO a replay reads, and their types.
+_FIELDS: dict[str, type] = {
+    "format": int, "target": str, "backend": str, "class": str, "property": str, "message": str,
+    "params": dict, "dtypes": dict,
+}  # fmt: skip
 
 
 # A race shows on some runs only: a reproducer of a nondeterminism finding replays up to this many
@@ -309,9 +310,11 @@ def replay(
     return outcome
 
 
-def _replay_once(meta: dict[str, Any], data: str, *, backend: str | None = None) -> Any:
+def _prepare(meta: dict[str, Any], data: str, backend: str | None) -> tuple[Any, Any, Case]:
+    """(target, backend, case) of a reproducer; raises what makes it impossible to replay here
+    (another format, a plugin that does not import, an unknown target or backend, a backend not
+    available here, data that does not decode) before anything runs."""
     from fuzz.backends import get_backend
-    from fuzz.properties import check_case
     from fuzz.target import get, load_plugin
 
     if meta.get("format") != FORMAT:
@@ -323,7 +326,19 @@ def _replay_once(meta: dict[str, Any], data: str, *, backend: str | None = None)
     reason = b.unavailable_reason()
     if reason:
         raise RuntimeError(f"backend {b.name} is not available here: {reason}")
-    case = Case(decode_arrays(data, meta["dtypes"]), meta["params"], meta.get("recipe", {}))
+    if b.impl not in target.kernels:
+        raise ValueError(f"target {target.name} has no {b.impl} kernel for backend {b.name}")
+    try:
+        arrays = decode_arrays(data, meta["dtypes"])
+    except Exception as e:
+        raise ValueError(f"its DATA does not decode: {type(e).__name__}: {e}") from None
+    return target, b, Case(arrays, meta["params"], meta.get("recipe", {}))
+
+
+def _replay_once(meta: dict[str, Any], data: str, *, backend: str | None = None) -> Any:
+    from fuzz.properties import check_case
+
+    target, b, case = _prepare(meta, data, backend)
     ref_device = meta.get("ref_device", "cpu")
     if ref_device != "cpu":
         from fuzz.backends import cuda_reason
@@ -370,56 +385,100 @@ def _signal_name(code: int) -> str:
 
 
 _MARKER = "-- kernel-fuzz: replay starts"
+# Signals that ask a process to stop (timeout, systemd, Ctrl-C, a closed terminal): a replay
+# ended by one was interrupted; the kernel did not crash.
+_STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+# Seconds a child replay may take to start (Python, torch, JAX, the plugin: imports only).
+STARTUP_LIMIT = 300.0
+_CHILD = (
+    "import sys; from fuzz.reproducer import replay_child; sys.exit(replay_child(sys.argv[1:]))"
+)
+
+
+def replay_child(argv: Sequence[str]) -> int:
+    """The child process of :func:`replay_isolated`: ``PATH [--backend NAME]``. It reads the
+    reproducer's ``REPRO`` and ``DATA`` without running the file and replays them here."""
+    path, backend = argv[0], (argv[2] if len(argv) > 2 and argv[1] == "--backend" else None)
+    try:
+        meta, data = load(path)
+    except Exception as e:
+        print(f"{path}: cannot replay: {type(e).__name__}: {e}")
+        return 2
+    return report_replay(meta, data, backend=backend, quiet=True, in_process=True)
 
 
 def replay_isolated(
     path: str | os.PathLike[str], *, backend: str | None = None, timeout: float | None = None
 ) -> tuple[int, str]:
-    """Runs the reproducer at ``path`` in a child process; returns (exit status, verdict line).
+    """Replays the reproducer at ``path`` in a child process; returns (exit status, verdict line).
 
-    A child killed by a signal, or whose replay is still running ``2 * timeout + 2`` seconds after
-    it started (the child's start-up is not counted), means the failure reproduces (status 1).
+    The child reads the file's ``REPRO`` and ``DATA`` (it does not run the file) and prints a
+    marker when the kernel is about to run. Status 1 (the failure reproduces): the child was
+    killed by a signal after the marker, exited with an unexpected status after it, or its
+    replay was still running ``2 * timeout + 2`` seconds after it. Status 2 (cannot replay, or
+    interrupted): anything that ends the child before the marker (a plugin that does not import,
+    a backend not available, data that does not decode...), a child that says it cannot replay,
+    and a child stopped by SIGTERM, SIGINT or SIGHUP (a stop, not a crash).
     """
     import subprocess
     import threading
 
-    cmd = [sys.executable, str(path), "--in-process", "--quiet"]
-    if backend:
-        cmd += ["--backend", backend]
-    env = {**os.environ, "KERNEL_FUZZ_REPLAY_MARKER": "1"}
+    cmd = [sys.executable, "-c", _CHILD, str(path)] + (["--backend", backend] if backend else [])
+    root = str(Path(__file__).resolve().parent.parent)  # the fuzz package's, for the child
+    paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "KERNEL_FUZZ_REPLAY_MARKER": "1", "PYTHONPATH": os.pathsep.join(paths)}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
     lines: list[str] = []
-    started = threading.Event()
+    marker = threading.Event()
 
     def pump() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             if line.startswith(_MARKER):
-                started.set()
+                marker.set()
             elif line.strip():
                 lines.append(line.rstrip())
-        started.set()
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     limit = 2 * (timeout if timeout is not None else 60.0) + 2
-    started.wait(300)
     try:
-        proc.wait(limit)
+        until = time.monotonic() + STARTUP_LIMIT
+        while not marker.is_set() and proc.poll() is None and time.monotonic() < until:
+            marker.wait(0.05)
+        proc.wait(limit if marker.is_set() else 0.5)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        if not marker.is_set():
+            return 2, f"cannot replay (the replay process did not start within {STARTUP_LIMIT:g} s)"
         return 1, f"FAIL hang (the replay did not finish within {limit:g} s; killed)"
+    finally:  # also when this process is stopped: the child never outlives it
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     reader.join(5)
-    last = lines[-1] if lines else ""
-    if proc.returncode < 0:
-        return 1, f"FAIL crash (the replay process was killed by {_signal_name(proc.returncode)})"
-    if proc.returncode in (0, 1):
-        verdict = next((line for line in lines if ": PASS" in line or ": FAIL" in line), last)
-        return proc.returncode, verdict
-    return 1, f"FAIL crash (the replay process exited with status {proc.returncode}: {last[:200]})"
+    return _child_verdict(proc.returncode, marker.is_set(), lines)
+
+
+def _child_verdict(code: int, started: bool, lines: list[str]) -> tuple[int, str]:
+    """(exit status, verdict) of a child replay that ended with ``code``; ``started``: its kernel
+    was about to run (the marker came)."""
+    last = lines[-1][:200] if lines else ""
+    said = next((ln for ln in lines if any(k in ln for k in (": PASS", ": FAIL", "cannot replay"))),
+                None)  # fmt: skip
+    if code < 0 and _signal_name(code) in _STOP_SIGNALS:
+        return 2, f"interrupted (the replay process was stopped by {_signal_name(code)})"
+    if not started:
+        how = f"was killed by {_signal_name(code)}" if code < 0 else f"exited with status {code}"
+        return 2, said or f"cannot replay (the replay process {how} before the kernel ran: {last})"
+    if code < 0:
+        return 1, f"FAIL crash (the replay process was killed by {_signal_name(code)})"
+    if code in (0, 1, 2) and said is not None:
+        return code, said
+    if code in (0, 1, 2):  # no verdict: the harness failed after the kernel ran
+        return 2, f"cannot replay (the replay process exited with status {code}: {last})"
+    return 1, f"FAIL crash (the replay process exited with status {code}: {last})"
 
 
 def report_replay(
@@ -432,14 +491,21 @@ def report_replay(
     in_process: bool = False,
     isolate: bool = False,
 ) -> int:
-    """Replays and prints the verdict; returns the exit status (1: reproduces, 0: fixed, 2: error).
+    """Replays and prints the verdict; returns the exit status (1: reproduces, 0: fixed, 2: cannot
+    replay or interrupted).
 
     A reproducer recorded as ``isolate`` (its failure kills or hangs the process), or any with
-    ``isolate``, replays in a child process when ``path`` is known, unless ``in_process``.
+    ``isolate``, replays in a child process when ``path`` is known, unless ``in_process``; what
+    makes it impossible to replay here is found in this process first, without a child.
     """
     backend_name = backend or meta["backend"]
     head = f"{meta['target']} on {backend_name}"
     if (meta.get("isolate") or isolate) and path is not None and not in_process:
+        try:
+            _prepare(meta, data, backend)
+        except Exception as e:
+            print(f"{head}: cannot replay: {type(e).__name__}: {e}")
+            return 2
         timeout = meta.get("timeout")
         code, verdict = replay_isolated(
             path, backend=backend, timeout=None if timeout is None else float(timeout)

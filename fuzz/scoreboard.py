@@ -21,7 +21,6 @@ each detected mutant and the whole budget of each missed one).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -98,6 +97,7 @@ def run_scoreboard(
     seed: int = 0,
     log: Callable[[str], None] = lambda line: None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    repro_dir: Path | None = None,
 ) -> dict[str, Any]:
     """The scoreboard of ``mutants`` on ``backends``. ``budget``: seconds of search per row;
     ``shrink_limit``: seconds a row may shrink its failure (None: the profile's cap, which on a
@@ -105,7 +105,8 @@ def run_scoreboard(
     steps, and a row cut there keeps the smallest failing example so far and says so.
     ``baseline_limit``: seconds each baseline may run (None: all its cases). ``on_row``
     gets the board so far (marked interrupted) after each row, so that a run killed outright
-    still leaves its rows written."""
+    still leaves its rows written. ``repro_dir``: where the reproducer of each row's minimal
+    example goes (the one whose size the row reports); None: none written."""
     rows: list[dict[str, Any]] = []
 
     def board(interrupted: bool) -> dict[str, Any]:
@@ -121,7 +122,7 @@ def run_scoreboard(
 
     try:
         _run_rows(row_done, mutants, backends, profile, budget=budget, shrink_limit=shrink_limit,
-                  baseline_limit=baseline_limit, seed=seed, log=log)  # fmt: skip
+                  baseline_limit=baseline_limit, seed=seed, log=log, repro_dir=repro_dir)  # fmt: skip
     except KeyboardInterrupt:  # SIGINT, or SIGTERM through the CLI: keep the rows so far
         log(f"interrupted: {len(rows)} row(s) complete")
         return board(True)
@@ -155,12 +156,13 @@ def _run_rows(
     baseline_limit: float | None,
     seed: int,
     log: Callable[[str], None],
+    repro_dir: Path | None = None,
 ) -> None:
     bounded = profile if shrink_limit is None else replace(profile, shrink_seconds=shrink_limit)
     for m in mutants:
         for name in backends:
             b = get_backend(name)
-            if b.impl not in m.kernels:
+            if m.unsupported(b) is not None:
                 continue
             reason = b.unavailable_reason()
             if reason is not None:
@@ -168,7 +170,7 @@ def _run_rows(
                 continue
             log(f"{m.name} on {name}: harness ({budget:g}s budget)...")
             r = hunt(m, b, bounded, max_examples=10**9, seed=seed, database=None,
-                     time_limit=budget)  # fmt: skip
+                     time_limit=budget, repro_dir=repro_dir)  # fmt: skip
             f = r.found.get(m.expected_class or "") or next(iter(r.found.values()), None)
             harness = {
                 "found": f is not None,
@@ -180,6 +182,7 @@ def _run_rows(
                 "shrink_seconds": round(f.shrink_seconds, 3) if f else None,
                 "shrink_cut": bool(f and f.shrink_seconds >= bounded.shrink_seconds),
                 "reproducer_size": f.case.size if f else None,
+                "reproducer": str(f.reproducer) if f and f.reproducer else None,
                 "examples": r.examples,
                 "seconds": round(r.seconds, 3),
                 "error": r.error,
@@ -302,9 +305,9 @@ def print_scoreboard(board: dict[str, Any]) -> None:
 
 
 def write_scoreboard(out: Path, board: dict[str, Any]) -> None:
-    from fuzz.report import atomic_write_text
+    from fuzz.report import atomic_write_text, write_json
 
-    atomic_write_text(out / "scoreboard.json", json.dumps(board, indent=2) + "\n")
+    write_json(out / "scoreboard.json", board)
     md = ["| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
     md += ["| " + " | ".join(r) + " |" for r in table_rows(board)]
     md += ["", *[f"- {line}" for line in summary_lines(board)], ""]

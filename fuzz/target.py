@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -127,6 +128,24 @@ class Target:
             tutorials), ``randn`` values. Used by the mutant scoreboard's baselines.
         description: one line for listings.
         source: ``'builtin'`` or the plugin that registered it.
+        backends: the backends the kernel supports (None: every backend running one of its
+            kernel languages); a target is never paired with another, and ``python -m fuzz
+            list`` says why.
+        disabled: properties switched off for this target, each with its declared reason
+            (a plugin's kernel that is order-dependent by design, say).
+        siblings: other kernels of the same library that properties compare with, by family
+            (decode's "last row of a causal prefill" runs the library's ``attention`` kernel);
+            a family property whose sibling is absent does not run. Built-in targets use the
+            project's own.
+        conventions: how the kernel behaves where libraries differ (``fuzz.plugin.Conventions``
+            as a dict); empty for the built-in kernels (the families' own conventions).
+        autotune: the kernel's library launches autotuned Triton kernels (``triton.autotune``):
+            each example draws one config per autotuned kernel (shrinking toward the first), pins
+            it for every launch of the example, never benchmarks, and records it with the example
+            (``fuzz.triton_runtime``).
+        outputs: ``outputs(case) -> {output: (shape, dtype name)}``, the outputs a launch
+            allocates, known from the shapes alone (else the oracle is computed first to learn
+            them: a launch that compiles, or is rejected before compiling, then waits for it).
     """
 
     name: str
@@ -152,12 +171,16 @@ class Target:
     baseline_grid: Callable[[str], Sequence[Case]] | None = None
     description: str = ""
     source: str = "builtin"
+    backends: tuple[str, ...] | None = None
+    disabled: Mapping[str, str] = field(default_factory=dict)
+    siblings: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    conventions: Mapping[str, str] = field(default_factory=dict)
+    outputs: Callable[[Case], Mapping[str, tuple[tuple[int, ...], str]]] | None = None
+    autotune: bool = False
 
     def __post_init__(self) -> None:
-        if not self.name.startswith(self.family):
-            raise ValueError(
-                f"target name={self.name!r} must start with its family={self.family!r}"
-            )
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.name):
+            raise ValueError(f"target name={self.name!r} must be letters, digits, '_', '-', '.'")
         if not self.kernels:
             raise ValueError(
                 f"target {self.name!r}: kernels must name at least one kernel language"
@@ -174,6 +197,14 @@ class Target:
     @property
     def is_mutant(self) -> bool:
         return self.mutant_of is not None
+
+    def unsupported(self, backend: Any) -> str | None:
+        """Why this target never runs on ``backend`` (a ``fuzz.backends.Backend``), or None."""
+        if backend.impl not in self.kernels:
+            return f"no {backend.impl} kernel"
+        if self.backends is not None and backend.name not in self.backends:
+            return f"declared to run on {', '.join(self.backends)} only"
+        return None
 
     def shrink_limit(self, case: Case) -> int | None:
         """The ``shrink_bound`` for a minimal ``case`` of this mutant (None: none declared)."""

@@ -8,9 +8,10 @@ monitoring events (tracing, lowering and backend compilation).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,44 @@ _watchers: list[tuple[Callable[[], None], Callable[[], None]]] = []
 def _bump(*_: Any, **__: Any) -> None:
     with _lock:
         _counter.events += 1
+
+
+class NewCompile(BaseException):
+    """Raised where a compilation is about to begin inside :func:`no_new_compiles` (a
+    ``BaseException``: kernel wrappers and the harness's launch catch ``Exception`` only)."""
+
+
+_forbid = threading.local()
+
+
+@contextlib.contextmanager
+def no_new_compiles() -> Iterator[None]:
+    """Inside it, a launch that would compile a kernel (a Triton JIT cache miss, a JAX lowering)
+    raises :class:`NewCompile` before the compiler runs: shrinking on a compiled backend steps
+    only to kernel variants that are compiled already. A persistent-cache hit still counts as a
+    compile (it is not known before the lookup)."""
+    before = getattr(_forbid, "on", False)
+    _forbid.on = True
+    try:
+        yield
+    finally:
+        _forbid.on = before
+
+
+def compile_starting() -> None:
+    """Notifies the watchers that a compilation begins (the compilers' hooks call it; so may a
+    plugin whose kernels compile through another route, or a test's fake compiler). Raises
+    :class:`NewCompile` inside :func:`no_new_compiles`."""
+    if getattr(_forbid, "on", False):
+        raise NewCompile
+    _started()
+
+
+def compile_done() -> None:
+    """Notifies the watchers that a compilation has ended and counts it (see
+    :func:`compile_starting`)."""
+    _bump()
+    _ended()
 
 
 def _started() -> None:
@@ -73,7 +112,7 @@ def install() -> None:
         previous_hook = knobs.runtime.jit_cache_hook
 
         def cache_hook(*args: Any, **kwargs: Any) -> Any:
-            _started()
+            compile_starting()
             return previous_hook(*args, **kwargs) if previous_hook is not None else None
 
         knobs.runtime.jit_cache_hook = cache_hook
@@ -88,7 +127,7 @@ def install() -> None:
             if "backend_compile" in event:
                 _ended()
             elif "to_mlir" in event or "lower" in event:
-                _started()
+                compile_starting()
 
         jax.monitoring.register_event_duration_secs_listener(on_duration)
     except Exception:

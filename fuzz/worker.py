@@ -16,6 +16,18 @@ fresh worker.
 A CUDA error that poisons the context (illegal address, launch failure) surfaces as a Python
 exception; every later launch in that process would fail too, so the worker records the finding
 and exits with :data:`EXIT_CONTEXT_LOST` rather than let Hypothesis "shrink" it.
+
+A long-lived worker on the CPU interpreters compiles an XLA program for every new shape (Pallas
+``interpret=True``, JAX-based plugins), and each keeps memory maps of its JIT-compiled code
+(measured in one process: 40-100 per example over the first hundred examples of the attention
+and softmax targets, about 3 per trivial jitted program; attention alone levels off near 16,000
+maps after 3,000 examples as shapes repeat, but every target and mutant compiles programs of its
+own). At the kernel's limit (``vm.max_map_count``, 65530 by default) LLVM fails with "Cannot
+allocate memory" and the process dies by SIGSEGV. :class:`MapBudget` watches the count: at
+:data:`CLEAR_AT` of the limit it clears JAX's compile caches (which frees those maps: 4,000 ->
+620 in a Pallas attention worker), and at :data:`RECYCLE_AT` the worker ends its slice and exits
+with :data:`EXIT_RECYCLE`, to be replaced by a fresh one. The parent samples each worker's count
+too and tells a death near the limit (or after an out-of-memory message) from a kernel crash.
 """
 
 from __future__ import annotations
@@ -34,6 +46,11 @@ from typing import Any
 import numpy as np
 
 EXIT_CONTEXT_LOST = 86
+EXIT_RECYCLE = 87  # a worker that ends itself to be replaced by a fresh process (memory maps)
+
+# Fractions of the memory-map limit: clear JAX's compile caches, recycle the worker, and (the
+# parent) call a worker's death by a signal at this count a resource exhaustion, not a crash.
+CLEAR_AT, RECYCLE_AT, EXHAUSTED_AT = 0.4, 0.6, 0.85
 
 # Exception texts after which a CUDA context is unusable (sticky errors).
 STICKY_CUDA_ERRORS = (
@@ -135,12 +152,86 @@ def clear_inflight(prefix: str) -> None:
 # The worker -----------------------------------------------------------------------------------------
 
 
+def map_limit() -> int | None:
+    """How many memory maps a process may have (``KERNEL_FUZZ_MAP_LIMIT``, else the kernel's
+    ``vm.max_map_count``); None where the system does not say."""
+    env = os.environ.get("KERNEL_FUZZ_MAP_LIMIT")
+    if env:
+        if not env.isdigit() or int(env) < 100:
+            raise ValueError(f"KERNEL_FUZZ_MAP_LIMIT={env!r} must be an integer >= 100")
+        return int(env)
+    try:
+        return int(Path("/proc/sys/vm/max_map_count").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def count_maps(pid: int | str = "self") -> int | None:
+    """The number of memory maps of process ``pid`` (None where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return None
+
+
+class MapBudget:
+    """Keeps this process's memory maps under its limit (see the module's docstring): call
+    :meth:`check` between examples; once it returns True the worker should end its slice and
+    exit with :data:`EXIT_RECYCLE`."""
+
+    def __init__(self, limit: int | None, *, every: float = 0.5) -> None:
+        self.limit = limit
+        self.every = every  # seconds between two counts (a count reads /proc: a few ms)
+        self.last = 0.0
+        self.cleared_at = 0  # the count after the last clear
+        self.recycle: int | None = None  # the count that asked for a fresh process
+        # A fresh process is asked for only once this one has grown by a tenth of the limit:
+        # a limit below what a process needs to start must not recycle workers endlessly.
+        self.start = count_maps() or 0
+
+    def check(self, *, now: bool = False) -> bool:
+        t = time.monotonic()
+        if (
+            self.limit is None
+            or self.recycle is not None
+            or (not now and t - self.last < self.every)
+        ):
+            return self.recycle is not None
+        self.last = t
+        n = count_maps()
+        if n is None:
+            return False
+        if n >= CLEAR_AT * self.limit and n >= self.cleared_at + 0.1 * self.limit:
+            n = self.clear(n)
+        if n >= RECYCLE_AT * self.limit and n >= self.start + 0.1 * self.limit:
+            self.recycle = n
+        return self.recycle is not None
+
+    def clear(self, before: int) -> int:
+        """Clears JAX's compile caches (their executables hold the maps); returns the count."""
+        import gc
+
+        jax = sys.modules.get("jax")
+        if jax is not None:
+            jax.clear_caches()
+        gc.collect()
+        after = count_maps() or before
+        self.cleared_at = after
+        print(f"memory maps: {before} -> {after} of {self.limit} after clearing the compile "
+              "caches", file=sys.stderr, flush=True)  # fmt: skip
+        return after
+
+
 def _setup(config: WorkerConfig) -> None:
     if config.cuda_device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = config.cuda_device
     # The parent handles Ctrl-C for the whole campaign; a worker finishes or is killed.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     log = open(config.log, "a", buffering=1)
+    # What libraries write to file descriptor 2 (LLVM's "Cannot allocate memory", XLA's and
+    # Triton's warnings) goes to the log too: the parent reads it to tell why a worker died.
+    os.dup2(log.fileno(), 2)
     faulthandler.enable(file=log, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)  # the parent's hang probe
     sys.stderr = log
@@ -170,6 +261,7 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
         db = open_database(config.db, config.db_shared)
         profile = _profile(config.profile)
         _pause_clock_while_compiling(started)
+        maps = MapBudget(map_limit())
     except BaseException as e:
         conn.send(("fatal", f"{type(e).__name__}: {e}", traceback.format_exc()))
         return
@@ -183,9 +275,11 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
         if kind == "stop":
             return
         if kind == "hunt":
-            _hunt(conn, config, profile, db, started, msg[1])
+            _hunt(conn, config, profile, db, started, msg[1], maps)
         elif kind == "replay":
             _replay(conn, started, msg[1])
+        if maps.recycle is not None:
+            sys.exit(EXIT_RECYCLE)  # its slice's summary is sent: a fresh process takes over
 
 
 def _pause_clock_while_compiling(started: Any) -> None:
@@ -211,13 +305,25 @@ def _found_dict(found: Any) -> dict[str, Any]:
     return d
 
 
-def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, task: dict) -> None:
+def _hunt(
+    conn: Any,
+    config: WorkerConfig,
+    profile: Any,
+    db: Any,
+    started: Any,
+    task: dict,
+    maps: MapBudget | None = None,
+) -> None:
+    from hypothesis.control import current_build_context
+
     from fuzz import engine, reproducer
     from fuzz.backends import get_backend
     from fuzz.target import get
 
+    maps = maps or MapBudget(None)
+
     sid = task["slice"]
-    target = get(task["target"])
+    target = checked_strategy(get(task["target"]))
     backend = get_backend(task["backend"])
     prefix = config.inflight
     last_progress = [0.0]
@@ -225,6 +331,10 @@ def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, 
     problems_before = len(db.problems) if db is not None else 0
 
     def before_example(case: Any) -> None:
+        if maps.check() and not current_build_context().is_final:
+            # Too many memory maps: end the slice as its time limit would (the engine's own stop,
+            # which Hypothesis does not take for a failure), before this example runs.
+            raise engine._OutOfTime
         write_inflight_case(prefix, target.name, backend.name, case)
         started.value = time.time()
 
@@ -294,7 +404,42 @@ def _hunt(conn: Any, config: WorkerConfig, profile: Any, db: Any, started: Any, 
     summary["found"] = found
     summary["features"] = sorted(result.features)
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []
+    if maps.check(now=True):
+        summary["recycle"] = {"maps": maps.recycle, "limit": maps.limit}
+        summary["stopped"] = "recycle"  # not the search space running out
     conn.send(("done", sid, summary))
+
+
+def checked_strategy(target: Any) -> Any:
+    """``target`` whose strategy fails with a message naming the target when it is not a
+    Hypothesis strategy or draws something other than a :class:`fuzz.case.Case` (a plugin's
+    mistake, which would otherwise surface as an AttributeError deep in the properties)."""
+    import dataclasses
+
+    from hypothesis.strategies import SearchStrategy
+
+    from fuzz.case import Case
+
+    build = target.strategy
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, Case):
+            raise TypeError(
+                f"the strategy of target {target.name!r} drew a {type(value).__name__}; it must "
+                "draw fuzz.Case objects"
+            )
+        return value
+
+    def strategy(scale: str) -> Any:
+        s = build(scale)
+        if not isinstance(s, SearchStrategy):
+            raise TypeError(
+                f"the strategy of target {target.name!r} returned a {type(s).__name__} for "
+                f"{scale=}; it must return a Hypothesis strategy of fuzz.Case"
+            )
+        return s.map(check)
+
+    return dataclasses.replace(target, strategy=strategy)
 
 
 def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:

@@ -32,24 +32,30 @@ class Edit:
 _cache: dict[tuple[str, str], types.ModuleType] = {}
 
 
-def mutate(module: types.ModuleType, name: str, edits: Sequence[Edit]) -> types.ModuleType:
-    """Returns ``module`` re-executed with ``edits`` applied, as module ``<module>__mutant_<name>``."""
-    key = (module.__name__, name)
+def mutate(
+    module: types.ModuleType, name: str, edits: Sequence[Edit], *, kind: str = "mutant"
+) -> types.ModuleType:
+    """Returns ``module`` re-executed with ``edits`` applied, as module ``<module>__<kind>_<name>``.
+
+    ``kind`` names what the copy is in module names, tracebacks and NaN-origin reports:
+    ``'mutant'`` (a planted bug) or ``'reformulation'`` (a correct rewrite of the computation).
+    """
+    key = (module.__name__, f"{kind}_{name}")
     if key in _cache:
         return _cache[key]
     if not edits:
-        raise MutationError(f"mutant {name!r} of {module.__name__} has no edits")
+        raise MutationError(f"{kind} {name!r} of {module.__name__} has no edits")
     src = inspect.getsource(module)
     for edit in edits:
         count = src.count(edit.old)
         if count != 1:
             raise MutationError(
-                f"mutant {name!r}: the text to replace occurs {count} times in {module.__name__} "
+                f"{kind} {name!r}: the text to replace occurs {count} times in {module.__name__} "
                 f"(expected exactly once):\n{edit.old}"
             )
         src = src.replace(edit.old, edit.new)
-    mod_name = f"{module.__name__}__mutant_{name}"
-    filename = f"<mutant {name} of {module.__name__}>"
+    mod_name = f"{module.__name__}__{kind}_{name}"
+    filename = f"<{kind} {name} of {module.__name__}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     mod = types.ModuleType(mod_name, module.__doc__)
     mod.__file__ = filename

@@ -11,8 +11,10 @@ An empty segment has no rows (nothing to compute); a column of a segment whose v
 ids, a scatter-max and a scatter-add of exponentials into per-segment log-sum-exps, then
 ``exp(x - lse[segment])`` for every row at once; the two are checked against each other and
 against mpmath in the tests. ``jagged_softmax_naive`` is what eager PyTorch gives per segment in
-the input dtype (the seed's reference loop: ``torch.softmax(x[a:b], dim=0)``); the tolerance
-policy is relative to its error.
+the input dtype (the seed's reference loop: ``torch.softmax(x[a:b], dim=0)``).
+``jagged_softmax_error_bound`` is the error any fp32 implementation may have per output element:
+each segment's column is a row softmax of its values (``oracles.softmax.softmax_error_bound``
+with scale 1, no bias, no mask; the derivation: ``kernels/jagged_softmax/README.md``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ import itertools
 
 import torch
 
+from oracles.softmax import softmax_error_bound
+
 __all__ = [
+    "jagged_softmax_error_bound",
     "jagged_softmax_naive",
     "jagged_softmax_reference",
     "jagged_softmax_reference_scatter",
@@ -80,4 +85,19 @@ def jagged_softmax_naive(values: torch.Tensor, offsets: torch.Tensor) -> torch.T
             y = torch.softmax(s, dim=0)
             empty = torch.isneginf(s.amax(dim=0, keepdim=True))
             out[a:b] = torch.where(empty, torch.zeros((), dtype=s.dtype, device=s.device), y)
+    return out
+
+
+def jagged_softmax_error_bound(
+    values: torch.Tensor, offsets: torch.Tensor, *, out_dtype: str, min_tile: int
+) -> torch.Tensor:
+    """float64 ``[N, M]``: the error bound of each output element (see the module docstring).
+
+    ``min_tile``: the fewest rows an implementation takes per online step (its rescale count).
+    """
+    out = torch.zeros(values.shape, dtype=torch.float64, device=values.device)
+    for a, b in _bounds(offsets):
+        if b > a:
+            got = softmax_error_bound(values[a:b].T, out_dtype=out_dtype, min_tile=min_tile)
+            out[a:b] = got.y.T
     return out

@@ -53,3 +53,36 @@ def check_pow2(name: str, value: Any, *, lo: int = 1, hi: int | None = None) -> 
 
 def check_scale(scale: Any) -> str:
     return check_choice("scale", scale, ("small", "large"))
+
+
+def check_features(features: Any, allowed: Iterable[str]) -> frozenset[str]:
+    """``features`` (the optional features a kernel supports; None: all of ``allowed``) as a
+    frozenset, every name among ``allowed``."""
+    allowed = tuple(allowed)
+    if features is None:
+        return frozenset(allowed)
+    if isinstance(features, str) or not isinstance(features, Iterable):
+        raise InvalidArgument(f"features={features!r} must be a set of names from {allowed}")
+    bad = sorted(set(features) - set(allowed))
+    if bad:
+        raise InvalidArgument(f"features contains {bad}; this family's features are {allowed}")
+    return frozenset(features)
+
+
+def check_sizes(name: str, values: Any, default: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``values`` (sizes a kernel supports, in the order to try them; None: ``default``) as a
+    non-empty tuple of positive ints."""
+    if values is None:
+        return default
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidArgument(f"{name}={values!r} must be a sequence of positive ints")
+    values = tuple(values)
+    if not values:
+        raise InvalidArgument(f"{name} must not be empty")
+    for v in values:
+        if isinstance(v, tuple):
+            for x in v:
+                check_int(name, x, lo=1)
+        else:
+            check_int(name, v, lo=1)
+    return values

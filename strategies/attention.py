@@ -17,10 +17,18 @@ Boundaries the draws aim at (``kernels/attention/README.md`` says why each matte
 * ALiBi slopes from ``strategies.alibi``: standard first, then scaled, constant and adversarial
   (0, tiny, huge); soft caps small (saturating) and large;
 * a logit level: ``q`` and ``k`` shifted along a common direction so that every logit sits near
-  +-100 or +-1000 (the log-sum-exp beyond fp32's exp range, +-88.72) or 12 (fp16's);
+  +-100 or +-1000 (the log-sum-exp beyond fp32's exp range, +-88.72) or 12 (fp16's), and, last,
+  below the finite sentinels kernels mask with (-5e4, -1e5, -1e9: a key masked with a sentinel
+  above a row's genuine logits outranks them all);
+* values large enough that an unnormalized partial result overflows fp16 although the output
+  does not (a v offset of 6e4: a sum of V rows over two keys, or a split's weighted output before
+  the merge's division, passes 65504);
 * a logit trend: the keys shifted along that direction in proportion to their position, so that
   the logits rise (or fall) across the key axis: with a rise, the running max of the online
-  softmax grows in every key tile and the accumulator must be rescaled each time.
+  softmax grows in every key tile and the accumulator must be rescaled each time;
+* occasionally (about one example in 8), the compiled scale's tiles, head dims and split counts
+  with few rows, so that every kernel variant a GPU run reaches is reachable on the CPU, and (one
+  decode example in 16) a cache of thousands of keys.
 
 Everything shrinks toward one batch element, one head, length 1, head dim 1, no mask, no modifier,
 float32, standard slopes and plain normal values (seed 0).
@@ -28,8 +36,10 @@ float32, standard slopes and plain normal values (seed 0).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +49,12 @@ from hypothesis import strategies as st
 from fuzz.arrays import FLOAT_DTYPES, np_dtype
 from fuzz.case import Case
 from strategies import alibi, shapes
-from strategies._validate import check_scale, check_subset
-from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize
+from strategies._validate import check_features, check_scale, check_sizes, check_subset
+from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize, occasionally
 
 LEVELS = (0.0, 100.0, -100.0, 12.0, -1000.0, 1000.0)
+DEEP_LEVELS = (-5e4, -1e5, -1e9)  # occasionally: below the finite sentinels kernels mask with
+LONG_CACHE_MIN = 1024  # an occasional long decode cache holds at least this many keys
 TRENDS = (0.0, 8.0, -8.0, 40.0)
 SOFTCAPS = (30.0, 1.0, 50.0, 0.1, 5.0)
 SCALES = (None, 0.5, 1.0, 0.125, 2.0, 0.03)
@@ -50,8 +62,17 @@ WINDOW_SIDES = (-1, 0, 1, 2, 3, 7, 16)
 QK_MAGNITUDES = (1.0, 0.1, 4.0, 16.0)
 V_MAGNITUDES = (1.0, 0.01, 100.0)
 V_OFFSETS = (0.0, 1.0, -3.0)
+# Occasionally: values near fp16's largest, whose unnormalized sums (P . V before the division, a
+# split's weighted output before the merge's) overflow fp16 while the output does not.
+LARGE_V_MAGNITUDES = (3e4,)
+LARGE_V_OFFSETS = (6e4,)
 EXPLICIT = (1.0, 0.0, -1.0, 2.0, 10.0, -10.0, 0.5)
 SPECIALS = ("none", "zero", "subnormal")
+# Optional features a kernel may support (``fuzz.plugin.Capabilities.features``); a strategy given
+# a subset draws none of the others. ``scale``: an explicit scale (else always None, 1/sqrt(D)).
+FEATURES = ("causal", "window", "key_padding", "alibi", "softcap", "gqa", "scale")
+VARLEN_FEATURES = ("causal", "window", "alibi", "softcap", "gqa", "scale")
+DECODE_FEATURES = ("window", "alibi", "softcap", "gqa", "scale", "splits")
 
 
 # The shared factories build a fresh ``st.composite`` per call, and defining a composite makes
@@ -111,6 +132,11 @@ class Limits:
             q tiles * k tiles``).
         tile_elements: bound of ``block * D_pad``: tiles are cut for large head dims, as
             deployments choose them (fp32 tiles of 128 x 256 overflow a GPU's shared memory).
+        rare_block_pairs, rare_blocks_k, rare_head_dims, rare_splits: drawn about one example
+            in 8 instead (``strategies.values.occasionally``): the compiled scale's tiles, head
+            dims and split counts, so that every kernel variant it reaches is reachable here.
+        long_cache: decode caches of this many keys at most, drawn about one example in 16
+            (0: none beyond ``max_tiles``).
     """
 
     block_pairs: tuple[tuple[int, int], ...]
@@ -127,6 +153,11 @@ class Limits:
     max_programs: int
     max_work: int
     tile_elements: int
+    rare_block_pairs: tuple[tuple[int, int], ...] = ()
+    rare_blocks_k: tuple[int, ...] = ()
+    rare_head_dims: tuple[int, ...] = ()
+    rare_splits: tuple[int, ...] = ()
+    long_cache: int = 0
 
 
 # small keeps the CPU interpreters quick (a few program-tiles per launch); large is for the GPU.
@@ -146,6 +177,20 @@ LIMITS = {
         max_programs=3,
         max_work=6,
         tile_elements=1 << 13,
+        rare_block_pairs=(
+            (64, 64),
+            (128, 64),
+            (64, 128),
+            (128, 32),
+            (32, 64),
+            (64, 16),
+            (128, 128),
+            (64, 32),
+        ),
+        rare_blocks_k=(64, 128),
+        rare_head_dims=(80, 96, 128, 256),
+        rare_splits=(8, 16),
+        long_cache=4096,
     ),
     "large": Limits(
         block_pairs=(
@@ -196,22 +241,55 @@ class Modifiers:
         return {"slopes": self.slope_recipe, "level": self.level, "trend": self.trend}
 
 
+def _limits(
+    scale: str,
+    *,
+    block_pairs: tuple[tuple[int, int], ...] | None = None,
+    blocks_k: tuple[int, ...] | None = None,
+    head_dims: tuple[int, ...] | None = None,
+) -> tuple[Limits, Callable[[int, int], int]]:
+    """The scale's limits with a kernel's own tiles and head dims in place of the scale's, and the
+    tile fitting to use: the tile budget cuts the scale's tiles, never a kernel's own."""
+    lim = LIMITS[check_scale(scale)]
+    own_tiles = block_pairs is not None or blocks_k is not None
+    lim = dataclasses.replace(
+        lim,
+        block_pairs=check_sizes("block_pairs", block_pairs, lim.block_pairs),
+        blocks_k=check_sizes("blocks_k", blocks_k, lim.blocks_k),
+        head_dims=check_sizes("head_dims", head_dims, lim.head_dims),
+        # a kernel's own sizes are all it has: no rare ones beside them
+        rare_block_pairs=lim.rare_block_pairs if block_pairs is None else (),
+        rare_blocks_k=lim.rare_blocks_k if blocks_k is None else (),
+        rare_head_dims=lim.rare_head_dims if head_dims is None else (),
+    )
+    if own_tiles:
+        return lim, lambda block, d: block
+    return lim, lambda block, d: _fit(block, d, lim)
+
+
 def _fit(block: int, d: int, lim: Limits) -> int:
     """``block``, cut so that ``block * D_pad <= tile_elements`` (never below 16)."""
     d_pad = max(16, 1 << max(d - 1, 0).bit_length())
     return max(16, min(block, lim.tile_elements // d_pad))
 
 
-def _heads(draw: st.DrawFn, lim: Limits) -> tuple[int, int]:
-    """``(Hq, Hkv)``: the GQA ratio, then the kv heads within ``max_bh``."""
-    group = draw(st.sampled_from(tuple(g for g in lim.groups if g <= lim.max_bh)), label="group")
+def _heads(draw: st.DrawFn, lim: Limits, feats: frozenset[str]) -> tuple[int, int]:
+    """``(Hq, Hkv)``: the GQA ratio (1 without the ``gqa`` feature), then the kv heads within
+    ``max_bh``."""
+    groups = tuple(g for g in lim.groups if g <= lim.max_bh) if "gqa" in feats else (1,)
+    group = draw(st.sampled_from(groups), label="group")
     hkv = draw(shapes.few(1, max(1, min(lim.max_kv_heads, lim.max_bh // group))), label="Hkv")
     return hkv * group, hkv
 
 
-def _modifiers(draw: st.DrawFn, n_heads: int) -> Modifiers:
-    scale = draw(st.sampled_from(SCALES), label="scale")
-    alibi = draw(st.booleans(), label="alibi")
+def _flag(draw: st.DrawFn, feats: frozenset[str], name: str) -> bool:
+    """A drawn boolean for an optional feature; False (nothing drawn) where it is unsupported."""
+    return name in feats and draw(st.booleans(), label=name)
+
+
+def _modifiers(draw: st.DrawFn, n_heads: int, feats: frozenset[str]) -> Modifiers:
+    scale = draw(st.sampled_from(SCALES if "scale" in feats else (None,)), label="scale")
+    alibi = _flag(draw, feats, "alibi")
     slopes = recipe = None
     kind = None
     if alibi:
@@ -219,8 +297,12 @@ def _modifiers(draw: st.DrawFn, n_heads: int) -> Modifiers:
         slopes = r.slopes(n_heads).astype(np.float32)
         kind = "standard" if r.kind == "standard" else "user"
         recipe = r.describe()
-    softcap = draw(st.one_of(st.none(), st.sampled_from(SOFTCAPS)), label="softcap")
-    level = draw(st.sampled_from(LEVELS), label="logit level")
+    softcap = (
+        draw(st.one_of(st.none(), st.sampled_from(SOFTCAPS)), label="softcap")
+        if "softcap" in feats
+        else None
+    )
+    level = draw(occasionally(LEVELS, DEEP_LEVELS), label="logit level")
     trend = draw(st.sampled_from(TRENDS), label="logit trend")
     return Modifiers(scale, softcap, kind, slopes, recipe, level, trend)
 
@@ -228,9 +310,9 @@ def _modifiers(draw: st.DrawFn, n_heads: int) -> Modifiers:
 _WINDOW_SIDE = st.one_of(st.sampled_from(WINDOW_SIDES), st.integers(0, 40))
 
 
-def _window(draw: st.DrawFn) -> list[int] | None:
+def _window(draw: st.DrawFn, feats: frozenset[str]) -> list[int] | None:
     """None, or ``[left, right]`` with -1 (unbounded) and narrow sides first."""
-    if not draw(st.booleans(), label="window"):
+    if not _flag(draw, feats, "window"):
         return None
     return [draw(_WINDOW_SIDE, label="window left"), draw(_WINDOW_SIDE, label="window right")]
 
@@ -298,8 +380,8 @@ def _recipes(draw: st.DrawFn, q_numel: int, k_numel: int) -> tuple[ValueRecipe, 
         seed = draw(_SEED, label="seed")
         rq = ValueRecipe(seed, dist, q_mag)
         rk = ValueRecipe(seed + 1, dist, k_mag)
-    v_mag = draw(st.sampled_from(V_MAGNITUDES), label="v magnitude")
-    v_off = draw(st.sampled_from(V_OFFSETS), label="v offset")
+    v_mag = draw(occasionally(V_MAGNITUDES, LARGE_V_MAGNITUDES, one_in=8), label="v magnitude")
+    v_off = draw(occasionally(V_OFFSETS, LARGE_V_OFFSETS, one_in=8), label="v offset")
     special = draw(st.sampled_from(SPECIALS), label="specials")
     density = 0.0 if special == "none" else draw(st.sampled_from((0.1, 0.5, 1.0)), label="density")
     rv = ValueRecipe(seed + 2, "normal", v_mag, v_off, special, density)
@@ -344,7 +426,12 @@ def _described(recipes: tuple[ValueRecipe, ...], mods: Modifiers, **extra: Any) 
 
 
 def attention_cases(
-    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    block_pairs: tuple[tuple[int, int], ...] | None = None,
+    head_dims: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Dense batched attention cases.
 
@@ -355,24 +442,32 @@ def attention_cases(
 
     Shrinks toward one batch element, one head, ``Tq = Tk = 1``, ``D = 1``, float32, no mask, no
     modifier, logit level 0 and plain normal values.
+
+    ``block_pairs`` and ``head_dims`` replace the scale's (a kernel's own tiles are not cut to the
+    tile budget) and ``features`` (from ``FEATURES``; None: all) leaves out what a kernel does not
+    support: the cases a kernel's capabilities admit, and only those.
     """
-    lim = LIMITS[check_scale(scale)]
+    lim, fit = _limits(scale, block_pairs=block_pairs, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    feats = check_features(features, FEATURES)
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
-        block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
-        hq, hkv = _heads(draw, lim)
+        block_q, block_k = draw(
+            occasionally(lim.block_pairs, lim.rare_block_pairs),
+            label="(block_q, block_k)",
+        )
+        hq, hkv = _heads(draw, lim, feats)
         max_batch = _max_batch(lim, hq, lim.max_batch)
         length_kinds = None  # key padding: one drawn length per batch element
-        if draw(st.booleans(), label="key padding"):
+        if _flag(draw, feats, "key_padding"):
             length_kinds = _length_kinds(draw, lim, max_batch, "key lengths")
             batch = len(length_kinds)
         else:
             batch = draw(st.integers(1, max_batch), label="B")
-        d = draw(st.sampled_from(lim.head_dims), label="D")
-        block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
+        d = draw(occasionally(lim.head_dims, lim.rare_head_dims), label="D")
+        block_q, block_k = fit(block_q, d), fit(block_k, d)
         n_q = max(1, min(lim.max_tiles + 1, lim.max_programs // (batch * hq)))
         tq = draw(
             tiled_sizes(block_q, max_size=n_q * block_q - 1 if n_q > 1 else block_q), label="Tq"
@@ -380,12 +475,12 @@ def attention_cases(
         max_tk = (lim.max_tiles + 1) * block_k - 1
         max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
         tk = draw(key_sizes(block_k, max_size=max_tk), label="Tk")
-        causal = draw(st.booleans(), label="causal")
-        window = _window(draw)
+        causal = _flag(draw, feats, "causal")
+        window = _window(draw, feats)
         key_lengths = None
         if length_kinds is not None:
             key_lengths = _resolve_lengths(draw, length_kinds, tk)
-        mods = _modifiers(draw, hq)
+        mods = _modifiers(draw, hq, feats)
         recipes = _recipes(draw, batch * hq * tq * d, batch * hkv * tk * d)
         inputs = _materialize_qkv(recipes, (batch, hq, tq, d), (batch, hkv, tk, d), dtype, mods)
         if key_lengths is not None:
@@ -400,7 +495,12 @@ def attention_cases(
 
 
 def varlen_cases(
-    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    block_pairs: tuple[tuple[int, int], ...] | None = None,
+    head_dims: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Packed variable-length cases: ``N`` sequences in a batch of one.
 
@@ -410,18 +510,23 @@ def varlen_cases(
 
     Per-sequence query and key lengths are drawn first (zero-length and length-1 sequences
     included), then accumulated into offsets. Shrinks toward one sequence of one query and one
-    key, no guard rows, and the simplest modifiers and values.
+    key, no guard rows, and the simplest modifiers and values. ``block_pairs``, ``head_dims``
+    and ``features`` (from ``VARLEN_FEATURES``) as for :func:`attention_cases`.
     """
-    lim = LIMITS[check_scale(scale)]
+    lim, fit = _limits(scale, block_pairs=block_pairs, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    feats = check_features(features, VARLEN_FEATURES)
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
-        block_q, block_k = draw(st.sampled_from(lim.block_pairs), label="(block_q, block_k)")
-        hq, hkv = _heads(draw, lim)
-        d = draw(st.sampled_from(lim.head_dims), label="D")
-        block_q, block_k = _fit(block_q, d, lim), _fit(block_k, d, lim)
+        block_q, block_k = draw(
+            occasionally(lim.block_pairs, lim.rare_block_pairs),
+            label="(block_q, block_k)",
+        )
+        hq, hkv = _heads(draw, lim, feats)
+        d = draw(occasionally(lim.head_dims, lim.rare_head_dims), label="D")
+        block_q, block_k = fit(block_q, d), fit(block_k, d)
         n_max = _max_batch(lim, hq, lim.max_seqs)
         max_q = (lim.max_tiles + 1) * block_q - 1
         max_k = (lim.max_tiles + 1) * block_k - 1
@@ -450,9 +555,9 @@ def varlen_cases(
         cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
         cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
         total_q, total_k = int(cu_q[-1]), int(cu_k[-1]) + tail
-        causal = draw(st.booleans(), label="causal")
-        window = _window(draw)
-        mods = _modifiers(draw, hq)
+        causal = _flag(draw, feats, "causal")
+        window = _window(draw, feats)
+        mods = _modifiers(draw, hq, feats)
         recipes = _recipes(draw, hq * total_q * d, hkv * total_k * d)
         inputs = _materialize_qkv(recipes, (1, hq, total_q, d), (1, hkv, total_k, d), dtype, mods)
         inputs["cu_seqlens_q"] = cu_q
@@ -467,7 +572,13 @@ def varlen_cases(
 
 
 def decode_cases(
-    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    blocks_k: tuple[int, ...] | None = None,
+    num_splits: tuple[int, ...] | None = None,
+    head_dims: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Decode steps: one query per sequence against a cache with per-batch ``cache_len``.
 
@@ -478,32 +589,46 @@ def decode_cases(
     parts, each reduced on its own and combined through their log-sum-exps; more splits than key
     tiles leave splits without keys).
 
+    Occasionally (about one example in 16) the cache holds up to ``Limits.long_cache`` keys.
     Shrinks toward one batch element, one head, a cache of one key, one split, and the simplest
-    modifiers and values.
+    modifiers and values. ``blocks_k``, ``num_splits`` and ``head_dims`` replace the scale's;
+    ``features`` (from ``DECODE_FEATURES``; ``splits``: more than one split) as for
+    :func:`attention_cases`.
     """
-    lim = LIMITS[check_scale(scale)]
+    lim, fit = _limits(scale, blocks_k=blocks_k, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    feats = check_features(features, DECODE_FEATURES)
+    default_splits = tuple(s for s in (1, 2, 4, 8, 16) if s <= lim.max_splits)
+    splits_st = (
+        occasionally(default_splits, lim.rare_splits, one_in=8)
+        if num_splits is None
+        else st.sampled_from(check_sizes("num_splits", num_splits, default_splits))
+    )
+    if "splits" not in feats:
+        splits_st = st.just(1)
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(float_dtypes(dtypes), label="dtype")
-        block_k = draw(st.sampled_from(lim.blocks_k), label="block_k")
-        splits = draw(
-            st.sampled_from(tuple(s for s in (1, 2, 4, 8, 16) if s <= lim.max_splits)),
-            label="num_splits",
-        )
-        hq, hkv = _heads(draw, lim)
+        block_k = draw(occasionally(lim.blocks_k, lim.rare_blocks_k, one_in=8), label="block_k")
+        splits = draw(splits_st, label="num_splits")
+        hq, hkv = _heads(draw, lim, feats)
         max_batch = _max_batch(lim, hq, lim.max_batch)
         length_kinds = _length_kinds(draw, lim, max_batch, "cache lengths")
         batch = len(length_kinds)
-        d = draw(st.sampled_from(lim.head_dims), label="D")
-        block_k = _fit(block_k, d, lim)
+        d = draw(occasionally(lim.head_dims, lim.rare_head_dims), label="D")
+        block_k = fit(block_k, d)
         room = max(1, lim.max_scores // (batch * hq))
         max_t = (lim.max_tiles + 1) * block_k - 1
-        tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
+        if lim.long_cache and draw(occasionally((False,), (True,), one_in=16), label="long cache"):
+            # Thousands of keys: long reductions, many tiles per split (within the score bound).
+            top = max(1, min(lim.long_cache, room))
+            tmax = draw(shapes.few(min(LONG_CACHE_MIN, top), top), label="Tmax")
+        else:
+            tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
         cache_len = _resolve_lengths(draw, length_kinds, tmax)
-        window = _window(draw)
-        mods = _modifiers(draw, hq)
+        window = _window(draw, feats)
+        mods = _modifiers(draw, hq, feats)
         recipes = _recipes(draw, batch * hq * d, batch * hkv * tmax * d)
         inputs = _materialize_qkv(recipes, (batch, hq, 1, d), (batch, hkv, tmax, d), dtype, mods)
         inputs["cache_len"] = cache_len

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,10 +10,16 @@ from hypothesis import strategies as st
 
 from fuzz.arrays import FLOAT_DTYPES
 from fuzz.case import Case
-from strategies._validate import check_scale, check_subset
+from strategies._validate import check_scale, check_sizes, check_subset
 from strategies.jagged import offsets_from_lengths, segment_lengths
 from strategies.shapes import sizes
-from strategies.values import float_dtypes, materialize, value_recipes
+from strategies.values import (
+    SENTINEL_VALUES,
+    float_dtypes,
+    materialize,
+    occasionally,
+    value_recipes,
+)
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,9 @@ class Limits:
     block_n: tuple[int, ...]
     block_m: tuple[int, ...]
     num_programs: tuple[int | None, ...]
+    # Drawn about one example in 8: the compiled scale's tiles, reachable on the CPU with few rows.
+    rare_block_n: tuple[int, ...] = ()
+    rare_block_m: tuple[int, ...] = ()
 
 
 # Bounds per scale: small keeps the CPU interpreters quick (the Triton interpreter costs a few
@@ -45,6 +55,8 @@ LIMITS = {
         # One program per segment only: the schedule-invariance property reruns every case with
         # other program counts, and on a sequential interpreter that is what exposes order.
         num_programs=(None,),
+        rare_block_n=(16, 32, 64, 128),
+        rare_block_m=(32, 16, 128),
     ),
     "large": Limits(
         max_rows=4096,
@@ -67,21 +79,37 @@ GUARDS = ("nan",)  # the clean run's guard-row poison; the masked-poison propert
 
 
 def jagged_softmax_cases(
-    scale: str = "small", *, dtypes: tuple[str, ...] = FLOAT_DTYPES
+    scale: str = "small",
+    *,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    block_n: tuple[int, ...] | None = None,
+    block_m: tuple[int, ...] | None = None,
+    num_programs: tuple[int | None, ...] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Jagged softmax cases: inputs ``values [N, M]`` and ``offsets [B+1]`` (int32).
 
     Structure is drawn before values: dtype, tile sizes, program count, segment lengths (see
     ``strategies.jagged.segment_lengths``), columns, then the value recipe. Shrinks toward float32,
     the first tile sizes, one program per segment, a single one-row segment, one column, and the
-    plainest values (seed 0, normal, magnitude 1, offset 0).
+    plainest values (seed 0, normal, magnitude 1, offset 0). ``block_n``, ``block_m`` and
+    ``num_programs`` replace the scale's (a kernel's own tiles and launch widths).
     """
     lim = LIMITS[check_scale(scale)]
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
+    lim = dataclasses.replace(
+        lim,
+        block_n=check_sizes("block_n", block_n, lim.block_n),
+        block_m=check_sizes("block_m", block_m, lim.block_m),
+        # a kernel's own sizes are all it has: no rare ones beside them
+        rare_block_n=lim.rare_block_n if block_n is None else (),
+        rare_block_m=lim.rare_block_m if block_m is None else (),
+        num_programs=num_programs if num_programs is not None else lim.num_programs,
+    )
 
     # Sub-strategies are built once, outside the draw (building one costs more than drawing).
     dtype_st = float_dtypes(dtypes)
-    block_n_st, block_m_st = st.sampled_from(lim.block_n), st.sampled_from(lim.block_m)
+    block_n_st = occasionally(lim.block_n, lim.rare_block_n, one_in=8)
+    block_m_st = occasionally(lim.block_m, lim.rare_block_m, one_in=8)
     programs_st = st.sampled_from(lim.num_programs)
     dead_st = st.sampled_from(DEAD_COLUMNS)
     lengths_st = {
@@ -92,7 +120,7 @@ def jagged_softmax_cases(
             max_tiles=lim.max_tiles,
             max_many=lim.max_many,
         )
-        for b in lim.block_n
+        for b in (*lim.block_n, *lim.rare_block_n)
     }
 
     @st.composite
@@ -106,7 +134,8 @@ def jagged_softmax_cases(
         n_rows = int(offsets[-1])
         max_cols = max(1, min(lim.max_cols, lim.max_elements // max(n_rows, 1)))
         n_cols = draw(sizes(max_size=max_cols, blocks=(block_m,)), label="columns")
-        recipe = draw(value_recipes(numel=n_rows * n_cols), label="values")
+        recipe = draw(value_recipes(numel=n_rows * n_cols, rare_offsets=SENTINEL_VALUES,
+                                    rare_explicit_values=SENTINEL_VALUES), label="values")  # fmt: skip
         values = materialize(recipe, (n_rows, n_cols), dtype)
         dead = draw(dead_st, label="dead column")
         if dead == "last" and n_rows:

@@ -40,16 +40,31 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
 from fuzz.case import Case
 from strategies._cache import cached_factory
-from strategies._validate import check_scale, check_subset
+from strategies._validate import check_features, check_scale, check_sizes, check_subset
 from strategies.alibi import SlopeRecipe, slope_recipes, standard_slopes
 from strategies.shapes import few
 from strategies.values import ValueRecipe, materialize, value_recipes
 
 FORMS = ("g_gamma", "g")
+# Optional features a kernel may support (``fuzz.plugin.Capabilities.features``): the two decay
+# forms, packed sequences, an initial state, the final state (forward), its cotangent ``dht``
+# (backward), an explicit scale (else always None: K ** -0.5), packed batches ending in tokens of
+# no sequence (past ``cu_seqlens[-1]``; their outputs must be zero).
+FEATURES = (
+    "g_gamma",
+    "g",
+    "varlen",
+    "initial_state",
+    "final_state",
+    "dht",
+    "scale",
+    "padding_tokens",
+)
 GAMMA_KINDS = ("alibi", "threshold", "slopes")
 GATE_KINDS = ("logsigmoid", "threshold", "mixed", "weak")
 SIDES = ("below", "above")
@@ -376,6 +391,8 @@ def simple_gla_cases(
     forms: tuple[str, ...] = FORMS,
     chunk_sizes: tuple[int, ...] | None = None,
     varlen: bool | None = None,
+    head_dims: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Simple GLA cases (forward inputs; with ``grads`` also ``do`` and maybe ``dht``).
 
@@ -385,6 +402,9 @@ def simple_gla_cases(
         dtypes, forms: allowed input dtypes and decay forms.
         chunk_sizes: allowed chunk sizes (default: the scale's).
         varlen: True/False to force or forbid ``cu_seqlens``; None for both.
+        head_dims: allowed K and V (default: the scale's).
+        features: the optional features a kernel supports (from ``FEATURES``; None: all):
+            the cases its capabilities admit, and only those.
 
     Structure is drawn before values: dtype, chunk size, heads, K, V, decay form, varlen or not,
     the lengths (chunk count then tail per sequence, so tails shrink to 0 and empty sequences
@@ -401,14 +421,22 @@ def simple_gla_cases(
     varlen_choices = (False, True) if varlen is None else (bool(varlen),)
     weights = dict(zip(lim.chunks, lim.chunk_weights or (1,) * len(lim.chunks), strict=True))
     chunk_st = weighted(tuple((c, weights.get(c, 1)) for c in chunks))
+    feats = check_features(features, FEATURES)
+    forms = tuple(f for f in forms if f in feats)
+    if not forms:
+        raise InvalidArgument(f"features={sorted(feats)} name no decay form; one of {FORMS}")
+    if "varlen" not in feats:
+        varlen_choices = (False,)
+    dims = check_sizes("head_dims", head_dims, lim.dims)
+    scales = SCALES if "scale" in feats else (None,)
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
         dtype = draw(st.sampled_from(dtypes), label="dtype")
         chunk = draw(chunk_st, label="chunk_size")
         heads = draw(st.sampled_from(lim.heads), label="heads")
-        k_dim = draw(st.sampled_from(lim.dims), label="K")
-        v_dim = draw(st.sampled_from(lim.dims), label="V")
+        k_dim = draw(st.sampled_from(dims), label="K")
+        v_dim = draw(st.sampled_from(dims), label="V")
         # the forward's overflow corners are g_gamma's (padded rows of a partial chunk); the
         # backward's dg exists for per-token gates only: each gets twice the weight there
         favoured = "g" if grads else "g_gamma"
@@ -427,7 +455,8 @@ def simple_gla_cases(
             if sum(lengths) == 0:
                 lengths[-1] = 1  # at least one token in the batch
             # tokens of no sequence after cu_seqlens[-1] (a packed batch padded to a size)
-            padding = draw(weighted(((0, 3), (1, 1), (5, 1), (chunk - 1, 1))), label="padding")
+            if "padding_tokens" in feats:
+                padding = draw(weighted(((0, 3), (1, 1), (5, 1), (chunk - 1, 1))), label="padding")
             batch, length = 1, sum(lengths) + padding
             cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
         else:
@@ -437,14 +466,16 @@ def simple_gla_cases(
             lengths = [length] * batch
         n = len(lengths)
         # the backward's dh0 exists with an initial state only: it gets twice the weight there
-        has_h0 = draw(weighted(((False, 1), (True, 2 if grads else 1))), label="h0")
+        has_h0 = "initial_state" in feats and draw(
+            weighted(((False, 1), (True, 2 if grads else 1))), label="h0"
+        )
         final = (
             draw(weighted(((False, 1), (True, 3))), label="output_final_state")
-            if not grads
+            if not grads and "final_state" in feats
             else False
         )
-        has_dht = draw(st.booleans(), label="dht") if grads else False
-        scale_value = draw(st.sampled_from(SCALES), label="scale")
+        has_dht = draw(st.booleans(), label="dht") if grads and "dht" in feats else False
+        scale_value = draw(st.sampled_from(scales), label="scale")
         decay = draw(decay_recipes(form, heads, chunks, chunk), label="decay")
         recipe = draw(
             value_recipes(numel=batch * length * heads * k_dim,

@@ -11,27 +11,50 @@ from hypothesis import strategies as st
 from fuzz.arrays import FLOAT_DTYPES, np_dtype
 from fuzz.case import Case
 from strategies._cache import cached_factory
-from strategies._validate import check_scale, check_subset
+from strategies._validate import check_features, check_scale, check_sizes, check_subset
 from strategies.masks import MASK_KINDS, build_mask, mask_recipes
 from strategies.shapes import sizes, tiled_sizes
-from strategies.values import float_dtypes, materialize, value_recipes
+from strategies.values import (
+    SENTINEL_VALUES,
+    float_dtypes,
+    materialize,
+    occasionally,
+    value_recipes,
+)
 
 BIAS_KINDS = ("none", "random", "alibi", "-inf")
+# Optional features a kernel may support (``fuzz.plugin.Capabilities.features``): a mask input, a
+# bias input, an explicit scale (without it the scale is always None: the kernel's default, 1).
+FEATURES = ("mask", "bias", "scale")
 SCALES = (None, 0.5, 0.125, 2.0, 1 / math.sqrt(64), 1 / math.sqrt(96))
 
 
 @dataclass(frozen=True)
 class Limits:
+    """Bounds for one scale: ``rare_block_*`` are drawn about one example in 8 (the compiled
+    scale's tiles, so that every tile a GPU run reaches is reachable on the CPU too, with few
+    rows)."""
+
     max_rows: int
     max_tiles: int  # full column tiles (plus a partial one)
     block_m: tuple[int, ...]
     block_n: tuple[int, ...]
     max_elements: int
+    rare_block_m: tuple[int, ...] = ()
+    rare_block_n: tuple[int, ...] = ()
 
 
 # Bounds per scale: small keeps the CPU interpreters quick; large is for compiled backends.
 LIMITS = {
-    "small": Limits(max_rows=8, max_tiles=3, block_m=(8, 4), block_n=(16, 32), max_elements=1024),
+    "small": Limits(
+        max_rows=8,
+        max_tiles=3,
+        block_m=(8, 4),
+        block_n=(16, 32),
+        max_elements=1024,
+        rare_block_m=(16, 64),
+        rare_block_n=(128, 256, 1024),
+    ),
     "large": Limits(
         max_rows=300,
         max_tiles=8,
@@ -64,23 +87,49 @@ def softmax_cases(
     dtypes: tuple[str, ...] = FLOAT_DTYPES,
     mask_kinds: tuple[str, ...] = MASK_KINDS,
     bias_kinds: tuple[str, ...] = BIAS_KINDS,
+    block_m: tuple[int, ...] | None = None,
+    block_n: tuple[int, ...] | None = None,
+    features: frozenset[str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Softmax cases with inputs ``x`` (and ``mask``, ``bias`` when drawn).
 
     Structure is drawn before values: dtype, tile sizes, rows, columns (tile count then tail), mask,
-    bias, scale, then the value recipe. Shrinks toward float32, one row, one column, no mask, no
-    bias, no scale and the plainest values (seed 0, normal, magnitude 1, offset 0).
+    bias, scale, then the value recipe (offsets and explicit values reach below the finite
+    sentinels kernels mask with: -5e4, -6e4, -1e5, -1e9). Shrinks toward float32, one row, one
+    column, no mask, no bias, no scale and the plainest values (seed 0, normal, magnitude 1,
+    offset 0).
+
+    ``block_m``/``block_n`` replace the scale's tile sizes (the rare ones with them) and
+    ``features`` (from ``FEATURES``; None: all) leaves out what a kernel does not support: the
+    cases a kernel's capabilities admit, and only those.
     """
     lim = LIMITS[check_scale(scale)]
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
     mask_kinds = check_subset("mask_kinds", mask_kinds, MASK_KINDS)
     bias_kinds = check_subset("bias_kinds", bias_kinds, BIAS_KINDS)
+    feats = check_features(features, FEATURES)
+    if "mask" not in feats:
+        mask_kinds = ("none",)
+    if "bias" not in feats:
+        bias_kinds = ("none",)
+    blocks_m = check_sizes("block_m", block_m, lim.block_m)
+    blocks_n = check_sizes("block_n", block_n, lim.block_n)
 
     # Strategies are built once, outside the draw (building one is far slower than drawing).
     dtype_st = float_dtypes(dtypes)
-    block_m_st, block_n_st = st.sampled_from(lim.block_m), st.sampled_from(lim.block_n)
+    block_m_st = (
+        occasionally(lim.block_m, lim.rare_block_m, one_in=8)
+        if block_m is None
+        else st.sampled_from(blocks_m)
+    )
+    block_n_st = (
+        occasionally(lim.block_n, lim.rare_block_n, one_in=8)
+        if block_n is None
+        else st.sampled_from(blocks_n)
+    )
     mask_st, bias_st = mask_recipes(mask_kinds), st.sampled_from(bias_kinds)
-    seed_st, scale_st = st.integers(0, 2**32 - 1), st.sampled_from(SCALES)
+    seed_st = st.integers(0, 2**32 - 1)
+    scale_st = st.sampled_from(SCALES if "scale" in feats else (None,))
 
     @st.composite
     def build(draw: st.DrawFn) -> Case:
@@ -94,7 +143,8 @@ def softmax_cases(
         bias_kind = draw(bias_st, label="bias")
         bias_seed = 0 if bias_kind in ("none", "alibi") else draw(seed_st, label="bias seed")
         scale_value = draw(scale_st, label="scale")
-        recipe = draw(value_recipes(numel=rows * cols), label="values")
+        recipe = draw(value_recipes(numel=rows * cols, rare_offsets=SENTINEL_VALUES,
+                                    rare_explicit_values=SENTINEL_VALUES), label="values")  # fmt: skip
         inputs = {"x": materialize(recipe, (rows, cols), dtype)}
         mask = build_mask(mask_recipe, rows, cols)
         if mask is not None:

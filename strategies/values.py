@@ -31,6 +31,11 @@ EXPLICIT_MAX = 4
 MAGNITUDES = (1.0, 0.01, 4.0, 30.0, 1e4)
 OFFSETS = (0.0, 88.0, -88.0, 90.0, 12.0, -1e4, 1e4)
 EXPLICIT_VALUES = (0.0, 1.0, -1.0, 2.0, 89.0, -89.0, 12.0, 1e4, -1e4, -3e4, float("-inf"))
+# Deeper logits, drawn occasionally by the families that pass them on as ``rare_offsets`` and
+# ``rare_explicit_values`` (the defaults stay as they are): below the finite sentinels kernels mask
+# with (-5e4, -6e4 and -1e9 all appear in bug reports; a masked key outranks genuine logits below
+# its sentinel), and around -1e5, still well inside the fp32 range a user kernel meets.
+SENTINEL_VALUES = (-5e4, -6e4, -1e5, -1e9)
 
 
 @dataclass(frozen=True)
@@ -140,11 +145,15 @@ def value_recipes(
     offsets: Sequence[float] = OFFSETS,
     specials: Sequence[str] = SPECIALS,
     explicit_values: Sequence[float] = EXPLICIT_VALUES,
+    rare_offsets: Sequence[float] = (),
+    rare_explicit_values: Sequence[float] = (),
 ) -> st.SearchStrategy[ValueRecipe]:
     """Recipes for an array of ``numel`` elements.
 
-    ``explicit`` is only drawn when ``numel <= EXPLICIT_MAX``. Shrinks toward seed 0, the first
-    distribution (normal), the first magnitude and offset (1 and 0) and no specials.
+    ``explicit`` is only drawn when ``numel <= EXPLICIT_MAX``. ``rare_offsets`` and
+    ``rare_explicit_values`` replace an offset or an explicit value about one draw in 8
+    (:func:`occasionally`; none by default, which draws exactly as before). Shrinks toward seed
+    0, the first distribution (normal), the first magnitude and offset (1 and 0) and no specials.
     """
     check_int("numel", numel, lo=0)
     # Every numel above EXPLICIT_MAX gets the same strategy (built once).
@@ -155,6 +164,8 @@ def value_recipes(
         tuple(offsets),
         tuple(specials),
         tuple(explicit_values),
+        tuple(rare_offsets),
+        tuple(rare_explicit_values),
     )
 
 
@@ -166,6 +177,8 @@ def _value_recipes(
     offsets: tuple[float, ...],
     specials: tuple[str, ...],
     explicit_values: tuple[float, ...],
+    rare_offsets: tuple[float, ...] = (),
+    rare_explicit_values: tuple[float, ...] = (),
 ) -> st.SearchStrategy[ValueRecipe]:
     distributions = check_subset("distributions", distributions, DISTRIBUTIONS)
     specials = check_subset("specials", specials, SPECIALS)
@@ -176,9 +189,10 @@ def _value_recipes(
     if numel > EXPLICIT_MAX:
         distributions = tuple(d for d in distributions if d != "explicit") or ("normal",)
     dist_st, magnitude_st = st.sampled_from(distributions), st.sampled_from(magnitudes)
-    offset_st, special_st = st.sampled_from(offsets), st.sampled_from(specials)
+    offset_st, special_st = occasionally(offsets, rare_offsets), st.sampled_from(specials)
     density_st, seed_st = st.sampled_from((0.1, 0.5, 1.0)), st.integers(0, 2**32 - 1)
-    explicit_st = st.lists(st.sampled_from(explicit_values), min_size=numel, max_size=numel)
+    element_st = occasionally(explicit_values, rare_explicit_values)
+    explicit_st = st.lists(element_st, min_size=numel, max_size=numel)
 
     @st.composite
     def build(draw: st.DrawFn) -> ValueRecipe:
@@ -200,3 +214,37 @@ def _value_recipes(
 def float_dtypes(allowed: Sequence[str] = FLOAT_DTYPES) -> st.SearchStrategy[str]:
     """One of ``allowed`` (names); shrinks toward the first (float32)."""
     return st.sampled_from(check_subset("allowed", allowed, FLOAT_DTYPES))
+
+
+_RARE = object()  # the marker that stands for "one of the rare choices"
+
+
+@cached_factory
+def occasionally(
+    common: Sequence[Any], rare: Sequence[Any], *, one_in: int | None = None
+) -> st.SearchStrategy[Any]:
+    """One of ``common``, or now and then one of ``rare``.
+
+    For choices a profile must be able to reach but should not spend many examples on (a large
+    tile on a CPU interpreter, a logit below the finite sentinels). Drawn as one choice among
+    ``common`` and a marker after them (the marker taken about one draw in ``len(common) + 1``,
+    or one in ``one_in`` where given, by repeating the common choices), then, for the marker, the
+    rare value: the common choices keep their draw and their order, and shrinking goes to
+    ``common[0]``. Without ``rare``, exactly ``st.sampled_from(common)``.
+    """
+    if not common:
+        raise InvalidArgument("common must not be empty")
+    common = tuple(common)
+    if not rare:
+        return st.sampled_from(common)
+    slots = len(common) + 1 if one_in is None else one_in
+    check_int("one_in", slots, lo=len(common) + 1)
+    choices = (*(common[i % len(common)] for i in range(slots - 1)), _RARE)
+    pick_st, rare_st = st.sampled_from(choices), st.sampled_from(tuple(rare))
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Any:
+        value = draw(pick_st)
+        return draw(rare_st, label="rare value") if value is _RARE else value
+
+    return build()

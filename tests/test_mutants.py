@@ -7,7 +7,7 @@ head dim the profile drew; the bounds are stated next to each family's mutants (
 """
 
 from fuzz import reproducer
-from fuzz.engine import hunt
+from fuzz.engine import derandomized_seed, hunt
 
 KEEP_LOOKING = 2  # further hunts for the expected class, the classes found so far known
 
@@ -20,11 +20,16 @@ def test_mutant_is_found_classified_and_shrunk(
     # Hypothesis stops generating soon after its first failure. A mutant that shows first as
     # another class (an attention mask bug leaking into a row with valid keys: accuracy) is
     # hunted again with what was found counted as known, as a campaign's next slice does.
-    for _ in range(KEEP_LOOKING):
+    for attempt in range(KEEP_LOOKING):
         if fuzz_mutant.expected_class in result.found:
             break
+        # A derandomized profile (ci) would draw the same examples again: each further hunt
+        # draws its own, from a seed of its own (still deterministic).
+        seed = None
+        if fuzz_profile.settings.derandomize:
+            seed = derandomized_seed(fuzz_mutant.name, fuzz_require_backend) + attempt + 1
         more = hunt(fuzz_mutant, fuzz_require_backend, fuzz_profile, repro_dir=tmp_path,
-                    known=set(result.found))  # fmt: skip
+                    known=set(result.found), seed=seed)  # fmt: skip
         assert more.error is None, more.error
         result.examples += more.examples
         result.found.update(more.found)

@@ -171,3 +171,23 @@ def test_bounds_of_an_empty_sequence(kind):
     got = family.bounds(case)
     name = "ht" if kind == "fwd" else "dh0"
     assert got[name].shape == (1, 1, 3, 2) and (got[name] < 1e-3).all()
+
+
+def test_matmul_operands_rounded_to_a_half_input_dtype_widen_the_bound_by_a_constant_count():
+    """fp32 inputs: no operand term. bf16 inputs: ``gamma_in(r) (M0 + fp32 bound)`` and more,
+    with ``r`` the dots a path crosses (4 forward, 6 backward), independent of the length, so a
+    state rounded once per chunk (a count that grows with the length) is not covered."""
+    import ml_dtypes
+
+    case = _case(kind="bwd")
+    model = B.error_model(case)
+    assert all(np.all(np.asarray(t.operands) == 0.0) for t in model.terms.values())
+    half = {n: (a.astype(ml_dtypes.bfloat16) if n in ("q", "k", "v", "do") else a)
+            for n, a in case.inputs.items()}  # fmt: skip
+    case16 = Case(half, {**case.params, "dtype": "bfloat16"})
+    model16 = B.error_model(case16)
+    u = B.STORE_UNIT["bfloat16"]
+    for name, t in model16.terms.items():
+        r = B.OPERAND_ROUNDINGS[name]
+        assert np.all(t.operands >= ((1 + u) ** r - 1) * (t.m0 + t.fp32)), name
+        assert np.all(t.operands <= ((1 + u) ** r - 1) * (t.m0 + t.fp32) + 1e-3 * (1 + t.m0))

@@ -153,11 +153,11 @@ def test_cross_implementation_fails_for_the_less_accurate_language_only(kind):
     assert PROPS["cross-implementation"].check(better, RUN) is None
 
 
-@pytest.mark.parametrize("dtype, planted", [("float32", 1e-3), ("bfloat16", 5e-2)])
+@pytest.mark.parametrize("dtype, planted", [("float32", 1e-3), ("bfloat16", 0.25)])
 def test_tolerance_admits_the_kernels_and_rejects_a_small_planted_error(dtype, planted):
     """On a case with log-sigmoid gates the kernels pass; an error of ``planted`` x the largest
-    output does not (fp32: the derived bound dominates; bf16: the output rounding and the naive
-    reference's bf16 matmuls do)."""
+    output does not (fp32: the derived bound dominates; bf16: the matmul operands a kernel may
+    round to bf16, 4 roundings of 2^-7 of an element's absolute terms, and the output's)."""
     target = get("simple_gla_fwd")
     case = _case("fwd", per_token=True)
     case = Case({**case.inputs, **{k: case.inputs[k].astype(dtype) for k in ("q", "k", "v")}},

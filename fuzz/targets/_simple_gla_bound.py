@@ -7,7 +7,9 @@ summation order) and the token recurrence. The derivation is in ``kernels/simple
 ``exp(X_p) x product of inputs``::
 
     |computed - exact| <= kappa u (N0 M0 + c_len ML) + (1 + kappa u n_max) (a MX + MB)
-                          + u64 n_max M0 + flush            (then the store rounding)
+                          + u64 n_max M0 + flush
+
+(then, for fp16/bf16 inputs, matmul operands rounded to the input dtype, and the store rounding)
 
 with four sums of absolute path terms, each an fp64 run of the chunked algorithm on absolute
 inputs (``oracles.simple_gla.simple_gla_magnitude_variants``), every log decay times
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from fuzz.arrays import finfo
+from fuzz.arrays import dtype_name, finfo
 from fuzz.case import Case
 
 U32 = 2.0**-24  # fp32 unit roundoff
@@ -47,6 +49,13 @@ FD_SLACK = 2.0**-40  # relative slack on a difference quotient (fp64 rounding of
 # whole ulp for bfloat16, which Triton's interpreter converts by truncation (measured: 1 + 2^-8 +
 # 2^-10 stored as 1.0); the compiled kernels and the Pallas wrapper round to nearest.
 STORE_UNIT = {"float32": 0.0, "float16": 2.0**-11, "bfloat16": 2.0**-7}
+# Matmul operands rounded to the input dtype (tensor-core dots; FlashAttention's convention for P):
+# a chunked kernel in fp16/bf16 may round the intermediate operands of its dots (the attention
+# matrix, the stored chunk states, decayed keys/values/queries, the state gradients) to the input
+# dtype. A forward output is at most two dots deep and a gradient three, two operands each: at
+# most this many such roundings along any path. A state carried across chunks in the input dtype
+# rounds once per chunk, which no constant covers: a precision loss the bound reports.
+OPERAND_ROUNDINGS = {"o": 4, "ht": 4, "dq": 6, "dk": 6, "dv": 6, "dg": 6, "dh0": 6}
 
 
 def gamma(n: float) -> float:
@@ -62,10 +71,18 @@ class Terms:
     arithmetic: np.ndarray  # kappa u (N0 M0 + c_len ML) + u64 n_max M0
     weights: np.ndarray  # (1 + kappa u n_max) (a MX + MB): the exponents' errors
     flush: float  # subnormal intermediates flushed to zero
+    operands: np.ndarray | float = 0.0  # matmul operands rounded to a half input dtype
 
     @property
     def fp32(self) -> np.ndarray:
+        """The bound of fp32 arithmetic on the inputs (before any rounding to a half dtype)."""
         return self.arithmetic + self.weights + self.flush
+
+    @property
+    def computed(self) -> np.ndarray:
+        """The bound of the computed value before the store: fp32 arithmetic and operands
+        rounded to the input dtype."""
+        return self.fp32 + self.operands
 
 
 @dataclass(frozen=True)
@@ -90,11 +107,12 @@ class ErrorModel:
         return self.terms[output].fp32
 
     def bound(self, output: str, dtype: str, reference: np.ndarray | None = None) -> np.ndarray:
-        """The bound of ``output`` stored in ``dtype``: the fp32 bound plus the store's rounding
-        ``u_out (|x| + fp32 bound) + eta_out`` (``|x|`` from ``reference``, the oracle, else
-        ``M0 >= |x|``; ``eta_out = tiny u_out``: half the dtype's smallest subnormal)."""
+        """The bound of ``output`` stored in ``dtype``: the computed value's bound plus the
+        store's rounding ``u_out (|x| + that bound) + eta_out`` (``|x|`` from ``reference``, the
+        oracle, else ``M0 >= |x|``; ``eta_out = tiny u_out``: half the dtype's smallest
+        subnormal)."""
         t = self.terms[output]
-        b = t.fp32
+        b = t.computed
         unit = STORE_UNIT[dtype]
         if unit:
             x = t.m0 if reference is None else np.abs(np.asarray(reference, np.float64))
@@ -160,6 +178,42 @@ def _crude_sensitivity(case: Case) -> float:
     return max(1.0, scale) * ((length + 1) * (k_dim + v_dim)) ** 2 * m**4
 
 
+def operand_sensitivity(case: Case, output: str) -> float:
+    """How much ``output``'s element moves when every rounded matmul operand entry moves by 1,
+    summed over the entries: ``max(1, scale) (L + 1)(K + V) m^2`` (an entry reaches the element
+    through at most ``(L + 1)(K + V)`` products of at most two other inputs with weights <= 1),
+    times ``C K m`` for ``dg`` (its suffix sums of ``q . dq`` over a chunk); ``m = max(1,
+    max |input|)``."""
+    q = case.inputs["q"]
+    k_dim, v_dim = q.shape[3], case.inputs["v"].shape[3]
+    scale = case.params.get("scale")
+    scale = k_dim**-0.5 if scale is None else float(scale)
+    m = 1.0
+    for name in ("q", "k", "v", "do", "h0", "dht"):
+        if name in case.inputs and case.inputs[name].size:
+            m = max(m, float(np.abs(case.inputs[name].astype(np.float64)).max()))
+    length = max((e - s for _, s, e in seq_bounds(case)), default=0)
+    s = max(1.0, scale) * (length + 1) * (k_dim + v_dim) * m**2
+    return s * case.params["chunk_size"] * k_dim * m if output == "dg" else s
+
+
+def operand_rounding(
+    case: Case, output: str, m0: np.ndarray, fp32: np.ndarray
+) -> np.ndarray | float:
+    """What rounding the matmul operands to a half input dtype may add (``OPERAND_ROUNDINGS``
+    along a path, each ``u_in`` relative or ``eta_in`` below the dtype's normal range):
+    ``gamma_in (M0 + fp32 bound) + r eta_in S`` (``S``: :func:`operand_sensitivity`). Zero for
+    fp32 inputs, whose operands are already fp32."""
+    dtype = dtype_name(case.inputs["q"].dtype)
+    u_in = STORE_UNIT.get(dtype, 0.0)
+    if not u_in:
+        return 0.0
+    r = OPERAND_ROUNDINGS[output]
+    g_in = (1.0 + u_in) ** r - 1.0
+    eta_in = finfo(dtype).tiny * u_in
+    return g_in * (m0 + fp32) + r * eta_in * operand_sensitivity(case, output)
+
+
 _MODELS: weakref.WeakKeyDictionary[Case, dict[int, ErrorModel]] = weakref.WeakKeyDictionary()
 
 
@@ -221,7 +275,8 @@ def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
         mx = np.maximum(m_x - m0, 0.0) / H_STEP + FD_SLACK * m0 / H_STEP
         arith = kappa * U32 * (n0 * m0 + PER_TOKEN * ml) + U64 * n_max * m0
         weights = (1.0 + kappa * U32 * n_max) * (a * mx + m_b)
-        terms[name] = Terms(m0, arith, weights, flush)
+        fp32 = arith + weights + flush
+        terms[name] = Terms(m0, arith, weights, flush, operand_rounding(case, name, m0, fp32))
     return ErrorModel(chunk, n0, n_max, a, terms)
 
 

@@ -9,6 +9,15 @@ Targets (each in Triton and Pallas):
 Outputs ``o`` (the input dtype) and ``lse`` (float32). Besides the generic properties, every target
 checks the seed-003 gates and the structural equivalences that apply to it (see ``PROPERTIES``).
 The conventions are documented in ``kernels/attention/README.md``.
+
+Verdicts against the fp64 oracle use a per-element error bound (``error_bound``, computed by
+``oracles.attention.attention_error_bound``): what any implementation with fp32 statistics may
+lose at that element, from the dot products' worst case, the condition of the softmax at the
+element (``oracles.error_model.softmax_spread``), the exponentials and their rescales, the sums,
+a split-KV merge and the conversions to the input dtype; derived in the README's "Error bounds".
+Correct reformulations (``kernels/attention/reformulations.py``: exp2 domain, two passes, reversed
+key order, a merge through the LSE) are real targets and must pass; precision-loss mutants must
+be found.
 """
 
 from __future__ import annotations
@@ -29,20 +38,24 @@ from fuzz.compare import Tolerance
 from fuzz.failures import Finding
 from fuzz.properties import Context, Launch, Property, exception_summary, excess
 from fuzz.target import Hazard, Target, register
-from oracles.attention import attention_naive, attention_reference, sequences
+from oracles.attention import (
+    AttentionBound,
+    attention_error_bound,
+    attention_naive,
+    attention_reference,
+    query_offset,
+    sequences,
+)
 from strategies.attention import attention_cases, decode_cases, varlen_cases
 
 FP32_EXP_MAX = finfo("float32").log_max  # 88.72
-# The flash-attention rule: at most twice the error of eager attention in the same dtype, plus a
-# few ulps of the output's magnitude (the log-sum-exp is fp32 whatever the input dtype), plus a
-# few fp32 smallest normals: kernels may flush subnormal fp32 intermediates to zero (XLA on the
-# CPU does; GPUs do in fast paths), which moves an output by at most that much.
-FTZ = 4.0 * finfo("float32").tiny
-TOLERANCE = {
-    "o": Tolerance(rho=2.0, floor_ulps=4.0, atol=FTZ),
-    "lse": Tolerance(rho=2.0, floor_ulps=4.0, atol=FTZ),
-}
-U32 = finfo("float32").unit_roundoff
+# Verdicts use the per-element analytic bound (``error_bound``); the ratio rule is not applied
+# (``ratio_caps_analysis`` off): in fp32 the naive reference rounds its dot products as much as a
+# kernel does, so its error is as often lucky as not, and in fp16/bf16 it rounds the scores to
+# the input dtype, which no kernel here does. Compiled and interpreted twins may differ by twice
+# the bound.
+TOLERANCE = {"o": Tolerance(), "lse": Tolerance()}
+MIN_TILE = 16  # the fewest keys an attention kernel of this family takes per step (tiles >= 16)
 
 KernelRun = Callable[..., dict[str, Any]]
 
@@ -138,7 +151,14 @@ def _reference_kwargs(case: Case, t: Mapping[str, Any]) -> dict[str, Any]:
         "cu_seqlens_k": t.get("cu_seqlens_k"),
         "alibi_slopes": t.get("alibi_slopes"),
         "softcap": p.get("softcap"),
+        "align": _align(case),
     }
+
+
+def _align(case: Case) -> str:
+    """Where the case's queries sit among its keys: ``bottom-right`` (this project's kernels), or
+    a plugin kernel's declared convention (``Conventions.causal``: the case's ``align``)."""
+    return str(case.params.get("align", "bottom-right"))
 
 
 def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
@@ -160,14 +180,20 @@ def naive(case: Case, device: str) -> dict[str, np.ndarray]:
 
 
 def visible_count(
-    q_len: int, k_len: int, *, causal: bool, window: tuple[int, int] | None
+    q_len: int,
+    k_len: int,
+    *,
+    causal: bool,
+    window: tuple[int, int] | None,
+    align: str = "bottom-right",
 ) -> np.ndarray:
     """int ``[q_len]``: how many keys each query row sees, in closed form (the count of
     :func:`oracles.attention.visible`'s rows, without its ``q_len x k_len`` matrix: the host
     asks for it on every example, at every length). Query ``i`` sits at key position
-    ``p = i + k_len - q_len`` and sees the keys ``j`` in ``[0, k_len)`` with ``j <= p`` (causal)
-    and ``p - left <= j <= p + right`` (a window side < 0 is unbounded)."""
-    pos = np.arange(q_len, dtype=np.int64) + (k_len - q_len)
+    ``p = i + k_len - q_len`` (bottom-right; ``p = i`` top-left) and sees the keys ``j`` in
+    ``[0, k_len)`` with ``j <= p`` (causal) and ``p - left <= j <= p + right`` (a window side < 0
+    is unbounded)."""
+    pos = np.arange(q_len, dtype=np.int64) + query_offset(q_len, k_len, align)
     lo = np.zeros(q_len, np.int64)
     hi = np.full(q_len, k_len - 1, np.int64)
     if causal:
@@ -204,7 +230,8 @@ def _structure(case: Case) -> Structure:
         counts = np.zeros((q.shape[0], q.shape[2]), np.int64)
         causal, window = bool(case.params.get("causal", False)), _window(case.params)
         for b, qs, lq, _, lk in found:
-            counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window)
+            counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window,
+                                                    align=_align(case))  # fmt: skip
         got = (found, counts)
         _STRUCTURE[case] = got
     return got
@@ -239,17 +266,44 @@ def _masked_key_rows(case: Case) -> np.ndarray:
     return outside
 
 
-def poison(case: Case, kind: str) -> Case | None:
-    """Keys and values no query may see set to the poison; None if every key row is data."""
+def unseen_key_rows(case: Case) -> np.ndarray:
+    """bool ``[B, Tk]``: key rows no query of the case can see: outside the data
+    (``_masked_key_rows``), the keys of a sequence without queries, and the keys the oracle's
+    visibility rules (``oracles.attention.visible``: causal, window, bottom-right alignment) hide
+    from every query of their sequence (before a left window's reach)."""
+    from oracles.attention import visible
+
     outside = _masked_key_rows(case)
-    if not outside.any():
+    causal, window = _causal(case), _window(case.params)
+    for b, _, lq, ks, lk in seqs(case):
+        if lk == 0:
+            continue
+        if lq == 0:
+            outside[b, ks : ks + lk] = True
+            continue
+        if not causal and window is None:
+            continue  # every query sees every key of its sequence
+        keep = visible(lq, lk, causal=causal, window=window, align=_align(case))
+        seen = keep.any(dim=0).numpy()
+        outside[b, ks : ks + lk] |= ~seen
+    return outside
+
+
+def poison(case: Case, kind: str) -> Case | None:
+    """Every input element no output can depend on set to the poison: the keys and values no
+    query can see (``unseen_key_rows``), and the queries of rows without a visible key (their
+    outputs are 0 and -inf whatever they hold). None if there is none."""
+    unseen = unseen_key_rows(case)
+    blind = no_key_rows(case)  # [B, Tq]
+    if not unseen.any() and not blind.any():
         return None
     value = special_value(kind, case.params["dtype"])
     new = {}
-    for name in ("k", "v"):
-        a = case.inputs[name].copy()
-        a[np.broadcast_to(outside[:, None, :, None], a.shape)] = value
-        new[name] = a
+    for name, rows in (("k", unseen), ("v", unseen), ("q", blind)):
+        if rows.any():
+            a = case.inputs[name].copy()
+            a[np.broadcast_to(rows[:, None, :, None], a.shape)] = value
+            new[name] = a
     return case.replace(inputs=new)
 
 
@@ -261,39 +315,29 @@ def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
     return {"o": np.broadcast_to(lse[..., None], q.shape), "lse": lse}
 
 
-def error_floor(case: Case, device: str) -> dict[str, float]:
-    """The a-priori fp32 rounding error of the logits, and what it does to the outputs.
+_BOUNDS: weakref.WeakKeyDictionary[Case, dict[str, AttentionBound[np.ndarray]]] = (
+    weakref.WeakKeyDictionary()
+)
 
-    Eager attention in fp32 (the naive reference) rounds its dot products as much as the kernel
-    does, so its error is no yardstick there: it is as often lucky as not. What any fp32
-    implementation may lose: ``s = scale * q . k`` is off by at most ``(D + 2) u32 scale
-    sum_d |q_d k_d| <= (D + 2) u32 A`` with ``A = scale * max|q_i| * max|k_j|`` (2-norms, over
-    each sequence's rows; Cauchy-Schwarz); the soft cap (slope <= 1), its tanh, the ALiBi bias
-    ``B = slope * distance`` and the shift by the row max add at most ``16 u32 (min(A, cap) +
-    B)``. A logit error ``delta`` moves the log-sum-exp by at most ``delta`` and an output by
-    at most ``expm1(2 delta) max|v|``.
-    """
-    del device  # norms only: cheap on the host at every size
-    q = to_float64(case.inputs["q"])
-    k = to_float64(case.inputs["k"])
-    v = np.abs(to_float64(case.inputs["v"]))
-    d = q.shape[-1]
-    scale = case.params.get("scale")
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    cap = case.params.get("softcap")
-    slopes = case.inputs.get("alibi_slopes")
-    slope = float(np.abs(slopes.astype(np.float64)).max(initial=0.0)) if slopes is not None else 0.0
-    qn, kn = np.linalg.norm(q, axis=-1), np.linalg.norm(k, axis=-1)  # [B, H, T]
-    o_floor = lse_floor = 0.0
-    for b, qs, lq, ks, lk in seqs(case):
-        if lq == 0 or lk == 0:
-            continue
-        a = scale * qn[b, :, qs : qs + lq].max() * kn[b, :, ks : ks + lk].max()
-        bias = slope * max(lq - 1, lk - 1)
-        delta = U32 * ((d + 2) * a + 16 * (min(a, cap) if cap is not None else a) + 16 * bias)
-        lse_floor = max(lse_floor, delta)
-        o_floor = max(o_floor, math.expm1(2 * delta) * v[b, :, ks : ks + lk].max())
-    return {"o": o_floor, "lse": lse_floor}
+
+def analysis(case: Case, device: str = "cpu") -> AttentionBound[np.ndarray]:
+    """The case's error bounds (``oracles.attention.attention_error_bound``: the derivation is in
+    ``kernels/attention/README.md``), as NumPy arrays; cached per case and device."""
+    cached = _BOUNDS.setdefault(case, {})
+    if device not in cached:
+        t = _torch_inputs(case, device)
+        got = attention_error_bound(
+            t["q"], t["k"], t["v"], **_reference_kwargs(case, t), dtype=case.params["dtype"],
+            num_splits=int(case.params.get("num_splits") or 0), min_tile=MIN_TILE,
+        )  # fmt: skip
+        cached[device] = AttentionBound(*(a.cpu().numpy() for a in got))
+    return cached[device]
+
+
+def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
+    """``Target.error_bound``: each element's bound of ``o`` and ``lse`` (``analysis``)."""
+    got = analysis(case, device)
+    return {"o": got.o, "lse": got.lse}
 
 
 # Hazards -----------------------------------------------------------------------------------------
@@ -324,6 +368,19 @@ def _lse_low(case: Case) -> str | None:
     low = lse[np.isfinite(lse)].min(initial=np.inf) if lse is not None else np.inf
     if low < -FP32_EXP_MAX:
         return f"log-sum-exp {low:.4g} < -{FP32_EXP_MAX:.2f}: sum(exp(s)) underflows fp32 without the max"
+    return None
+
+
+SENTINELS = (-1e4, -5e4, -6e4, -1e9)  # finite mask values seen in kernels (bug class 8)
+
+
+def _lse_below_sentinel(case: Case) -> str | None:
+    lse = _lse64(case)
+    low = lse[np.isfinite(lse)].min(initial=np.inf) if lse is not None else np.inf
+    below = [f"{v:g}" for v in SENTINELS if low <= v]
+    if below:
+        return (f"log-sum-exp {low:.4g}: every visible logit of a row is at or below the finite "
+                f"sentinel(s) {', '.join(below)}; a key masked with one would outrank them all")  # fmt: skip
     return None
 
 
@@ -420,6 +477,7 @@ def _empty_splits(case: Case) -> str | None:
 HAZARDS = (
     Hazard("lse-above-exp-range", _lse_high),
     Hazard("lse-below-exp-range", _lse_low),
+    Hazard("below-finite-sentinel", _lse_below_sentinel),
     Hazard("row-without-visible-key", _no_key),
     Hazard("single-visible-key", _single_key),
     Hazard("partial-kv-tile", _partial_tile),
@@ -448,7 +506,7 @@ def _launch(ctx: Context, prop: str, what: str, case: Case, entry: KernelRun | N
             ) -> dict[str, np.ndarray] | Finding:  # fmt: skip
     """A derived launch of ``case`` (the target's own kernel, or ``entry``): its outputs, or the
     ``crash`` finding of ``prop`` (``Context.derived``)."""
-    got = ctx.derived(case, prop=prop, what=what, outputs=output_spec(case), entry=entry)
+    got = ctx.derived(case, prop=prop, what=what, outputs=ctx.output_spec(case), entry=entry)
     return got if isinstance(got, Finding) else got.outputs
 
 
@@ -511,6 +569,8 @@ def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray
     tolerance of it, so they may differ by at most twice the tolerance (the kernels here agree
     bit for bit; ``tests/kernels`` checks that)."""
     for name in ("o", "lse"):
+        if name not in ctx.oracle:
+            continue  # a plugin kernel without a log-sum-exp (Conventions(lse="none"))
         tol = 2.0 * select(ctx.bound(name))
         f = _agree(ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls,
                    where)  # fmt: skip
@@ -559,10 +619,10 @@ def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
     """Every row with a visible key has probabilities that sum to 1 (seed 003's gate 4): with
     ``v[:, D - 1] = 1`` the output's last column is that sum.
 
-    Tolerance, derived: the kernel forms ``sum_j p_j * 1`` and ``sum_j p_j`` in fp32 (``n``
-    visible keys: at most ``(n + 4) u32`` apart), possibly rounding ``p`` to the input dtype for
-    the ``P . V`` product (``u_in``), then rounds the quotient to the output dtype (``u_out``):
-    ``|o - 1| <= 2 (u_in + u_out + (n + 4) u32)``.
+    Tolerance: ``AttentionBound.row_sum`` (``analysis``): the kernel forms ``sum_j p_j * 1`` and
+    ``sum_j p_j`` from the same logits, so their rounding cancels; what remains are the
+    exponentials (recomputed or rescaled apart), their arguments, the two sums of ``n`` terms,
+    ``P`` rounded to the input dtype, a split-KV merge, the division and the output rounding.
     """
     launch, _ = _gate_launch(ctx)
     if launch.error is not None:
@@ -570,15 +630,14 @@ def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
         return ctx.finding(F.CRASH, "rows-sum-to-one", f"with v[:, -1] = 1: {exception_summary(e)}")
     o = to_float64(launch.outputs["o"][..., -1])  # [B, Hq, Tq]
     counts = np.broadcast_to(visible_counts(ctx.case)[:, None, :], o.shape)
-    u = finfo(ctx.case.params["dtype"]).unit_roundoff
-    tol = 2.0 * (2 * u + (counts + 4) * U32)
+    tol = analysis(ctx.case, ctx.ref_device).row_sum
     with np.errstate(invalid="ignore"):
         dev = np.where(counts > 0, np.abs(o - 1.0), 0.0)
     dev = np.where(np.isnan(dev), np.inf, dev)
-    excess = dev - tol
-    if excess.max(initial=-1.0) <= 0:
+    ratio = excess(dev, tol)
+    if ratio.max(initial=0.0) <= 1.0:
         return None
-    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(excess)), o.shape))
+    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(ratio)), o.shape))
     cls = F.NAN if np.isnan(o[i]) else F.INF if np.isinf(o[i]) else F.ACCURACY
     where = (*i, ctx.case.inputs["q"].shape[-1] - 1)
     return ctx.finding(
@@ -607,6 +666,8 @@ def _scale_once(ctx: Context, _: Any) -> Finding | None:
         return None  # not an instance of the invariance / the gate reports the crash
     what = f"with q * {GATE_C:g} and scale / {GATE_C:g}"
     for name in ("o", "lse"):
+        if name not in ctx.oracle:
+            continue
         got, want, tol = launch.outputs[name], ctx.clean.outputs[name], 2.0 * ctx.bound(name)
         if name == "o":
             got, want, tol = got[..., :-1], want[..., :-1], tol[..., :-1]
@@ -684,14 +745,25 @@ def _varlen_alone(ctx: Context, pick: Any) -> Finding | None:
                        got, lambda a: a[:, :, q0:q1], F.MASKING, lambda i: (i[0], i[1], q0 + i[2], *i[3:]))  # fmt: skip
 
 
+def _dense_entry(ctx: Context) -> KernelRun | None:
+    """The dense attention kernel a decode step is compared with: the same library's (a plugin's
+    ``siblings["attention"]``, None when it gave none), or the project's own."""
+    if "attention" in ctx.target.siblings:
+        return ctx.target.siblings["attention"]
+    return DENSE_ENTRIES[ctx.backend.impl]
+
+
 def _is_decode(ctx: Context) -> bool:
-    return "cache_len" in ctx.case.inputs
+    return "cache_len" in ctx.case.inputs and _dense_entry(ctx) is not None
 
 
 def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     """A decode step equals the last row of the full causal computation: sequence b's query
-    repeated ``cache_len[b]`` times against its cached keys, causal, through the dense kernel of
-    the same language."""
+    repeated against its cached keys, causal, through the dense kernel of the same language.
+
+    The last ``min(cache_len[b], block_k)`` queries of the prefill only: bottom-right alignment
+    puts them at the cache's last positions whatever the query count, so their rows are the full
+    prefill's last rows, and a cache of thousands of keys costs one query tile, not a prefill."""
     case = ctx.case
     lens = case.inputs["cache_len"]
     batch = lens.shape[0]
@@ -700,19 +772,22 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
         return None  # every cache is empty
     b = live[0]
     n = int(lens[b])
+    bk = case.params["block_k"]
+    rows = min(n, bk)
     inputs = {k: v for k, v in case.inputs.items() if k != "cache_len"}
-    inputs["q"] = np.repeat(case.inputs["q"][b : b + 1], n, axis=2)
+    inputs["q"] = np.repeat(case.inputs["q"][b : b + 1], rows, axis=2)
     inputs["k"] = case.inputs["k"][b : b + 1, :, :n]
     inputs["v"] = case.inputs["v"][b : b + 1, :, :n]
-    bk = case.params["block_k"]
     params = {k: v for k, v in case.params.items() if k != "num_splits"}
     params.update(causal=True, block_q=bk, block_k=bk)
-    entry = DENSE_ENTRIES[ctx.backend.impl]
-    got = _launch(ctx, "decode-equals-last-causal-row", f"batch {b} as a causal prefill of {n}",
+    entry = _dense_entry(ctx)
+    assert entry is not None
+    got = _launch(ctx, "decode-equals-last-causal-row",
+                  f"batch {b} as the last {rows} rows of a causal prefill of {n}",
                   Case(inputs, params, case.recipe), entry)  # fmt: skip
     if isinstance(got, Finding):
         return got
-    last = {"o": got["o"][:, :, n - 1 :], "lse": got["lse"][:, :, n - 1 :]}
+    last = {k: v[:, :, rows - 1 :] for k, v in got.items() if k in ctx.oracle}
     return _equivalent(ctx, "decode-equals-last-causal-row", f"last row of a causal prefill of {n}",
                        last, lambda a: a[b : b + 1], F.ACCURACY, lambda i: (b, *i[1:]))  # fmt: skip
 
@@ -916,12 +991,13 @@ def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Targe
         hazards=HAZARDS,
         poison=poison,
         fixed_outputs=fixed_outputs,
-        error_floor=error_floor,
+        error_bound=error_bound,
         # Attention's bugs hide in structure (tiles, masks, alignments): fresh examples find them,
         # climbing on the error of one example does not (see Target.targeting).
         targeting=False,
         properties=PROPERTIES,
         interpret_cost=interpret_cost,
+        outputs=output_spec,
         **kw,
     )
 
@@ -973,12 +1049,24 @@ SHRINK_BOUNDS: dict[str, Callable[[Case], int]] = {
     "masked_row_nan": _positions(2),
     # q, k [1,1,1,1], no mask: the 15 padding lanes count as keys with logit 0.
     "partial_tile_unmasked": _positions(1),
+    # Precision losses (fp32, one head). P rounded to bf16 and the row sum kept in bf16 need two
+    # keys: with one, p = exp(0) = 1 and l = 1 are exact in any dtype. The accumulator in bf16, the
+    # LSE through fp16 and TF32 operands show with one key: o = v (fp32 values inexact in bf16),
+    # lse = scale q . k (inexact in fp16, and with q, k truncated to TF32).
+    "p_bf16": _positions(2),
+    "l_bf16": _positions(2),
+    "acc_bf16": _positions(1),
+    "lse_fp16": _positions(1),
+    "qk_tf32": _positions(1),
+    # decode: one split over a cache of one key, o = v rounded to bf16.
+    "decode_part_bf16": _positions(1),
 }
 
 
 def _register() -> None:
     from kernels.attention import pallas_decode, triton_decode
-    from kernels.attention.mutants import MUTANTS
+    from kernels.attention.mutants import DECODE_MUTANTS, MUTANTS
+    from kernels.attention.reformulations import REFORMULATIONS
 
     register(make_target(
         "attention", DENSE_ENTRIES, strategy=attention_cases,
@@ -997,6 +1085,37 @@ def _register() -> None:
         baseline_randn=decode_baseline_randn, baseline_grid=decode_baseline_grid,
         description="split-KV decode: one query per sequence against a cache (cache_len)",
     ))  # fmt: skip
+    # Correct reformulations: real targets (0 findings expected), the proof that the error bound
+    # admits every backward-stable fp32 implementation. The dense ones also run packed batches
+    # (the kernels' IS_VARLEN path).
+    for r in REFORMULATIONS:
+        described = f"reformulation: {r.description}"
+        if r.decode:
+            register(make_target(
+                f"attention_decode_{r.name}",
+                {"triton": decode_entry(r.module("triton")), "pallas": decode_entry(r.module("pallas"))},
+                strategy=decode_cases, description=described,
+            ))  # fmt: skip
+            continue
+        entries = {
+            "triton": dense_entry(r.module("triton")),
+            "pallas": dense_entry(r.module("pallas")),
+        }
+        register(make_target(f"attention_{r.name}", entries, strategy=attention_cases,
+                             description=described))  # fmt: skip
+        register(make_target(f"attention_varlen_{r.name}", entries, strategy=varlen_cases,
+                             description=described))  # fmt: skip
+    for m in DECODE_MUTANTS:
+        register(make_target(
+            f"attention_decode_mutant_{m.name}",
+            {"triton": decode_entry(m.module("triton")), "pallas": decode_entry(m.module("pallas"))},
+            strategy=decode_cases,
+            mutant_of="attention_decode",
+            expected_class=m.expected_class,
+            shrink_bound=SHRINK_BOUNDS[f"decode_{m.name}"],
+            baseline_randn=decode_baseline_randn, baseline_grid=decode_baseline_grid,
+            description=m.description,
+        ))  # fmt: skip
     for m in MUTANTS:
         register(make_target(
             f"attention_mutant_{m.name}",

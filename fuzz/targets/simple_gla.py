@@ -530,7 +530,7 @@ def _slice_case(case: Case, rows: slice, t0: int, t1: int, *, h0: np.ndarray | N
 
 
 def _run(ctx: Context, case: Case, prop: str, what: str) -> Launch | Finding:
-    return ctx.derived(case, prop=prop, what=what, outputs=output_spec(case))
+    return ctx.derived(case, prop=prop, what=what, outputs=ctx.output_spec(case))
 
 
 # On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
@@ -723,7 +723,7 @@ def _cross_implementation(ctx: Context, selector: Any) -> Finding | None:
         terms = model.terms[name]
         unit = terms.fp32
         rho = float(excess(err_theirs, unit).max(initial=0.0))
-        store = model.bound(name, spec[name][1], o) - unit
+        store = model.bound(name, spec[name][1], o) - terms.computed
         floor = CROSS_FLOOR * U32 * terms.m0 + terms.weights + terms.flush + 2 * store
         tol = CROSS_FACTOR * rho * unit + floor
         ratio = excess(err_mine, tol)
@@ -880,6 +880,7 @@ def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], *
         targeting=False,
         baseline_randn=baseline_randn(kind),
         baseline_grid=baseline_grid(kind),
+        outputs=output_spec,
         **kw,
     )
 
@@ -924,18 +925,14 @@ SHRINK_BOUNDS: dict[tuple[str, str], int | Callable[[Case], int]] = {
     ("fwd", "state_fp16"): 272,
     # dk rounded to bf16 when the row tiles are accumulated: one token's dk already (16).
     ("bwd", "dk_acc_bf16"): 16,
-    # a second 64-token tile in a chunk of 128 or 256: T = 65 tokens (the length strategy's tail
-    # aimed just past one tile) up to 127 (its tail aimed at chunk - 1), or a whole chunk of 128
-    # and one token (the shrinker keeps the corner kind it found: it cannot turn one into another
-    # without a failure between), K = 16: at most 129 x 16 elements.
-    ("fwd", "tile_diagonal_only"): 129 * 16,
     # total - prefix cancels after a token whose dg terms are far larger than a later token's: a
     # query burst (q and do times 2^12, the shrink target) on the first of two tokens with an initial state,
     # whose terms with the burst make every partial sum of the chunk's dg large while the second
     # token's dg stays small (h0: 16 x 16 = 256 elements). Without a state entering the chunk the
     # burst's terms cancel exactly: with itself within its own q.dq - k.dk, with an earlier key
-    # in the prefix (two fp32 numbers within a factor of two subtract exactly).
-    ("bwd", "dg_total_minus_prefix"): 256,
+    # in the prefix (two fp32 numbers within a factor of two subtract exactly). The state may
+    # also come from a first chunk instead of h0: T = 17 at chunk 16 (272 elements).
+    ("bwd", "dg_total_minus_prefix"): 272,
 }
 
 

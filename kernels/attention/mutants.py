@@ -1,9 +1,12 @@
-"""Attention mutants: the real dense/varlen kernels with one known bug planted.
+"""Attention mutants: the real kernels with one known bug planted.
 
 Each mutant exists for both kernel languages, as the same bug written the way that language's
 kernel would have it, and names the failure class the harness must report for it. The edits are
 exact text replacements of ``kernels/attention/triton.py`` and ``kernels/attention/pallas.py``
-(``kernels._mutate``): a refactor of the real kernels that breaks an edit fails loudly.
+(``DECODE_MUTANTS``: ``triton_decode.py`` and ``pallas_decode.py``; ``kernels._mutate``): a
+refactor of the real kernels that breaks an edit fails loudly. The precision losses (bug class
+15: an fp32 kernel keeping an intermediate in half precision) break nothing but accuracy; the
+per-element error bound must see them at the ci profile's sizes.
 """
 
 from __future__ import annotations
@@ -21,15 +24,21 @@ class Mutant:
     expected_class: str
     triton: tuple[Edit, ...]
     pallas: tuple[Edit, ...]
+    decode: bool = False  # a mutant of the decode kernels
 
     def module(self, impl: str) -> types.ModuleType:
-        if impl == "triton":
-            from kernels.attention import triton as real
-        elif impl == "pallas":
-            from kernels.attention import pallas as real  # type: ignore[no-redef]
-        else:
+        from kernels.attention import pallas, pallas_decode, triton, triton_decode
+
+        if impl not in ("triton", "pallas"):
             raise ValueError(f"impl={impl!r} must be 'triton' or 'pallas'")
-        return mutate(real, self.name, getattr(self, impl))
+        real = {
+            ("triton", False): triton,
+            ("pallas", False): pallas,
+            ("triton", True): triton_decode,
+            ("pallas", True): pallas_decode,
+        }[(impl, self.decode)]
+        name = f"decode_{self.name}" if self.decode else self.name
+        return mutate(real, name, getattr(self, impl))
 
 
 _T_SELECT = '        s = tl.where(valid, s, float("-inf"))\n'
@@ -170,6 +179,124 @@ MUTANTS = (
             Edit(
                 "valid = col_ok[None, :] & (rows[:, None] >= 0)",
                 "valid = (cols[None, :] >= 0) & (rows[:, None] >= 0)",
+            ),
+        ),
+    ),
+    Mutant(
+        "p_bf16",
+        "the probabilities rounded to bf16 before P . V whatever the input dtype (FlashAttention "
+        "rounds P to the input dtype: legal for bf16 inputs, a precision loss for fp32 and fp16)",
+        "accuracy",
+        triton=(
+            Edit(
+                'acc += tl.dot(p, v, input_precision="ieee")',
+                'acc += tl.dot(p.to(tl.bfloat16).to(tl.float32), v, input_precision="ieee")',
+            ),
+        ),
+        pallas=(
+            Edit(
+                "acc = acc + jnp.dot(p, v,",
+                "acc = acc + jnp.dot(p.astype(jnp.bfloat16).astype(jnp.float32), v,",
+            ),
+        ),
+    ),
+    Mutant(
+        "l_bf16",
+        "the running row sum kept in bf16 between key tiles (rounded once per tile): up to 2^-8 "
+        "per tile on every output, more with more tiles",
+        "accuracy",
+        triton=(
+            Edit(
+                "l_i = l_i * alpha + tl.sum(p, 1)",
+                "l_i = (l_i * alpha + tl.sum(p, 1)).to(tl.bfloat16).to(tl.float32)",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "l_i = l_i * alpha + p.sum(axis=1)",
+                "l_i = (l_i * alpha + p.sum(axis=1)).astype(jnp.bfloat16).astype(jnp.float32)",
+            ),
+        ),
+    ),
+    Mutant(
+        "acc_bf16",
+        "the output accumulator kept in bf16 between key tiles (rounded once per tile)",
+        "accuracy",
+        triton=(
+            Edit(
+                '        acc += tl.dot(p, v, input_precision="ieee")\n',
+                '        acc += tl.dot(p, v, input_precision="ieee")\n'
+                "        acc = acc.to(tl.bfloat16).to(tl.float32)\n",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "        acc = acc + jnp.dot(p, v, precision=_HIGHEST, preferred_element_type=jnp.float32)\n",
+                "        acc = acc + jnp.dot(p, v, precision=_HIGHEST, preferred_element_type=jnp.float32)\n"
+                "        acc = acc.astype(jnp.bfloat16).astype(jnp.float32)\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "lse_fp16",
+        "the log-sum-exp stored through fp16 (a half-precision LSE buffer): 2^-11 of |lse|",
+        "accuracy",
+        triton=(
+            Edit(
+                "tl.store(lse_base + rows * stride_lt, lse, mask=row_ok)",
+                "tl.store(lse_base + rows * stride_lt, lse.to(tl.float16).to(tl.float32), mask=row_ok)",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "    lse_ref[...] = lse\n",
+                "    lse_ref[...] = lse.astype(jnp.float16).astype(jnp.float32)\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "qk_tf32",
+        "q . k on TF32 operands (the 13 low mantissa bits of fp32 q and k dropped, as tensor "
+        "cores do with TF32 left on): 2^-10 relative per product in fp32",
+        "accuracy",
+        triton=(
+            Edit(
+                's = tl.dot(q, tl.trans(k), input_precision="ieee")',
+                "s = tl.dot((q.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True),\n"
+                "                   tl.trans((k.to(tl.int32, bitcast=True) & -8192)"
+                ".to(tl.float32, bitcast=True)),\n"
+                '                   input_precision="ieee")',
+            ),
+        ),
+        pallas=(
+            Edit(
+                "s = jnp.dot(q, k.T, precision=_HIGHEST",
+                "tf32 = lambda a: jax.lax.bitcast_convert_type(\n"
+                "            jax.lax.bitcast_convert_type(a, jnp.int32) & -8192, jnp.float32)\n"
+                "        s = jnp.dot(tf32(q), tf32(k).T, precision=_HIGHEST",
+            ),
+        ),
+    ),
+)
+
+DECODE_MUTANTS = (
+    Mutant(
+        "part_bf16",
+        "split-KV partial outputs stored in bf16 before the merge (a half-precision scratch "
+        "buffer in an fp32 kernel)",
+        "accuracy",
+        decode=True,
+        triton=(
+            Edit(
+                "tl.store(o_part_ptr + part[:, None] + dims[None, :], o, mask=g_ok[:, None])",
+                "tl.store(o_part_ptr + part[:, None] + dims[None, :],\n"
+                "             o.to(tl.bfloat16).to(tl.float32), mask=g_ok[:, None])",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "    o_ref[...] = acc / l_safe[:, None]\n",
+                "    o_ref[...] = (acc / l_safe[:, None]).astype(jnp.bfloat16).astype(jnp.float32)\n",
             ),
         ),
     ),

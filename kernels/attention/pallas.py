@@ -150,12 +150,15 @@ def _attn_kernel(
         v = v_ref[pl.ds(start, block_k), :].astype(jnp.float32)
         cols = start + jax.lax.broadcasted_iota(jnp.int32, (block_k,), 0)
         col_ok = cols < k_len
-        # Rows past the key count hold padding or the caller's masked-out keys: never used.
-        v = jnp.where(col_ok[:, None], v, 0.0)
         valid = col_ok[None, :] & (rows[:, None] >= 0)
         valid = valid & (~causal | (cols[None, :] <= pos[:, None]))
         valid = valid & ((window_left < 0) | (cols[None, :] >= pos[:, None] - window_left))
         valid = valid & ((window_right < 0) | (cols[None, :] <= pos[:, None] + window_right))
+        # Value rows no query of the block sees (past the key count: padding or the caller's
+        # masked-out keys; before a window's reach) are never used: 0 * NaN would be NaN.
+        # (A max over 0/1, not any(): the GPU lowering has no boolean reduction.)
+        seen = jnp.where(valid & (rows[:, None] < q_len), 1.0, 0.0).max(axis=0)
+        v = jnp.where(seen[:, None] > 0.0, v, 0.0)
 
         s = jnp.dot(q, k.T, precision=_HIGHEST, preferred_element_type=jnp.float32)
         s = s * scale

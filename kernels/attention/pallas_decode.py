@@ -81,8 +81,9 @@ def _split_kernel(
         k = k_ref[pl.ds(start, block_k), :].astype(jnp.float32)
         v = v_ref[pl.ds(start, block_k), :].astype(jnp.float32)
         cols = start + jax.lax.broadcasted_iota(jnp.int32, (block_k,), 0)
-        col_ok = cols < k_len
-        v = jnp.where(col_ok[:, None], v, 0.0)  # rows past the cache length are never used
+        # Rows past the cache length, or before the window's reach, are never used.
+        col_ok = (cols < k_len) & (cols >= lo)
+        v = jnp.where(col_ok[:, None], v, 0.0)
         valid = jnp.broadcast_to(col_ok[None, :], (q.shape[0], block_k))
         valid = valid & ((window_left < 0) | (cols[None, :] >= pos - window_left))
         s = jnp.dot(q, k.T, precision=_HIGHEST, preferred_element_type=jnp.float32)
@@ -180,6 +181,9 @@ def _decode_padded(lens, fparams, iparams, slopes, q, k, v, o_init, lse_init, *,
         ],
         input_output_aliases={2: 0, 3: 1},
         interpret=interpret,
+        # The Triton lowering, named as for the split kernel (a JAX without a GPU jaxlib can then
+        # lower it too: tests/kernels/test_attention_gpu_lowering.py).
+        compiler_params=None if interpret else gpu_compiler_params(g_p, ns, dp, 4),
     )(part_o, part_lse, o_init, lse_init)
 
 

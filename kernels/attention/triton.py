@@ -193,7 +193,10 @@ def _attn_fwd_kernel(
         hi = tl.minimum(hi, (pid_q + 1) * BLOCK_Q + diag + window_right)
     if has_left:
         lo = tl.maximum(lo, pid_q * BLOCK_Q + diag - window_left)
-        lo = (lo // BLOCK_K) * BLOCK_K
+    # Keys in [seen_lo, hi) are visible to some query of this block; the others of a tile are
+    # seen by none of them and never loaded (a NaN there times a zero probability is NaN).
+    seen_lo = lo
+    lo = (lo // BLOCK_K) * BLOCK_K
     hi = tl.where(pid_q * BLOCK_Q < q_len, hi, lo)  # a block past the sequence's end: no work
 
     m_i = tl.full([BLOCK_Q], float("-inf"), tl.float32)
@@ -204,8 +207,9 @@ def _attn_fwd_kernel(
     v_ptrs = v_base + offs_k[:, None] * stride_vt + dims[None, :] * stride_vd
     for start in range(lo, hi, BLOCK_K):
         cols = start + offs_k
-        col_ok = cols < k_len
-        # Keys past the sequence's key count are never read (zeros instead).
+        col_ok = (cols >= seen_lo) & (cols < hi)
+        # Keys past the sequence's key count, or visible to no query of the block, are never
+        # read (zeros instead).
         kv_mask = col_ok[:, None] & dim_ok[None, :]
         k = tl.load(k_ptrs + start * stride_kt, mask=kv_mask, other=0.0).to(tl.float32)
         v = tl.load(v_ptrs + start * stride_vt, mask=kv_mask, other=0.0).to(tl.float32)

@@ -110,7 +110,8 @@ def _decode_split_kernel(
     acc = tl.zeros([BLOCK_H, BLOCK_D], tl.float32)
     for blk in range(start_blk, end_blk):
         cols = blk * BLOCK_K + tl.arange(0, BLOCK_K)
-        col_ok = cols < k_len
+        # Keys past the cache length, or before the window's reach, are never read.
+        col_ok = (cols < k_len) & (cols >= lo)
         k = tl.load(
             k_base + cols[:, None] * stride_kt + dims[None, :] * stride_kd,
             mask=col_ok[:, None] & dim_ok[None, :],

@@ -121,4 +121,24 @@ MUTANTS = (
         ),
         pallas=None,
     ),
+    Mutant(
+        "sum_bf16",
+        "the running column sum kept in bf16 between row tiles (rounded once per tile), in an fp32 "
+        "kernel: outputs off by up to 2^-8 per tile, more the longer the segment",
+        "accuracy",
+        triton=(
+            Edit(
+                "l_i = l_i * tl.exp(m_i - m_shift) + tl.sum(tl.exp(x - m_shift[None, :]), 0)",
+                "l_i = (l_i * tl.exp(m_i - m_shift) + tl.sum(tl.exp(x - m_shift[None, :]), 0))"
+                ".to(tl.bfloat16).to(tl.float32)",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "l_i = l_i * jnp.exp(m_i - m_shift) + jnp.exp(x - m_shift[None, :]).sum(axis=0)",
+                "l_i = (l_i * jnp.exp(m_i - m_shift) + jnp.exp(x - m_shift[None, :]).sum(axis=0))"
+                ".astype(jnp.bfloat16).astype(jnp.float32)",
+            ),
+        ),
+    ),
 )

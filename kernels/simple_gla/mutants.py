@@ -153,8 +153,7 @@ MUTANTS = (
     ),
     # Precision losses (class accuracy): fp32 inputs, but a carried value kept in half precision
     # or a suffix sum that cancels. Each shows where the per-element bound is tight enough (an
-    # element's bound comes from its own terms, not from the largest output). Then a bug of the
-    # multi-tile path (chunks of 128 and 256), which only long chunks reach.
+    # element's bound comes from its own terms, not from the largest output).
     Mutant(
         "state_fp16",
         "the state carried from chunk to chunk is stored in float16 (a kernel that keeps its state "
@@ -191,26 +190,6 @@ MUTANTS = (
                 "                return dk + _dot(da_t, q_j, ta=True), dv + _dot(a_t, do_j, ta=True)",
                 "                dk = (dk + _dot(da_t, q_j, ta=True)).astype(jnp.bfloat16).astype(F32)\n"
                 "                return dk, dv + _dot(a_t, do_j, ta=True)",
-            ),
-        ),
-    ),
-    Mutant(
-        "tile_diagonal_only",
-        "a chunk longer than one 64-token tile: each row tile takes the intra-chunk terms of its "
-        "own (diagonal) column tile only, dropping those of the tiles left of it: chunks of 128 "
-        "and 256 holding more than 64 tokens go wrong (a bug of the multi-tile path, which the CPU "
-        "profile reaches since it draws long chunks at small T)",
-        {"fwd": "accuracy"},
-        triton=(
-            Edit(
-                "                for s in range(0, r + 1):  # the column tiles at or left of the diagonal",
-                "                for s in range(r, r + 1):  # the column tiles at or left of the diagonal",
-            ),
-        ),
-        pallas=(
-            Edit(
-                "                o = jax.lax.fori_loop(0, i + 1, column, _dot(q, state) * jnp.exp(b)[:, None])",
-                "                o = jax.lax.fori_loop(i, i + 1, column, _dot(q, state) * jnp.exp(b)[:, None])",
             ),
         ),
     ),

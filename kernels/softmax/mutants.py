@@ -1,7 +1,10 @@
 """Softmax mutants: the real kernels with one bug from the softmax-pipeline checklist planted.
 
 Each mutant exists for both kernel languages, as the same bug written the way that language's
-kernel would have it, and names the failure class the harness must report for it.
+kernel would have it, and names the failure class the harness must report for it. The last ones
+lose precision without breaking anything (bug class 15): an fp32 kernel that keeps an
+intermediate in half precision; the per-element error bound must see them at the ci profile's
+sizes.
 """
 
 from __future__ import annotations
@@ -121,6 +124,53 @@ MUTANTS = (
         ),
         pallas=(
             Edit("s = jnp.where(col < n_cols, s, -jnp.inf)", "s = jnp.where(col < n_cols, s, 0.0)"),
+        ),
+    ),
+    Mutant(
+        "sum_fp16",
+        "the running row sum kept in fp16 between column tiles (rounded once per tile): every "
+        "output is off by up to 2^-11 per tile, an error that grows with the row length",
+        "accuracy",
+        triton=(
+            Edit(
+                "l_i = l_i * tl.exp(m_i - m_shift) + tl.sum(tl.exp(s - m_shift[:, None]), 1)",
+                "l_i = (l_i * tl.exp(m_i - m_shift) + tl.sum(tl.exp(s - m_shift[:, None]), 1))"
+                ".to(tl.float16).to(tl.float32)",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "l_i = l_i * jnp.exp(m_i - m_shift) + jnp.exp(s - m_shift[:, None]).sum(axis=1)",
+                "l_i = (l_i * jnp.exp(m_i - m_shift) + jnp.exp(s - m_shift[:, None]).sum(axis=1))"
+                ".astype(jnp.float16).astype(jnp.float32)",
+            ),
+        ),
+    ),
+    Mutant(
+        "exp_bf16",
+        "the exponentials rounded to bf16 before they are summed and normalized, whatever the "
+        "input dtype: fp32 outputs carry bf16's 2^-8 relative error",
+        "accuracy",
+        triton=(
+            Edit(
+                "tl.sum(tl.exp(s - m_shift[:, None]), 1)",
+                "tl.sum(tl.exp(s - m_shift[:, None]).to(tl.bfloat16).to(tl.float32), 1)",
+            ),
+            Edit(
+                "y = tl.exp(s - m_shift[:, None]) * inv_l[:, None]",
+                "y = tl.exp(s - m_shift[:, None]).to(tl.bfloat16).to(tl.float32) * inv_l[:, None]",
+            ),
+        ),
+        pallas=(
+            Edit(
+                "jnp.exp(s - m_shift[:, None]).sum(axis=1)",
+                "jnp.exp(s - m_shift[:, None]).astype(jnp.bfloat16).astype(jnp.float32).sum(axis=1)",
+            ),
+            Edit(
+                "y = jnp.exp(s - m_shift[:, None]) * inv_l[:, None]",
+                "y = jnp.exp(s - m_shift[:, None]).astype(jnp.bfloat16).astype(jnp.float32)"
+                " * inv_l[:, None]",
+            ),
         ),
     ),
 )

@@ -148,3 +148,68 @@ def target(name, bug=None):
 register(target("fake_double"))
 for bug in BUGS:
     register(target(f"fake_double_{bug}", bug))
+
+
+# A kernel whose compiled runs pay a (fake) compile per variant, for the tests of shrinking a
+# compiled backend's finding (fuzz.shrink): a variant is the column count rounded up to a power of
+# two, as a shape bucket of a compiled kernel; ``COMPILES`` counts them.
+COMPILES: list[tuple[str, int]] = []
+COMPILE_SECONDS = 0.02
+_compiled: set[tuple[str, int]] = set()
+
+
+def slow_kernel(bug):
+    import time
+
+    from fuzz import timing
+
+    base = make_kernel(None)
+
+    def run(inputs, params, *, out, interpret):
+        x = inputs["x"]
+        if not interpret:
+            key = (bug, 1 << max(x.shape[1] - 1, 0).bit_length())
+            if key not in _compiled:
+                timing.compile_starting()
+                time.sleep(COMPILE_SECONDS)
+                COMPILES.append(key)
+                _compiled.add(key)
+                timing.compile_done()
+        res = base(inputs, params, out=out, interpret=interpret)
+        y = res["y"]
+        if bug == "nan" and x.shape[1] >= 5:
+            y[0, 4] = float("nan")
+        if bug == "compiled-only" and not interpret and x.shape[0] >= 2:
+            y[1, 0] += 1.0
+        return res
+
+    return run
+
+
+def slow_cases(scale: str) -> st.SearchStrategy[Case]:
+    @st.composite
+    def build(draw):
+        rows = draw(st.integers(1, 40))
+        cols = draw(st.integers(1, 60))
+        seed = draw(st.integers(0, 2**16))
+        rng = np.random.default_rng(seed)
+        return Case({"x": rng.standard_normal((rows, cols)).astype(np.float32)},
+                    {"dtype": "float32"}, {"seed": seed})  # fmt: skip
+
+    return build()
+
+
+for bug in ("nan", "compiled-only"):
+    register(
+        Target(
+            name=f"fake_slow_{bug}",
+            family="fake",
+            kernels={"fake": slow_kernel(bug)},
+            oracle=oracle,
+            naive=naive,
+            strategy=slow_cases,
+            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+            interpret_cost=lambda case: float(case.inputs["x"].size),
+            description=f"fake target with a slow compile per variant and planted bug {bug}",
+        )
+    )

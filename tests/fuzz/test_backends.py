@@ -79,3 +79,21 @@ def test_a_coordinator_probes_jax_gpu_in_a_child_process(monkeypatch):
     assert (in_process is None) == (in_child is None)
     if in_process is not None:  # a CPU machine: both name the missing GPU backend
         assert "has no GPU backend" in in_child
+
+
+def test_the_cpu_interpreter_leaves_jax_s_persistent_cache_off():
+    """Loading a cached CPU executable can crash the process (it segfaulted CI inside
+    ``get_executable_and_time``); only an accelerator's adapter turns the cache on."""
+    import subprocess
+    import sys
+
+    code = (
+        "import jax\n"
+        "from fuzz.backends import JaxAdapter\n"
+        "JaxAdapter('cpu').device\n"
+        "print(jax.config.jax_compilation_cache_dir)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "None"

@@ -144,6 +144,274 @@ def test_sigterm_ends_the_campaign_with_a_complete_report(tmp_path):
     assert not list(out.rglob("*.tmp"))  # every file was written atomically
 
 
+def _wait_for_examples(out, proc, seconds=60):
+    """Waits until the campaign writing ``out`` has streamed a report with examples in it."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.3)
+        try:
+            if json.loads((out / "report.json").read_text())["summary"]["examples"] > 0:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+    raise AssertionError("no examples streamed into report.json")
+
+
+def test_sigterm_to_the_process_group_is_a_stop_not_a_crash(tmp_path):
+    # timeout(1), a systemd stop and `kill -TERM -- -PGID` signal the whole process group: the
+    # workers get SIGTERM too, in the middle of an example. That is the user's stop, no finding.
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", FAKE, "--targets",
+         "fake_double", "--backends", "fake", "--budget", "120", "--slice", "1", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    _wait_for_examples(out, proc)
+    os.killpg(proc.pid, signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, output  # interrupted
+    report = json.loads((out / "report.json").read_text())
+    assert report["interrupted"] == "SIGTERM"
+    assert report["findings"] == [] and report["summary"]["real_failed"] == [], report["findings"]
+    assert report["results"][0]["status"] == "pass" and report["results"][0]["worker_deaths"] == 0
+    assert not list((out / "reproducers").glob("*.py"))
+    assert "failing real targets" not in output
+
+
+WORKER_ONLY_IMPORT_ERROR = """
+import multiprocessing
+from fuzz.target import load_plugin
+load_plugin({fake!r})
+if multiprocessing.current_process().name.startswith("fuzz-worker"):
+    raise ImportError("a module only the worker needs is missing (injected fault)")
+"""
+
+
+def test_a_campaign_whose_workers_cannot_start_is_a_harness_error(tmp_path):
+    plugin = tmp_path / "worker_only_import_error.py"
+    plugin.write_text(WORKER_ONLY_IMPORT_ERROR.format(fake=FAKE))
+    out = tmp_path / "out"
+    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets", "fake_double",
+                    "--backends", "fake", "--budget", "2", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 2, proc.stderr  # neither clean nor a failing kernel
+    report = json.loads((out / "report.json").read_text())
+    assert not report["complete"] and report["summary"]["examples"] == 0
+    errors = report["summary"]["harness_errors"]
+    assert any(
+        "worker 0 could not start: ImportError: a module only the worker" in e for e in errors
+    )
+    assert "no worker could be started" in " ".join(errors)
+    assert "harness error: no worker could be started" in proc.stderr
+    suite = ET.parse(out / "report.xml").getroot().find("testsuite")
+    assert int(suite.get("errors")) == 1  # CI's JUnit view sees it too
+    assert "Harness errors" in (out / "report.md").read_text()
+
+
+BAD_STRATEGY = """
+import dataclasses
+from hypothesis import strategies as st
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+register(dataclasses.replace(get("fake_double"), name="fake_bad_strategy", source="builtin",
+                             strategy=lambda scale: st.integers(5, 1)))
+"""
+
+
+def test_a_harness_error_is_exit_2_not_a_failing_real_target(tmp_path):
+    plugin = tmp_path / "bad_strategy.py"
+    plugin.write_text(BAD_STRATEGY.format(fake=FAKE))
+    out = tmp_path / "out"
+    # A previous report.json of another shape (another tool's, a hand edit) is no crash either.
+    out.mkdir()
+    (out / "report.json").write_text(json.dumps({"findings": [{"signature": 1}, "x"]}))
+    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets",
+                    "fake_double,fake_bad_strategy", "--backends", "fake", "--budget", "2",
+                    "--out", str(out))  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["summary"]["real_failed"] == []
+    rows = {r["target"]: r for r in report["results"]}
+    assert (
+        rows["fake_bad_strategy"]["status"] == "error" and rows["fake_double"]["status"] == "pass"
+    )
+    assert any("InvalidArgument" in e for e in report["summary"]["harness_errors"])
+    assert "2 finding(s) of the previous report.json are malformed; skipped" in report["notes"]
+    assert "failing real targets" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_previous_report_of_another_shape_is_not_triaged_against(tmp_path):
+    from fuzz.report import read_previous
+
+    path = tmp_path / "report.json"
+    for text, problem in [("[1, 2]", "is not a campaign report"),
+                          ('{"findings": 3}', "is not a campaign report"),
+                          ("{not json", "cannot be read")]:  # fmt: skip
+        path.write_text(text)
+        prev, why = read_previous(path)
+        assert prev is None and problem in why
+    good = {"signature": "abc", "target": "t", "class": "nan", "message": "m", "backends": ["b"]}
+    path.write_text(json.dumps({"started": 5, "findings": [good, {**good, "backends": "b"}]}))
+    prev, why = read_previous(path)
+    assert prev["findings"] == [good] and prev["started"] is None and "1 finding(s)" in why
+    assert read_previous(tmp_path / "none.json") == (None, None)
+
+
+def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path):
+    # Two campaigns into one --out shared the workers' in-flight records and the last writer of
+    # report.json dropped the other's findings: the folder is locked; the lock dies with its
+    # holder (even by SIGKILL), so a killed campaign leaves no stale lock.
+    out = tmp_path / "out"
+    args = ["run", "--profile", "ci", "--plugin", FAKE, "--mutants", "--targets", "fake_double_nan",
+            "--backends", "fake", "--slice", "1", "--out", str(out)]  # fmt: skip
+    first = subprocess.Popen([sys.executable, "-m", "fuzz", *args, "--budget", "120"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)  # fmt: skip
+    lock = out / ".campaign.lock"
+    try:
+        deadline = time.time() + 60
+        while f'"pid": {first.pid}' not in (lock.read_text() if lock.exists() else ""):
+            assert time.time() < deadline and first.poll() is None, "the first did not start"
+            time.sleep(0.2)
+        second = fuzz_cli(*args, "--budget", "1")
+        assert second.returncode == 2, second.stderr
+        assert f"is in use by another campaign (pid {first.pid} on " in second.stderr
+        assert (
+            "python -m fuzz run --profile ci" in second.stderr and "Traceback" not in second.stderr
+        )
+        assert not (out / "history").exists()  # the second one touched nothing
+        assert f'"pid": {first.pid}' in lock.read_text()
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.communicate(timeout=60)
+    from fuzz.campaign import lock_output
+
+    lock_output(out).close()  # free again once its holder is gone
+
+
+NOT_A_CASE = """
+import dataclasses
+from hypothesis import strategies as st
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+register(dataclasses.replace(base, name="fake_not_a_case", source="builtin",
+                             strategy=lambda scale: st.just({{"x": 1}})))
+register(dataclasses.replace(base, name="fake_not_a_strategy", source="builtin",
+                             strategy=lambda scale: None))
+"""
+
+
+def test_quiet_failures_are_said_on_the_console_and_name_their_plugin(tmp_path):
+    # A Redis database that cannot be reached showed only in report.json/md; a plugin strategy
+    # that draws no Case failed as "AttributeError: 'dict' object has no attribute 'inputs'".
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on: the connection is refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    plugin = tmp_path / "not_a_case.py"
+    plugin.write_text(NOT_A_CASE.format(fake=FAKE))
+    out = tmp_path / "out"
+    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets",
+                    "fake_double,fake_not_a_*", "--backends", "fake", "--budget", "2",
+                    "--out", str(out), "--db", f"redis://127.0.0.1:{port}/0")  # fmt: skip
+    assert proc.returncode == 2, proc.stderr  # harness errors
+    said = proc.stderr[: proc.stderr.index("fuzzing ")]  # before any work
+    assert f"WARNING example database redis://127.0.0.1:{port}/0: fetch failed: Connection" in said
+    assert "example database warning(s)" in proc.stderr  # and again in the closing summary
+    report = json.loads((out / "report.json").read_text())
+    assert report["summary"]["real_failed"] == [] and report["database"]["problems"]
+    errors = {r["target"]: r["error"] for r in report["results"] if r["error"]}
+    assert set(errors) == {"fake_not_a_case", "fake_not_a_strategy"}
+    assert (
+        "the strategy of target 'fake_not_a_case' drew a dict; it must draw fuzz.Case"
+        in (errors["fake_not_a_case"])
+    )
+    assert "'fake_not_a_strategy' returned a NoneType" in errors["fake_not_a_strategy"]
+    for error in errors.values():
+        assert error.endswith(f"(target from plugin {plugin})")
+        assert "ERROR fake_not_a" in proc.stderr
+
+
+RESOURCES = """
+import dataclasses, mmap, os, signal, time
+from pathlib import Path
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+run = base.kernels["fake"]
+held = []
+
+
+def leak(n):  # n memory maps (alternate protections: the kernel cannot merge neighbours)
+    for i in range(n):
+        held.append(mmap.mmap(-1, 4096, prot=mmap.PROT_READ | (mmap.PROT_WRITE * (i % 2))))
+
+
+def first_time(name):  # the fault happens in the first worker process only
+    marker = Path({d!r}, name)
+    if marker.exists() and marker.read_text() != str(os.getpid()):
+        return False
+    marker.write_text(str(os.getpid()))
+    return True
+
+
+def leaks(inputs, params, *, out, interpret):  # compiled programs piling up, in miniature
+    if first_time("leaks"):
+        leak(200)
+    return run(inputs, params, out=out, interpret=interpret)
+
+
+def hogs(inputs, params, *, out, interpret):  # LLVM at the limit: its next mmap fails, SIGSEGV
+    if first_time("hogs"):
+        maps = Path("/proc/self/maps").read_text().count("\\n")
+        leak(int(0.9 * int(os.environ["KERNEL_FUZZ_MAP_LIMIT"])) - maps)
+        time.sleep(2.5)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return run(inputs, params, out=out, interpret=interpret)
+
+
+def says_enomem(inputs, params, *, out, interpret):
+    if first_time("says_enomem"):
+        os.write(2, b"LLVM ERROR: Cannot allocate memory\\n")
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return run(inputs, params, out=out, interpret=interpret)
+
+
+for name, kernel in (("fake_leaks", leaks), ("fake_hogs", hogs), ("fake_says_enomem", says_enomem)):
+    register(dataclasses.replace(base, name=name, source="builtin", kernels={{"fake": kernel}}))
+"""
+
+
+def test_memory_maps_recycle_workers_and_exhaustion_is_no_kernel_crash(tmp_path):
+    # A worker compiling an XLA program per new shape (Pallas interpret=True) exhausted its memory
+    # maps after ~1000 examples (LLVM "Cannot allocate memory", then SIGSEGV): reported as kernel
+    # crashes. With the limit lowered: the leaking worker is recycled before the limit; a death
+    # at the limit, or after an out-of-memory message, is a warning, not a finding.
+    plugin = tmp_path / "resources.py"
+    plugin.write_text(RESOURCES.format(fake=FAKE, d=str(tmp_path)))
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", str(plugin),
+         "--targets", "fake_leaks,fake_hogs,fake_says_enomem", "--backends", "fake", "--budget",
+         "6", "--slice", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "KERNEL_FUZZ_MAP_LIMIT": "8000"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["findings"] == [] and not list((out / "reproducers").glob("*.py"))
+    assert report["workers"][0]["recycles"] >= 1, proc.stderr
+    assert "is recycled: its process holds" in proc.stderr
+    notes = "\n".join(report["notes"])
+    assert "killed by SIGSEGV (segmentation fault) while fuzzing fake_hogs" in notes
+    assert "the harness ran out of resources (7" in notes and "memory maps of the 8000" in notes
+    assert "fake_says_enomem on fake: the harness ran out of resources (it said " in notes
+    rows = {r["target"]: r for r in report["results"]}
+    assert rows["fake_hogs"]["resource_exhaustions"] == 1 and rows["fake_hogs"]["status"] == "pass"
+    assert rows["fake_hogs"]["worker_deaths"] == 0
+
+
 TOGGLE = """
 import os, dataclasses
 from fuzz.target import load_plugin, get, register
@@ -383,3 +651,34 @@ def test_an_examples_clock_stops_while_a_kernel_compiles():
     assert "start" in kinds and kinds[-1] == "end"
     assert any(v < 0 for k, v in seen if k == "start")  # paused while compiling
     assert started.value > 0
+
+
+def test_a_worker_clears_the_compile_caches_then_asks_to_be_recycled():
+    # What leaks in a long-lived worker: the executables XLA compiles for every new shape keep
+    # memory maps (about 3 per trivial jitted program here, 40-100 per example of the attention
+    # and softmax targets under Pallas interpret=True); jax.clear_caches() frees them.
+    import mmap
+
+    import jax
+    import jax.numpy as jnp
+
+    from fuzz.worker import CLEAR_AT, MapBudget, count_maps
+
+    double = jax.jit(lambda x: x * 2 + 1)
+    before = count_maps()
+    for n in range(1, 41):  # 40 new shapes: 40 programs
+        double(jnp.ones(n)).block_until_ready()
+    grown = count_maps()
+    assert grown >= before + 40
+    budget = MapBudget(int(grown / (CLEAR_AT + 0.05)))  # past the clear mark, short of recycling
+    assert budget.check(now=True) is False
+    assert count_maps() <= grown - 40 and budget.cleared_at <= grown - 40
+    stuck = MapBudget(int(count_maps() / 0.5))  # a process at half its limit, then
+    held = [  # maps no cache holds: only a fresh process gets rid of them
+        mmap.mmap(-1, 4096, prot=mmap.PROT_READ | (mmap.PROT_WRITE * (i % 2)))
+        for i in range(int(0.15 * stuck.limit))
+    ]
+    assert stuck.check(now=True) is True and stuck.recycle >= 0.6 * stuck.limit
+    del held
+    # A process that starts past the mark (a limit set too low) is not recycled again and again.
+    assert MapBudget(int(count_maps() / 0.7)).check(now=True) is False

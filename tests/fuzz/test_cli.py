@@ -10,10 +10,20 @@ import pytest
 FAKE = os.path.join(os.path.dirname(__file__), "fake_targets.py")
 
 
-def fuzz_cli(*args, timeout=600):
+def fuzz_cli(*args, timeout=600, umask=None):
     return subprocess.run(
-        [sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, timeout=timeout
-    )
+        [sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, timeout=timeout,
+        preexec_fn=None if umask is None else lambda: os.umask(umask),
+    )  # fmt: skip
+
+
+def strict_json(text):
+    """``json.loads`` that rejects NaN and Infinity, as JavaScript's JSON.parse and jq do."""
+
+    def reject(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=reject)
 
 
 def test_list_shows_targets_and_backend_availability():
@@ -28,10 +38,16 @@ def test_list_shows_targets_and_backend_availability():
 def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
     out = tmp_path / "out"
     proc = fuzz_cli("run", "--profile", "ci", "--plugin", FAKE, "--targets", "fake_double,fake_double_nan,fake_double_oob",
-                    "--backends", "fake", "--mutants", "--budget", "4", "--out", str(out), "--seed", "3")  # fmt: skip
+                    "--backends", "fake", "--mutants", "--budget", "4", "--out", str(out), "--seed", "3",
+                    umask=0o022)  # fmt: skip
     # Only mutants fail: exit 0.
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads((out / "report.json").read_text())
+    report = strict_json((out / "report.json").read_text())  # the NaN found is a string
+    # Readable by a web server and teammates, as the umask says (they were 0600 whatever it was).
+    for name in ("report.json", "report.md", "report.xml", "index.html"):
+        assert (out / name).stat().st_mode & 0o777 == 0o644, name
+    for script in (out / "reproducers").glob("*.py"):
+        assert script.stat().st_mode & 0o777 == 0o755
     assert report["complete"] and report["summary"]["mutants_found"] == 2
     rows = {r["target"]: r for r in report["results"]}
     assert rows["fake_double"]["status"] == "pass" and rows["fake_double"]["examples"] > 0
@@ -39,6 +55,7 @@ def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
     assert nan["mutant"] and nan["expected_class"] == "nan" and nan["status"] == "found"
     finding = nan["findings"][0]
     assert finding["class"] == "nan" and finding["where"] == "y[1, 0]"
+    assert finding["kernel_value"] == "nan"
     assert os.path.exists(finding["reproducer"])
     # Replaying the reproducer folder: they all still fail -> exit 1.
     proc = fuzz_cli("replay", "--plugin", FAKE, str(out / "reproducers"))
@@ -51,24 +68,48 @@ def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
         (["run", "--budget", "-3", "--out", "x"], "--budget='-3' must be > 0 seconds"),
         (["run", "--budget", "soon", "--out", "x"], "--budget='soon' must be a number of seconds"),
         (
-            ["run", "--targets", "nothing*", "--out", "{tmp}"],
+            ["run", "--targets", "nothing*", "--out", "{tmp}/new"],
             "--targets='nothing*' matches no target",
         ),
         (["run", "--profile", "warp", "--out", "{tmp}"], "profile='warp' is unknown"),
         (
-            ["run", "--backends", "cuda-only", "--out", "{tmp}"],
+            ["run", "--backends", "cuda-only", "--out", "{tmp}/new"],
             "--backends='cuda-only' matches no backend",
         ),
+        (["mutants", "--backends", "nope"], "--backends='nope' matches no backend"),
+        (["mutants", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
+        (["run", "--workers", "0", "--out", "{tmp}"], "argument --workers: 0 must be >= 1"),
+        (["run", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
+        (["run", "--out", "{file}/sub"], "--out='{file}/sub' cannot be created: {file} is a file"),
+        (["run", "--out", "{tmp}", "--repro-dir", "{file}"], "--repro-dir='{file}' is a file"),
+        (["run", "--out", "{tmp}/new", "--plugin", "{syntax}"], "--plugin='{syntax}' failed to "
+         "import: SyntaxError: invalid syntax"),
+        (["run", "--out", "{tmp}/new", "--plugin", "{raises}"], "--plugin='{raises}' failed to "
+         "import: SystemExit: exit from a plugin"),
         (["list", "--plugin", "no/such/file.py"], "--plugin='no/such/file.py': no such file"),
         (["replay", "no-such-path"], "'no-such-path' is neither a file nor a folder"),
+        (["replay", "{file}", "/no/such/file.py"], "'/no/such/file.py' is neither a file nor"),
     ],
-)
+)  # fmt: skip
 def test_bad_arguments_get_clear_errors(tmp_path, args, message):
-    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    proc = fuzz_cli(*args)
-    assert proc.returncode != 0
-    assert message in proc.stdout + proc.stderr
+    # Usage errors: one line naming the argument, exit status 2 (never 1, which means a real
+    # target or a reproducer fails), before any work starts.
+    files = {"{file}": tmp_path / "a-file", "{syntax}": tmp_path / "syntax_error.py",
+             "{raises}": tmp_path / "raises.py"}  # fmt: skip
+    files["{file}"].write_text("not a folder\n")
+    files["{syntax}"].write_text("def broken(:\n")
+    files["{raises}"].write_text("import sys\nsys.exit('exit from a plugin')\n")
+
+    def fill(text):
+        for key, path in {**files, "{tmp}": tmp_path}.items():
+            text = text.replace(key, str(path))
+        return text
+
+    proc = fuzz_cli(*map(fill, args))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert fill(message) in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "new").exists()  # nothing was started, nothing created
 
 
 @pytest.mark.parametrize(
@@ -83,3 +124,91 @@ def test_bench_rejects_bad_counts_naming_the_option(argv, message, capsys):
         main(argv)
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_replay_gives_every_file_its_own_verdict(fake_plugin, fake_profile, tmp_path):
+    # A broken file (a field missing, not a reproducer, not text, a folder named x.py) gets its own
+    # "cannot replay"; the good files after it still replay; the exit status summarises all.
+    from fuzz.engine import hunt
+    from fuzz.target import get
+
+    folder = tmp_path / "repros"
+    nan = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=folder).found["nan"]
+    text = nan.reproducer.read_text()
+    (folder / "a_missing_field.py").write_text(text.replace("'target': ", "'tar': "))
+    (folder / "b_not_a_reproducer.py").write_text("print('hello')\n")
+    (folder / "c_binary.py").write_bytes(b"\xff\xfe\x00 not text")
+    (folder / "d_folder.py").mkdir()
+    proc = fuzz_cli("replay", "--plugin", FAKE, str(folder))
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # one still fails
+    out = proc.stdout
+    assert out.count("== ") == 4 and "Traceback" not in proc.stderr
+    assert "a_missing_field.py: cannot replay: ValueError:" in out and "lacks 'target'" in out
+    assert "b_not_a_reproducer.py: cannot replay" in out and "c_binary.py: cannot replay" in out
+    assert "fake_double_nan on fake: FAIL nan" in out
+    assert "replayed 4 of 4 file(s): 1 still fail, 0 pass, 3 without a verdict" in out
+    nan.reproducer.unlink()  # only broken files left: not clean, not failing
+    proc = fuzz_cli("replay", "--plugin", FAKE, "--jobs", "2", str(folder))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout.count("cannot replay") == 3
+
+
+SLEEPER = """
+import dataclasses, time
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+
+def sleeps(inputs, params, *, out, interpret):
+    time.sleep(600)
+
+register(dataclasses.replace(get("fake_double"), name="fake_sleeps", source="builtin",
+                             kernels={{"fake": sleeps}}))
+"""
+
+
+def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_path):
+    import signal
+    import time
+
+    import numpy as np
+
+    from fuzz import reproducer
+    from fuzz.case import Case
+    from fuzz.failures import Finding
+    from fuzz.target import get, load_plugin
+
+    plugin = tmp_path / "sleeper.py"
+    plugin.write_text(SLEEPER.format(fake=FAKE))
+    load_plugin(str(plugin))
+    path = reproducer.write(
+        tmp_path, target=get("fake_sleeps"), backend="fake", params={}, ref_device="cpu",
+        case=Case({"x": np.ones((1, 2), np.float32)}, {"dtype": "float32"}, {}),
+        finding=Finding("hang", "timeout", "an example did not finish"), differential=False,
+        isolate=True, timeout=300.0,
+    )  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "fuzz", "replay", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+    time.sleep(6)  # the child replay has started its kernel
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out
+    assert "interrupted" in out and "FAIL" not in out and "PASS" not in out, out
+
+
+@pytest.mark.parametrize("umask, text_mode, script_mode", [(0o022, 0o644, 0o755),
+                                                           (0o077, 0o600, 0o700)])  # fmt: skip
+def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask, text_mode, script_mode):
+    from fuzz.report import atomic_write_text, write_json
+
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a.md", "text\n")
+        atomic_write_text(tmp_path / "r.py", "print()\n", executable=True)
+        write_json(tmp_path / "r.json", {"x": [float("nan"), float("-inf"), 1.5]})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.md").stat().st_mode & 0o777 == text_mode
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == text_mode
+    assert (tmp_path / "r.py").stat().st_mode & 0o777 == script_mode
+    assert strict_json((tmp_path / "r.json").read_text()) == {"x": ["nan", "-inf", 1.5]}

@@ -89,3 +89,38 @@ def test_an_overflowing_row_sum_points_at_the_sum_in_the_kernel():
     assert o["found"] and o["kind"] == "overflow"
     assert o["file"] == "<mutant no_rowmax of kernels.softmax.triton>"
     assert o["expression"] == "tl.sum(tl.exp(s), 1)"
+
+
+_MIXED_DEVICES = r"""
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import jax, jax.numpy as jnp
+from fuzz import origin
+cpu0, cpu1 = jax.devices("cpu")
+# A primitive whose operands are committed to two devices fails: on a GPU host the interpreted
+# Pallas replay met CPU inputs and arrays committed to the GPU, JAX's default device.
+a, b = jax.device_put(jnp.ones(3), cpu0), jax.device_put(jnp.full(3, 2.0), cpu1)
+closed = jax.make_jaxpr(lambda x, y: x * y)(a, b)
+try:
+    origin._eval(closed.jaxpr, list(closed.consts), [a, b])
+except ValueError as e:
+    assert "incompatible devices" in str(e), e
+else:
+    raise SystemExit("expected the mixed-device failure outside a replay")
+origin._TRACE_DEVICE.append(cpu0)
+(out,) = origin._eval(closed.jaxpr, list(closed.consts), [a, b])
+assert out.devices() == {cpu0} and out.tolist() == [2.0, 2.0, 2.0], out
+print("ok")
+"""
+
+
+def test_an_interpreted_pallas_replay_keeps_every_array_on_its_device():
+    """The NaN-origin replay of a pallas-interpret finding on a GPU host failed with "Received
+    incompatible devices for jitted computation": inputs on the CPU device, arrays the replay made
+    on the default device (the GPU). Two CPU devices stand in for them here."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _MIXED_DEVICES], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

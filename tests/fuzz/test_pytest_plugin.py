@@ -114,3 +114,27 @@ def test_xdist_workers_sharing_a_gpu_split_its_memory(monkeypatch):
     assert torch_fraction + float(os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) <= 1 / 4
     monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "off")
     assert share_gpu_memory() is None
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--fuzz-targets", "nomatch*"], "--fuzz-targets='nomatch*' matches no target; known:"),
+        (["--fuzz-backends", "nomatch*"], "--fuzz-backends='nomatch*' matches no backend; known:"),
+        (["--fuzz-targets", "softmax", "--fuzz-backends", "fake"],
+         "--fuzz-targets='softmax' has no kernel for the backends fake"),
+        (["--plugin", "no/such/plugin.py"], "--plugin='no/such/plugin.py': no such file"),
+        (["--plugin", "{broken}"], "--plugin='{broken}' failed to import: SyntaxError"),
+    ],
+)  # fmt: skip
+def test_a_selection_of_nothing_or_a_bad_plugin_is_a_usage_error(pytester, tmp_path, args, message):
+    # These passed green having tested nothing, or stopped with an INTERNALERROR traceback.
+    broken = tmp_path / "broken.py"
+    broken.write_text("def broken(:\n")
+    pytester.makepyfile(TEST_FILE)
+    args = [a.replace("{broken}", str(broken)) for a in ["--plugin", FAKE, *args]]
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = result.stdout.str() + result.stderr.str()
+    assert message.replace("{broken}", str(broken)) in text
+    assert "INTERNALERROR" not in text and "Traceback" not in text and "passed" not in text

@@ -1,5 +1,6 @@
 """Reproducer scripts: standalone, exit 1 while failing and 0 once fixed, replayable elsewhere."""
 
+import os
 import subprocess
 import sys
 
@@ -8,8 +9,11 @@ import numpy as np
 import pytest
 
 from fuzz import reproducer
+from fuzz.case import Case
 from fuzz.engine import hunt
 from fuzz.target import get
+
+FAKE = os.path.join(os.path.dirname(__file__), "fake_targets.py")
 
 
 def run_script(path, *args):
@@ -163,3 +167,92 @@ def test_a_crash_that_loses_the_cuda_context_replays_in_a_child_and_so_do_the_on
         ("fake_double_context", True),
         ("fake_double_nan", True),
     ]
+
+
+def _crash_reproducer(tmp_path, target="fake_double_crash"):
+    """A crash reproducer recorded as killing its process (so it replays in a child), of a case
+    that raises in the fake kernel (4 columns)."""
+    from fuzz.failures import Finding
+
+    case = Case({"x": np.ones((1, 4), np.float32)}, {"dtype": "float32"}, {})
+    return reproducer.write(
+        tmp_path, target=get(target), backend="fake", case=case, params={},
+        finding=Finding("crash", "process", "the worker was killed by SIGSEGV"),
+        ref_device="cpu", differential=False, isolate=True, timeout=5.0,
+    )  # fmt: skip
+
+
+CHILD_ONLY_IMPORT_ERROR = """
+import dataclasses, os
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+if os.environ.get("KERNEL_FUZZ_REPLAY_MARKER"):
+    raise ImportError("a module only the child replay lacks (injected fault)")
+register(dataclasses.replace(get("fake_double_crash"), name="fake_child_only", source="builtin"))
+"""
+
+
+def test_what_cannot_replay_in_a_child_is_cannot_replay_not_a_crash(fake_plugin, tmp_path, capsys):
+    # A crash/hang reproducer replays in a child process; a replay that cannot even start (a
+    # backend not available, data that does not decode, an unknown target, a plugin that does not
+    # import there) is "cannot replay", exit 2 -- never "FAIL crash", which means the bug is there.
+    from fuzz.target import load_plugin
+
+    path = _crash_reproducer(tmp_path)
+    meta, data = reproducer.load(path)
+    assert meta["isolate"]
+    cases = [
+        ({}, "triton", "cannot replay"),
+        ({}, "no-such-backend", "backend='no-such-backend' is unknown"),
+        ({"target": "no_such_target"}, None, "target='no_such_target' is not registered"),
+        ({"dtypes": {"x": "float32", "y": "float32"}}, None, "its DATA does not decode"),
+    ]
+    for change, backend, said in cases:
+        assert reproducer.report_replay({**meta, **change}, data, backend=backend, path=path) == 2
+        out = capsys.readouterr().out
+        assert said in out and "FAIL" not in out, out
+    assert reproducer.report_replay(meta, data[: len(data) // 2], path=path) == 2  # cut short
+    assert "cannot replay" in capsys.readouterr().out
+    plugin = tmp_path / "child_only.py"
+    plugin.write_text(CHILD_ONLY_IMPORT_ERROR.format(fake=FAKE))
+    load_plugin(str(plugin))
+    path = _crash_reproducer(tmp_path, "fake_child_only")
+    assert reproducer.report_replay(*reproducer.load(path), path=path) == 2
+    out = capsys.readouterr().out
+    assert "cannot replay" in out and "injected fault" in out and "FAIL" not in out, out
+
+
+def test_a_crash_reproducer_without_its_main_block_still_fails(fake_plugin, tmp_path):
+    # The child replay reads REPRO and DATA; it does not run the file, so a file cut short (or
+    # edited) cannot pass by doing nothing.
+    path = _crash_reproducer(tmp_path)
+    text = path.read_text()
+    path.write_text(text[: text.index('if __name__ == "__main__":')])
+    proc = subprocess.run([sys.executable, "-m", "fuzz", "replay", "--plugin", FAKE, str(path)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "fake_double_crash on fake: FAIL crash" in proc.stdout
+
+
+SELF_TERM = """
+import dataclasses, os, signal
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+
+def stopped(inputs, params, *, out, interpret):  # the user's stop arrives mid-replay
+    os.kill(os.getpid(), signal.SIGTERM)
+
+register(dataclasses.replace(base, name="fake_stopped", source="builtin",
+                             kernels={{"fake": stopped}}))
+"""
+
+
+def test_a_child_replay_stopped_by_sigterm_is_interrupted_not_a_crash(fake_plugin, tmp_path):
+    from fuzz.target import load_plugin
+
+    plugin = tmp_path / "self_term.py"
+    plugin.write_text(SELF_TERM.format(fake=FAKE))
+    load_plugin(str(plugin))
+    code, verdict = reproducer.replay_isolated(_crash_reproducer(tmp_path, "fake_stopped"))
+    assert (code, verdict) == (2, "interrupted (the replay process was stopped by SIGTERM)")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fuzz import reproducer
 from fuzz.profiles import get_profile
 from fuzz.scoreboard import run_scoreboard, summary_lines, table_rows, write_scoreboard
 from fuzz.target import get
@@ -50,16 +51,21 @@ def test_scale_twice_is_missed_by_randn_and_found_by_the_harness_and_the_grid(tm
     )
 
 
-def test_cli_scoreboard_shows_na_for_targets_without_baselines():
+def test_cli_scoreboard_shows_na_for_targets_without_baselines(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "fuzz", "mutants", "--plugin", FAKE, "--targets", "fake_double_nan",
-         "--backends", "fake", "--budget", "2", "--profile", "ci"],
+         "--backends", "fake", "--budget", "2", "--profile", "ci", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "fake_double_nan" in proc.stdout and "n/a" in proc.stdout
     assert "harness      detected 1/1 (100%)" in proc.stdout
     assert "randn x5     n/a" in proc.stdout
+    # The minimal example whose size the row reports is saved as its reproducer.
+    (row,) = json.loads((tmp_path / "scoreboard.json").read_text())["rows"]
+    meta, _ = reproducer.load(row["harness"]["reproducer"])
+    assert meta["target"] == "fake_double_nan" and meta["class"] == "nan"
+    assert Path(row["harness"]["reproducer"]).parent == tmp_path / "reproducers"
 
 
 def _scoreboard_until_first_row(out_dir, stdout) -> tuple[subprocess.Popen, str]:
@@ -82,7 +88,7 @@ def test_sigterm_ends_the_scoreboard_with_the_rows_so_far(tmp_path):
     proc, finished = _scoreboard_until_first_row(tmp_path, subprocess.PIPE)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 2, err  # interrupted (README: exit status 2)
     assert finished and "interrupted" in out and finished in out
     board = json.loads((tmp_path / "scoreboard.json").read_text())
     assert board["interrupted"] and board["rows"][0]["mutant"] == finished

@@ -231,3 +231,27 @@ def test_naive_rows_without_keys_are_zero():
     o, lse = attention_naive(q, k, k, causal=True)
     assert torch.all(o[0, 0, :2] == 0) and torch.isneginf(lse[0, 0, :2]).all()
     assert not torch.isnan(o).any()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_left_alignment_agrees_between_the_two_references_and_with_torch(seed):
+    """Top-left alignment (query i at key i, as torch's is_causal): the per-sequence and the
+    packed references agree, and causal top-left equals torch's scaled_dot_product_attention."""
+    import torch.nn.functional as tf
+
+    from oracles.attention import attention_reference, attention_reference_packed
+
+    g = torch.Generator().manual_seed(seed)
+    tq, tk = (3, 7) if seed % 2 else (7, 3)
+    q = torch.randn(1, 2, tq, 4, generator=g, dtype=torch.float64)
+    k = torch.randn(1, 2, tk, 4, generator=g, dtype=torch.float64)
+    v = torch.randn(1, 2, tk, 4, generator=g, dtype=torch.float64)
+    slopes = torch.tensor([0.5, 0.25], dtype=torch.float64)
+    kw = {"causal": True, "window": (2, -1), "alibi_slopes": slopes, "align": "top-left"}
+    o1, lse1 = attention_reference(q, k, v, **kw)
+    o2, lse2 = attention_reference_packed(q, k, v, **kw)
+    assert torch.allclose(o1, o2) and torch.allclose(lse1, lse2, equal_nan=True)
+    o, _ = attention_reference(q, k, v, causal=True, align="top-left")
+    want = tf.scaled_dot_product_attention(q, k, v, is_causal=True)
+    rows = torch.arange(tq) < tk  # torch gives NaN for a query without keys; the oracle zeros
+    assert torch.allclose(o[:, :, rows], want[:, :, rows])

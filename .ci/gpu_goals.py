@@ -1,0 +1,158 @@
+"""The GPU goals of "GPU fuzzing that is not compile-bound", measured: a table per goal, PASS/FAIL.
+
+    python .ci/gpu_goals.py sizes CPU_CAMPAIGN_OUT > cpu-sizes.json
+        the minimal reproducer size of every mutant found on the CPU interpreters (the reference)
+    python .ci/gpu_goals.py report --campaign OUT [--cpu-sizes cpu-sizes.json] [--bench B.json ...]
+
+From a campaign's report.json (``python -m fuzz run --mutants --profile gpu``):
+
+* every own mutant found on ``triton``/``pallas-gpu`` with its expected class, shrunk within its
+  bound (``Target.shrink_limit`` of the minimal case, read back from its reproducer), to at most
+  2x its CPU reproducer's size, with at most 60 s of shrinking; and the share of mutant/backend
+  pairs found so (goal: 90%);
+* the campaign's compile share (goal: at most 15%).
+
+From ``fuzz.bench --json`` files: fresh examples/s at least half of warm for every target and
+compiled backend; ``simple_gla_bwd`` on ``triton`` at least 5 fresh examples/s with 8 processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+COMPILED = ("triton", "pallas-gpu")
+TWIN = {"triton": "triton-interpret", "pallas-gpu": "pallas-interpret"}
+
+
+def _load(path: str | Path) -> Any:
+    with open(path) as f:
+        return json.load(f)
+
+
+def _bound(finding: dict[str, Any]) -> int | None:
+    """The mutant's shrink bound for its minimal case (its reproducer holds the case)."""
+    from fuzz import reproducer
+    from fuzz.case import Case
+    from fuzz.target import get, load_plugin
+
+    path = finding.get("reproducer")
+    if not path or not Path(path).is_file():
+        return None
+    meta, data = reproducer.load(path)
+    if meta.get("plugin"):
+        load_plugin(meta["plugin"])
+    case = Case(reproducer.decode_arrays(data, meta["dtypes"]), meta["params"])
+    return get(finding["target"]).shrink_limit(case)
+
+
+def sizes(campaign: str) -> dict[str, int]:
+    """``{"mutant|backend": reproducer size}`` of a (CPU) campaign's mutants found with their
+    expected class."""
+    report = _load(Path(campaign) / "report.json")
+    expected = {(r["target"], r["backend"]): r["expected_class"] for r in report["results"]}
+    out: dict[str, int] = {}
+    for f in report["findings"]:
+        if f["class"] == expected.get((f["target"], f["backend"])):
+            key = f"{f['target']}|{f['backend']}"
+            out[key] = min(out.get(key, f["case_size"]), f["case_size"])
+    return out
+
+
+def mutant_goals(report: dict[str, Any], cpu: dict[str, int]) -> tuple[list[str], bool]:
+    lines, met, pairs = [], 0, 0
+    head = f"{'mutant':44} {'backend':11} {'class':14} {'size':>8} {'bound':>8} {'cpu':>6} {'shrink s':>8} path"
+    lines.append(head)
+    by_pair = {}
+    for f in report["findings"]:
+        by_pair.setdefault((f["target"], f["backend"]), []).append(f)
+    for r in report["results"]:
+        if not r["mutant"] or r["backend"] not in COMPILED:
+            continue
+        pairs += 1
+        found = [f for f in by_pair.get((r["target"], r["backend"]), [])
+                 if f["class"] == r["expected_class"]]  # fmt: skip
+        if not found:
+            lines.append(f"{r['target']:44} {r['backend']:11} {'MISSED':14} (expected {r['expected_class']}, "
+                         f"{r['examples']} examples)")  # fmt: skip
+            continue
+        f = min(found, key=lambda f: f["case_size"])
+        bound = _bound(f)
+        ref = cpu.get(f"{r['target']}|{TWIN[r['backend']]}")
+        ok = (bound is None or f["case_size"] <= bound) and (
+            ref is None or f["case_size"] <= 2 * ref
+        )
+        ok = ok and f["shrink_seconds"] <= 60 and f["shrunk"]
+        met += ok
+        lines.append(f"{r['target']:44} {r['backend']:11} {f['class']:14} {f['case_size']:8d} "
+                     f"{bound if bound is not None else '-':>8} {ref if ref is not None else '-':>6} "
+                     f"{f['shrink_seconds']:8.1f} {f.get('shrink_path') or 'in place'}"
+                     f"{'' if ok else '  FAIL'}")  # fmt: skip
+    share = met / pairs if pairs else 0.0
+    lines.append(f"mutant/backend pairs found with their class and shrunk within bounds: {met}/{pairs} "
+                 f"= {100 * share:.0f}% (goal 90%) {'PASS' if share >= 0.9 else 'FAIL'}")  # fmt: skip
+    return lines, share >= 0.9
+
+
+def compile_goal(report: dict[str, Any]) -> tuple[list[str], bool]:
+    rs = [r for r in report["results"] if r["backend"] in COMPILED]
+    spent = sum(r["seconds"] for r in rs)
+    compiling = sum(r["compile_seconds"] for r in rs)
+    share = compiling / spent if spent else 0.0
+    return [f"campaign compile share on {', '.join(COMPILED)}: {100 * share:.1f}% of {spent:.0f} s "
+            f"(goal <= 15%) {'PASS' if share <= 0.15 else 'FAIL'}"], share <= 0.15  # fmt: skip
+
+
+def bench_goals(benches: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    lines, ok_all = [], True
+    for doc in benches:
+        for r in doc["results"]:
+            if r["backend"] not in COMPILED:
+                continue
+            fresh, warm = r["fresh_examples_per_second"], r["warm_examples_per_second"]
+            ok = warm > 0 and fresh >= 0.5 * warm
+            line = (f"{r['target']:24} {r['backend']:11} {r['procs']} proc(s): fresh {fresh:7.1f} "
+                    f"warm {warm:7.1f} ex/s ({100 * fresh / warm if warm else 0:.0f}%)")  # fmt: skip
+            if r["target"] == "simple_gla_bwd" and r["backend"] == "triton" and r["procs"] == 8:
+                ok = ok and fresh >= 5.0
+                line += " goal >= 5 fresh ex/s"
+            ok_all &= ok
+            lines.append(line + ("" if ok else "  FAIL"))
+    return lines, ok_all
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("sizes")
+    s.add_argument("campaign")
+    r = sub.add_parser("report")
+    r.add_argument("--campaign", default=None)
+    r.add_argument("--cpu-sizes", default=None)
+    r.add_argument("--bench", action="append", default=[])
+    args = p.parse_args(argv)
+    if args.cmd == "sizes":
+        json.dump(sizes(args.campaign), sys.stdout, indent=1, sort_keys=True)
+        print()
+        return 0
+    ok = True
+    if args.campaign:
+        report = _load(Path(args.campaign) / "report.json")
+        cpu = _load(args.cpu_sizes) if args.cpu_sizes else {}
+        print(f"device: {report.get('device')}; {report['summary']['examples']} examples in "
+              f"{report['seconds']:.0f} s")  # fmt: skip
+        for part in (mutant_goals(report, cpu), compile_goal(report)):
+            print("\n".join(part[0]))
+            ok &= part[1]
+    if args.bench:
+        lines, good = bench_goals([_load(b) for b in args.bench])
+        print("\n".join(lines))
+        ok &= good
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,355 @@
+"""What an external kernel of each built-in family is called with, and returns.
+
+A plugin (``fuzz.plugin.fuzz_kernel``) fuzzes its kernel against a built-in family: the family's
+strategies draw the cases (narrowed to the kernel's capabilities), its fp64 oracle, error bound,
+hazards, poisoning and properties judge them. This module holds, per family, the contract the
+plugin's kernel function sees:
+
+* the tensors it receives positionally, in the family's canonical layout (``layouts``: one axis
+  letter per dimension; a plugin's :class:`fuzz.plugin.Layout` converts);
+* the keyword arguments for each optional feature and tile size (only those the kernel supports
+  are drawn and passed);
+* the outputs it returns (a dict by name, a tuple in ``outputs`` order, or a single tensor).
+
+Each family's contract mirrors how the libraries of the field spell it (FlashAttention,
+flash-linear-attention, liger), so that a plugin's kernel function is usually a thin wrapper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fuzz.case import Case
+
+
+@dataclass(frozen=True)
+class Family:
+    """The contract of one built-in family for external kernels.
+
+    Attributes:
+        name: the family's name (also the built-in target its oracle and properties come from).
+        tensors: the tensor inputs, positional, in this order (absent optional ones are None).
+        outputs: the outputs, in the order a kernel returning a tuple returns them.
+        layouts: canonical axis letters of every tensor input and output.
+        features: optional features (``strategies``' ``FEATURES`` of the family).
+        tiles: tile-size parameters the strategy draws (and passes to a kernel that takes them).
+        dims: the axis letters that are head dims (padded by ``Layout.pad_head_dim``).
+        keywords: the keyword arguments of each optional feature and tile parameter (key
+            ``None``: always passed); a kernel is passed those of the features it supports and
+            of the tile parameters its function takes.
+        values: ``values(case) -> {keyword: value}``: every keyword's value for a case.
+        conventions: the :class:`fuzz.plugin.Conventions` fields that mean something here.
+        strategy: ``strategy(scale, **narrowing)``: the family's case strategy.
+        narrowing: ``narrowing(capabilities) -> strategy kwargs``.
+        empty_rows: ``empty_rows(case) -> {output: bool mask}``: elements of rows with no valid
+            key (what the ``empty_rows`` convention decides), where the family has such rows.
+        space: ``space(scale) -> {strategy keyword: choices}``: the strategy's compile-time
+            dimensions (dtype, tiles, head dims: each value a kernel binary of its own) and the
+            choices it draws from at ``scale``, simplest first.
+    """
+
+    name: str
+    tensors: tuple[str, ...]
+    outputs: tuple[str, ...]
+    layouts: Mapping[str, str]
+    features: tuple[str, ...]
+    tiles: tuple[str, ...]
+    dims: tuple[str, ...]
+    keywords: Mapping[str | None, tuple[str, ...]]
+    values: Callable[[Any], Mapping[str, Any]]
+    conventions: tuple[str, ...]
+    strategy: Callable[..., Any]
+    narrowing: Callable[[Any], dict[str, Any]]
+    empty_rows: Callable[[Case], Mapping[str, np.ndarray]] | None = None
+    space: Callable[[str], dict[str, tuple[Any, ...]]] = lambda scale: {}
+
+    def passed(self, features: frozenset[str], tiles: frozenset[str]) -> tuple[str, ...]:
+        """The keywords a kernel supporting ``features`` and taking ``tiles`` is called with."""
+        return tuple(
+            kw
+            for key, names in self.keywords.items()
+            if key is None or key in features or key in tiles
+            for kw in names
+        )
+
+
+def _scale(case: Any, dim: int) -> float:
+    s = case.params.get("scale")
+    return 1.0 / math.sqrt(dim) if s is None else float(s)
+
+
+# softmax ------------------------------------------------------------------------------------------
+
+
+_SOFTMAX_KEYWORDS = {None: (), "mask": ("mask",), "bias": ("bias",), "scale": ("scale",),
+                     "block_m": ("block_m",), "block_n": ("block_n",)}  # fmt: skip
+
+
+def _softmax_values(case: Any) -> dict[str, Any]:
+    p = case.params
+    return {"mask": case.inputs.get("mask"), "bias": case.inputs.get("bias"),
+            "scale": 1.0 if p.get("scale") is None else float(p["scale"]),
+            "block_m": p["block_m"], "block_n": p["block_n"]}  # fmt: skip
+
+
+def _softmax_empty(case: Case) -> dict[str, np.ndarray]:
+    from fuzz.targets.softmax import logits64
+
+    live = np.isfinite(logits64(case)).any(axis=-1, keepdims=True)
+    return {"y": np.broadcast_to(~live, case.inputs["x"].shape)}
+
+
+def _softmax_narrowing(caps: Any) -> dict[str, Any]:
+    return {"dtypes": caps.dtypes, "features": caps.features, **caps.tile_kwargs()}
+
+
+# attention ----------------------------------------------------------------------------------------
+
+
+_ATTN_KEYWORDS: dict[str | None, tuple[str, ...]] = {None: ("scale",), "causal": ("causal",), "window": ("window",),
+                  "key_padding": ("key_lengths",), "alibi": ("alibi_slopes",),
+                  "softcap": ("softcap",), "block_q": ("block_q",), "block_k": ("block_k",),
+                  "num_splits": ("num_splits",)}  # fmt: skip
+
+
+def _attention_values(case: Any) -> dict[str, Any]:
+    p, i = case.params, case.inputs
+    window = p.get("window")
+    return {
+        "scale": _scale(case, i["q"].shape[-1]),
+        "causal": bool(p.get("causal", False)),
+        "window": None if window is None else (int(window[0]), int(window[1])),
+        "key_lengths": i.get("key_lengths"),
+        "alibi_slopes": i.get("alibi_slopes"),
+        "softcap": p.get("softcap"),
+        "cu_seqlens_q": i.get("cu_seqlens_q"),
+        "cu_seqlens_k": i.get("cu_seqlens_k"),
+        "cache_len": i.get("cache_len"),
+        "block_q": p.get("block_q"),
+        "block_k": p.get("block_k"),
+        "num_splits": p.get("num_splits"),
+    }
+
+
+def _attention_empty(case: Case) -> dict[str, np.ndarray]:
+    from fuzz.targets.attention import fixed_outputs
+
+    return dict(fixed_outputs(case))
+
+
+def _attention_narrowing(caps: Any) -> dict[str, Any]:
+    kw: dict[str, Any] = {"dtypes": caps.dtypes, "features": caps.features,
+                          "head_dims": caps.head_dims}  # fmt: skip
+    tiles = dict(caps.tiles or {})
+    if "block_q" in tiles or "block_k" in tiles:
+        qs: tuple[int, ...] = tiles.get("block_q") or tiles["block_k"]
+        ks: tuple[int, ...] = tiles.get("block_k") or tiles["block_q"]
+        kw["block_pairs"] = tuple((bq, bk) for bq in qs for bk in ks)
+    return kw
+
+
+def _decode_narrowing(caps: Any) -> dict[str, Any]:
+    tiles = dict(caps.tiles or {})
+    return {"dtypes": caps.dtypes, "features": caps.features, "head_dims": caps.head_dims,
+            "blocks_k": tiles.get("block_k"), "num_splits": tiles.get("num_splits")}  # fmt: skip
+
+
+_ATTN_LAYOUTS = {"q": "BHTD", "k": "BHTD", "v": "BHTD", "o": "BHTD", "lse": "BHT"}
+
+
+def _attention_family(name: str, features: tuple[str, ...], tiles: tuple[str, ...],
+                      strategy: Callable[..., Any], narrowing: Callable[[Any], dict[str, Any]],
+                      space: Callable[[str], dict[str, tuple[Any, ...]]],
+                      always: tuple[str, ...] = (),
+                      conventions: tuple[str, ...] = ("causal", "empty_rows", "lse")) -> Family:  # fmt: skip
+    keywords: dict[str | None, tuple[str, ...]] = {
+        k: v for k, v in _ATTN_KEYWORDS.items() if k is None or k in features or k in tiles
+    }
+    keywords[None] = (*keywords[None], *always)  # the family's own inputs: offsets, cache lengths
+    return Family(
+        name=name, tensors=("q", "k", "v"), outputs=("o", "lse"), layouts=_ATTN_LAYOUTS,
+        features=features, tiles=tiles, dims=("D",), keywords=keywords,
+        values=_attention_values,
+        conventions=conventions, strategy=strategy, narrowing=narrowing,
+        empty_rows=_attention_empty, space=space,
+    )  # fmt: skip
+
+
+# jagged softmax -----------------------------------------------------------------------------------
+
+
+_JAGGED_KEYWORDS = {None: ("offsets",), "block_n": ("block_n",), "block_m": ("block_m",),
+                    "num_programs": ("num_programs",)}  # fmt: skip
+
+
+def _jagged_values(case: Any) -> dict[str, Any]:
+    p = case.params
+    return {"offsets": case.inputs["offsets"], "block_n": p["block_n"], "block_m": p["block_m"],
+            "num_programs": p["num_programs"]}  # fmt: skip
+
+
+def _jagged_narrowing(caps: Any) -> dict[str, Any]:
+    return {"dtypes": caps.dtypes, **caps.tile_kwargs()}
+
+
+# simple GLA ---------------------------------------------------------------------------------------
+
+
+_GLA_KEYWORDS = {None: ("scale",), "g": ("g",), "g_gamma": ("g_gamma",),
+                 "varlen": ("cu_seqlens",), "initial_state": ("initial_state",),
+                 "final_state": ("output_final_state",), "dht": ("dht",),
+                 "chunk_size": ("chunk_size",)}  # fmt: skip
+
+
+def _gla_values(case: Any) -> dict[str, Any]:
+    p, i = case.params, case.inputs
+    return {
+        "scale": _scale(case, i["q"].shape[-1]),
+        "g": i.get("g"),
+        "g_gamma": i.get("g_gamma"),
+        "cu_seqlens": i.get("cu_seqlens"),
+        "initial_state": i.get("h0"),
+        "output_final_state": bool(p.get("output_final_state", False)),
+        "dht": i.get("dht"),
+        "chunk_size": p["chunk_size"],
+    }
+
+
+def _gla_narrowing(caps: Any) -> dict[str, Any]:
+    tiles = dict(caps.tiles or {})
+    return {"dtypes": caps.dtypes, "features": caps.features, "head_dims": caps.head_dims,
+            "chunk_sizes": tiles.get("chunk_size")}  # fmt: skip
+
+
+_GLA_LAYOUTS = {"q": "BTHK", "k": "BTHK", "v": "BTHV", "do": "BTHV", "o": "BTHV",
+                "ht": "NHKV", "dq": "BTHK", "dk": "BTHK", "dv": "BTHV", "dg": "BTH",
+                "dh0": "NHKV"}  # fmt: skip
+
+
+def _space(module: str, **dims: str) -> Callable[[str], dict[str, tuple[Any, ...]]]:
+    """A family's variant space: each strategy keyword in ``dims`` with the ``LIMITS`` field of
+    ``module`` it draws from, and the dtypes."""
+
+    def space(scale: str) -> dict[str, tuple[Any, ...]]:
+        import importlib
+
+        from fuzz.arrays import FLOAT_DTYPES
+
+        lim = importlib.import_module(module).LIMITS[scale]
+        return {"dtypes": FLOAT_DTYPES, **{k: tuple(getattr(lim, f)) for k, f in dims.items()}}
+
+    return space
+
+
+def _families() -> dict[str, Family]:
+    from strategies.attention import (
+        DECODE_FEATURES,
+        FEATURES,
+        VARLEN_FEATURES,
+        attention_cases,
+        decode_cases,
+        varlen_cases,
+    )
+    from strategies.jagged_softmax import jagged_softmax_cases
+    from strategies.simple_gla import FEATURES as GLA_FEATURES
+    from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
+    from strategies.softmax import FEATURES as SOFTMAX_FEATURES
+    from strategies.softmax import softmax_cases
+
+    dense_space = _space("strategies.attention", block_pairs="block_pairs", head_dims="head_dims")
+    gla_space = _space("strategies.simple_gla", chunk_sizes="chunks", head_dims="dims")
+    fams = [
+        Family(
+            name="softmax", tensors=("x",), outputs=("y",), layouts={"x": "RC", "y": "RC"},
+            features=SOFTMAX_FEATURES, tiles=("block_m", "block_n"), dims=(),
+            keywords=_SOFTMAX_KEYWORDS, values=_softmax_values, conventions=("empty_rows",),
+            strategy=softmax_cases,
+            narrowing=_softmax_narrowing, empty_rows=_softmax_empty,
+            space=_space("strategies.softmax", block_m="block_m", block_n="block_n"),
+        ),
+        Family(
+            name="jagged_softmax", tensors=("values",), outputs=("y",),
+            layouts={"values": "NM", "y": "NM"}, features=(),
+            tiles=("block_n", "block_m", "num_programs"), dims=(), keywords=_JAGGED_KEYWORDS,
+            values=_jagged_values,
+            conventions=(), strategy=jagged_softmax_cases, narrowing=_jagged_narrowing,
+            space=_space("strategies.jagged_softmax", block_n="block_n", block_m="block_m"),
+        ),
+        _attention_family("attention", FEATURES, ("block_q", "block_k"), attention_cases,
+                          _attention_narrowing, space=dense_space),
+        _attention_family("attention_varlen", VARLEN_FEATURES, ("block_q", "block_k"),
+                          varlen_cases, _attention_narrowing, space=dense_space,
+                          always=("cu_seqlens_q", "cu_seqlens_k")),
+        _attention_family("attention_decode", DECODE_FEATURES, ("block_k", "num_splits"),
+                          decode_cases, _decode_narrowing, always=("cache_len",),
+                          conventions=("empty_rows", "lse"),
+                          space=_space("strategies.attention", blocks_k="blocks_k",
+                                       head_dims="head_dims")),
+        Family(
+            name="simple_gla_fwd", tensors=("q", "k", "v"), outputs=("o", "ht"),
+            layouts=_GLA_LAYOUTS, features=tuple(f for f in GLA_FEATURES if f != "dht"),
+            tiles=("chunk_size",), dims=("K", "V"), conventions=(), space=gla_space,
+            keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "dht"}, values=_gla_values,
+            strategy=simple_gla_fwd_cases, narrowing=_gla_narrowing,
+        ),
+        Family(
+            name="simple_gla_bwd", tensors=("q", "k", "v", "do"),
+            outputs=("dq", "dk", "dv", "dg", "dh0"), layouts=_GLA_LAYOUTS,
+            features=tuple(f for f in GLA_FEATURES if f != "final_state"), tiles=("chunk_size",),
+            dims=("K", "V"), conventions=(), strategy=simple_gla_bwd_cases, space=gla_space,
+            keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "final_state"},
+            values=_gla_values,
+            narrowing=_gla_narrowing,
+        ),
+    ]  # fmt: skip
+    return {f.name: f for f in fams}
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def get_family(name: str) -> Family:
+    """The contract of built-in family ``name`` (a clear error naming the known ones)."""
+    if not _FAMILIES:
+        _FAMILIES.update(_families())
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        raise ValueError(
+            f"family={name!r} is not a built-in family; choose one of {sorted(_FAMILIES)}"
+        ) from None
+
+
+def family_names() -> list[str]:
+    if not _FAMILIES:
+        _FAMILIES.update(_families())
+    return sorted(_FAMILIES)
+
+
+def family_of(target: Any) -> Family | None:
+    """The built-in family whose strategy ``target`` draws from (its name, the target it is a
+    mutant of, or its family), None for a family not built in."""
+    names = family_names()
+    for key in (target.name, target.mutant_of, target.family):
+        if key in names:
+            return get_family(key)
+    return None
+
+
+def variant_space(target: Any, scale: str) -> dict[str, tuple[Any, ...]]:
+    """The compile-time dimensions of ``target``'s cases at ``scale`` (``Family.space``), each
+    narrowed to what the target's kernel supports (a plugin's capabilities); empty for a family
+    that is not built in."""
+    fam = family_of(target)
+    if fam is None:
+        return {}
+    space = fam.space(scale)
+    for k, v in (getattr(target.strategy, "narrowing", None) or {}).items():
+        if k in space and v is not None:
+            space[k] = tuple(v)
+    return space

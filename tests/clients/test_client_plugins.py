@@ -1,0 +1,60 @@
+"""The client plugins (``fuzz.clients``) as a user runs them: fla-core's chunked simple GLA and
+liger-kernel's softmax fuzzed through the public plugin API in Triton's interpreter, a bounded
+number of examples each, with no harness error; what they find is what their docstrings record."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fla.ops.simple_gla", reason="fla-core is not installed (extra 'clients')")
+pytest.importorskip("liger_kernel.ops.softmax", reason="liger-kernel is not installed")
+
+from fuzz import reproducer
+from fuzz.engine import hunt
+from fuzz.origin import trace_finding
+from fuzz.profiles import get_profile
+from fuzz.target import get, load_plugin
+
+# The interpreter's time grows with the head dims; the suite draws the small ones fla supports.
+SMALL = {"head_dims": (16, 8)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _plugins():
+    load_plugin("fuzz.clients.fla_simple_gla")
+    load_plugin("fuzz.clients.liger_softmax")
+
+
+def test_fla_forward_state_overflows_in_the_padded_rows_of_a_partial_chunk(tmp_path):
+    """fla-core 0.6.0's forward with a per-head decay past 88.72 / 63 over a partial last chunk:
+    the padded rows get exp2 of a positive exponent (Inf) times their zero values, NaN in the
+    final state. Found, shrunk to one token, and traced to the kernel line."""
+    t = get("fla_chunk_simple_gla_fwd")
+    result = hunt(t, "triton-interpret", get_profile("ci"), database=None, max_examples=20,
+                  repro_dir=tmp_path, narrowing=SMALL)  # fmt: skip
+    assert result.error is None, result.error
+    assert set(result.found) == {"nan"}, result.classes
+    found = result.found["nan"]
+    assert found.finding.output == "ht" and found.case.size <= 1000
+    assert found.case.inputs["q"].shape[1] % 64 != 0  # a partial chunk
+    assert any(h.startswith("padded-row-overflow") for h in found.finding.hazards)
+    origin = trace_finding(t, "triton-interpret", found.case, found.params)
+    assert origin["found"] and origin["kind"] == "overflow"
+    assert origin["caller"]["file"].endswith("chunk_h.py")
+    assert "exp2(b_g_last - b_g)" in origin["caller"]["source"]
+    meta, data = reproducer.load(found.reproducer)
+    assert reproducer.replay(meta, data).finding.cls == "nan"
+
+
+def test_fla_backward_runs_clean():
+    result = hunt(get("fla_chunk_simple_gla_bwd"), "triton-interpret", get_profile("ci"),
+                  database=None, max_examples=10, narrowing=SMALL)  # fmt: skip
+    assert result.error is None, result.error
+    assert not result.found, [f.finding.summary() for f in result.found.values()]
+
+
+def test_liger_softmax_runs_clean_with_its_nan_rows_declared():
+    result = hunt(get("liger_softmax"), "triton-interpret", get_profile("ci"), database=None,
+                  max_examples=40)  # fmt: skip
+    assert result.error is None, result.error
+    assert not result.found, [f.finding.summary() for f in result.found.values()]

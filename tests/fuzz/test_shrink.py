@@ -1,0 +1,120 @@
+"""Shrinking a compiled backend's finding where it is cheap (``fuzz.shrink``), with a fake
+compiled backend that pays a compile per shape bucket (``fake_targets.slow_kernel``)."""
+
+import dataclasses
+
+import pytest
+
+from fuzz.engine import hunt
+from fuzz.target import get
+
+
+@pytest.fixture
+def compiled_profile(fake_profile):
+    return dataclasses.replace(fake_profile, backends=("fake-compiled",), max_examples=100)
+
+
+def _plugin_module():
+    import sys
+
+    return next(m for n, m in sys.modules.items() if n.startswith("fuzz_plugin_fake_targets"))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_failure_that_reproduces_in_the_interpreter_is_shrunk_there(
+    fake_plugin, compiled_profile, tmp_path, seed
+):
+    mod = _plugin_module()
+    result = hunt(get("fake_slow_nan"), "fake-compiled", compiled_profile, seed=seed,
+                  database=None, repro_dir=tmp_path)  # fmt: skip
+    found = result.found["nan"]
+    assert found.shrink_path == "interpreter", found.shrink_notes
+    assert any("fake said: nan (reproduced)" in n for n in found.shrink_notes), found.shrink_notes
+    assert found.case.inputs["x"].shape == (1, 5)  # the least that fails
+    assert found.final
+    assert "fake-compiled" in found.reproducer.name
+    # The search compiled what it met; confirming the minimal case compiles its bucket at most.
+    after_search = [k for k in mod.COMPILES if k[0] == "nan"]
+    assert len(after_search) <= 8
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_compiled_only_failure_is_shrunk_on_the_compiled_backend_through_compiled_variants(
+    fake_plugin, compiled_profile, seed
+):
+    mod = _plugin_module()
+    mod.COMPILES.clear()
+    mod._compiled.clear()
+    result = hunt(get("fake_slow_compiled-only"), "fake-compiled", compiled_profile, seed=seed,
+                  database=None)  # fmt: skip
+    found = result.found["accuracy"]
+    assert found.shrink_path == "compiled", found.shrink_notes
+    assert any("fake said: passes" in n for n in found.shrink_notes), found.shrink_notes
+    assert found.case.inputs["x"].shape == (2, 1), found.case
+    # Compiled variants were tried first: steps to new variants were rejected before compiling.
+    assert result.events["shrink: rejected: would compile"] > 0
+    only_compiled = next(n for n in found.shrink_notes if "compiled variants only" in n)
+    assert " 0 compiles" in only_compiled, found.shrink_notes
+
+
+def test_a_case_too_costly_for_the_interpreter_is_cut_on_the_compiled_backend_first(
+    fake_plugin, compiled_profile
+):
+    profile = dataclasses.replace(compiled_profile, interpreter_max_cost=8.0)
+    result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=0, database=None)
+    found = result.found["nan"]
+    first = next(n for n in found.shrink_notes)
+    assert first.startswith("cut on fake-compiled"), found.shrink_notes
+    assert found.shrink_path == "interpreter"
+    assert found.case.inputs["x"].shape == (1, 5)
+
+
+def test_interpreter_backends_shrink_in_place(fake_plugin, fake_profile):
+    """On an interpreter nothing changes: Hypothesis shrinks the failure where it was found."""
+    result = hunt(get("fake_slow_nan"), "fake", fake_profile, seed=0, database=None)
+    found = result.found["nan"]
+    assert found.shrink_path == "" and found.final
+    assert found.case.inputs["x"].shape == (1, 5)
+
+
+def test_a_run_stays_within_its_compile_share(fake_plugin, compiled_profile):
+    """Past the profile's compile share, examples that would compile a new variant are drawn
+    again instead (rejected before the compiler runs): the run's compile time stays near it."""
+    mod = _plugin_module()
+    mod._compiled.clear()
+    profile = dataclasses.replace(compiled_profile, compile_share=0.05, interpreter_shrink=False)
+    result = hunt(get("fake_slow_compiled-only"), "fake", profile, seed=0, database=None,
+                  max_examples=300)  # fmt: skip
+    assert result.stats.compiles == 0  # the interpreter compiles nothing
+    result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=1, database=None,
+                  max_examples=300, known={"nan"})  # fmt: skip
+    stats = result.stats
+    assert result.events["rejected: would compile"] > 0
+    # One compile (the first) is always allowed; after it the share is kept.
+    assert stats.compile_seconds <= 0.05 * result.seconds + 2 * mod.COMPILE_SECONDS + 0.01
+    unlimited = dataclasses.replace(profile, compile_share=None)
+    mod._compiled.clear()
+    free = hunt(get("fake_slow_nan"), "fake-compiled", unlimited, seed=1, database=None,
+                max_examples=300, known={"nan"})  # fmt: skip
+    assert free.stats.compiles > stats.compiles
+
+
+def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
+    """The gpu profile narrows each run's dtype, tiles and head dims to a few values, the
+    simplest always among them; a seeded run picks the same again."""
+    from fuzz.engine import run_narrowing
+    from fuzz.profiles import get_profile
+
+    gpu = get_profile("gpu")
+    target = get("attention")
+    a = run_narrowing(target, gpu, 7)
+    assert a == run_narrowing(target, gpu, 7)
+    assert set(a) == {"dtypes", "block_pairs", "head_dims"}
+    assert all(len(v) == 2 for v in a.values())
+    assert a["dtypes"][0] == "float32" and a["block_pairs"][0] == (64, 64)
+    assert a["head_dims"][0] == 64
+    assert any(run_narrowing(target, gpu, s) != a for s in range(8))
+    assert run_narrowing(target, get_profile("ci"), 7) == {}
+    result = hunt(target, "triton-interpret", dataclasses.replace(get_profile("ci"),
+                  variant_choices=1), seed=3, database=None, max_examples=5)  # fmt: skip
+    assert result.variants == {"dtypes": ["float32"], "block_pairs": [(16, 16)], "head_dims": [1]}
