@@ -14,7 +14,10 @@ Registered as a ``pytest11`` entry point, so installing the package is enough. I
   module is imported, before torch or JAX initialise CUDA;
 * when several xdist workers share one GPU, caps each worker's share of that GPU's memory (torch's
   caching allocator and XLA's), so that one worker's cached blocks do not starve the others
-  into out-of-memory "crashes" (``KERNEL_FUZZ_GPU_SHARE=off`` leaves the allocators alone).
+  into out-of-memory "crashes" (``KERNEL_FUZZ_GPU_SHARE=off`` leaves the allocators alone);
+* before each test, clears JAX's compile caches once the process holds 40% of its memory-map
+  limit (``fuzz.worker.MapBudget``): one pytest process compiles an XLA program per new shape
+  of every Pallas ``interpret=True`` test, and at the limit LLVM's JIT dies by SIGSEGV.
 """
 
 from __future__ import annotations
@@ -224,6 +227,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 continue  # declared or structural: `python -m fuzz list` says why
             params.append(pytest.param(t, b, id=f"{t.name}-{b}"))
     metafunc.parametrize((kind, "fuzz_backend"), params)
+
+
+_MAP_BUDGET: Any = None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    from fuzz.worker import CLEAR_AT, MapBudget, count_maps, map_limit
+
+    global _MAP_BUDGET
+    if _MAP_BUDGET is None:
+        _MAP_BUDGET = MapBudget(map_limit())
+    n, limit = count_maps(), _MAP_BUDGET.limit
+    if limit and n and n >= CLEAR_AT * limit and n >= _MAP_BUDGET.cleared_at + 0.1 * limit:
+        _MAP_BUDGET.clear(n)  # a pytest process is never recycled: clearing is what it can do
 
 
 @pytest.fixture

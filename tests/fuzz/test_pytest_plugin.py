@@ -138,3 +138,24 @@ def test_a_selection_of_nothing_or_a_bad_plugin_is_a_usage_error(pytester, tmp_p
     text = result.stdout.str() + result.stderr.str()
     assert message.replace("{broken}", str(broken)) in text
     assert "INTERNALERROR" not in text and "Traceback" not in text and "passed" not in text
+
+
+def test_jax_compile_caches_are_cleared_before_a_test_near_the_memory_map_limit(
+    pytester, monkeypatch
+):
+    """One pytest process compiles an XLA program per new shape of every Pallas interpret test;
+    at the memory-map limit LLVM dies by SIGSEGV (it did in CI), so the plugin clears JAX's
+    caches before a test once the process holds 40% of its limit."""
+    pytester.makepyfile(
+        """
+        import jax, jax.numpy as jnp
+
+        def test_compiles():
+            for n in range(1, 4):
+                jax.jit(lambda x: x + 1)(jnp.ones(n))
+        """
+    )
+    monkeypatch.setenv("KERNEL_FUZZ_MAP_LIMIT", "100")  # any process holds more than 40
+    result = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "after clearing the compile caches" in result.stderr.str()
