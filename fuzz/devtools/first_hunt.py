@@ -1,7 +1,7 @@
 """Where a fresh hunt's time goes, compiles included: for each (target, backend), one hunt of N
 examples with the caches as they are, then the same examples again (warm).
 
-    python .ci/first_hunt.py TARGET[,TARGET] BACKEND[,BACKEND] [--examples 8] [--limit 150]
+    python -m fuzz.devtools.first_hunt TARGET[,TARGET] BACKEND[,BACKEND] [--examples 8] [--limit 150]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ No kernel runs: the wrappers take their compiled path (``interpret=False``) on t
 ``pallas_call`` is replaced by a stub that counts its traces (jax.jit traces a kernel once per
 variant: shapes, dtypes, grid, static options) and returns zeros.
 
-    python .ci/variants.py TARGET [TARGET...] [--examples 200] [--scale large] [--top 8]
+    python -m fuzz.devtools.variants TARGET [TARGET...] [--examples 200] [--scale large] [--top 8]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax
 import jax.numpy as jnp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from jax.experimental import pallas as pl
 
@@ -56,7 +56,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--top", type=int, default=0, help="print the N most used variants")
     args = p.parse_args()
-    pl.pallas_call = _stub_pallas_call
+    pl.pallas_call = _stub_pallas_call  # type: ignore[assignment]
     backend = get_backend("pallas-interpret")
     adapter = adapter_for(backend)
     for name in args.targets:
@@ -76,7 +76,7 @@ def main() -> int:
 
         test = given(t.strategy(args.scale))(one)
         test = settings(max_examples=args.examples, database=None, deadline=None,
-                        suppress_health_check=list(HealthCheck), phases=["generate"])(test)  # fmt: skip
+                        suppress_health_check=list(HealthCheck), phases=[Phase.generate])(test)  # fmt: skip
         t0 = time.perf_counter()
         hypothesis_seed(args.seed)(test)()
         per_kind = ", ".join(f"{k} {v} calls" for k, v in kinds.items())

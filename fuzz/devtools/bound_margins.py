@@ -1,6 +1,6 @@
 """How much room the per-element error bounds leave, on both sides.
 
-python .ci/bound_margins.py [--examples N] [--backend B] [--scale small|large] [--seed S]
+python -m fuzz.devtools.bound_margins [--examples N] [--backend B] [--scale small|large] [--seed S]
                             [--ref-device cpu|cuda] [FAMILY...]
 
 For each family (softmax, jagged_softmax, attention, attention_varlen, attention_decode), draws N

@@ -1,6 +1,6 @@
 """Shared memory of the Pallas simple-GLA kernels on this GPU, per tile and head dims.
 
-    python .ci/gla_smem.py
+    python -m fuzz.devtools.gla_smem
 
 For each (K, V) and forced tile, runs the forward and the backward once at chunk 128 (fp32) and
 prints "ok" with the time, or the shared memory the Triton lowering asked for.

@@ -4,7 +4,7 @@ second runs the compiled kernel). Prints the launches that compiled, the seconds
 the run time once compiled. The caches are as they are: point ``KERNEL_FUZZ_CACHE_DIR`` (and
 ``TRITON_CACHE_DIR``) at an empty folder for a cold machine.
 
-    python .ci/compile_cost.py TARGET[,TARGET] BACKEND[,BACKEND] [--examples 12] [--profile gpu]
+    python -m fuzz.devtools.compile_cost TARGET[,TARGET] BACKEND[,BACKEND] [--examples 12] [--profile gpu]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 import statistics
 import time
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from fuzz.backends import adapter_for, get_backend
@@ -30,7 +30,7 @@ def cases(target, scale: str, n: int, seed: int) -> list:
         drawn.append(case)
 
     test = given(target.strategy(scale))(keep)
-    test = settings(max_examples=n, database=None, deadline=None, phases=["generate"],
+    test = settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
                     suppress_health_check=list(HealthCheck))(test)  # fmt: skip
     hypothesis_seed(seed)(test)()
     return drawn[:n]

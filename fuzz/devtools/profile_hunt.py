@@ -1,7 +1,7 @@
 """Where one (target, backend)'s time goes: runs a hunt twice (compile, then the same examples
 again) and prints the second run's cProfile, by own time and by cumulative time.
 
-    python .ci/profile_hunt.py TARGET BACKEND [--profile gpu] [--examples 150] [--stub]
+    python -m fuzz.devtools.profile_hunt TARGET BACKEND [--profile gpu] [--examples 150] [--stub]
 
 ``--stub`` (torch backends): the kernel is replaced by the target's fp64 oracle computed on the
 host and rounded once to the output dtypes, so that the harness's own host-side cost at GPU

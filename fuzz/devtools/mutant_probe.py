@@ -1,11 +1,12 @@
 """Does a GLA mutant produce NaN on a backend for the minimal cases the interpreters shrink to?
 
-python .ci/mutant_probe.py [BACKEND ...]      (default: triton pallas-gpu)
+python -m fuzz.devtools.mutant_probe [BACKEND ...]      (default: triton pallas-gpu)
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def case(kind: str, t: int, h: int, *, gamma: float | None = None, gate: float |
     return Case(inputs, params)
 
 
-CASES = {
+CASES: dict[str, dict[str, Any]] = {
     "T=1 gamma=-6.0": dict(t=1, h=1, gamma=-6.0),
     "T=16 gamma=-6.0": dict(t=16, h=1, gamma=-6.0),
     "T=2 gates -1000": dict(t=2, h=1, gate=-1000.0),

@@ -7,7 +7,7 @@ median over cases, and how many cases exceed 1. A correct implementation must st
 max is the false-positive margin); a precision-loss mutant should exceed 1 (its max is the
 detection margin, its count how often a draw shows it).
 
-python .ci/gla_bound_margins.py [--examples N] [--targets GLOB,...] [--backends B,...]
+python -m fuzz.devtools.gla_bound_margins [--examples N] [--targets GLOB,...] [--backends B,...]
                                 [--scale small|large] [--seed S]
 
 Default: 60 cases of each real GLA target and each mutant, on both interpreters.
