@@ -161,40 +161,52 @@ def chunk_local_decay(case: Case, chunk: int) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """What the crude sensitivities below are made of: ``K``, ``V``, the longest sequence ``L``,
+    ``max(1, scale)`` and ``m = max(1, max |input|)``."""
+
+    k_dim: int
+    v_dim: int
+    length: int
+    scale: float
+    m: float
+
+    @classmethod
+    def of(cls, case: Case) -> Sizes:
+        k_dim, v_dim = case.inputs["q"].shape[3], case.inputs["v"].shape[3]
+        scale = case.params.get("scale")
+        scale = k_dim**-0.5 if scale is None else float(scale)
+        m = 1.0
+        for name in ("q", "k", "v", "do", "h0", "dht"):
+            if name in case.inputs and case.inputs[name].size:
+                m = max(m, float(np.abs(case.inputs[name].astype(np.float64)).max()))
+        length = max((e - s for _, s, e in seq_bounds(case)), default=0)
+        return cls(k_dim, v_dim, length, max(1.0, scale), m)
+
+    @property
+    def paths(self) -> int:
+        """``(L + 1)(K + V)``: the most path sums an output element is made of."""
+        return (self.length + 1) * (self.k_dim + self.v_dim)
+
+
 def _crude_sensitivity(case: Case) -> float:
     """An upper bound of how much any output element moves per unit change of any intermediate:
-    ``max(1, scale) ((L + 1)(K + V))^2 m^4`` with ``m = max(1, max |input|)`` (an output is a
-    sum of at most ``(L + 1)(K + V)`` path sums, each a product of at most four inputs and
-    weights <= 1, and a gradient one more such sum)."""
-    q = case.inputs["q"]
-    k_dim, v_dim = q.shape[3], case.inputs["v"].shape[3]
-    scale = case.params.get("scale")
-    scale = k_dim**-0.5 if scale is None else float(scale)
-    m = 1.0
-    for name in ("q", "k", "v", "do", "h0", "dht"):
-        if name in case.inputs and case.inputs[name].size:
-            m = max(m, float(np.abs(case.inputs[name].astype(np.float64)).max()))
-    length = max((e - s for _, s, e in seq_bounds(case)), default=0)
-    return max(1.0, scale) * ((length + 1) * (k_dim + v_dim)) ** 2 * m**4
+    ``max(1, scale) ((L + 1)(K + V))^2 m^4`` (an output is a sum of at most ``(L + 1)(K + V)``
+    path sums, each a product of at most four inputs and weights <= 1, and a gradient one more
+    such sum)."""
+    z = Sizes.of(case)
+    return z.scale * z.paths**2 * z.m**4
 
 
 def operand_sensitivity(case: Case, output: str) -> float:
     """How much ``output``'s element moves when every rounded matmul operand entry moves by 1,
     summed over the entries: ``max(1, scale) (L + 1)(K + V) m^2`` (an entry reaches the element
     through at most ``(L + 1)(K + V)`` products of at most two other inputs with weights <= 1),
-    times ``C K m`` for ``dg`` (its suffix sums of ``q . dq`` over a chunk); ``m = max(1,
-    max |input|)``."""
-    q = case.inputs["q"]
-    k_dim, v_dim = q.shape[3], case.inputs["v"].shape[3]
-    scale = case.params.get("scale")
-    scale = k_dim**-0.5 if scale is None else float(scale)
-    m = 1.0
-    for name in ("q", "k", "v", "do", "h0", "dht"):
-        if name in case.inputs and case.inputs[name].size:
-            m = max(m, float(np.abs(case.inputs[name].astype(np.float64)).max()))
-    length = max((e - s for _, s, e in seq_bounds(case)), default=0)
-    s = max(1.0, scale) * (length + 1) * (k_dim + v_dim) * m**2
-    return s * case.params["chunk_size"] * k_dim * m if output == "dg" else s
+    times ``C K m`` for ``dg`` (its suffix sums of ``q . dq`` over a chunk)."""
+    z = Sizes.of(case)
+    s = z.scale * z.paths * z.m**2
+    return s * case.params["chunk_size"] * z.k_dim * z.m if output == "dg" else s
 
 
 def operand_rounding(
