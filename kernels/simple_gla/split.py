@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from kernels._triton_jit import jit_any_size, placeholders
-from kernels.simple_gla._common import Problem, check_like
+from kernels.simple_gla._common import Problem
 from kernels.simple_gla.triton import (
     _index,
     _kernel,
@@ -32,6 +32,7 @@ from kernels.simple_gla.triton import (
     _problem,
     _seq_bounds,
     _strides,
+    backward_outputs,
     zero_padding,
 )
 
@@ -399,24 +400,9 @@ def chunk_simple_gla_bwd(
     """Arguments and results as ``kernels.simple_gla.triton``'s ``chunk_simple_gla_bwd``."""
     p, cu = _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size)
     dev = q.device
-    for name, t, shape, dt in (
-        ("do", do, (p.batch, p.length, p.heads, p.v_dim), p.dtype),
-        ("dht", dht, (p.n_seqs, p.heads, p.k_dim, p.v_dim), "float32"),
-    ):
-        if t is None and name == "dht":
-            continue
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        check_like(name, tuple(t.shape), str(t.dtype).replace("torch.", ""), shape, dt)
-    dq = _out("out_dq", out_dq, tuple(q.shape), q.dtype, dev)
-    dk = _out("out_dk", out_dk, tuple(k.shape), k.dtype, dev)
-    dv = _out("out_dv", out_dv, tuple(v.shape), v.dtype, dev)
-    dg = None
-    if p.per_token:
-        dg = _out("out_dg", out_dg, (p.batch, p.length, p.heads), torch.float32, dev)
-    dh0 = None
-    if initial_state is not None:
-        dh0 = _out("out_dh0", out_dh0, tuple(initial_state.shape), torch.float32, dev)
+    dq, dk, dv, dg, dh0 = backward_outputs(
+        p, q, k, v, do, dht, initial_state, out_dq, out_dk, out_dv, out_dg, out_dh0
+    )
     if p.n_seqs * p.heads == 0:  # pragma: no cover - H >= 1 and N >= 1 are checked
         return dq, dk, dv, dg, dh0
     states = _states(k, v, g, g_gamma, initial_state, cu, p, interpret)

@@ -487,6 +487,47 @@ def chunk_simple_gla_fwd(
     return o, ht
 
 
+def backward_outputs(
+    p: Problem,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    do: torch.Tensor,
+    dht: torch.Tensor | None,
+    initial_state: torch.Tensor | None,
+    out_dq: torch.Tensor | None,
+    out_dk: torch.Tensor | None,
+    out_dv: torch.Tensor | None,
+    out_dg: torch.Tensor | None,
+    out_dh0: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """Checks the backward's extra inputs ``do`` and ``dht`` and returns its outputs ``dq, dk,
+    dv, dg, dh0`` (the caller's ``out_*`` buffers, checked, or new ones; ``dg`` for per-token
+    gates only, ``dh0`` with an initial state only). Shared by every Triton implementation."""
+    for name, t, shape, dt in (
+        ("do", do, (p.batch, p.length, p.heads, p.v_dim), p.dtype),
+        ("dht", dht, (p.n_seqs, p.heads, p.k_dim, p.v_dim), "float32"),
+    ):
+        if t is None and name == "dht":
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        check_like(name, tuple(t.shape), _dtype(t), shape, dt)
+        if t.device != q.device:
+            raise ValueError(f"{name} is on {t.device} but q is on {q.device}")
+    dev = q.device
+    dq = _out("out_dq", out_dq, tuple(q.shape), q.dtype, dev)
+    dk = _out("out_dk", out_dk, tuple(k.shape), k.dtype, dev)
+    dv = _out("out_dv", out_dv, tuple(v.shape), v.dtype, dev)
+    dg = None
+    if p.per_token:
+        dg = _out("out_dg", out_dg, (p.batch, p.length, p.heads), torch.float32, dev)
+    dh0 = None
+    if initial_state is not None:
+        dh0 = _out("out_dh0", out_dh0, tuple(initial_state.shape), torch.float32, dev)
+    return dq, dk, dv, dg, dh0
+
+
 def chunk_simple_gla_bwd(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -518,29 +559,10 @@ def chunk_simple_gla_bwd(
         computed); ``dh0 [N, H, K, V]`` float32 when ``initial_state`` is given (else None).
     """
     p, cu = _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size)
-    for name, t, shape, dt in (
-        ("do", do, (p.batch, p.length, p.heads, p.v_dim), p.dtype),
-        ("dht", dht, (p.n_seqs, p.heads, p.k_dim, p.v_dim), "float32"),
-    ):
-        if t is None and name == "dht":
-            continue
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        check_like(name, tuple(t.shape), _dtype(t), shape, dt)
-        if t.device != q.device:
-            raise ValueError(f"{name} is on {t.device} but q is on {q.device}")
-    dev = q.device
-    dq = _out("out_dq", out_dq, tuple(q.shape), q.dtype, dev)
-    dk = _out("out_dk", out_dk, tuple(k.shape), k.dtype, dev)
-    dv = _out("out_dv", out_dv, tuple(v.shape), v.dtype, dev)
-    dg = (
-        _out("out_dg", out_dg, (p.batch, p.length, p.heads), torch.float32, dev)
-        if p.per_token
-        else None
+    dq, dk, dv, dg, dh0 = backward_outputs(
+        p, q, k, v, do, dht, initial_state, out_dq, out_dk, out_dv, out_dg, out_dh0
     )
-    dh0 = None
-    if initial_state is not None:
-        dh0 = _out("out_dh0", out_dh0, tuple(initial_state.shape), torch.float32, dev)
+    dev = q.device
     states = torch.empty((p.n_seqs * p.heads, p.max_chunks + 1, p.block_k, p.block_v),
                          dtype=torch.float32, device=dev)  # fmt: skip
     _forward_states(q, k, v, g, g_gamma, initial_state, cu, p, o=None, ht=None, states=states,
