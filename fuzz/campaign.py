@@ -40,8 +40,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from fuzz import failures as F
+from fuzz import report, reproducer
 from fuzz.failures import Finding
 from fuzz.profiles import Profile
+from fuzz.results import status_of
 from fuzz.target import Target, target_plugin
 from fuzz.threads import children_share_cpus
 from fuzz.worker import (
@@ -93,14 +95,40 @@ class PairState:
 
     @property
     def status(self) -> str:
+        """What the campaign says of the pair so far (``fuzz.results.status_of``)."""
+        return status_of(self.target.expected_class, self.found, error=self.error)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The pair's row of the report (``results``)."""
         t = self.target
-        if self.error and not self.found:
-            return "error"  # the harness failed here (a harness error, exit 2), not the kernel
-        if t.expected_class is None:
-            return "fail" if self.found else "pass"
-        if t.expected_class in self.found:
-            return "found"
-        return "wrong-class" if self.found else "missed"
+        secs = self.seconds
+        ex = self.total_examples
+        return {
+            "target": t.name,
+            "backend": self.backend,
+            "family": t.family,
+            "mutant": t.is_mutant,
+            "mutant_of": t.mutant_of,
+            "expected_class": t.expected_class,
+            "status": self.status,
+            "examples": ex,
+            "seconds": round(secs, 3),
+            "examples_per_second": round(ex / secs, 2) if secs > 0 else 0.0,
+            "slices": self.slices,
+            "worker_deaths": self.deaths,
+            "resource_exhaustions": self.exhaustions,
+            "retired": self.retired or None,
+            "launches": int(self.stats["launches"]),
+            "launch_seconds": round(self.stats["launch_seconds"], 3),
+            "compile_seconds": round(self.stats["compile_seconds"], 3),
+            "compile_share": round(self.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
+            "twin_launches": int(self.stats["twin_launches"]),
+            "error": self.error,
+            "events": dict(self.events),
+            "known_hits": dict(self.known_hits),
+            "coverage_features": len(self.features),
+            "findings": sorted(self.found.values(), key=lambda f: f["class"]),
+        }
 
 
 def interleave(pairs: list[PairState]) -> list[PairState]:
@@ -529,8 +557,6 @@ class Campaign:
     ) -> dict[str, Any] | None:
         """The finding of a worker that died or hung on its in-flight example, with its
         reproducer written (None: no example was in flight)."""
-        from fuzz import reproducer
-
         got = read_inflight(w.config.inflight)
         log_tail = _tail(w.config.log, 40)
         if got is None:
@@ -699,9 +725,7 @@ class Campaign:
     # Triage ----------------------------------------------------------------------------------------
 
     def _load_previous(self) -> None:
-        from fuzz.report import read_previous
-
-        prev, problem = read_previous(self.config.out / "report.json")
+        prev, problem = report.read_previous(self.config.out / "report.json")
         if problem is not None:
             self.notes.append(problem)
             self.log(f"WARNING {problem}")
@@ -746,8 +770,6 @@ class Campaign:
             self._lock = None
 
     def _run_locked(self) -> dict[str, Any]:
-        from fuzz import report
-
         c = self.config
         c.repro_dir.mkdir(parents=True, exist_ok=True)
         if c.triage:
@@ -888,14 +910,40 @@ class Campaign:
 
     # Reports ---------------------------------------------------------------------------------------
 
-    def _write_report(self, *, throttle: bool = False, final: bool = False) -> dict[str, Any]:
-        from fuzz import report
+    def record(self) -> report.CampaignRecord:
+        """The campaign as it stands, as the report reads it."""
+        c = self.config
+        return report.CampaignRecord(
+            started_wall=self.started_wall,
+            budget=c.budget,
+            profile=c.profile.name,
+            argv=list(c.argv),
+            seed=c.seed,
+            example_timeout=c.example_timeout,
+            db=c.db,
+            db_shared=list(c.db_shared),
+            db_problems=list(self.db_problems),
+            workers=[
+                {"slot": w.slot, "device": w.device, "restarts": w.restarts, "recycles": w.recycles}
+                for w in self.workers
+            ],
+            worker_restarts=self.restarts,
+            rows=[
+                p.as_dict() for p in sorted(self.pairs, key=lambda p: (p.target.name, p.backend))
+            ],
+            previous=self.previous,
+            triage_results=self.triage_results,
+            interrupted=self.stop_reason,
+            errors=list(self.errors),
+            notes=self.notes,
+        )
 
+    def _write_report(self, *, throttle: bool = False, final: bool = False) -> dict[str, Any]:
         now = time.perf_counter()
         if throttle and now - self._last_write < 1.0:
             return {}
         self._last_write = now
-        data = report.campaign_report(self, final=final)
+        data = report.campaign_report(self.record(), final=final)
         report.write_json(self.config.out / "report.json", data)
         if final:
             report.write_all(self.config.out, data)

@@ -586,7 +586,7 @@ def _replay_one(path: Path, backend: str | None, isolate: bool) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from fuzz.worker import sticky_cuda_error
+    from fuzz.reproducer import sticky_cuda_error
 
     _load_plugins(args.plugin)
     files = _reproducer_files(args.paths)

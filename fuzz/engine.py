@@ -8,14 +8,13 @@ reproducer. :func:`check` turns a hunt into a pytest-style assertion.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import hashlib
 import time
 import unittest
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,132 +26,18 @@ from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase, choice
 from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
-from fuzz.failures import NONDETERMINISM, Finding, KernelFailure, raise_for
-from fuzz.plots import error_maps
+from fuzz.failures import NONDETERMINISM, KernelFailure, raise_for
 from fuzz.profiles import Profile
-from fuzz.properties import Stats, check_case
+from fuzz.properties import Context, check_case
+from fuzz.results import Found, HuntResult
+from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_compiled
 from fuzz.target import Target
 from fuzz.timing import NewCompile, no_new_compiles
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-
-@dataclass
-class Found:
-    """The minimal example of one failure class."""
-
-    finding: Finding
-    case: Case
-    params: dict[str, Any]
-    first_example: int  # examples run when the class first appeared
-    first_seconds: float  # seconds into the hunt when it first appeared
-    minimal_seconds: float = 0.0  # seconds into the hunt when the minimal example was replayed
-    reproducer: Path | None = None
-    final: bool = False  # Hypothesis replayed it as the minimal example (else: the best so far)
-    plots: list[dict[str, Any]] = field(default_factory=list)  # fuzz.plots.error_maps of it
-    choices: tuple[Any, ...] = ()  # Hypothesis's choices for it (replaying them gives it back)
-    # How it was shrunk, for a compiled backend's finding (fuzz.shrink): "interpreter" (shrunk
-    # there, confirmed compiled), "compiled", or "" (by Hypothesis, where it was found); and what
-    # each stage said.
-    shrink_path: str = ""
-    shrink_notes: list[str] = field(default_factory=list)
-
-    @property
-    def signature(self) -> str:
-        return self.finding.details.get("signature", "")
-
-    @property
-    def shrink_seconds(self) -> float:
-        return max(0.0, self.minimal_seconds - self.first_seconds)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            **self.finding.as_dict(),
-            "case": repr(self.case),
-            "case_size": self.case.size,
-            "shapes": self.case.shapes(),
-            "params": self.case.params_json(),
-            "first_example": self.first_example,
-            "first_seconds": round(self.first_seconds, 3),
-            "shrink_seconds": round(self.shrink_seconds, 3),
-            "shrunk": self.final,
-            "shrink_path": self.shrink_path,
-            "shrink_notes": self.shrink_notes,
-            "reproducer": str(self.reproducer) if self.reproducer else None,
-            "plots": self.plots,
-        }
-
-
-@dataclass
-class HuntResult:
-    target: str
-    backend: str
-    mutant_of: str | None
-    expected_class: str | None
-    examples: int = 0
-    seconds: float = 0.0
-    stats: Stats = field(default_factory=Stats)
-    found: dict[str, Found] = field(default_factory=dict)
-    error: str | None = None  # the harness itself failed (strategy error, health check...)
-    events: collections.Counter[str] = field(default_factory=collections.Counter)
-    known_hits: collections.Counter[str] = field(default_factory=collections.Counter)
-    features: set[str] = field(default_factory=set)  # coverage: hazard combinations, events
-    # why the hunt ended: "time", "examples", "exhausted", "hard-limit", "context-lost"
-    stopped: str = ""
-    reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
-    shrink_examples: int = 0  # examples run by shrink stages after the search (fuzz.shrink)
-    variants: dict[str, list[Any]] = field(default_factory=dict)  # the run's compile-time choices
-
-    @property
-    def classes(self) -> list[str]:
-        return sorted(self.found)
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.found) or self.error is not None
-
-    @property
-    def status(self) -> str:
-        """``pass``/``fail`` for a real target; ``found``/``wrong-class``/``missed`` for a mutant."""
-        if self.expected_class is None:
-            return "fail" if self.failed else "pass"
-        if self.expected_class in self.found:
-            return "found"
-        return "wrong-class" if self.found else "missed"
-
-    @property
-    def examples_per_second(self) -> float:
-        return self.examples / self.seconds if self.seconds > 0 else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "backend": self.backend,
-            "mutant": self.mutant_of is not None,
-            "mutant_of": self.mutant_of,
-            "expected_class": self.expected_class,
-            "status": self.status,
-            "examples": self.examples,
-            "seconds": round(self.seconds, 3),
-            "examples_per_second": round(self.examples_per_second, 2),
-            "launches": self.stats.launches,
-            "launch_seconds": round(self.stats.launch_seconds, 3),
-            "compiles": self.stats.compiles,
-            "compile_seconds": round(self.stats.compile_seconds, 3),
-            "compile_share": round(self.stats.compile_seconds / self.seconds, 3)
-            if self.seconds
-            else 0.0,
-            "twin_launches": self.stats.twin_launches,
-            "twin_seconds": round(self.stats.twin_seconds, 3),
-            "error": self.error,
-            "stopped": self.stopped,
-            "shrink_examples": self.shrink_examples,
-            "variants": self.variants,
-            "events": dict(self.events),
-            "known_hits": dict(self.known_hits),
-            "findings": [f.as_dict() for f in self.found.values()],
-        }
+__all__ = ["SHRINK_PHASES", "Found", "Hooks", "HuntResult", "Stage", "check", "hunt"]
 
 
 class _OutOfTime(BaseException):
@@ -287,6 +172,9 @@ class Hooks:
         on_found: ``(result, found)``, when a failure class first appears and when its minimal
             example is final (nothing found is lost if the process dies while shrinking).
         on_feature: ``(feature)``, a coverage feature seen for the first time in this hunt.
+        error_maps: ``(context) -> plots``, the pictures of a failing example's errors attached
+            to its finding (``Found.plots``; ``fuzz.plots.error_maps``) when it first appears and
+            when it is minimal.
     """
 
     before_example: Callable[[Case], None] | None = None
@@ -294,6 +182,7 @@ class Hooks:
     after_example: Callable[[HuntResult], None] | None = None
     on_found: Callable[[HuntResult, Found], None] | None = None
     on_feature: Callable[[str], None] | None = None
+    error_maps: Callable[[Context], list[dict[str, Any]]] | None = None
 
 
 class _HandOff(BaseException):
@@ -303,33 +192,6 @@ class _HandOff(BaseException):
 
 class _GoalReached(BaseException):
     """Ends a shrink stage whose best failing example meets the stage's goal."""
-
-
-@dataclass(frozen=True)
-class Stage:
-    """What one Hypothesis run of a hunt does: the search (the default), or a shrink stage that
-    replays given examples and shrinks them.
-
-    Attributes:
-        start: choice sequences (``Found.choices``) replayed first; with ``phases`` limited to
-            reuse and shrink, the run shrinks them and generates nothing.
-        phases: Hypothesis phases (None: the profile's).
-        only_compiled: examples whose launch would compile a kernel variant not compiled yet are
-            rejected before the compiler runs (``fuzz.timing.no_new_compiles``).
-        goal: the stage ends once a failing example meets ``goal(case)``, kept as it is.
-        hand_off: a new failure class ends the run unshrunk (``_HandOff``).
-        shrink_seconds: Hypothesis's cap on shrinking one failure (None: the profile's).
-    """
-
-    start: tuple[tuple[Any, ...], ...] = ()
-    phases: tuple[Phase, ...] | None = None
-    only_compiled: bool = False
-    goal: Callable[[Case], bool] | None = None
-    hand_off: bool = False
-    shrink_seconds: float | None = None
-
-
-SHRINK_PHASES = (Phase.reuse, Phase.shrink)
 
 
 def _current_choices() -> tuple[Any, ...]:
@@ -358,11 +220,10 @@ class _Hunter:
         hard_limit: float | None,
         min_examples: int,
         on_example: Callable[[HuntResult], None] | None,
-        plots: bool,
     ) -> None:
         self.target, self.b, self.profile = target, backend, profile
         self.result, self.hooks, self.known = result, hooks, known
-        self.min_examples, self.on_example, self.plots = min_examples, on_example, plots
+        self.min_examples, self.on_example = min_examples, on_example
         self.t0 = time.perf_counter()
         self.stop_at = None if time_limit is None else self.t0 + time_limit
         self.hard_at = None if hard_limit is None else self.t0 + hard_limit
@@ -481,12 +342,13 @@ class _Hunter:
             self.first[f.cls] = (result.examples, elapsed)
         found = Found(f, case, outcome.params, *self.first[f.cls], minimal_seconds=elapsed,
                       final=final, choices=_current_choices())  # fmt: skip
-        if final and self.plots:
-            found.plots = error_maps(outcome.context)
+        plot = self.hooks.error_maps
+        if final and plot is not None:
+            found.plots = plot(outcome.context)
         (self.minimal if final else self.last_seen)[f.cls] = found
         if (is_new or final or context_lost) and self.hooks.on_found is not None:
-            if is_new and self.plots and not found.plots:
-                found.plots = error_maps(outcome.context)
+            if is_new and plot is not None and not found.plots:
+                found.plots = plot(outcome.context)
             self.hooks.on_found(result, found)
         if context_lost:
             _context_lost.append(f"{target.name} on {self.b.name}: {f.message[:160]}")
@@ -630,7 +492,6 @@ def hunt(
     reuse: bool = True,
     on_example: Callable[[HuntResult], None] | None = None,
     hooks: Hooks | None = None,
-    plots: bool = False,
     stage: Stage | None = None,
     narrowing: dict[str, tuple[Any, ...]] | None = None,
 ) -> HuntResult:
@@ -656,7 +517,6 @@ def hunt(
         reuse: replay the database first (a campaign's later slices skip it).
         on_example: called after every example (progress display).
         hooks: campaign callbacks (:class:`Hooks`).
-        plots: attach error maps (``fuzz.plots``) of each minimal example to its finding.
         stage: a shrink stage (:class:`Stage`; ``fuzz.shrink`` runs them). None: the search.
         narrowing: the compile-time choices to draw from (strategy keywords, e.g.
             ``{"dtypes": ("float32",)}``); None: picked for this run by the profile
@@ -676,10 +536,8 @@ def hunt(
     hooks = hooks or Hooks()
     hunter = _Hunter(target, b, profile, result=result, hooks=hooks, known=frozenset(known),
                      time_limit=time_limit, hard_limit=hard_limit, min_examples=min_examples,
-                     on_example=on_example, plots=plots)  # fmt: skip
+                     on_example=on_example)  # fmt: skip
     if stage is None:
-        from fuzz.shrink import hands_off
-
         stage = Stage(hand_off=hands_off(b, profile))
     hunter.stage = stage
     n = profile.max_examples if max_examples is None else max_examples
@@ -723,10 +581,9 @@ def hunt(
         test = hunter.build(max_examples=n, database=db, seed=seed, phases=SHRINK_PHASES)
     found = hunter.found()
     if hunter.handed_off:
-        from fuzz.shrink import shrink_compiled
-
         for cls in hunter.handed_off:
-            found[cls] = shrink_compiled(target, b, profile, found[cls], hunter=hunter)
+            found[cls] = shrink_compiled(target, b, profile, found[cls], hunt=hunt, into=result,
+                                         hard_at=hunter.hard_at, narrowing=hunter.narrowing)  # fmt: skip
             if db is not None and found[cls].choices:
                 db.save(database_key(target.name, b.name), choices_to_bytes(found[cls].choices))
             if hooks.on_found is not None and found[cls].final:

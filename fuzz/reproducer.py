@@ -26,6 +26,7 @@ import numpy as np
 
 from fuzz.arrays import dtype_name, np_dtype
 from fuzz.case import Case
+from fuzz.files import atomic_write_text
 
 if TYPE_CHECKING:
     from fuzz.failures import Finding
@@ -206,8 +207,6 @@ def write(
         meta=_literal_safe(meta),
         data="\n".join(textwrap.wrap(data, 100)),
     )
-    from fuzz.report import atomic_write_text
-
     atomic_write_text(path, text, executable=True)
     return path
 
@@ -282,11 +281,27 @@ RACE_ATTEMPTS = 8
 RACE_REPEATS = 8
 
 
+# Exception texts after which a CUDA context is unusable (sticky errors).
+STICKY_CUDA_ERRORS = (
+    "illegal memory access",
+    "illegal address",
+    "unspecified launch failure",
+    "misaligned address",
+    "an illegal instruction",
+    "CUDA_ERROR_ILLEGAL",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "device-side assert",
+)
+
+
+def sticky_cuda_error(text: str) -> bool:
+    """Whether ``text`` (an exception's, a replay's output) names a sticky CUDA error."""
+    return any(s.lower() in text.lower() for s in STICKY_CUDA_ERRORS)
+
+
 def kills_context(finding: Finding) -> bool:
     """A crash whose exception is a sticky CUDA error (an illegal address...): the process that
     saw it can launch nothing more, so its reproducer replays in a child process."""
-    from fuzz.worker import sticky_cuda_error
-
     text = f"{finding.message} {finding.details.get('text', '')}"
     return finding.cls == "crash" and sticky_cuda_error(text)
 

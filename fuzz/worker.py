@@ -52,18 +52,6 @@ EXIT_RECYCLE = 87  # a worker that ends itself to be replaced by a fresh process
 # parent) call a worker's death by a signal at this count a resource exhaustion, not a crash.
 CLEAR_AT, RECYCLE_AT, EXHAUSTED_AT = 0.4, 0.6, 0.85
 
-# Exception texts after which a CUDA context is unusable (sticky errors).
-STICKY_CUDA_ERRORS = (
-    "illegal memory access",
-    "illegal address",
-    "unspecified launch failure",
-    "misaligned address",
-    "an illegal instruction",
-    "CUDA_ERROR_ILLEGAL",
-    "CUDA_ERROR_LAUNCH_FAILED",
-    "device-side assert",
-)
-
 
 @dataclass
 class WorkerConfig:
@@ -248,10 +236,6 @@ def _profile(d: dict[str, Any]) -> Any:
     return Profile(**{**d, "backends": tuple(d["backends"])})
 
 
-def sticky_cuda_error(text: str) -> bool:
-    return any(s.lower() in text.lower() for s in STICKY_CUDA_ERRORS)
-
-
 def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
     """Entry point of a worker process (``multiprocessing`` spawn)."""
     try:
@@ -318,6 +302,7 @@ def _hunt(
 
     from fuzz import engine, reproducer
     from fuzz.backends import get_backend
+    from fuzz.plots import error_maps
     from fuzz.target import get
 
     maps = maps or MapBudget(None)
@@ -367,6 +352,7 @@ def _hunt(
         after_example=after_example,
         on_found=on_found,
         on_feature=on_feature,
+        error_maps=error_maps,
     )
     try:
         result = engine.hunt(
@@ -382,7 +368,6 @@ def _hunt(
             known=task["known"],
             reuse=task["reuse"],
             hooks=hooks,
-            plots=True,
         )
     except BaseException as e:  # the harness itself: report, keep the worker alive
         started.value = 0.0
