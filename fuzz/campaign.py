@@ -25,7 +25,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -42,7 +42,7 @@ from typing import IO, Any
 from fuzz import failures as F
 from fuzz import report, reproducer
 from fuzz.failures import Finding
-from fuzz.profiles import Profile
+from fuzz.profiles import HuntOptions, Profile
 from fuzz.results import status_of
 from fuzz.target import Target, target_plugin
 from fuzz.threads import children_share_cpus
@@ -213,6 +213,11 @@ class CampaignConfig:
     plugins: Sequence[str] = ()
     triage: bool = True
 
+    @functools.cached_property
+    def options(self) -> HuntOptions:
+        """What every hunt of the campaign runs under (its workers', its reproducers')."""
+        return HuntOptions.of(self.profile)
+
 
 def visible_gpus() -> list[str]:
     """The GPUs a campaign can put one worker on each (``CUDA_VISIBLE_DEVICES`` entries)."""
@@ -297,13 +302,12 @@ class Campaign:
         c = self.config
         workdir = c.out / "workers"
         workdir.mkdir(parents=True, exist_ok=True)
-        profile = dataclasses.asdict(c.profile)
         for slot in range(c.workers):
             device = c.devices[slot % len(c.devices)] if c.devices else None
             wc = WorkerConfig(
                 slot=slot,
                 plugins=list(c.plugins),
-                profile=profile,
+                options=c.options,
                 repro_dir=str(c.repro_dir),
                 inflight=str(workdir / f"inflight-{slot}"),
                 log=str(workdir / f"worker-{slot}.log"),
@@ -574,7 +578,6 @@ class Campaign:
         )
         sig = reproducer.signature(pair.target.name, finding)
         finding.details["signature"] = sig
-        p = self.config.profile
         path = reproducer.write(
             self.config.repro_dir,
             target=pair.target,
@@ -582,9 +585,7 @@ class Campaign:
             case=case,
             params=meta.get("property_params", {}),
             finding=finding,
-            ref_device=p.ref_device,
-            differential=p.differential,
-            differential_max_cost=p.differential_max_cost,
+            **self.config.options.check_kwargs(),
             isolate=True,
             timeout=self.config.example_timeout,
         )

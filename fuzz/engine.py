@@ -27,7 +27,7 @@ from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.failures import NONDETERMINISM, KernelFailure, raise_for
-from fuzz.profiles import Profile
+from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
 from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_compiled
@@ -204,14 +204,14 @@ def _current_choices() -> tuple[Any, ...]:
 
 
 class _Hunter:
-    """One target on one backend under one profile: the Hypothesis test body, its settings, and
-    the bookkeeping of what was found. :func:`hunt` drives it."""
+    """One target on one backend under one set of options: the Hypothesis test body, its
+    settings, and the bookkeeping of what was found. :func:`hunt` drives it."""
 
     def __init__(
         self,
         target: Target,
         backend: Backend,
-        profile: Profile,
+        options: HuntOptions,
         *,
         result: HuntResult,
         hooks: Hooks,
@@ -220,8 +220,9 @@ class _Hunter:
         hard_limit: float | None,
         min_examples: int,
         on_example: Callable[[HuntResult], None] | None,
+        stage: Stage,
     ) -> None:
-        self.target, self.b, self.profile = target, backend, profile
+        self.target, self.b, self.options = target, backend, options
         self.result, self.hooks, self.known = result, hooks, known
         self.min_examples, self.on_example = min_examples, on_example
         self.t0 = time.perf_counter()
@@ -236,7 +237,7 @@ class _Hunter:
         # Extra determinism runs once a race has shown (see fuzz.properties._determinism): the
         # examples Hypothesis then tries while shrinking fail reliably, not one run in a few.
         self.race_repeats = 0
-        self.stage = Stage()
+        self.stage = stage
 
     # The test body -----------------------------------------------------------------------------
 
@@ -265,11 +266,11 @@ class _Hunter:
         """Draws this hunt's cases from the target's strategy narrowed to ``narrowing``."""
         self.narrowing = narrowing
         self.result.variants = {k: list(v) for k, v in narrowing.items()}
-        self.strategy = self.target.strategy(self.profile.scale, **narrowing)
+        self.strategy = self.target.strategy(self.options.scale, **narrowing)
 
     def _over_compile_budget(self) -> bool:
         """Whether compiling now would take this run's compile time past its share."""
-        share = self.profile.compile_share
+        share = self.options.compile_share
         stats = self.result.stats
         if share is None or stats.compiles == 0:
             return False
@@ -291,10 +292,8 @@ class _Hunter:
                     self.b,
                     case,
                     draw=draw,
-                    ref_device=self.profile.ref_device,
-                    differential=self.profile.differential,
-                    differential_max_cost=self.profile.differential_max_cost,
-                    differential_every=self.profile.differential_every,
+                    **self.options.check_kwargs(),
+                    differential_every=self.options.differential_every,
                     stats=self.result.stats,
                     race_repeats=self.race_repeats,
                 )
@@ -375,7 +374,7 @@ class _Hunter:
         def run_one(case: Case, data: st.DataObject) -> None:  # a function: Hypothesis tags it
             self.run_one(case, data)
 
-        test = settings(self.profile.settings, **o)(
+        test = settings(self.options.settings, **o)(
             given(case=self.strategy, data=st.data())(run_one)
         )
         digest = f"{target.name}|{b.name}".encode()
@@ -419,11 +418,54 @@ class _Hunter:
             return _is_flaky(exc)
         return False
 
+    def search(self, *, max_examples: int, database: Any, seed: int | None, phases: Any) -> None:
+        """Runs the search (or the shrink stage). A failure whose replay was flaky (a race: a GPU
+        kernel whose result depends on scheduling fails on some runs only, and Hypothesis gives
+        up shrinking when a failing example passes on replay) is shrunk on from the smallest
+        failing examples the database holds, up to ``FLAKY_RESHRINKS`` times."""
+        result = self.result
+        shrink_seconds = self.stage.shrink_seconds or self.options.shrink_seconds
+        test = self.build(max_examples=max_examples, database=database, seed=seed, phases=phases)
+        for attempt in range(1 + FLAKY_RESHRINKS):
+            flaky = self.run_test(test, shrink_seconds)
+            if (
+                not flaky
+                or not self.first  # no failure seen: nothing to shrink on (a time-limited verdict)
+                or attempt == FLAKY_RESHRINKS
+                or result.stopped in ("hard-limit", "context-lost", "goal")
+                or result.error is not None
+            ):
+                break
+            result.reshrinks = attempt + 1
+            self.race_repeats = reproducer.RACE_REPEATS
+            self.stage = dataclasses.replace(self.stage, start=(), phases=SHRINK_PHASES,
+                                             hand_off=False)  # fmt: skip
+            test = self.build(max_examples=max_examples, database=database, seed=seed,
+                              phases=SHRINK_PHASES)  # fmt: skip
+
+    def conclude(self, database: ExampleDatabase | None) -> None:
+        """Shrinks the failures the search handed over (``fuzz.shrink``), saves each minimal
+        example to ``database`` and hands it to ``on_found``; then settles the result."""
+        result, found = self.result, self.found()
+        for cls in self.handed_off:
+            found[cls] = shrink_compiled(self.target, self.b, self.options, found[cls], hunt=hunt,
+                                         into=result, hard_at=self.hard_at,
+                                         narrowing=self.narrowing)  # fmt: skip
+            key = database_key(self.target.name, self.b.name)
+            if database is not None and found[cls].choices:
+                database.save(key, choices_to_bytes(found[cls].choices))
+            if self.hooks.on_found is not None and found[cls].final:
+                self.hooks.on_found(result, found[cls])
+        result.seconds = time.perf_counter() - self.t0
+        if not result.stopped:
+            result.stopped = "examples"
+        result.found.update(found)
+
     def found(self) -> dict[str, Found]:
         return {**self.last_seen, **self.minimal}
 
 
-def _settle_seed(target: Target, b: Backend, profile: Profile, seed: int | None,
+def _settle_seed(target: Target, b: Backend, options: HuntOptions, seed: int | None,
                  max_examples: int, database: Any) -> int | None:  # fmt: skip
     """The seed of a hunt: ``seed``, or for a derandomized profile one stable across harness
     versions (Hypothesis derives it from the test function's source, which here is the harness's
@@ -433,12 +475,14 @@ def _settle_seed(target: Target, b: Backend, profile: Profile, seed: int | None,
     o: dict[str, Any] = {"max_examples": max_examples}
     if database != "profile":
         o["database"] = database
-    if settings(profile.settings, **o).derandomize:
+    if settings(options.settings, **o).derandomize:
         return derandomized_seed(target.name, b.name)
     return None
 
 
-def run_narrowing(target: Target, profile: Profile, seed: int | None) -> dict[str, tuple[Any, ...]]:
+def run_narrowing(
+    target: Target, profile: Profile | HuntOptions, seed: int | None
+) -> dict[str, tuple[Any, ...]]:
     """This run's compile-time choices (``Profile.variant_choices``): per dimension of the
     target's variant space, the simplest value and others drawn with ``seed``, in the space's
     order. Empty where the profile draws from everything or the family is not built in."""
@@ -460,7 +504,7 @@ def run_narrowing(target: Target, profile: Profile, seed: int | None) -> dict[st
     return narrowing
 
 
-def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
+def _refusal(target: Target, b: Backend, options: HuntOptions) -> str | None:
     """Why a hunt of ``target`` on ``b`` cannot run here (None if it can)."""
     reason = b.unavailable_reason()
     if reason is not None:
@@ -468,7 +512,7 @@ def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
     unsupported = target.unsupported(b)
     if unsupported is not None:
         return f"target {target.name} does not run on {b.name}: {unsupported}"
-    if _context_lost and (not b.interpret or profile.ref_device == "cuda"):
+    if _context_lost and (not b.interpret or options.ref_device == "cuda"):
         return (
             f"this process lost its CUDA context earlier ({_context_lost[0]}): nothing can run "
             "on the GPU here any more; run this hunt in a fresh process"
@@ -479,7 +523,7 @@ def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
 def hunt(
     target: Target,
     backend: Backend | str,
-    profile: Profile,
+    profile: Profile | HuntOptions,
     *,
     max_examples: int | None = None,
     seed: int | None = None,
@@ -498,6 +542,8 @@ def hunt(
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns minimal failures per class.
 
     Args:
+        profile: a :class:`fuzz.profiles.Profile`, or :class:`fuzz.profiles.HuntOptions` (a
+            profile with a front end's overrides).
         max_examples: overrides the profile's example count.
         seed: a fixed seed (the run is then not derandomized by the profile).
         database: a Hypothesis example database, None for none (nothing persists; failures are
@@ -527,93 +573,61 @@ def hunt(
     in the interpreter of the same kernel source where it reproduces there, else on the compiled
     backend stepping through compiled kernel variants first.
     """
+    options = HuntOptions.of(profile)
     b = get_backend(backend) if isinstance(backend, str) else backend
     result = HuntResult(target.name, b.name, target.mutant_of, target.expected_class)
-    refusal = _refusal(target, b, profile)
-    if refusal is not None:
-        result.error = refusal
+    result.error = _refusal(target, b, options)
+    if result.error is not None:
         return result
-    hooks = hooks or Hooks()
-    hunter = _Hunter(target, b, profile, result=result, hooks=hooks, known=frozenset(known),
-                     time_limit=time_limit, hard_limit=hard_limit, min_examples=min_examples,
-                     on_example=on_example)  # fmt: skip
-    if stage is None:
-        stage = Stage(hand_off=hands_off(b, profile))
-    hunter.stage = stage
-    n = profile.max_examples if max_examples is None else max_examples
-    seed = _settle_seed(target, b, profile, seed, n, database)
-    hunter.narrow(run_narrowing(target, profile, seed) if narrowing is None else narrowing)
-    if stage.start:
-        # A shrink stage: its examples come from an in-memory database holding ``start``.
-        # (Hypothesis's secondary corpus: an example replayed exactly from the primary one is
-        # taken as shrunk already, and not shrunk again.)
-        database = InMemoryExampleDatabase()
-        for choices in stage.start:
-            database.save(database_key(target.name, b.name) + b".secondary",
-                          choices_to_bytes(choices))  # fmt: skip
-    elif database is None:
-        # Nothing persists; failures are kept in memory, for re-shrinking a flaky one (below).
-        database = InMemoryExampleDatabase()
-    phases = stage.phases
-    if phases is None and not reuse:
-        phases = tuple(p for p in profile.settings.phases if p is not Phase.reuse)
-    db: ExampleDatabase | None = (
-        profile.settings.database if isinstance(database, str) else database
-    )
-    shrink_seconds = stage.shrink_seconds or profile.shrink_seconds
-    test = hunter.build(max_examples=n, database=db, seed=seed, phases=phases)
-    for attempt in range(1 + FLAKY_RESHRINKS):
-        flaky = hunter.run_test(test, shrink_seconds)
-        if (
-            not flaky
-            or not hunter.first  # no failure seen: nothing to shrink on (a time-limited verdict)
-            or attempt == FLAKY_RESHRINKS
-            or result.stopped in ("hard-limit", "context-lost", "goal")
-            or result.error is not None
-        ):
-            break
-        # A race (a GPU kernel whose result depends on scheduling) fails on some runs only, and
-        # Hypothesis gives up shrinking when a failing example passes on replay. The database
-        # holds the smallest failing examples so far: replay them and shrink on from there.
-        result.reshrinks = attempt + 1
-        hunter.race_repeats = reproducer.RACE_REPEATS
-        hunter.stage = dataclasses.replace(stage, start=(), phases=SHRINK_PHASES, hand_off=False)
-        test = hunter.build(max_examples=n, database=db, seed=seed, phases=SHRINK_PHASES)
-    found = hunter.found()
-    if hunter.handed_off:
-        for cls in hunter.handed_off:
-            found[cls] = shrink_compiled(target, b, profile, found[cls], hunt=hunt, into=result,
-                                         hard_at=hunter.hard_at, narrowing=hunter.narrowing)  # fmt: skip
-            if db is not None and found[cls].choices:
-                db.save(database_key(target.name, b.name), choices_to_bytes(found[cls].choices))
-            if hooks.on_found is not None and found[cls].final:
-                hooks.on_found(result, found[cls])
-    result.seconds = time.perf_counter() - hunter.t0
-    if not result.stopped:
-        result.stopped = "examples"
-    result.found.update(found)
+    hunter = _Hunter(target, b, options, result=result, hooks=hooks or Hooks(),
+                     known=frozenset(known), time_limit=time_limit, hard_limit=hard_limit,
+                     min_examples=min_examples, on_example=on_example,
+                     stage=stage or Stage(hand_off=hands_off(b, options)))  # fmt: skip
+    n = options.max_examples if max_examples is None else max_examples
+    seed = _settle_seed(target, b, options, seed, n, database)
+    hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
+    db = _example_database(target, b, options, database, hunter.stage)
+    hunter.search(max_examples=n, database=db, seed=seed,
+                  phases=_phases(options, hunter.stage, reuse))  # fmt: skip
+    hunter.conclude(db)
     if repro_dir is not None:
         for f in result.found.values():
-            f.reproducer = write_reproducer(repro_dir, target, b.name, f, profile)
+            f.reproducer = write_reproducer(repro_dir, target, b.name, f, options)
     return result
 
 
+def _example_database(
+    target: Target, b: Backend, options: HuntOptions, database: Any, stage: Stage
+) -> ExampleDatabase | None:
+    """The example database of a hunt (see :func:`hunt`): a shrink stage's examples come from an
+    in-memory database holding its ``start`` (Hypothesis's secondary corpus: an example replayed
+    exactly from the primary one is taken as shrunk already, and not shrunk again); without a
+    database, failures are kept in memory, for re-shrinking a flaky one."""
+    if stage.start:
+        db = InMemoryExampleDatabase()
+        for choices in stage.start:
+            db.save(database_key(target.name, b.name) + b".secondary", choices_to_bytes(choices))
+        return db
+    if database is None:
+        return InMemoryExampleDatabase()
+    return options.settings.database if isinstance(database, str) else database
+
+
+def _phases(options: HuntOptions, stage: Stage, reuse: bool) -> tuple[Phase, ...] | None:
+    """The Hypothesis phases of a hunt: the stage's; else the profile's, without replaying the
+    database unless ``reuse`` (None: the profile's own)."""
+    if stage.phases is None and not reuse:
+        return tuple(p for p in options.settings.phases if p is not Phase.reuse)
+    return stage.phases
+
+
 def write_reproducer(
-    repro_dir: str | Path, target: Target, backend: str, found: Found, profile: Profile, **kw: Any
+    repro_dir: str | Path, target: Target, backend: str, found: Found, options: HuntOptions
 ) -> Path:
     """Writes the reproducer script of ``found`` (atomically) and returns its path."""
-    return reproducer.write(
-        repro_dir,
-        target=target,
-        backend=backend,
-        case=found.case,
-        params=found.params,
-        finding=found.finding,
-        ref_device=profile.ref_device,
-        differential=profile.differential,
-        differential_max_cost=profile.differential_max_cost,
-        **kw,
-    )
+    return reproducer.write(repro_dir, target=target, backend=backend, case=found.case,
+                            params=found.params, finding=found.finding,
+                            **options.check_kwargs())  # fmt: skip
 
 
 def check(

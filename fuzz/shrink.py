@@ -36,11 +36,11 @@ from hypothesis import Phase
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.failures import CLASSES
+from fuzz.profiles import HuntOptions
 from fuzz.properties import check_case
 from fuzz.results import Found, HuntResult
 
 if TYPE_CHECKING:
-    from fuzz.profiles import Profile
     from fuzz.target import Target
 
 
@@ -71,9 +71,9 @@ class Stage:
 SHRINK_PHASES = (Phase.reuse, Phase.shrink)
 
 
-def hands_off(backend: Backend, profile: Profile) -> bool:
+def hands_off(backend: Backend, options: HuntOptions) -> bool:
     """Whether a search on ``backend`` hands its failures to :func:`shrink_compiled`."""
-    return profile.interpreter_shrink and not backend.interpret
+    return options.interpreter_shrink and not backend.interpret
 
 
 def _twin(backend: Backend) -> Backend | None:
@@ -97,13 +97,11 @@ def _said(run: HuntResult, cls: str) -> str:
     return f"{', '.join(other)} instead of {cls}" if other else "passes"
 
 
-def _confirm(target: Target, backend: Backend, profile: Profile, small: Found) -> Found | None:
+def _confirm(target: Target, backend: Backend, options: HuntOptions, small: Found) -> Found | None:
     """``small`` (shrunk elsewhere) checked on ``backend``: the finding there if its class is the
     same, else None."""
     outcome = check_case(target, backend, small.case, params=small.params,
-                         ref_device=profile.ref_device, differential=profile.differential,
-                         differential_max_cost=profile.differential_max_cost,
-                         prefer=small.finding.cls)  # fmt: skip
+                         **options.check_kwargs(), prefer=small.finding.cls)  # fmt: skip
     f = outcome.finding
     if f is None or f.cls != small.finding.cls:
         return None
@@ -114,7 +112,7 @@ def _confirm(target: Target, backend: Backend, profile: Profile, small: Found) -
 def shrink_compiled(
     target: Target,
     backend: Backend,
-    profile: Profile,
+    options: HuntOptions,
     found: Found,
     *,
     hunt: Callable[..., HuntResult],
@@ -123,7 +121,7 @@ def shrink_compiled(
     narrowing: dict[str, Any],
 ) -> Found:
     """Shrinks ``found`` (a failure ``backend``, a compiled backend, found and handed over
-    unshrunk) in the stages of the module docstring, within ``profile.shrink_seconds``.
+    unshrunk) in the stages of the module docstring, within ``options.shrink_seconds``.
 
     Args:
         hunt: runs one stage (:func:`fuzz.engine.hunt`).
@@ -131,7 +129,7 @@ def shrink_compiled(
         hard_at: ``time.perf_counter()`` at which the search's hard limit ends shrinking too.
         narrowing: the search's compile-time choices: its examples replay under no other.
     """
-    s = _Shrinker(target, backend, profile, found, hunt=hunt, into=into, hard_at=hard_at,
+    s = _Shrinker(target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at,
                   narrowing=narrowing)  # fmt: skip
     s.cut()
     confirmed = s.in_interpreter()
@@ -149,7 +147,7 @@ class _Shrinker:
         self,
         target: Target,
         backend: Backend,
-        profile: Profile,
+        options: HuntOptions,
         found: Found,
         *,
         hunt: Callable[..., HuntResult],
@@ -157,17 +155,17 @@ class _Shrinker:
         hard_at: float | None,
         narrowing: dict[str, Any],
     ) -> None:
-        self.target, self.backend, self.profile = target, backend, profile
+        self.target, self.backend, self.options = target, backend, options
         self.found = self.current = found
         self.cls = found.finding.cls
         self.hunt, self.into, self.narrowing = hunt, into, narrowing
         self.t0 = time.perf_counter()
-        self.deadline = self.t0 + profile.shrink_seconds
+        self.deadline = self.t0 + options.shrink_seconds
         if hard_at is not None:
             self.deadline = min(self.deadline, hard_at)
         self.notes: list[str] = []
         self.cost = target.interpreter_cost
-        self.max_cost = profile.interpreter_max_cost
+        self.max_cost = options.interpreter_max_cost
         self.twin = _twin(backend)
 
     def left(self) -> float:
@@ -176,7 +174,7 @@ class _Shrinker:
     def stage(
         self,
         backend: Backend,
-        profile: Profile,
+        options: HuntOptions,
         *,
         seconds: float,
         only_compiled: bool = False,
@@ -187,7 +185,7 @@ class _Shrinker:
         so) and the run, whose numbers the search's result takes in."""
         stage = Stage(start=(self.current.choices,), phases=SHRINK_PHASES,
                       only_compiled=only_compiled, goal=goal, shrink_seconds=seconds)  # fmt: skip
-        run = self.hunt(self.target, backend, profile, database=None,
+        run = self.hunt(self.target, backend, options, database=None,
                         known=set(CLASSES) - {self.cls}, hard_limit=max(1.0, seconds),
                         stage=stage, narrowing=self.narrowing)  # fmt: skip
         main = self.into
@@ -204,7 +202,7 @@ class _Shrinker:
         for only_compiled in (True, False):
             if self.twin is None or cost(self.current.case) <= max_cost or self.left() <= 0:
                 break
-            cut, run = self.stage(self.backend, self.profile, seconds=self.left() / 2,
+            cut, run = self.stage(self.backend, self.options, seconds=self.left() / 2,
                                   only_compiled=only_compiled,
                                   goal=lambda c: cost(c) <= max_cost)  # fmt: skip
             if cut is not None:
@@ -226,12 +224,12 @@ class _Shrinker:
             self.notes.append(f"interpreter not tried: cost {self.cost(self.current.case):.3g} "
                               f"> {self.max_cost:g}")  # fmt: skip
             return None
-        plain = dataclasses.replace(self.profile, differential=False)  # no twin to run there
+        plain = HuntOptions.of(self.options, differential=False)  # no twin to run there
         small, run = self.stage(twin, plain, seconds=self.left())
         self.notes.append(f"{twin.name} said: {_said(run, cls)}")
         if small is None:
             return None
-        confirmed = _confirm(self.target, backend, self.profile, small)
+        confirmed = _confirm(self.target, backend, self.options, small)
         if confirmed is not None:
             self.notes.append(f"confirmed on {backend.name}: {small.case.size} elements")
             return confirmed
@@ -245,7 +243,7 @@ class _Shrinker:
         for only_compiled in (True, False):
             if self.left() <= 0:
                 break
-            best, run = self.stage(self.backend, self.profile, seconds=self.left(),
+            best, run = self.stage(self.backend, self.options, seconds=self.left(),
                                    only_compiled=only_compiled)  # fmt: skip
             if best is not None:
                 self.current = best

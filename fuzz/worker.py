@@ -41,9 +41,12 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from fuzz.profiles import HuntOptions
 
 EXIT_CONTEXT_LOST = 86
 EXIT_RECYCLE = 87  # a worker that ends itself to be replaced by a fresh process (memory maps)
@@ -59,7 +62,7 @@ class WorkerConfig:
 
     slot: int
     plugins: list[str]
-    profile: dict[str, Any]  # dataclasses.asdict of the Profile
+    options: HuntOptions  # what every hunt of the campaign runs under
     repro_dir: str
     inflight: str  # path prefix of the in-flight record
     log: str  # faulthandler output (tracebacks of a crash or a hang)
@@ -230,12 +233,6 @@ def _setup(config: WorkerConfig) -> None:
         load_plugin(spec)
 
 
-def _profile(d: dict[str, Any]) -> Any:
-    from fuzz.profiles import Profile
-
-    return Profile(**{**d, "backends": tuple(d["backends"])})
-
-
 def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
     """Entry point of a worker process (``multiprocessing`` spawn)."""
     try:
@@ -243,7 +240,6 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
         from fuzz.database import open_database
 
         db = open_database(config.db, config.db_shared)
-        profile = _profile(config.profile)
         _pause_clock_while_compiling(started)
         maps = MapBudget(map_limit())
     except BaseException as e:
@@ -259,7 +255,7 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
         if kind == "stop":
             return
         if kind == "hunt":
-            _hunt(conn, config, profile, db, started, msg[1], maps)
+            _hunt(conn, config, db, started, msg[1], maps)
         elif kind == "replay":
             _replay(conn, started, msg[1])
         if maps.recycle is not None:
@@ -292,7 +288,6 @@ def _found_dict(found: Any) -> dict[str, Any]:
 def _hunt(
     conn: Any,
     config: WorkerConfig,
-    profile: Any,
     db: Any,
     started: Any,
     task: dict,
@@ -338,7 +333,7 @@ def _hunt(
 
     def on_found(result: Any, found: Any) -> None:
         found.reproducer = engine.write_reproducer(
-            config.repro_dir, target, backend.name, found, profile
+            config.repro_dir, target, backend.name, found, config.options
         )
         conn.send(("found", sid, _found_dict(found)))
         f = found.finding
@@ -358,7 +353,7 @@ def _hunt(
         result = engine.hunt(
             target,
             backend,
-            profile,
+            config.options,
             max_examples=10**9,
             seed=task["seed"],
             database=db,
@@ -382,7 +377,9 @@ def _hunt(
             f.plots = _plots(target, backend, f)
         if f.finding.cls in ("nan", "inf"):
             _attach_origin(f, target, backend.name)
-        f.reproducer = engine.write_reproducer(config.repro_dir, target, backend.name, f, profile)
+        f.reproducer = engine.write_reproducer(
+            config.repro_dir, target, backend.name, f, config.options
+        )
         found.append(_found_dict(f))
     summary = result.as_dict()
     summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
