@@ -41,10 +41,11 @@ from typing import IO, Any
 
 from fuzz import failures as F
 from fuzz import report, reproducer
+from fuzz.backends import get_backend
 from fuzz.failures import Finding
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.results import status_of
-from fuzz.target import Target, target_plugin
+from fuzz.target import Target, plugins, target_plugin
 from fuzz.threads import children_share_cpus
 from fuzz.worker import (
     EXHAUSTED_AT,
@@ -274,8 +275,6 @@ class Campaign:
 
     @staticmethod
     def _runs(t: Target, backend: str) -> bool:
-        from fuzz.backends import get_backend
-
         b = get_backend(backend)
         return t.unsupported(b) is None and b.available
 
@@ -651,6 +650,8 @@ class Campaign:
             pair.retired = "resource exhaustion"
 
     def _worker_gone(self, w: WorkerHandle) -> None:
+        """Books a worker process that ended (died, hung and was killed, stopped, recycled): its
+        slice's outcome, then a fresh worker unless the campaign is ending or it cannot start."""
         code = w.process.exitcode if w.process is not None else None
         sl = w.busy
         reason = w.kill_reason
@@ -672,33 +673,8 @@ class Campaign:
             self._book_slice(sl)
             self._exhaustion(w, sl.pair, code, exhausted)
         elif sl is not None and sl.pair is not None:
-            pair = sl.pair
             self._book_slice(sl)
-            if stopped:
-                pass  # its example was interrupted, not faulty: no finding, no death
-            elif reason == "hang" and w.compiling:
-                msg = (
-                    f"a kernel was still compiling after {self.config.compile_timeout:g} s "
-                    "(compile timeout); the worker was killed"
-                )
-            elif reason == "hang":
-                msg = (
-                    f"an example did not finish within {self.config.example_timeout:g} s "
-                    "(per-example timeout, compile time not counted); the worker was killed"
-                )
-                self._suspect_hang(w, pair, msg)
-            elif code == EXIT_CONTEXT_LOST:
-                pass  # the finding came over the pipe before the worker exited
-            elif reason == "overran":
-                self.notes.append(f"{pair.target.name} on {pair.backend}: a slice overran its hard "
-                                  "limit (shrinking too slow); the worker was restarted")  # fmt: skip
-            elif reason != "shutdown":
-                self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
-            pair.deaths += reason != "overran" and not stopped
-            if pair.deaths >= self.config.max_deaths and not pair.retired:
-                pair.retired = f"killed its worker {pair.deaths} times"
-            self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
-                     f"{pair.target.name} on {pair.backend}")  # fmt: skip
+            self._slice_lost(w, sl.pair, code, reason, stopped=stopped)
         clear_inflight(w.config.inflight)
         if not w.ready and code != EXIT_RECYCLE:
             w.startup_failures += 1  # died before it could take any work
@@ -707,6 +683,43 @@ class Campaign:
         if w.conn is not None:
             w.conn.close()
             w.conn = None
+        self._replace(w, reason)
+
+    def _slice_lost(
+        self, w: WorkerHandle, pair: PairState, code: int | None, reason: str | None, *,
+        stopped: bool,
+    ) -> None:  # fmt: skip
+        """What the end of worker ``w`` in the middle of a slice of ``pair`` means: a suspected
+        hang, a crash finding, a note, or nothing (a stop); and a death of the pair's."""
+        if stopped:
+            pass  # its example was interrupted, not faulty: no finding, no death
+        elif reason == "hang" and w.compiling:
+            msg = (
+                f"a kernel was still compiling after {self.config.compile_timeout:g} s "
+                "(compile timeout); the worker was killed"
+            )
+        elif reason == "hang":
+            msg = (
+                f"an example did not finish within {self.config.example_timeout:g} s "
+                "(per-example timeout, compile time not counted); the worker was killed"
+            )
+            self._suspect_hang(w, pair, msg)
+        elif code == EXIT_CONTEXT_LOST:
+            pass  # the finding came over the pipe before the worker exited
+        elif reason == "overran":
+            self.notes.append(f"{pair.target.name} on {pair.backend}: a slice overran its hard "
+                              "limit (shrinking too slow); the worker was restarted")  # fmt: skip
+        elif reason != "shutdown":
+            self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
+        pair.deaths += reason != "overran" and not stopped
+        if pair.deaths >= self.config.max_deaths and not pair.retired:
+            pair.retired = f"killed its worker {pair.deaths} times"
+        self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
+                 f"{pair.target.name} on {pair.backend}")  # fmt: skip
+
+    def _replace(self, w: WorkerHandle, reason: str | None) -> None:
+        """Starts a fresh process for worker ``w`` unless the campaign is ending, or ``w``
+        cannot start (then a harness error)."""
         out_of_time = self.fuzz_started is not None and self.remaining() < 0.5
         if self.stop_reason or reason == "shutdown" or (out_of_time and not self.replay_queue):
             w.process = None
@@ -1051,8 +1064,6 @@ def _tail(path: str, n: int) -> str:
 
 
 def plugin_specs(targets: Sequence[Target]) -> list[str]:
-    from fuzz.target import plugins
-
     specs = list(plugins())
     for t in targets:
         spec = target_plugin(t)

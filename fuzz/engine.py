@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import random
 import time
 import unittest
 from collections.abc import Callable, Collection
@@ -27,6 +28,7 @@ from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.failures import NONDETERMINISM, KernelFailure, raise_for
+from fuzz.families import variant_space
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
@@ -37,11 +39,10 @@ from fuzz.timing import NewCompile, no_new_compiles
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["SHRINK_PHASES", "Found", "Hooks", "HuntResult", "Stage", "check", "hunt"]
 
-
-class _OutOfTime(BaseException):
-    """Ends a hunt whose time is up (a BaseException: Hypothesis does not shrink it)."""
+class OutOfTime(BaseException):
+    """Ends a hunt whose time is up (a BaseException: Hypothesis does not shrink it); a hook
+    (``Hooks.before_example``) raises it to end the hunt as its time limit would."""
 
 
 class _ContextLost(BaseException):
@@ -251,7 +252,7 @@ class _Hunter:
         now = time.perf_counter()
         if self.hard_at is not None and now > self.hard_at and not final:
             self.result.stopped = "hard-limit"
-            raise _OutOfTime
+            raise OutOfTime
         if (
             self.stop_at is not None
             and not self.first
@@ -260,7 +261,7 @@ class _Hunter:
             and now > self.stop_at
         ):
             self.result.stopped = "time"
-            raise _OutOfTime
+            raise OutOfTime
 
     def narrow(self, narrowing: dict[str, tuple[Any, ...]]) -> None:
         """Draws this hunt's cases from the target's strategy narrowed to ``narrowing``."""
@@ -398,7 +399,7 @@ class _Hunter:
         try:
             with _without_pareto_front(), _shrink_budget(shrink_seconds):
                 test()
-        except (_OutOfTime, _ContextLost, _HandOff, _GoalReached):
+        except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
             pass
         except unittest.SkipTest as exc:
             phases = self.stage.phases
@@ -409,7 +410,7 @@ class _Hunter:
             for e in _exceptions(exc):
                 if isinstance(e, KeyboardInterrupt):
                     raise e from exc
-                if isinstance(e, (KernelFailure, _OutOfTime, _ContextLost, _HandOff, _GoalReached)):
+                if isinstance(e, (KernelFailure, OutOfTime, _ContextLost, _HandOff, _GoalReached)):
                     continue
                 if _is_flaky(e):
                     continue
@@ -489,10 +490,6 @@ def run_narrowing(
     k = profile.variant_choices
     if k is None:
         return {}
-    import random
-
-    from fuzz.families import variant_space
-
     # A seeded run (derandomized, or a campaign's slice) picks the same values again; an unseeded
     # one (Hypothesis's own randomness) other values each time.
     rng = random.Random(f"{target.name}|{seed}") if seed is not None else random.Random()

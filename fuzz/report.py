@@ -313,6 +313,33 @@ def _origin_text(f: dict[str, Any]) -> list[str]:
 
 
 def markdown(data: dict[str, Any], out: Path) -> str:
+    """``report.md``: the summary, the new and still failing findings, what was fixed or not
+    re-checked, every (target, backend) pair, warnings."""
+    lines = _markdown_summary(data)
+    for title, pick in (("New", "new"), ("Still failing", "still failing")):
+        group = [f for f in data["findings"] if f["triage"] == pick]
+        if not group:
+            continue
+        lines += [f"## {title}", ""]
+        for f in group:
+            lines += _markdown_finding(f, out)
+    lines += _markdown_triage(data["triage"])
+    lines += ["## Targets", "", "| target | backend | status | examples | ex/s | seconds | classes |",
+              "| --- | --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for r in data["results"]:
+        classes = ", ".join(f["class"] for f in r["findings"]) or "-"
+        lines.append(f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
+                     f"| {r['examples']} | {r['examples_per_second']:.1f} | {r['seconds']:.1f} | {classes} |")  # fmt: skip
+    lines.append("")
+    problems = data["database"]["problems"]
+    if problems or data["notes"]:
+        lines += ["## Warnings", ""] + [f"- {p}" for p in [*data["notes"], *problems]] + [""]
+    v = data["versions"]
+    lines.append("Versions: " + ", ".join(f"{k} {x}" for k, x in v.items()) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_summary(data: dict[str, Any]) -> list[str]:
     s = data["summary"]
     state = (
         "complete" if data["complete"] else f"INCOMPLETE ({data.get('interrupted') or 'running'})"
@@ -340,60 +367,48 @@ def markdown(data: dict[str, Any], out: Path) -> str:
             f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",
             "",
         ]
-    for title, pick in (("New", "new"), ("Still failing", "still failing")):
-        group = [f for f in data["findings"] if f["triage"] == pick]
-        if not group:
-            continue
-        lines += [f"## {title}", ""]
-        for f in group:
-            mark = ""
-            if f.get("mutant"):
-                mark = (
-                    " (mutant, expected)" if f["class"] == f.get("expected_class") else " (mutant)"
-                )
-            lines.append(f"### `{f['class']}` in {f['target']}{mark} on {', '.join(f['backends'])}")
-            lines.append("")
-            lines.append(f"- {f['message']}")
-            if f.get("case"):
-                lines.append(
-                    f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
-                )
-            for h in f.get("hazards", []):
-                lines.append(f"- hazard: {h}")
-            for o in _origin_text(f):
-                lines.append(f"- {o.strip()}")
-            if f.get("replayed"):
-                lines.append(f"- replayed at the start: {f['replayed']}")
-            for r in f.get("reproducers", [f.get("reproducer")]):
-                if r:
-                    lines.append(f"- reproducer: `python {_rel(r, out)}`")
-            lines.append(f"- signature `{f.get('signature')}`")
-            lines.append("")
-    if data["triage"]["fixed"]:
+    return lines
+
+
+def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
+    mark = ""
+    if f.get("mutant"):
+        mark = " (mutant, expected)" if f["class"] == f.get("expected_class") else " (mutant)"
+    lines = [f"### `{f['class']}` in {f['target']}{mark} on {', '.join(f['backends'])}", ""]
+    lines.append(f"- {f['message']}")
+    if f.get("case"):
+        lines.append(
+            f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
+        )
+    for h in f.get("hazards", []):
+        lines.append(f"- hazard: {h}")
+    for o in _origin_text(f):
+        lines.append(f"- {o.strip()}")
+    if f.get("replayed"):
+        lines.append(f"- replayed at the start: {f['replayed']}")
+    for r in f.get("reproducers", [f.get("reproducer")]):
+        if r:
+            lines.append(f"- reproducer: `python {_rel(r, out)}`")
+    lines.append(f"- signature `{f.get('signature')}`")
+    lines.append("")
+    return lines
+
+
+def _markdown_triage(triage: dict[str, Any]) -> list[str]:
+    lines = []
+    if triage["fixed"]:
         lines += ["## Fixed", ""]
-        for f in data["triage"]["fixed"]:
+        for f in triage["fixed"]:
             lines.append(
                 f"- `{f['class']}` in {f['target']} (signature `{f['signature']}`): its reproducer passes now"
             )
         lines.append("")
-    if data["triage"]["not_rechecked"]:
+    if triage["not_rechecked"]:
         lines += ["## Not re-checked", ""]
-        for f in data["triage"]["not_rechecked"]:
+        for f in triage["not_rechecked"]:
             lines.append(f"- `{f['class']}` in {f['target']}: {f['why']}")
         lines.append("")
-    lines += ["## Targets", "", "| target | backend | status | examples | ex/s | seconds | classes |",
-              "| --- | --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
-    for r in data["results"]:
-        classes = ", ".join(f["class"] for f in r["findings"]) or "-"
-        lines.append(f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
-                     f"| {r['examples']} | {r['examples_per_second']:.1f} | {r['seconds']:.1f} | {classes} |")  # fmt: skip
-    lines.append("")
-    problems = data["database"]["problems"]
-    if problems or data["notes"]:
-        lines += ["## Warnings", ""] + [f"- {p}" for p in [*data["notes"], *problems]] + [""]
-    v = data["versions"]
-    lines.append("Versions: " + ", ".join(f"{k} {x}" for k, x in v.items()) + ".")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 # JUnit ---------------------------------------------------------------------------------------------------
@@ -532,6 +547,40 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
 
 
 def html_report(data: dict[str, Any], out: Path) -> str:
+    """``index.html``: the summary, each new and still failing finding with its error maps,
+    what was fixed, throughput, every (target, backend) pair, warnings; self-contained."""
+    body = _html_summary(data)
+    for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
+        group = [f for f in data["findings"] if f["triage"] == pick]
+        if group:
+            body.append(f"<h2>{title}</h2>")
+            body.extend(_finding_html(f, out) for f in group)
+    if data["triage"]["fixed"]:
+        body.append("<h2>Fixed</h2><ul>")
+        body.extend(
+            f"<li><code>{_e(f['class'])}</code> in {_e(f['target'])}</li>"
+            for f in data["triage"]["fixed"]
+        )
+        body.append("</ul>")
+    body += _html_targets(data["results"])
+    warnings = [*data["notes"], *data["database"]["problems"]]
+    if warnings:
+        body.append(
+            "<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>"
+        )
+    body.append(
+        "<p><small>"
+        + _e(", ".join(f"{k} {v}" for k, v in data["versions"].items()))
+        + "</small></p>"
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f"<title>kernel-fuzz campaign {_e(data['started'])}</title><style>{_CSS}</style></head>"
+        "<body>\n" + "\n".join(body) + _SELFCHECK + "</body></html>\n"
+    )
+
+
+def _html_summary(data: dict[str, Any]) -> list[str]:
     s = data["summary"]
     state = (
         "complete"
@@ -562,31 +611,20 @@ def html_report(data: dict[str, Any], out: Path) -> str:
             + "".join(f"<li>{_e(e)}</li>" for e in s["harness_errors"])
             + "</ul>"
         )
-    for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
-        group = [f for f in data["findings"] if f["triage"] == pick]
-        if group:
-            body.append(f"<h2>{title}</h2>")
-            body.extend(_finding_html(f, out) for f in group)
-    if data["triage"]["fixed"]:
-        body.append("<h2>Fixed</h2><ul>")
-        body.extend(
-            f"<li><code>{_e(f['class'])}</code> in {_e(f['target'])}</li>"
-            for f in data["triage"]["fixed"]
-        )
-        body.append("</ul>")
-    body.append("<h2>Throughput</h2>")
+    return body
+
+
+def _html_targets(results: list[dict[str, Any]]) -> list[str]:
+    body = ["<h2>Throughput</h2>"]
     body.append(
         plots.bars_svg(
-            [
-                (f"{r['target']} [{r['backend']}]", r["examples_per_second"])
-                for r in data["results"]
-            ],
+            [(f"{r['target']} [{r['backend']}]", r["examples_per_second"]) for r in results],
             unit=" ex/s",
         )
     )
     body.append("<h2>Targets</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
                 "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th></tr>")  # fmt: skip
-    for r in data["results"]:
+    for r in results:
         body.append(
             f"<tr><td>{_e(r['target'])}</td><td>{_e(r['backend'])}</td><td>{_e(r['status'])}"
             f"{' (' + _e(r['retired']) + ')' if r['retired'] else ''}</td><td>{r['examples']}</td>"
@@ -594,21 +632,7 @@ def html_report(data: dict[str, Any], out: Path) -> str:
             f"<td>{_e(', '.join(f['class'] for f in r['findings']) or '-')}</td></tr>"
         )
     body.append("</table>")
-    warnings = [*data["notes"], *data["database"]["problems"]]
-    if warnings:
-        body.append(
-            "<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>"
-        )
-    body.append(
-        "<p><small>"
-        + _e(", ".join(f"{k} {v}" for k, v in data["versions"].items()))
-        + "</small></p>"
-    )
-    return (
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-        f"<title>kernel-fuzz campaign {_e(data['started'])}</title><style>{_CSS}</style></head>"
-        "<body>\n" + "\n".join(body) + _SELFCHECK + "</body></html>\n"
-    )
+    return body
 
 
 def _tolerance_range(m: dict[str, Any]) -> str:

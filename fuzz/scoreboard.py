@@ -29,8 +29,10 @@ from typing import Any
 from fuzz.backends import get_backend
 from fuzz.case import Case
 from fuzz.engine import hunt
+from fuzz.files import atomic_write_text
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import check_case, properties_of
+from fuzz.report import write_json
 from fuzz.target import Target
 
 RANDN_TRIALS = 5
@@ -302,8 +304,6 @@ def print_scoreboard(board: dict[str, Any]) -> None:
 
 
 def write_scoreboard(out: Path, board: dict[str, Any]) -> None:
-    from fuzz.report import atomic_write_text, write_json
-
     write_json(out / "scoreboard.json", board)
     md = ["| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
     md += ["| " + " | ".join(r) + " |" for r in table_rows(board)]

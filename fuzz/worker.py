@@ -293,66 +293,20 @@ def _hunt(
     task: dict,
     maps: MapBudget | None = None,
 ) -> None:
-    from hypothesis.control import current_build_context
-
-    from fuzz import engine, reproducer
+    """Runs one slice (``task``): a hunt of one target on one backend for so many seconds,
+    streaming to the parent what it finds as it finds it, then the slice's summary."""
+    from fuzz import engine
     from fuzz.backends import get_backend
-    from fuzz.plots import error_maps
     from fuzz.target import get
 
-    maps = maps or MapBudget(None)
-
-    sid = task["slice"]
     target = checked_strategy(get(task["target"]))
-    backend = get_backend(task["backend"])
-    prefix = config.inflight
-    last_progress = [0.0]
-    t_start = time.perf_counter()
+    sl = _Slice(conn, config, started, task, maps or MapBudget(None), target=target,
+                backend=get_backend(task["backend"]))  # fmt: skip
     problems_before = len(db.problems) if db is not None else 0
-
-    def before_example(case: Any) -> None:
-        if maps.check() and not current_build_context().is_final:
-            # Too many memory maps: end the slice as its time limit would (the engine's own stop,
-            # which Hypothesis does not take for a failure), before this example runs.
-            raise engine._OutOfTime
-        write_inflight_case(prefix, target.name, backend.name, case)
-        started.value = time.time()
-
-    def on_draw(name: str, value: Any) -> None:
-        note_inflight_param(prefix, name, value)
-
-    def after_example(result: Any) -> None:
-        started.value = 0.0
-        now = time.perf_counter()
-        if now - last_progress[0] > 0.25:
-            last_progress[0] = now
-            conn.send(("progress", sid, result.examples, now - t_start))
-
-    def on_feature(name: str) -> None:
-        conn.send(("feature", sid, name))
-
-    def on_found(result: Any, found: Any) -> None:
-        found.reproducer = engine.write_reproducer(
-            config.repro_dir, target, backend.name, found, config.options
-        )
-        conn.send(("found", sid, _found_dict(found)))
-        f = found.finding
-        if reproducer.kills_context(f):
-            conn.send(("context-lost", sid, f.message))
-            os._exit(EXIT_CONTEXT_LOST)
-
-    hooks = engine.Hooks(
-        before_example=before_example,
-        on_draw=on_draw,
-        after_example=after_example,
-        on_found=on_found,
-        on_feature=on_feature,
-        error_maps=error_maps,
-    )
     try:
         result = engine.hunt(
             target,
-            backend,
+            sl.backend,
             config.options,
             max_examples=10**9,
             seed=task["seed"],
@@ -362,34 +316,106 @@ def _hunt(
             hard_limit=task["hard_limit"],
             known=task["known"],
             reuse=task["reuse"],
-            hooks=hooks,
+            hooks=sl.hooks(),
         )
     except BaseException as e:  # the harness itself: report, keep the worker alive
         started.value = 0.0
-        conn.send(("done", sid, {"error": f"{type(e).__name__}: {e}", "examples": 0,
-                                 "seconds": 0.0, "found": []}))  # fmt: skip
+        conn.send(("done", sl.id, {"error": f"{type(e).__name__}: {e}", "examples": 0,
+                                   "seconds": 0.0, "found": []}))  # fmt: skip
         return
     started.value = 0.0
-    clear_inflight(prefix)
-    found = []
-    for f in result.found.values():
-        if not f.plots:  # the best example so far when shrinking was cut short: plot it too
-            f.plots = _plots(target, backend, f)
-        if f.finding.cls in ("nan", "inf"):
-            _attach_origin(f, target, backend.name)
-        f.reproducer = engine.write_reproducer(
-            config.repro_dir, target, backend.name, f, config.options
-        )
-        found.append(_found_dict(f))
-    summary = result.as_dict()
-    summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
-    summary["found"] = found
-    summary["features"] = sorted(result.features)
+    clear_inflight(config.inflight)
+    summary = sl.summary(result)
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []
-    if maps.check(now=True):
-        summary["recycle"] = {"maps": maps.recycle, "limit": maps.limit}
+    if sl.maps.check(now=True):
+        summary["recycle"] = {"maps": sl.maps.recycle, "limit": sl.maps.limit}
         summary["stopped"] = "recycle"  # not the search space running out
-    conn.send(("done", sid, summary))
+    conn.send(("done", sl.id, summary))
+
+
+class _Slice:
+    """One slice in a worker: the engine's hooks, which persist each example before it runs and
+    stream progress, coverage and findings to the parent, and the slice's summary."""
+
+    def __init__(self, conn: Any, config: WorkerConfig, started: Any, task: dict,
+                 maps: MapBudget, *, target: Any, backend: Any) -> None:  # fmt: skip
+        self.conn, self.config, self.started, self.maps = conn, config, started, maps
+        self.id = task["slice"]
+        self.target, self.backend = target, backend
+        self.last_progress = 0.0
+        self.t0 = time.perf_counter()
+
+    def hooks(self) -> Any:
+        from fuzz import engine
+        from fuzz.plots import error_maps
+
+        return engine.Hooks(
+            before_example=self.before_example,
+            on_draw=self.on_draw,
+            after_example=self.after_example,
+            on_found=self.on_found,
+            on_feature=self.on_feature,
+            error_maps=error_maps,
+        )
+
+    def before_example(self, case: Any) -> None:
+        from hypothesis.control import current_build_context
+
+        from fuzz.engine import OutOfTime
+
+        if self.maps.check() and not current_build_context().is_final:
+            # Too many memory maps: end the slice as its time limit would (the engine's own stop,
+            # which Hypothesis does not take for a failure), before this example runs.
+            raise OutOfTime
+        write_inflight_case(self.config.inflight, self.target.name, self.backend.name, case)
+        self.started.value = time.time()
+
+    def on_draw(self, name: str, value: Any) -> None:
+        note_inflight_param(self.config.inflight, name, value)
+
+    def after_example(self, result: Any) -> None:
+        self.started.value = 0.0
+        now = time.perf_counter()
+        if now - self.last_progress > 0.25:
+            self.last_progress = now
+            self.conn.send(("progress", self.id, result.examples, now - self.t0))
+
+    def on_feature(self, name: str) -> None:
+        self.conn.send(("feature", self.id, name))
+
+    def on_found(self, result: Any, found: Any) -> None:
+        from fuzz.reproducer import kills_context
+
+        found.reproducer = self.write_reproducer(found)
+        self.conn.send(("found", self.id, _found_dict(found)))
+        f = found.finding
+        if kills_context(f):
+            self.conn.send(("context-lost", self.id, f.message))
+            os._exit(EXIT_CONTEXT_LOST)
+
+    def write_reproducer(self, found: Any) -> Path:
+        from fuzz.engine import write_reproducer
+
+        return write_reproducer(
+            self.config.repro_dir, self.target, self.backend.name, found, self.config.options
+        )
+
+    def summary(self, result: Any) -> dict[str, Any]:
+        """The slice's summary: the hunt's numbers, and each finding with its pictures, the
+        origin of a NaN or Inf, and its reproducer written again (its final minimal example)."""
+        found = []
+        for f in result.found.values():
+            if not f.plots:  # the best example so far when shrinking was cut short: plot it too
+                f.plots = _plots(self.target, self.backend, f)
+            if f.finding.cls in ("nan", "inf"):
+                _attach_origin(f, self.target, self.backend.name)
+            f.reproducer = self.write_reproducer(f)
+            found.append(_found_dict(f))
+        summary: dict[str, Any] = result.as_dict()
+        summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
+        summary["found"] = found
+        summary["features"] = sorted(result.features)
+        return summary
 
 
 def checked_strategy(target: Any) -> Any:
