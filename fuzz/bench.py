@@ -16,18 +16,17 @@ loop (one Hypothesis example = one kernel launch + one fp64 check) is timed for 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from typing import Any
 
 from fuzz.cli import count_arg
 from fuzz.engine import HuntResult, hunt
-from fuzz.profiles import Profile, default_profile, get_profile
+from fuzz.profiles import HuntOptions, default_profile, get_profile
 from fuzz.target import get, select
 from fuzz.threads import threads_for
 
 
-def _bare_loop(target_name: str, backend: str, profile_name: str, examples: int) -> float:
+def _bare_loop(target_name: str, backend: str, options: HuntOptions, examples: int) -> float:
     """Examples/s of a bare Hypothesis loop: draw, launch once, compare with fp64 once."""
     import numpy as np
     from hypothesis import given, settings
@@ -39,7 +38,6 @@ def _bare_loop(target_name: str, backend: str, profile_name: str, examples: int)
     t = get(target_name)
     b = get_backend(backend)
     adapter = adapter_for(b)
-    profile = get_profile(profile_name)
     count = 0
 
     def loop(case):
@@ -47,14 +45,14 @@ def _bare_loop(target_name: str, backend: str, profile_name: str, examples: int)
         count += 1
         inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
         got = t.kernels[b.impl](inputs, dict(case.params), out=None, interpret=b.interpret)
-        ref = t.oracle(case, profile.ref_device)
+        ref = t.oracle(case, options.ref_device)
         for name, r in ref.items():
             k = adapter.get(got[name]).astype(np.float64)
             assert k.shape == r.shape
 
     def run(seed: int) -> None:
-        test = given(t.strategy(profile.scale))(loop)
-        test = settings(profile.settings, max_examples=examples, database=None, derandomize=False)(
+        test = given(t.strategy(options.scale))(loop)
+        test = settings(options.settings, max_examples=examples, database=None, derandomize=False)(
             test
         )
         hypothesis_seed(seed)(test)()
@@ -83,7 +81,7 @@ def _row(label: str, warm: HuntResult, r: HuntResult) -> str:
 
 
 def _passes(
-    name: str, backend: str, profile: Profile, examples: int, seed: int, sync: Any = None
+    name: str, backend: str, options: HuntOptions, examples: int, seed: int, sync: Any = None
 ) -> tuple[HuntResult, HuntResult, HuntResult]:
     """Pass 1 compiles what its examples need. Pass 2 ("fresh") draws new examples: what a
     campaign that is still meeting new shapes and configurations sees. Pass 3 ("warm") replays
@@ -91,13 +89,13 @@ def _passes(
     whose variants have all been met. ``sync`` (parallel runs) is called before passes 2 and 3, so
     that the processes measure them at the same time."""
     t = get(name)
-    first = hunt(t, backend, profile, max_examples=examples, seed=seed, database=None)
+    first = hunt(t, backend, options, max_examples=examples, seed=seed, database=None)
     if sync is not None:
         sync()
-    fresh = hunt(t, backend, profile, max_examples=examples, seed=seed + 1, database=None)
+    fresh = hunt(t, backend, options, max_examples=examples, seed=seed + 1, database=None)
     if sync is not None:
         sync()
-    again = hunt(t, backend, profile, max_examples=examples, seed=seed, database=None)
+    again = hunt(t, backend, options, max_examples=examples, seed=seed, database=None)
     return first, fresh, again
 
 
@@ -115,17 +113,17 @@ def _record(fresh: HuntResult, again: HuntResult) -> dict[str, Any]:
     return {"fresh": one(fresh), "warm": one(again)}
 
 
-def _child(pairs: list[tuple[str, str]], profile: Profile, examples: int, seed: int,
+def _child(pairs: list[tuple[str, str]], options: HuntOptions, examples: int, seed: int,
            barrier: Any, results: Any, slot: int) -> None:  # fmt: skip
     for name, b in pairs:
-        first, fresh, again = _passes(name, b, profile, examples, seed, barrier.wait)
+        first, fresh, again = _passes(name, b, options, examples, seed, barrier.wait)
         results.put((slot, _row("fresh", first, fresh), _row("warm", first, again),
                      fresh.examples_per_second, again.examples_per_second,
                      _record(fresh, again)))  # fmt: skip
 
 
 def _parallel(
-    pairs: list[tuple[str, str]], profile: Profile, examples: int, seed: int, procs: int
+    pairs: list[tuple[str, str]], options: HuntOptions, examples: int, seed: int, procs: int
 ) -> list[dict[str, Any]]:
     """``procs`` processes on one machine (one GPU), each running every pair's passes with seeds
     of its own; the passes of one pair start together. Prints each process's rows and the sum
@@ -140,7 +138,7 @@ def _parallel(
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(procs), ctx.Queue()
     children = [
-        ctx.Process(target=_child, args=(pairs, profile, examples, seed + 1000 * i, barrier, results, i))
+        ctx.Process(target=_child, args=(pairs, options, examples, seed + 1000 * i, barrier, results, i))
         for i in range(procs)
     ]  # fmt: skip
     for c in children:
@@ -187,23 +185,22 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         p.error(str(e))
     profile = get_profile(args.profile) if args.profile else default_profile()
-    if args.no_differential:
-        profile = dataclasses.replace(profile, differential=False)
+    options = HuntOptions.of(profile, differential=False if args.no_differential else None)
     backends = args.backends.split(",") if args.backends else list(profile.backends)
-    print(f"profile {profile.name}, differential {'on' if profile.differential else 'off'} "
-          f"(max interpreter cost {profile.differential_max_cost:g}, every "
-          f"{profile.differential_every} example(s)), {args.examples} examples per run")  # fmt: skip
+    print(f"profile {options.name}, differential {'on' if options.differential else 'off'} "
+          f"(max interpreter cost {options.differential_max_cost:g}, every "
+          f"{options.differential_every} example(s)), {args.examples} examples per run")  # fmt: skip
     head = (f"{'target':30} {'backend':17} {'pass':6} {'1st ex/s':>8} {'ex/s':>7} {'compile':>6} "
             f"{'twin':>6} {'refs':>6} {'launch':>6} {'launch/ex':>9} {'status':>7}  slowest properties")  # fmt: skip
     print(head)
     print("-" * len(head), flush=True)
     pairs = [(t.name, b) for t in select(args.targets, mutants=None) for b in backends]
     if args.procs > 1:
-        records = _parallel(pairs, profile, args.examples, args.seed, args.procs)
+        records = _parallel(pairs, options, args.examples, args.seed, args.procs)
     else:
         records = []
         for name, b in pairs:
-            warm, fresh, again = _passes(name, b, profile, args.examples, args.seed)
+            warm, fresh, again = _passes(name, b, options, args.examples, args.seed)
             print(_row("fresh", warm, fresh), flush=True)
             print(_row("warm", warm, again), flush=True)
             rec = _record(fresh, again)
@@ -223,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(doc, f, indent=1)
     if args.bare:
         for b in backends:
-            rate = _bare_loop(select(args.targets)[0].name, b, profile.name, args.examples)
+            rate = _bare_loop(select(args.targets)[0].name, b, options, args.examples)
             print(
                 f"bare loop ({select(args.targets)[0].name}, {b}, 1 launch + 1 fp64 check): {rate:.1f} ex/s"
             )

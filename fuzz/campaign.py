@@ -25,7 +25,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -40,9 +40,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from fuzz import failures as F
+from fuzz import report, reproducer
+from fuzz.backends import get_backend
 from fuzz.failures import Finding
-from fuzz.profiles import Profile
-from fuzz.target import Target, target_plugin
+from fuzz.profiles import HuntOptions, Profile
+from fuzz.results import status_of
+from fuzz.target import Target, plugins, target_plugin
 from fuzz.threads import children_share_cpus
 from fuzz.worker import (
     EXHAUSTED_AT,
@@ -93,14 +96,40 @@ class PairState:
 
     @property
     def status(self) -> str:
+        """What the campaign says of the pair so far (``fuzz.results.status_of``)."""
+        return status_of(self.target.expected_class, self.found, error=self.error)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The pair's row of the report (``results``)."""
         t = self.target
-        if self.error and not self.found:
-            return "error"  # the harness failed here (a harness error, exit 2), not the kernel
-        if t.expected_class is None:
-            return "fail" if self.found else "pass"
-        if t.expected_class in self.found:
-            return "found"
-        return "wrong-class" if self.found else "missed"
+        secs = self.seconds
+        ex = self.total_examples
+        return {
+            "target": t.name,
+            "backend": self.backend,
+            "family": t.family,
+            "mutant": t.is_mutant,
+            "mutant_of": t.mutant_of,
+            "expected_class": t.expected_class,
+            "status": self.status,
+            "examples": ex,
+            "seconds": round(secs, 3),
+            "examples_per_second": round(ex / secs, 2) if secs > 0 else 0.0,
+            "slices": self.slices,
+            "worker_deaths": self.deaths,
+            "resource_exhaustions": self.exhaustions,
+            "retired": self.retired or None,
+            "launches": int(self.stats["launches"]),
+            "launch_seconds": round(self.stats["launch_seconds"], 3),
+            "compile_seconds": round(self.stats["compile_seconds"], 3),
+            "compile_share": round(self.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
+            "twin_launches": int(self.stats["twin_launches"]),
+            "error": self.error,
+            "events": dict(self.events),
+            "known_hits": dict(self.known_hits),
+            "coverage_features": len(self.features),
+            "findings": sorted(self.found.values(), key=lambda f: f["class"]),
+        }
 
 
 def interleave(pairs: list[PairState]) -> list[PairState]:
@@ -185,6 +214,11 @@ class CampaignConfig:
     plugins: Sequence[str] = ()
     triage: bool = True
 
+    @functools.cached_property
+    def options(self) -> HuntOptions:
+        """What every hunt of the campaign runs under (its workers', its reproducers')."""
+        return HuntOptions.of(self.profile)
+
 
 def visible_gpus() -> list[str]:
     """The GPUs a campaign can put one worker on each (``CUDA_VISIBLE_DEVICES`` entries)."""
@@ -241,8 +275,6 @@ class Campaign:
 
     @staticmethod
     def _runs(t: Target, backend: str) -> bool:
-        from fuzz.backends import get_backend
-
         b = get_backend(backend)
         return t.unsupported(b) is None and b.available
 
@@ -269,13 +301,12 @@ class Campaign:
         c = self.config
         workdir = c.out / "workers"
         workdir.mkdir(parents=True, exist_ok=True)
-        profile = dataclasses.asdict(c.profile)
         for slot in range(c.workers):
             device = c.devices[slot % len(c.devices)] if c.devices else None
             wc = WorkerConfig(
                 slot=slot,
                 plugins=list(c.plugins),
-                profile=profile,
+                options=c.options,
                 repro_dir=str(c.repro_dir),
                 inflight=str(workdir / f"inflight-{slot}"),
                 log=str(workdir / f"worker-{slot}.log"),
@@ -529,8 +560,6 @@ class Campaign:
     ) -> dict[str, Any] | None:
         """The finding of a worker that died or hung on its in-flight example, with its
         reproducer written (None: no example was in flight)."""
-        from fuzz import reproducer
-
         got = read_inflight(w.config.inflight)
         log_tail = _tail(w.config.log, 40)
         if got is None:
@@ -548,7 +577,6 @@ class Campaign:
         )
         sig = reproducer.signature(pair.target.name, finding)
         finding.details["signature"] = sig
-        p = self.config.profile
         path = reproducer.write(
             self.config.repro_dir,
             target=pair.target,
@@ -556,9 +584,7 @@ class Campaign:
             case=case,
             params=meta.get("property_params", {}),
             finding=finding,
-            ref_device=p.ref_device,
-            differential=p.differential,
-            differential_max_cost=p.differential_max_cost,
+            **self.config.options.check_kwargs(),
             isolate=True,
             timeout=self.config.example_timeout,
         )
@@ -624,6 +650,8 @@ class Campaign:
             pair.retired = "resource exhaustion"
 
     def _worker_gone(self, w: WorkerHandle) -> None:
+        """Books a worker process that ended (died, hung and was killed, stopped, recycled): its
+        slice's outcome, then a fresh worker unless the campaign is ending or it cannot start."""
         code = w.process.exitcode if w.process is not None else None
         sl = w.busy
         reason = w.kill_reason
@@ -645,33 +673,8 @@ class Campaign:
             self._book_slice(sl)
             self._exhaustion(w, sl.pair, code, exhausted)
         elif sl is not None and sl.pair is not None:
-            pair = sl.pair
             self._book_slice(sl)
-            if stopped:
-                pass  # its example was interrupted, not faulty: no finding, no death
-            elif reason == "hang" and w.compiling:
-                msg = (
-                    f"a kernel was still compiling after {self.config.compile_timeout:g} s "
-                    "(compile timeout); the worker was killed"
-                )
-            elif reason == "hang":
-                msg = (
-                    f"an example did not finish within {self.config.example_timeout:g} s "
-                    "(per-example timeout, compile time not counted); the worker was killed"
-                )
-                self._suspect_hang(w, pair, msg)
-            elif code == EXIT_CONTEXT_LOST:
-                pass  # the finding came over the pipe before the worker exited
-            elif reason == "overran":
-                self.notes.append(f"{pair.target.name} on {pair.backend}: a slice overran its hard "
-                                  "limit (shrinking too slow); the worker was restarted")  # fmt: skip
-            elif reason != "shutdown":
-                self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
-            pair.deaths += reason != "overran" and not stopped
-            if pair.deaths >= self.config.max_deaths and not pair.retired:
-                pair.retired = f"killed its worker {pair.deaths} times"
-            self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
-                     f"{pair.target.name} on {pair.backend}")  # fmt: skip
+            self._slice_lost(w, sl.pair, code, reason, stopped=stopped)
         clear_inflight(w.config.inflight)
         if not w.ready and code != EXIT_RECYCLE:
             w.startup_failures += 1  # died before it could take any work
@@ -680,6 +683,43 @@ class Campaign:
         if w.conn is not None:
             w.conn.close()
             w.conn = None
+        self._replace(w, reason)
+
+    def _slice_lost(
+        self, w: WorkerHandle, pair: PairState, code: int | None, reason: str | None, *,
+        stopped: bool,
+    ) -> None:  # fmt: skip
+        """What the end of worker ``w`` in the middle of a slice of ``pair`` means: a suspected
+        hang, a crash finding, a note, or nothing (a stop); and a death of the pair's."""
+        if stopped:
+            pass  # its example was interrupted, not faulty: no finding, no death
+        elif reason == "hang" and w.compiling:
+            msg = (
+                f"a kernel was still compiling after {self.config.compile_timeout:g} s "
+                "(compile timeout); the worker was killed"
+            )
+        elif reason == "hang":
+            msg = (
+                f"an example did not finish within {self.config.example_timeout:g} s "
+                "(per-example timeout, compile time not counted); the worker was killed"
+            )
+            self._suspect_hang(w, pair, msg)
+        elif code == EXIT_CONTEXT_LOST:
+            pass  # the finding came over the pipe before the worker exited
+        elif reason == "overran":
+            self.notes.append(f"{pair.target.name} on {pair.backend}: a slice overran its hard "
+                              "limit (shrinking too slow); the worker was restarted")  # fmt: skip
+        elif reason != "shutdown":
+            self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
+        pair.deaths += reason != "overran" and not stopped
+        if pair.deaths >= self.config.max_deaths and not pair.retired:
+            pair.retired = f"killed its worker {pair.deaths} times"
+        self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
+                 f"{pair.target.name} on {pair.backend}")  # fmt: skip
+
+    def _replace(self, w: WorkerHandle, reason: str | None) -> None:
+        """Starts a fresh process for worker ``w`` unless the campaign is ending, or ``w``
+        cannot start (then a harness error)."""
         out_of_time = self.fuzz_started is not None and self.remaining() < 0.5
         if self.stop_reason or reason == "shutdown" or (out_of_time and not self.replay_queue):
             w.process = None
@@ -699,9 +739,7 @@ class Campaign:
     # Triage ----------------------------------------------------------------------------------------
 
     def _load_previous(self) -> None:
-        from fuzz.report import read_previous
-
-        prev, problem = read_previous(self.config.out / "report.json")
+        prev, problem = report.read_previous(self.config.out / "report.json")
         if problem is not None:
             self.notes.append(problem)
             self.log(f"WARNING {problem}")
@@ -746,8 +784,6 @@ class Campaign:
             self._lock = None
 
     def _run_locked(self) -> dict[str, Any]:
-        from fuzz import report
-
         c = self.config
         c.repro_dir.mkdir(parents=True, exist_ok=True)
         if c.triage:
@@ -888,14 +924,40 @@ class Campaign:
 
     # Reports ---------------------------------------------------------------------------------------
 
-    def _write_report(self, *, throttle: bool = False, final: bool = False) -> dict[str, Any]:
-        from fuzz import report
+    def record(self) -> report.CampaignRecord:
+        """The campaign as it stands, as the report reads it."""
+        c = self.config
+        return report.CampaignRecord(
+            started_wall=self.started_wall,
+            budget=c.budget,
+            profile=c.profile.name,
+            argv=list(c.argv),
+            seed=c.seed,
+            example_timeout=c.example_timeout,
+            db=c.db,
+            db_shared=list(c.db_shared),
+            db_problems=list(self.db_problems),
+            workers=[
+                {"slot": w.slot, "device": w.device, "restarts": w.restarts, "recycles": w.recycles}
+                for w in self.workers
+            ],
+            worker_restarts=self.restarts,
+            rows=[
+                p.as_dict() for p in sorted(self.pairs, key=lambda p: (p.target.name, p.backend))
+            ],
+            previous=self.previous,
+            triage_results=self.triage_results,
+            interrupted=self.stop_reason,
+            errors=list(self.errors),
+            notes=self.notes,
+        )
 
+    def _write_report(self, *, throttle: bool = False, final: bool = False) -> dict[str, Any]:
         now = time.perf_counter()
         if throttle and now - self._last_write < 1.0:
             return {}
         self._last_write = now
-        data = report.campaign_report(self, final=final)
+        data = report.campaign_report(self.record(), final=final)
         report.write_json(self.config.out / "report.json", data)
         if final:
             report.write_all(self.config.out, data)
@@ -1002,8 +1064,6 @@ def _tail(path: str, n: int) -> str:
 
 
 def plugin_specs(targets: Sequence[Target]) -> list[str]:
-    from fuzz.target import plugins
-
     specs = list(plugins())
     for t in targets:
         spec = target_plugin(t)

@@ -43,21 +43,29 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m fuzz", description="Property-based numerical fuzzing of GPU kernels."
     )
     sub = p.add_subparsers(dest="command", required=True)
-
-    def plugin_arg(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
-                        help="register extra targets from a .py file or module (repeatable)")  # fmt: skip
-
-    def scale_arg(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--scale", choices=("small", "large"), default=None,
-                        help="shape scale independent of the profile: large draws the GPU's "
-                             "chunk sizes, head counts and tiles on the CPU interpreters too "
-                             "(default: the profile's)")  # fmt: skip
-
     ls = sub.add_parser("list", help="targets, and which backends can run on this machine")
-    plugin_arg(ls)
+    _plugin_arg(ls)
+    _run_arguments(sub.add_parser("run", help="a fuzz campaign with a time budget"))
+    _mutants_arguments(
+        sub.add_parser("mutants", help="the mutant scoreboard: harness vs randn and grid baselines")
+    )
+    _replay_arguments(sub.add_parser("replay", help="replay reproducer scripts (files or folders)"))
+    return p
 
-    run = sub.add_parser("run", help="a fuzz campaign with a time budget")
+
+def _plugin_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
+                    help="register extra targets from a .py file or module (repeatable)")  # fmt: skip
+
+
+def _scale_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--scale", choices=("small", "large"), default=None,
+                    help="shape scale independent of the profile: large draws the GPU's "
+                         "chunk sizes, head counts and tiles on the CPU interpreters too "
+                         "(default: the profile's)")  # fmt: skip
+
+
+def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--budget", type=_positive_float, default=120.0, help="total seconds (default 120)"
     )
@@ -79,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--repro-dir", default=None, help="where reproducers go (default OUT/reproducers)"
     )
-    scale_arg(run)
+    _scale_arg(run)
     run.add_argument("--db", default=None, metavar="DIR_OR_URL",
                      help="example database: a folder, redis://HOST:PORT[/N], or 'none' "
                      "(default OUT/examples)")  # fmt: skip
@@ -101,11 +109,10 @@ def _parser() -> argparse.ArgumentParser:
                      "productive pairs (default 0.3)")  # fmt: skip
     run.add_argument("--no-triage", action="store_true",
                      help="do not replay the previous report's reproducers")  # fmt: skip
-    plugin_arg(run)
+    _plugin_arg(run)
 
-    mu = sub.add_parser(
-        "mutants", help="the mutant scoreboard: harness vs randn and grid baselines"
-    )
+
+def _mutants_arguments(mu: argparse.ArgumentParser) -> None:
     mu.add_argument("--budget", type=_positive_float, default=60.0,
                     help="seconds per mutant and backend for the harness (default 60)")  # fmt: skip
     mu.add_argument("--shrink-limit", type=_positive_float, default=None,
@@ -117,14 +124,15 @@ def _parser() -> argparse.ArgumentParser:
     mu.add_argument("--targets", default="*", help="globs of mutant names (default *)")
     mu.add_argument("--backends", default="*", help="globs of backends (default: the profile's)")
     mu.add_argument("--profile", default=None, help="ci, dev, gpu or nightly")
-    scale_arg(mu)
+    _scale_arg(mu)
     mu.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
     mu.add_argument("--out", default=None,
                     help="also write scoreboard.json, scoreboard.md and the reproducer of each "
                          "row's minimal example (reproducers/) here")  # fmt: skip
-    plugin_arg(mu)
+    _plugin_arg(mu)
 
-    rp = sub.add_parser("replay", help="replay reproducer scripts (files or folders)")
+
+def _replay_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("paths", nargs="+")
     rp.add_argument(
         "--backend", default=None, help="replay on this backend instead of the recorded one"
@@ -132,8 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--jobs", "-j", type=count_arg, default=1, metavar="N",
                     help="replay in N processes side by side (each compiles its own kernels)")  # fmt: skip
     rp.add_argument("--no-summary", action="store_true", help=argparse.SUPPRESS)
-    plugin_arg(rp)
-    return p
+    _plugin_arg(rp)
 
 
 def _load_plugins(specs: Sequence[str]) -> None:
@@ -215,18 +222,8 @@ def _progress_console() -> object:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.markup import escape
 
-    from fuzz.campaign import (
-        Campaign,
-        CampaignConfig,
-        install_signal_handlers,
-        plugin_specs,
-        visible_gpus,
-    )
-    from fuzz.database import open_database
-    from fuzz.profiles import default_profile, get_profile, with_scale
-    from fuzz.target import select
+    from fuzz.campaign import Campaign, install_signal_handlers
     from fuzz.threads import threads_for
     from fuzz.worker import map_limit
 
@@ -241,60 +238,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = _progress_console()
     assert isinstance(console, Console)
     _load_plugins(args.plugin)
-    profile = with_scale(
-        get_profile(args.profile) if args.profile else default_profile(), args.scale
-    )
-    targets = select(args.targets, mutants=None if args.mutants else False)
-    if not targets:
-        console.print(
-            f"[red]--targets={args.targets!r} matches no target[/red] (see python -m fuzz list)"
-        )
+    made = _campaign_config(args, console, out, repro_dir)
+    if made is None:
         return EXIT_ERROR
-    backend_names = _select_backends(args.backends, profile.backends)
-    from fuzz.backends import coordinator_probes, get_backend
-
-    coordinator_probes()  # this process coordinates; its workers use the GPUs
-    runnable = []
-    skipped = []
-    for name in backend_names:
-        reason = get_backend(name).unavailable_reason()
-        if reason is not None:
-            skipped.append(f"{name}: {reason}")
-        else:
-            runnable.append(name)
-    for s in sorted(set(skipped)):
-        console.print(f"[yellow]skipping backend {s}[/yellow]")
-    db = None if args.db == "none" else (args.db or str(out / "examples"))
-    database = open_database(db, args.db_shared)  # a bad location fails here, with its message
-    db_problems = database.check() if database is not None else []
-    for problem in db_problems:  # a server that cannot be reached: said now, not only in the report
-        console.print(
-            f"[yellow]WARNING {escape(problem)}; the campaign goes on without it[/yellow]"
-        )
-    gpus = visible_gpus() if any(get_backend(b).compiled for b in runnable) else []
-    workers = args.workers or max(1, len(gpus))
-    timeout = args.example_timeout or (120.0 if profile.needs_gpu else 600.0)
-    seed = args.seed if args.seed is not None else random.randrange(2**31)
-    config = CampaignConfig(
-        targets=targets,
-        backends=runnable,
-        profile=profile,
-        budget=args.budget,
-        out=out,
-        repro_dir=repro_dir,
-        db=db,
-        db_shared=list(args.db_shared),
-        seed=seed,
-        workers=workers,
-        devices=gpus or [None],
-        example_timeout=timeout,
-        compile_timeout=args.compile_timeout,
-        min_share=args.min_share,
-        slice_seconds=args.slice,
-        argv=sys.argv[1:],
-        plugins=plugin_specs(targets),
-        triage=not args.no_triage,
-    )
+    config, db_problems = made
     live, log, progress = _live_display(console)
     campaign = Campaign(config, log=log, progress=progress)
     campaign.db_problems.extend(db_problems)
@@ -302,18 +249,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print("[red]nothing to run: no selected backend is available here[/red]")
         return EXIT_ERROR
     campaign.lock()  # a second campaign into the same --out stops here, naming the first
+    gpus = [d for d in config.devices if d is not None]
     console.print(
-        f"fuzzing {len(targets)} target(s) on {len(runnable)} backend(s) = {len(campaign.pairs)} pair(s), "
-        f"profile {profile.name}, budget {args.budget:g}s, {workers} worker(s)"
+        f"fuzzing {len(config.targets)} target(s) on {len(config.backends)} backend(s) = "
+        f"{len(campaign.pairs)} pair(s), profile {config.profile.name}, budget {args.budget:g}s, "
+        f"{config.workers} worker(s)"
         + (f" on GPU(s) {', '.join(gpus)}" if gpus else "")
-        + f", seed {seed} -> {out}"
+        + f", seed {config.seed} -> {out}"
     )
     undo = install_signal_handlers(campaign)
     try:
-        if live is not None:
-            with live:
-                final = campaign.run()
-        else:
+        with live if live is not None else contextlib.nullcontext():
             final = campaign.run()
     finally:
         undo()
@@ -323,6 +269,79 @@ def cmd_run(args: argparse.Namespace) -> int:
     if final["summary"]["harness_errors"] or final.get("interrupted"):
         return EXIT_ERROR
     return EXIT_OK
+
+
+def _campaign_config(
+    args: argparse.Namespace, console: Any, out: Path, repro_dir: Path
+) -> tuple[Any, list[str]] | None:
+    """The campaign ``python -m fuzz run`` asks for, and the problems of its example database
+    (said on the console now); None when ``--targets`` matches nothing (said too)."""
+    from rich.markup import escape
+
+    from fuzz.backends import coordinator_probes, get_backend
+    from fuzz.campaign import CampaignConfig, plugin_specs, visible_gpus
+    from fuzz.database import open_database
+    from fuzz.profiles import default_profile, get_profile, with_scale
+    from fuzz.target import select
+
+    profile = with_scale(
+        get_profile(args.profile) if args.profile else default_profile(), args.scale
+    )
+    targets = select(args.targets, mutants=None if args.mutants else False)
+    if not targets:
+        console.print(
+            f"[red]--targets={args.targets!r} matches no target[/red] (see python -m fuzz list)"
+        )
+        return None
+    backend_names = _select_backends(args.backends, profile.backends)
+    coordinator_probes()  # this process coordinates; its workers use the GPUs
+    runnable = _runnable_backends(backend_names, console)
+    db = None if args.db == "none" else (args.db or str(out / "examples"))
+    database = open_database(db, args.db_shared)  # a bad location fails here, with its message
+    db_problems = database.check() if database is not None else []
+    for problem in db_problems:  # a server that cannot be reached: said now, not only in the report
+        console.print(
+            f"[yellow]WARNING {escape(problem)}; the campaign goes on without it[/yellow]"
+        )
+    gpus = visible_gpus() if any(get_backend(b).compiled for b in runnable) else []
+    config = CampaignConfig(
+        targets=targets,
+        backends=runnable,
+        profile=profile,
+        budget=args.budget,
+        out=out,
+        repro_dir=repro_dir,
+        db=db,
+        db_shared=list(args.db_shared),
+        seed=args.seed if args.seed is not None else random.randrange(2**31),
+        workers=args.workers or max(1, len(gpus)),
+        devices=gpus or [None],
+        example_timeout=args.example_timeout or (120.0 if profile.needs_gpu else 600.0),
+        compile_timeout=args.compile_timeout,
+        min_share=args.min_share,
+        slice_seconds=args.slice,
+        argv=sys.argv[1:],
+        plugins=plugin_specs(targets),
+        triage=not args.no_triage,
+    )
+    return config, db_problems
+
+
+def _runnable_backends(names: Sequence[str], console: Any) -> list[str]:
+    """The backends of ``names`` available here; the others are said to be skipped, and why."""
+    from fuzz.backends import get_backend
+
+    runnable = []
+    skipped = []
+    for name in names:
+        reason = get_backend(name).unavailable_reason()
+        if reason is not None:
+            skipped.append(f"{name}: {reason}")
+        else:
+            runnable.append(name)
+    for s in sorted(set(skipped)):
+        console.print(f"[yellow]skipping backend {s}[/yellow]")
+    return runnable
 
 
 def _live_display(console: object) -> tuple[Any, Callable[[str], None], Any]:
@@ -586,7 +605,7 @@ def _replay_one(path: Path, backend: str | None, isolate: bool) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from fuzz.worker import sticky_cuda_error
+    from fuzz.reproducer import sticky_cuda_error
 
     _load_plugins(args.plugin)
     files = _reproducer_files(args.paths)

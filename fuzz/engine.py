@@ -8,14 +8,14 @@ reproducer. :func:`check` turns a hunt into a pytest-style assertion.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import hashlib
+import random
 import time
 import unittest
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,10 +27,12 @@ from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase, choice
 from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
-from fuzz.failures import NONDETERMINISM, Finding, KernelFailure, raise_for
-from fuzz.plots import error_maps
-from fuzz.profiles import Profile
-from fuzz.properties import Stats, check_case
+from fuzz.failures import NONDETERMINISM, KernelFailure, raise_for
+from fuzz.families import variant_space
+from fuzz.profiles import HuntOptions, Profile
+from fuzz.properties import Context, check_case
+from fuzz.results import Found, HuntResult
+from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_compiled
 from fuzz.target import Target
 from fuzz.timing import NewCompile, no_new_compiles
 
@@ -38,125 +40,9 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 
-@dataclass
-class Found:
-    """The minimal example of one failure class."""
-
-    finding: Finding
-    case: Case
-    params: dict[str, Any]
-    first_example: int  # examples run when the class first appeared
-    first_seconds: float  # seconds into the hunt when it first appeared
-    minimal_seconds: float = 0.0  # seconds into the hunt when the minimal example was replayed
-    reproducer: Path | None = None
-    final: bool = False  # Hypothesis replayed it as the minimal example (else: the best so far)
-    plots: list[dict[str, Any]] = field(default_factory=list)  # fuzz.plots.error_maps of it
-    choices: tuple[Any, ...] = ()  # Hypothesis's choices for it (replaying them gives it back)
-    # How it was shrunk, for a compiled backend's finding (fuzz.shrink): "interpreter" (shrunk
-    # there, confirmed compiled), "compiled", or "" (by Hypothesis, where it was found); and what
-    # each stage said.
-    shrink_path: str = ""
-    shrink_notes: list[str] = field(default_factory=list)
-
-    @property
-    def signature(self) -> str:
-        return self.finding.details.get("signature", "")
-
-    @property
-    def shrink_seconds(self) -> float:
-        return max(0.0, self.minimal_seconds - self.first_seconds)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            **self.finding.as_dict(),
-            "case": repr(self.case),
-            "case_size": self.case.size,
-            "shapes": self.case.shapes(),
-            "params": self.case.params_json(),
-            "first_example": self.first_example,
-            "first_seconds": round(self.first_seconds, 3),
-            "shrink_seconds": round(self.shrink_seconds, 3),
-            "shrunk": self.final,
-            "shrink_path": self.shrink_path,
-            "shrink_notes": self.shrink_notes,
-            "reproducer": str(self.reproducer) if self.reproducer else None,
-            "plots": self.plots,
-        }
-
-
-@dataclass
-class HuntResult:
-    target: str
-    backend: str
-    mutant_of: str | None
-    expected_class: str | None
-    examples: int = 0
-    seconds: float = 0.0
-    stats: Stats = field(default_factory=Stats)
-    found: dict[str, Found] = field(default_factory=dict)
-    error: str | None = None  # the harness itself failed (strategy error, health check...)
-    events: collections.Counter[str] = field(default_factory=collections.Counter)
-    known_hits: collections.Counter[str] = field(default_factory=collections.Counter)
-    features: set[str] = field(default_factory=set)  # coverage: hazard combinations, events
-    # why the hunt ended: "time", "examples", "exhausted", "hard-limit", "context-lost"
-    stopped: str = ""
-    reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
-    shrink_examples: int = 0  # examples run by shrink stages after the search (fuzz.shrink)
-    variants: dict[str, list[Any]] = field(default_factory=dict)  # the run's compile-time choices
-
-    @property
-    def classes(self) -> list[str]:
-        return sorted(self.found)
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.found) or self.error is not None
-
-    @property
-    def status(self) -> str:
-        """``pass``/``fail`` for a real target; ``found``/``wrong-class``/``missed`` for a mutant."""
-        if self.expected_class is None:
-            return "fail" if self.failed else "pass"
-        if self.expected_class in self.found:
-            return "found"
-        return "wrong-class" if self.found else "missed"
-
-    @property
-    def examples_per_second(self) -> float:
-        return self.examples / self.seconds if self.seconds > 0 else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "backend": self.backend,
-            "mutant": self.mutant_of is not None,
-            "mutant_of": self.mutant_of,
-            "expected_class": self.expected_class,
-            "status": self.status,
-            "examples": self.examples,
-            "seconds": round(self.seconds, 3),
-            "examples_per_second": round(self.examples_per_second, 2),
-            "launches": self.stats.launches,
-            "launch_seconds": round(self.stats.launch_seconds, 3),
-            "compiles": self.stats.compiles,
-            "compile_seconds": round(self.stats.compile_seconds, 3),
-            "compile_share": round(self.stats.compile_seconds / self.seconds, 3)
-            if self.seconds
-            else 0.0,
-            "twin_launches": self.stats.twin_launches,
-            "twin_seconds": round(self.stats.twin_seconds, 3),
-            "error": self.error,
-            "stopped": self.stopped,
-            "shrink_examples": self.shrink_examples,
-            "variants": self.variants,
-            "events": dict(self.events),
-            "known_hits": dict(self.known_hits),
-            "findings": [f.as_dict() for f in self.found.values()],
-        }
-
-
-class _OutOfTime(BaseException):
-    """Ends a hunt whose time is up (a BaseException: Hypothesis does not shrink it)."""
+class OutOfTime(BaseException):
+    """Ends a hunt whose time is up (a BaseException: Hypothesis does not shrink it); a hook
+    (``Hooks.before_example``) raises it to end the hunt as its time limit would."""
 
 
 class _ContextLost(BaseException):
@@ -287,6 +173,9 @@ class Hooks:
         on_found: ``(result, found)``, when a failure class first appears and when its minimal
             example is final (nothing found is lost if the process dies while shrinking).
         on_feature: ``(feature)``, a coverage feature seen for the first time in this hunt.
+        error_maps: ``(context) -> plots``, the pictures of a failing example's errors attached
+            to its finding (``Found.plots``; ``fuzz.plots.error_maps``) when it first appears and
+            when it is minimal.
     """
 
     before_example: Callable[[Case], None] | None = None
@@ -294,6 +183,7 @@ class Hooks:
     after_example: Callable[[HuntResult], None] | None = None
     on_found: Callable[[HuntResult, Found], None] | None = None
     on_feature: Callable[[str], None] | None = None
+    error_maps: Callable[[Context], list[dict[str, Any]]] | None = None
 
 
 class _HandOff(BaseException):
@@ -303,33 +193,6 @@ class _HandOff(BaseException):
 
 class _GoalReached(BaseException):
     """Ends a shrink stage whose best failing example meets the stage's goal."""
-
-
-@dataclass(frozen=True)
-class Stage:
-    """What one Hypothesis run of a hunt does: the search (the default), or a shrink stage that
-    replays given examples and shrinks them.
-
-    Attributes:
-        start: choice sequences (``Found.choices``) replayed first; with ``phases`` limited to
-            reuse and shrink, the run shrinks them and generates nothing.
-        phases: Hypothesis phases (None: the profile's).
-        only_compiled: examples whose launch would compile a kernel variant not compiled yet are
-            rejected before the compiler runs (``fuzz.timing.no_new_compiles``).
-        goal: the stage ends once a failing example meets ``goal(case)``, kept as it is.
-        hand_off: a new failure class ends the run unshrunk (``_HandOff``).
-        shrink_seconds: Hypothesis's cap on shrinking one failure (None: the profile's).
-    """
-
-    start: tuple[tuple[Any, ...], ...] = ()
-    phases: tuple[Phase, ...] | None = None
-    only_compiled: bool = False
-    goal: Callable[[Case], bool] | None = None
-    hand_off: bool = False
-    shrink_seconds: float | None = None
-
-
-SHRINK_PHASES = (Phase.reuse, Phase.shrink)
 
 
 def _current_choices() -> tuple[Any, ...]:
@@ -342,14 +205,14 @@ def _current_choices() -> tuple[Any, ...]:
 
 
 class _Hunter:
-    """One target on one backend under one profile: the Hypothesis test body, its settings, and
-    the bookkeeping of what was found. :func:`hunt` drives it."""
+    """One target on one backend under one set of options: the Hypothesis test body, its
+    settings, and the bookkeeping of what was found. :func:`hunt` drives it."""
 
     def __init__(
         self,
         target: Target,
         backend: Backend,
-        profile: Profile,
+        options: HuntOptions,
         *,
         result: HuntResult,
         hooks: Hooks,
@@ -358,11 +221,11 @@ class _Hunter:
         hard_limit: float | None,
         min_examples: int,
         on_example: Callable[[HuntResult], None] | None,
-        plots: bool,
+        stage: Stage,
     ) -> None:
-        self.target, self.b, self.profile = target, backend, profile
+        self.target, self.b, self.options = target, backend, options
         self.result, self.hooks, self.known = result, hooks, known
-        self.min_examples, self.on_example, self.plots = min_examples, on_example, plots
+        self.min_examples, self.on_example = min_examples, on_example
         self.t0 = time.perf_counter()
         self.stop_at = None if time_limit is None else self.t0 + time_limit
         self.hard_at = None if hard_limit is None else self.t0 + hard_limit
@@ -375,7 +238,7 @@ class _Hunter:
         # Extra determinism runs once a race has shown (see fuzz.properties._determinism): the
         # examples Hypothesis then tries while shrinking fail reliably, not one run in a few.
         self.race_repeats = 0
-        self.stage = Stage()
+        self.stage = stage
 
     # The test body -----------------------------------------------------------------------------
 
@@ -389,7 +252,7 @@ class _Hunter:
         now = time.perf_counter()
         if self.hard_at is not None and now > self.hard_at and not final:
             self.result.stopped = "hard-limit"
-            raise _OutOfTime
+            raise OutOfTime
         if (
             self.stop_at is not None
             and not self.first
@@ -398,17 +261,17 @@ class _Hunter:
             and now > self.stop_at
         ):
             self.result.stopped = "time"
-            raise _OutOfTime
+            raise OutOfTime
 
     def narrow(self, narrowing: dict[str, tuple[Any, ...]]) -> None:
         """Draws this hunt's cases from the target's strategy narrowed to ``narrowing``."""
         self.narrowing = narrowing
         self.result.variants = {k: list(v) for k, v in narrowing.items()}
-        self.strategy = self.target.strategy(self.profile.scale, **narrowing)
+        self.strategy = self.target.strategy(self.options.scale, **narrowing)
 
     def _over_compile_budget(self) -> bool:
         """Whether compiling now would take this run's compile time past its share."""
-        share = self.profile.compile_share
+        share = self.options.compile_share
         stats = self.result.stats
         if share is None or stats.compiles == 0:
             return False
@@ -430,10 +293,8 @@ class _Hunter:
                     self.b,
                     case,
                     draw=draw,
-                    ref_device=self.profile.ref_device,
-                    differential=self.profile.differential,
-                    differential_max_cost=self.profile.differential_max_cost,
-                    differential_every=self.profile.differential_every,
+                    **self.options.check_kwargs(),
+                    differential_every=self.options.differential_every,
                     stats=self.result.stats,
                     race_repeats=self.race_repeats,
                 )
@@ -481,12 +342,13 @@ class _Hunter:
             self.first[f.cls] = (result.examples, elapsed)
         found = Found(f, case, outcome.params, *self.first[f.cls], minimal_seconds=elapsed,
                       final=final, choices=_current_choices())  # fmt: skip
-        if final and self.plots:
-            found.plots = error_maps(outcome.context)
+        plot = self.hooks.error_maps
+        if final and plot is not None:
+            found.plots = plot(outcome.context)
         (self.minimal if final else self.last_seen)[f.cls] = found
         if (is_new or final or context_lost) and self.hooks.on_found is not None:
-            if is_new and self.plots and not found.plots:
-                found.plots = error_maps(outcome.context)
+            if is_new and plot is not None and not found.plots:
+                found.plots = plot(outcome.context)
             self.hooks.on_found(result, found)
         if context_lost:
             _context_lost.append(f"{target.name} on {self.b.name}: {f.message[:160]}")
@@ -513,7 +375,7 @@ class _Hunter:
         def run_one(case: Case, data: st.DataObject) -> None:  # a function: Hypothesis tags it
             self.run_one(case, data)
 
-        test = settings(self.profile.settings, **o)(
+        test = settings(self.options.settings, **o)(
             given(case=self.strategy, data=st.data())(run_one)
         )
         digest = f"{target.name}|{b.name}".encode()
@@ -537,7 +399,7 @@ class _Hunter:
         try:
             with _without_pareto_front(), _shrink_budget(shrink_seconds):
                 test()
-        except (_OutOfTime, _ContextLost, _HandOff, _GoalReached):
+        except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
             pass
         except unittest.SkipTest as exc:
             phases = self.stage.phases
@@ -548,7 +410,7 @@ class _Hunter:
             for e in _exceptions(exc):
                 if isinstance(e, KeyboardInterrupt):
                     raise e from exc
-                if isinstance(e, (KernelFailure, _OutOfTime, _ContextLost, _HandOff, _GoalReached)):
+                if isinstance(e, (KernelFailure, OutOfTime, _ContextLost, _HandOff, _GoalReached)):
                     continue
                 if _is_flaky(e):
                     continue
@@ -557,11 +419,54 @@ class _Hunter:
             return _is_flaky(exc)
         return False
 
+    def search(self, *, max_examples: int, database: Any, seed: int | None, phases: Any) -> None:
+        """Runs the search (or the shrink stage). A failure whose replay was flaky (a race: a GPU
+        kernel whose result depends on scheduling fails on some runs only, and Hypothesis gives
+        up shrinking when a failing example passes on replay) is shrunk on from the smallest
+        failing examples the database holds, up to ``FLAKY_RESHRINKS`` times."""
+        result = self.result
+        shrink_seconds = self.stage.shrink_seconds or self.options.shrink_seconds
+        test = self.build(max_examples=max_examples, database=database, seed=seed, phases=phases)
+        for attempt in range(1 + FLAKY_RESHRINKS):
+            flaky = self.run_test(test, shrink_seconds)
+            if (
+                not flaky
+                or not self.first  # no failure seen: nothing to shrink on (a time-limited verdict)
+                or attempt == FLAKY_RESHRINKS
+                or result.stopped in ("hard-limit", "context-lost", "goal")
+                or result.error is not None
+            ):
+                break
+            result.reshrinks = attempt + 1
+            self.race_repeats = reproducer.RACE_REPEATS
+            self.stage = dataclasses.replace(self.stage, start=(), phases=SHRINK_PHASES,
+                                             hand_off=False)  # fmt: skip
+            test = self.build(max_examples=max_examples, database=database, seed=seed,
+                              phases=SHRINK_PHASES)  # fmt: skip
+
+    def conclude(self, database: ExampleDatabase | None) -> None:
+        """Shrinks the failures the search handed over (``fuzz.shrink``), saves each minimal
+        example to ``database`` and hands it to ``on_found``; then settles the result."""
+        result, found = self.result, self.found()
+        for cls in self.handed_off:
+            found[cls] = shrink_compiled(self.target, self.b, self.options, found[cls], hunt=hunt,
+                                         into=result, hard_at=self.hard_at,
+                                         narrowing=self.narrowing)  # fmt: skip
+            key = database_key(self.target.name, self.b.name)
+            if database is not None and found[cls].choices:
+                database.save(key, choices_to_bytes(found[cls].choices))
+            if self.hooks.on_found is not None and found[cls].final:
+                self.hooks.on_found(result, found[cls])
+        result.seconds = time.perf_counter() - self.t0
+        if not result.stopped:
+            result.stopped = "examples"
+        result.found.update(found)
+
     def found(self) -> dict[str, Found]:
         return {**self.last_seen, **self.minimal}
 
 
-def _settle_seed(target: Target, b: Backend, profile: Profile, seed: int | None,
+def _settle_seed(target: Target, b: Backend, options: HuntOptions, seed: int | None,
                  max_examples: int, database: Any) -> int | None:  # fmt: skip
     """The seed of a hunt: ``seed``, or for a derandomized profile one stable across harness
     versions (Hypothesis derives it from the test function's source, which here is the harness's
@@ -571,22 +476,20 @@ def _settle_seed(target: Target, b: Backend, profile: Profile, seed: int | None,
     o: dict[str, Any] = {"max_examples": max_examples}
     if database != "profile":
         o["database"] = database
-    if settings(profile.settings, **o).derandomize:
+    if settings(options.settings, **o).derandomize:
         return derandomized_seed(target.name, b.name)
     return None
 
 
-def run_narrowing(target: Target, profile: Profile, seed: int | None) -> dict[str, tuple[Any, ...]]:
+def run_narrowing(
+    target: Target, profile: Profile | HuntOptions, seed: int | None
+) -> dict[str, tuple[Any, ...]]:
     """This run's compile-time choices (``Profile.variant_choices``): per dimension of the
     target's variant space, the simplest value and others drawn with ``seed``, in the space's
     order. Empty where the profile draws from everything or the family is not built in."""
     k = profile.variant_choices
     if k is None:
         return {}
-    import random
-
-    from fuzz.families import variant_space
-
     # A seeded run (derandomized, or a campaign's slice) picks the same values again; an unseeded
     # one (Hypothesis's own randomness) other values each time.
     rng = random.Random(f"{target.name}|{seed}") if seed is not None else random.Random()
@@ -598,7 +501,7 @@ def run_narrowing(target: Target, profile: Profile, seed: int | None) -> dict[st
     return narrowing
 
 
-def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
+def _refusal(target: Target, b: Backend, options: HuntOptions) -> str | None:
     """Why a hunt of ``target`` on ``b`` cannot run here (None if it can)."""
     reason = b.unavailable_reason()
     if reason is not None:
@@ -606,7 +509,7 @@ def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
     unsupported = target.unsupported(b)
     if unsupported is not None:
         return f"target {target.name} does not run on {b.name}: {unsupported}"
-    if _context_lost and (not b.interpret or profile.ref_device == "cuda"):
+    if _context_lost and (not b.interpret or options.ref_device == "cuda"):
         return (
             f"this process lost its CUDA context earlier ({_context_lost[0]}): nothing can run "
             "on the GPU here any more; run this hunt in a fresh process"
@@ -617,7 +520,7 @@ def _refusal(target: Target, b: Backend, profile: Profile) -> str | None:
 def hunt(
     target: Target,
     backend: Backend | str,
-    profile: Profile,
+    profile: Profile | HuntOptions,
     *,
     max_examples: int | None = None,
     seed: int | None = None,
@@ -630,13 +533,14 @@ def hunt(
     reuse: bool = True,
     on_example: Callable[[HuntResult], None] | None = None,
     hooks: Hooks | None = None,
-    plots: bool = False,
     stage: Stage | None = None,
     narrowing: dict[str, tuple[Any, ...]] | None = None,
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns minimal failures per class.
 
     Args:
+        profile: a :class:`fuzz.profiles.Profile`, or :class:`fuzz.profiles.HuntOptions` (a
+            profile with a front end's overrides).
         max_examples: overrides the profile's example count.
         seed: a fixed seed (the run is then not derandomized by the profile).
         database: a Hypothesis example database, None for none (nothing persists; failures are
@@ -656,7 +560,6 @@ def hunt(
         reuse: replay the database first (a campaign's later slices skip it).
         on_example: called after every example (progress display).
         hooks: campaign callbacks (:class:`Hooks`).
-        plots: attach error maps (``fuzz.plots``) of each minimal example to its finding.
         stage: a shrink stage (:class:`Stage`; ``fuzz.shrink`` runs them). None: the search.
         narrowing: the compile-time choices to draw from (strategy keywords, e.g.
             ``{"dtypes": ("float32",)}``); None: picked for this run by the profile
@@ -667,96 +570,61 @@ def hunt(
     in the interpreter of the same kernel source where it reproduces there, else on the compiled
     backend stepping through compiled kernel variants first.
     """
+    options = HuntOptions.of(profile)
     b = get_backend(backend) if isinstance(backend, str) else backend
     result = HuntResult(target.name, b.name, target.mutant_of, target.expected_class)
-    refusal = _refusal(target, b, profile)
-    if refusal is not None:
-        result.error = refusal
+    result.error = _refusal(target, b, options)
+    if result.error is not None:
         return result
-    hooks = hooks or Hooks()
-    hunter = _Hunter(target, b, profile, result=result, hooks=hooks, known=frozenset(known),
-                     time_limit=time_limit, hard_limit=hard_limit, min_examples=min_examples,
-                     on_example=on_example, plots=plots)  # fmt: skip
-    if stage is None:
-        from fuzz.shrink import hands_off
-
-        stage = Stage(hand_off=hands_off(b, profile))
-    hunter.stage = stage
-    n = profile.max_examples if max_examples is None else max_examples
-    seed = _settle_seed(target, b, profile, seed, n, database)
-    hunter.narrow(run_narrowing(target, profile, seed) if narrowing is None else narrowing)
-    if stage.start:
-        # A shrink stage: its examples come from an in-memory database holding ``start``.
-        # (Hypothesis's secondary corpus: an example replayed exactly from the primary one is
-        # taken as shrunk already, and not shrunk again.)
-        database = InMemoryExampleDatabase()
-        for choices in stage.start:
-            database.save(database_key(target.name, b.name) + b".secondary",
-                          choices_to_bytes(choices))  # fmt: skip
-    elif database is None:
-        # Nothing persists; failures are kept in memory, for re-shrinking a flaky one (below).
-        database = InMemoryExampleDatabase()
-    phases = stage.phases
-    if phases is None and not reuse:
-        phases = tuple(p for p in profile.settings.phases if p is not Phase.reuse)
-    db: ExampleDatabase | None = (
-        profile.settings.database if isinstance(database, str) else database
-    )
-    shrink_seconds = stage.shrink_seconds or profile.shrink_seconds
-    test = hunter.build(max_examples=n, database=db, seed=seed, phases=phases)
-    for attempt in range(1 + FLAKY_RESHRINKS):
-        flaky = hunter.run_test(test, shrink_seconds)
-        if (
-            not flaky
-            or not hunter.first  # no failure seen: nothing to shrink on (a time-limited verdict)
-            or attempt == FLAKY_RESHRINKS
-            or result.stopped in ("hard-limit", "context-lost", "goal")
-            or result.error is not None
-        ):
-            break
-        # A race (a GPU kernel whose result depends on scheduling) fails on some runs only, and
-        # Hypothesis gives up shrinking when a failing example passes on replay. The database
-        # holds the smallest failing examples so far: replay them and shrink on from there.
-        result.reshrinks = attempt + 1
-        hunter.race_repeats = reproducer.RACE_REPEATS
-        hunter.stage = dataclasses.replace(stage, start=(), phases=SHRINK_PHASES, hand_off=False)
-        test = hunter.build(max_examples=n, database=db, seed=seed, phases=SHRINK_PHASES)
-    found = hunter.found()
-    if hunter.handed_off:
-        from fuzz.shrink import shrink_compiled
-
-        for cls in hunter.handed_off:
-            found[cls] = shrink_compiled(target, b, profile, found[cls], hunter=hunter)
-            if db is not None and found[cls].choices:
-                db.save(database_key(target.name, b.name), choices_to_bytes(found[cls].choices))
-            if hooks.on_found is not None and found[cls].final:
-                hooks.on_found(result, found[cls])
-    result.seconds = time.perf_counter() - hunter.t0
-    if not result.stopped:
-        result.stopped = "examples"
-    result.found.update(found)
+    hunter = _Hunter(target, b, options, result=result, hooks=hooks or Hooks(),
+                     known=frozenset(known), time_limit=time_limit, hard_limit=hard_limit,
+                     min_examples=min_examples, on_example=on_example,
+                     stage=stage or Stage(hand_off=hands_off(b, options)))  # fmt: skip
+    n = options.max_examples if max_examples is None else max_examples
+    seed = _settle_seed(target, b, options, seed, n, database)
+    hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
+    db = _example_database(target, b, options, database, hunter.stage)
+    hunter.search(max_examples=n, database=db, seed=seed,
+                  phases=_phases(options, hunter.stage, reuse))  # fmt: skip
+    hunter.conclude(db)
     if repro_dir is not None:
         for f in result.found.values():
-            f.reproducer = write_reproducer(repro_dir, target, b.name, f, profile)
+            f.reproducer = write_reproducer(repro_dir, target, b.name, f, options)
     return result
 
 
+def _example_database(
+    target: Target, b: Backend, options: HuntOptions, database: Any, stage: Stage
+) -> ExampleDatabase | None:
+    """The example database of a hunt (see :func:`hunt`): a shrink stage's examples come from an
+    in-memory database holding its ``start`` (Hypothesis's secondary corpus: an example replayed
+    exactly from the primary one is taken as shrunk already, and not shrunk again); without a
+    database, failures are kept in memory, for re-shrinking a flaky one."""
+    if stage.start:
+        db = InMemoryExampleDatabase()
+        for choices in stage.start:
+            db.save(database_key(target.name, b.name) + b".secondary", choices_to_bytes(choices))
+        return db
+    if database is None:
+        return InMemoryExampleDatabase()
+    return options.settings.database if isinstance(database, str) else database
+
+
+def _phases(options: HuntOptions, stage: Stage, reuse: bool) -> tuple[Phase, ...] | None:
+    """The Hypothesis phases of a hunt: the stage's; else the profile's, without replaying the
+    database unless ``reuse`` (None: the profile's own)."""
+    if stage.phases is None and not reuse:
+        return tuple(p for p in options.settings.phases if p is not Phase.reuse)
+    return stage.phases
+
+
 def write_reproducer(
-    repro_dir: str | Path, target: Target, backend: str, found: Found, profile: Profile, **kw: Any
+    repro_dir: str | Path, target: Target, backend: str, found: Found, options: HuntOptions
 ) -> Path:
     """Writes the reproducer script of ``found`` (atomically) and returns its path."""
-    return reproducer.write(
-        repro_dir,
-        target=target,
-        backend=backend,
-        case=found.case,
-        params=found.params,
-        finding=found.finding,
-        ref_device=profile.ref_device,
-        differential=profile.differential,
-        differential_max_cost=profile.differential_max_cost,
-        **kw,
-    )
+    return reproducer.write(repro_dir, target=target, backend=backend, case=found.case,
+                            params=found.params, finding=found.finding,
+                            **options.check_kwargs())  # fmt: skip
 
 
 def check(

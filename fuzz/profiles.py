@@ -12,7 +12,9 @@ both the settings and the harness's side (backends, shape scale, differential, r
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -146,8 +148,6 @@ def with_scale(profile: Profile, scale: str | None) -> Profile:
         return profile
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r} must be one of {SCALES}")
-    import dataclasses
-
     return dataclasses.replace(profile, scale=scale)
 
 
@@ -167,3 +167,58 @@ def gpu_missing_message(profile: Profile) -> str | None:
         f"the {profile.name!r} profile runs the compiled backends {', '.join(profile.backends)} "
         f"and needs a CUDA GPU, but {reason}. Use --hypothesis-profile=ci (CPU interpreters) here."
     )
+
+
+@dataclass(frozen=True)
+class HuntOptions:
+    """What a hunt runs under: the harness side of a :class:`Profile`, with a front end's
+    overrides, built once (:meth:`of`) and handed as it is through every layer (a campaign, its
+    workers, the engine, the shrink stages, the reproducers). The fields are the profile's (see
+    :class:`Profile`); ``name`` names its Hypothesis settings.
+    """
+
+    name: str
+    scale: str
+    ref_device: str
+    differential: bool
+    differential_max_cost: float
+    differential_every: int
+    max_examples: int
+    shrink_seconds: float
+    interpreter_shrink: bool
+    interpreter_max_cost: float
+    variant_choices: int | None
+    compile_share: float | None
+
+    @classmethod
+    def of(
+        cls,
+        profile: Profile | HuntOptions,
+        *,
+        scale: str | None = None,
+        shrink_seconds: float | None = None,
+        differential: bool | None = None,
+    ) -> HuntOptions:
+        """The options of ``profile`` (a :class:`Profile`, or options to override), with each
+        override given (None: the profile's): ``scale`` (as :func:`with_scale`), the seconds
+        Hypothesis may shrink one failure, and whether cases also run on the backend's twin."""
+        fields = {f.name: getattr(profile, f.name) for f in dataclasses.fields(cls)}
+        if scale is not None and scale not in SCALES:
+            raise ValueError(f"scale={scale!r} must be one of {SCALES}")
+        changes = {"scale": scale, "shrink_seconds": shrink_seconds, "differential": differential}
+        fields.update({k: v for k, v in changes.items() if v is not None})
+        return cls(**fields)
+
+    @property
+    def settings(self) -> settings:
+        return settings.get_profile(self.name)
+
+    def check_kwargs(self) -> dict[str, Any]:
+        """What these options say to ``fuzz.properties.check_case`` about checking one case (and
+        a reproducer records, to replay it the same way): where the references run, and whether
+        and up to which interpreter cost the case also runs on the backend's twin."""
+        return {
+            "ref_device": self.ref_device,
+            "differential": self.differential,
+            "differential_max_cost": self.differential_max_cost,
+        }

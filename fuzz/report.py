@@ -25,59 +25,21 @@ import json
 import math
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from fuzz import plots
-
-if TYPE_CHECKING:
-    from fuzz.campaign import Campaign
+from fuzz.backends import device_name
+from fuzz.files import atomic_write_text
+from fuzz.origin import describe
+from fuzz.reproducer import versions
 
 REPORT_VERSION = 2
 REPORT_FILES = ("report.json", "report.md", "report.xml", "index.html")
-
-
-def _umask() -> int:
-    """The process's umask, read without changing it where the system says it."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def new_file_mode(*, executable: bool = False) -> int:
-    """The mode ``open()`` would give a new file here (0644 or 0755 under the usual umask 022):
-    the temporary file of an atomic write is created 0600 whatever the umask."""
-    return (0o777 if executable else 0o666) & ~_umask()
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str, *, executable: bool = False) -> None:
-    """Writes ``text`` to ``path`` so that a reader sees the old or the new file, never half; the
-    file gets the mode the umask gives a new file (``executable``: a script's)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-            os.fchmod(f.fileno(), new_file_mode(executable=executable))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def json_safe(value: Any) -> Any:
@@ -160,36 +122,37 @@ def archive_previous(out: Path) -> Path | None:
 # Building ------------------------------------------------------------------------------------------
 
 
-def _pair_row(p: Any) -> dict[str, Any]:
-    t = p.target
-    secs = p.seconds
-    ex = p.total_examples
-    return {
-        "target": t.name,
-        "backend": p.backend,
-        "family": t.family,
-        "mutant": t.is_mutant,
-        "mutant_of": t.mutant_of,
-        "expected_class": t.expected_class,
-        "status": p.status,
-        "examples": ex,
-        "seconds": round(secs, 3),
-        "examples_per_second": round(ex / secs, 2) if secs > 0 else 0.0,
-        "slices": p.slices,
-        "worker_deaths": p.deaths,
-        "resource_exhaustions": p.exhaustions,
-        "retired": p.retired or None,
-        "launches": int(p.stats["launches"]),
-        "launch_seconds": round(p.stats["launch_seconds"], 3),
-        "compile_seconds": round(p.stats["compile_seconds"], 3),
-        "compile_share": round(p.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
-        "twin_launches": int(p.stats["twin_launches"]),
-        "error": p.error,
-        "events": dict(p.events),
-        "known_hits": dict(p.known_hits),
-        "coverage_features": len(p.features),
-        "findings": sorted(p.found.values(), key=lambda f: f["class"]),
-    }
+@dataclass
+class CampaignRecord:
+    """What a campaign report is made of: plain data, handed over by the campaign
+    (``fuzz.campaign.Campaign.record``) whenever the report is written.
+
+    Attributes:
+        rows: one record per (target, backend) pair, sorted (the report's ``results``).
+        previous: the previous campaign's report, as far as triage reads it (None: none).
+        triage_results: reproducer path of a previous finding -> its replay's verdict.
+        interrupted: the stop that ended the campaign early (None: it ran to its budget).
+        errors: the harness itself failed (not one target: the campaign).
+        workers: per worker slot: ``slot``, ``device``, ``restarts``, ``recycles``.
+    """
+
+    started_wall: float
+    budget: float
+    profile: str
+    argv: list[str]
+    seed: int
+    example_timeout: float
+    db: str | None
+    db_shared: list[str]
+    db_problems: list[str]
+    workers: list[dict[str, Any]]
+    worker_restarts: int
+    rows: list[dict[str, Any]]
+    previous: dict[str, Any] | None
+    triage_results: dict[str, dict[str, Any]]
+    interrupted: str | None
+    errors: list[str]
+    notes: list[str]
 
 
 def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -206,15 +169,56 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
-    """The report dict of campaign ``c`` as it stands."""
-    from fuzz.backends import device_name
-    from fuzz.reproducer import versions
+def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]:
+    """The report dict of a campaign as it stands (``c``); ``final``: it has ended."""
+    rows = c.rows
+    findings, fixed, unconfirmed = _triage(rows, c.previous, c.triage_results)
+    now = time.time()
+    return {
+        "version": REPORT_VERSION,
+        "complete": final and c.interrupted is None and not c.errors,
+        "interrupted": c.interrupted,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(c.started_wall)),
+        "seconds": round(now - c.started_wall, 3),
+        "budget": c.budget,
+        "profile": c.profile,
+        "argv": list(c.argv),
+        "seed": c.seed,
+        "versions": versions(),
+        "device": device_name(),
+        "workers": c.workers,
+        "worker_restarts": c.worker_restarts,
+        "example_timeout": c.example_timeout,
+        "database": {
+            "local": c.db,
+            "shared": list(c.db_shared),
+            "problems": sorted(set(c.db_problems))[:200],
+        },
+        "summary": _summary(rows, findings, fixed, c.errors),
+        "triage": {
+            "previous": (c.previous or {}).get("started"),
+            "fixed": fixed,
+            "not_rechecked": unconfirmed,
+        },
+        "errors": list(c.errors),
+        "notes": c.notes,
+        "results": rows,
+        "findings": findings,
+    }
 
-    rows = [_pair_row(p) for p in sorted(c.pairs, key=lambda p: (p.target.name, p.backend))]
+
+def _triage(
+    rows: list[dict[str, Any]],
+    previous: dict[str, Any] | None,
+    verdicts: dict[str, dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(findings, fixed, not re-checked): this campaign's findings deduplicated and marked
+    ``new`` or ``still failing`` against the ``previous`` report, with the previous findings not
+    seen again that their replay (``verdicts``) says still fail; those it says pass (fixed); and
+    those without a verdict."""
     current = _dedupe(f for r in rows for f in r["findings"])
     prev_findings = {
-        f.get("signature"): f for f in (c.previous or {}).get("findings", []) if f.get("signature")
+        f.get("signature"): f for f in (previous or {}).get("findings", []) if f.get("signature")
     }
     fixed, unconfirmed = [], []
     for sig, f in current.items():
@@ -222,7 +226,7 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
     for sig, f in prev_findings.items():
         if sig in current:
             continue
-        verdict = c.triage_results.get(f.get("reproducer", ""))
+        verdict = verdicts.get(f.get("reproducer", ""))
         slim = {
             k: f.get(k)
             for k in ("signature", "target", "class", "message", "reproducer", "backends")
@@ -233,8 +237,16 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
             fixed.append(slim)
         else:
             current[sig] = {**f, "triage": "still failing", "replayed": verdict.get("verdict")}
-    findings = sorted(
-        current.values(),
+    return _ordered(current.values(), rows), fixed, unconfirmed
+
+
+def _ordered(
+    findings: Iterable[dict[str, Any]], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``findings`` in the report's order (real targets first, new first), each marked with its
+    target's mutant fields (from its row; a previous finding's own where no row has its target)."""
+    ordered = sorted(
+        findings,
         key=lambda f: (
             f.get("mutant_of") is not None,
             f["triage"] != "new",
@@ -242,63 +254,39 @@ def campaign_report(c: Campaign, *, final: bool = False) -> dict[str, Any]:
             f["class"],
         ),
     )
-    for f in findings:
-        t = next((p.target for p in c.pairs if p.target.name == f["target"]), None)
-        f["mutant"] = bool(t and t.is_mutant)
-        f["mutant_of"] = t.mutant_of if t else f.get("mutant_of")
-        f["expected_class"] = t.expected_class if t else f.get("expected_class")
+    for f in ordered:
+        r = next((r for r in rows if r["target"] == f["target"]), None)
+        f["mutant"] = bool(r and r["mutant"])
+        f["mutant_of"] = r["mutant_of"] if r else f.get("mutant_of")
+        f["expected_class"] = r["expected_class"] if r else f.get("expected_class")
+    return ordered
+
+
+def _summary(
+    rows: list[dict[str, Any]],
+    findings: list[dict[str, Any]],
+    fixed: list[dict[str, Any]],
+    errors: list[str],
+) -> dict[str, Any]:
+    """The report's ``summary``: counts, failing real targets, mutants found, harness errors."""
     real = [r for r in rows if not r["mutant"]]
     mutants = [r for r in rows if r["mutant"]]
     real_failed = sorted({r["target"] for r in real if r["status"] == "fail"}
                          | {f["target"] for f in findings if not f["mutant"]})  # fmt: skip
-    now = time.time()
     return {
-        "version": REPORT_VERSION,
-        "complete": final and c.stop_reason is None and not c.errors,
-        "interrupted": c.stop_reason,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(c.started_wall)),
-        "seconds": round(now - c.started_wall, 3),
-        "budget": c.config.budget,
-        "profile": c.config.profile.name,
-        "argv": list(c.config.argv),
-        "seed": c.config.seed,
-        "versions": versions(),
-        "device": device_name(),
-        "workers": [
-            {"slot": w.slot, "device": w.device, "restarts": w.restarts, "recycles": w.recycles}
-            for w in c.workers
+        "runs": len(rows),
+        "examples": sum(r["examples"] for r in rows),
+        "findings": len(findings),
+        "new": sum(f["triage"] == "new" for f in findings),
+        "still_failing": sum(f["triage"] == "still failing" for f in findings),
+        "fixed": len(fixed),
+        "real_failed": real_failed,
+        "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
+        "mutants_total": len(mutants),
+        "harness_errors": [
+            *errors,
+            *(f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]),
         ],
-        "worker_restarts": c.restarts,
-        "example_timeout": c.config.example_timeout,
-        "database": {
-            "local": c.config.db,
-            "shared": list(c.config.db_shared),
-            "problems": sorted(set(c.db_problems))[:200],
-        },
-        "summary": {
-            "runs": len(rows),
-            "examples": sum(r["examples"] for r in rows),
-            "findings": len(findings),
-            "new": sum(f["triage"] == "new" for f in findings),
-            "still_failing": sum(f["triage"] == "still failing" for f in findings),
-            "fixed": len(fixed),
-            "real_failed": real_failed,
-            "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
-            "mutants_total": len(mutants),
-            "harness_errors": [
-                *c.errors,
-                *(f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]),
-            ],
-        },
-        "triage": {
-            "previous": (c.previous or {}).get("started"),
-            "fixed": fixed,
-            "not_rechecked": unconfirmed,
-        },
-        "errors": list(c.errors),
-        "notes": c.notes,
-        "results": rows,
-        "findings": findings,
     }
 
 
@@ -321,12 +309,37 @@ def _rel(path: str | None, out: Path) -> str:
 
 
 def _origin_text(f: dict[str, Any]) -> list[str]:
-    from fuzz.origin import describe
-
     return describe(f.get("details", {}).get("origin"))
 
 
 def markdown(data: dict[str, Any], out: Path) -> str:
+    """``report.md``: the summary, the new and still failing findings, what was fixed or not
+    re-checked, every (target, backend) pair, warnings."""
+    lines = _markdown_summary(data)
+    for title, pick in (("New", "new"), ("Still failing", "still failing")):
+        group = [f for f in data["findings"] if f["triage"] == pick]
+        if not group:
+            continue
+        lines += [f"## {title}", ""]
+        for f in group:
+            lines += _markdown_finding(f, out)
+    lines += _markdown_triage(data["triage"])
+    lines += ["## Targets", "", "| target | backend | status | examples | ex/s | seconds | classes |",
+              "| --- | --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for r in data["results"]:
+        classes = ", ".join(f["class"] for f in r["findings"]) or "-"
+        lines.append(f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
+                     f"| {r['examples']} | {r['examples_per_second']:.1f} | {r['seconds']:.1f} | {classes} |")  # fmt: skip
+    lines.append("")
+    problems = data["database"]["problems"]
+    if problems or data["notes"]:
+        lines += ["## Warnings", ""] + [f"- {p}" for p in [*data["notes"], *problems]] + [""]
+    v = data["versions"]
+    lines.append("Versions: " + ", ".join(f"{k} {x}" for k, x in v.items()) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_summary(data: dict[str, Any]) -> list[str]:
     s = data["summary"]
     state = (
         "complete" if data["complete"] else f"INCOMPLETE ({data.get('interrupted') or 'running'})"
@@ -354,60 +367,48 @@ def markdown(data: dict[str, Any], out: Path) -> str:
             f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",
             "",
         ]
-    for title, pick in (("New", "new"), ("Still failing", "still failing")):
-        group = [f for f in data["findings"] if f["triage"] == pick]
-        if not group:
-            continue
-        lines += [f"## {title}", ""]
-        for f in group:
-            mark = ""
-            if f.get("mutant"):
-                mark = (
-                    " (mutant, expected)" if f["class"] == f.get("expected_class") else " (mutant)"
-                )
-            lines.append(f"### `{f['class']}` in {f['target']}{mark} on {', '.join(f['backends'])}")
-            lines.append("")
-            lines.append(f"- {f['message']}")
-            if f.get("case"):
-                lines.append(
-                    f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
-                )
-            for h in f.get("hazards", []):
-                lines.append(f"- hazard: {h}")
-            for o in _origin_text(f):
-                lines.append(f"- {o.strip()}")
-            if f.get("replayed"):
-                lines.append(f"- replayed at the start: {f['replayed']}")
-            for r in f.get("reproducers", [f.get("reproducer")]):
-                if r:
-                    lines.append(f"- reproducer: `python {_rel(r, out)}`")
-            lines.append(f"- signature `{f.get('signature')}`")
-            lines.append("")
-    if data["triage"]["fixed"]:
+    return lines
+
+
+def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
+    mark = ""
+    if f.get("mutant"):
+        mark = " (mutant, expected)" if f["class"] == f.get("expected_class") else " (mutant)"
+    lines = [f"### `{f['class']}` in {f['target']}{mark} on {', '.join(f['backends'])}", ""]
+    lines.append(f"- {f['message']}")
+    if f.get("case"):
+        lines.append(
+            f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
+        )
+    for h in f.get("hazards", []):
+        lines.append(f"- hazard: {h}")
+    for o in _origin_text(f):
+        lines.append(f"- {o.strip()}")
+    if f.get("replayed"):
+        lines.append(f"- replayed at the start: {f['replayed']}")
+    for r in f.get("reproducers", [f.get("reproducer")]):
+        if r:
+            lines.append(f"- reproducer: `python {_rel(r, out)}`")
+    lines.append(f"- signature `{f.get('signature')}`")
+    lines.append("")
+    return lines
+
+
+def _markdown_triage(triage: dict[str, Any]) -> list[str]:
+    lines = []
+    if triage["fixed"]:
         lines += ["## Fixed", ""]
-        for f in data["triage"]["fixed"]:
+        for f in triage["fixed"]:
             lines.append(
                 f"- `{f['class']}` in {f['target']} (signature `{f['signature']}`): its reproducer passes now"
             )
         lines.append("")
-    if data["triage"]["not_rechecked"]:
+    if triage["not_rechecked"]:
         lines += ["## Not re-checked", ""]
-        for f in data["triage"]["not_rechecked"]:
+        for f in triage["not_rechecked"]:
             lines.append(f"- `{f['class']}` in {f['target']}: {f['why']}")
         lines.append("")
-    lines += ["## Targets", "", "| target | backend | status | examples | ex/s | seconds | classes |",
-              "| --- | --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
-    for r in data["results"]:
-        classes = ", ".join(f["class"] for f in r["findings"]) or "-"
-        lines.append(f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
-                     f"| {r['examples']} | {r['examples_per_second']:.1f} | {r['seconds']:.1f} | {classes} |")  # fmt: skip
-    lines.append("")
-    problems = data["database"]["problems"]
-    if problems or data["notes"]:
-        lines += ["## Warnings", ""] + [f"- {p}" for p in [*data["notes"], *problems]] + [""]
-    v = data["versions"]
-    lines.append("Versions: " + ", ".join(f"{k} {x}" for k, x in v.items()) + ".")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 # JUnit ---------------------------------------------------------------------------------------------------
@@ -546,6 +547,40 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
 
 
 def html_report(data: dict[str, Any], out: Path) -> str:
+    """``index.html``: the summary, each new and still failing finding with its error maps,
+    what was fixed, throughput, every (target, backend) pair, warnings; self-contained."""
+    body = _html_summary(data)
+    for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
+        group = [f for f in data["findings"] if f["triage"] == pick]
+        if group:
+            body.append(f"<h2>{title}</h2>")
+            body.extend(_finding_html(f, out) for f in group)
+    if data["triage"]["fixed"]:
+        body.append("<h2>Fixed</h2><ul>")
+        body.extend(
+            f"<li><code>{_e(f['class'])}</code> in {_e(f['target'])}</li>"
+            for f in data["triage"]["fixed"]
+        )
+        body.append("</ul>")
+    body += _html_targets(data["results"])
+    warnings = [*data["notes"], *data["database"]["problems"]]
+    if warnings:
+        body.append(
+            "<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>"
+        )
+    body.append(
+        "<p><small>"
+        + _e(", ".join(f"{k} {v}" for k, v in data["versions"].items()))
+        + "</small></p>"
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f"<title>kernel-fuzz campaign {_e(data['started'])}</title><style>{_CSS}</style></head>"
+        "<body>\n" + "\n".join(body) + _SELFCHECK + "</body></html>\n"
+    )
+
+
+def _html_summary(data: dict[str, Any]) -> list[str]:
     s = data["summary"]
     state = (
         "complete"
@@ -576,31 +611,20 @@ def html_report(data: dict[str, Any], out: Path) -> str:
             + "".join(f"<li>{_e(e)}</li>" for e in s["harness_errors"])
             + "</ul>"
         )
-    for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
-        group = [f for f in data["findings"] if f["triage"] == pick]
-        if group:
-            body.append(f"<h2>{title}</h2>")
-            body.extend(_finding_html(f, out) for f in group)
-    if data["triage"]["fixed"]:
-        body.append("<h2>Fixed</h2><ul>")
-        body.extend(
-            f"<li><code>{_e(f['class'])}</code> in {_e(f['target'])}</li>"
-            for f in data["triage"]["fixed"]
-        )
-        body.append("</ul>")
-    body.append("<h2>Throughput</h2>")
+    return body
+
+
+def _html_targets(results: list[dict[str, Any]]) -> list[str]:
+    body = ["<h2>Throughput</h2>"]
     body.append(
         plots.bars_svg(
-            [
-                (f"{r['target']} [{r['backend']}]", r["examples_per_second"])
-                for r in data["results"]
-            ],
+            [(f"{r['target']} [{r['backend']}]", r["examples_per_second"]) for r in results],
             unit=" ex/s",
         )
     )
     body.append("<h2>Targets</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
                 "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th></tr>")  # fmt: skip
-    for r in data["results"]:
+    for r in results:
         body.append(
             f"<tr><td>{_e(r['target'])}</td><td>{_e(r['backend'])}</td><td>{_e(r['status'])}"
             f"{' (' + _e(r['retired']) + ')' if r['retired'] else ''}</td><td>{r['examples']}</td>"
@@ -608,21 +632,7 @@ def html_report(data: dict[str, Any], out: Path) -> str:
             f"<td>{_e(', '.join(f['class'] for f in r['findings']) or '-')}</td></tr>"
         )
     body.append("</table>")
-    warnings = [*data["notes"], *data["database"]["problems"]]
-    if warnings:
-        body.append(
-            "<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>"
-        )
-    body.append(
-        "<p><small>"
-        + _e(", ".join(f"{k} {v}" for k, v in data["versions"].items()))
-        + "</small></p>"
-    )
-    return (
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-        f"<title>kernel-fuzz campaign {_e(data['started'])}</title><style>{_CSS}</style></head>"
-        "<body>\n" + "\n".join(body) + _SELFCHECK + "</body></html>\n"
-    )
+    return body
 
 
 def _tolerance_range(m: dict[str, Any]) -> str:

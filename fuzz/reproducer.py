@@ -26,6 +26,7 @@ import numpy as np
 
 from fuzz.arrays import dtype_name, np_dtype
 from fuzz.case import Case
+from fuzz.files import atomic_write_text
 
 if TYPE_CHECKING:
     from fuzz.failures import Finding
@@ -142,12 +143,38 @@ def write(
     context, a hang): the script then replays in a child process (``timeout`` seconds at most)
     and reports how the child ended, so that replaying never takes the replayer down.
     """
+    data, dtypes = encode_arrays(dict(case.inputs))
+    meta = _meta(target=target, backend=backend, case=case, params=params, finding=finding,
+                 dtypes=dtypes, ref_device=ref_device, differential=differential,
+                 differential_max_cost=differential_max_cost, isolate=isolate,
+                 timeout=timeout)  # fmt: skip
+    name = f"{target.name}__{backend}__{finding.cls}__{meta['signature']}.py"
+    path = Path(directory) / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    text = _script(meta, target, case, finding, data, isolate=isolate, filename=path.name)
+    atomic_write_text(path, text, executable=True)
+    return path
+
+
+def _meta(
+    *,
+    target: Target,
+    backend: str,
+    case: Case,
+    params: dict[str, Any],
+    finding: Finding,
+    dtypes: dict[str, str],
+    ref_device: str,
+    differential: bool,
+    differential_max_cost: float,
+    isolate: bool,
+    timeout: float | None,
+) -> dict[str, Any]:
+    """The reproducer's ``REPRO``: what a replay reads (see :func:`load`), and what the finding
+    was, where and with what."""
     from fuzz.backends import device_name
     from fuzz.target import target_plugin
 
-    data, dtypes = encode_arrays(dict(case.inputs))
-    sig = signature(target.name, finding)
-    meta = {
+    return {
         "format": FORMAT,
         "target": target.name,
         "plugin": target_plugin(target),
@@ -160,7 +187,7 @@ def write(
         "where": finding.where,
         "error": finding.error,
         "tolerance": finding.tolerance,
-        "signature": sig,
+        "signature": signature(target.name, finding),
         "params": case.params_json(),
         "recipe": json.loads(json.dumps(dict(case.recipe), default=str)),
         "property_params": json.dumps(params),
@@ -178,11 +205,22 @@ def write(
         "device": device_name(),
         "found": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    name = f"{target.name}__{backend}__{finding.cls}__{sig}.py"
-    path = Path(directory) / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    text = _TEMPLATE.format(
+
+
+def _script(
+    meta: dict[str, Any],
+    target: Target,
+    case: Case,
+    finding: Finding,
+    data: str,
+    *,
+    isolate: bool,
+    filename: str,
+) -> str:
+    """The reproducer script: its docstring for the reader, ``REPRO`` (``meta``), ``DATA``."""
+    return _TEMPLATE.format(
         target=target.name,
-        backend=backend,
+        backend=meta["backend"],
         cls=finding.cls,
         message=textwrap.fill(finding.message, 96),
         mutant=f" (mutant of {target.mutant_of}, expected class {target.expected_class})"
@@ -202,14 +240,10 @@ def write(
         found=meta["found"],
         device=meta["device"],
         versions=", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
-        filename=path.name,
+        filename=filename,
         meta=_literal_safe(meta),
         data="\n".join(textwrap.wrap(data, 100)),
     )
-    from fuzz.report import atomic_write_text
-
-    atomic_write_text(path, text, executable=True)
-    return path
 
 
 def _origin_lines(origin: dict[str, Any] | None) -> list[str]:
@@ -282,11 +316,27 @@ RACE_ATTEMPTS = 8
 RACE_REPEATS = 8
 
 
+# Exception texts after which a CUDA context is unusable (sticky errors).
+STICKY_CUDA_ERRORS = (
+    "illegal memory access",
+    "illegal address",
+    "unspecified launch failure",
+    "misaligned address",
+    "an illegal instruction",
+    "CUDA_ERROR_ILLEGAL",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "device-side assert",
+)
+
+
+def sticky_cuda_error(text: str) -> bool:
+    """Whether ``text`` (an exception's, a replay's output) names a sticky CUDA error."""
+    return any(s.lower() in text.lower() for s in STICKY_CUDA_ERRORS)
+
+
 def kills_context(finding: Finding) -> bool:
     """A crash whose exception is a sticky CUDA error (an illegal address...): the process that
     saw it can launch nothing more, so its reproducer replays in a child process."""
-    from fuzz.worker import sticky_cuda_error
-
     text = f"{finding.message} {finding.details.get('text', '')}"
     return finding.cls == "crash" and sticky_cuda_error(text)
 
@@ -498,24 +548,9 @@ def report_replay(
     ``isolate``, replays in a child process when ``path`` is known, unless ``in_process``; what
     makes it impossible to replay here is found in this process first, without a child.
     """
-    backend_name = backend or meta["backend"]
-    head = f"{meta['target']} on {backend_name}"
+    head = f"{meta['target']} on {backend or meta['backend']}"
     if (meta.get("isolate") or isolate) and path is not None and not in_process:
-        try:
-            _prepare(meta, data, backend)
-        except Exception as e:
-            print(f"{head}: cannot replay: {type(e).__name__}: {e}")
-            return 2
-        timeout = meta.get("timeout")
-        code, verdict = replay_isolated(
-            path, backend=backend, timeout=None if timeout is None else float(timeout)
-        )
-        if verdict.startswith(head):
-            verdict = verdict[len(head) :].lstrip(": ")
-        print(f"{head}: {verdict}")
-        if code == 1 and not quiet:
-            print(f"  recorded: {meta['message']}")
-        return code
+        return _report_isolated(meta, data, head, backend=backend, quiet=quiet, path=path)
     try:
         outcome = replay(meta, data, backend=backend)
     except Exception as e:
@@ -533,22 +568,56 @@ def report_replay(
     same = "same class as recorded" if f.cls == meta["class"] else f"recorded {meta['class']}"
     print(f"{head}: FAIL {f.cls} ({same})")
     if not quiet:
-        print(f"  property: {f.prop}")
-        print(f"  {f.message}")
-        if f.error is not None and f.tolerance is not None:
-            print(f"  error {f.error:.6g} vs tolerance {f.tolerance:.6g}")
-        for h in f.hazards:
-            print(f"  hazard: {h}")
-        if f.cls in ("nan", "inf"):
-            from fuzz import origin
-            from fuzz.target import get
-
-            try:
-                o = origin.trace_finding(
-                    get(meta["target"]), backend_name, outcome.context.case, outcome.params
-                )
-            except Exception as e:
-                o = {"error": f"{type(e).__name__}: {e}"}
-            for line in origin.describe(o):
-                print(f"  {line}")
+        _print_failure(meta, outcome, backend or meta["backend"])
     return 1
+
+
+def _report_isolated(
+    meta: dict[str, Any],
+    data: str,
+    head: str,
+    *,
+    backend: str | None,
+    quiet: bool,
+    path: str | os.PathLike[str],
+) -> int:
+    """:func:`report_replay` in a child process (:func:`replay_isolated`), after checking here
+    that the file can replay at all."""
+    try:
+        _prepare(meta, data, backend)
+    except Exception as e:
+        print(f"{head}: cannot replay: {type(e).__name__}: {e}")
+        return 2
+    timeout = meta.get("timeout")
+    code, verdict = replay_isolated(
+        path, backend=backend, timeout=None if timeout is None else float(timeout)
+    )
+    if verdict.startswith(head):
+        verdict = verdict[len(head) :].lstrip(": ")
+    print(f"{head}: {verdict}")
+    if code == 1 and not quiet:
+        print(f"  recorded: {meta['message']}")
+    return code
+
+
+def _print_failure(meta: dict[str, Any], outcome: Any, backend: str) -> None:
+    """The details of a failing replay: property, message, error, hazards, and for a NaN or Inf
+    where it was born."""
+    f = outcome.finding
+    print(f"  property: {f.prop}")
+    print(f"  {f.message}")
+    if f.error is not None and f.tolerance is not None:
+        print(f"  error {f.error:.6g} vs tolerance {f.tolerance:.6g}")
+    for h in f.hazards:
+        print(f"  hazard: {h}")
+    if f.cls in ("nan", "inf"):
+        from fuzz import origin
+        from fuzz.target import get
+
+        try:
+            o = origin.trace_finding(get(meta["target"]), backend, outcome.context.case,
+                                     outcome.params)  # fmt: skip
+        except Exception as e:
+            o = {"error": f"{type(e).__name__}: {e}"}
+        for line in origin.describe(o):
+            print(f"  {line}")

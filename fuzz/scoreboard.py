@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fuzz.backends import get_backend
 from fuzz.case import Case
 from fuzz.engine import hunt
-from fuzz.profiles import Profile
+from fuzz.files import atomic_write_text
+from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import check_case, properties_of
+from fuzz.report import write_json
 from fuzz.target import Target
 
 RANDN_TRIALS = 5
@@ -51,13 +52,14 @@ def run_baseline(
     target: Target,
     backend: str,
     cases: Sequence[Case],
-    profile: Profile,
+    profile: Profile | HuntOptions,
     time_limit: float | None = None,
 ) -> dict[str, Any]:
     """Checks every case with every property; the first failure decides. With ``time_limit``,
     no case starts after that many seconds (on a GPU each case of a grid may be a compile of a
     new kernel variant); ``run`` says how many of the ``cases`` ran."""
     b = get_backend(backend)
+    checks = HuntOptions.of(profile).check_kwargs()
     params = _simplest_params(target)
     t0 = time.perf_counter()
     first = None
@@ -67,9 +69,7 @@ def run_baseline(
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             break
         run += 1
-        outcome = check_case(target, b, case, params=params, ref_device=profile.ref_device,
-                             differential=profile.differential,
-                             differential_max_cost=profile.differential_max_cost)  # fmt: skip
+        outcome = check_case(target, b, case, params=params, **checks)
         if outcome.finding is not None:
             classes.add(outcome.finding.cls)
             if first is None:
@@ -120,8 +120,9 @@ def run_scoreboard(
             on_row(board(True))
         log(row_line(row))
 
+    options = HuntOptions.of(profile, shrink_seconds=shrink_limit)
     try:
-        _run_rows(row_done, mutants, backends, profile, budget=budget, shrink_limit=shrink_limit,
+        _run_rows(row_done, mutants, backends, options, budget=budget,
                   baseline_limit=baseline_limit, seed=seed, log=log, repro_dir=repro_dir)  # fmt: skip
     except KeyboardInterrupt:  # SIGINT, or SIGTERM through the CLI: keep the rows so far
         log(f"interrupted: {len(rows)} row(s) complete")
@@ -149,16 +150,14 @@ def _run_rows(
     row_done: Callable[[dict[str, Any]], None],
     mutants: Sequence[Target],
     backends: Sequence[str],
-    profile: Profile,
+    options: HuntOptions,
     *,
     budget: float,
-    shrink_limit: float | None,
     baseline_limit: float | None,
     seed: int,
     log: Callable[[str], None],
     repro_dir: Path | None = None,
 ) -> None:
-    bounded = profile if shrink_limit is None else replace(profile, shrink_seconds=shrink_limit)
     for m in mutants:
         for name in backends:
             b = get_backend(name)
@@ -169,7 +168,7 @@ def _run_rows(
                 log(f"skipping {m.name} on {name}: {reason}")
                 continue
             log(f"{m.name} on {name}: harness ({budget:g}s budget)...")
-            r = hunt(m, b, bounded, max_examples=10**9, seed=seed, database=None,
+            r = hunt(m, b, options, max_examples=10**9, seed=seed, database=None,
                      time_limit=budget, repro_dir=repro_dir)  # fmt: skip
             f = r.found.get(m.expected_class or "") or next(iter(r.found.values()), None)
             harness = {
@@ -180,7 +179,7 @@ def _run_rows(
                 "examples_to_first": f.first_example if f else None,
                 "seconds_to_first": round(f.first_seconds, 3) if f else None,
                 "shrink_seconds": round(f.shrink_seconds, 3) if f else None,
-                "shrink_cut": bool(f and f.shrink_seconds >= bounded.shrink_seconds),
+                "shrink_cut": bool(f and f.shrink_seconds >= options.shrink_seconds),
                 "reproducer_size": f.case.size if f else None,
                 "reproducer": str(f.reproducer) if f and f.reproducer else None,
                 "examples": r.examples,
@@ -190,12 +189,12 @@ def _run_rows(
             row: dict[str, Any] = {"mutant": m.name, "backend": name, "expected_class": m.expected_class,
                                    "harness": harness}  # fmt: skip
             if m.baseline_randn is not None:
-                cases = [m.baseline_randn(s, profile.scale) for s in range(RANDN_TRIALS)]
-                row["randn"] = run_baseline(m, name, cases, profile, baseline_limit)
+                cases = [m.baseline_randn(s, options.scale) for s in range(RANDN_TRIALS)]
+                row["randn"] = run_baseline(m, name, cases, options, baseline_limit)
             else:
                 row["randn"] = None
             row["grid"] = (
-                run_baseline(m, name, list(m.baseline_grid(profile.scale)), profile, baseline_limit)
+                run_baseline(m, name, list(m.baseline_grid(options.scale)), options, baseline_limit)
                 if m.baseline_grid is not None
                 else None
             )
@@ -305,8 +304,6 @@ def print_scoreboard(board: dict[str, Any]) -> None:
 
 
 def write_scoreboard(out: Path, board: dict[str, Any]) -> None:
-    from fuzz.report import atomic_write_text, write_json
-
     write_json(out / "scoreboard.json", board)
     md = ["| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
     md += ["| " + " | ".join(r) + " |" for r in table_rows(board)]

@@ -3,7 +3,7 @@
 On a GPU every kernel variant a shrink step tries (a dtype, a tile size, a head dim, a shape
 bucket) is a compile of seconds, and Hypothesis's shrinker tries hundreds: shrinking in place left
 GPU reproducers of millions of elements, cut at the time limit. So a compiled backend's search
-hands a new failure over unshrunk (``fuzz.engine.Stage.hand_off``), and :func:`shrink_compiled`
+hands a new failure over unshrunk (:attr:`Stage.hand_off`), and :func:`shrink_compiled`
 shrinks it in stages, each a Hypothesis run that replays the failing example and shrinks it::
 
     cut          the interpreter would take too long on the case (``Target.interpreter_cost``
@@ -19,28 +19,61 @@ shrinks it in stages, each a Hypothesis run that replays the failing example and
                  compiled variants first, then any, within what is left of the time
 
 The finding records the path taken and what each stage said (``Found.shrink_path``,
-``Found.shrink_notes``).
+``Found.shrink_notes``). Each stage is a run of :func:`fuzz.engine.hunt` with a :class:`Stage`;
+the engine hands its ``hunt`` to :func:`shrink_compiled`, which runs them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hypothesis import Phase
+
 from fuzz.backends import Backend, get_backend
+from fuzz.case import Case
 from fuzz.failures import CLASSES
+from fuzz.profiles import HuntOptions
 from fuzz.properties import check_case
+from fuzz.results import Found, HuntResult
 
 if TYPE_CHECKING:
-    from fuzz.engine import Found, HuntResult, _Hunter
-    from fuzz.profiles import Profile
     from fuzz.target import Target
 
 
-def hands_off(backend: Backend, profile: Profile) -> bool:
+@dataclass(frozen=True)
+class Stage:
+    """What one Hypothesis run of a hunt does: the search (the default), or a shrink stage that
+    replays given examples and shrinks them.
+
+    Attributes:
+        start: choice sequences (``Found.choices``) replayed first; with ``phases`` limited to
+            reuse and shrink, the run shrinks them and generates nothing.
+        phases: Hypothesis phases (None: the profile's).
+        only_compiled: examples whose launch would compile a kernel variant not compiled yet are
+            rejected before the compiler runs (``fuzz.timing.no_new_compiles``).
+        goal: the stage ends once a failing example meets ``goal(case)``, kept as it is.
+        hand_off: a new failure class ends the run unshrunk (``_HandOff``).
+        shrink_seconds: Hypothesis's cap on shrinking one failure (None: the profile's).
+    """
+
+    start: tuple[tuple[Any, ...], ...] = ()
+    phases: tuple[Phase, ...] | None = None
+    only_compiled: bool = False
+    goal: Callable[[Case], bool] | None = None
+    hand_off: bool = False
+    shrink_seconds: float | None = None
+
+
+SHRINK_PHASES = (Phase.reuse, Phase.shrink)
+
+
+def hands_off(backend: Backend, options: HuntOptions) -> bool:
     """Whether a search on ``backend`` hands its failures to :func:`shrink_compiled`."""
-    return profile.interpreter_shrink and not backend.interpret
+    return options.interpreter_shrink and not backend.interpret
 
 
 def _twin(backend: Backend) -> Backend | None:
@@ -54,29 +87,6 @@ def _twin(backend: Backend) -> Backend | None:
     return twin if twin.interpret and twin.available else None
 
 
-def _stage(
-    target: Target,
-    backend: Backend,
-    profile: Profile,
-    found: Found,
-    *,
-    seconds: float,
-    narrowing: dict[str, Any],
-    only_compiled: bool = False,
-    goal: Any = None,
-) -> tuple[Found | None, HuntResult]:
-    """Replays ``found`` on ``backend`` and shrinks it (its class only) for at most ``seconds``;
-    returns the smallest failing example of the class (None if it did not fail so) and the run."""
-    from fuzz.engine import SHRINK_PHASES, Stage, hunt
-
-    cls = found.finding.cls
-    stage = Stage(start=(found.choices,), phases=SHRINK_PHASES, only_compiled=only_compiled,
-                  goal=goal, shrink_seconds=seconds)  # fmt: skip
-    run = hunt(target, backend, profile, database=None, known=set(CLASSES) - {cls},
-               hard_limit=max(1.0, seconds), stage=stage, narrowing=narrowing)  # fmt: skip
-    return run.found.get(cls), run
-
-
 def _said(run: HuntResult, cls: str) -> str:
     """What a stage's backend said about the example (for the notes)."""
     if run.error is not None:
@@ -87,13 +97,11 @@ def _said(run: HuntResult, cls: str) -> str:
     return f"{', '.join(other)} instead of {cls}" if other else "passes"
 
 
-def _confirm(target: Target, backend: Backend, profile: Profile, small: Found) -> Found | None:
+def _confirm(target: Target, backend: Backend, options: HuntOptions, small: Found) -> Found | None:
     """``small`` (shrunk elsewhere) checked on ``backend``: the finding there if its class is the
     same, else None."""
     outcome = check_case(target, backend, small.case, params=small.params,
-                         ref_device=profile.ref_device, differential=profile.differential,
-                         differential_max_cost=profile.differential_max_cost,
-                         prefer=small.finding.cls)  # fmt: skip
+                         **options.check_kwargs(), prefer=small.finding.cls)  # fmt: skip
     f = outcome.finding
     if f is None or f.cls != small.finding.cls:
         return None
@@ -102,82 +110,157 @@ def _confirm(target: Target, backend: Backend, profile: Profile, small: Found) -
 
 
 def shrink_compiled(
-    target: Target, backend: Backend, profile: Profile, found: Found, *, hunter: _Hunter
+    target: Target,
+    backend: Backend,
+    options: HuntOptions,
+    found: Found,
+    *,
+    hunt: Callable[..., HuntResult],
+    into: HuntResult,
+    hard_at: float | None,
+    narrowing: dict[str, Any],
 ) -> Found:
     """Shrinks ``found`` (a failure ``backend``, a compiled backend, found and handed over
-    unshrunk) in the stages of the module docstring, within ``profile.shrink_seconds``."""
-    t0 = time.perf_counter()
-    deadline = t0 + profile.shrink_seconds
-    if hunter.hard_at is not None:
-        deadline = min(deadline, hunter.hard_at)
-    cls = found.finding.cls
-    notes: list[str] = []
-    cost = target.interpreter_cost
-    max_cost = profile.interpreter_max_cost
-    twin = _twin(backend)
-    plain = dataclasses.replace(profile, differential=False)  # an interpreter has no twin to run
-    current = found
-    narrow = hunter.narrowing  # the search's strategy: its examples replay under no other
+    unshrunk) in the stages of the module docstring, within ``options.shrink_seconds``.
 
-    def left() -> float:
-        return deadline - time.perf_counter()
+    Args:
+        hunt: runs one stage (:func:`fuzz.engine.hunt`).
+        into: the search's result, which counts the stages' examples, launches and events.
+        hard_at: ``time.perf_counter()`` at which the search's hard limit ends shrinking too.
+        narrowing: the search's compile-time choices: its examples replay under no other.
+    """
+    s = _Shrinker(target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at,
+                  narrowing=narrowing)  # fmt: skip
+    s.cut()
+    confirmed = s.in_interpreter()
+    if confirmed is not None:
+        return s.finish(confirmed, "interpreter")
+    s.on_compiled()
+    return s.finish(s.current, "compiled")
 
-    def absorb(run: HuntResult) -> None:
-        main = hunter.result
+
+class _Shrinker:
+    """One handed-over finding on its way through the stages; ``current`` is the smallest
+    failing example so far, ``notes`` what each stage said."""
+
+    def __init__(
+        self,
+        target: Target,
+        backend: Backend,
+        options: HuntOptions,
+        found: Found,
+        *,
+        hunt: Callable[..., HuntResult],
+        into: HuntResult,
+        hard_at: float | None,
+        narrowing: dict[str, Any],
+    ) -> None:
+        self.target, self.backend, self.options = target, backend, options
+        self.found = self.current = found
+        self.cls = found.finding.cls
+        self.hunt, self.into, self.narrowing = hunt, into, narrowing
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + options.shrink_seconds
+        if hard_at is not None:
+            self.deadline = min(self.deadline, hard_at)
+        self.notes: list[str] = []
+        self.cost = target.interpreter_cost
+        self.max_cost = options.interpreter_max_cost
+        self.twin = _twin(backend)
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def stage(
+        self,
+        backend: Backend,
+        options: HuntOptions,
+        *,
+        seconds: float,
+        only_compiled: bool = False,
+        goal: Callable[[Case], bool] | None = None,
+    ) -> tuple[Found | None, HuntResult]:
+        """Replays ``current`` on ``backend`` and shrinks it (its class only) for at most
+        ``seconds``; returns the smallest failing example of the class (None if it did not fail
+        so) and the run, whose numbers the search's result takes in."""
+        stage = Stage(start=(self.current.choices,), phases=SHRINK_PHASES,
+                      only_compiled=only_compiled, goal=goal, shrink_seconds=seconds)  # fmt: skip
+        run = self.hunt(self.target, backend, options, database=None,
+                        known=set(CLASSES) - {self.cls}, hard_limit=max(1.0, seconds),
+                        stage=stage, narrowing=self.narrowing)  # fmt: skip
+        main = self.into
         main.stats.merge(run.stats)
         main.shrink_examples += run.examples
         for key, count in run.events.items():
             main.events[f"shrink: {key}"] += count
+        return run.found.get(self.cls), run
 
-    for only_compiled in (True, False):  # compiled variants first; new ones if that is not enough
-        if twin is None or cost(current.case) <= max_cost or left() <= 0:
-            break
-        cut, run = _stage(target, backend, profile, current, seconds=left() / 2, narrowing=narrow,
-                          only_compiled=only_compiled, goal=lambda c: cost(c) <= max_cost)  # fmt: skip
-        absorb(run)
-        if cut is not None:
-            current = cut
-        which = "compiled variants" if only_compiled else "any variant"
-        notes.append(f"cut on {backend.name} through {which}: {run.examples} examples, "
-                     f"{run.stats.compiles} compiles, {current.case.size} elements, interpreter "
-                     f"cost {cost(current.case):.3g}")  # fmt: skip
-    if twin is None:
-        notes.append(f"no interpreter of {backend.name}'s kernel source runs here")
-    elif cost(current.case) > max_cost:
-        notes.append(f"interpreter not tried: cost {cost(current.case):.3g} > {max_cost:g}")
-    else:
-        small, run = _stage(target, twin, plain, current, seconds=left(), narrowing=narrow)
-        absorb(run)
-        notes.append(f"{twin.name} said: {_said(run, cls)}")
-        if small is not None:
-            confirmed = _confirm(target, backend, profile, small)
-            if confirmed is not None:
-                notes.append(f"confirmed on {backend.name}: {small.case.size} elements")
-                return _finish(confirmed, found, "interpreter", notes, t0)
-            notes.append(f"{twin.name}'s minimal case ({small.case.size} elements) does not "
-                         f"fail with {cls} on {backend.name}")  # fmt: skip
-    for only_compiled in (True, False):
-        if left() <= 0:
-            break
-        best, run = _stage(target, backend, profile, current, seconds=left(), narrowing=narrow,
-                           only_compiled=only_compiled)  # fmt: skip
-        absorb(run)
-        if best is not None:
-            current = best
-        which = "compiled variants only" if only_compiled else "any variant"
-        notes.append(f"{backend.name}, {which}: {run.examples} examples, {run.stats.compiles} "
-                     f"compiles, {current.case.size} elements ({_said(run, cls)})")  # fmt: skip
-    return _finish(current, found, "compiled", notes, t0)
+    def cut(self) -> None:
+        """Shrinks on the compiled backend until the interpreter would take the case (compiled
+        variants first; new ones if that is not enough)."""
+        cost, max_cost = self.cost, self.max_cost
+        for only_compiled in (True, False):
+            if self.twin is None or cost(self.current.case) <= max_cost or self.left() <= 0:
+                break
+            cut, run = self.stage(self.backend, self.options, seconds=self.left() / 2,
+                                  only_compiled=only_compiled,
+                                  goal=lambda c: cost(c) <= max_cost)  # fmt: skip
+            if cut is not None:
+                self.current = cut
+            which = "compiled variants" if only_compiled else "any variant"
+            self.notes.append(f"cut on {self.backend.name} through {which}: {run.examples} "
+                              f"examples, {run.stats.compiles} compiles, "
+                              f"{self.current.case.size} elements, interpreter cost "
+                              f"{cost(self.current.case):.3g}")  # fmt: skip
 
+    def in_interpreter(self) -> Found | None:
+        """Shrinks ``current`` in the twin interpreter; returns the minimal case confirmed on the
+        compiled backend with the same class (None: no twin, too costly, or not confirmed)."""
+        twin, backend, cls = self.twin, self.backend, self.cls
+        if twin is None:
+            self.notes.append(f"no interpreter of {backend.name}'s kernel source runs here")
+            return None
+        if self.cost(self.current.case) > self.max_cost:
+            self.notes.append(f"interpreter not tried: cost {self.cost(self.current.case):.3g} "
+                              f"> {self.max_cost:g}")  # fmt: skip
+            return None
+        plain = HuntOptions.of(self.options, differential=False)  # no twin to run there
+        small, run = self.stage(twin, plain, seconds=self.left())
+        self.notes.append(f"{twin.name} said: {_said(run, cls)}")
+        if small is None:
+            return None
+        confirmed = _confirm(self.target, backend, self.options, small)
+        if confirmed is not None:
+            self.notes.append(f"confirmed on {backend.name}: {small.case.size} elements")
+            return confirmed
+        self.notes.append(f"{twin.name}'s minimal case ({small.case.size} elements) does not "
+                          f"fail with {cls} on {backend.name}")  # fmt: skip
+        return None
 
-def _finish(best: Found, found: Found, path: str, notes: list[str], t0: float) -> Found:
-    """``best`` as the minimal example of the finding first seen as ``found``."""
-    return dataclasses.replace(
-        best,
-        first_example=found.first_example,
-        first_seconds=found.first_seconds,
-        minimal_seconds=found.minimal_seconds + (time.perf_counter() - t0),
-        final=best.final or path == "interpreter",
-        shrink_path=path,
-        shrink_notes=notes,
-    )
+    def on_compiled(self) -> None:
+        """Shrinks ``current`` on the compiled backend within what is left of the time: through
+        compiled variants first, then any."""
+        for only_compiled in (True, False):
+            if self.left() <= 0:
+                break
+            best, run = self.stage(self.backend, self.options, seconds=self.left(),
+                                   only_compiled=only_compiled)  # fmt: skip
+            if best is not None:
+                self.current = best
+            which = "compiled variants only" if only_compiled else "any variant"
+            self.notes.append(f"{self.backend.name}, {which}: {run.examples} examples, "
+                              f"{run.stats.compiles} compiles, {self.current.case.size} elements "
+                              f"({_said(run, self.cls)})")  # fmt: skip
+
+    def finish(self, best: Found, path: str) -> Found:
+        """``best`` as the minimal example of the finding first seen as ``found``."""
+        found = self.found
+        return dataclasses.replace(
+            best,
+            first_example=found.first_example,
+            first_seconds=found.first_seconds,
+            minimal_seconds=found.minimal_seconds + (time.perf_counter() - self.t0),
+            final=best.final or path == "interpreter",
+            shrink_path=path,
+            shrink_notes=self.notes,
+        )

@@ -41,9 +41,12 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from fuzz.profiles import HuntOptions
 
 EXIT_CONTEXT_LOST = 86
 EXIT_RECYCLE = 87  # a worker that ends itself to be replaced by a fresh process (memory maps)
@@ -52,18 +55,6 @@ EXIT_RECYCLE = 87  # a worker that ends itself to be replaced by a fresh process
 # parent) call a worker's death by a signal at this count a resource exhaustion, not a crash.
 CLEAR_AT, RECYCLE_AT, EXHAUSTED_AT = 0.4, 0.6, 0.85
 
-# Exception texts after which a CUDA context is unusable (sticky errors).
-STICKY_CUDA_ERRORS = (
-    "illegal memory access",
-    "illegal address",
-    "unspecified launch failure",
-    "misaligned address",
-    "an illegal instruction",
-    "CUDA_ERROR_ILLEGAL",
-    "CUDA_ERROR_LAUNCH_FAILED",
-    "device-side assert",
-)
-
 
 @dataclass
 class WorkerConfig:
@@ -71,7 +62,7 @@ class WorkerConfig:
 
     slot: int
     plugins: list[str]
-    profile: dict[str, Any]  # dataclasses.asdict of the Profile
+    options: HuntOptions  # what every hunt of the campaign runs under
     repro_dir: str
     inflight: str  # path prefix of the in-flight record
     log: str  # faulthandler output (tracebacks of a crash or a hang)
@@ -242,16 +233,6 @@ def _setup(config: WorkerConfig) -> None:
         load_plugin(spec)
 
 
-def _profile(d: dict[str, Any]) -> Any:
-    from fuzz.profiles import Profile
-
-    return Profile(**{**d, "backends": tuple(d["backends"])})
-
-
-def sticky_cuda_error(text: str) -> bool:
-    return any(s.lower() in text.lower() for s in STICKY_CUDA_ERRORS)
-
-
 def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
     """Entry point of a worker process (``multiprocessing`` spawn)."""
     try:
@@ -259,7 +240,6 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
         from fuzz.database import open_database
 
         db = open_database(config.db, config.db_shared)
-        profile = _profile(config.profile)
         _pause_clock_while_compiling(started)
         maps = MapBudget(map_limit())
     except BaseException as e:
@@ -275,7 +255,7 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
         if kind == "stop":
             return
         if kind == "hunt":
-            _hunt(conn, config, profile, db, started, msg[1], maps)
+            _hunt(conn, config, db, started, msg[1], maps)
         elif kind == "replay":
             _replay(conn, started, msg[1])
         if maps.recycle is not None:
@@ -308,71 +288,26 @@ def _found_dict(found: Any) -> dict[str, Any]:
 def _hunt(
     conn: Any,
     config: WorkerConfig,
-    profile: Any,
     db: Any,
     started: Any,
     task: dict,
     maps: MapBudget | None = None,
 ) -> None:
-    from hypothesis.control import current_build_context
-
-    from fuzz import engine, reproducer
+    """Runs one slice (``task``): a hunt of one target on one backend for so many seconds,
+    streaming to the parent what it finds as it finds it, then the slice's summary."""
+    from fuzz import engine
     from fuzz.backends import get_backend
     from fuzz.target import get
 
-    maps = maps or MapBudget(None)
-
-    sid = task["slice"]
     target = checked_strategy(get(task["target"]))
-    backend = get_backend(task["backend"])
-    prefix = config.inflight
-    last_progress = [0.0]
-    t_start = time.perf_counter()
+    sl = _Slice(conn, config, started, task, maps or MapBudget(None), target=target,
+                backend=get_backend(task["backend"]))  # fmt: skip
     problems_before = len(db.problems) if db is not None else 0
-
-    def before_example(case: Any) -> None:
-        if maps.check() and not current_build_context().is_final:
-            # Too many memory maps: end the slice as its time limit would (the engine's own stop,
-            # which Hypothesis does not take for a failure), before this example runs.
-            raise engine._OutOfTime
-        write_inflight_case(prefix, target.name, backend.name, case)
-        started.value = time.time()
-
-    def on_draw(name: str, value: Any) -> None:
-        note_inflight_param(prefix, name, value)
-
-    def after_example(result: Any) -> None:
-        started.value = 0.0
-        now = time.perf_counter()
-        if now - last_progress[0] > 0.25:
-            last_progress[0] = now
-            conn.send(("progress", sid, result.examples, now - t_start))
-
-    def on_feature(name: str) -> None:
-        conn.send(("feature", sid, name))
-
-    def on_found(result: Any, found: Any) -> None:
-        found.reproducer = engine.write_reproducer(
-            config.repro_dir, target, backend.name, found, profile
-        )
-        conn.send(("found", sid, _found_dict(found)))
-        f = found.finding
-        if reproducer.kills_context(f):
-            conn.send(("context-lost", sid, f.message))
-            os._exit(EXIT_CONTEXT_LOST)
-
-    hooks = engine.Hooks(
-        before_example=before_example,
-        on_draw=on_draw,
-        after_example=after_example,
-        on_found=on_found,
-        on_feature=on_feature,
-    )
     try:
         result = engine.hunt(
             target,
-            backend,
-            profile,
+            sl.backend,
+            config.options,
             max_examples=10**9,
             seed=task["seed"],
             database=db,
@@ -381,33 +316,106 @@ def _hunt(
             hard_limit=task["hard_limit"],
             known=task["known"],
             reuse=task["reuse"],
-            hooks=hooks,
-            plots=True,
+            hooks=sl.hooks(),
         )
     except BaseException as e:  # the harness itself: report, keep the worker alive
         started.value = 0.0
-        conn.send(("done", sid, {"error": f"{type(e).__name__}: {e}", "examples": 0,
-                                 "seconds": 0.0, "found": []}))  # fmt: skip
+        conn.send(("done", sl.id, {"error": f"{type(e).__name__}: {e}", "examples": 0,
+                                   "seconds": 0.0, "found": []}))  # fmt: skip
         return
     started.value = 0.0
-    clear_inflight(prefix)
-    found = []
-    for f in result.found.values():
-        if not f.plots:  # the best example so far when shrinking was cut short: plot it too
-            f.plots = _plots(target, backend, f)
-        if f.finding.cls in ("nan", "inf"):
-            _attach_origin(f, target, backend.name)
-        f.reproducer = engine.write_reproducer(config.repro_dir, target, backend.name, f, profile)
-        found.append(_found_dict(f))
-    summary = result.as_dict()
-    summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
-    summary["found"] = found
-    summary["features"] = sorted(result.features)
+    clear_inflight(config.inflight)
+    summary = sl.summary(result)
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []
-    if maps.check(now=True):
-        summary["recycle"] = {"maps": maps.recycle, "limit": maps.limit}
+    if sl.maps.check(now=True):
+        summary["recycle"] = {"maps": sl.maps.recycle, "limit": sl.maps.limit}
         summary["stopped"] = "recycle"  # not the search space running out
-    conn.send(("done", sid, summary))
+    conn.send(("done", sl.id, summary))
+
+
+class _Slice:
+    """One slice in a worker: the engine's hooks, which persist each example before it runs and
+    stream progress, coverage and findings to the parent, and the slice's summary."""
+
+    def __init__(self, conn: Any, config: WorkerConfig, started: Any, task: dict,
+                 maps: MapBudget, *, target: Any, backend: Any) -> None:  # fmt: skip
+        self.conn, self.config, self.started, self.maps = conn, config, started, maps
+        self.id = task["slice"]
+        self.target, self.backend = target, backend
+        self.last_progress = 0.0
+        self.t0 = time.perf_counter()
+
+    def hooks(self) -> Any:
+        from fuzz import engine
+        from fuzz.plots import error_maps
+
+        return engine.Hooks(
+            before_example=self.before_example,
+            on_draw=self.on_draw,
+            after_example=self.after_example,
+            on_found=self.on_found,
+            on_feature=self.on_feature,
+            error_maps=error_maps,
+        )
+
+    def before_example(self, case: Any) -> None:
+        from hypothesis.control import current_build_context
+
+        from fuzz.engine import OutOfTime
+
+        if self.maps.check() and not current_build_context().is_final:
+            # Too many memory maps: end the slice as its time limit would (the engine's own stop,
+            # which Hypothesis does not take for a failure), before this example runs.
+            raise OutOfTime
+        write_inflight_case(self.config.inflight, self.target.name, self.backend.name, case)
+        self.started.value = time.time()
+
+    def on_draw(self, name: str, value: Any) -> None:
+        note_inflight_param(self.config.inflight, name, value)
+
+    def after_example(self, result: Any) -> None:
+        self.started.value = 0.0
+        now = time.perf_counter()
+        if now - self.last_progress > 0.25:
+            self.last_progress = now
+            self.conn.send(("progress", self.id, result.examples, now - self.t0))
+
+    def on_feature(self, name: str) -> None:
+        self.conn.send(("feature", self.id, name))
+
+    def on_found(self, result: Any, found: Any) -> None:
+        from fuzz.reproducer import kills_context
+
+        found.reproducer = self.write_reproducer(found)
+        self.conn.send(("found", self.id, _found_dict(found)))
+        f = found.finding
+        if kills_context(f):
+            self.conn.send(("context-lost", self.id, f.message))
+            os._exit(EXIT_CONTEXT_LOST)
+
+    def write_reproducer(self, found: Any) -> Path:
+        from fuzz.engine import write_reproducer
+
+        return write_reproducer(
+            self.config.repro_dir, self.target, self.backend.name, found, self.config.options
+        )
+
+    def summary(self, result: Any) -> dict[str, Any]:
+        """The slice's summary: the hunt's numbers, and each finding with its pictures, the
+        origin of a NaN or Inf, and its reproducer written again (its final minimal example)."""
+        found = []
+        for f in result.found.values():
+            if not f.plots:  # the best example so far when shrinking was cut short: plot it too
+                f.plots = _plots(self.target, self.backend, f)
+            if f.finding.cls in ("nan", "inf"):
+                _attach_origin(f, self.target, self.backend.name)
+            f.reproducer = self.write_reproducer(f)
+            found.append(_found_dict(f))
+        summary: dict[str, Any] = result.as_dict()
+        summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
+        summary["found"] = found
+        summary["features"] = sorted(result.features)
+        return summary
 
 
 def checked_strategy(target: Any) -> Any:

@@ -200,3 +200,59 @@ def test_a_hunt_reports_the_class_it_saw_never_the_one_a_mutant_expects(
     assert "nondeterminism" in result.found
     assert "accuracy" not in result.found
     assert result.status == "wrong-class"
+
+
+@pytest.mark.parametrize(
+    "expected, classes, error, status",
+    [
+        (None, [], None, "pass"),
+        (None, ["nan"], None, "fail"),
+        (None, [], "boom", "error"),  # the harness failed, not the kernel
+        (None, ["nan"], "boom", "fail"),  # a failure found before the harness failed counts
+        ("nan", ["nan", "inf"], None, "found"),
+        ("nan", ["inf"], None, "wrong-class"),
+        ("nan", [], None, "missed"),
+        ("nan", [], "boom", "error"),
+    ],
+)
+def test_one_status_for_a_hunt_and_a_campaign_pair(expected, classes, error, status):
+    from types import SimpleNamespace
+
+    from fuzz.campaign import PairState
+    from fuzz.results import HuntResult, status_of
+
+    assert status_of(expected, classes, error=error) == status
+    hunt_result = HuntResult("t", "fake", None, expected, error=error)
+    hunt_result.found = dict.fromkeys(classes)  # type: ignore[arg-type]
+    assert hunt_result.status == status
+    pair = PairState(SimpleNamespace(expected_class=expected), "fake", error=error)  # type: ignore[arg-type]
+    pair.found = {c: {} for c in classes}
+    assert pair.status == status
+
+
+def test_hunt_options_are_a_profile_with_overrides():
+    from fuzz.profiles import HuntOptions, get_profile
+
+    ci = get_profile("ci")
+    options = HuntOptions.of(ci, scale="large", shrink_seconds=5.0, differential=True)
+    assert (options.name, options.scale, options.shrink_seconds) == ("ci", "large", 5.0)
+    assert options.differential and not ci.differential
+    assert options.max_examples == ci.max_examples and options.settings is ci.settings
+    assert HuntOptions.of(options) == options  # options pass through every layer as they are
+    assert HuntOptions.of(options, differential=False).check_kwargs() == {
+        "ref_device": "cpu",
+        "differential": False,
+        "differential_max_cost": ci.differential_max_cost,
+    }
+    with pytest.raises(ValueError, match="scale='huge' must be one of"):
+        HuntOptions.of(ci, scale="huge")
+
+
+def test_a_hunt_runs_under_options_as_under_their_profile(fake_plugin, fake_profile):
+    from fuzz.profiles import HuntOptions
+
+    target = get("fake_double_nan")
+    by_profile = hunt(target, "fake", fake_profile, seed=3, database=None)
+    by_options = hunt(target, "fake", HuntOptions.of(fake_profile), seed=3, database=None)
+    assert by_profile.examples == by_options.examples
+    assert repr(by_profile.found["nan"].case) == repr(by_options.found["nan"].case)

@@ -1,0 +1,145 @@
+"""What a hunt returns: the minimal example of each failure class, and the run's numbers.
+
+:class:`HuntResult` is what :func:`fuzz.engine.hunt` returns and :class:`Found` one failure class
+of it. :func:`status_of` is the one reading of an outcome as a status string, shared by a hunt and a
+campaign's (target, backend) pair, which sums the hunts of many slices.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fuzz.case import Case
+from fuzz.failures import Finding
+from fuzz.properties import Stats
+
+
+def status_of(expected_class: str | None, classes: Collection[str], *, error: str | None) -> str:
+    """The status of a target after fuzzing: ``error`` where the harness failed (``error``) and
+    no failure class was found (the harness failed there, not the kernel); else ``pass``/``fail``
+    for a real target, and ``found``/``wrong-class``/``missed`` for a mutant (its
+    ``expected_class`` among ``classes``, other classes only, none)."""
+    if error and not classes:
+        return "error"
+    if expected_class is None:
+        return "fail" if classes else "pass"
+    if expected_class in classes:
+        return "found"
+    return "wrong-class" if classes else "missed"
+
+
+@dataclass
+class Found:
+    """The minimal example of one failure class."""
+
+    finding: Finding
+    case: Case
+    params: dict[str, Any]
+    first_example: int  # examples run when the class first appeared
+    first_seconds: float  # seconds into the hunt when it first appeared
+    minimal_seconds: float = 0.0  # seconds into the hunt when the minimal example was replayed
+    reproducer: Path | None = None
+    final: bool = False  # Hypothesis replayed it as the minimal example (else: the best so far)
+    plots: list[dict[str, Any]] = field(default_factory=list)  # fuzz.plots.error_maps of it
+    choices: tuple[Any, ...] = ()  # Hypothesis's choices for it (replaying them gives it back)
+    # How it was shrunk, for a compiled backend's finding (fuzz.shrink): "interpreter" (shrunk
+    # there, confirmed compiled), "compiled", or "" (by Hypothesis, where it was found); and what
+    # each stage said.
+    shrink_path: str = ""
+    shrink_notes: list[str] = field(default_factory=list)
+
+    @property
+    def signature(self) -> str:
+        return self.finding.details.get("signature", "")
+
+    @property
+    def shrink_seconds(self) -> float:
+        return max(0.0, self.minimal_seconds - self.first_seconds)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.finding.as_dict(),
+            "case": repr(self.case),
+            "case_size": self.case.size,
+            "shapes": self.case.shapes(),
+            "params": self.case.params_json(),
+            "first_example": self.first_example,
+            "first_seconds": round(self.first_seconds, 3),
+            "shrink_seconds": round(self.shrink_seconds, 3),
+            "shrunk": self.final,
+            "shrink_path": self.shrink_path,
+            "shrink_notes": self.shrink_notes,
+            "reproducer": str(self.reproducer) if self.reproducer else None,
+            "plots": self.plots,
+        }
+
+
+@dataclass
+class HuntResult:
+    target: str
+    backend: str
+    mutant_of: str | None
+    expected_class: str | None
+    examples: int = 0
+    seconds: float = 0.0
+    stats: Stats = field(default_factory=Stats)
+    found: dict[str, Found] = field(default_factory=dict)
+    error: str | None = None  # the harness itself failed (strategy error, health check...)
+    events: collections.Counter[str] = field(default_factory=collections.Counter)
+    known_hits: collections.Counter[str] = field(default_factory=collections.Counter)
+    features: set[str] = field(default_factory=set)  # coverage: hazard combinations, events
+    # why the hunt ended: "time", "examples", "exhausted", "hard-limit", "context-lost"
+    stopped: str = ""
+    reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
+    shrink_examples: int = 0  # examples run by shrink stages after the search (fuzz.shrink)
+    variants: dict[str, list[Any]] = field(default_factory=dict)  # the run's compile-time choices
+
+    @property
+    def classes(self) -> list[str]:
+        return sorted(self.found)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.found) or self.error is not None
+
+    @property
+    def status(self) -> str:
+        """What the hunt says of its target (:func:`status_of`)."""
+        return status_of(self.expected_class, self.found, error=self.error)
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.examples / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "backend": self.backend,
+            "mutant": self.mutant_of is not None,
+            "mutant_of": self.mutant_of,
+            "expected_class": self.expected_class,
+            "status": self.status,
+            "examples": self.examples,
+            "seconds": round(self.seconds, 3),
+            "examples_per_second": round(self.examples_per_second, 2),
+            "launches": self.stats.launches,
+            "launch_seconds": round(self.stats.launch_seconds, 3),
+            "compiles": self.stats.compiles,
+            "compile_seconds": round(self.stats.compile_seconds, 3),
+            "compile_share": round(self.stats.compile_seconds / self.seconds, 3)
+            if self.seconds
+            else 0.0,
+            "twin_launches": self.stats.twin_launches,
+            "twin_seconds": round(self.stats.twin_seconds, 3),
+            "error": self.error,
+            "stopped": self.stopped,
+            "shrink_examples": self.shrink_examples,
+            "variants": self.variants,
+            "events": dict(self.events),
+            "known_hits": dict(self.known_hits),
+            "findings": [f.as_dict() for f in self.found.values()],
+        }
