@@ -694,10 +694,13 @@ class Campaign:
         if stopped:
             pass  # its example was interrupted, not faulty: no finding, no death
         elif reason == "hang" and w.compiling:
+            # A compile that outlasts --compile-timeout is a hang of the compiler on this case:
+            # no second try (it would cost the timeout again), a finding with its reproducer.
             msg = (
                 f"a kernel was still compiling after {self.config.compile_timeout:g} s "
                 "(compile timeout); the worker was killed"
             )
+            self._death_finding(w, pair, F.HANG, msg)
         elif reason == "hang":
             msg = (
                 f"an example did not finish within {self.config.example_timeout:g} s "

@@ -580,6 +580,38 @@ def test_a_first_slow_example_is_not_a_hang_once_a_second_try_finishes(tmp_path)
     assert not list((tmp_path / "out" / "reproducers").glob("*hang*"))
 
 
+COMPILE_HANG = """
+import time
+from fuzz.target import get, load_plugin, register
+from fuzz.timing import compile_starting
+load_plugin({fake!r})
+import dataclasses
+base = get("fake_double")
+
+def compiles_forever(inputs, params, *, out, interpret):
+    compile_starting()  # as the compilers' hooks do: the example clock stops
+    time.sleep(60.0)
+
+register(dataclasses.replace(base, name="fake_compile_hang", kernels={{"fake": compiles_forever}}))
+"""
+
+
+def test_a_compile_past_the_compile_timeout_is_a_hang_finding(tmp_path):
+    """Compile time is not example time, but --compile-timeout bounds it: a kernel still
+    compiling after it is a ``hang`` finding with a reproducer (the message used to be built and
+    dropped: no finding at all)."""
+    from fuzz.target import load_plugin
+
+    plugin = tmp_path / "compile_hang.py"
+    plugin.write_text(COMPILE_HANG.format(fake=FAKE))
+    load_plugin(str(plugin))
+    report = _fake_campaign(tmp_path, ["fake_compile_hang"], plugin, budget=3.0,
+                            example_timeout=1.0, compile_timeout=2.0)  # fmt: skip
+    hangs = [f for f in report["findings"] if f["class"] == "hang"]
+    assert hangs and "still compiling after 2 s" in hangs[0]["message"], report["findings"]
+    assert list((tmp_path / "out" / "reproducers").glob("*hang*"))
+
+
 def test_the_first_round_visits_every_family_before_any_family_twice():
     from types import SimpleNamespace
 
