@@ -19,11 +19,11 @@ import argparse
 import time
 from typing import Any
 
+from fuzz.campaign.threads import threads_for
 from fuzz.cli import count_arg
 from fuzz.engine import HuntResult, hunt
 from fuzz.profiles import HuntOptions, default_profile, get_profile
 from fuzz.target import get, select
-from fuzz.threads import threads_for
 
 
 def _bare_loop(target_name: str, backend: str, options: HuntOptions, examples: int) -> float:
@@ -131,7 +131,7 @@ def _parallel(
     ``--workers``, ``pytest -n``)."""
     import multiprocessing as mp
 
-    from fuzz.threads import share_cpus
+    from fuzz.campaign.threads import share_cpus
 
     threads = share_cpus(procs)  # inherited by the children, before they load NumPy and torch
     print(f"{procs} processes, {threads or 'default'} CPU thread(s) each", flush=True)

@@ -223,9 +223,9 @@ def _progress_console() -> object:
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from fuzz.campaign import Campaign, install_signal_handlers
-    from fuzz.threads import threads_for
-    from fuzz.worker import map_limit
+    from fuzz.campaign.runner import Campaign, install_signal_handlers
+    from fuzz.campaign.threads import threads_for
+    from fuzz.campaign.worker import map_limit
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
     map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT
@@ -279,8 +279,8 @@ def _campaign_config(
     from rich.markup import escape
 
     from fuzz.backends import coordinator_probes, get_backend
-    from fuzz.campaign import CampaignConfig, plugin_specs, visible_gpus
-    from fuzz.database import open_database
+    from fuzz.campaign.database import open_database
+    from fuzz.campaign.runner import CampaignConfig, plugin_specs, visible_gpus
     from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.target import select
 
@@ -367,7 +367,7 @@ def _live_display(console: object) -> tuple[Any, Callable[[str], None], Any]:
     last = [0.0]
 
     def table(c: object) -> Table:
-        from fuzz.campaign import Campaign
+        from fuzz.campaign.runner import Campaign
 
         assert isinstance(c, Campaign)
         left = max(0.0, c.remaining()) if c.fuzz_started is not None else c.config.budget

@@ -174,7 +174,7 @@ class Hooks:
             example is final (nothing found is lost if the process dies while shrinking).
         on_feature: ``(feature)``, a coverage feature seen for the first time in this hunt.
         error_maps: ``(context) -> plots``, the pictures of a failing example's errors attached
-            to its finding (``Found.plots``; ``fuzz.plots.error_maps``) when it first appears and
+            to its finding (``Found.plots``; ``fuzz.campaign.plots.error_maps``) when it first appears and
             when it is minimal.
     """
 

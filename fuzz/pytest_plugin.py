@@ -16,7 +16,7 @@ Registered as a ``pytest11`` entry point, so installing the package is enough. I
   caching allocator and XLA's), so that one worker's cached blocks do not starve the others
   into out-of-memory "crashes" (``KERNEL_FUZZ_GPU_SHARE=off`` leaves the allocators alone);
 * before each test, clears JAX's compile caches once the process holds 40% of its memory-map
-  limit (``fuzz.worker.MapBudget``): one pytest process compiles an XLA program per new shape
+  limit (``fuzz.campaign.worker.MapBudget``): one pytest process compiles an XLA program per new shape
   of every Pallas ``interpret=True`` test, and at the limit LLVM's JIT dies by SIGSEGV.
 """
 
@@ -93,9 +93,9 @@ def share_gpu_memory() -> float | None:
 
 def share_cpus_among_xdist_workers(config: pytest.Config) -> int | None:
     """Each of ``pytest -n k``'s workers gets ``cores // k`` threads for NumPy, torch and OpenMP
-    (see :mod:`fuzz.threads`): set in the controller before it starts the workers, which inherit
+    (see :mod:`fuzz.campaign.threads`): set in the controller before it starts the workers, which inherit
     the setting before they load NumPy (xdist has resolved ``-n auto`` to a number by then)."""
-    from fuzz.threads import share_cpus
+    from fuzz.campaign.threads import share_cpus
 
     count = getattr(config.option, "numprocesses", None)
     return share_cpus(count) if isinstance(count, int) and count > 1 else None
@@ -233,7 +233,7 @@ _MAP_BUDGET: Any = None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    from fuzz.worker import CLEAR_AT, MapBudget, count_maps, map_limit
+    from fuzz.campaign.worker import CLEAR_AT, MapBudget, count_maps, map_limit
 
     global _MAP_BUDGET
     if _MAP_BUDGET is None:

@@ -44,7 +44,9 @@ class Found:
     minimal_seconds: float = 0.0  # seconds into the hunt when the minimal example was replayed
     reproducer: Path | None = None
     final: bool = False  # Hypothesis replayed it as the minimal example (else: the best so far)
-    plots: list[dict[str, Any]] = field(default_factory=list)  # fuzz.plots.error_maps of it
+    plots: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # fuzz.campaign.plots.error_maps of it
     choices: tuple[Any, ...] = ()  # Hypothesis's choices for it (replaying them gives it back)
     # How it was shrunk, for a compiled backend's finding (fuzz.shrink): "interpreter" (shrunk
     # there, confirmed compiled), "compiled", or "" (by Hypothesis, where it was found); and what

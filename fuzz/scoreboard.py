@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.backends import get_backend
+from fuzz.campaign.report import write_json
 from fuzz.case import Case
 from fuzz.engine import hunt
 from fuzz.files import atomic_write_text
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import check_case, properties_of
-from fuzz.report import write_json
 from fuzz.target import Target
 
 RANDN_TRIALS = 5

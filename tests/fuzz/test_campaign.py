@@ -240,7 +240,7 @@ def test_a_harness_error_is_exit_2_not_a_failing_real_target(tmp_path):
 
 
 def test_a_previous_report_of_another_shape_is_not_triaged_against(tmp_path):
-    from fuzz.report import read_previous
+    from fuzz.campaign.report import read_previous
 
     path = tmp_path / "report.json"
     for text, problem in [("[1, 2]", "is not a campaign report"),
@@ -283,7 +283,7 @@ def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path)
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.communicate(timeout=60)
-    from fuzz.campaign import lock_output
+    from fuzz.campaign.runner import lock_output
 
     lock_output(out).close()  # free again once its holder is gone
 
@@ -459,7 +459,7 @@ Path({d!r}, f"worker-{{os.getpid()}}").write_text(os.environ.get("CUDA_VISIBLE_D
 
 def _fake_campaign(tmp_path, targets, plugin, **config):
     """Runs an in-process campaign over fake targets on the ``fake`` backend; returns its report."""
-    from fuzz.campaign import Campaign, CampaignConfig
+    from fuzz.campaign.runner import Campaign, CampaignConfig
     from fuzz.profiles import Profile
     from fuzz.target import get
 
@@ -493,7 +493,7 @@ def test_one_worker_per_gpu_each_with_its_own_device(tmp_path):
 def test_scheduler_floor_then_productive_pairs():
     from types import SimpleNamespace
 
-    from fuzz.campaign import Campaign, PairState
+    from fuzz.campaign.runner import Campaign, PairState
 
     def pair(name, seconds, slices, rate):
         t = SimpleNamespace(name=name, expected_class=None)
@@ -615,7 +615,7 @@ def test_a_compile_past_the_compile_timeout_is_a_hang_finding(tmp_path):
 def test_the_first_round_visits_every_family_before_any_family_twice():
     from types import SimpleNamespace
 
-    from fuzz.campaign import PairState, interleave
+    from fuzz.campaign.runner import PairState, interleave
 
     def pair(name, family, backend, mutant=False):
         t = SimpleNamespace(name=name, family=family, is_mutant=mutant)
@@ -638,7 +638,7 @@ def test_the_first_round_visits_every_family_before_any_family_twice():
 def test_time_given_back_for_restarts_and_hang_confirmations_is_capped():
     # On a GPU host, kernels that compile past the example timeout made workers restart again and
     # again; every restart gave its time back and a 600 s campaign was still running at 937 s.
-    from fuzz.campaign import Campaign, refund_cap
+    from fuzz.campaign.runner import Campaign, refund_cap
 
     c = Campaign.__new__(Campaign)
     c.deadline = 1000.0
@@ -661,7 +661,7 @@ def test_an_examples_clock_stops_while_a_kernel_compiles():
     import jax.numpy as jnp
 
     from fuzz import timing
-    from fuzz.worker import _pause_clock_while_compiling
+    from fuzz.campaign.worker import _pause_clock_while_compiling
 
     started = SimpleNamespace(value=0.0)
     seen = []
@@ -694,7 +694,7 @@ def test_a_worker_clears_the_compile_caches_then_asks_to_be_recycled():
     import jax
     import jax.numpy as jnp
 
-    from fuzz.worker import CLEAR_AT, MapBudget, count_maps
+    from fuzz.campaign.worker import CLEAR_AT, MapBudget, count_maps
 
     double = jax.jit(lambda x: x * 2 + 1)
     before = count_maps()

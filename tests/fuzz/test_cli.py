@@ -199,7 +199,7 @@ def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_pat
 @pytest.mark.parametrize("umask, text_mode, script_mode", [(0o022, 0o644, 0o755),
                                                            (0o077, 0o600, 0o700)])  # fmt: skip
 def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask, text_mode, script_mode):
-    from fuzz.report import atomic_write_text, write_json
+    from fuzz.campaign.report import atomic_write_text, write_json
 
     old = os.umask(umask)
     try:

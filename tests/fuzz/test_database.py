@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from fuzz.database import DatabaseWarning, open_database
+from fuzz.campaign.database import DatabaseWarning, open_database
 from fuzz.engine import database_key, hunt
 from fuzz.target import get
 

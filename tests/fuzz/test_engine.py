@@ -218,7 +218,7 @@ def test_a_hunt_reports_the_class_it_saw_never_the_one_a_mutant_expects(
 def test_one_status_for_a_hunt_and_a_campaign_pair(expected, classes, error, status):
     from types import SimpleNamespace
 
-    from fuzz.campaign import PairState
+    from fuzz.campaign.runner import PairState
     from fuzz.results import HuntResult, status_of
 
     assert status_of(expected, classes, error=error) == status

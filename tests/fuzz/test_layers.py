@@ -10,7 +10,6 @@ import pytest
 FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
 CORE = {"arrays", "backends", "case", "compare", "engine", "failures", "files", "origin",
         "profiles", "properties", "reproducer", "results", "shrink", "target", "timing"}  # fmt: skip
-MACHINERY = {"campaign", "database", "plots", "report", "threads", "worker"}
 FRONT_ENDS = {"__main__", "bench", "cli", "pytest_plugin", "scoreboard"}
 
 
@@ -73,6 +72,8 @@ def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 
 GRAPH = _imports()
+# The campaign machinery is the fuzz.campaign package: the tree shows the layer.
+MACHINERY = {m for m in GRAPH if m == "campaign" or m.startswith("campaign.")}
 
 
 @pytest.mark.parametrize("module", sorted(CORE))
@@ -91,5 +92,6 @@ def test_no_import_circle_runs_through_the_engine_the_campaign_or_a_front_end():
 
 
 def test_the_layers_name_modules_that_exist():
-    assert CORE | MACHINERY | FRONT_ENDS <= set(GRAPH)
+    assert CORE | FRONT_ENDS <= set(GRAPH)
+    assert {"campaign.runner", "campaign.worker", "campaign.report"} <= MACHINERY
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]

@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from fuzz import plots
+from fuzz.campaign import plots
 
 
 def test_leading_axes_reduce_by_max_and_large_grids_pool():

@@ -1,11 +1,11 @@
-"""Processes sharing one machine get their share of its CPU threads (fuzz.threads)."""
+"""Processes sharing one machine get their share of its CPU threads (fuzz.campaign.threads)."""
 
 import os
 
 import pytest
 
-from fuzz import threads
-from fuzz.threads import (
+from fuzz.campaign import threads
+from fuzz.campaign.threads import (
     POOL_VARIABLES,
     SWITCH,
     children_share_cpus,

@@ -2,7 +2,7 @@
 
 ``python -m fuzz run`` builds a :class:`Campaign`. It
 
-* starts one worker process per device slot (:mod:`fuzz.worker`; one per visible GPU, each with
+* starts one worker process per device slot (:mod:`fuzz.campaign.worker`; one per visible GPU, each with
   its own ``CUDA_VISIBLE_DEVICES``), and a fresh one whenever a worker dies or hangs;
 * first replays the previous report's reproducers (triage: still failing or fixed), then hands
   out *slices*: a few seconds of Hypothesis on one pair. A pair's first slice replays what the
@@ -17,7 +17,7 @@
   a fresh worker with ``hang_confirm_factor`` times the time (a first compilation of a large
   kernel outlasts a timeout as a hang does) and only a second timeout makes it a hang;
 * writes ``report.json`` (atomically) whenever something is found and when a slice ends, and the
-  full report set (``fuzz.report``) at the end -- also on SIGTERM/SIGINT, with what was found so
+  full report set (``fuzz.campaign.report``) at the end -- also on SIGTERM/SIGINT, with what was found so
   far;
 * holds a lock on its output folder (:func:`lock_output`) from start to end: a second campaign
   into the same folder stops at once, naming the one that holds it.
@@ -40,14 +40,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from fuzz import failures as F
-from fuzz import report, reproducer
+from fuzz import reproducer
 from fuzz.backends import get_backend
-from fuzz.failures import Finding
-from fuzz.profiles import HuntOptions, Profile
-from fuzz.results import status_of
-from fuzz.target import Target, plugins, target_plugin
-from fuzz.threads import children_share_cpus
-from fuzz.worker import (
+from fuzz.campaign import report
+from fuzz.campaign.threads import children_share_cpus
+from fuzz.campaign.worker import (
     EXHAUSTED_AT,
     EXIT_CONTEXT_LOST,
     EXIT_RECYCLE,
@@ -58,6 +55,10 @@ from fuzz.worker import (
     read_inflight,
     worker_main,
 )
+from fuzz.failures import Finding
+from fuzz.profiles import HuntOptions, Profile
+from fuzz.results import status_of
+from fuzz.target import Target, plugins, target_plugin
 
 NEW_CLASS_WEIGHT = 10.0  # a new failure class counts as much as ten new coverage features
 
@@ -177,7 +178,7 @@ class WorkerHandle:
     restarts: int = 0
     startup_failures: int = 0
     fatal: str | None = None  # why its set-up failed (an exception: the same every time)
-    maps: int = 0  # its memory maps, last sampled (see fuzz.worker.MapBudget)
+    maps: int = 0  # its memory maps, last sampled (see fuzz.campaign.worker.MapBudget)
     maps_sampled: float = 0.0
     log_offset: int = 0  # the size of its log when its current slice began
     recycles: int = 0

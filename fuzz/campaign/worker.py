@@ -1,6 +1,6 @@
 """Campaign worker processes: kernels run here, so that no kernel can take the campaign down.
 
-The parent (:mod:`fuzz.campaign`) starts one worker per device slot (one per visible GPU, with
+The parent (:mod:`fuzz.campaign.runner`) starts one worker per device slot (one per visible GPU, with
 ``CUDA_VISIBLE_DEVICES`` set before torch or JAX initialise) and sends it *slices*: fuzz one
 target on one backend for so many seconds. The worker streams back what it finds as soon as it
 finds it (with the reproducer already written), so a worker that dies loses nothing.
@@ -237,7 +237,7 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
     """Entry point of a worker process (``multiprocessing`` spawn)."""
     try:
         _setup(config)
-        from fuzz.database import open_database
+        from fuzz.campaign.database import open_database
 
         db = open_database(config.db, config.db_shared)
         _pause_clock_while_compiling(started)
@@ -347,7 +347,7 @@ class _Slice:
 
     def hooks(self) -> Any:
         from fuzz import engine
-        from fuzz.plots import error_maps
+        from fuzz.campaign.plots import error_maps
 
         return engine.Hooks(
             before_example=self.before_example,
@@ -451,7 +451,7 @@ def checked_strategy(target: Any) -> Any:
 
 
 def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:
-    from fuzz.plots import error_maps
+    from fuzz.campaign.plots import error_maps
     from fuzz.properties import check_case
 
     try:

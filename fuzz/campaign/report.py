@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from fuzz import plots
 from fuzz.backends import device_name
+from fuzz.campaign import plots
 from fuzz.files import atomic_write_text
 from fuzz.origin import describe
 from fuzz.reproducer import versions
@@ -125,7 +125,7 @@ def archive_previous(out: Path) -> Path | None:
 @dataclass
 class CampaignRecord:
     """What a campaign report is made of: plain data, handed over by the campaign
-    (``fuzz.campaign.Campaign.record``) whenever the report is written.
+    (``fuzz.campaign.runner.Campaign.record``) whenever the report is written.
 
     Attributes:
         rows: one record per (target, backend) pair, sorted (the report's ``results``).
