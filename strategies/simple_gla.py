@@ -121,13 +121,14 @@ class Limits:
 # small keeps the CPU interpreters quick (every head dim below pads to 16); large is for the GPU.
 # The small scale draws every chunk size, the long ones (64 and up, the multi-tile paths of the
 # kernels: chunks of more than 64 tokens are 64-token tiles) with at most one full chunk and a
-# tail, 160 tokens and 2560 elements: enough for a 128- or 256-token chunk to hold more than one
-# tile, little enough for the token recurrence (a reformulation target) on the interpreter.
+# tail, 128 tokens and 2048 elements: enough for a 128- or 256-token chunk to hold more than one
+# tile (65 tokens and up), little enough for the token recurrence (a reformulation target) and
+# the backward on the interpreter within CI's time.
 LIMITS = {
     "small": Limits(heads=(1, 2), max_batch=2, max_seqs=3, chunks=(16, 32, 64, 128, 256),
                     max_tiles=2, dims=(16, 8, 5), max_elements=1024,
                     chunk_weights=(4, 3, 1, 3, 1), long_chunk=64, long_tiles=1,
-                    long_elements=2560, long_max_len=160),
+                    long_elements=2048, long_max_len=128),
     "large": Limits(heads=(1, 2, 16, 4, 20, 32, 64), max_batch=4, max_seqs=6,
                     chunks=(16, 32, 64, 128, 256), max_tiles=4, dims=(16, 64, 32, 128, 48, 100, 1),
                     max_elements=1 << 22),

@@ -970,15 +970,15 @@ def _register_reformulations() -> None:
 
     forms = (
         ("recurrent", recurrent, recurrent_interpret_cost,
-         "the token recurrence (fp32 state, one exp per token), a correct reformulation"),
+         "the token recurrence (fp32 state, one exp per token)"),
         ("split", split, split_interpret_cost,
          "chunked in passes (states, then chunks in parallel), 16/32-row tiles, other loop "
-         "orders, a correct reformulation"),
+         "orders"),
     )  # fmt: skip
     for form, module, cost, what in forms:
         for kind in ("fwd", "bwd"):
             register(make_target(f"simple_gla_{kind}_{form}", kind, {"triton": module}, cost=cost,
-                                 description=f"simple GLA {'forward' if kind == 'fwd' else 'backward'}: {what}"))  # fmt: skip
+                                 description=f"reformulation: simple GLA {'forward' if kind == 'fwd' else 'backward'}, {what}"))  # fmt: skip
 
 
 _register()
