@@ -1002,70 +1002,9 @@ def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Targe
     )
 
 
-def _positions(n: int, per_key_tile: int = 0) -> Callable[[Case], int]:
-    """A bound of ``n + per_key_tile * block_k`` positions (``B * H * T`` of the largest input),
-    in elements: times the head dim the case drew."""
-
-    def bound(case: Case) -> int:
-        return (n + per_key_tile * int(case.params["block_k"])) * int(case.inputs["q"].shape[-1])
-
-    return bound
-
-
-# The largest input each mutant's minimal reproducer may have; asserted by the tests. Counted in
-# positions (elements over the head dim: the shrinker goes to the profile's first head dim, 1 for
-# the ci profile, 64 for the gpu profile) and in key tiles where the bug needs one. Every one
-# shrinks to fp32, one head, no modifier; the minimal case each lands on under the ci profile
-# (both interpreters), and under the gpu profile (triton, pallas-gpu) where it differs:
-SHRINK_BOUNDS: dict[str, Callable[[Case], int]] = {
-    # q, k [1,1,1,1], logits near -100: the 15 padding lanes of the key tile get exp(0 + 100) =
-    # inf, times the 0 of the mask: NaN. (Run inside the whole suite, where Hypothesis's pool of
-    # constants from the project's modules differs, it has also stopped at one or two queries
-    # over five keys, causal, with rising logits: a masked key 88.7 above the row max.) gpu: two
-    # queries over one key, causal, level 100; since the switches became runtime flags and
-    # counts are drawn log-uniformly, also 24 queries over one key, no mask, D = 64, plain
-    # normal values: the 24th query is the seed's first whose logit is below -88.7 (removing
-    # rows removes it, and the shrinker does not trade rows for a logit level).
-    "mask_times_exp": _positions(32),
-    # q [1,1,2,1] over one key, causal: row 0 has no visible key and averages the masked one.
-    "finite_sentinel": _positions(2),
-    # the same fully masked row (the accuracy class it also shows: one key under a soft cap,
-    # the padding lanes at -cap next to a saturated valid logit).
-    "mask_before_scale": _positions(2),
-    # q, k [1,1,1,1], D = 1 (default scale 1, invisible to the oracle): scale-applied-once.
-    "scale_twice": _positions(1),
-    # causal, one query, one key: the query loses its own position.
-    "causal_diagonal": _positions(1),
-    # block_q 32 > block_k 16, causal, q [1,1,17,1] over one key: row 16 sits at position 0, the
-    # loop bound stops at key 0 (gpu: block_q 128 > block_k 64, q [1,1,65,64]): block_k + 1 rows.
-    "causal_loop_bound": _positions(1, per_key_tile=1),
-    # one query over two key tiles of 16 whose max grows in the second: k [1,1,n,1] with
-    # 17 <= n <= 31 (17 is the least that can fail; the shrinker lands within the two tiles).
-    "no_rescale": _positions(0, per_key_tile=2),
-    # two queries over one key, causal (row 0 sees no key), or one query over one key with
-    # key_lengths [0]. (Key lengths are drawn as a list that sets the batch, so a padded batch
-    # shrinks to its one element without keys; when the batch was drawn first and each length
-    # after it, the shrinker kept two batch elements on the CPU and four on an H100.)
-    "masked_row_nan": _positions(2),
-    # q, k [1,1,1,1], no mask: the 15 padding lanes count as keys with logit 0.
-    "partial_tile_unmasked": _positions(1),
-    # Precision losses (fp32, one head). P rounded to bf16 and the row sum kept in bf16 need two
-    # keys: with one, p = exp(0) = 1 and l = 1 are exact in any dtype. The accumulator in bf16, the
-    # LSE through fp16 and TF32 operands show with one key: o = v (fp32 values inexact in bf16),
-    # lse = scale q . k (inexact in fp16, and with q, k truncated to TF32).
-    "p_bf16": _positions(2),
-    "l_bf16": _positions(2),
-    "acc_bf16": _positions(1),
-    "lse_fp16": _positions(1),
-    "qk_tf32": _positions(1),
-    # decode: one split over a cache of one key, o = v rounded to bf16.
-    "decode_part_bf16": _positions(1),
-}
-
-
 def _register() -> None:
     from kernels.attention import pallas_decode, triton_decode
-    from kernels.attention.mutants import DECODE_MUTANTS, MUTANTS
+    from kernels.attention.mutants import MUTANTS
     from kernels.attention.reformulations import REFORMULATIONS
 
     register(make_target(
@@ -1090,7 +1029,7 @@ def _register() -> None:
     # (the kernels' IS_VARLEN path).
     for r in REFORMULATIONS:
         described = f"reformulation: {r.description}"
-        if r.decode:
+        if r.real.endswith("_decode"):
             register(make_target(
                 f"attention_decode_{r.name}",
                 {"triton": decode_entry(r.module("triton")), "pallas": decode_entry(r.module("pallas"))},
@@ -1105,28 +1044,24 @@ def _register() -> None:
                              description=described))  # fmt: skip
         register(make_target(f"attention_varlen_{r.name}", entries, strategy=varlen_cases,
                              description=described))  # fmt: skip
-    for m in DECODE_MUTANTS:
-        register(make_target(
-            f"attention_decode_mutant_{m.name}",
-            {"triton": decode_entry(m.module("triton")), "pallas": decode_entry(m.module("pallas"))},
-            strategy=decode_cases,
-            mutant_of="attention_decode",
-            expected_class=m.expected_class,
-            shrink_bound=SHRINK_BOUNDS[f"decode_{m.name}"],
-            baseline_randn=decode_baseline_randn, baseline_grid=decode_baseline_grid,
-            description=m.description,
-        ))  # fmt: skip
+    real_targets = {
+        "attention": (dense_entry, attention_cases, baseline_randn, baseline_grid),
+        "attention_decode": (decode_entry, decode_cases, decode_baseline_randn,
+                             decode_baseline_grid),
+    }  # fmt: skip
     for m in MUTANTS:
-        register(make_target(
-            f"attention_mutant_{m.name}",
-            {"triton": dense_entry(m.module("triton")), "pallas": dense_entry(m.module("pallas"))},
-            strategy=attention_cases,
-            mutant_of="attention",
-            expected_class=m.expected_class,
-            shrink_bound=SHRINK_BOUNDS[m.name],
-            baseline_randn=baseline_randn, baseline_grid=baseline_grid,
-            description=m.description,
-        ))  # fmt: skip
+        for real, expect in m.expected.items():
+            entry, strategy, randn, grid = real_targets[real]
+            register(make_target(
+                f"{real}_mutant_{m.name}",
+                {impl: entry(m.module(impl)) for impl in m.languages},
+                strategy=strategy,
+                mutant_of=real,
+                expected_class=expect.cls,
+                shrink_bound=expect.shrink_bound,
+                baseline_randn=randn, baseline_grid=grid,
+                description=m.description,
+            ))  # fmt: skip
 
 
 _register()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -485,43 +485,6 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
     )
 
 
-def _tile_plus(rows: int) -> Callable[[Case], int]:
-    """A bound of one tile of ``block_n`` rows plus ``rows``, one column each."""
-    return lambda case: int(case.params["block_n"]) + rows
-
-
-# The largest input (elements: max(N * M, B + 1)) each mutant's minimal reproducer may have,
-# asserted by tests/test_mutants.py, with the minimal case the ci profile shrinks to (block_n=4,
-# one column, float32, plain normal values, one program per segment). Both scales draw block_n=4
-# first, but the shrinker does not always get there from a larger tile (the gpu profile has
-# stopped at block_n=16, lengths [17]), so the bounds of the tile bugs count in tiles.
-SHRINK_BOUNDS: dict[str, int | Callable[[Case], int]] = {
-    # One segment one row longer than the tile: lengths [5].
-    "sum_overwrite": _tile_plus(1),
-    # Lengths [1, 2, 1] or [1, 1, 1] (or [0, 1, 2]: a leading empty segment shifts the program
-    # assignment the same way), found by schedule-invariance with num_programs=2: program 0 takes
-    # segments 0 and 2, then program 1's segment 1 overhangs onto segment 2's first row. On a GPU
-    # the race is real, found by the determinism property, and a racing failure shrinks less far
-    # (seen: [4, 2, 1, 1] at block_n=4): a tile and four rows.
-    "store_past_end": _tile_plus(4),
-    # The expected class (accuracy) comes from the sum bug: [5]. One more row leaves room for an
-    # accuracy example of the store bug when a case's own num_programs runs segments out of order
-    # (seen: [0, 0, 1, 1, 2] with P=2, 6 elements; its empty segments decide which program takes
-    # which segment, so the shrinker cannot drop them).
-    "seed": _tile_plus(2),
-    # One row, one column, value -inf: values 1 element, offsets 2.
-    "empty_nan": 2,
-    # A precision loss: a segment of two rows in one column (one row gives a sum of exp(0) = 1,
-    # exact in bf16; a second makes it 1 + exp(x2 - x1)). Its values come from the seed-0 normal
-    # series, so whether the rounding of that sum shows depends on which of them the segment
-    # gets: seen [1, 2] (the first value alone, the next two rounding visibly): 3 elements, 4
-    # with a row to spare.
-    "sum_bf16": 4,
-    # Lengths [1]: the phantom segment [N, N + 1) writes row N, past the output's end.
-    "offsets_past_end": 2,
-}
-
-
 def _register() -> None:
     from kernels.jagged_softmax import pallas, triton
     from kernels.jagged_softmax.reformulations import REFORMULATIONS
@@ -549,8 +512,8 @@ def _register() -> None:
                 f"jagged_softmax_mutant_{m.name}",
                 {impl: m.module(impl) for impl in m.languages},
                 mutant_of="jagged_softmax",
-                expected_class=m.expected_class,
-                shrink_bound=SHRINK_BOUNDS[m.name],
+                expected_class=m.expected["jagged_softmax"].cls,
+                shrink_bound=m.expected["jagged_softmax"].shrink_bound,
                 description=m.description,
             )
         )

@@ -885,57 +885,6 @@ def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], *
     )
 
 
-# The largest input (elements) each mutant's minimal reproducer may have; asserted by
-# tests/test_mutants.py. Minimal reproducers (CI profile, both interpreters):
-SHRINK_BOUNDS: dict[tuple[str, str], int | Callable[[Case], int]] = {
-    # chunk 16, two routes to the masked triangle's overflow, both minimal for the shrinker:
-    # g_gamma with |gamma| just above 88.72/15 = 5.915 (threshold kind, fp32, margin 2^-10) and
-    # T = 1 (the padded rows of the one partial chunk already span 15 steps above the diagonal;
-    # q, k, v of 1 x 1 x 1 x 16: 16 elements), or per-token gates (strong log-sigmoid gates,
-    # scale 16) and T = 16, where the 15 gates above the diagonal sum past 88.72 (256 elements).
-    ("fwd", "mask_mul"): 256,
-    ("bwd", "mask_mul"): 256,
-    ("bwd", "select_after_exp"): 256,
-    # a cumulative decay past the point where exp(b) underflows to 0 inside one chunk (0 / 0):
-    # past 103.3 with subnormals, 87.3 where XLA flushes them. With |gamma| just above 88.72/15
-    # that takes 18+ tokens of a chunk, so the minimal reproducer is T = 17..31 at chunk 16, found
-    # through finite-every-chunk's rerun at chunk 32 (Triton's interpreter: T = 31, 496 elements;
-    # Pallas: T = 17 with strong log-sigmoid gates, 272 elements). T = 1 with a slope of 1000
-    # also fails (16 elements) but is further from the simplest decays. On an H100 (pallas-gpu)
-    # the same threshold decay landed at T = 33 over chunks of 32 (one chunk and a token: 528
-    # elements), hence 33 tokens x 16 lanes. Under the gpu profile
-    # the first failure can instead be the standard ALiBi slopes themselves (seed 004's case),
-    # and the shrinker stays with them (fewer heads have no slope steep enough): one chunk of
-    # 128 with 16 to 32 heads, whose steepest slopes 2^-0.5 .. 2^-0.25 (the extra slopes of a
-    # head count that is not a power of two) span more than 88.72 within it (H100, triton:
-    # T = 128, 20 heads, K = 16: 40960 elements).
-    ("fwd", "anchor"): lambda case: (
-        128 * 32 * 16 if case.recipe.get("decay", {}).get("kind") == "alibi" else 33 * 16
-    ),
-    # chunk 16, |gamma| above 88.72/15 (threshold kind), T = 1 with the final state: the padded
-    # rows' state weights overflow; 16 elements.
-    ("fwd", "pad_unmasked"): 16,
-    # chunk 16, the standard slope of one head (1/256), the final state, and something to carry
-    # into the partial chunk: T = 17 (one full chunk, then one token; 272 elements) or T = 1 with
-    # an initial state (h0: 16 x 16 = 256 elements).
-    ("fwd", "partial_decay"): 272,
-    # Precision losses (class accuracy, fp32 inputs). The carried state rounded to fp16: the
-    # final state of T = 1 (16 elements), or T = 17 at chunk 16 without it (the 17th output reads
-    # the rounded state: 272 elements).
-    ("fwd", "state_fp16"): 272,
-    # dk rounded to bf16 when the row tiles are accumulated: one token's dk already (16).
-    ("bwd", "dk_acc_bf16"): 16,
-    # total - prefix cancels after a token whose dg terms are far larger than a later token's: a
-    # query burst (q and do times 2^12, the shrink target) on the first of two tokens with an initial state,
-    # whose terms with the burst make every partial sum of the chunk's dg large while the second
-    # token's dg stays small (h0: 16 x 16 = 256 elements). Without a state entering the chunk the
-    # burst's terms cancel exactly: with itself within its own q.dq - k.dk, with an earlier key
-    # in the prefix (two fp32 numbers within a factor of two subtract exactly). The state may
-    # also come from a first chunk instead of h0: T = 17 at chunk 16 (272 elements).
-    ("bwd", "dg_total_minus_prefix"): 272,
-}
-
-
 def _register() -> None:
     from kernels.simple_gla import pallas, triton
 
@@ -946,16 +895,16 @@ def _register() -> None:
                          description="chunked simple GLA backward (dq, dk, dv, dg, dh0)"))  # fmt: skip
     _register_reformulations()
     for m in MUTANTS:
-        modules = {"triton": m.module("triton"), "pallas": m.module("pallas")}
-        for kind, cls in m.expected.items():
+        modules = {impl: m.module(impl) for impl in m.languages}
+        for base, expect in m.expected.items():
             register(
                 make_target(
-                    f"simple_gla_{kind}_mutant_{m.name}",
-                    kind,
+                    f"{base}_mutant_{m.name}",
+                    base.removeprefix("simple_gla_"),
                     modules,
-                    mutant_of=f"simple_gla_{kind}",
-                    expected_class=cls,
-                    shrink_bound=SHRINK_BOUNDS[(kind, m.name)],
+                    mutant_of=base,
+                    expected_class=expect.cls,
+                    shrink_bound=expect.shrink_bound,
                     description=m.description,
                 )
             )

@@ -408,32 +408,17 @@ def _register() -> None:
             )
         )
     for m in MUTANTS:
+        expect = m.expected["softmax"]
         register(
             make_target(
                 f"softmax_mutant_{m.name}",
-                {"triton": m.module("triton"), "pallas": m.module("pallas")},
+                {impl: m.module(impl) for impl in m.languages},
                 mutant_of="softmax",
-                expected_class=m.expected_class,
-                shrink_bound=SHRINK_BOUNDS[m.name],
+                expected_class=expect.cls,
+                shrink_bound=expect.shrink_bound,
                 description=m.description,
             )
         )
 
-
-# The largest input (elements) each mutant's minimal reproducer may have; asserted by the tests.
-SHRINK_BOUNDS = {
-    "no_rowmax": 2,  # one or two logits above 88.72
-    "finite_sentinel": 2,  # one fully masked row of one or two keys
-    "scale_twice": 2,  # one row of two keys (one key gives 1.0 at any scale)
-    # one fully masked row; up to 4 since Hypothesis orders an explicit-values list shortlex, which
-    # keeps the -inf last, and a shorter array keeps the list's first values: the pallas-interpret
-    # run can end at rows [0, 0, 0, -inf] instead of [-inf] (a seed-dependent local minimum).
-    "masked_row_nan": 4,
-    "pad_zero": 2,  # one row shorter than its tile, no mask
-    # Precision losses: one row of two keys (one key gives exp(0) = 1 and a sum of 1, exact in
-    # any dtype; a second key makes the sum 1 + exp(s2 - s1) and its exponential inexact).
-    "sum_fp16": 2,
-    "exp_bf16": 2,
-}
 
 _register()
