@@ -24,7 +24,6 @@ decay, so the quotient bounds the derivative from above).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ import numpy as np
 
 from fuzz.arrays import dtype_name, finfo
 from fuzz.case import Case
+from fuzz.kit import per_case
 
 U32 = 2.0**-24  # fp32 unit roundoff
 U64 = 2.0**-53
@@ -214,16 +214,10 @@ def operand_rounding(
     return g_in * (m0 + fp32) + r * eta_in * operand_sensitivity(case, output)
 
 
-_MODELS: weakref.WeakKeyDictionary[Case, dict[int, ErrorModel]] = weakref.WeakKeyDictionary()
-
-
 def error_model(case: Case, chunk: int | None = None, device: str = "cpu") -> ErrorModel:
-    """The error model of ``case`` at ``chunk`` (default: its own), cached per case and chunk."""
-    chunk = case.params["chunk_size"] if chunk is None else chunk
-    per_case = _MODELS.setdefault(case, {})
-    if chunk not in per_case:
-        per_case[chunk] = _error_model(case, chunk, device)
-    return per_case[chunk]
+    """The error model of ``case`` at ``chunk`` (default: its own), cached per case, chunk and
+    device."""
+    return _error_model(case, case.params["chunk_size"] if chunk is None else chunk, device)
 
 
 def _torch(case: Case, device: str) -> dict[str, Any]:
@@ -238,6 +232,7 @@ def _cu(case: Case) -> list[int] | None:
     return None if cu is None else [int(c) for c in cu]
 
 
+@per_case
 def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
     import torch
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import types
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,7 +35,8 @@ from fuzz.arrays import finfo, np_dtype, special_value, to_float64
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import Finding
-from fuzz.properties import Context, Launch, Property, exception_summary, excess
+from fuzz.kit import per_case
+from fuzz.properties import Context, Launch, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
 from oracles.attention import (
     AttentionBound,
@@ -208,33 +208,25 @@ def visible_count(
 
 
 Structure = tuple[list[tuple[int, int, int, int, int]], np.ndarray]
-_STRUCTURE: weakref.WeakKeyDictionary[Case, Structure] = weakref.WeakKeyDictionary()
 
 
+@per_case
 def _structure(case: Case) -> Structure:
     """The case's sequences and each query row's visible-key count (cached per case: the
     hazards, properties and fixed outputs of one example all ask)."""
-    got = _STRUCTURE.get(case)
-    if got is None:
-        import torch
+    import torch
 
-        q, k = case.inputs["q"], case.inputs["k"]
-        t = {
-            n: torch.from_numpy(np.asarray(a))
-            for n, a in case.inputs.items()
-            if a.dtype.kind in "iu"
-        }
-        lengths = t.get("key_lengths", t.get("cache_len"))
-        found = sequences(q.shape[0], q.shape[2], k.shape[2], key_lengths=lengths,
-                          cu_seqlens_q=t.get("cu_seqlens_q"), cu_seqlens_k=t.get("cu_seqlens_k"))  # fmt: skip
-        counts = np.zeros((q.shape[0], q.shape[2]), np.int64)
-        causal, window = bool(case.params.get("causal", False)), _window(case.params)
-        for b, qs, lq, _, lk in found:
-            counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window,
-                                                    align=_align(case))  # fmt: skip
-        got = (found, counts)
-        _STRUCTURE[case] = got
-    return got
+    q, k = case.inputs["q"], case.inputs["k"]
+    t = {n: torch.from_numpy(np.asarray(a)) for n, a in case.inputs.items() if a.dtype.kind in "iu"}
+    lengths = t.get("key_lengths", t.get("cache_len"))
+    found = sequences(q.shape[0], q.shape[2], k.shape[2], key_lengths=lengths,
+                      cu_seqlens_q=t.get("cu_seqlens_q"), cu_seqlens_k=t.get("cu_seqlens_k"))  # fmt: skip
+    counts = np.zeros((q.shape[0], q.shape[2]), np.int64)
+    causal, window = bool(case.params.get("causal", False)), _window(case.params)
+    for b, qs, lq, _, lk in found:
+        counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window,
+                                                align=_align(case))  # fmt: skip
+    return found, counts
 
 
 def seqs(case: Case) -> list[tuple[int, int, int, int, int]]:
@@ -315,23 +307,16 @@ def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
     return {"o": np.broadcast_to(lse[..., None], q.shape), "lse": lse}
 
 
-_BOUNDS: weakref.WeakKeyDictionary[Case, dict[str, AttentionBound[np.ndarray]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
+@per_case
 def analysis(case: Case, device: str = "cpu") -> AttentionBound[np.ndarray]:
     """The case's error bounds (``oracles.attention.attention_error_bound``: the derivation is in
     ``kernels/attention/README.md``), as NumPy arrays; cached per case and device."""
-    cached = _BOUNDS.setdefault(case, {})
-    if device not in cached:
-        t = _torch_inputs(case, device)
-        got = attention_error_bound(
-            t["q"], t["k"], t["v"], **_reference_kwargs(case, t), dtype=case.params["dtype"],
-            num_splits=int(case.params.get("num_splits") or 0), min_tile=MIN_TILE,
-        )  # fmt: skip
-        cached[device] = AttentionBound(*(a.cpu().numpy() for a in got))
-    return cached[device]
+    t = _torch_inputs(case, device)
+    got = attention_error_bound(
+        t["q"], t["k"], t["v"], **_reference_kwargs(case, t), dtype=case.params["dtype"],
+        num_splits=int(case.params.get("num_splits") or 0), min_tile=MIN_TILE,
+    )  # fmt: skip
+    return AttentionBound(*(a.cpu().numpy() for a in got))
 
 
 def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
@@ -342,17 +327,15 @@ def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
 
 # Hazards -----------------------------------------------------------------------------------------
 
-_LSE_CACHE: weakref.WeakKeyDictionary[Case, np.ndarray | None] = weakref.WeakKeyDictionary()
 _HAZARD_MAX_SCORES = 1 << 16
 
 
+@per_case
 def _lse64(case: Case) -> np.ndarray | None:
     """The fp64 log-sum-exp of a small case (None for cases too big to recompute on the CPU)."""
-    if case not in _LSE_CACHE:
-        q, k = case.inputs["q"], case.inputs["k"]
-        work = q.shape[0] * q.shape[1] * q.shape[2] * k.shape[2]
-        _LSE_CACHE[case] = oracle(case, "cpu")["lse"] if work <= _HAZARD_MAX_SCORES else None
-    return _LSE_CACHE[case]
+    q, k = case.inputs["q"], case.inputs["k"]
+    work = q.shape[0] * q.shape[1] * q.shape[2] * k.shape[2]
+    return oracle(case, "cpu")["lse"] if work <= _HAZARD_MAX_SCORES else None
 
 
 def _lse_high(case: Case) -> str | None:
@@ -502,67 +485,13 @@ def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
     return {"o": (tuple(q.shape), case.params["dtype"]), "lse": (tuple(q.shape[:3]), "float32")}
 
 
-def _launch(ctx: Context, prop: str, what: str, case: Case, entry: KernelRun | None = None
-            ) -> dict[str, np.ndarray] | Finding:  # fmt: skip
-    """A derived launch of ``case`` (the target's own kernel, or ``entry``): its outputs, or the
-    ``crash`` finding of ``prop`` (``Context.derived``)."""
-    got = ctx.derived(case, prop=prop, what=what, outputs=ctx.output_spec(case), entry=entry)
-    return got if isinstance(got, Finding) else got.outputs
-
-
 def _idx(index: tuple[int, ...]) -> str:
     return ", ".join(map(str, index))
 
 
-def _agree(
-    ctx: Context,
-    prop: str,
-    what: str,
-    name: str,
-    got: np.ndarray,
-    want: np.ndarray,
-    tol: np.ndarray,
-    cls: str,
-    where: Callable[[tuple[int, ...]], tuple[int, ...]] = lambda i: i,
-) -> Finding | None:
-    """``got`` (a transformed run) against ``want`` (the clean run): NaN/Inf that appear are
-    classed nan/inf, a difference beyond ``tol`` (per element, broadcastable to ``got``) is
-    classed ``cls``. ``where`` maps an index of ``got`` to the clean output's index for the
-    report."""
-    if got.shape == want.shape and got.dtype == want.dtype:
-        with np.errstate(invalid="ignore"):
-            if np.array_equal(got, want, equal_nan=True):  # the usual case: one cheap pass
-                return None
-    g, w = to_float64(got), to_float64(want)
-    with np.errstate(invalid="ignore"):
-        appeared = ~np.isfinite(g) & np.isfinite(w)
-        if appeared.any():
-            i = tuple(int(x) for x in np.argwhere(appeared)[0])
-            return ctx.finding(
-                F.NAN if np.isnan(g[i]) else F.INF, prop,
-                f"{what}: {name}[{_idx(where(i))}] becomes {g[i]} (clean run {w[i]:.6g})",
-                output=name, index=where(i), kernel_value=float(g[i]), oracle_value=float(w[i]),
-            )  # fmt: skip
-        same_special = (g == w) | (np.isnan(g) & np.isnan(w))
-        diff = np.where(same_special, 0.0, np.abs(g - w))
-        diff = np.where(np.isnan(diff), np.inf, diff)
-    tol = np.broadcast_to(tol, diff.shape)
-    ratio = excess(diff, tol)
-    if ratio.size == 0 or ratio.max() <= 1.0:
-        return None
-    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(ratio)), diff.shape))
-    return ctx.finding(
-        cls, prop,
-        f"{what}: {name}[{_idx(where(i))}] = {g[i]:.6g}, clean run {w[i]:.6g}: difference "
-        f"{diff[i]:.3g} > tolerance {tol[i]:.3g}",
-        output=name, index=where(i), kernel_value=float(g[i]), oracle_value=float(w[i]),
-        error=float(diff[i]), tolerance=float(tol[i]),
-    )  # fmt: skip
-
-
 def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray],
                 select: Callable[[np.ndarray], np.ndarray], cls: str,
-                where: Callable[[tuple[int, ...]], tuple[int, ...]] = lambda i: i) -> Finding | None:  # fmt: skip
+                where: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None) -> Finding | None:  # fmt: skip
     """Both outputs of a transformed run against the matching part of the clean run.
 
     The fp64 oracle gives the same numbers for both computations, and each run is within its
@@ -572,8 +501,8 @@ def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray
         if name not in ctx.oracle:
             continue  # a plugin kernel without a log-sum-exp (Conventions(lse="none"))
         tol = 2.0 * select(ctx.bound(name))
-        f = _agree(ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls,
-                   where)  # fmt: skip
+        f = runs_agree(ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls,
+                       where=where)  # fmt: skip
         if f is not None:
             return f
     return None
@@ -582,37 +511,40 @@ def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray
 GATE_C = 2.0  # the power of two q is scaled by (and the scale divided by) in the gate launch
 
 
-def _gate_launch(ctx: Context) -> tuple[Launch, bool]:
-    """The one launch the two seed-003 gates share (cached on the context): ``q * 2`` with
-    ``scale / 2`` (when both are exact: else ``q`` and ``scale`` as they are), and ``v`` with its
-    last column set to 1. Output columns are independent sums ``sum_j p_j v[j, c]``, so column
-    ``D - 1`` is then each row's probability sum, and the other columns must not move.
-    Returns the launch and whether q and the scale were scaled."""
-    cached = getattr(ctx, "_attention_gate", None)
-    if cached is None:
-        case = ctx.case
-        q = case.inputs["q"]
-        d = q.shape[-1]
-        scale = case.params.get("scale")
-        scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-        with np.errstate(over="ignore"):
-            cq = (q.astype(np.float64) * GATE_C).astype(q.dtype)
-        new_scale = float(np.float32(scale) / np.float32(GATE_C))
-        scaled = (
-            np.array_equal(cq.astype(np.float64) / GATE_C, q.astype(np.float64))
-            and float(np.float32(new_scale) * np.float32(GATE_C)) == float(np.float32(scale))
-            and new_scale > finfo("float32").tiny
-        )
-        v = case.inputs["v"].copy()
-        v[..., -1] = 1
-        inputs = {**case.inputs, "v": v}
-        params = dict(case.params)
-        if scaled:
-            inputs["q"] = cq
-            params["scale"] = new_scale
-        cached = (ctx.launch(Case(inputs, params, case.recipe)), scaled)
-        ctx._attention_gate = cached  # type: ignore[attr-defined]
-    return cached
+def _gate_case(case: Case) -> tuple[Case, bool]:
+    """The case of the one launch the two seed-003 gates share: ``q * 2`` with ``scale / 2``
+    (when both are exact: else ``q`` and ``scale`` as they are), and ``v`` with its last column set
+    to 1. Output columns are independent sums ``sum_j p_j v[j, c]``, so column ``D - 1`` is then
+    each row's probability sum, and the other columns must not move. Returns the case and whether
+    q and the scale were scaled."""
+    q = case.inputs["q"]
+    d = q.shape[-1]
+    scale = case.params.get("scale")
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    with np.errstate(over="ignore"):
+        cq = (q.astype(np.float64) * GATE_C).astype(q.dtype)
+    new_scale = float(np.float32(scale) / np.float32(GATE_C))
+    scaled = (
+        np.array_equal(cq.astype(np.float64) / GATE_C, q.astype(np.float64))
+        and float(np.float32(new_scale) * np.float32(GATE_C)) == float(np.float32(scale))
+        and new_scale > finfo("float32").tiny
+    )
+    v = case.inputs["v"].copy()
+    v[..., -1] = 1
+    inputs = {**case.inputs, "v": v}
+    params = dict(case.params)
+    if scaled:
+        inputs["q"] = cq
+        params["scale"] = new_scale
+    return Case(inputs, params, case.recipe), scaled
+
+
+def _gate_launch(ctx: Context, prop: str) -> tuple[Launch | Finding, bool]:
+    """The gate launch (:func:`_gate_case`), launched once for both gates, or the ``crash``
+    finding of ``prop``; and whether q and the scale were scaled."""
+    case, scaled = _gate_case(ctx.case)
+    what = "with v[:, -1] = 1" + (f", q * {GATE_C:g} and scale / {GATE_C:g}" if scaled else "")
+    return ctx.derived(case, prop=prop, what=what, share=("attention", "gate")), scaled
 
 
 def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
@@ -624,10 +556,9 @@ def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
     exponentials (recomputed or rescaled apart), their arguments, the two sums of ``n`` terms,
     ``P`` rounded to the input dtype, a split-KV merge, the division and the output rounding.
     """
-    launch, _ = _gate_launch(ctx)
-    if launch.error is not None:
-        e = launch.error
-        return ctx.finding(F.CRASH, "rows-sum-to-one", f"with v[:, -1] = 1: {exception_summary(e)}")
+    launch, _ = _gate_launch(ctx, "rows-sum-to-one")
+    if isinstance(launch, Finding):
+        return launch
     o = to_float64(launch.outputs["o"][..., -1])  # [B, Hq, Tq]
     counts = np.broadcast_to(visible_counts(ctx.case)[:, None, :], o.shape)
     tol = analysis(ctx.case, ctx.ref_device).row_sum
@@ -661,9 +592,11 @@ def _scale_once(ctx: Context, _: Any) -> Finding | None:
     twice, or ignores an explicit one, moves every logit by a factor 2. Tolerance: twice the
     oracle tolerance (both runs are within it of the same oracle).
     """
-    launch, scaled = _gate_launch(ctx)
-    if not scaled or launch.error is not None:
-        return None  # not an instance of the invariance / the gate reports the crash
+    launch, scaled = _gate_launch(ctx, "scale-applied-once")
+    if not scaled:
+        return None  # 2 q or scale / 2 would not be exact: not an instance of the invariance
+    if isinstance(launch, Finding):
+        return launch
     what = f"with q * {GATE_C:g} and scale / {GATE_C:g}"
     for name in ("o", "lse"):
         if name not in ctx.oracle:
@@ -671,7 +604,7 @@ def _scale_once(ctx: Context, _: Any) -> Finding | None:
         got, want, tol = launch.outputs[name], ctx.clean.outputs[name], 2.0 * ctx.bound(name)
         if name == "o":
             got, want, tol = got[..., :-1], want[..., :-1], tol[..., :-1]
-        f = _agree(ctx, "scale-applied-once", what, name, got, want, tol, F.ACCURACY)
+        f = runs_agree(ctx, "scale-applied-once", what, name, got, want, tol, F.ACCURACY)
         if f is not None:
             return f
     return None
@@ -686,10 +619,11 @@ def _gqa_mha(ctx: Context, _: Any) -> Finding | None:
     case = ctx.case
     group = case.inputs["q"].shape[1] // case.inputs["k"].shape[1]
     rep = {n: np.repeat(case.inputs[n], group, axis=1) for n in ("k", "v")}
-    got = _launch(ctx, "gqa-equals-mha", "with kv heads repeated", case.replace(inputs=rep))
-    if isinstance(got, Finding):
-        return got
-    return _equivalent(ctx, "gqa-equals-mha", f"MHA with kv heads repeated x{group}", got,
+    run = ctx.derived(case.replace(inputs=rep), prop="gqa-equals-mha",
+                      what="with kv heads repeated")  # fmt: skip
+    if isinstance(run, Finding):
+        return run
+    return _equivalent(ctx, "gqa-equals-mha", f"MHA with kv heads repeated x{group}", run.outputs,
                        lambda a: a, F.ACCURACY)  # fmt: skip
 
 
@@ -708,12 +642,13 @@ def _padding_truncation(ctx: Context, pick: Any) -> Finding | None:
     inputs["q"] = case.inputs["q"][b : b + 1]
     inputs["k"] = case.inputs["k"][b : b + 1, :, :n]
     inputs["v"] = case.inputs["v"][b : b + 1, :, :n]
-    got = _launch(ctx, "key-padding-equals-truncation", f"batch {b} with its {n} keys alone",
-                  Case(inputs, case.params, case.recipe))  # fmt: skip
-    if isinstance(got, Finding):
-        return got
+    run = ctx.derived(Case(inputs, case.params, case.recipe), prop="key-padding-equals-truncation",
+                      what=f"batch {b} with its {n} keys alone")  # fmt: skip
+    if isinstance(run, Finding):
+        return run
     return _equivalent(
-        ctx, "key-padding-equals-truncation", f"batch element {b} truncated to its {n} keys", got,
+        ctx, "key-padding-equals-truncation", f"batch element {b} truncated to its {n} keys",
+        run.outputs,
         lambda a: a[b : b + 1], F.MASKING, lambda i: (b, *i[1:]),
     )  # fmt: skip
 
@@ -737,12 +672,12 @@ def _varlen_alone(ctx: Context, pick: Any) -> Finding | None:
     inputs["q"] = case.inputs["q"][:, :, q0:q1]
     inputs["k"] = case.inputs["k"][:, :, k0:k1]
     inputs["v"] = case.inputs["v"][:, :, k0:k1]
-    got = _launch(ctx, "varlen-equals-alone", f"sequence {n} alone",
-                  Case(inputs, case.params, case.recipe))  # fmt: skip
-    if isinstance(got, Finding):
-        return got
+    run = ctx.derived(Case(inputs, case.params, case.recipe), prop="varlen-equals-alone",
+                      what=f"sequence {n} alone")  # fmt: skip
+    if isinstance(run, Finding):
+        return run
     return _equivalent(ctx, "varlen-equals-alone", f"sequence {n} ({q1 - q0} queries, {k1 - k0} keys) alone",
-                       got, lambda a: a[:, :, q0:q1], F.MASKING, lambda i: (i[0], i[1], q0 + i[2], *i[3:]))  # fmt: skip
+                       run.outputs, lambda a: a[:, :, q0:q1], F.MASKING, lambda i: (i[0], i[1], q0 + i[2], *i[3:]))  # fmt: skip
 
 
 def _dense_entry(ctx: Context) -> KernelRun | None:
@@ -782,12 +717,12 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     params.update(causal=True, block_q=bk, block_k=bk)
     entry = _dense_entry(ctx)
     assert entry is not None
-    got = _launch(ctx, "decode-equals-last-causal-row",
-                  f"batch {b} as the last {rows} rows of a causal prefill of {n}",
-                  Case(inputs, params, case.recipe), entry)  # fmt: skip
-    if isinstance(got, Finding):
-        return got
-    last = {k: v[:, :, rows - 1 :] for k, v in got.items() if k in ctx.oracle}
+    run = ctx.derived(Case(inputs, params, case.recipe), prop="decode-equals-last-causal-row",
+                      what=f"batch {b} as the last {rows} rows of a causal prefill of {n}",
+                      entry=entry)  # fmt: skip
+    if isinstance(run, Finding):
+        return run
+    last = {k: v[:, :, rows - 1 :] for k, v in run.outputs.items() if k in ctx.oracle}
     return _equivalent(ctx, "decode-equals-last-causal-row", f"last row of a causal prefill of {n}",
                        last, lambda a: a[b : b + 1], F.ACCURACY, lambda i: (b, *i[1:]))  # fmt: skip
 

@@ -31,7 +31,7 @@ from fuzz.arrays import finfo, np_dtype, special_value
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import MASKING, NONDETERMINISM, Finding
-from fuzz.properties import Context, Property
+from fuzz.properties import Context, Property, compare_runs
 from fuzz.target import Hazard, Target, register
 from kernels.jagged_softmax.mutants import MUTANTS
 from oracles.jagged_softmax import (
@@ -245,17 +245,6 @@ HAZARDS = (
 # Family properties --------------------------------------------------------------------------------
 
 
-def _first_difference(a: np.ndarray, b: np.ndarray) -> tuple[int, ...] | None:
-    """The first index where two outputs differ in their bits (NaN equals NaN), else None."""
-    from fuzz.arrays import bits
-
-    both_nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
-    differ = (bits(a) != bits(b)) & ~both_nan
-    if not differ.any():
-        return None
-    return tuple(int(i) for i in np.argwhere(differ)[0])
-
-
 def _segment_of(case: Case, row: int) -> int:
     o = case.inputs["offsets"].astype(np.int64)
     return int(np.searchsorted(o, row, side="right") - 1)
@@ -273,7 +262,9 @@ def _rearranged(case: Case, order: list[int]) -> tuple[Case, np.ndarray]:
 
 
 def _compare_rows(ctx: Context, got: np.ndarray, rows: np.ndarray) -> tuple[int, ...] | None:
-    return _first_difference(got, ctx.clean.outputs["y"][rows])
+    """Where ``got`` (a run of the case's rows ``rows``) differs from the clean run's bits."""
+    d = compare_runs(got, ctx.clean.outputs["y"][rows])
+    return None if d is None else d.index
 
 
 def _n_segments(ctx: Context) -> int:
@@ -317,9 +308,7 @@ def _alone(ctx: Context, pick: Any) -> Finding | None:
         return None
     seg = nonempty[int(pick) % len(nonempty)]
     case, rows = _rearranged(ctx.case, [seg])
-    # A context of its own: the outputs it allocates have the single segment's shape.
-    alone = Context(ctx.target, ctx.backend, case, ref_device=ctx.ref_device, stats=ctx.stats)
-    launch = alone.derived(case, prop="segment-alone", what=f"segment {seg} alone")
+    launch = ctx.derived(case, prop="segment-alone", what=f"segment {seg} alone")
     if isinstance(launch, Finding):
         return launch
     idx = _compare_rows(ctx, launch.outputs["y"], rows)
@@ -359,18 +348,17 @@ def _schedule(ctx: Context, programs: Any) -> Finding | None:
                          what=f"with num_programs={programs}")  # fmt: skip
     if isinstance(launch, Finding):
         return launch
-    a = ctx.clean.outputs["y"]
-    idx = _first_difference(a, launch.outputs["y"])
-    if idx is None:
+    d = compare_runs(launch.outputs["y"], ctx.clean.outputs["y"])
+    if d is None:
         return None
-    got = float(launch.outputs["y"][idx])
+    row, col = d.index
     return ctx.finding(
         NONDETERMINISM, "schedule-invariance",
-        f"num_programs={programs} instead of {mine} changes y[{idx[0]}, {idx[1]}] "
-        f"(segment {_segment_of(ctx.case, idx[0])}) from {float(a[idx]):.6g} to {got:.6g}: the "
+        f"num_programs={programs} instead of {mine} changes y[{row}, {col}] "
+        f"(segment {_segment_of(ctx.case, row)}) from {d.want:.6g} to {d.got:.6g}: the "
         f"result depends on the order in which programs run",
-        output="y", index=idx, kernel_value=got, oracle_value=float(ctx.oracle["y"][idx]),
-        details={"num_programs": programs, "clean_num_programs": mine, "clean_value": float(a[idx])},
+        output="y", index=d.index, kernel_value=d.got, oracle_value=float(ctx.oracle["y"][d.index]),
+        details={"num_programs": programs, "clean_num_programs": mine, "clean_value": d.want},
     )  # fmt: skip
 
 

@@ -18,7 +18,6 @@ is in ``kernels/simple_gla/README.md``), plus the rounding to the output dtype.
 from __future__ import annotations
 
 import types
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,7 +29,8 @@ from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import ACCURACY, INF, NAN, Finding
-from fuzz.properties import Context, Launch, Property, excess
+from fuzz.kit import per_case
+from fuzz.properties import Context, Launch, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
 from fuzz.targets._simple_gla_bound import U32, error_model, propagated
 from kernels.simple_gla.mutants import MUTANTS
@@ -188,16 +188,12 @@ def naive(case: Case, device: str) -> dict[str, np.ndarray]:
 
 # The per-element error bound (fuzz/targets/_simple_gla_bound.py; kernels/simple_gla/README.md) ----
 
-# The oracle of each case, kept while the case lives: the bound's store-rounding term uses the
-# exact outputs, which the harness has computed just before asking for the bound.
-_ORACLES: weakref.WeakKeyDictionary[Case, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
 
-
+@per_case
 def cached_oracle(case: Case, device: str) -> dict[str, np.ndarray]:
-    """:func:`oracle`, computed once per case."""
-    if case not in _ORACLES:
-        _ORACLES[case] = oracle(case, device)
-    return _ORACLES[case]
+    """:func:`oracle`, computed once per case (and kept while it lives): the bound's
+    store-rounding term uses the exact outputs."""
+    return oracle(case, device)
 
 
 def bounds(case: Case, *, chunk: int | None = None, device: str = "cpu",
@@ -429,32 +425,6 @@ def _nonfinite(ctx: Context, got: Mapping[str, np.ndarray], prop: str, what: str
     return None
 
 
-def _mismatch(ctx: Context, name: str, a: np.ndarray, b: np.ndarray, tol: np.ndarray, prop: str,
-              what: str, **details: Any) -> Finding | None:  # fmt: skip
-    """An accuracy finding when ``a`` and ``b`` differ by more than ``tol`` (per element, an
-    array broadcastable to theirs) anywhere; NaN/Inf that appear count as infinite differences.
-    The element reported is the one with the largest difference / tolerance."""
-    a64, b64 = to_float64(a), to_float64(b)
-    with np.errstate(invalid="ignore"):
-        same = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
-        diff = np.where(same, 0.0, np.abs(a64 - b64))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    tol = np.broadcast_to(np.asarray(tol, np.float64), diff.shape)
-    ratio = excess(diff, tol)
-    if not ratio.size or ratio.max() <= 1.0:
-        return None
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), diff.shape))
-    cls = ACCURACY
-    if not np.isfinite(b64[idx]):
-        cls = NAN if np.isnan(b64[idx]) else INF
-    return ctx.finding(
-        cls, prop, f"{what}: {name}[{', '.join(map(str, idx))}] = {b64[idx]:.6g} vs {a64[idx]:.6g} "
-        f"(difference {diff[idx]:.3g} > tolerance {tol[idx]:.3g} of that element)",
-        output=name, index=idx, kernel_value=float(b64[idx]), error=float(diff[idx]),
-        tolerance=float(tol[idx]), details=details,
-    )  # fmt: skip
-
-
 def _chunk_sizes(ctx: Context) -> tuple[int, ...]:
     own = ctx.case.params["chunk_size"]
     pool = INTERPRETER_CHUNKS if ctx.backend.interpret else CHUNK_SIZES
@@ -462,19 +432,19 @@ def _chunk_sizes(ctx: Context) -> tuple[int, ...]:
 
 
 def _chunk_runs(ctx: Context, selector: int, prop: str) -> dict[int, Launch] | Finding:
-    """The case run at every other chunk size of the backend's pool (cached on the context), or
-    the ``crash`` finding of ``prop`` for a run that raised (``Context.derived``)."""
-    cache = ctx.__dict__.setdefault("_simple_gla_chunk_runs", {})
+    """The case run at every other chunk size of the backend's pool (each launched once for the
+    properties that compare with it), or the ``crash`` finding of ``prop`` for a run that raised
+    (``Context.derived``)."""
     if _skipped(ctx, selector):
         return {}
+    runs = {}
     for c in _chunk_sizes(ctx):
-        if c not in cache:
-            cache[c] = ctx.derived(ctx.case.replace(chunk_size=c), prop=prop,
-                                   what=f"with chunk_size={c}")  # fmt: skip
-        if isinstance(cache[c], Finding):
-            f = cache[c]
-            return ctx.finding(f.cls, prop, f.message, details=f.details)
-    return cache
+        run = ctx.derived(ctx.case.replace(chunk_size=c), prop=prop, what=f"with chunk_size={c}",
+                          share=("simple_gla", "chunk_size", c))  # fmt: skip
+        if isinstance(run, Finding):
+            return run
+        runs[c] = run
+    return runs
 
 
 def _finite_every_chunk(ctx: Context, selector: Any) -> Finding | None:
@@ -501,9 +471,9 @@ def _chunk_independence(ctx: Context, selector: Any) -> Finding | None:
     for c, run in runs.items():
         other = bounds(ctx.case, chunk=c, device=ctx.ref_device, reference=ctx.oracle)
         for name in ctx.oracle:
-            f = _mismatch(ctx, name, ctx.clean.outputs[name], run.outputs[name],
-                          mine[name] + other[name], "chunk-independence",
-                          f"chunk_size={own} vs {c}", chunk_size=c)  # fmt: skip
+            f = runs_agree(ctx, "chunk-independence", f"chunk_size={c} vs {own}", name,
+                           run.outputs[name], ctx.clean.outputs[name], mine[name] + other[name],
+                           ACCURACY, chunk_size=c)  # fmt: skip
             if f is not None:
                 return f
     return None
@@ -527,10 +497,6 @@ def _slice_case(case: Case, rows: slice, t0: int, t1: int, *, h0: np.ndarray | N
     if "output_final_state" in params:
         params["output_final_state"] = final
     return Case(inputs, params, case.recipe)
-
-
-def _run(ctx: Context, case: Case, prop: str, what: str) -> Launch | Finding:
-    return ctx.derived(case, prop=prop, what=what, outputs=ctx.output_spec(case))
 
 
 # On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
@@ -564,13 +530,13 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
     what1, what2 = f"tokens [0, {t1})", f"tokens [{t1}, {length}) from the state after {t1}"
     if kind_of(case) == "fwd":
         first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=None, final=True)
-        run1 = _run(ctx, first, prop, what1)
+        run1 = ctx.derived(first, prop=prop, what=what1)
         if isinstance(run1, Finding):
             return run1
         b1 = bounds(first, device=dev)
         second = _slice_case(case, rows, t1, length, h0=run1.outputs["ht"], dht=None,
                              final=case.params["output_final_state"])  # fmt: skip
-        run2 = _run(ctx, second, prop, what2)
+        run2 = ctx.derived(second, prop=prop, what=what2)
         if isinstance(run2, Finding):
             return run2
         b2 = bounds(second, device=dev)
@@ -580,7 +546,7 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
         exact = _exact_state(case, t1)
         second = _slice_case(case, rows, t1, length, h0=exact.astype(np.float32),
                              dht=case.inputs.get("dht"), final=False)  # fmt: skip
-        run2 = _run(ctx, second, prop, what2)
+        run2 = ctx.derived(second, prop=prop, what=what2)
         if isinstance(run2, Finding):
             return run2
         b2 = bounds(second, device=dev)
@@ -589,7 +555,7 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
         p2 = propagated(second, h0_error=rounding, device=dev)
         first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=run2.outputs["dh0"],
                             final=False)  # fmt: skip
-        run1 = _run(ctx, first, prop, what1)
+        run1 = ctx.derived(first, prop=prop, what=what1)
         if isinstance(run1, Finding):
             return run1
         b1 = bounds(first, device=dev)
@@ -606,8 +572,8 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
             tol = whole[name] + np.concatenate([np.broadcast_to(piece1, run1.outputs[name].shape),
                                                 np.broadcast_to(piece2, run2.outputs[name].shape)],
                                                axis=1)  # fmt: skip
-        f = _mismatch(ctx, name, ctx.clean.outputs[name], got, tol, "state-continuation",
-                      f"tokens [0, {t1}) then [{t1}, {length}) vs all at once", split=t1)  # fmt: skip
+        f = runs_agree(ctx, prop, f"tokens [0, {t1}) then [{t1}, {length})", name, got,
+                       ctx.clean.outputs[name], tol, ACCURACY, split=t1)  # fmt: skip
         if f is not None:
             return f
     return None
@@ -646,21 +612,28 @@ def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
     dht = case.inputs["dht"][i : i + 1] if "dht" in case.inputs else None
     alone = _slice_case(case, slice(0, 1), bos, eos, h0=h0, dht=dht,
                         final=bool(case.params.get("output_final_state")))  # fmt: skip
-    run = _run(ctx, alone, "varlen-alone", f"sequence {i} (tokens [{bos}, {eos})) alone")
+    what = f"sequence {i} (tokens [{bos}, {eos})) alone"
+    run = ctx.derived(alone, prop="varlen-alone", what=what)
     if isinstance(run, Finding):
         return run
 
     def part(a: np.ndarray, name: str) -> np.ndarray:
         return a[i : i + 1] if name in ("ht", "dh0") else a[:, bos:eos]
 
+    def packed(name: str) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+        """An index of the sequence alone -> the packed output's."""
+        if name in ("ht", "dh0"):
+            return lambda j: (i + j[0], *j[1:])
+        return lambda j: (j[0], bos + j[1], *j[2:])
+
     packed_bound = bounds(case, device=ctx.ref_device, reference=ctx.oracle)
     ref = {name: part(o, name) for name, o in ctx.oracle.items()}
     alone_bound = bounds(alone, device=ctx.ref_device, reference=ref)
     for name in ctx.oracle:
         tol = part(packed_bound[name], name) + alone_bound[name]
-        f = _mismatch(ctx, name, part(ctx.clean.outputs[name], name), run.outputs[name], tol,
-                      "varlen-alone", f"sequence {i} (tokens [{bos}, {eos})) packed vs alone",
-                      sequence=i)  # fmt: skip
+        f = runs_agree(ctx, "varlen-alone", what, name, run.outputs[name],
+                       part(ctx.clean.outputs[name], name), tol, ACCURACY, where=packed(name),
+                       sequence=i)  # fmt: skip
         if f is not None:
             return f
     return None

@@ -11,9 +11,7 @@ does, so it is never the tighter of the two.
 
 from __future__ import annotations
 
-import functools
 import types
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,8 +21,9 @@ from hypothesis import strategies as st
 from fuzz.arrays import finfo, special_value
 from fuzz.case import Case
 from fuzz.compare import Tolerance
-from fuzz.failures import ACCURACY, INF, NAN, Finding
-from fuzz.properties import Context, Property, excess
+from fuzz.failures import ACCURACY, Finding
+from fuzz.kit import per_case
+from fuzz.properties import Context, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
 from kernels.softmax.mutants import MUTANTS
 from oracles.softmax import SoftmaxBound, softmax_error_bound, softmax_naive, softmax_reference
@@ -84,27 +83,24 @@ def naive(case: Case, device: str) -> dict[str, np.ndarray]:
     return {"y": TorchAdapter(device).get(y)}
 
 
-_BOUNDS: weakref.WeakKeyDictionary[Case, dict[str, SoftmaxBound[np.ndarray]]] = (
-    weakref.WeakKeyDictionary()
-)
+@per_case
+def analysis(case: Case, device: str = "cpu") -> SoftmaxBound[np.ndarray]:
+    """The case's error bounds (``oracles.softmax.softmax_error_bound``), as NumPy arrays."""
+    return perturbed_analysis(case, device, None)
 
 
-def analysis(
-    case: Case, device: str = "cpu", extra_delta: np.ndarray | None = None
+def perturbed_analysis(
+    case: Case, device: str, extra_delta: np.ndarray | None
 ) -> SoftmaxBound[np.ndarray]:
-    """The case's error bounds (``oracles.softmax.softmax_error_bound``), as NumPy arrays; cached
-    per case and device unless ``extra_delta`` (a perturbation of each logit) is given."""
-    cached = _BOUNDS.setdefault(case, {}) if extra_delta is None else {}
-    if device not in cached:
-        import torch
+    """:func:`analysis` with each logit perturbed by up to ``extra_delta`` more (not cached)."""
+    import torch
 
-        t = _torch_inputs(case, device)
-        extra = None if extra_delta is None else torch.as_tensor(extra_delta, device=device)
-        got = softmax_error_bound(t["x"], t.get("mask"), t.get("bias"), case.params["scale"],
-                                  out_dtype=case.params["dtype"], min_tile=MIN_TILE,
-                                  extra_delta=extra)  # fmt: skip
-        cached[device] = SoftmaxBound(*(a.cpu().numpy() for a in got))
-    return cached[device]
+    t = _torch_inputs(case, device)
+    extra = None if extra_delta is None else torch.as_tensor(extra_delta, device=device)
+    got = softmax_error_bound(t["x"], t.get("mask"), t.get("bias"), case.params["scale"],
+                              out_dtype=case.params["dtype"], min_tile=MIN_TILE,
+                              extra_delta=extra)  # fmt: skip
+    return SoftmaxBound(*(a.cpu().numpy() for a in got))
 
 
 def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
@@ -112,7 +108,7 @@ def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
     return {"y": analysis(case, device).y}
 
 
-@functools.lru_cache(maxsize=8)
+@per_case
 def logits64(case: Case) -> np.ndarray:
     """``scale * x + bias`` in float64 with masked keys at -inf (read-only; cached per case:
     the hazards and properties of one example all start from it)."""
@@ -284,34 +280,12 @@ def _shift_invariance(ctx: Context, c: Any) -> Finding | None:
                          what=f"with {c:g} added to x")  # fmt: skip
     if isinstance(launch, Finding):
         return launch
-    y0 = ctx.clean.outputs["y"].astype(np.float64)
-    y1 = launch.outputs["y"].astype(np.float64)
     scale = abs(case.params["scale"] or 1.0)
     with np.errstate(invalid="ignore"):
         d = np.abs(np.where(finite, s64 - x64 - c, 0.0)) * scale
-    moved = analysis(case.replace(inputs={"x": shifted}), ctx.ref_device, extra_delta=d).y
-    tol = ctx.bound("y") + moved
-    bad = np.isfinite(y0) & ~np.isfinite(y1)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        cls = NAN if np.isnan(y1[idx]) else INF
-        return ctx.finding(
-            cls, "shift-invariance", f"adding {c:g} to x turns y[{', '.join(map(str, idx))}] into {y1[idx]}",
-            output="y", index=idx, kernel_value=float(y1[idx]), oracle_value=float(ctx.oracle["y"][idx]),
-            details={"shift": c},
-        )  # fmt: skip
-    diff = np.where(np.isfinite(y0) & np.isfinite(y1), np.abs(y1 - y0), 0.0)
-    ratio = excess(diff, tol)
-    if ratio.max(initial=0.0) <= 1.0:
-        return None
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), diff.shape))
-    return ctx.finding(
-        ACCURACY, "shift-invariance",
-        f"adding {c:g} to x moves y[{', '.join(map(str, idx))}] from {y0[idx]:.6g} to {y1[idx]:.6g} "
-        f"(tolerance {tol[idx]:.3g})",
-        output="y", index=idx, kernel_value=float(y1[idx]), oracle_value=float(ctx.oracle["y"][idx]),
-        error=float(diff[idx]), tolerance=float(tol[idx]), details={"shift": c},
-    )  # fmt: skip
+    moved = perturbed_analysis(case.replace(inputs={"x": shifted}), ctx.ref_device, d).y
+    return runs_agree(ctx, "shift-invariance", f"with {c:g} added to x", "y", launch.outputs["y"],
+                      ctx.clean.outputs["y"], ctx.bound("y") + moved, ACCURACY, shift=c)  # fmt: skip
 
 
 PROPERTIES = (
