@@ -22,6 +22,7 @@ be found.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
 from collections.abc import Callable, Mapping
@@ -35,9 +36,19 @@ from fuzz.arrays import finfo, np_dtype, special_value, to_float64
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import Finding
-from fuzz.kit import per_case
+from fuzz.kit import (
+    entries,
+    host,
+    per_case,
+    real_modules,
+    register_mutants,
+    register_reformulations,
+    torch_inputs,
+)
 from fuzz.properties import Context, Launch, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
+from kernels.attention.mutants import MUTANTS
+from kernels.attention.reformulations import REFORMULATIONS
 from oracles.attention import (
     AttentionBound,
     attention_error_bound,
@@ -57,10 +68,11 @@ FP32_EXP_MAX = finfo("float32").log_max  # 88.72
 TOLERANCE = {"o": Tolerance(), "lse": Tolerance()}
 MIN_TILE = 16  # the fewest keys an attention kernel of this family takes per step (tiles >= 16)
 
+
 KernelRun = Callable[..., dict[str, Any]]
 
 
-# Entry points ------------------------------------------------------------------------------------
+# Contract: entry points, outputs, structure of a case ---------------------------------------------
 
 
 def _window(params: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -129,54 +141,16 @@ def decode_entry(module: types.ModuleType) -> KernelRun:
     return run
 
 
-# References --------------------------------------------------------------------------------------
-
-
-def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
-    from fuzz.backends import TorchAdapter
-
-    adapter = TorchAdapter(device)
-    return {k: adapter.put(v) for k, v in case.inputs.items()}
-
-
-def _reference_kwargs(case: Case, t: Mapping[str, Any]) -> dict[str, Any]:
-    p = case.params
-    lengths = t.get("key_lengths", t.get("cache_len"))
-    return {
-        "scale": p.get("scale"),
-        "causal": bool(p.get("causal", False)),
-        "window": _window(p),
-        "key_lengths": lengths,
-        "cu_seqlens_q": t.get("cu_seqlens_q"),
-        "cu_seqlens_k": t.get("cu_seqlens_k"),
-        "alibi_slopes": t.get("alibi_slopes"),
-        "softcap": p.get("softcap"),
-        "align": _align(case),
-    }
+def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The outputs of ``case``: ``o`` like ``q`` in the input dtype, ``lse [B, Hq, Tq]`` fp32."""
+    q = case.inputs["q"]
+    return {"o": (tuple(q.shape), case.params["dtype"]), "lse": (tuple(q.shape[:3]), "float32")}
 
 
 def _align(case: Case) -> str:
     """Where the case's queries sit among its keys: ``bottom-right`` (this project's kernels), or
     a plugin kernel's declared convention (``Conventions.causal``: the case's ``align``)."""
     return str(case.params.get("align", "bottom-right"))
-
-
-def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
-    t = _torch_inputs(case, device)
-    o, lse = attention_reference(t["q"], t["k"], t["v"], **_reference_kwargs(case, t))
-    return {"o": o.cpu().numpy(), "lse": lse.cpu().numpy()}
-
-
-def naive(case: Case, device: str) -> dict[str, np.ndarray]:
-    from fuzz.backends import TorchAdapter
-
-    t = _torch_inputs(case, device)
-    o, lse = attention_naive(t["q"], t["k"], t["v"], **_reference_kwargs(case, t))
-    adapter = TorchAdapter(device)
-    return {"o": adapter.get(o), "lse": adapter.get(lse)}
-
-
-# Structure of a case -----------------------------------------------------------------------------
 
 
 def visible_count(
@@ -281,37 +255,45 @@ def unseen_key_rows(case: Case) -> np.ndarray:
     return outside
 
 
-def poison(case: Case, kind: str) -> Case | None:
-    """Every input element no output can depend on set to the poison: the keys and values no
-    query can see (``unseen_key_rows``), and the queries of rows without a visible key (their
-    outputs are 0 and -inf whatever they hold). None if there is none."""
-    unseen = unseen_key_rows(case)
-    blind = no_key_rows(case)  # [B, Tq]
-    if not unseen.any() and not blind.any():
-        return None
-    value = special_value(kind, case.params["dtype"])
-    new = {}
-    for name, rows in (("k", unseen), ("v", unseen), ("q", blind)):
-        if rows.any():
-            a = case.inputs[name].copy()
-            a[np.broadcast_to(rows[:, None, :, None], a.shape)] = value
-            new[name] = a
-    return case.replace(inputs=new)
+# Oracle and naive reference -----------------------------------------------------------------------
 
 
-def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
-    """Rows with no visible key: ``o = 0`` and ``lse = -inf`` whatever the values."""
-    empty = no_key_rows(case)  # [B, Tq]
-    q = case.inputs["q"]
-    lse = np.broadcast_to(empty[:, None, :], (q.shape[0], q.shape[1], q.shape[2]))
-    return {"o": np.broadcast_to(lse[..., None], q.shape), "lse": lse}
+def _reference_kwargs(case: Case, t: Mapping[str, Any]) -> dict[str, Any]:
+    p = case.params
+    lengths = t.get("key_lengths", t.get("cache_len"))
+    return {
+        "scale": p.get("scale"),
+        "causal": bool(p.get("causal", False)),
+        "window": _window(p),
+        "key_lengths": lengths,
+        "cu_seqlens_q": t.get("cu_seqlens_q"),
+        "cu_seqlens_k": t.get("cu_seqlens_k"),
+        "alibi_slopes": t.get("alibi_slopes"),
+        "softcap": p.get("softcap"),
+        "align": _align(case),
+    }
+
+
+def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    o, lse = attention_reference(t["q"], t["k"], t["v"], **_reference_kwargs(case, t))
+    return {"o": host(o, device), "lse": host(lse, device)}
+
+
+def naive(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    o, lse = attention_naive(t["q"], t["k"], t["v"], **_reference_kwargs(case, t))
+    return {"o": host(o, device), "lse": host(lse, device)}
+
+
+# Error bound --------------------------------------------------------------------------------------
 
 
 @per_case
 def analysis(case: Case, device: str = "cpu") -> AttentionBound[np.ndarray]:
     """The case's error bounds (``oracles.attention.attention_error_bound``: the derivation is in
     ``kernels/attention/README.md``), as NumPy arrays; cached per case and device."""
-    t = _torch_inputs(case, device)
+    t = torch_inputs(case, device)
     got = attention_error_bound(
         t["q"], t["k"], t["v"], **_reference_kwargs(case, t), dtype=case.params["dtype"],
         num_splits=int(case.params.get("num_splits") or 0), min_tile=MIN_TILE,
@@ -325,7 +307,7 @@ def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
     return {"o": got.o, "lse": got.lse}
 
 
-# Hazards -----------------------------------------------------------------------------------------
+# Hazards ------------------------------------------------------------------------------------------
 
 _HAZARD_MAX_SCORES = 1 << 16
 
@@ -476,13 +458,36 @@ HAZARDS = (
 )
 
 
-# Family properties -------------------------------------------------------------------------------
+# Poisoning and fixed outputs ----------------------------------------------------------------------
 
 
-def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
-    """The outputs of ``case``: ``o`` like ``q`` in the input dtype, ``lse [B, Hq, Tq]`` fp32."""
+def poison(case: Case, kind: str) -> Case | None:
+    """Every input element no output can depend on set to the poison: the keys and values no
+    query can see (``unseen_key_rows``), and the queries of rows without a visible key (their
+    outputs are 0 and -inf whatever they hold). None if there is none."""
+    unseen = unseen_key_rows(case)
+    blind = no_key_rows(case)  # [B, Tq]
+    if not unseen.any() and not blind.any():
+        return None
+    value = special_value(kind, case.params["dtype"])
+    new = {}
+    for name, rows in (("k", unseen), ("v", unseen), ("q", blind)):
+        if rows.any():
+            a = case.inputs[name].copy()
+            a[np.broadcast_to(rows[:, None, :, None], a.shape)] = value
+            new[name] = a
+    return case.replace(inputs=new)
+
+
+def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
+    """Rows with no visible key: ``o = 0`` and ``lse = -inf`` whatever the values."""
+    empty = no_key_rows(case)  # [B, Tq]
     q = case.inputs["q"]
-    return {"o": (tuple(q.shape), case.params["dtype"]), "lse": (tuple(q.shape[:3]), "float32")}
+    lse = np.broadcast_to(empty[:, None, :], (q.shape[0], q.shape[1], q.shape[2]))
+    return {"o": np.broadcast_to(lse[..., None], q.shape), "lse": lse}
+
+
+# Properties ---------------------------------------------------------------------------------------
 
 
 def _idx(index: tuple[int, ...]) -> str:
@@ -728,30 +733,44 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
 
 
 PICK = st.integers(0, 7)
+
+
 ROWS_SUM_TO_ONE = Property(
     "rows-sum-to-one", _rows_sum_to_one,
     description="the probabilities of every row with a visible key sum to 1 (v[:, -1] = 1)",
 )  # fmt: skip
+
+
 SCALE_APPLIED_ONCE = Property(
     "scale-applied-once", _scale_once,
     description="q * 2 with scale / 2 gives the same output and LSE",
 )  # fmt: skip
+
+
 GQA_EQUALS_MHA = Property(
     "gqa-equals-mha", _gqa_mha, applies=_is_gqa,
     description="GQA equals MHA with the kv heads repeated",
 )  # fmt: skip
+
+
 KEY_PADDING_EQUALS_TRUNCATION = Property(
     "key-padding-equals-truncation", _padding_truncation, PICK, applies=_has_padding,
     description="a padded batch element equals that element with its keys truncated",
 )  # fmt: skip
+
+
 VARLEN_EQUALS_ALONE = Property(
     "varlen-equals-alone", _varlen_alone, PICK, applies=_is_varlen,
     description="a packed sequence equals the same sequence run alone",
 )  # fmt: skip
+
+
 DECODE_EQUALS_LAST_ROW = Property(
     "decode-equals-last-causal-row", _decode_last_row, PICK, applies=_is_decode,
     description="a decode step equals the last row of the causal prefill of its cache",
 )  # fmt: skip
+
+
 PROPERTIES = (
     ROWS_SUM_TO_ONE,
     SCALE_APPLIED_ONCE,
@@ -762,7 +781,7 @@ PROPERTIES = (
 )
 
 
-# Interpreter cost ----------------------------------------------------------------------------------
+# Costs and baselines ------------------------------------------------------------------------------
 
 
 def interpret_cost(case: Case) -> float:
@@ -778,9 +797,6 @@ def interpret_cost(case: Case) -> float:
     bq = p["block_q"]
     return float(sum(hq * max(1, math.ceil(lq / bq)) * max(1, math.ceil(lk / bk))
                      for _, _, lq, _, lk in seqs(case)))  # fmt: skip
-
-
-# Baselines (the mutant scoreboard compares the harness with them) -----------------------------------
 
 
 def _randn_case(rng: np.random.Generator, b: int, hq: int, hkv: int, tq: int, tk: int, d: int,
@@ -815,6 +831,8 @@ GRID_LENGTHS = {
     "large": ((113, 203), (128, 217), (113, 211), (108, 256), (256, 512), (512, 256),
               (1023, 1024), (1024, 1023), (2048, 2048)),
 }  # fmt: skip
+
+
 GRID_HEAD_DIMS = {"small": (16, 32), "large": (32, 64, 128)}
 
 
@@ -903,25 +921,19 @@ def decode_baseline_grid(scale: str) -> list[Case]:
     return cases
 
 
-# Registration ----------------------------------------------------------------------------------------
+# Real targets -------------------------------------------------------------------------------------
 
-
-def _dense_modules() -> dict[str, types.ModuleType]:
-    from kernels.attention import pallas, triton
-
-    return {"triton": triton, "pallas": pallas}
-
-
-DENSE_ENTRIES: dict[str, KernelRun] = {impl: dense_entry(m) for impl, m in _dense_modules().items()}
-
-
-def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Target:
-    return Target(
-        name=name,
+DENSE = "kernels.attention.{impl}"
+DECODE = "kernels.attention.{impl}_decode"
+DENSE_ENTRIES: dict[str, KernelRun] = entries(dense_entry, real_modules(DENSE))
+ATTENTION = register(
+    Target(
+        name="attention",
         family="attention",
-        kernels=kernels,
+        kernels=DENSE_ENTRIES,
         oracle=oracle,
         naive=naive,
+        strategy=attention_cases,
         tolerance=TOLERANCE,
         hazards=HAZARDS,
         poison=poison,
@@ -932,71 +944,47 @@ def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Targe
         targeting=False,
         properties=PROPERTIES,
         interpret_cost=interpret_cost,
+        baseline_randn=baseline_randn,
+        baseline_grid=baseline_grid,
         outputs=output_spec,
-        **kw,
-    )
-
-
-def _register() -> None:
-    from kernels.attention import pallas_decode, triton_decode
-    from kernels.attention.mutants import MUTANTS
-    from kernels.attention.reformulations import REFORMULATIONS
-
-    register(make_target(
-        "attention", DENSE_ENTRIES, strategy=attention_cases,
-        baseline_randn=baseline_randn, baseline_grid=baseline_grid,
         description="dense attention: causal, window, key padding, ALiBi, softcap, GQA, mixed",
-    ))  # fmt: skip
-    register(make_target(
-        "attention_varlen", DENSE_ENTRIES, strategy=varlen_cases,
-        baseline_randn=varlen_baseline_randn, baseline_grid=varlen_baseline_grid,
+    )
+)
+ATTENTION_VARLEN = register(
+    dataclasses.replace(
+        ATTENTION,
+        name="attention_varlen",
+        strategy=varlen_cases,
+        baseline_randn=varlen_baseline_randn,
+        baseline_grid=varlen_baseline_grid,
         description="packed variable-length attention (cu_seqlens, empty sequences, guard rows)",
-    ))  # fmt: skip
-    register(make_target(
-        "attention_decode",
-        {"triton": decode_entry(triton_decode), "pallas": decode_entry(pallas_decode)},
+    )
+)
+ATTENTION_DECODE = register(
+    dataclasses.replace(
+        ATTENTION,
+        name="attention_decode",
+        kernels=entries(decode_entry, real_modules(DECODE)),
         strategy=decode_cases,
-        baseline_randn=decode_baseline_randn, baseline_grid=decode_baseline_grid,
+        baseline_randn=decode_baseline_randn,
+        baseline_grid=decode_baseline_grid,
         description="split-KV decode: one query per sequence against a cache (cache_len)",
-    ))  # fmt: skip
-    # Correct reformulations: real targets (0 findings expected), the proof that the error bound
-    # admits every backward-stable fp32 implementation. The dense ones also run packed batches
-    # (the kernels' IS_VARLEN path).
-    for r in REFORMULATIONS:
-        described = f"reformulation: {r.description}"
-        if r.real.endswith("_decode"):
-            register(make_target(
-                f"attention_decode_{r.name}",
-                {"triton": decode_entry(r.module("triton")), "pallas": decode_entry(r.module("pallas"))},
-                strategy=decode_cases, description=described,
-            ))  # fmt: skip
-            continue
-        entries = {
-            "triton": dense_entry(r.module("triton")),
-            "pallas": dense_entry(r.module("pallas")),
-        }
-        register(make_target(f"attention_{r.name}", entries, strategy=attention_cases,
-                             description=described))  # fmt: skip
-        register(make_target(f"attention_varlen_{r.name}", entries, strategy=varlen_cases,
-                             description=described))  # fmt: skip
-    real_targets = {
-        "attention": (dense_entry, attention_cases, baseline_randn, baseline_grid),
-        "attention_decode": (decode_entry, decode_cases, decode_baseline_randn,
-                             decode_baseline_grid),
-    }  # fmt: skip
-    for m in MUTANTS:
-        for real, expect in m.expected.items():
-            entry, strategy, randn, grid = real_targets[real]
-            register(make_target(
-                f"{real}_mutant_{m.name}",
-                {impl: entry(m.module(impl)) for impl in m.languages},
-                strategy=strategy,
-                mutant_of=real,
-                expected_class=expect.cls,
-                shrink_bound=expect.shrink_bound,
-                baseline_randn=randn, baseline_grid=grid,
-                description=m.description,
-            ))  # fmt: skip
+    )
+)
 
 
-_register()
+# Reformulations -----------------------------------------------------------------------------------
+
+# kernels/attention/reformulations.py: each a real target, <real target>_<name>; the dense ones
+# also run packed batches (the kernels' IS_VARLEN path).
+register_reformulations(ATTENTION, DENSE, dense_entry, REFORMULATIONS)
+register_reformulations(ATTENTION_VARLEN, DENSE, dense_entry, REFORMULATIONS)
+register_reformulations(ATTENTION_DECODE, DECODE, decode_entry, REFORMULATIONS)
+
+
+# Mutants ------------------------------------------------------------------------------------------
+
+# kernels/attention/mutants.py: attention_mutant_<name> and attention_decode_mutant_<name>, with
+# the class and shrink bound of each.
+register_mutants(ATTENTION, DENSE, dense_entry, MUTANTS)
+register_mutants(ATTENTION_DECODE, DECODE, decode_entry, MUTANTS)

@@ -17,6 +17,8 @@ is in ``kernels/simple_gla/README.md``), plus the rounding to the output dtype.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,10 +31,18 @@ from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import ACCURACY, INF, NAN, Finding
-from fuzz.kit import per_case
+from fuzz.kit import (
+    entries,
+    host,
+    per_case,
+    real_modules,
+    register_mutants,
+    torch_inputs,
+    variant,
+)
 from fuzz.properties import Context, Launch, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
-from fuzz.targets._simple_gla_bound import U32, error_model, propagated
+from fuzz.targets._simple_gla_bound import U32, cu_seqlens, error_model, propagated
 from kernels.simple_gla.mutants import MUTANTS
 from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
 
@@ -46,11 +56,11 @@ FWD_OUTPUTS = ("o", "ht")
 BWD_OUTPUTS = ("dq", "dk", "dv", "dg", "dh0")
 
 
+# Contract: entry points, outputs, structure of a case ---------------------------------------------
+
+
 def kind_of(case: Case) -> str:
     return "bwd" if "do" in case.inputs else "fwd"
-
-
-# Entry points -------------------------------------------------------------------------------------
 
 
 def fwd_entry(module: types.ModuleType):
@@ -95,9 +105,6 @@ def bwd_entry(module: types.ModuleType):
     return run
 
 
-# Shapes -----------------------------------------------------------------------------------------
-
-
 def seq_lengths(case: Case) -> list[int]:
     """The length of every sequence (batch rows, or ``cu_seqlens`` segments)."""
     batch, length = case.inputs["q"].shape[:2]
@@ -105,6 +112,13 @@ def seq_lengths(case: Case) -> list[int]:
     if cu is None:
         return [length] * batch
     return [int(cu[i + 1] - cu[i]) for i in range(len(cu) - 1)]
+
+
+def padding(case: Case) -> tuple[int, int]:
+    """``[start, T)``: the tokens of no sequence, past ``cu_seqlens[-1]`` (empty without)."""
+    length = case.inputs["q"].shape[1]
+    cu = case.inputs.get("cu_seqlens")
+    return (length if cu is None else int(cu[-1])), length
 
 
 def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -133,60 +147,45 @@ def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
 # Oracle and naive reference -----------------------------------------------------------------------
 
 
-def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
-    from fuzz.backends import TorchAdapter
-
-    adapter = TorchAdapter(device)
-    return {k: adapter.put(a) for k, a in case.inputs.items() if k != "cu_seqlens"}
-
-
-def _cu(case: Case) -> list[int] | None:
-    cu = case.inputs.get("cu_seqlens")
-    return None if cu is None else [int(c) for c in cu]
-
-
-def _host(t: Any, device: str) -> np.ndarray:
-    from fuzz.backends import TorchAdapter
-
-    return TorchAdapter(device).get(t)
-
-
 def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
     """float64 token recurrence (forward), or float64 autograd through it (backward)."""
     from oracles.simple_gla import simple_gla_reference, simple_gla_reference_grads
 
-    t = _torch_inputs(case, device)
+    t = torch_inputs(case, device, skip=("cu_seqlens",))
     args = dict(g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
-                initial_state=t.get("h0"), cu_seqlens=_cu(case))  # fmt: skip
+                initial_state=t.get("h0"), cu_seqlens=cu_seqlens(case))  # fmt: skip
     if kind_of(case) == "fwd":
         o, ht = simple_gla_reference(t["q"], t["k"], t["v"], **args)
-        res = {"o": o.cpu().numpy()}
+        res = {"o": host(o, device)}
         if case.params["output_final_state"]:
-            res["ht"] = ht.cpu().numpy()
+            res["ht"] = host(ht, device)
         return res
     grads = simple_gla_reference_grads(t["q"], t["k"], t["v"], t["do"], dht=t.get("dht"), **args)
-    return {k: v.detach().cpu().numpy() for k, v in grads.as_dict().items()}
+    return {k: host(v, device) for k, v in grads.as_dict().items()}
 
 
 def naive(case: Case, device: str) -> dict[str, np.ndarray]:
     """The chunked algorithm in eager torch in the input dtype (``oracles.simple_gla``)."""
     from oracles.simple_gla import simple_gla_naive, simple_gla_naive_grads
 
-    t = _torch_inputs(case, device)
+    t = torch_inputs(case, device, skip=("cu_seqlens",))
     args = dict(g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
-                initial_state=t.get("h0"), cu_seqlens=_cu(case),
+                initial_state=t.get("h0"), cu_seqlens=cu_seqlens(case),
                 chunk_size=case.params["chunk_size"])  # fmt: skip
     if kind_of(case) == "fwd":
         o, ht = simple_gla_naive(t["q"], t["k"], t["v"], **args)
-        res = {"o": _host(o, device)}
+        res = {"o": host(o, device)}
         if case.params["output_final_state"]:
-            res["ht"] = _host(ht.detach(), device)
+            res["ht"] = host(ht, device)
         return res
     grads = simple_gla_naive_grads(t["q"], t["k"], t["v"], t["do"], dht=t.get("dht"), **args)
-    return {k: _host(v.detach(), device) for k, v in grads.as_dict().items()}
+    return {k: host(v, device) for k, v in grads.as_dict().items()}
 
 
-# The per-element error bound (fuzz/targets/_simple_gla_bound.py; kernels/simple_gla/README.md) ----
+# Error bound --------------------------------------------------------------------------------------
+
+# fuzz/targets/_simple_gla_bound.py holds the error model; kernels/simple_gla/README.md the
+# derivation.
 
 
 @per_case
@@ -353,11 +352,7 @@ HAZARDS = (
 )
 
 
-def padding(case: Case) -> tuple[int, int]:
-    """``[start, T)``: the tokens of no sequence, past ``cu_seqlens[-1]`` (empty without)."""
-    length = case.inputs["q"].shape[1]
-    cu = case.inputs.get("cu_seqlens")
-    return (length if cu is None else int(cu[-1])), length
+# Poisoning and fixed outputs ----------------------------------------------------------------------
 
 
 def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
@@ -407,7 +402,15 @@ def poison(case: Case, kind: str) -> Case | None:
     return case.replace(inputs=new)
 
 
-# Family properties --------------------------------------------------------------------------------
+# Properties ---------------------------------------------------------------------------------------
+
+# On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
+# runs it, and failures shrink toward 0), on compiled backends on every example.
+SAMPLED = 4
+
+
+def _skipped(ctx: Context, selector: int) -> bool:
+    return ctx.backend.interpret and selector % SAMPLED != 0
 
 
 def _nonfinite(ctx: Context, got: Mapping[str, np.ndarray], prop: str, what: str) -> Finding | None:
@@ -497,15 +500,6 @@ def _slice_case(case: Case, rows: slice, t0: int, t1: int, *, h0: np.ndarray | N
     if "output_final_state" in params:
         params["output_final_state"] = final
     return Case(inputs, params, case.recipe)
-
-
-# On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
-# runs it, and failures shrink toward 0), on compiled backends on every example.
-SAMPLED = 4
-
-
-def _skipped(ctx: Context, selector: int) -> bool:
-    return ctx.backend.interpret and selector % SAMPLED != 0
 
 
 def _state_continuation(ctx: Context, params: Any) -> Finding | None:
@@ -648,7 +642,11 @@ def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
 # element's bound, a MX + MB), plus CROSS_FLOOR u of the element's magnitude, both runs' output
 # roundings and flushed subnormals. Measured: see kernels/simple_gla/README.md.
 CROSS_FACTOR = 8.0
+
+
 CROSS_FLOOR = 16.0
+
+
 PEERS = {"triton": "pallas-gpu", "pallas-gpu": "triton", "triton-interpret": "pallas-interpret",
          "pallas-interpret": "triton-interpret"}  # fmt: skip
 
@@ -715,6 +713,8 @@ def _cross_implementation(ctx: Context, selector: Any) -> Finding | None:
 
 
 _SELECTOR = st.integers(0, SAMPLED - 1)
+
+
 PROPERTIES = (
     Property("finite-every-chunk", _finite_every_chunk, _SELECTOR,
              description="no NaN/Inf for finite inputs at any chunk size"),
@@ -733,6 +733,8 @@ PROPERTIES = (
              description="each language's error is at most c x the other's on the same inputs"),
 )  # fmt: skip
 
+
+# Costs and baselines ------------------------------------------------------------------------------
 
 # One (program, chunk, tile pair) step is ~60 interpreted tl operations, ~10 program-tiles of a
 # row softmax (the unit of Target.interpret_cost).
@@ -770,9 +772,6 @@ def split_interpret_cost(case: Case) -> float:
     from kernels.simple_gla.split import split_tile
 
     return 1.5 * interpret_cost(case, tile=split_tile(case.params["chunk_size"]))
-
-
-# Baselines (the mutant scoreboard compares the harness with them) ---------------------------------
 
 
 def _baseline_case(seed: int, shape: tuple[int, int, int, int, int], dtype: str, chunk: int,
@@ -830,57 +829,45 @@ def baseline_grid(kind: str):
     return make
 
 
-# Registration -------------------------------------------------------------------------------------
+# Real targets -------------------------------------------------------------------------------------
 
-
-def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], *,
-                cost: Callable[[Case], float] = interpret_cost, **kw: Any) -> Target:  # fmt: skip
-    entry = fwd_entry if kind == "fwd" else bwd_entry
-    return Target(
-        name=name,
+KERNELS = "kernels.simple_gla.{impl}"
+SIMPLE_GLA_FWD = register(
+    Target(
+        name="simple_gla_fwd",
         family="simple_gla",
-        kernels={impl: entry(m) for impl, m in modules.items()},
+        kernels=entries(fwd_entry, real_modules(KERNELS)),
         oracle=oracle,
         naive=naive,
-        strategy=simple_gla_fwd_cases if kind == "fwd" else simple_gla_bwd_cases,
+        strategy=simple_gla_fwd_cases,
         tolerance=TOLERANCE,
         error_bound=error_bound,
         hazards=HAZARDS,
         fixed_outputs=fixed_outputs,
         poison=poison,
         properties=PROPERTIES,
-        interpret_cost=cost,
+        interpret_cost=interpret_cost,
         targeting=False,
-        baseline_randn=baseline_randn(kind),
-        baseline_grid=baseline_grid(kind),
+        baseline_randn=baseline_randn("fwd"),
+        baseline_grid=baseline_grid("fwd"),
         outputs=output_spec,
-        **kw,
+        description="chunked simple GLA forward (o, ht), g_gamma or per-token gates, varlen",
     )
+)
+SIMPLE_GLA_BWD = register(
+    dataclasses.replace(
+        SIMPLE_GLA_FWD,
+        name="simple_gla_bwd",
+        kernels=entries(bwd_entry, real_modules(KERNELS)),
+        strategy=simple_gla_bwd_cases,
+        baseline_randn=baseline_randn("bwd"),
+        baseline_grid=baseline_grid("bwd"),
+        description="chunked simple GLA backward (dq, dk, dv, dg, dh0)",
+    )
+)
 
 
-def _register() -> None:
-    from kernels.simple_gla import pallas, triton
-
-    real = {"triton": triton, "pallas": pallas}
-    register(make_target("simple_gla_fwd", "fwd", real,
-                         description="chunked simple GLA forward (o, ht), g_gamma or per-token gates, varlen"))  # fmt: skip
-    register(make_target("simple_gla_bwd", "bwd", real,
-                         description="chunked simple GLA backward (dq, dk, dv, dg, dh0)"))  # fmt: skip
-    _register_reformulations()
-    for m in MUTANTS:
-        modules = {impl: m.module(impl) for impl in m.languages}
-        for base, expect in m.expected.items():
-            register(
-                make_target(
-                    f"{base}_mutant_{m.name}",
-                    base.removeprefix("simple_gla_"),
-                    modules,
-                    mutant_of=base,
-                    expected_class=expect.cls,
-                    shrink_bound=expect.shrink_bound,
-                    description=m.description,
-                )
-            )
+# Reformulations -----------------------------------------------------------------------------------
 
 
 def _register_reformulations() -> None:
@@ -888,19 +875,27 @@ def _register_reformulations() -> None:
     real targets, so that every property (the per-element bound first) must hold for them too;
     Triton only (the fused Pallas kernel is already a second chunked implementation, with its
     own prefix sums, compared with Triton's by the cross-implementation property)."""
-    from kernels.simple_gla import recurrent, split
-
     forms = (
-        ("recurrent", recurrent, recurrent_interpret_cost,
+        ("recurrent", recurrent_interpret_cost,
          "the token recurrence (fp32 state, one exp per token), a correct reformulation"),
-        ("split", split, split_interpret_cost,
+        ("split", split_interpret_cost,
          "chunked in passes (states, then chunks in parallel), 16/32-row tiles, other loop "
          "orders, a correct reformulation"),
     )  # fmt: skip
-    for form, module, cost, what in forms:
-        for kind in ("fwd", "bwd"):
-            register(make_target(f"simple_gla_{kind}_{form}", kind, {"triton": module}, cost=cost,
-                                 description=f"simple GLA {'forward' if kind == 'fwd' else 'backward'}: {what}"))  # fmt: skip
+    for form, cost, what in forms:
+        module = importlib.import_module(f"kernels.simple_gla.{form}")
+        for real, entry, kind in ((SIMPLE_GLA_FWD, fwd_entry, "forward"),
+                                  (SIMPLE_GLA_BWD, bwd_entry, "backward")):  # fmt: skip
+            register(variant(real, f"{real.name}_{form}", {"triton": module}, entry,
+                             interpret_cost=cost, description=f"simple GLA {kind}: {what}"))  # fmt: skip
 
 
-_register()
+_register_reformulations()
+
+
+# Mutants ------------------------------------------------------------------------------------------
+
+# kernels/simple_gla/mutants.py: simple_gla_{fwd,bwd}_mutant_<name>, each where its record
+# expects it, with the class and shrink bound there.
+register_mutants(SIMPLE_GLA_FWD, KERNELS, fwd_entry, MUTANTS)
+register_mutants(SIMPLE_GLA_BWD, KERNELS, bwd_entry, MUTANTS)

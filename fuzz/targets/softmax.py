@@ -22,10 +22,19 @@ from fuzz.arrays import finfo, special_value
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import ACCURACY, Finding
-from fuzz.kit import per_case
+from fuzz.kit import (
+    entries,
+    host,
+    per_case,
+    real_modules,
+    register_mutants,
+    register_reformulations,
+    torch_inputs,
+)
 from fuzz.properties import Context, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
 from kernels.softmax.mutants import MUTANTS
+from kernels.softmax.reformulations import REFORMULATIONS
 from oracles.softmax import SoftmaxBound, softmax_error_bound, softmax_naive, softmax_reference
 from strategies.softmax import softmax_cases
 
@@ -35,6 +44,9 @@ from strategies.softmax import softmax_cases
 TOLERANCE = Tolerance()
 FP32_EXP_MAX = finfo("float32").log_max  # 88.72
 MIN_TILE = 16  # the fewest columns a softmax kernel of this family takes per step (block_n >= 16)
+
+
+# Contract: entry points, outputs, structure of a case ---------------------------------------------
 
 
 def entry(module: types.ModuleType):
@@ -62,52 +74,6 @@ def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
     return {"y": (tuple(case.inputs["x"].shape), case.params["dtype"])}
 
 
-def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
-    from fuzz.backends import TorchAdapter
-
-    adapter = TorchAdapter(device)
-    return {k: adapter.put(v) for k, v in case.inputs.items()}
-
-
-def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
-    t = _torch_inputs(case, device)
-    y = softmax_reference(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
-    return {"y": y.cpu().numpy()}
-
-
-def naive(case: Case, device: str) -> dict[str, np.ndarray]:
-    from fuzz.backends import TorchAdapter
-
-    t = _torch_inputs(case, device)
-    y = softmax_naive(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
-    return {"y": TorchAdapter(device).get(y)}
-
-
-@per_case
-def analysis(case: Case, device: str = "cpu") -> SoftmaxBound[np.ndarray]:
-    """The case's error bounds (``oracles.softmax.softmax_error_bound``), as NumPy arrays."""
-    return perturbed_analysis(case, device, None)
-
-
-def perturbed_analysis(
-    case: Case, device: str, extra_delta: np.ndarray | None
-) -> SoftmaxBound[np.ndarray]:
-    """:func:`analysis` with each logit perturbed by up to ``extra_delta`` more (not cached)."""
-    import torch
-
-    t = _torch_inputs(case, device)
-    extra = None if extra_delta is None else torch.as_tensor(extra_delta, device=device)
-    got = softmax_error_bound(t["x"], t.get("mask"), t.get("bias"), case.params["scale"],
-                              out_dtype=case.params["dtype"], min_tile=MIN_TILE,
-                              extra_delta=extra)  # fmt: skip
-    return SoftmaxBound(*(a.cpu().numpy() for a in got))
-
-
-def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
-    """``Target.error_bound``: each output element's bound (``analysis``)."""
-    return {"y": analysis(case, device).y}
-
-
 @per_case
 def logits64(case: Case) -> np.ndarray:
     """``scale * x + bias`` in float64 with masked keys at -inf (read-only; cached per case:
@@ -125,27 +91,47 @@ def _valid(case: Case) -> np.ndarray:
     return np.isfinite(logits64(case))
 
 
-def poison(case: Case, kind: str) -> Case | None:
-    """Masked-out keys of ``x`` and ``bias`` set to the poison; None if nothing is masked."""
-    mask = case.inputs.get("mask")
-    if mask is None or mask.all():
-        return None
-    x = case.inputs["x"].copy()
-    x[~mask] = special_value(kind, case.params["dtype"])
-    new = {"x": x}
-    if "bias" in case.inputs:
-        b = case.inputs["bias"].copy()
-        b[~mask] = special_value(kind, case.params["dtype"])
-        new["bias"] = b
-    return case.replace(inputs=new)
+# Oracle and naive reference -----------------------------------------------------------------------
 
 
-def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
-    """Outputs decided without arithmetic: 0 for masked keys and -inf logits; rows with no valid key."""
-    s = logits64(case)
-    fixed = ~np.isfinite(s)
-    fixed |= ~np.isfinite(s).any(axis=-1, keepdims=True)
-    return {"y": fixed}
+def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    y = softmax_reference(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
+    return {"y": host(y, device)}
+
+
+def naive(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    y = softmax_naive(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
+    return {"y": host(y, device)}
+
+
+# Error bound --------------------------------------------------------------------------------------
+
+
+@per_case
+def analysis(case: Case, device: str = "cpu") -> SoftmaxBound[np.ndarray]:
+    """The case's error bounds (``oracles.softmax.softmax_error_bound``), as NumPy arrays."""
+    return perturbed_analysis(case, device, None)
+
+
+def perturbed_analysis(
+    case: Case, device: str, extra_delta: np.ndarray | None
+) -> SoftmaxBound[np.ndarray]:
+    """:func:`analysis` with each logit perturbed by up to ``extra_delta`` more (not cached)."""
+    import torch
+
+    t = torch_inputs(case, device)
+    extra = None if extra_delta is None else torch.as_tensor(extra_delta, device=device)
+    got = softmax_error_bound(t["x"], t.get("mask"), t.get("bias"), case.params["scale"],
+                              out_dtype=case.params["dtype"], min_tile=MIN_TILE,
+                              extra_delta=extra)  # fmt: skip
+    return SoftmaxBound(*(a.cpu().numpy() for a in got))
+
+
+def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
+    """``Target.error_bound``: each output element's bound (``analysis``)."""
+    return {"y": analysis(case, device).y}
 
 
 # Hazards ------------------------------------------------------------------------------------------
@@ -231,7 +217,34 @@ HAZARDS = (
     Hazard("subnormal", _subnormal),
 )
 
-# Softmax-specific properties ----------------------------------------------------------------------
+
+# Poisoning and fixed outputs ----------------------------------------------------------------------
+
+
+def poison(case: Case, kind: str) -> Case | None:
+    """Masked-out keys of ``x`` and ``bias`` set to the poison; None if nothing is masked."""
+    mask = case.inputs.get("mask")
+    if mask is None or mask.all():
+        return None
+    x = case.inputs["x"].copy()
+    x[~mask] = special_value(kind, case.params["dtype"])
+    new = {"x": x}
+    if "bias" in case.inputs:
+        b = case.inputs["bias"].copy()
+        b[~mask] = special_value(kind, case.params["dtype"])
+        new["bias"] = b
+    return case.replace(inputs=new)
+
+
+def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
+    """Outputs decided without arithmetic: 0 for masked keys and -inf logits; rows with no valid key."""
+    s = logits64(case)
+    fixed = ~np.isfinite(s)
+    fixed |= ~np.isfinite(s).any(axis=-1, keepdims=True)
+    return {"y": fixed}
+
+
+# Properties ---------------------------------------------------------------------------------------
 
 
 def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
@@ -299,13 +312,13 @@ PROPERTIES = (
 )
 
 
+# Costs and baselines ------------------------------------------------------------------------------
+
+
 def interpret_cost(case: Case) -> float:
     """Program instances x column tiles: what the Triton interpreter's time scales with."""
     rows, cols = case.inputs["x"].shape
     return -(-rows // case.params["block_m"]) * -(-cols // case.params["block_n"])
-
-
-# Baselines (the mutant scoreboard compares the harness with them) ------------------------------------
 
 
 def baseline_randn(seed: int, scale: str) -> Case:
@@ -338,11 +351,14 @@ def baseline_grid(scale: str) -> list[Case]:
     return cases
 
 
-def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
-    return Target(
-        name=name,
+# Real targets -------------------------------------------------------------------------------------
+
+KERNELS = "kernels.softmax.{impl}"
+SOFTMAX = register(
+    Target(
+        name="softmax",
         family="softmax",
-        kernels={impl: entry(m) for impl, m in modules.items()},
+        kernels=entries(entry, real_modules(KERNELS)),
         oracle=oracle,
         naive=naive,
         strategy=softmax_cases,
@@ -356,43 +372,18 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
         baseline_randn=baseline_randn,
         baseline_grid=baseline_grid,
         outputs=output_spec,
-        **kw,
+        description="masked row softmax with scale and bias (online, multi-tile rows)",
     )
+)
 
 
-def _register() -> None:
-    from kernels.softmax import pallas, triton
-    from kernels.softmax.reformulations import REFORMULATIONS
+# Reformulations -----------------------------------------------------------------------------------
 
-    register(
-        make_target(
-            "softmax",
-            {"triton": triton, "pallas": pallas},
-            description="masked row softmax with scale and bias (online, multi-tile rows)",
-        )
-    )
-    # Correct reformulations: real targets (0 findings expected), the proof that the error bound
-    # admits every backward-stable fp32 implementation.
-    for r in REFORMULATIONS:
-        register(
-            make_target(
-                f"softmax_{r.name}",
-                {"triton": r.module("triton"), "pallas": r.module("pallas")},
-                description=f"reformulation: {r.description}",
-            )
-        )
-    for m in MUTANTS:
-        expect = m.expected["softmax"]
-        register(
-            make_target(
-                f"softmax_mutant_{m.name}",
-                {impl: m.module(impl) for impl in m.languages},
-                mutant_of="softmax",
-                expected_class=expect.cls,
-                shrink_bound=expect.shrink_bound,
-                description=m.description,
-            )
-        )
+# kernels/softmax/reformulations.py: each a real target, softmax_<name>.
+register_reformulations(SOFTMAX, KERNELS, entry, REFORMULATIONS)
 
 
-_register()
+# Mutants ------------------------------------------------------------------------------------------
+
+# kernels/softmax/mutants.py: softmax_mutant_<name>, with the class and shrink bound of each.
+register_mutants(SOFTMAX, KERNELS, entry, MUTANTS)
