@@ -1,8 +1,9 @@
 """What the built-in family modules (``fuzz/targets``) share.
 
-Every family module reads in the same order, with the same section names:
+Every family module reads in the same order, under the same section names (:data:`SECTIONS`):
 
-    Contract: entry points and outputs     what a kernel of the family is called with and returns
+    Contract: entry points, outputs,       what a kernel of the family is called with and returns,
+      structure of a case                  and what a case means (its sequences, its logits)
     Oracle and naive reference             the fp64 oracle and the same-dtype naive reference
     Error bound                            each output element's bound (``Target.error_bound``)
     Hazards                                input conditions reported with findings
@@ -40,6 +41,19 @@ from kernels._mutate import LANGUAGES, Mutant, Reformulation
 if TYPE_CHECKING:
     from fuzz.case import Case
     from fuzz.target import KernelEntry, Target
+
+SECTIONS = (
+    "Contract: entry points, outputs, structure of a case",
+    "Oracle and naive reference",
+    "Error bound",
+    "Hazards",
+    "Poisoning and fixed outputs",
+    "Properties",
+    "Costs and baselines",
+    "Real targets",
+    "Reformulations",
+    "Mutants",
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 E = TypeVar("E", bound=Callable[..., Any])  # a family's entry point (``KernelEntry``)

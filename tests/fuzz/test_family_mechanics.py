@@ -4,6 +4,7 @@ cache."""
 
 import dataclasses
 import gc
+import os
 import weakref
 
 import numpy as np
@@ -116,3 +117,26 @@ def test_per_case_computes_once_per_case_and_arguments_while_the_case_lives():
     del other
     gc.collect()
     assert alive() is None  # the cache does not keep a case alive
+
+
+@pytest.mark.parametrize("family", ["softmax", "jagged_softmax", "attention", "simple_gla"])
+def test_every_family_module_has_the_skeleton_sections_in_order(family):
+    import re
+
+    from fuzz import kit
+
+    path = os.path.join(os.path.dirname(kit.__file__), "targets", f"{family}.py")
+    with open(path) as f:
+        found = [m.group(1) for m in re.finditer(r"^# (.+?) -{5,}$", f.read(), re.MULTILINE)]
+    assert tuple(found) == kit.SECTIONS
+
+
+def test_a_mutant_registered_for_a_target_must_rewrite_its_kernels():
+    from fuzz import kit
+    from fuzz.targets import softmax as S
+    from kernels._mutate import Expect, Mutant, rewrites_of
+
+    (wrong,) = rewrites_of("kernels.jagged_softmax.{impl}",
+                           Mutant("x", "y", {"softmax": Expect("nan", 2)}, triton=(), pallas=None))  # fmt: skip
+    with pytest.raises(ValueError, match=r"mutant x rewrites 'kernels\.jagged_softmax"):
+        kit.register_mutants(S.SOFTMAX, S.KERNELS, S.entry, [wrong])
