@@ -1,9 +1,10 @@
 """Properties: written once, checked for every target on every example.
 
 A :class:`Context` runs one case on one backend and caches what several properties share (the
-oracle, the naive reference, the clean launches). :func:`check_case` evaluates the properties in a
-fixed order and returns the first failure, so the class of a failing example is decided by the
-most specific property that sees it::
+oracle, the naive reference, the clean launches, and through :meth:`Context.memo` whatever a family
+property shares with the others). :func:`check_case` evaluates the properties in a fixed order
+and returns the first failure, so the class of a failing example is decided by the most specific
+property that sees it::
 
     crash                 the kernel raised (or returned the wrong outputs)
     guard-bands           memory around the outputs untouched            -> out-of-bounds-write
@@ -13,6 +14,17 @@ most specific property that sees it::
     masked-poison         NaN/Inf/huge in masked-out inputs change nothing -> masking
     <target properties>   e.g. softmax rows sum to 1, shift invariance
     backend-agreement     compiled and interpreted twins agree           -> backend-divergence
+
+What a family's properties share:
+
+* :meth:`Context.derived`: a launch derived from the case (a transformed case, another backend
+  or entry point) under the one crash policy (a launch that raises is a ``crash`` finding of the
+  property), optionally shared by several properties of one example (``share=``);
+* :func:`compare_runs`: where one output of two runs differs, bit for bit or within a
+  per-element tolerance (it measures; the property decides), and :func:`runs_agree`, the finding
+  of a derived run that does not agree with the clean one;
+* :meth:`Context.memo`: anything else computed once per example and shared. Data that depends on
+  the case alone is cached per case (``fuzz.kit.per_case``).
 """
 
 from __future__ import annotations
@@ -20,9 +32,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from hypothesis import strategies as st
@@ -39,6 +51,8 @@ if TYPE_CHECKING:
 
     from fuzz.case import Case
     from fuzz.target import Target
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -128,7 +142,17 @@ class Context:
         self.stats = stats if stats is not None else Stats()
         self.adapter = adapter_for(backend)
         self._inputs: dict[tuple[int, str], dict[str, Any]] = {}
-        self._bounds: dict[str, np.ndarray] = {}
+        self._memo: dict[Hashable, Any] = {}
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, computed once per context (one case on one backend) and kept with it: what
+        the properties of one example share beyond the oracle and the clean runs (a launch several
+        compare with: :meth:`derived` with ``share=``; data derived from this context's runs).
+        ``key`` names the value; a family starts its keys with its name (``("attention", ...)``).
+        Data that depends on the case alone is cached per case instead (``fuzz.kit.per_case``)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     # References -------------------------------------------------------------------------------
 
@@ -282,27 +306,29 @@ class Context:
         With an analytic bound (``Target.error_bound``): that bound plus ``Tolerance.atol``, or
         the smaller of it and the ratio rule where the family declares the rule justified
         (``Tolerance.ratio_caps_analysis``). Without: the ratio rule (plus ``Target.error_floor``)."""
-        if name not in self._bounds:
-            tol = self.target.tolerance_for(name)
-            analytic = self.analytic.get(name)
-            ratio: float | None = None
-            if analytic is None or tol.ratio_caps_analysis:
-                naive = self.naive.get(name)
-                naive_max = None if naive is None else measure_naive(naive, self.oracle[name])
-                ratio = tol.bound(self.oracle[name], naive_max, self.out_dtypes[name])
-                ratio += self.floor.get(name, 0.0)
-            shape = self.oracle[name].shape
-            if analytic is None:
-                assert ratio is not None
-                b = np.broadcast_to(np.float64(ratio), shape)
-            elif ratio is None:
-                b = analytic + tol.atol
-            else:
-                b = np.minimum(analytic + tol.atol, ratio)
-            b = np.asarray(b, np.float64)
-            b.setflags(write=False)
-            self._bounds[name] = b
-        return self._bounds[name]
+        return self.memo(("bound", name), lambda: self._bound(name))
+
+    def _bound(self, name: str) -> np.ndarray:
+        """:meth:`bound`, computed."""
+        tol = self.target.tolerance_for(name)
+        analytic = self.analytic.get(name)
+        ratio: float | None = None
+        if analytic is None or tol.ratio_caps_analysis:
+            naive = self.naive.get(name)
+            naive_max = None if naive is None else measure_naive(naive, self.oracle[name])
+            ratio = tol.bound(self.oracle[name], naive_max, self.out_dtypes[name])
+            ratio += self.floor.get(name, 0.0)
+        shape = self.oracle[name].shape
+        if analytic is None:
+            assert ratio is not None
+            b = np.broadcast_to(np.float64(ratio), shape)
+        elif ratio is None:
+            b = analytic + tol.atol
+        else:
+            b = np.minimum(analytic + tol.atol, ratio)
+        b = np.asarray(b, np.float64)
+        b.setflags(write=False)
+        return b
 
     def finding(self, cls: str, prop: str, message: str, **kw: Any) -> Finding:
         return Finding(cls, prop, message, hazards=list(self.hazards), **kw)
@@ -317,12 +343,19 @@ class Context:
         outputs: Mapping[str, tuple[tuple[int, ...], str]] | None = None,
         entry: Callable[..., Mapping[str, Any]] | None = None,
         fill: float = POISON_NAN,
+        share: Hashable | None = None,
     ) -> Launch | Finding:
         """A launch a property derives from the case (a transformed case, another backend or
         entry point), under the one crash policy of every family: a launch that raises is a
         ``crash`` finding of that property, naming what was run (``what``); never silence.
-        Arguments as for :meth:`launch`."""
-        launch = self.launch(case, fill=fill, backend=backend, outputs=outputs, entry=entry)
+        Arguments as for :meth:`launch`. ``share``: a key (a family starts it with its name) under
+        which the launch is kept for the other properties of this example that derive the same
+        one (:meth:`memo`); each gets the crash finding of its own property."""
+
+        def run() -> Launch:
+            return self.launch(case, fill=fill, backend=backend, outputs=outputs, entry=entry)
+
+        launch = run() if share is None else self.memo(("derived", share), run)
         if launch.error is None:
             return launch
         e = launch.error
@@ -419,20 +452,17 @@ def _poisoned_output(ctx: Context, _: Any) -> Finding | None:
 
 def _differing_run(ctx: Context, other: Launch, runs: int) -> Finding | None:
     for name in ctx.oracle:
-        a, b = ctx.clean.outputs[name], other.outputs[name]
-        both_nan = np.isnan(to_float64(a)) & np.isnan(to_float64(b))
-        differ = (bits(a) != bits(b)) & ~both_nan
-        if differ.any():
-            idx = _first_index(differ)
+        d = compare_runs(other.outputs[name], ctx.clean.outputs[name])
+        if d is not None:
             return ctx.finding(
                 F.NONDETERMINISM,
                 "determinism",
-                f"{runs} runs differ in {int(differ.sum())} element(s) of {name}, first {name}"
-                f"[{', '.join(map(str, idx))}]: {_fmt(float(a[idx]))} then {_fmt(float(b[idx]))}",
+                f"{runs} runs differ in {d.count} element(s) of {name}, at {d.where(name)}: "
+                f"{_fmt(d.want)} then {_fmt(d.got)}",
                 output=name,
-                index=idx,
-                kernel_value=float(a[idx]),
-                details={"second_value": float(b[idx]), "runs": runs},
+                index=d.index,
+                kernel_value=d.want,
+                details={"second_value": d.got, "runs": runs},
             )
     return None
 
@@ -472,6 +502,121 @@ def excess(err: np.ndarray, tol: np.ndarray) -> np.ndarray:
 
 def _argmax_index(a: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(a)), a.shape)) if a.ndim else ()
+
+
+# Comparing two runs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunDifference:
+    """Where one output of two runs differs (:func:`compare_runs`), at the element reported.
+
+    Attributes:
+        index: the element (of the compared arrays).
+        got, want: its value in the run checked and in the run it is compared with.
+        difference: ``|got - want|``; infinite where NaN or Inf meets another value.
+        tolerance: its tolerance (0 for a comparison bit for bit).
+        count: how many elements differ beyond their tolerance.
+        appeared: ``got`` is NaN or Inf where ``want`` is finite.
+    """
+
+    index: tuple[int, ...]
+    got: float
+    want: float
+    difference: float
+    tolerance: float
+    count: int
+    appeared: bool
+
+    def where(self, name: str, index: tuple[int, ...] | None = None) -> str:
+        """``name[i, j]`` of the element (or of ``index``, where it lies in another array)."""
+        return f"{name}[{', '.join(map(str, self.index if index is None else index))}]"
+
+
+def compare_runs(
+    got: np.ndarray, want: np.ndarray, tol: np.ndarray | float | None = None
+) -> RunDifference | None:
+    """Where output ``got`` of one run differs from the same output ``want`` of another (both of
+    one shape): bit for bit (``tol`` None: only NaN equals NaN whatever its payload), or by more
+    than ``tol`` per element (an array broadcastable to theirs, or one number), where NaN equals
+    NaN, an infinity equals itself and any other difference involving NaN or Inf is infinite (an
+    infinite difference within an infinite tolerance agrees). NaN or Inf in ``got`` where ``want``
+    is finite never agrees. It measures and never decides: the caller's property classes it.
+
+    Returns None when the runs agree, else the element to report: the first where NaN or Inf
+    appeared, else the one of the largest difference / tolerance (bit for bit: the first that
+    differs)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if got.shape == want.shape and got.dtype == want.dtype:
+            if tol is None:
+                if np.array_equal(bits(got), bits(want)):  # the usual case: one cheap pass
+                    return None
+            elif np.array_equal(got, want, equal_nan=True):
+                return None
+        g, w = to_float64(got), to_float64(want)
+        both_nan = np.isnan(g) & np.isnan(w)
+        if tol is None:
+            differ = (bits(got) != bits(want)) & ~both_nan
+            diff = np.where(differ, np.abs(g - w), 0.0)
+            tol_a = np.zeros(diff.shape)
+            ratio = np.where(differ, np.inf, 0.0)
+        else:
+            diff = np.where((g == w) | both_nan, 0.0, np.abs(g - w))
+            tol_a = np.broadcast_to(np.asarray(tol, np.float64), diff.shape)
+            ratio = excess(np.where(np.isnan(diff), np.inf, diff), tol_a)
+            ratio = np.where(np.isnan(ratio), 0.0, ratio)  # inf within an infinite tolerance
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        appeared = ~np.isfinite(g) & np.isfinite(w)
+        ratio = np.where(appeared, np.inf, ratio)
+        bad = ratio > 1.0
+        if not bad.any():
+            return None
+        idx = _first_index(appeared) if appeared.any() else _argmax_index(ratio)
+    return RunDifference(
+        index=idx, got=float(g[idx]), want=float(w[idx]), difference=float(diff[idx]),
+        tolerance=float(tol_a[idx]), count=int(bad.sum()), appeared=bool(appeared[idx]),
+    )  # fmt: skip
+
+
+def runs_agree(
+    ctx: Context,
+    prop: str,
+    what: str,
+    name: str,
+    got: np.ndarray,
+    want: np.ndarray,
+    tol: np.ndarray | float | None,
+    cls: str,
+    *,
+    where: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None,
+    **details: Any,
+) -> Finding | None:
+    """None when output ``name`` of a run derived from the case (``got``, described by ``what``)
+    agrees with the clean run's ``want`` (:func:`compare_runs` within ``tol``), else the finding
+    of ``prop``: ``nan``/``inf`` where NaN or Inf appeared, ``cls`` for any other difference.
+    ``where`` maps an index of ``got`` to the clean output's (for the report); ``details`` are
+    added to the finding's."""
+    d = compare_runs(got, want, tol)
+    if d is None:
+        return None
+    at = d.index if where is None else where(d.index)
+    oracle = ctx.oracle.get(name)
+    details = {**details, "clean_value": d.want, "differing": d.count}
+    common: dict[str, Any] = dict(
+        output=name, index=at, kernel_value=d.got,
+        oracle_value=None if oracle is None else float(oracle[at]), details=details,
+    )  # fmt: skip
+    if d.appeared:
+        return ctx.finding(
+            F.NAN if np.isnan(d.got) else F.INF, prop,
+            f"{what}: {d.where(name, at)} becomes {d.got} (clean run {_fmt(d.want)})", **common,
+        )  # fmt: skip
+    return ctx.finding(
+        cls, prop,
+        f"{what}: {d.where(name, at)} = {_fmt(d.got)}, clean run {_fmt(d.want)}: difference "
+        f"{d.difference:.3g} > tolerance {d.tolerance:.3g}",
+        error=d.difference, tolerance=d.tolerance, **common,
+    )  # fmt: skip
 
 
 def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Finding | None:
@@ -555,19 +700,14 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
     if isinstance(launch, Finding):
         return launch
     for name in ctx.oracle:
-        a, p = ctx.clean.outputs[name], launch.outputs[name]
-        both_nan = np.isnan(to_float64(a)) & np.isnan(to_float64(p))
-        differ = (bits(a) != bits(p)) & ~both_nan
-        if differ.any():
-            d = np.where(differ, np.abs(to_float64(a) - to_float64(p)), 0.0)
-            d = np.where(np.isnan(d), np.inf, d)
-            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(d)), d.shape))
+        d = compare_runs(launch.outputs[name], ctx.clean.outputs[name])
+        if d is not None:
             return ctx.finding(
                 F.MASKING, "masked-poison",
-                f"setting masked-out inputs to {value} changed {int(differ.sum())} element(s) of {name}; "
-                f"{name}[{', '.join(map(str, idx))}]: {_fmt(float(a[idx]))} -> {_fmt(float(p[idx]))}",
-                output=name, index=idx, kernel_value=float(p[idx]), oracle_value=float(ctx.oracle[name][idx]),
-                details={"poison": value, "clean_value": float(a[idx])},
+                f"setting masked-out inputs to {value} changed {d.count} element(s) of {name}; "
+                f"{d.where(name)}: {_fmt(d.want)} -> {_fmt(d.got)}",
+                output=name, index=d.index, kernel_value=d.got, oracle_value=float(ctx.oracle[name][d.index]),
+                details={"poison": value, "clean_value": d.want},
             )  # fmt: skip
     return None
 
@@ -602,21 +742,16 @@ def _backend_agreement(ctx: Context, draw: Any) -> Finding | None:
         return ctx.finding(F.DIVERGENCE, "backend-agreement",
                            f"{twin.name} raised where {ctx.backend.name} did not: {exception_summary(e)}")  # fmt: skip
     for name in ctx.oracle:
-        a, b = to_float64(ctx.clean.outputs[name]), to_float64(other.outputs[name])
         tol = ctx.bound(name) * ctx.target.tolerance_for(name).divergence_factor
-        nan_mismatch = np.isnan(a) != np.isnan(b)
-        inf_mismatch = (np.isinf(a) | np.isinf(b)) & (a != b) & ~np.isnan(a) & ~np.isnan(b)
-        diff = np.where(np.isfinite(a) & np.isfinite(b), np.abs(a - b), 0.0)
-        diff = np.where(nan_mismatch | inf_mismatch, np.inf, diff)
-        ratio = excess(diff, tol)
-        if ratio.size and ratio.max() > 1.0:
-            idx = _argmax_index(ratio)
+        d = compare_runs(other.outputs[name], ctx.clean.outputs[name], tol)
+        if d is not None:
+            idx, oracle = d.index, float(ctx.oracle[name][d.index])
             return ctx.finding(
                 F.DIVERGENCE, "backend-agreement",
-                f"{ctx.backend.name} and {twin.name} differ at {name}[{', '.join(map(str, idx))}]: "
-                f"{_fmt(a[idx])} vs {_fmt(b[idx])} (oracle {_fmt(float(ctx.oracle[name][idx]))}), tolerance {_fmt(float(tol[idx]))}",
-                output=name, index=idx, kernel_value=float(a[idx]), oracle_value=float(ctx.oracle[name][idx]),
-                error=float(diff[idx]), tolerance=float(tol[idx]), details={"twin": twin.name, "twin_value": float(b[idx])},
+                f"{ctx.backend.name} and {twin.name} differ at {d.where(name)}: "
+                f"{_fmt(d.want)} vs {_fmt(d.got)} (oracle {_fmt(oracle)}), tolerance {_fmt(d.tolerance)}",
+                output=name, index=idx, kernel_value=d.want, oracle_value=oracle,
+                error=d.difference, tolerance=d.tolerance, details={"twin": twin.name, "twin_value": d.got},
             )  # fmt: skip
     return None
 

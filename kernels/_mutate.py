@@ -5,16 +5,27 @@ A mutant is the real module's source with a few exact text edits, executed as a 
 and NaN-origin reports point at the mutated line). Nothing in the real kernels knows about
 mutants, and an edit whose text no longer occurs exactly once in the real source is an error:
 a kernel refactor cannot silently turn a mutant into a copy of the real kernel.
+
+The records: a :class:`Mutant` (a planted bug, with what the harness must report for it on each
+target it is registered for: :class:`Expect`) and a :class:`Reformulation` (a correct rewrite,
+registered as a real target that must pass), both a :class:`Rewrite` of a real kernel module
+per kernel language. A family's ``kernels/<family>/mutants.py`` and ``reformulations.py`` hold
+only their tuples, built by :func:`rewrites_of`, which names the real module once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import inspect
 import linecache
 import sys
 import types
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+LANGUAGES = ("triton", "pallas")
 
 
 class MutationError(ValueError):
@@ -68,3 +79,93 @@ def mutate(
         raise
     _cache[key] = mod
     return mod
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A real kernel module rewritten by exact text edits, once per kernel language.
+
+    Attributes:
+        name: short name; the copy is the module ``<real module>__<kind>_<name>``.
+        description: what the rewrite changes (for a language without edits: why it has none).
+        triton, pallas: the edits of that language's real module; None where the rewrite has no
+            copy in that language (a bug that cannot show there).
+        real: the real module, ``{impl}`` standing for the language (``"kernels.softmax.{impl}"``);
+            set for a family's records at once by :func:`rewrites_of`.
+    """
+
+    kind: ClassVar[str] = "rewrite"
+
+    name: str
+    description: str
+    triton: tuple[Edit, ...] | None = field(kw_only=True)
+    pallas: tuple[Edit, ...] | None = field(kw_only=True)
+    real: str = field(default="", kw_only=True)
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The kernel languages the rewrite has a copy in."""
+        return tuple(impl for impl in LANGUAGES if getattr(self, impl) is not None)
+
+    def module(self, impl: str) -> types.ModuleType:
+        """The rewritten module of kernel language ``impl`` (created once, then cached)."""
+        if impl not in self.languages:
+            raise ValueError(
+                f"impl={impl!r} must be one of {self.languages} for {self.kind} {self.name}"
+            )
+        if "{impl}" not in self.real:
+            raise ValueError(
+                f"{self.kind} {self.name}: real={self.real!r} must name the real module with "
+                "'{impl}' for the language (build the tuple with rewrites_of)"
+            )
+        edits = getattr(self, impl)
+        return mutate(importlib.import_module(self.real.format(impl=impl)), self.name, edits,
+                      kind=self.kind)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a mutant must produce on one target.
+
+    Attributes:
+        cls: the failure class (``nan``, ``masking``, ``accuracy``...; see ``fuzz.failures``).
+        shrink_bound: the largest input (elements: the harness's ``Case.size``) its minimal
+            reproducer may have; the test suite asserts it. An int, or ``shrink_bound(case) ->
+            int`` where the least failing input depends on geometry the profile draws (tile
+            sizes, head dims: the GPU profile's simplest tiles and head dim are larger).
+    """
+
+    cls: str
+    shrink_bound: int | Callable[[Any], int]
+
+
+@dataclass(frozen=True)
+class Mutant(Rewrite):
+    """A planted bug: the real module with one bug written in, per kernel language.
+
+    Attributes:
+        expected: by the real target it is registered as a mutant of (``softmax``,
+            ``simple_gla_fwd``...): what it must produce there (the target is
+            ``<real target>_mutant_<name>``).
+    """
+
+    kind: ClassVar[str] = "mutant"
+
+    expected: Mapping[str, Expect]
+
+
+@dataclass(frozen=True)
+class Reformulation(Rewrite):
+    """A correct rewrite of the computation (another order, domain or number of passes),
+    registered as a real target (``<real target>_<name>``) of every target that runs ``real``:
+    the harness must pass it on every example."""
+
+    kind: ClassVar[str] = "reformulation"
+
+
+R = TypeVar("R", bound=Rewrite)
+
+
+def rewrites_of(real: str, *rewrites: R) -> tuple[R, ...]:
+    """``rewrites`` as rewrites of the real module ``real`` (``"kernels.softmax.{impl}"``)."""
+    return tuple(dataclasses.replace(r, real=real) for r in rewrites)

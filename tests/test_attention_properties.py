@@ -6,6 +6,7 @@ real kernel passes it. The properties are called directly, so each one is shown 
 own, not merely after another property has already caught the bug.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -26,7 +27,10 @@ rng = np.random.default_rng(0)
 
 
 def target(kernel, strategy=attention_cases):
-    return A.make_target("attention_test", {"triton": kernel}, strategy=strategy)
+    """The attention family's contract around ``kernel`` (an entry point), cases from
+    ``strategy``."""
+    return dataclasses.replace(A.ATTENTION, name="attention_test", kernels={"triton": kernel},
+                               strategy=strategy)  # fmt: skip
 
 
 REAL = target(A.DENSE_ENTRIES["triton"])

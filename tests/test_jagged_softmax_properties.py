@@ -11,6 +11,7 @@ import pytest
 from fuzz.backends import get_backend
 from fuzz.case import Case
 from fuzz.failures import MASKING, NONDETERMINISM, OOB_WRITE
+from fuzz.kit import variant
 from fuzz.properties import Context, check_case
 from fuzz.target import get
 from fuzz.targets import jagged_softmax as fam
@@ -37,12 +38,14 @@ def ctx_for(target, backend, c):
 
 def planted(name, triton_edits, pallas_edits):
     """A target whose kernels are the real ones with the given edits (a planted violation)."""
-    return fam.make_target(
+    return variant(
+        fam.JAGGED_SOFTMAX,
         f"jagged_softmax_planted_{name}",
         {
             "triton": mutate(ktriton, f"planted_{name}", triton_edits),
             "pallas": mutate(kpallas, f"planted_{name}", pallas_edits),
         },
+        fam.entry,
     )
 
 

@@ -2,8 +2,8 @@
 
 Each mutant target declares the failure class it must produce and ``shrink_bound``, the largest
 input (in elements) its minimal reproducer may have, a number or a function of the tile sizes and
-head dim the profile drew; the bounds are stated next to each family's mutants (e.g.
-``fuzz/targets/softmax.py``: at most 2 elements for every softmax mutant).
+head dim the profile drew; the bounds are stated with each mutant's record (``kernels._mutate.Expect``
+in ``kernels/<family>/mutants.py``: e.g. at most 2 elements for most softmax mutants).
 """
 
 from fuzz import reproducer

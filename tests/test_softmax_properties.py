@@ -11,6 +11,7 @@ import pytest
 from fuzz import failures as F
 from fuzz.backends import get_backend
 from fuzz.case import Case
+from fuzz.kit import variant
 from fuzz.properties import Context
 from fuzz.target import get
 from fuzz.targets import softmax as S
@@ -23,7 +24,7 @@ SHIFT = next(p for p in S.PROPERTIES if p.name == "shift-invariance")
 
 
 def target(module, name="softmax_test"):
-    return S.make_target(name, {"triton": module})
+    return variant(S.SOFTMAX, name, {"triton": module}, S.entry)
 
 
 def case(x, dtype="float32", scale=None, block_n=16, **inputs):

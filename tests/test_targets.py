@@ -19,7 +19,5 @@ def test_target_holds_every_property(
     kw = {}
     if fuzz_profile.name == "ci" and fuzz_target.description.startswith("reformulation:"):
         kw["max_examples"] = max(1, fuzz_profile.max_examples // CI_REFORMULATION_SHARE)
-    result = check(
-        fuzz_target, fuzz_require_backend, fuzz_profile, repro_dir=fuzz_repro_dir, **kw
-    )
+    result = check(fuzz_target, fuzz_require_backend, fuzz_profile, repro_dir=fuzz_repro_dir, **kw)
     assert result.examples > 0

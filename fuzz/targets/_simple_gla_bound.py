@@ -24,14 +24,13 @@ decay, so the quotient bounds the derivative from above).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from fuzz.arrays import dtype_name, finfo
 from fuzz.case import Case
+from fuzz.kit import per_case, torch_inputs
 
 U32 = 2.0**-24  # fp32 unit roundoff
 U64 = 2.0**-53
@@ -226,30 +225,19 @@ def operand_rounding(
     return g_in * (m0 + fp32) + r * eta_in * operand_sensitivity(case, output)
 
 
-_MODELS: weakref.WeakKeyDictionary[Case, dict[int, ErrorModel]] = weakref.WeakKeyDictionary()
-
-
 def error_model(case: Case, chunk: int | None = None, device: str = "cpu") -> ErrorModel:
-    """The error model of ``case`` at ``chunk`` (default: its own), cached per case and chunk."""
-    chunk = case.params["chunk_size"] if chunk is None else chunk
-    per_case = _MODELS.setdefault(case, {})
-    if chunk not in per_case:
-        per_case[chunk] = _error_model(case, chunk, device)
-    return per_case[chunk]
+    """The error model of ``case`` at ``chunk`` (default: its own), cached per case, chunk and
+    device."""
+    return _error_model(case, case.params["chunk_size"] if chunk is None else chunk, device)
 
 
-def _torch(case: Case, device: str) -> dict[str, Any]:
-    from fuzz.backends import TorchAdapter
-
-    adapter = TorchAdapter(device)
-    return {k: adapter.put(a) for k, a in case.inputs.items() if k != "cu_seqlens"}
-
-
-def _cu(case: Case) -> list[int] | None:
+def cu_seqlens(case: Case) -> list[int] | None:
+    """The case's ``cu_seqlens`` as a list (None without), as the references take it."""
     cu = case.inputs.get("cu_seqlens")
     return None if cu is None else [int(c) for c in cu]
 
 
+@per_case
 def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
     import torch
 
@@ -265,7 +253,7 @@ def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
     with np.errstate(over="ignore"):
         inflate = np.exp(np.minimum(beta, 700.0))
     eps = 1.0 / (EPS_DIV * (longest + 1))
-    t = _torch(case, device)
+    t = torch_inputs(case, device, skip=("cu_seqlens",))
     to = lambda x: torch.as_tensor(x, dtype=torch.float64, device=t["q"].device)  # noqa: E731
     variants = (
         MagnitudeVariant(lam, 0.0, to(inflate)),
@@ -275,7 +263,7 @@ def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
     )
     mags = simple_gla_magnitude_variants(
         t["q"], t["k"], t["v"], g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
-        initial_state=t.get("h0"), cu_seqlens=_cu(case), chunk_size=chunk, variants=variants,
+        initial_state=t.get("h0"), cu_seqlens=cu_seqlens(case), chunk_size=chunk, variants=variants,
         do=t.get("do"), dht=t.get("dht"),
     )  # fmt: skip
     kappa = 1.0 / (1.0 - n_max * U32)
@@ -303,7 +291,7 @@ def propagated(piece: Case, *, h0_error: np.ndarray | None = None,
 
     from oracles.simple_gla import simple_gla_magnitudes
 
-    t = _torch(piece, device)
+    t = torch_inputs(piece, device, skip=("cu_seqlens",))
     dev = t["q"].device
     as_t = lambda x: torch.as_tensor(np.asarray(x, np.float64), device=dev)  # noqa: E731
     q, k, v = t["q"], t["k"], t["v"]
@@ -314,7 +302,7 @@ def propagated(piece: Case, *, h0_error: np.ndarray | None = None,
         do, dht = (None if do is None else torch.zeros_like(do)), as_t(dht_error)
     m = simple_gla_magnitudes(
         q, k, v, g=t.get("g"), g_gamma=t.get("g_gamma"), scale=piece.params["scale"],
-        initial_state=h0, cu_seqlens=_cu(piece), chunk_size=piece.params["chunk_size"],
+        initial_state=h0, cu_seqlens=cu_seqlens(piece), chunk_size=piece.params["chunk_size"],
         do=do, dht=dht,
     )  # fmt: skip
     return {n: a.detach().cpu().numpy() for n, a in m.as_dict().items()}

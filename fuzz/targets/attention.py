@@ -22,9 +22,9 @@ be found.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,8 +36,19 @@ from fuzz.arrays import finfo, np_dtype, special_value, to_float64
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import Finding
-from fuzz.properties import Context, Launch, Property, exception_summary, excess
+from fuzz.kit import (
+    entries,
+    host,
+    per_case,
+    real_modules,
+    register_mutants,
+    register_reformulations,
+    torch_inputs,
+)
+from fuzz.properties import Context, Launch, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
+from kernels.attention.mutants import MUTANTS
+from kernels.attention.reformulations import REFORMULATIONS
 from oracles.attention import (
     AttentionBound,
     attention_error_bound,
@@ -57,10 +68,11 @@ FP32_EXP_MAX = finfo("float32").log_max  # 88.72
 TOLERANCE = {"o": Tolerance(), "lse": Tolerance()}
 MIN_TILE = 16  # the fewest keys an attention kernel of this family takes per step (tiles >= 16)
 
+
 KernelRun = Callable[..., dict[str, Any]]
 
 
-# Entry points ------------------------------------------------------------------------------------
+# Contract: entry points, outputs, structure of a case ---------------------------------------------
 
 
 def _window(params: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -129,54 +141,16 @@ def decode_entry(module: types.ModuleType) -> KernelRun:
     return run
 
 
-# References --------------------------------------------------------------------------------------
-
-
-def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
-    from fuzz.backends import TorchAdapter
-
-    adapter = TorchAdapter(device)
-    return {k: adapter.put(v) for k, v in case.inputs.items()}
-
-
-def _reference_kwargs(case: Case, t: Mapping[str, Any]) -> dict[str, Any]:
-    p = case.params
-    lengths = t.get("key_lengths", t.get("cache_len"))
-    return {
-        "scale": p.get("scale"),
-        "causal": bool(p.get("causal", False)),
-        "window": _window(p),
-        "key_lengths": lengths,
-        "cu_seqlens_q": t.get("cu_seqlens_q"),
-        "cu_seqlens_k": t.get("cu_seqlens_k"),
-        "alibi_slopes": t.get("alibi_slopes"),
-        "softcap": p.get("softcap"),
-        "align": _align(case),
-    }
+def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The outputs of ``case``: ``o`` like ``q`` in the input dtype, ``lse [B, Hq, Tq]`` fp32."""
+    q = case.inputs["q"]
+    return {"o": (tuple(q.shape), case.params["dtype"]), "lse": (tuple(q.shape[:3]), "float32")}
 
 
 def _align(case: Case) -> str:
     """Where the case's queries sit among its keys: ``bottom-right`` (this project's kernels), or
     a plugin kernel's declared convention (``Conventions.causal``: the case's ``align``)."""
     return str(case.params.get("align", "bottom-right"))
-
-
-def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
-    t = _torch_inputs(case, device)
-    o, lse = attention_reference(t["q"], t["k"], t["v"], **_reference_kwargs(case, t))
-    return {"o": o.cpu().numpy(), "lse": lse.cpu().numpy()}
-
-
-def naive(case: Case, device: str) -> dict[str, np.ndarray]:
-    from fuzz.backends import TorchAdapter
-
-    t = _torch_inputs(case, device)
-    o, lse = attention_naive(t["q"], t["k"], t["v"], **_reference_kwargs(case, t))
-    adapter = TorchAdapter(device)
-    return {"o": adapter.get(o), "lse": adapter.get(lse)}
-
-
-# Structure of a case -----------------------------------------------------------------------------
 
 
 def visible_count(
@@ -208,33 +182,25 @@ def visible_count(
 
 
 Structure = tuple[list[tuple[int, int, int, int, int]], np.ndarray]
-_STRUCTURE: weakref.WeakKeyDictionary[Case, Structure] = weakref.WeakKeyDictionary()
 
 
+@per_case
 def _structure(case: Case) -> Structure:
     """The case's sequences and each query row's visible-key count (cached per case: the
     hazards, properties and fixed outputs of one example all ask)."""
-    got = _STRUCTURE.get(case)
-    if got is None:
-        import torch
+    import torch
 
-        q, k = case.inputs["q"], case.inputs["k"]
-        t = {
-            n: torch.from_numpy(np.asarray(a))
-            for n, a in case.inputs.items()
-            if a.dtype.kind in "iu"
-        }
-        lengths = t.get("key_lengths", t.get("cache_len"))
-        found = sequences(q.shape[0], q.shape[2], k.shape[2], key_lengths=lengths,
-                          cu_seqlens_q=t.get("cu_seqlens_q"), cu_seqlens_k=t.get("cu_seqlens_k"))  # fmt: skip
-        counts = np.zeros((q.shape[0], q.shape[2]), np.int64)
-        causal, window = bool(case.params.get("causal", False)), _window(case.params)
-        for b, qs, lq, _, lk in found:
-            counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window,
-                                                    align=_align(case))  # fmt: skip
-        got = (found, counts)
-        _STRUCTURE[case] = got
-    return got
+    q, k = case.inputs["q"], case.inputs["k"]
+    t = {n: torch.from_numpy(np.asarray(a)) for n, a in case.inputs.items() if a.dtype.kind in "iu"}
+    lengths = t.get("key_lengths", t.get("cache_len"))
+    found = sequences(q.shape[0], q.shape[2], k.shape[2], key_lengths=lengths,
+                      cu_seqlens_q=t.get("cu_seqlens_q"), cu_seqlens_k=t.get("cu_seqlens_k"))  # fmt: skip
+    counts = np.zeros((q.shape[0], q.shape[2]), np.int64)
+    causal, window = bool(case.params.get("causal", False)), _window(case.params)
+    for b, qs, lq, _, lk in found:
+        counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window,
+                                                align=_align(case))  # fmt: skip
+    return found, counts
 
 
 def seqs(case: Case) -> list[tuple[int, int, int, int, int]]:
@@ -289,49 +255,50 @@ def unseen_key_rows(case: Case) -> np.ndarray:
     return outside
 
 
-def poison(case: Case, kind: str) -> Case | None:
-    """Every input element no output can depend on set to the poison: the keys and values no
-    query can see (``unseen_key_rows``), and the queries of rows without a visible key (their
-    outputs are 0 and -inf whatever they hold). None if there is none."""
-    unseen = unseen_key_rows(case)
-    blind = no_key_rows(case)  # [B, Tq]
-    if not unseen.any() and not blind.any():
-        return None
-    value = special_value(kind, case.params["dtype"])
-    new = {}
-    for name, rows in (("k", unseen), ("v", unseen), ("q", blind)):
-        if rows.any():
-            a = case.inputs[name].copy()
-            a[np.broadcast_to(rows[:, None, :, None], a.shape)] = value
-            new[name] = a
-    return case.replace(inputs=new)
+# Oracle and naive reference -----------------------------------------------------------------------
 
 
-def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
-    """Rows with no visible key: ``o = 0`` and ``lse = -inf`` whatever the values."""
-    empty = no_key_rows(case)  # [B, Tq]
-    q = case.inputs["q"]
-    lse = np.broadcast_to(empty[:, None, :], (q.shape[0], q.shape[1], q.shape[2]))
-    return {"o": np.broadcast_to(lse[..., None], q.shape), "lse": lse}
+def _reference_kwargs(case: Case, t: Mapping[str, Any]) -> dict[str, Any]:
+    p = case.params
+    lengths = t.get("key_lengths", t.get("cache_len"))
+    return {
+        "scale": p.get("scale"),
+        "causal": bool(p.get("causal", False)),
+        "window": _window(p),
+        "key_lengths": lengths,
+        "cu_seqlens_q": t.get("cu_seqlens_q"),
+        "cu_seqlens_k": t.get("cu_seqlens_k"),
+        "alibi_slopes": t.get("alibi_slopes"),
+        "softcap": p.get("softcap"),
+        "align": _align(case),
+    }
 
 
-_BOUNDS: weakref.WeakKeyDictionary[Case, dict[str, AttentionBound[np.ndarray]]] = (
-    weakref.WeakKeyDictionary()
-)
+def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    o, lse = attention_reference(t["q"], t["k"], t["v"], **_reference_kwargs(case, t))
+    return {"o": host(o, device), "lse": host(lse, device)}
 
 
+def naive(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    o, lse = attention_naive(t["q"], t["k"], t["v"], **_reference_kwargs(case, t))
+    return {"o": host(o, device), "lse": host(lse, device)}
+
+
+# Error bound --------------------------------------------------------------------------------------
+
+
+@per_case
 def analysis(case: Case, device: str = "cpu") -> AttentionBound[np.ndarray]:
     """The case's error bounds (``oracles.attention.attention_error_bound``: the derivation is in
     ``kernels/attention/README.md``), as NumPy arrays; cached per case and device."""
-    cached = _BOUNDS.setdefault(case, {})
-    if device not in cached:
-        t = _torch_inputs(case, device)
-        got = attention_error_bound(
-            t["q"], t["k"], t["v"], **_reference_kwargs(case, t), dtype=case.params["dtype"],
-            num_splits=int(case.params.get("num_splits") or 0), min_tile=MIN_TILE,
-        )  # fmt: skip
-        cached[device] = AttentionBound(*(a.cpu().numpy() for a in got))
-    return cached[device]
+    t = torch_inputs(case, device)
+    got = attention_error_bound(
+        t["q"], t["k"], t["v"], **_reference_kwargs(case, t), dtype=case.params["dtype"],
+        num_splits=int(case.params.get("num_splits") or 0), min_tile=MIN_TILE,
+    )  # fmt: skip
+    return AttentionBound(*(a.cpu().numpy() for a in got))
 
 
 def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
@@ -340,19 +307,17 @@ def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
     return {"o": got.o, "lse": got.lse}
 
 
-# Hazards -----------------------------------------------------------------------------------------
+# Hazards ------------------------------------------------------------------------------------------
 
-_LSE_CACHE: weakref.WeakKeyDictionary[Case, np.ndarray | None] = weakref.WeakKeyDictionary()
 _HAZARD_MAX_SCORES = 1 << 16
 
 
+@per_case
 def _lse64(case: Case) -> np.ndarray | None:
     """The fp64 log-sum-exp of a small case (None for cases too big to recompute on the CPU)."""
-    if case not in _LSE_CACHE:
-        q, k = case.inputs["q"], case.inputs["k"]
-        work = q.shape[0] * q.shape[1] * q.shape[2] * k.shape[2]
-        _LSE_CACHE[case] = oracle(case, "cpu")["lse"] if work <= _HAZARD_MAX_SCORES else None
-    return _LSE_CACHE[case]
+    q, k = case.inputs["q"], case.inputs["k"]
+    work = q.shape[0] * q.shape[1] * q.shape[2] * k.shape[2]
+    return oracle(case, "cpu")["lse"] if work <= _HAZARD_MAX_SCORES else None
 
 
 def _lse_high(case: Case) -> str | None:
@@ -493,76 +458,45 @@ HAZARDS = (
 )
 
 
-# Family properties -------------------------------------------------------------------------------
+# Poisoning and fixed outputs ----------------------------------------------------------------------
 
 
-def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
-    """The outputs of ``case``: ``o`` like ``q`` in the input dtype, ``lse [B, Hq, Tq]`` fp32."""
+def poison(case: Case, kind: str) -> Case | None:
+    """Every input element no output can depend on set to the poison: the keys and values no
+    query can see (``unseen_key_rows``), and the queries of rows without a visible key (their
+    outputs are 0 and -inf whatever they hold). None if there is none."""
+    unseen = unseen_key_rows(case)
+    blind = no_key_rows(case)  # [B, Tq]
+    if not unseen.any() and not blind.any():
+        return None
+    value = special_value(kind, case.params["dtype"])
+    new = {}
+    for name, rows in (("k", unseen), ("v", unseen), ("q", blind)):
+        if rows.any():
+            a = case.inputs[name].copy()
+            a[np.broadcast_to(rows[:, None, :, None], a.shape)] = value
+            new[name] = a
+    return case.replace(inputs=new)
+
+
+def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
+    """Rows with no visible key: ``o = 0`` and ``lse = -inf`` whatever the values."""
+    empty = no_key_rows(case)  # [B, Tq]
     q = case.inputs["q"]
-    return {"o": (tuple(q.shape), case.params["dtype"]), "lse": (tuple(q.shape[:3]), "float32")}
+    lse = np.broadcast_to(empty[:, None, :], (q.shape[0], q.shape[1], q.shape[2]))
+    return {"o": np.broadcast_to(lse[..., None], q.shape), "lse": lse}
 
 
-def _launch(ctx: Context, prop: str, what: str, case: Case, entry: KernelRun | None = None
-            ) -> dict[str, np.ndarray] | Finding:  # fmt: skip
-    """A derived launch of ``case`` (the target's own kernel, or ``entry``): its outputs, or the
-    ``crash`` finding of ``prop`` (``Context.derived``)."""
-    got = ctx.derived(case, prop=prop, what=what, outputs=ctx.output_spec(case), entry=entry)
-    return got if isinstance(got, Finding) else got.outputs
+# Properties ---------------------------------------------------------------------------------------
 
 
 def _idx(index: tuple[int, ...]) -> str:
     return ", ".join(map(str, index))
 
 
-def _agree(
-    ctx: Context,
-    prop: str,
-    what: str,
-    name: str,
-    got: np.ndarray,
-    want: np.ndarray,
-    tol: np.ndarray,
-    cls: str,
-    where: Callable[[tuple[int, ...]], tuple[int, ...]] = lambda i: i,
-) -> Finding | None:
-    """``got`` (a transformed run) against ``want`` (the clean run): NaN/Inf that appear are
-    classed nan/inf, a difference beyond ``tol`` (per element, broadcastable to ``got``) is
-    classed ``cls``. ``where`` maps an index of ``got`` to the clean output's index for the
-    report."""
-    if got.shape == want.shape and got.dtype == want.dtype:
-        with np.errstate(invalid="ignore"):
-            if np.array_equal(got, want, equal_nan=True):  # the usual case: one cheap pass
-                return None
-    g, w = to_float64(got), to_float64(want)
-    with np.errstate(invalid="ignore"):
-        appeared = ~np.isfinite(g) & np.isfinite(w)
-        if appeared.any():
-            i = tuple(int(x) for x in np.argwhere(appeared)[0])
-            return ctx.finding(
-                F.NAN if np.isnan(g[i]) else F.INF, prop,
-                f"{what}: {name}[{_idx(where(i))}] becomes {g[i]} (clean run {w[i]:.6g})",
-                output=name, index=where(i), kernel_value=float(g[i]), oracle_value=float(w[i]),
-            )  # fmt: skip
-        same_special = (g == w) | (np.isnan(g) & np.isnan(w))
-        diff = np.where(same_special, 0.0, np.abs(g - w))
-        diff = np.where(np.isnan(diff), np.inf, diff)
-    tol = np.broadcast_to(tol, diff.shape)
-    ratio = excess(diff, tol)
-    if ratio.size == 0 or ratio.max() <= 1.0:
-        return None
-    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(ratio)), diff.shape))
-    return ctx.finding(
-        cls, prop,
-        f"{what}: {name}[{_idx(where(i))}] = {g[i]:.6g}, clean run {w[i]:.6g}: difference "
-        f"{diff[i]:.3g} > tolerance {tol[i]:.3g}",
-        output=name, index=where(i), kernel_value=float(g[i]), oracle_value=float(w[i]),
-        error=float(diff[i]), tolerance=float(tol[i]),
-    )  # fmt: skip
-
-
 def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray],
                 select: Callable[[np.ndarray], np.ndarray], cls: str,
-                where: Callable[[tuple[int, ...]], tuple[int, ...]] = lambda i: i) -> Finding | None:  # fmt: skip
+                where: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None) -> Finding | None:  # fmt: skip
     """Both outputs of a transformed run against the matching part of the clean run.
 
     The fp64 oracle gives the same numbers for both computations, and each run is within its
@@ -572,8 +506,8 @@ def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray
         if name not in ctx.oracle:
             continue  # a plugin kernel without a log-sum-exp (Conventions(lse="none"))
         tol = 2.0 * select(ctx.bound(name))
-        f = _agree(ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls,
-                   where)  # fmt: skip
+        f = runs_agree(ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls,
+                       where=where)  # fmt: skip
         if f is not None:
             return f
     return None
@@ -582,37 +516,40 @@ def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray
 GATE_C = 2.0  # the power of two q is scaled by (and the scale divided by) in the gate launch
 
 
-def _gate_launch(ctx: Context) -> tuple[Launch, bool]:
-    """The one launch the two seed-003 gates share (cached on the context): ``q * 2`` with
-    ``scale / 2`` (when both are exact: else ``q`` and ``scale`` as they are), and ``v`` with its
-    last column set to 1. Output columns are independent sums ``sum_j p_j v[j, c]``, so column
-    ``D - 1`` is then each row's probability sum, and the other columns must not move.
-    Returns the launch and whether q and the scale were scaled."""
-    cached = getattr(ctx, "_attention_gate", None)
-    if cached is None:
-        case = ctx.case
-        q = case.inputs["q"]
-        d = q.shape[-1]
-        scale = case.params.get("scale")
-        scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-        with np.errstate(over="ignore"):
-            cq = (q.astype(np.float64) * GATE_C).astype(q.dtype)
-        new_scale = float(np.float32(scale) / np.float32(GATE_C))
-        scaled = (
-            np.array_equal(cq.astype(np.float64) / GATE_C, q.astype(np.float64))
-            and float(np.float32(new_scale) * np.float32(GATE_C)) == float(np.float32(scale))
-            and new_scale > finfo("float32").tiny
-        )
-        v = case.inputs["v"].copy()
-        v[..., -1] = 1
-        inputs = {**case.inputs, "v": v}
-        params = dict(case.params)
-        if scaled:
-            inputs["q"] = cq
-            params["scale"] = new_scale
-        cached = (ctx.launch(Case(inputs, params, case.recipe)), scaled)
-        ctx._attention_gate = cached  # type: ignore[attr-defined]
-    return cached
+def _gate_case(case: Case) -> tuple[Case, bool]:
+    """The case of the one launch the two seed-003 gates share: ``q * 2`` with ``scale / 2``
+    (when both are exact: else ``q`` and ``scale`` as they are), and ``v`` with its last column set
+    to 1. Output columns are independent sums ``sum_j p_j v[j, c]``, so column ``D - 1`` is then
+    each row's probability sum, and the other columns must not move. Returns the case and whether
+    q and the scale were scaled."""
+    q = case.inputs["q"]
+    d = q.shape[-1]
+    scale = case.params.get("scale")
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    with np.errstate(over="ignore"):
+        cq = (q.astype(np.float64) * GATE_C).astype(q.dtype)
+    new_scale = float(np.float32(scale) / np.float32(GATE_C))
+    scaled = (
+        np.array_equal(cq.astype(np.float64) / GATE_C, q.astype(np.float64))
+        and float(np.float32(new_scale) * np.float32(GATE_C)) == float(np.float32(scale))
+        and new_scale > finfo("float32").tiny
+    )
+    v = case.inputs["v"].copy()
+    v[..., -1] = 1
+    inputs = {**case.inputs, "v": v}
+    params = dict(case.params)
+    if scaled:
+        inputs["q"] = cq
+        params["scale"] = new_scale
+    return Case(inputs, params, case.recipe), scaled
+
+
+def _gate_launch(ctx: Context, prop: str) -> tuple[Launch | Finding, bool]:
+    """The gate launch (:func:`_gate_case`), launched once for both gates, or the ``crash``
+    finding of ``prop``; and whether q and the scale were scaled."""
+    case, scaled = _gate_case(ctx.case)
+    what = "with v[:, -1] = 1" + (f", q * {GATE_C:g} and scale / {GATE_C:g}" if scaled else "")
+    return ctx.derived(case, prop=prop, what=what, share=("attention", "gate")), scaled
 
 
 def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
@@ -624,10 +561,9 @@ def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
     exponentials (recomputed or rescaled apart), their arguments, the two sums of ``n`` terms,
     ``P`` rounded to the input dtype, a split-KV merge, the division and the output rounding.
     """
-    launch, _ = _gate_launch(ctx)
-    if launch.error is not None:
-        e = launch.error
-        return ctx.finding(F.CRASH, "rows-sum-to-one", f"with v[:, -1] = 1: {exception_summary(e)}")
+    launch, _ = _gate_launch(ctx, "rows-sum-to-one")
+    if isinstance(launch, Finding):
+        return launch
     o = to_float64(launch.outputs["o"][..., -1])  # [B, Hq, Tq]
     counts = np.broadcast_to(visible_counts(ctx.case)[:, None, :], o.shape)
     tol = analysis(ctx.case, ctx.ref_device).row_sum
@@ -661,9 +597,11 @@ def _scale_once(ctx: Context, _: Any) -> Finding | None:
     twice, or ignores an explicit one, moves every logit by a factor 2. Tolerance: twice the
     oracle tolerance (both runs are within it of the same oracle).
     """
-    launch, scaled = _gate_launch(ctx)
-    if not scaled or launch.error is not None:
-        return None  # not an instance of the invariance / the gate reports the crash
+    launch, scaled = _gate_launch(ctx, "scale-applied-once")
+    if not scaled:
+        return None  # 2 q or scale / 2 would not be exact: not an instance of the invariance
+    if isinstance(launch, Finding):
+        return launch
     what = f"with q * {GATE_C:g} and scale / {GATE_C:g}"
     for name in ("o", "lse"):
         if name not in ctx.oracle:
@@ -671,7 +609,7 @@ def _scale_once(ctx: Context, _: Any) -> Finding | None:
         got, want, tol = launch.outputs[name], ctx.clean.outputs[name], 2.0 * ctx.bound(name)
         if name == "o":
             got, want, tol = got[..., :-1], want[..., :-1], tol[..., :-1]
-        f = _agree(ctx, "scale-applied-once", what, name, got, want, tol, F.ACCURACY)
+        f = runs_agree(ctx, "scale-applied-once", what, name, got, want, tol, F.ACCURACY)
         if f is not None:
             return f
     return None
@@ -686,10 +624,11 @@ def _gqa_mha(ctx: Context, _: Any) -> Finding | None:
     case = ctx.case
     group = case.inputs["q"].shape[1] // case.inputs["k"].shape[1]
     rep = {n: np.repeat(case.inputs[n], group, axis=1) for n in ("k", "v")}
-    got = _launch(ctx, "gqa-equals-mha", "with kv heads repeated", case.replace(inputs=rep))
-    if isinstance(got, Finding):
-        return got
-    return _equivalent(ctx, "gqa-equals-mha", f"MHA with kv heads repeated x{group}", got,
+    run = ctx.derived(case.replace(inputs=rep), prop="gqa-equals-mha",
+                      what="with kv heads repeated")  # fmt: skip
+    if isinstance(run, Finding):
+        return run
+    return _equivalent(ctx, "gqa-equals-mha", f"MHA with kv heads repeated x{group}", run.outputs,
                        lambda a: a, F.ACCURACY)  # fmt: skip
 
 
@@ -708,12 +647,13 @@ def _padding_truncation(ctx: Context, pick: Any) -> Finding | None:
     inputs["q"] = case.inputs["q"][b : b + 1]
     inputs["k"] = case.inputs["k"][b : b + 1, :, :n]
     inputs["v"] = case.inputs["v"][b : b + 1, :, :n]
-    got = _launch(ctx, "key-padding-equals-truncation", f"batch {b} with its {n} keys alone",
-                  Case(inputs, case.params, case.recipe))  # fmt: skip
-    if isinstance(got, Finding):
-        return got
+    run = ctx.derived(Case(inputs, case.params, case.recipe), prop="key-padding-equals-truncation",
+                      what=f"batch {b} with its {n} keys alone")  # fmt: skip
+    if isinstance(run, Finding):
+        return run
     return _equivalent(
-        ctx, "key-padding-equals-truncation", f"batch element {b} truncated to its {n} keys", got,
+        ctx, "key-padding-equals-truncation", f"batch element {b} truncated to its {n} keys",
+        run.outputs,
         lambda a: a[b : b + 1], F.MASKING, lambda i: (b, *i[1:]),
     )  # fmt: skip
 
@@ -737,12 +677,12 @@ def _varlen_alone(ctx: Context, pick: Any) -> Finding | None:
     inputs["q"] = case.inputs["q"][:, :, q0:q1]
     inputs["k"] = case.inputs["k"][:, :, k0:k1]
     inputs["v"] = case.inputs["v"][:, :, k0:k1]
-    got = _launch(ctx, "varlen-equals-alone", f"sequence {n} alone",
-                  Case(inputs, case.params, case.recipe))  # fmt: skip
-    if isinstance(got, Finding):
-        return got
+    run = ctx.derived(Case(inputs, case.params, case.recipe), prop="varlen-equals-alone",
+                      what=f"sequence {n} alone")  # fmt: skip
+    if isinstance(run, Finding):
+        return run
     return _equivalent(ctx, "varlen-equals-alone", f"sequence {n} ({q1 - q0} queries, {k1 - k0} keys) alone",
-                       got, lambda a: a[:, :, q0:q1], F.MASKING, lambda i: (i[0], i[1], q0 + i[2], *i[3:]))  # fmt: skip
+                       run.outputs, lambda a: a[:, :, q0:q1], F.MASKING, lambda i: (i[0], i[1], q0 + i[2], *i[3:]))  # fmt: skip
 
 
 def _dense_entry(ctx: Context) -> KernelRun | None:
@@ -782,41 +722,55 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     params.update(causal=True, block_q=bk, block_k=bk)
     entry = _dense_entry(ctx)
     assert entry is not None
-    got = _launch(ctx, "decode-equals-last-causal-row",
-                  f"batch {b} as the last {rows} rows of a causal prefill of {n}",
-                  Case(inputs, params, case.recipe), entry)  # fmt: skip
-    if isinstance(got, Finding):
-        return got
-    last = {k: v[:, :, rows - 1 :] for k, v in got.items() if k in ctx.oracle}
+    run = ctx.derived(Case(inputs, params, case.recipe), prop="decode-equals-last-causal-row",
+                      what=f"batch {b} as the last {rows} rows of a causal prefill of {n}",
+                      entry=entry)  # fmt: skip
+    if isinstance(run, Finding):
+        return run
+    last = {k: v[:, :, rows - 1 :] for k, v in run.outputs.items() if k in ctx.oracle}
     return _equivalent(ctx, "decode-equals-last-causal-row", f"last row of a causal prefill of {n}",
                        last, lambda a: a[b : b + 1], F.ACCURACY, lambda i: (b, *i[1:]))  # fmt: skip
 
 
 PICK = st.integers(0, 7)
+
+
 ROWS_SUM_TO_ONE = Property(
     "rows-sum-to-one", _rows_sum_to_one,
     description="the probabilities of every row with a visible key sum to 1 (v[:, -1] = 1)",
 )  # fmt: skip
+
+
 SCALE_APPLIED_ONCE = Property(
     "scale-applied-once", _scale_once,
     description="q * 2 with scale / 2 gives the same output and LSE",
 )  # fmt: skip
+
+
 GQA_EQUALS_MHA = Property(
     "gqa-equals-mha", _gqa_mha, applies=_is_gqa,
     description="GQA equals MHA with the kv heads repeated",
 )  # fmt: skip
+
+
 KEY_PADDING_EQUALS_TRUNCATION = Property(
     "key-padding-equals-truncation", _padding_truncation, PICK, applies=_has_padding,
     description="a padded batch element equals that element with its keys truncated",
 )  # fmt: skip
+
+
 VARLEN_EQUALS_ALONE = Property(
     "varlen-equals-alone", _varlen_alone, PICK, applies=_is_varlen,
     description="a packed sequence equals the same sequence run alone",
 )  # fmt: skip
+
+
 DECODE_EQUALS_LAST_ROW = Property(
     "decode-equals-last-causal-row", _decode_last_row, PICK, applies=_is_decode,
     description="a decode step equals the last row of the causal prefill of its cache",
 )  # fmt: skip
+
+
 PROPERTIES = (
     ROWS_SUM_TO_ONE,
     SCALE_APPLIED_ONCE,
@@ -827,7 +781,7 @@ PROPERTIES = (
 )
 
 
-# Interpreter cost ----------------------------------------------------------------------------------
+# Costs and baselines ------------------------------------------------------------------------------
 
 
 def interpret_cost(case: Case) -> float:
@@ -843,9 +797,6 @@ def interpret_cost(case: Case) -> float:
     bq = p["block_q"]
     return float(sum(hq * max(1, math.ceil(lq / bq)) * max(1, math.ceil(lk / bk))
                      for _, _, lq, _, lk in seqs(case)))  # fmt: skip
-
-
-# Baselines (the mutant scoreboard compares the harness with them) -----------------------------------
 
 
 def _randn_case(rng: np.random.Generator, b: int, hq: int, hkv: int, tq: int, tk: int, d: int,
@@ -880,6 +831,8 @@ GRID_LENGTHS = {
     "large": ((113, 203), (128, 217), (113, 211), (108, 256), (256, 512), (512, 256),
               (1023, 1024), (1024, 1023), (2048, 2048)),
 }  # fmt: skip
+
+
 GRID_HEAD_DIMS = {"small": (16, 32), "large": (32, 64, 128)}
 
 
@@ -968,25 +921,19 @@ def decode_baseline_grid(scale: str) -> list[Case]:
     return cases
 
 
-# Registration ----------------------------------------------------------------------------------------
+# Real targets -------------------------------------------------------------------------------------
 
-
-def _dense_modules() -> dict[str, types.ModuleType]:
-    from kernels.attention import pallas, triton
-
-    return {"triton": triton, "pallas": pallas}
-
-
-DENSE_ENTRIES: dict[str, KernelRun] = {impl: dense_entry(m) for impl, m in _dense_modules().items()}
-
-
-def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Target:
-    return Target(
-        name=name,
+DENSE = "kernels.attention.{impl}"
+DECODE = "kernels.attention.{impl}_decode"
+DENSE_ENTRIES: dict[str, KernelRun] = entries(dense_entry, real_modules(DENSE))
+ATTENTION = register(
+    Target(
+        name="attention",
         family="attention",
-        kernels=kernels,
+        kernels=DENSE_ENTRIES,
         oracle=oracle,
         naive=naive,
+        strategy=attention_cases,
         tolerance=TOLERANCE,
         hazards=HAZARDS,
         poison=poison,
@@ -997,136 +944,47 @@ def make_target(name: str, kernels: Mapping[str, KernelRun], **kw: Any) -> Targe
         targeting=False,
         properties=PROPERTIES,
         interpret_cost=interpret_cost,
+        baseline_randn=baseline_randn,
+        baseline_grid=baseline_grid,
         outputs=output_spec,
-        **kw,
-    )
-
-
-def _positions(n: int, per_key_tile: int = 0) -> Callable[[Case], int]:
-    """A bound of ``n + per_key_tile * block_k`` positions (``B * H * T`` of the largest input),
-    in elements: times the head dim the case drew."""
-
-    def bound(case: Case) -> int:
-        return (n + per_key_tile * int(case.params["block_k"])) * int(case.inputs["q"].shape[-1])
-
-    return bound
-
-
-# The largest input each mutant's minimal reproducer may have; asserted by the tests. Counted in
-# positions (elements over the head dim: the shrinker goes to the profile's first head dim, 1 for
-# the ci profile, 64 for the gpu profile) and in key tiles where the bug needs one. Every one
-# shrinks to fp32, one head, no modifier; the minimal case each lands on under the ci profile
-# (both interpreters), and under the gpu profile (triton, pallas-gpu) where it differs:
-SHRINK_BOUNDS: dict[str, Callable[[Case], int]] = {
-    # q, k [1,1,1,1], logits near -100: the 15 padding lanes of the key tile get exp(0 + 100) =
-    # inf, times the 0 of the mask: NaN. (Run inside the whole suite, where Hypothesis's pool of
-    # constants from the project's modules differs, it has also stopped at one or two queries
-    # over five keys, causal, with rising logits: a masked key 88.7 above the row max.) gpu: two
-    # queries over one key, causal, level 100; since the switches became runtime flags and
-    # counts are drawn log-uniformly, also 24 queries over one key, no mask, D = 64, plain
-    # normal values: the 24th query is the seed's first whose logit is below -88.7 (removing
-    # rows removes it, and the shrinker does not trade rows for a logit level).
-    "mask_times_exp": _positions(32),
-    # q [1,1,2,1] over one key, causal: row 0 has no visible key and averages the masked one.
-    "finite_sentinel": _positions(2),
-    # the same fully masked row (the accuracy class it also shows: one key under a soft cap,
-    # the padding lanes at -cap next to a saturated valid logit).
-    "mask_before_scale": _positions(2),
-    # q, k [1,1,1,1], D = 1 (default scale 1, invisible to the oracle): scale-applied-once.
-    "scale_twice": _positions(1),
-    # causal, one query, one key: the query loses its own position.
-    "causal_diagonal": _positions(1),
-    # block_q 32 > block_k 16, causal, q [1,1,17,1] over one key: row 16 sits at position 0, the
-    # loop bound stops at key 0 (gpu: block_q 128 > block_k 64, q [1,1,65,64]): block_k + 1 rows.
-    "causal_loop_bound": _positions(1, per_key_tile=1),
-    # one query over two key tiles of 16 whose max grows in the second: k [1,1,n,1] with
-    # 17 <= n <= 31 (17 is the least that can fail; the shrinker lands within the two tiles).
-    "no_rescale": _positions(0, per_key_tile=2),
-    # two queries over one key, causal (row 0 sees no key), or one query over one key with
-    # key_lengths [0]. (Key lengths are drawn as a list that sets the batch, so a padded batch
-    # shrinks to its one element without keys; when the batch was drawn first and each length
-    # after it, the shrinker kept two batch elements on the CPU and four on an H100.)
-    "masked_row_nan": _positions(2),
-    # q, k [1,1,1,1], no mask: the 15 padding lanes count as keys with logit 0.
-    "partial_tile_unmasked": _positions(1),
-    # Precision losses (fp32, one head). P rounded to bf16 and the row sum kept in bf16 need two
-    # keys: with one, p = exp(0) = 1 and l = 1 are exact in any dtype. The accumulator in bf16, the
-    # LSE through fp16 and TF32 operands show with one key: o = v (fp32 values inexact in bf16),
-    # lse = scale q . k (inexact in fp16, and with q, k truncated to TF32).
-    "p_bf16": _positions(2),
-    "l_bf16": _positions(2),
-    "acc_bf16": _positions(1),
-    "lse_fp16": _positions(1),
-    "qk_tf32": _positions(1),
-    # decode: one split over a cache of one key, o = v rounded to bf16.
-    "decode_part_bf16": _positions(1),
-}
-
-
-def _register() -> None:
-    from kernels.attention import pallas_decode, triton_decode
-    from kernels.attention.mutants import DECODE_MUTANTS, MUTANTS
-    from kernels.attention.reformulations import REFORMULATIONS
-
-    register(make_target(
-        "attention", DENSE_ENTRIES, strategy=attention_cases,
-        baseline_randn=baseline_randn, baseline_grid=baseline_grid,
         description="dense attention: causal, window, key padding, ALiBi, softcap, GQA, mixed",
-    ))  # fmt: skip
-    register(make_target(
-        "attention_varlen", DENSE_ENTRIES, strategy=varlen_cases,
-        baseline_randn=varlen_baseline_randn, baseline_grid=varlen_baseline_grid,
+    )
+)
+ATTENTION_VARLEN = register(
+    dataclasses.replace(
+        ATTENTION,
+        name="attention_varlen",
+        strategy=varlen_cases,
+        baseline_randn=varlen_baseline_randn,
+        baseline_grid=varlen_baseline_grid,
         description="packed variable-length attention (cu_seqlens, empty sequences, guard rows)",
-    ))  # fmt: skip
-    register(make_target(
-        "attention_decode",
-        {"triton": decode_entry(triton_decode), "pallas": decode_entry(pallas_decode)},
+    )
+)
+ATTENTION_DECODE = register(
+    dataclasses.replace(
+        ATTENTION,
+        name="attention_decode",
+        kernels=entries(decode_entry, real_modules(DECODE)),
         strategy=decode_cases,
-        baseline_randn=decode_baseline_randn, baseline_grid=decode_baseline_grid,
+        baseline_randn=decode_baseline_randn,
+        baseline_grid=decode_baseline_grid,
         description="split-KV decode: one query per sequence against a cache (cache_len)",
-    ))  # fmt: skip
-    # Correct reformulations: real targets (0 findings expected), the proof that the error bound
-    # admits every backward-stable fp32 implementation. The dense ones also run packed batches
-    # (the kernels' IS_VARLEN path).
-    for r in REFORMULATIONS:
-        described = f"reformulation: {r.description}"
-        if r.decode:
-            register(make_target(
-                f"attention_decode_{r.name}",
-                {"triton": decode_entry(r.module("triton")), "pallas": decode_entry(r.module("pallas"))},
-                strategy=decode_cases, description=described,
-            ))  # fmt: skip
-            continue
-        entries = {
-            "triton": dense_entry(r.module("triton")),
-            "pallas": dense_entry(r.module("pallas")),
-        }
-        register(make_target(f"attention_{r.name}", entries, strategy=attention_cases,
-                             description=described))  # fmt: skip
-        register(make_target(f"attention_varlen_{r.name}", entries, strategy=varlen_cases,
-                             description=described))  # fmt: skip
-    for m in DECODE_MUTANTS:
-        register(make_target(
-            f"attention_decode_mutant_{m.name}",
-            {"triton": decode_entry(m.module("triton")), "pallas": decode_entry(m.module("pallas"))},
-            strategy=decode_cases,
-            mutant_of="attention_decode",
-            expected_class=m.expected_class,
-            shrink_bound=SHRINK_BOUNDS[f"decode_{m.name}"],
-            baseline_randn=decode_baseline_randn, baseline_grid=decode_baseline_grid,
-            description=m.description,
-        ))  # fmt: skip
-    for m in MUTANTS:
-        register(make_target(
-            f"attention_mutant_{m.name}",
-            {"triton": dense_entry(m.module("triton")), "pallas": dense_entry(m.module("pallas"))},
-            strategy=attention_cases,
-            mutant_of="attention",
-            expected_class=m.expected_class,
-            shrink_bound=SHRINK_BOUNDS[m.name],
-            baseline_randn=baseline_randn, baseline_grid=baseline_grid,
-            description=m.description,
-        ))  # fmt: skip
+    )
+)
 
 
-_register()
+# Reformulations -----------------------------------------------------------------------------------
+
+# kernels/attention/reformulations.py: each a real target, <real target>_<name>; the dense ones
+# also run packed batches (the kernels' IS_VARLEN path).
+register_reformulations(ATTENTION, DENSE, dense_entry, REFORMULATIONS)
+register_reformulations(ATTENTION_VARLEN, DENSE, dense_entry, REFORMULATIONS)
+register_reformulations(ATTENTION_DECODE, DECODE, decode_entry, REFORMULATIONS)
+
+
+# Mutants ------------------------------------------------------------------------------------------
+
+# kernels/attention/mutants.py: attention_mutant_<name> and attention_decode_mutant_<name>, with
+# the class and shrink bound of each.
+register_mutants(ATTENTION, DENSE, dense_entry, MUTANTS)
+register_mutants(ATTENTION_DECODE, DECODE, decode_entry, MUTANTS)

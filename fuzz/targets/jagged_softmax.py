@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -31,9 +31,18 @@ from fuzz.arrays import finfo, np_dtype, special_value
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import MASKING, NONDETERMINISM, Finding
-from fuzz.properties import Context, Property
+from fuzz.kit import (
+    entries,
+    host,
+    real_modules,
+    register_mutants,
+    register_reformulations,
+    torch_inputs,
+)
+from fuzz.properties import Context, Property, compare_runs
 from fuzz.target import Hazard, Target, register
 from kernels.jagged_softmax.mutants import MUTANTS
+from kernels.jagged_softmax.reformulations import REFORMULATIONS
 from oracles.jagged_softmax import (
     jagged_softmax_error_bound,
     jagged_softmax_naive,
@@ -50,7 +59,7 @@ MIN_TILE = 2  # the fewest rows a jagged kernel takes per step (block_n >= 2): i
 FP32_EXP_MAX = finfo("float32").log_max  # 88.72
 
 
-# Entry points -------------------------------------------------------------------------------------
+# Contract: entry points, outputs, structure of a case ---------------------------------------------
 
 
 def _guarded_torch(values: Any, offsets: Any, guard: str, block_n: int) -> tuple[Any, Any]:
@@ -68,8 +77,10 @@ def _guarded_torch(values: Any, offsets: Any, guard: str, block_n: int) -> tuple
     return buf[block_n : block_n + n, :m], obuf[1:-1]
 
 
-def entry(module: types.ModuleType, impl: str):
-    """The target entry point of a jagged softmax module (real or mutant, Triton or Pallas)."""
+def entry(module: types.ModuleType):
+    """The target entry point of a jagged softmax module (real or mutant, Triton or Pallas): the
+    Triton wrapper gets ``values`` and ``offsets`` as views into poisoned buffers, the Pallas
+    wrapper (JAX arrays) pads on the host with the poison."""
 
     def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
             interpret: bool) -> dict[str, Any]:  # fmt: skip
@@ -81,7 +92,7 @@ def entry(module: types.ModuleType, impl: str):
             "num_programs": params["num_programs"],
             "interpret": interpret,
         }
-        if impl == "triton":
+        if type(values).__module__.split(".")[0] == "torch":
             values, offsets = _guarded_torch(values, offsets, params["guard"], params["block_n"])
         else:
             kw["pad_value"] = special_value(params["guard"], params["dtype"])
@@ -90,35 +101,9 @@ def entry(module: types.ModuleType, impl: str):
     return run
 
 
-# References ---------------------------------------------------------------------------------------
-
-
-def _torch_inputs(case: Case, device: str) -> tuple[Any, Any]:
-    from fuzz.backends import TorchAdapter
-
-    adapter = TorchAdapter(device)
-    return adapter.put(case.inputs["values"]), adapter.put(case.inputs["offsets"])
-
-
-def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
-    values, offsets = _torch_inputs(case, device)
-    return {"y": jagged_softmax_reference(values, offsets).cpu().numpy()}
-
-
-def naive(case: Case, device: str) -> dict[str, np.ndarray]:
-    from fuzz.backends import TorchAdapter
-
-    values, offsets = _torch_inputs(case, device)
-    return {"y": TorchAdapter(device).get(jagged_softmax_naive(values, offsets))}
-
-
-def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
-    """``Target.error_bound``: each output element's bound, a segment column being a row softmax
-    of its values (``oracles.jagged_softmax.jagged_softmax_error_bound``)."""
-    values, offsets = _torch_inputs(case, device)
-    got = jagged_softmax_error_bound(values, offsets, out_dtype=case.params["dtype"],
-                                     min_tile=MIN_TILE)  # fmt: skip
-    return {"y": got.cpu().numpy()}
+def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``y``: the shape and dtype of ``values``."""
+    return {"y": (tuple(case.inputs["values"].shape), case.params["dtype"])}
 
 
 def _bounds(case: Case) -> list[tuple[int, int]]:
@@ -130,25 +115,38 @@ def _lengths(case: Case) -> np.ndarray:
     return np.diff(case.inputs["offsets"].astype(np.int64))
 
 
-def poison(case: Case, kind: str) -> Case | None:
-    """The case with every guard row (and the Pallas padding) holding ``kind``."""
-    if kind == case.params["guard"] or case.inputs["values"].size == 0:
-        return None
-    return case.replace(guard=kind)
+def _segment_of(case: Case, row: int) -> int:
+    o = case.inputs["offsets"].astype(np.int64)
+    return int(np.searchsorted(o, row, side="right") - 1)
 
 
-def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
-    """Outputs decided without arithmetic: 0 for a -inf value (and for every value of a column of
-    a segment with no finite value), 1 for the only finite value of a segment's column (every
-    one-row segment)."""
-    x = case.inputs["values"].astype(np.float64)
-    finite = np.isfinite(x)
-    fixed = ~finite
-    for a, b in _bounds(case):
-        if b > a:
-            count = finite[a:b].sum(axis=0)
-            fixed[a:b] |= (count <= 1)[None, :]
-    return {"y": fixed}
+def _n_segments(ctx: Context) -> int:
+    return len(ctx.case.inputs["offsets"]) - 1
+
+
+# Oracle and naive reference -----------------------------------------------------------------------
+
+
+def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    return {"y": host(jagged_softmax_reference(t["values"], t["offsets"]), device)}
+
+
+def naive(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    return {"y": host(jagged_softmax_naive(t["values"], t["offsets"]), device)}
+
+
+# Error bound --------------------------------------------------------------------------------------
+
+
+def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
+    """``Target.error_bound``: each output element's bound, a segment column being a row softmax
+    of its values (``oracles.jagged_softmax.jagged_softmax_error_bound``)."""
+    t = torch_inputs(case, device)
+    got = jagged_softmax_error_bound(t["values"], t["offsets"], out_dtype=case.params["dtype"],
+                                     min_tile=MIN_TILE)  # fmt: skip
+    return {"y": got.cpu().numpy()}
 
 
 # Hazards ------------------------------------------------------------------------------------------
@@ -242,23 +240,31 @@ HAZARDS = (
 )
 
 
-# Family properties --------------------------------------------------------------------------------
+# Poisoning and fixed outputs ----------------------------------------------------------------------
 
 
-def _first_difference(a: np.ndarray, b: np.ndarray) -> tuple[int, ...] | None:
-    """The first index where two outputs differ in their bits (NaN equals NaN), else None."""
-    from fuzz.arrays import bits
-
-    both_nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
-    differ = (bits(a) != bits(b)) & ~both_nan
-    if not differ.any():
+def poison(case: Case, kind: str) -> Case | None:
+    """The case with every guard row (and the Pallas padding) holding ``kind``."""
+    if kind == case.params["guard"] or case.inputs["values"].size == 0:
         return None
-    return tuple(int(i) for i in np.argwhere(differ)[0])
+    return case.replace(guard=kind)
 
 
-def _segment_of(case: Case, row: int) -> int:
-    o = case.inputs["offsets"].astype(np.int64)
-    return int(np.searchsorted(o, row, side="right") - 1)
+def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
+    """Outputs decided without arithmetic: 0 for a -inf value (and for every value of a column of
+    a segment with no finite value), 1 for the only finite value of a segment's column (every
+    one-row segment)."""
+    x = case.inputs["values"].astype(np.float64)
+    finite = np.isfinite(x)
+    fixed = ~finite
+    for a, b in _bounds(case):
+        if b > a:
+            count = finite[a:b].sum(axis=0)
+            fixed[a:b] |= (count <= 1)[None, :]
+    return {"y": fixed}
+
+
+# Properties ---------------------------------------------------------------------------------------
 
 
 def _rearranged(case: Case, order: list[int]) -> tuple[Case, np.ndarray]:
@@ -273,11 +279,9 @@ def _rearranged(case: Case, order: list[int]) -> tuple[Case, np.ndarray]:
 
 
 def _compare_rows(ctx: Context, got: np.ndarray, rows: np.ndarray) -> tuple[int, ...] | None:
-    return _first_difference(got, ctx.clean.outputs["y"][rows])
-
-
-def _n_segments(ctx: Context) -> int:
-    return len(ctx.case.inputs["offsets"]) - 1
+    """Where ``got`` (a run of the case's rows ``rows``) differs from the clean run's bits."""
+    d = compare_runs(got, ctx.clean.outputs["y"][rows])
+    return None if d is None else d.index
 
 
 def _permutation(ctx: Context, which: Any) -> Finding | None:
@@ -317,9 +321,7 @@ def _alone(ctx: Context, pick: Any) -> Finding | None:
         return None
     seg = nonempty[int(pick) % len(nonempty)]
     case, rows = _rearranged(ctx.case, [seg])
-    # A context of its own: the outputs it allocates have the single segment's shape.
-    alone = Context(ctx.target, ctx.backend, case, ref_device=ctx.ref_device, stats=ctx.stats)
-    launch = alone.derived(case, prop="segment-alone", what=f"segment {seg} alone")
+    launch = ctx.derived(case, prop="segment-alone", what=f"segment {seg} alone")
     if isinstance(launch, Finding):
         return launch
     idx = _compare_rows(ctx, launch.outputs["y"], rows)
@@ -359,18 +361,17 @@ def _schedule(ctx: Context, programs: Any) -> Finding | None:
                          what=f"with num_programs={programs}")  # fmt: skip
     if isinstance(launch, Finding):
         return launch
-    a = ctx.clean.outputs["y"]
-    idx = _first_difference(a, launch.outputs["y"])
-    if idx is None:
+    d = compare_runs(launch.outputs["y"], ctx.clean.outputs["y"])
+    if d is None:
         return None
-    got = float(launch.outputs["y"][idx])
+    row, col = d.index
     return ctx.finding(
         NONDETERMINISM, "schedule-invariance",
-        f"num_programs={programs} instead of {mine} changes y[{idx[0]}, {idx[1]}] "
-        f"(segment {_segment_of(ctx.case, idx[0])}) from {float(a[idx]):.6g} to {got:.6g}: the "
+        f"num_programs={programs} instead of {mine} changes y[{row}, {col}] "
+        f"(segment {_segment_of(ctx.case, row)}) from {d.want:.6g} to {d.got:.6g}: the "
         f"result depends on the order in which programs run",
-        output="y", index=idx, kernel_value=got, oracle_value=float(ctx.oracle["y"][idx]),
-        details={"num_programs": programs, "clean_num_programs": mine, "clean_value": float(a[idx])},
+        output="y", index=d.index, kernel_value=d.got, oracle_value=float(ctx.oracle["y"][d.index]),
+        details={"num_programs": programs, "clean_num_programs": mine, "clean_value": d.want},
     )  # fmt: skip
 
 
@@ -403,6 +404,9 @@ PROPERTIES = (
 )
 
 
+# Costs and baselines ------------------------------------------------------------------------------
+
+
 def interpret_cost(case: Case) -> float:
     """Program-tiles: per column block, one unit per segment plus two per tile (stats, write)."""
     block_n, block_m = case.params["block_n"], case.params["block_m"]
@@ -411,8 +415,6 @@ def interpret_cost(case: Case) -> float:
     col_blocks = -(-case.inputs["values"].shape[1] // block_m)
     return float((lengths.size + 2 * tiles.sum()) * col_blocks)
 
-
-# Baselines (the mutant scoreboard compares the harness with them) ------------------------------------
 
 _DEFAULT_BLOCKS = {"block_n": 32, "block_m": 32}  # the kernels' defaults
 
@@ -454,16 +456,14 @@ def baseline_grid(scale: str) -> list[Case]:
     return cases
 
 
-def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
-    """``y``: the shape and dtype of ``values``."""
-    return {"y": (tuple(case.inputs["values"].shape), case.params["dtype"])}
+# Real targets -------------------------------------------------------------------------------------
 
-
-def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
-    return Target(
-        name=name,
+KERNELS = "kernels.jagged_softmax.{impl}"
+JAGGED_SOFTMAX = register(
+    Target(
+        name="jagged_softmax",
         family="jagged_softmax",
-        kernels={impl: entry(m, impl) for impl, m in modules.items()},
+        kernels=entries(entry, real_modules(KERNELS)),
         oracle=oracle,
         naive=naive,
         strategy=jagged_softmax_cases,
@@ -481,79 +481,19 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
         baseline_randn=baseline_randn,
         baseline_grid=baseline_grid,
         outputs=output_spec,
-        **kw,
+        description="softmax over each segment's rows of a jagged tensor, per column (tiled)",
     )
+)
 
 
-def _tile_plus(rows: int) -> Callable[[Case], int]:
-    """A bound of one tile of ``block_n`` rows plus ``rows``, one column each."""
-    return lambda case: int(case.params["block_n"]) + rows
+# Reformulations -----------------------------------------------------------------------------------
+
+# kernels/jagged_softmax/reformulations.py: each a real target, jagged_softmax_<name>.
+register_reformulations(JAGGED_SOFTMAX, KERNELS, entry, REFORMULATIONS)
 
 
-# The largest input (elements: max(N * M, B + 1)) each mutant's minimal reproducer may have,
-# asserted by tests/test_mutants.py, with the minimal case the ci profile shrinks to (block_n=4,
-# one column, float32, plain normal values, one program per segment). Both scales draw block_n=4
-# first, but the shrinker does not always get there from a larger tile (the gpu profile has
-# stopped at block_n=16, lengths [17]), so the bounds of the tile bugs count in tiles.
-SHRINK_BOUNDS: dict[str, int | Callable[[Case], int]] = {
-    # One segment one row longer than the tile: lengths [5].
-    "sum_overwrite": _tile_plus(1),
-    # Lengths [1, 2, 1] or [1, 1, 1] (or [0, 1, 2]: a leading empty segment shifts the program
-    # assignment the same way), found by schedule-invariance with num_programs=2: program 0 takes
-    # segments 0 and 2, then program 1's segment 1 overhangs onto segment 2's first row. On a GPU
-    # the race is real, found by the determinism property, and a racing failure shrinks less far
-    # (seen: [4, 2, 1, 1] at block_n=4): a tile and four rows.
-    "store_past_end": _tile_plus(4),
-    # The expected class (accuracy) comes from the sum bug: [5]. One more row leaves room for an
-    # accuracy example of the store bug when a case's own num_programs runs segments out of order
-    # (seen: [0, 0, 1, 1, 2] with P=2, 6 elements; its empty segments decide which program takes
-    # which segment, so the shrinker cannot drop them).
-    "seed": _tile_plus(2),
-    # One row, one column, value -inf: values 1 element, offsets 2.
-    "empty_nan": 2,
-    # A precision loss: a segment of two rows in one column (one row gives a sum of exp(0) = 1,
-    # exact in bf16; a second makes it 1 + exp(x2 - x1)). Its values come from the seed-0 normal
-    # series, so whether the rounding of that sum shows depends on which of them the segment
-    # gets: seen [1, 2] (the first value alone, the next two rounding visibly): 3 elements, 4
-    # with a row to spare.
-    "sum_bf16": 4,
-    # Lengths [1]: the phantom segment [N, N + 1) writes row N, past the output's end.
-    "offsets_past_end": 2,
-}
+# Mutants ------------------------------------------------------------------------------------------
 
-
-def _register() -> None:
-    from kernels.jagged_softmax import pallas, triton
-    from kernels.jagged_softmax.reformulations import REFORMULATIONS
-
-    register(
-        make_target(
-            "jagged_softmax",
-            {"triton": triton, "pallas": pallas},
-            description="softmax over each segment's rows of a jagged tensor, per column (tiled)",
-        )
-    )
-    # Correct reformulations: real targets (0 findings expected), the proof that the error bound
-    # admits every backward-stable fp32 implementation.
-    for r in REFORMULATIONS:
-        register(
-            make_target(
-                f"jagged_softmax_{r.name}",
-                {"triton": r.module("triton"), "pallas": r.module("pallas")},
-                description=f"reformulation: {r.description}",
-            )
-        )
-    for m in MUTANTS:
-        register(
-            make_target(
-                f"jagged_softmax_mutant_{m.name}",
-                {impl: m.module(impl) for impl in m.languages},
-                mutant_of="jagged_softmax",
-                expected_class=m.expected_class,
-                shrink_bound=SHRINK_BOUNDS[m.name],
-                description=m.description,
-            )
-        )
-
-
-_register()
+# kernels/jagged_softmax/mutants.py: jagged_softmax_mutant_<name>, with the class and shrink
+# bound of each (a Triton-only mutant runs on the Triton backends only).
+register_mutants(JAGGED_SOFTMAX, KERNELS, entry, MUTANTS)

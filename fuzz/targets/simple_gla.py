@@ -17,8 +17,9 @@ is in ``kernels/simple_gla/README.md``), plus the rounding to the output dtype.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import types
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,9 +31,18 @@ from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.failures import ACCURACY, INF, NAN, Finding
-from fuzz.properties import Context, Launch, Property, excess
+from fuzz.kit import (
+    entries,
+    host,
+    per_case,
+    real_modules,
+    register_mutants,
+    torch_inputs,
+    variant,
+)
+from fuzz.properties import Context, Launch, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
-from fuzz.targets._simple_gla_bound import U32, error_model, propagated
+from fuzz.targets._simple_gla_bound import U32, cu_seqlens, error_model, propagated
 from kernels.simple_gla.mutants import MUTANTS
 from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
 
@@ -46,11 +56,11 @@ FWD_OUTPUTS = ("o", "ht")
 BWD_OUTPUTS = ("dq", "dk", "dv", "dg", "dh0")
 
 
+# Contract: entry points, outputs, structure of a case ---------------------------------------------
+
+
 def kind_of(case: Case) -> str:
     return "bwd" if "do" in case.inputs else "fwd"
-
-
-# Entry points -------------------------------------------------------------------------------------
 
 
 def fwd_entry(module: types.ModuleType):
@@ -95,9 +105,6 @@ def bwd_entry(module: types.ModuleType):
     return run
 
 
-# Shapes -----------------------------------------------------------------------------------------
-
-
 def seq_lengths(case: Case) -> list[int]:
     """The length of every sequence (batch rows, or ``cu_seqlens`` segments)."""
     batch, length = case.inputs["q"].shape[:2]
@@ -105,6 +112,13 @@ def seq_lengths(case: Case) -> list[int]:
     if cu is None:
         return [length] * batch
     return [int(cu[i + 1] - cu[i]) for i in range(len(cu) - 1)]
+
+
+def padding(case: Case) -> tuple[int, int]:
+    """``[start, T)``: the tokens of no sequence, past ``cu_seqlens[-1]`` (empty without)."""
+    length = case.inputs["q"].shape[1]
+    cu = case.inputs.get("cu_seqlens")
+    return (length if cu is None else int(cu[-1])), length
 
 
 def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -133,71 +147,52 @@ def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
 # Oracle and naive reference -----------------------------------------------------------------------
 
 
-def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
-    from fuzz.backends import TorchAdapter
-
-    adapter = TorchAdapter(device)
-    return {k: adapter.put(a) for k, a in case.inputs.items() if k != "cu_seqlens"}
-
-
-def _cu(case: Case) -> list[int] | None:
-    cu = case.inputs.get("cu_seqlens")
-    return None if cu is None else [int(c) for c in cu]
-
-
-def _host(t: Any, device: str) -> np.ndarray:
-    from fuzz.backends import TorchAdapter
-
-    return TorchAdapter(device).get(t)
-
-
 def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
     """float64 token recurrence (forward), or float64 autograd through it (backward)."""
     from oracles.simple_gla import simple_gla_reference, simple_gla_reference_grads
 
-    t = _torch_inputs(case, device)
+    t = torch_inputs(case, device, skip=("cu_seqlens",))
     args = dict(g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
-                initial_state=t.get("h0"), cu_seqlens=_cu(case))  # fmt: skip
+                initial_state=t.get("h0"), cu_seqlens=cu_seqlens(case))  # fmt: skip
     if kind_of(case) == "fwd":
         o, ht = simple_gla_reference(t["q"], t["k"], t["v"], **args)
-        res = {"o": o.cpu().numpy()}
+        res = {"o": host(o, device)}
         if case.params["output_final_state"]:
-            res["ht"] = ht.cpu().numpy()
+            res["ht"] = host(ht, device)
         return res
     grads = simple_gla_reference_grads(t["q"], t["k"], t["v"], t["do"], dht=t.get("dht"), **args)
-    return {k: v.detach().cpu().numpy() for k, v in grads.as_dict().items()}
+    return {k: host(v, device) for k, v in grads.as_dict().items()}
 
 
 def naive(case: Case, device: str) -> dict[str, np.ndarray]:
     """The chunked algorithm in eager torch in the input dtype (``oracles.simple_gla``)."""
     from oracles.simple_gla import simple_gla_naive, simple_gla_naive_grads
 
-    t = _torch_inputs(case, device)
+    t = torch_inputs(case, device, skip=("cu_seqlens",))
     args = dict(g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
-                initial_state=t.get("h0"), cu_seqlens=_cu(case),
+                initial_state=t.get("h0"), cu_seqlens=cu_seqlens(case),
                 chunk_size=case.params["chunk_size"])  # fmt: skip
     if kind_of(case) == "fwd":
         o, ht = simple_gla_naive(t["q"], t["k"], t["v"], **args)
-        res = {"o": _host(o, device)}
+        res = {"o": host(o, device)}
         if case.params["output_final_state"]:
-            res["ht"] = _host(ht.detach(), device)
+            res["ht"] = host(ht, device)
         return res
     grads = simple_gla_naive_grads(t["q"], t["k"], t["v"], t["do"], dht=t.get("dht"), **args)
-    return {k: _host(v.detach(), device) for k, v in grads.as_dict().items()}
+    return {k: host(v, device) for k, v in grads.as_dict().items()}
 
 
-# The per-element error bound (fuzz/targets/_simple_gla_bound.py; kernels/simple_gla/README.md) ----
+# Error bound --------------------------------------------------------------------------------------
 
-# The oracle of each case, kept while the case lives: the bound's store-rounding term uses the
-# exact outputs, which the harness has computed just before asking for the bound.
-_ORACLES: weakref.WeakKeyDictionary[Case, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+# fuzz/targets/_simple_gla_bound.py holds the error model; kernels/simple_gla/README.md the
+# derivation.
 
 
+@per_case
 def cached_oracle(case: Case, device: str) -> dict[str, np.ndarray]:
-    """:func:`oracle`, computed once per case."""
-    if case not in _ORACLES:
-        _ORACLES[case] = oracle(case, device)
-    return _ORACLES[case]
+    """:func:`oracle`, computed once per case (and kept while it lives): the bound's
+    store-rounding term uses the exact outputs."""
+    return oracle(case, device)
 
 
 def bounds(case: Case, *, chunk: int | None = None, device: str = "cpu",
@@ -357,11 +352,7 @@ HAZARDS = (
 )
 
 
-def padding(case: Case) -> tuple[int, int]:
-    """``[start, T)``: the tokens of no sequence, past ``cu_seqlens[-1]`` (empty without)."""
-    length = case.inputs["q"].shape[1]
-    cu = case.inputs.get("cu_seqlens")
-    return (length if cu is None else int(cu[-1])), length
+# Poisoning and fixed outputs ----------------------------------------------------------------------
 
 
 def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
@@ -411,7 +402,15 @@ def poison(case: Case, kind: str) -> Case | None:
     return case.replace(inputs=new)
 
 
-# Family properties --------------------------------------------------------------------------------
+# Properties ---------------------------------------------------------------------------------------
+
+# On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
+# runs it, and failures shrink toward 0), on compiled backends on every example.
+SAMPLED = 4
+
+
+def _skipped(ctx: Context, selector: int) -> bool:
+    return ctx.backend.interpret and selector % SAMPLED != 0
 
 
 def _nonfinite(ctx: Context, got: Mapping[str, np.ndarray], prop: str, what: str) -> Finding | None:
@@ -429,32 +428,6 @@ def _nonfinite(ctx: Context, got: Mapping[str, np.ndarray], prop: str, what: str
     return None
 
 
-def _mismatch(ctx: Context, name: str, a: np.ndarray, b: np.ndarray, tol: np.ndarray, prop: str,
-              what: str, **details: Any) -> Finding | None:  # fmt: skip
-    """An accuracy finding when ``a`` and ``b`` differ by more than ``tol`` (per element, an
-    array broadcastable to theirs) anywhere; NaN/Inf that appear count as infinite differences.
-    The element reported is the one with the largest difference / tolerance."""
-    a64, b64 = to_float64(a), to_float64(b)
-    with np.errstate(invalid="ignore"):
-        same = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
-        diff = np.where(same, 0.0, np.abs(a64 - b64))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    tol = np.broadcast_to(np.asarray(tol, np.float64), diff.shape)
-    ratio = excess(diff, tol)
-    if not ratio.size or ratio.max() <= 1.0:
-        return None
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), diff.shape))
-    cls = ACCURACY
-    if not np.isfinite(b64[idx]):
-        cls = NAN if np.isnan(b64[idx]) else INF
-    return ctx.finding(
-        cls, prop, f"{what}: {name}[{', '.join(map(str, idx))}] = {b64[idx]:.6g} vs {a64[idx]:.6g} "
-        f"(difference {diff[idx]:.3g} > tolerance {tol[idx]:.3g} of that element)",
-        output=name, index=idx, kernel_value=float(b64[idx]), error=float(diff[idx]),
-        tolerance=float(tol[idx]), details=details,
-    )  # fmt: skip
-
-
 def _chunk_sizes(ctx: Context) -> tuple[int, ...]:
     own = ctx.case.params["chunk_size"]
     pool = INTERPRETER_CHUNKS if ctx.backend.interpret else CHUNK_SIZES
@@ -462,19 +435,19 @@ def _chunk_sizes(ctx: Context) -> tuple[int, ...]:
 
 
 def _chunk_runs(ctx: Context, selector: int, prop: str) -> dict[int, Launch] | Finding:
-    """The case run at every other chunk size of the backend's pool (cached on the context), or
-    the ``crash`` finding of ``prop`` for a run that raised (``Context.derived``)."""
-    cache = ctx.__dict__.setdefault("_simple_gla_chunk_runs", {})
+    """The case run at every other chunk size of the backend's pool (each launched once for the
+    properties that compare with it), or the ``crash`` finding of ``prop`` for a run that raised
+    (``Context.derived``)."""
     if _skipped(ctx, selector):
         return {}
+    runs = {}
     for c in _chunk_sizes(ctx):
-        if c not in cache:
-            cache[c] = ctx.derived(ctx.case.replace(chunk_size=c), prop=prop,
-                                   what=f"with chunk_size={c}")  # fmt: skip
-        if isinstance(cache[c], Finding):
-            f = cache[c]
-            return ctx.finding(f.cls, prop, f.message, details=f.details)
-    return cache
+        run = ctx.derived(ctx.case.replace(chunk_size=c), prop=prop, what=f"with chunk_size={c}",
+                          share=("simple_gla", "chunk_size", c))  # fmt: skip
+        if isinstance(run, Finding):
+            return run
+        runs[c] = run
+    return runs
 
 
 def _finite_every_chunk(ctx: Context, selector: Any) -> Finding | None:
@@ -501,9 +474,9 @@ def _chunk_independence(ctx: Context, selector: Any) -> Finding | None:
     for c, run in runs.items():
         other = bounds(ctx.case, chunk=c, device=ctx.ref_device, reference=ctx.oracle)
         for name in ctx.oracle:
-            f = _mismatch(ctx, name, ctx.clean.outputs[name], run.outputs[name],
-                          mine[name] + other[name], "chunk-independence",
-                          f"chunk_size={own} vs {c}", chunk_size=c)  # fmt: skip
+            f = runs_agree(ctx, "chunk-independence", f"chunk_size={c} vs {own}", name,
+                           run.outputs[name], ctx.clean.outputs[name], mine[name] + other[name],
+                           ACCURACY, chunk_size=c)  # fmt: skip
             if f is not None:
                 return f
     return None
@@ -529,19 +502,6 @@ def _slice_case(case: Case, rows: slice, t0: int, t1: int, *, h0: np.ndarray | N
     return Case(inputs, params, case.recipe)
 
 
-def _run(ctx: Context, case: Case, prop: str, what: str) -> Launch | Finding:
-    return ctx.derived(case, prop=prop, what=what, outputs=ctx.output_spec(case))
-
-
-# On the interpreters each family property runs on a quarter of the examples (a drawn selector; 0
-# runs it, and failures shrink toward 0), on compiled backends on every example.
-SAMPLED = 4
-
-
-def _skipped(ctx: Context, selector: int) -> bool:
-    return ctx.backend.interpret and selector % SAMPLED != 0
-
-
 def _state_continuation(ctx: Context, params: Any) -> Finding | None:
     """Running ``T1`` tokens and then the rest from the returned state equals running them all.
 
@@ -564,13 +524,13 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
     what1, what2 = f"tokens [0, {t1})", f"tokens [{t1}, {length}) from the state after {t1}"
     if kind_of(case) == "fwd":
         first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=None, final=True)
-        run1 = _run(ctx, first, prop, what1)
+        run1 = ctx.derived(first, prop=prop, what=what1)
         if isinstance(run1, Finding):
             return run1
         b1 = bounds(first, device=dev)
         second = _slice_case(case, rows, t1, length, h0=run1.outputs["ht"], dht=None,
                              final=case.params["output_final_state"])  # fmt: skip
-        run2 = _run(ctx, second, prop, what2)
+        run2 = ctx.derived(second, prop=prop, what=what2)
         if isinstance(run2, Finding):
             return run2
         b2 = bounds(second, device=dev)
@@ -580,7 +540,7 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
         exact = _exact_state(case, t1)
         second = _slice_case(case, rows, t1, length, h0=exact.astype(np.float32),
                              dht=case.inputs.get("dht"), final=False)  # fmt: skip
-        run2 = _run(ctx, second, prop, what2)
+        run2 = ctx.derived(second, prop=prop, what=what2)
         if isinstance(run2, Finding):
             return run2
         b2 = bounds(second, device=dev)
@@ -589,7 +549,7 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
         p2 = propagated(second, h0_error=rounding, device=dev)
         first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=run2.outputs["dh0"],
                             final=False)  # fmt: skip
-        run1 = _run(ctx, first, prop, what1)
+        run1 = ctx.derived(first, prop=prop, what=what1)
         if isinstance(run1, Finding):
             return run1
         b1 = bounds(first, device=dev)
@@ -606,8 +566,8 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
             tol = whole[name] + np.concatenate([np.broadcast_to(piece1, run1.outputs[name].shape),
                                                 np.broadcast_to(piece2, run2.outputs[name].shape)],
                                                axis=1)  # fmt: skip
-        f = _mismatch(ctx, name, ctx.clean.outputs[name], got, tol, "state-continuation",
-                      f"tokens [0, {t1}) then [{t1}, {length}) vs all at once", split=t1)  # fmt: skip
+        f = runs_agree(ctx, prop, f"tokens [0, {t1}) then [{t1}, {length})", name, got,
+                       ctx.clean.outputs[name], tol, ACCURACY, split=t1)  # fmt: skip
         if f is not None:
             return f
     return None
@@ -646,21 +606,28 @@ def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
     dht = case.inputs["dht"][i : i + 1] if "dht" in case.inputs else None
     alone = _slice_case(case, slice(0, 1), bos, eos, h0=h0, dht=dht,
                         final=bool(case.params.get("output_final_state")))  # fmt: skip
-    run = _run(ctx, alone, "varlen-alone", f"sequence {i} (tokens [{bos}, {eos})) alone")
+    what = f"sequence {i} (tokens [{bos}, {eos})) alone"
+    run = ctx.derived(alone, prop="varlen-alone", what=what)
     if isinstance(run, Finding):
         return run
 
     def part(a: np.ndarray, name: str) -> np.ndarray:
         return a[i : i + 1] if name in ("ht", "dh0") else a[:, bos:eos]
 
+    def packed(name: str) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+        """An index of the sequence alone -> the packed output's."""
+        if name in ("ht", "dh0"):
+            return lambda j: (i + j[0], *j[1:])
+        return lambda j: (j[0], bos + j[1], *j[2:])
+
     packed_bound = bounds(case, device=ctx.ref_device, reference=ctx.oracle)
     ref = {name: part(o, name) for name, o in ctx.oracle.items()}
     alone_bound = bounds(alone, device=ctx.ref_device, reference=ref)
     for name in ctx.oracle:
         tol = part(packed_bound[name], name) + alone_bound[name]
-        f = _mismatch(ctx, name, part(ctx.clean.outputs[name], name), run.outputs[name], tol,
-                      "varlen-alone", f"sequence {i} (tokens [{bos}, {eos})) packed vs alone",
-                      sequence=i)  # fmt: skip
+        f = runs_agree(ctx, "varlen-alone", what, name, run.outputs[name],
+                       part(ctx.clean.outputs[name], name), tol, ACCURACY, where=packed(name),
+                       sequence=i)  # fmt: skip
         if f is not None:
             return f
     return None
@@ -675,7 +642,11 @@ def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
 # element's bound, a MX + MB), plus CROSS_FLOOR u of the element's magnitude, both runs' output
 # roundings and flushed subnormals. Measured: see kernels/simple_gla/README.md.
 CROSS_FACTOR = 8.0
+
+
 CROSS_FLOOR = 16.0
+
+
 PEERS = {"triton": "pallas-gpu", "pallas-gpu": "triton", "triton-interpret": "pallas-interpret",
          "pallas-interpret": "triton-interpret"}  # fmt: skip
 
@@ -742,6 +713,8 @@ def _cross_implementation(ctx: Context, selector: Any) -> Finding | None:
 
 
 _SELECTOR = st.integers(0, SAMPLED - 1)
+
+
 PROPERTIES = (
     Property("finite-every-chunk", _finite_every_chunk, _SELECTOR,
              description="no NaN/Inf for finite inputs at any chunk size"),
@@ -760,6 +733,8 @@ PROPERTIES = (
              description="each language's error is at most c x the other's on the same inputs"),
 )  # fmt: skip
 
+
+# Costs and baselines ------------------------------------------------------------------------------
 
 # One (program, chunk, tile pair) step is ~60 interpreted tl operations, ~10 program-tiles of a
 # row softmax (the unit of Target.interpret_cost).
@@ -797,9 +772,6 @@ def split_interpret_cost(case: Case) -> float:
     from kernels.simple_gla.split import split_tile
 
     return 1.5 * interpret_cost(case, tile=split_tile(case.params["chunk_size"]))
-
-
-# Baselines (the mutant scoreboard compares the harness with them) ---------------------------------
 
 
 def _baseline_case(seed: int, shape: tuple[int, int, int, int, int], dtype: str, chunk: int,
@@ -857,108 +829,45 @@ def baseline_grid(kind: str):
     return make
 
 
-# Registration -------------------------------------------------------------------------------------
+# Real targets -------------------------------------------------------------------------------------
 
-
-def make_target(name: str, kind: str, modules: Mapping[str, types.ModuleType], *,
-                cost: Callable[[Case], float] = interpret_cost, **kw: Any) -> Target:  # fmt: skip
-    entry = fwd_entry if kind == "fwd" else bwd_entry
-    return Target(
-        name=name,
+KERNELS = "kernels.simple_gla.{impl}"
+SIMPLE_GLA_FWD = register(
+    Target(
+        name="simple_gla_fwd",
         family="simple_gla",
-        kernels={impl: entry(m) for impl, m in modules.items()},
+        kernels=entries(fwd_entry, real_modules(KERNELS)),
         oracle=oracle,
         naive=naive,
-        strategy=simple_gla_fwd_cases if kind == "fwd" else simple_gla_bwd_cases,
+        strategy=simple_gla_fwd_cases,
         tolerance=TOLERANCE,
         error_bound=error_bound,
         hazards=HAZARDS,
         fixed_outputs=fixed_outputs,
         poison=poison,
         properties=PROPERTIES,
-        interpret_cost=cost,
+        interpret_cost=interpret_cost,
         targeting=False,
-        baseline_randn=baseline_randn(kind),
-        baseline_grid=baseline_grid(kind),
+        baseline_randn=baseline_randn("fwd"),
+        baseline_grid=baseline_grid("fwd"),
         outputs=output_spec,
-        **kw,
+        description="chunked simple GLA forward (o, ht), g_gamma or per-token gates, varlen",
     )
+)
+SIMPLE_GLA_BWD = register(
+    dataclasses.replace(
+        SIMPLE_GLA_FWD,
+        name="simple_gla_bwd",
+        kernels=entries(bwd_entry, real_modules(KERNELS)),
+        strategy=simple_gla_bwd_cases,
+        baseline_randn=baseline_randn("bwd"),
+        baseline_grid=baseline_grid("bwd"),
+        description="chunked simple GLA backward (dq, dk, dv, dg, dh0)",
+    )
+)
 
 
-# The largest input (elements) each mutant's minimal reproducer may have; asserted by
-# tests/test_mutants.py. Minimal reproducers (CI profile, both interpreters):
-SHRINK_BOUNDS: dict[tuple[str, str], int | Callable[[Case], int]] = {
-    # chunk 16, two routes to the masked triangle's overflow, both minimal for the shrinker:
-    # g_gamma with |gamma| just above 88.72/15 = 5.915 (threshold kind, fp32, margin 2^-10) and
-    # T = 1 (the padded rows of the one partial chunk already span 15 steps above the diagonal;
-    # q, k, v of 1 x 1 x 1 x 16: 16 elements), or per-token gates (strong log-sigmoid gates,
-    # scale 16) and T = 16, where the 15 gates above the diagonal sum past 88.72 (256 elements).
-    ("fwd", "mask_mul"): 256,
-    ("bwd", "mask_mul"): 256,
-    ("bwd", "select_after_exp"): 256,
-    # a cumulative decay past the point where exp(b) underflows to 0 inside one chunk (0 / 0):
-    # past 103.3 with subnormals, 87.3 where XLA flushes them. With |gamma| just above 88.72/15
-    # that takes 18+ tokens of a chunk, so the minimal reproducer is T = 17..31 at chunk 16, found
-    # through finite-every-chunk's rerun at chunk 32 (Triton's interpreter: T = 31, 496 elements;
-    # Pallas: T = 17 with strong log-sigmoid gates, 272 elements). T = 1 with a slope of 1000
-    # also fails (16 elements) but is further from the simplest decays. On an H100 (pallas-gpu)
-    # the same threshold decay landed at T = 33 over chunks of 32 (one chunk and a token: 528
-    # elements), hence 33 tokens x 16 lanes. Under the gpu profile
-    # the first failure can instead be the standard ALiBi slopes themselves (seed 004's case),
-    # and the shrinker stays with them (fewer heads have no slope steep enough): one chunk of
-    # 128 with 16 to 32 heads, whose steepest slopes 2^-0.5 .. 2^-0.25 (the extra slopes of a
-    # head count that is not a power of two) span more than 88.72 within it (H100, triton:
-    # T = 128, 20 heads, K = 16: 40960 elements).
-    ("fwd", "anchor"): lambda case: (
-        128 * 32 * 16 if case.recipe.get("decay", {}).get("kind") == "alibi" else 33 * 16
-    ),
-    # chunk 16, |gamma| above 88.72/15 (threshold kind), T = 1 with the final state: the padded
-    # rows' state weights overflow; 16 elements.
-    ("fwd", "pad_unmasked"): 16,
-    # chunk 16, the standard slope of one head (1/256), the final state, and something to carry
-    # into the partial chunk: T = 17 (one full chunk, then one token; 272 elements) or T = 1 with
-    # an initial state (h0: 16 x 16 = 256 elements).
-    ("fwd", "partial_decay"): 272,
-    # Precision losses (class accuracy, fp32 inputs). The carried state rounded to fp16: the
-    # final state of T = 1 (16 elements), or T = 17 at chunk 16 without it (the 17th output reads
-    # the rounded state: 272 elements).
-    ("fwd", "state_fp16"): 272,
-    # dk rounded to bf16 when the row tiles are accumulated: one token's dk already (16).
-    ("bwd", "dk_acc_bf16"): 16,
-    # total - prefix cancels after a token whose dg terms are far larger than a later token's: a
-    # query burst (q and do times 2^12, the shrink target) on the first of two tokens with an initial state,
-    # whose terms with the burst make every partial sum of the chunk's dg large while the second
-    # token's dg stays small (h0: 16 x 16 = 256 elements). Without a state entering the chunk the
-    # burst's terms cancel exactly: with itself within its own q.dq - k.dk, with an earlier key
-    # in the prefix (two fp32 numbers within a factor of two subtract exactly). The state may
-    # also come from a first chunk instead of h0: T = 17 at chunk 16 (272 elements).
-    ("bwd", "dg_total_minus_prefix"): 272,
-}
-
-
-def _register() -> None:
-    from kernels.simple_gla import pallas, triton
-
-    real = {"triton": triton, "pallas": pallas}
-    register(make_target("simple_gla_fwd", "fwd", real,
-                         description="chunked simple GLA forward (o, ht), g_gamma or per-token gates, varlen"))  # fmt: skip
-    register(make_target("simple_gla_bwd", "bwd", real,
-                         description="chunked simple GLA backward (dq, dk, dv, dg, dh0)"))  # fmt: skip
-    _register_reformulations()
-    for m in MUTANTS:
-        modules = {"triton": m.module("triton"), "pallas": m.module("pallas")}
-        for kind, cls in m.expected.items():
-            register(
-                make_target(
-                    f"simple_gla_{kind}_mutant_{m.name}",
-                    kind,
-                    modules,
-                    mutant_of=f"simple_gla_{kind}",
-                    expected_class=cls,
-                    shrink_bound=SHRINK_BOUNDS[(kind, m.name)],
-                    description=m.description,
-                )
-            )
+# Reformulations -----------------------------------------------------------------------------------
 
 
 def _register_reformulations() -> None:
@@ -966,19 +875,28 @@ def _register_reformulations() -> None:
     real targets, so that every property (the per-element bound first) must hold for them too;
     Triton only (the fused Pallas kernel is already a second chunked implementation, with its
     own prefix sums, compared with Triton's by the cross-implementation property)."""
-    from kernels.simple_gla import recurrent, split
-
     forms = (
-        ("recurrent", recurrent, recurrent_interpret_cost,
+        ("recurrent", recurrent_interpret_cost,
          "the token recurrence (fp32 state, one exp per token)"),
-        ("split", split, split_interpret_cost,
+        ("split", split_interpret_cost,
          "chunked in passes (states, then chunks in parallel), 16/32-row tiles, other loop "
          "orders"),
     )  # fmt: skip
-    for form, module, cost, what in forms:
-        for kind in ("fwd", "bwd"):
-            register(make_target(f"simple_gla_{kind}_{form}", kind, {"triton": module}, cost=cost,
-                                 description=f"reformulation: simple GLA {'forward' if kind == 'fwd' else 'backward'}, {what}"))  # fmt: skip
+    for form, cost, what in forms:
+        module = importlib.import_module(f"kernels.simple_gla.{form}")
+        for real, entry, kind in ((SIMPLE_GLA_FWD, fwd_entry, "forward"),
+                                  (SIMPLE_GLA_BWD, bwd_entry, "backward")):  # fmt: skip
+            register(variant(real, f"{real.name}_{form}", {"triton": module}, entry,
+                             interpret_cost=cost,
+                             description=f"reformulation: simple GLA {kind}, {what}"))  # fmt: skip
 
 
-_register()
+_register_reformulations()
+
+
+# Mutants ------------------------------------------------------------------------------------------
+
+# kernels/simple_gla/mutants.py: simple_gla_{fwd,bwd}_mutant_<name>, each where its record
+# expects it, with the class and shrink bound there.
+register_mutants(SIMPLE_GLA_FWD, KERNELS, fwd_entry, MUTANTS)
+register_mutants(SIMPLE_GLA_BWD, KERNELS, bwd_entry, MUTANTS)

@@ -11,9 +11,7 @@ does, so it is never the tighter of the two.
 
 from __future__ import annotations
 
-import functools
 import types
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,10 +21,20 @@ from hypothesis import strategies as st
 from fuzz.arrays import finfo, special_value
 from fuzz.case import Case
 from fuzz.compare import Tolerance
-from fuzz.failures import ACCURACY, INF, NAN, Finding
-from fuzz.properties import Context, Property, excess
+from fuzz.failures import ACCURACY, Finding
+from fuzz.kit import (
+    entries,
+    host,
+    per_case,
+    real_modules,
+    register_mutants,
+    register_reformulations,
+    torch_inputs,
+)
+from fuzz.properties import Context, Property, excess, runs_agree
 from fuzz.target import Hazard, Target, register
 from kernels.softmax.mutants import MUTANTS
+from kernels.softmax.reformulations import REFORMULATIONS
 from oracles.softmax import SoftmaxBound, softmax_error_bound, softmax_naive, softmax_reference
 from strategies.softmax import softmax_cases
 
@@ -36,6 +44,9 @@ from strategies.softmax import softmax_cases
 TOLERANCE = Tolerance()
 FP32_EXP_MAX = finfo("float32").log_max  # 88.72
 MIN_TILE = 16  # the fewest columns a softmax kernel of this family takes per step (block_n >= 16)
+
+
+# Contract: entry points, outputs, structure of a case ---------------------------------------------
 
 
 def entry(module: types.ModuleType):
@@ -63,56 +74,7 @@ def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
     return {"y": (tuple(case.inputs["x"].shape), case.params["dtype"])}
 
 
-def _torch_inputs(case: Case, device: str) -> dict[str, Any]:
-    from fuzz.backends import TorchAdapter
-
-    adapter = TorchAdapter(device)
-    return {k: adapter.put(v) for k, v in case.inputs.items()}
-
-
-def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
-    t = _torch_inputs(case, device)
-    y = softmax_reference(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
-    return {"y": y.cpu().numpy()}
-
-
-def naive(case: Case, device: str) -> dict[str, np.ndarray]:
-    from fuzz.backends import TorchAdapter
-
-    t = _torch_inputs(case, device)
-    y = softmax_naive(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
-    return {"y": TorchAdapter(device).get(y)}
-
-
-_BOUNDS: weakref.WeakKeyDictionary[Case, dict[str, SoftmaxBound[np.ndarray]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def analysis(
-    case: Case, device: str = "cpu", extra_delta: np.ndarray | None = None
-) -> SoftmaxBound[np.ndarray]:
-    """The case's error bounds (``oracles.softmax.softmax_error_bound``), as NumPy arrays; cached
-    per case and device unless ``extra_delta`` (a perturbation of each logit) is given."""
-    cached = _BOUNDS.setdefault(case, {}) if extra_delta is None else {}
-    if device not in cached:
-        import torch
-
-        t = _torch_inputs(case, device)
-        extra = None if extra_delta is None else torch.as_tensor(extra_delta, device=device)
-        got = softmax_error_bound(t["x"], t.get("mask"), t.get("bias"), case.params["scale"],
-                                  out_dtype=case.params["dtype"], min_tile=MIN_TILE,
-                                  extra_delta=extra)  # fmt: skip
-        cached[device] = SoftmaxBound(*(a.cpu().numpy() for a in got))
-    return cached[device]
-
-
-def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
-    """``Target.error_bound``: each output element's bound (``analysis``)."""
-    return {"y": analysis(case, device).y}
-
-
-@functools.lru_cache(maxsize=8)
+@per_case
 def logits64(case: Case) -> np.ndarray:
     """``scale * x + bias`` in float64 with masked keys at -inf (read-only; cached per case:
     the hazards and properties of one example all start from it)."""
@@ -129,27 +91,47 @@ def _valid(case: Case) -> np.ndarray:
     return np.isfinite(logits64(case))
 
 
-def poison(case: Case, kind: str) -> Case | None:
-    """Masked-out keys of ``x`` and ``bias`` set to the poison; None if nothing is masked."""
-    mask = case.inputs.get("mask")
-    if mask is None or mask.all():
-        return None
-    x = case.inputs["x"].copy()
-    x[~mask] = special_value(kind, case.params["dtype"])
-    new = {"x": x}
-    if "bias" in case.inputs:
-        b = case.inputs["bias"].copy()
-        b[~mask] = special_value(kind, case.params["dtype"])
-        new["bias"] = b
-    return case.replace(inputs=new)
+# Oracle and naive reference -----------------------------------------------------------------------
 
 
-def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
-    """Outputs decided without arithmetic: 0 for masked keys and -inf logits; rows with no valid key."""
-    s = logits64(case)
-    fixed = ~np.isfinite(s)
-    fixed |= ~np.isfinite(s).any(axis=-1, keepdims=True)
-    return {"y": fixed}
+def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    y = softmax_reference(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
+    return {"y": host(y, device)}
+
+
+def naive(case: Case, device: str) -> dict[str, np.ndarray]:
+    t = torch_inputs(case, device)
+    y = softmax_naive(t["x"], t.get("mask"), t.get("bias"), case.params["scale"])
+    return {"y": host(y, device)}
+
+
+# Error bound --------------------------------------------------------------------------------------
+
+
+@per_case
+def analysis(case: Case, device: str = "cpu") -> SoftmaxBound[np.ndarray]:
+    """The case's error bounds (``oracles.softmax.softmax_error_bound``), as NumPy arrays."""
+    return perturbed_analysis(case, device, None)
+
+
+def perturbed_analysis(
+    case: Case, device: str, extra_delta: np.ndarray | None
+) -> SoftmaxBound[np.ndarray]:
+    """:func:`analysis` with each logit perturbed by up to ``extra_delta`` more (not cached)."""
+    import torch
+
+    t = torch_inputs(case, device)
+    extra = None if extra_delta is None else torch.as_tensor(extra_delta, device=device)
+    got = softmax_error_bound(t["x"], t.get("mask"), t.get("bias"), case.params["scale"],
+                              out_dtype=case.params["dtype"], min_tile=MIN_TILE,
+                              extra_delta=extra)  # fmt: skip
+    return SoftmaxBound(*(a.cpu().numpy() for a in got))
+
+
+def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
+    """``Target.error_bound``: each output element's bound (``analysis``)."""
+    return {"y": analysis(case, device).y}
 
 
 # Hazards ------------------------------------------------------------------------------------------
@@ -235,7 +217,34 @@ HAZARDS = (
     Hazard("subnormal", _subnormal),
 )
 
-# Softmax-specific properties ----------------------------------------------------------------------
+
+# Poisoning and fixed outputs ----------------------------------------------------------------------
+
+
+def poison(case: Case, kind: str) -> Case | None:
+    """Masked-out keys of ``x`` and ``bias`` set to the poison; None if nothing is masked."""
+    mask = case.inputs.get("mask")
+    if mask is None or mask.all():
+        return None
+    x = case.inputs["x"].copy()
+    x[~mask] = special_value(kind, case.params["dtype"])
+    new = {"x": x}
+    if "bias" in case.inputs:
+        b = case.inputs["bias"].copy()
+        b[~mask] = special_value(kind, case.params["dtype"])
+        new["bias"] = b
+    return case.replace(inputs=new)
+
+
+def fixed_outputs(case: Case) -> dict[str, np.ndarray]:
+    """Outputs decided without arithmetic: 0 for masked keys and -inf logits; rows with no valid key."""
+    s = logits64(case)
+    fixed = ~np.isfinite(s)
+    fixed |= ~np.isfinite(s).any(axis=-1, keepdims=True)
+    return {"y": fixed}
+
+
+# Properties ---------------------------------------------------------------------------------------
 
 
 def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
@@ -284,34 +293,12 @@ def _shift_invariance(ctx: Context, c: Any) -> Finding | None:
                          what=f"with {c:g} added to x")  # fmt: skip
     if isinstance(launch, Finding):
         return launch
-    y0 = ctx.clean.outputs["y"].astype(np.float64)
-    y1 = launch.outputs["y"].astype(np.float64)
     scale = abs(case.params["scale"] or 1.0)
     with np.errstate(invalid="ignore"):
         d = np.abs(np.where(finite, s64 - x64 - c, 0.0)) * scale
-    moved = analysis(case.replace(inputs={"x": shifted}), ctx.ref_device, extra_delta=d).y
-    tol = ctx.bound("y") + moved
-    bad = np.isfinite(y0) & ~np.isfinite(y1)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        cls = NAN if np.isnan(y1[idx]) else INF
-        return ctx.finding(
-            cls, "shift-invariance", f"adding {c:g} to x turns y[{', '.join(map(str, idx))}] into {y1[idx]}",
-            output="y", index=idx, kernel_value=float(y1[idx]), oracle_value=float(ctx.oracle["y"][idx]),
-            details={"shift": c},
-        )  # fmt: skip
-    diff = np.where(np.isfinite(y0) & np.isfinite(y1), np.abs(y1 - y0), 0.0)
-    ratio = excess(diff, tol)
-    if ratio.max(initial=0.0) <= 1.0:
-        return None
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), diff.shape))
-    return ctx.finding(
-        ACCURACY, "shift-invariance",
-        f"adding {c:g} to x moves y[{', '.join(map(str, idx))}] from {y0[idx]:.6g} to {y1[idx]:.6g} "
-        f"(tolerance {tol[idx]:.3g})",
-        output="y", index=idx, kernel_value=float(y1[idx]), oracle_value=float(ctx.oracle["y"][idx]),
-        error=float(diff[idx]), tolerance=float(tol[idx]), details={"shift": c},
-    )  # fmt: skip
+    moved = perturbed_analysis(case.replace(inputs={"x": shifted}), ctx.ref_device, d).y
+    return runs_agree(ctx, "shift-invariance", f"with {c:g} added to x", "y", launch.outputs["y"],
+                      ctx.clean.outputs["y"], ctx.bound("y") + moved, ACCURACY, shift=c)  # fmt: skip
 
 
 PROPERTIES = (
@@ -325,13 +312,13 @@ PROPERTIES = (
 )
 
 
+# Costs and baselines ------------------------------------------------------------------------------
+
+
 def interpret_cost(case: Case) -> float:
     """Program instances x column tiles: what the Triton interpreter's time scales with."""
     rows, cols = case.inputs["x"].shape
     return -(-rows // case.params["block_m"]) * -(-cols // case.params["block_n"])
-
-
-# Baselines (the mutant scoreboard compares the harness with them) ------------------------------------
 
 
 def baseline_randn(seed: int, scale: str) -> Case:
@@ -364,11 +351,14 @@ def baseline_grid(scale: str) -> list[Case]:
     return cases
 
 
-def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -> Target:
-    return Target(
-        name=name,
+# Real targets -------------------------------------------------------------------------------------
+
+KERNELS = "kernels.softmax.{impl}"
+SOFTMAX = register(
+    Target(
+        name="softmax",
         family="softmax",
-        kernels={impl: entry(m) for impl, m in modules.items()},
+        kernels=entries(entry, real_modules(KERNELS)),
         oracle=oracle,
         naive=naive,
         strategy=softmax_cases,
@@ -382,58 +372,18 @@ def make_target(name: str, modules: Mapping[str, types.ModuleType], **kw: Any) -
         baseline_randn=baseline_randn,
         baseline_grid=baseline_grid,
         outputs=output_spec,
-        **kw,
+        description="masked row softmax with scale and bias (online, multi-tile rows)",
     )
+)
 
 
-def _register() -> None:
-    from kernels.softmax import pallas, triton
-    from kernels.softmax.reformulations import REFORMULATIONS
+# Reformulations -----------------------------------------------------------------------------------
 
-    register(
-        make_target(
-            "softmax",
-            {"triton": triton, "pallas": pallas},
-            description="masked row softmax with scale and bias (online, multi-tile rows)",
-        )
-    )
-    # Correct reformulations: real targets (0 findings expected), the proof that the error bound
-    # admits every backward-stable fp32 implementation.
-    for r in REFORMULATIONS:
-        register(
-            make_target(
-                f"softmax_{r.name}",
-                {"triton": r.module("triton"), "pallas": r.module("pallas")},
-                description=f"reformulation: {r.description}",
-            )
-        )
-    for m in MUTANTS:
-        register(
-            make_target(
-                f"softmax_mutant_{m.name}",
-                {"triton": m.module("triton"), "pallas": m.module("pallas")},
-                mutant_of="softmax",
-                expected_class=m.expected_class,
-                shrink_bound=SHRINK_BOUNDS[m.name],
-                description=m.description,
-            )
-        )
+# kernels/softmax/reformulations.py: each a real target, softmax_<name>.
+register_reformulations(SOFTMAX, KERNELS, entry, REFORMULATIONS)
 
 
-# The largest input (elements) each mutant's minimal reproducer may have; asserted by the tests.
-SHRINK_BOUNDS = {
-    "no_rowmax": 2,  # one or two logits above 88.72
-    "finite_sentinel": 2,  # one fully masked row of one or two keys
-    "scale_twice": 2,  # one row of two keys (one key gives 1.0 at any scale)
-    # one fully masked row; up to 4 since Hypothesis orders an explicit-values list shortlex, which
-    # keeps the -inf last, and a shorter array keeps the list's first values: the pallas-interpret
-    # run can end at rows [0, 0, 0, -inf] instead of [-inf] (a seed-dependent local minimum).
-    "masked_row_nan": 4,
-    "pad_zero": 2,  # one row shorter than its tile, no mask
-    # Precision losses: one row of two keys (one key gives exp(0) = 1 and a sum of 1, exact in
-    # any dtype; a second key makes the sum 1 + exp(s2 - s1) and its exponential inexact).
-    "sum_fp16": 2,
-    "exp_bf16": 2,
-}
+# Mutants ------------------------------------------------------------------------------------------
 
-_register()
+# kernels/softmax/mutants.py: softmax_mutant_<name>, with the class and shrink bound of each.
+register_mutants(SOFTMAX, KERNELS, entry, MUTANTS)

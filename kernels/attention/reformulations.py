@@ -19,41 +19,11 @@ only the one it was written next to.
 from __future__ import annotations
 
 import inspect
-import types
-from dataclasses import dataclass
 
-from kernels._mutate import Edit, mutate
+from kernels._mutate import Edit, Reformulation, rewrites_of
 
 LOG2_E = "1.4426950408889634"
 LN_2 = "0.6931471805599453"
-
-
-@dataclass(frozen=True)
-class Reformulation:
-    """A correct rewrite of the dense (``decode=False``) or decode kernels."""
-
-    name: str
-    description: str
-    triton: tuple[Edit, ...]
-    pallas: tuple[Edit, ...]
-    decode: bool = False
-
-    def module(self, impl: str) -> types.ModuleType:
-        if impl not in ("triton", "pallas"):
-            raise ValueError(f"impl={impl!r} must be 'triton' or 'pallas'")
-        real = _real(impl, self.decode)
-        return mutate(real, self.name, getattr(self, impl), kind="reformulation")
-
-
-def _real(impl: str, decode: bool) -> types.ModuleType:
-    from kernels.attention import pallas, pallas_decode, triton, triton_decode
-
-    return {
-        ("triton", False): triton,
-        ("pallas", False): pallas,
-        ("triton", True): triton_decode,
-        ("pallas", True): pallas_decode,
-    }[(impl, decode)]
 
 
 def _replaced(text: str, old: str, new: str) -> str:
@@ -65,7 +35,9 @@ def _replaced(text: str, old: str, new: str) -> str:
 def _triton_two_pass() -> Edit:
     """The key loop of ``kernels.attention.triton`` split into a statistics pass and a ``P . V``
     pass, built from the loop's own text (a refactor of the kernel keeps the two in step)."""
-    src = inspect.getsource(_real("triton", False))
+    from kernels.attention import triton
+
+    src = inspect.getsource(triton)
     head = "    for start in range(lo, hi, BLOCK_K):\n"
     tail = "        m_i = m_new\n"
     begin = src.index(head)
@@ -95,7 +67,8 @@ _P_ONLINE = """        m_new = jnp.maximum(m_i, s.max(axis=1))
         return m_new, l_i, acc
 """
 
-REFORMULATIONS = (
+REFORMULATIONS = rewrites_of(
+    "kernels.attention.{impl}",
     Reformulation(
         "exp2",
         "exp2-domain attention (FlashAttention 2/3): log2 e folded into the scale, soft cap and "
@@ -181,11 +154,15 @@ REFORMULATIONS = (
             ),
         ),
     ),
+)
+
+# The decode kernels' reformulations.
+REFORMULATIONS += rewrites_of(
+    "kernels.attention.{impl}_decode",
     Reformulation(
         "lse_merge",
         "split-KV merge through the merged log-sum-exp: each split weighs exp(lse_split - lse), "
         "no division by the sum of the weights",
-        decode=True,
         triton=(
             Edit(
                 """    o = tl.sum(w[:, None] * o_s, 0) / total_safe

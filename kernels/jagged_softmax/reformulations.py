@@ -11,30 +11,10 @@ backward-stable fp32 implementation.
 
 from __future__ import annotations
 
-import types
-from dataclasses import dataclass
+from kernels._mutate import Edit, Reformulation, rewrites_of
 
-from kernels._mutate import Edit, mutate
-
-
-@dataclass(frozen=True)
-class Reformulation:
-    name: str
-    description: str
-    triton: tuple[Edit, ...]
-    pallas: tuple[Edit, ...]
-
-    def module(self, impl: str) -> types.ModuleType:
-        if impl == "triton":
-            from kernels.jagged_softmax import triton as real
-        elif impl == "pallas":
-            from kernels.jagged_softmax import pallas as real  # type: ignore[no-redef]
-        else:
-            raise ValueError(f"impl={impl!r} must be 'triton' or 'pallas'")
-        return mutate(real, self.name, getattr(self, impl), kind="reformulation")
-
-
-REFORMULATIONS = (
+REFORMULATIONS = rewrites_of(
+    "kernels.jagged_softmax.{impl}",
     Reformulation(
         "reversed",
         "each segment's statistics reduced over its row tiles from the last to the first",

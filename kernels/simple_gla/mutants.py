@@ -1,54 +1,45 @@
 """Simple GLA mutants: the real kernels with one bug from the chunked-GLA checklist planted.
 
 Each mutant exists for both kernel languages, written the way that language's kernel would have
-it, and says which targets it is registered for (forward, backward or both) and the failure class
-the harness must report there. The thresholds are those of the tiles the kernels compute: a chunk
-of ``C <= 64`` tokens is one tile; longer chunks are 64-token tiles.
+it, and says which targets it is registered for (``simple_gla_fwd``, ``simple_gla_bwd`` or both)
+and the failure class the harness must report there, with its shrink bound. The thresholds are
+those of the tiles the kernels compute: a chunk of ``C <= 64`` tokens is one tile; longer chunks
+are 64-token tiles.
 """
 
 from __future__ import annotations
 
-import types
-from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import Any
 
-from kernels._mutate import Edit, mutate
+from kernels._mutate import Edit, Expect, Mutant, rewrites_of
 
 
-@dataclass(frozen=True)
-class Mutant:
-    """A planted bug.
-
-    Attributes:
-        name: short name (the targets are ``simple_gla_<kind>_mutant_<name>``).
-        description: what is wrong and why it fails.
-        expected: failure class per target kind (``'fwd'``/``'bwd'``) it is registered for.
-        triton, pallas: the text edits of ``kernels.simple_gla.triton`` / ``.pallas``.
-    """
-
-    name: str
-    description: str
-    expected: Mapping[str, str]
-    triton: tuple[Edit, ...]
-    pallas: tuple[Edit, ...]
-
-    def module(self, impl: str) -> types.ModuleType:
-        if impl == "triton":
-            from kernels.simple_gla import triton as real
-        elif impl == "pallas":
-            from kernels.simple_gla import pallas as real  # type: ignore[no-redef]
-        else:
-            raise ValueError(f"impl={impl!r} must be 'triton' or 'pallas'")
-        return mutate(real, self.name, getattr(self, impl))
+def _anchor_bound(case: Any) -> int:
+    """``anchor``'s shrink bound: the threshold decay's 33 tokens x 16 lanes, or a chunk of 128
+    with 32 heads where the standard ALiBi slopes found it (see the mutant)."""
+    alibi = case.recipe.get("decay", {}).get("kind") == "alibi"
+    return 128 * 32 * 16 if alibi else 33 * 16
 
 
-MUTANTS = (
+# Each mutant's shrink bound: the largest input (elements) its minimal reproducer may have,
+# asserted by tests/test_mutants.py, with the minimal reproducers (CI profile, both interpreters).
+MUTANTS = rewrites_of(
+    "kernels.simple_gla.{impl}",
     Mutant(
         "mask_mul",
         "seed 004: exp over the whole tile, then multiplied by the causal mask; above the diagonal "
         "b_i - b_j = |gamma| (j - i) overflows once |gamma| (tile - 1) > 88.72 and 0 * Inf = NaN "
         "(in the forward and in the backward's recomputation of the weights)",
-        {"fwd": "nan", "bwd": "nan"},
+        # chunk 16, two routes to the masked triangle's overflow, both minimal for the shrinker:
+        # g_gamma with |gamma| just above 88.72/15 = 5.915 (threshold kind, fp32, margin 2^-10)
+        # and T = 1 (the padded rows of the one partial chunk already span 15 steps above the
+        # diagonal; q, k, v of 1 x 1 x 1 x 16: 16 elements), or per-token gates (strong
+        # log-sigmoid gates, scale 16) and T = 16, where the 15 gates above the diagonal sum past
+        # 88.72 (256 elements).
+        {
+            "simple_gla_fwd": Expect("nan", shrink_bound=256),
+            "simple_gla_bwd": Expect("nan", shrink_bound=256),
+        },
         triton=(
             Edit(
                 '    return tl.exp(tl.where(causal, b_rows[:, None] - b_cols[None, :], float("-inf")))',
@@ -72,7 +63,8 @@ MUTANTS = (
         "where(mask, exp(b_i - b_j), 0): the upstream gradient is selected by the mask, then "
         "multiplied by the unmasked exp, so the overflowed upper triangle gives 0 * Inf = NaN in "
         "dq (the forward, which selects after exp, is fine)",
-        {"bwd": "nan"},
+        # as mask_mul
+        {"simple_gla_bwd": Expect("nan", shrink_bound=256)},
         triton=(
             Edit(
                 """                w_rec = _intra_weights(b, b_s, rows, cols)  # the forward's weights, recomputed
@@ -100,7 +92,20 @@ MUTANTS = (
         "exp(b_i - b_j); P underflows to 0 once the chunk's cumulative decay passes 103.3 (87.3 "
         "where subnormals are flushed) and 0 / 0 = NaN, although every true ratio is <= 1 (and "
         "P is inaccurate subnormal before that)",
-        {"fwd": "nan"},
+        # a cumulative decay past the point where exp(b) underflows to 0 inside one chunk
+        # (0 / 0): past 103.3 with subnormals, 87.3 where XLA flushes them. With |gamma| just
+        # above 88.72/15 that takes 18+ tokens of a chunk, so the minimal reproducer is T = 17..31
+        # at chunk 16, found through finite-every-chunk's rerun at chunk 32 (Triton's
+        # interpreter: T = 31, 496 elements; Pallas: T = 17 with strong log-sigmoid gates, 272
+        # elements). T = 1 with a slope of 1000 also fails (16 elements) but is further from the
+        # simplest decays. On an H100 (pallas-gpu) the same threshold decay landed at T = 33 over
+        # chunks of 32 (one chunk and a token: 528 elements), hence 33 tokens x 16 lanes. Under
+        # the gpu profile the first failure can instead be the standard ALiBi slopes themselves
+        # (seed 004's case), and the shrinker stays with them (fewer heads have no slope steep
+        # enough): one chunk of 128 with 16 to 32 heads, whose steepest slopes 2^-0.5 .. 2^-0.25
+        # (the extra slopes of a head count that is not a power of two) span more than 88.72
+        # within it (H100, triton: T = 128, 20 heads, K = 16: 40960 elements).
+        {"simple_gla_fwd": Expect("nan", shrink_bound=_anchor_bound)},
         triton=(
             Edit(
                 '    return tl.exp(tl.where(causal, b_rows[:, None] - b_cols[None, :], float("-inf")))',
@@ -119,7 +124,9 @@ MUTANTS = (
         "the padded tail rows of a partial chunk (past a sequence's end) are not masked before "
         "exp in the state update: in the g_gamma form their exponent b_last - b_j = |gamma| "
         "(j - last) > 0 overflows, and Inf times their zero keys gives NaN in the state",
-        {"fwd": "nan"},
+        # chunk 16, |gamma| above 88.72/15 (threshold kind), T = 1 with the final state: the
+        # padded rows' state weights overflow; 16 elements.
+        {"simple_gla_fwd": Expect("nan", shrink_bound=16)},
         triton=(
             Edit(
                 '    return tl.exp(tl.where(valid, b_last - b, float("-inf")))',
@@ -137,7 +144,10 @@ MUTANTS = (
         "partial_decay",
         "the state update of a partial (last) chunk skips its decay: the carried state enters "
         "the next sequence step undecayed, so ht (and a later chunk's o) is too large",
-        {"fwd": "accuracy"},
+        # chunk 16, the standard slope of one head (1/256), the final state, and something to
+        # carry into the partial chunk: T = 17 (one full chunk, then one token; 272 elements) or
+        # T = 1 with an initial state (h0: 16 x 16 = 256 elements).
+        {"simple_gla_fwd": Expect("accuracy", shrink_bound=272)},
         triton=(
             Edit(
                 "        decay_last = tl.exp(b_last)",
@@ -159,7 +169,9 @@ MUTANTS = (
         "the state carried from chunk to chunk is stored in float16 (a kernel that keeps its state "
         "in half precision to save registers): every chunk boundary rounds it to 11 bits, for fp32 "
         "inputs too (and it overflows past 65504)",
-        {"fwd": "accuracy"},
+        # the final state of T = 1 (16 elements), or T = 17 at chunk 16 without it (the 17th
+        # output reads the rounded state: 272 elements)
+        {"simple_gla_fwd": Expect("accuracy", shrink_bound=272)},
         triton=(
             Edit(
                 "        state = state * decay_last + kv",
@@ -177,7 +189,8 @@ MUTANTS = (
         "dk_acc_bf16",
         "backward: the dk accumulator over the row tiles is kept in bfloat16 (8 bits): each tile's "
         "contribution rounds it, for fp32 inputs too",
-        {"bwd": "accuracy"},
+        # dk rounded to bf16 when the row tiles are accumulated: one token's dk already (16)
+        {"simple_gla_bwd": Expect("accuracy", shrink_bound=16)},
         triton=(
             Edit(
                 '                dk += tl.dot(tl.trans(da_t), q_i, input_precision="ieee")',
@@ -198,7 +211,15 @@ MUTANTS = (
         "backward: dg's suffix sums within a tile computed as the tile's total minus the exclusive "
         "prefix sum: exact in real arithmetic, but after tokens whose terms are much larger than "
         "the later ones the difference cancels and keeps the large terms' rounding error",
-        {"bwd": "accuracy"},
+        # total - prefix cancels after a token whose dg terms are far larger than a later token's:
+        # a query burst (q and do times 2^12, the shrink target) on the first of two tokens with
+        # an initial state, whose terms with the burst make every partial sum of the chunk's dg
+        # large while the second token's dg stays small (h0: 16 x 16 = 256 elements). Without a
+        # state entering the chunk the burst's terms cancel exactly: with itself within its own
+        # q.dq - k.dk, with an earlier key in the prefix (two fp32 numbers within a factor of two
+        # subtract exactly). The state may also come from a first chunk instead of h0: T = 17 at
+        # chunk 16 (272 elements).
+        {"simple_gla_bwd": Expect("accuracy", shrink_bound=272)},
         triton=(
             Edit(
                 "            suffix = tl.sum(tl.where(rows[None, :] >= rows[:, None], db[None, :], 0.0), "

@@ -13,30 +13,9 @@ for any backward-stable fp32 implementation, not only for the one it was written
 
 from __future__ import annotations
 
-import types
-from dataclasses import dataclass
-
-from kernels._mutate import Edit, mutate
+from kernels._mutate import Edit, Reformulation, rewrites_of
 
 LOG2_E = "1.4426950408889634"
-
-
-@dataclass(frozen=True)
-class Reformulation:
-    name: str
-    description: str
-    triton: tuple[Edit, ...]
-    pallas: tuple[Edit, ...]
-
-    def module(self, impl: str) -> types.ModuleType:
-        if impl == "triton":
-            from kernels.softmax import triton as real
-        elif impl == "pallas":
-            from kernels.softmax import pallas as real  # type: ignore[no-redef]
-        else:
-            raise ValueError(f"impl={impl!r} must be 'triton' or 'pallas'")
-        return mutate(real, self.name, getattr(self, impl), kind="reformulation")
-
 
 _T_STATS = """        m_new = tl.maximum(m_i, tl.max(s, 1))
         # A row whose keys are all masked so far has max -inf; shift by 0 instead so that
@@ -67,7 +46,8 @@ _P_STATS = """    def stats(j, carry):
     m_shift = jnp.where(m_i == -jnp.inf, 0.0, m_i)
 """
 
-REFORMULATIONS = (
+REFORMULATIONS = rewrites_of(
+    "kernels.softmax.{impl}",
     Reformulation(
         "exp2",
         "exp2-domain softmax: log2 e folded into the scale and the bias, exp2 for exp (as "

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
-CORE = {"arrays", "backends", "case", "compare", "engine", "failures", "files", "origin",
-        "profiles", "properties", "reproducer", "results", "shrink", "target", "timing"}  # fmt: skip
+CORE = {"arrays", "backends", "case", "compare", "engine", "failures", "families", "files", "kit",
+        "origin", "plugin", "profiles", "properties", "reproducer", "results", "shrink", "target",
+        "timing", "triton_runtime"}  # fmt: skip
 FRONT_ENDS = {"__main__", "bench", "cli", "pytest_plugin", "scoreboard"}
 
 
@@ -89,6 +90,16 @@ def test_campaign_machinery_imports_no_front_end(module):
 def test_no_import_circle_runs_through_the_engine_the_campaign_or_a_front_end():
     ours = {"engine", "shrink", "reproducer", "results", "origin", "files"} | MACHINERY | FRONT_ENDS
     assert [c for c in _circles(GRAPH) if c & ours] == []
+
+
+def test_every_top_level_module_has_a_layer():
+    top = {p.stem for p in FUZZ.glob("*.py")} - {"__init__"}
+    assert top <= CORE | FRONT_ENDS, sorted(top - CORE - FRONT_ENDS)
+
+
+def test_nothing_imports_the_developer_tools_or_the_client_plugins():
+    leaves = {m for m in GRAPH if m.split(".")[0] in ("devtools", "clients")}
+    assert not [m for m, deps in GRAPH.items() if deps & leaves and m not in leaves]
 
 
 def test_the_layers_name_modules_that_exist():

@@ -53,3 +53,45 @@ def test_interpreted_launch_leaves_triton_language_unpatched():
     before = snapshot()
     ktriton.softmax(torch.randn(3, 40), block_n=16, interpret=True)
     assert snapshot() == before
+
+
+def _family_rewrites():
+    from kernels.attention import mutants as am
+    from kernels.attention import reformulations as ar
+    from kernels.jagged_softmax import mutants as jm
+    from kernels.jagged_softmax import reformulations as jr
+    from kernels.simple_gla import mutants as gm
+    from kernels.softmax import reformulations as sr
+
+    return [*am.MUTANTS, *jm.MUTANTS, *gm.MUTANTS, *MUTANTS], [
+        *ar.REFORMULATIONS,
+        *jr.REFORMULATIONS,
+        *sr.REFORMULATIONS,
+    ]
+
+
+def test_every_mutant_record_is_registered_with_its_class_bound_and_languages():
+    from fuzz.target import all_targets, get
+
+    mutants, reformulations = _family_rewrites()
+    for m in mutants:
+        assert m.expected, m.name
+        for real, expect in m.expected.items():
+            target = get(f"{real}_mutant_{m.name}")
+            assert target.mutant_of == real and target.expected_class == expect.cls
+            assert target.shrink_bound is expect.shrink_bound
+            assert sorted(target.kernels) == sorted(m.languages)
+            assert target.description == m.description
+    real = {t.name for t in all_targets() if not t.is_mutant}
+    for r in reformulations:
+        assert any(name.endswith(f"_{r.name}") for name in real), r.name
+
+
+def test_a_record_names_its_languages_and_its_real_module():
+    mutant = next(m for m in _family_rewrites()[0] if m.name == "offsets_past_end")
+    assert mutant.languages == ("triton",)
+    with pytest.raises(ValueError, match=r"impl='pallas' must be one of \('triton',\)"):
+        mutant.module("pallas")
+    unbound = _mutate.Mutant("x", "y", {}, triton=(), pallas=None)
+    with pytest.raises(ValueError, match="real='' must name the real module"):
+        unbound.module("triton")
