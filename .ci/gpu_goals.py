@@ -73,11 +73,16 @@ def mutant_goals(report: dict[str, Any], cpu: dict[str, int]) -> tuple[list[str]
         if not r["mutant"] or r["backend"] not in COMPILED:
             continue
         pairs += 1
-        found = [f for f in by_pair.get((r["target"], r["backend"]), [])
-                 if f["class"] == r["expected_class"]]  # fmt: skip
+        found = [
+            f
+            for f in by_pair.get((r["target"], r["backend"]), [])
+            if f["class"] == r["expected_class"]
+        ]
         if not found:
-            lines.append(f"{r['target']:44} {r['backend']:11} {'MISSED':14} (expected {r['expected_class']}, "
-                         f"{r['examples']} examples)")  # fmt: skip
+            lines.append(
+                f"{r['target']:44} {r['backend']:11} {'MISSED':14} (expected {r['expected_class']}, "
+                f"{r['examples']} examples)"
+            )
             continue
         f = min(found, key=lambda f: f["case_size"])
         bound = _bound(f)
@@ -87,13 +92,17 @@ def mutant_goals(report: dict[str, Any], cpu: dict[str, int]) -> tuple[list[str]
         )
         ok = ok and f["shrink_seconds"] <= 60 and f["shrunk"]
         met += ok
-        lines.append(f"{r['target']:44} {r['backend']:11} {f['class']:14} {f['case_size']:8d} "
-                     f"{bound if bound is not None else '-':>8} {ref if ref is not None else '-':>6} "
-                     f"{f['shrink_seconds']:8.1f} {f.get('shrink_path') or 'in place'}"
-                     f"{'' if ok else '  FAIL'}")  # fmt: skip
+        lines.append(
+            f"{r['target']:44} {r['backend']:11} {f['class']:14} {f['case_size']:8d} "
+            f"{bound if bound is not None else '-':>8} {ref if ref is not None else '-':>6} "
+            f"{f['shrink_seconds']:8.1f} {f.get('shrink_path') or 'in place'}"
+            f"{'' if ok else '  FAIL'}"
+        )
     share = met / pairs if pairs else 0.0
-    lines.append(f"mutant/backend pairs found with their class and shrunk within bounds: {met}/{pairs} "
-                 f"= {100 * share:.0f}% (goal 90%) {'PASS' if share >= 0.9 else 'FAIL'}")  # fmt: skip
+    lines.append(
+        f"mutant/backend pairs found with their class and shrunk within bounds: {met}/{pairs} "
+        f"= {100 * share:.0f}% (goal 90%) {'PASS' if share >= 0.9 else 'FAIL'}"
+    )
     return lines, share >= 0.9
 
 
@@ -102,8 +111,10 @@ def compile_goal(report: dict[str, Any]) -> tuple[list[str], bool]:
     spent = sum(r["seconds"] for r in rs)
     compiling = sum(r["compile_seconds"] for r in rs)
     share = compiling / spent if spent else 0.0
-    return [f"campaign compile share on {', '.join(COMPILED)}: {100 * share:.1f}% of {spent:.0f} s "
-            f"(goal <= 15%) {'PASS' if share <= 0.15 else 'FAIL'}"], share <= 0.15  # fmt: skip
+    return [
+        f"campaign compile share on {', '.join(COMPILED)}: {100 * share:.1f}% of {spent:.0f} s "
+        f"(goal <= 15%) {'PASS' if share <= 0.15 else 'FAIL'}"
+    ], share <= 0.15
 
 
 def bench_goals(benches: list[dict[str, Any]]) -> tuple[list[str], bool]:
@@ -114,8 +125,10 @@ def bench_goals(benches: list[dict[str, Any]]) -> tuple[list[str], bool]:
                 continue
             fresh, warm = r["fresh_examples_per_second"], r["warm_examples_per_second"]
             ok = warm > 0 and fresh >= 0.5 * warm
-            line = (f"{r['target']:24} {r['backend']:11} {r['procs']} proc(s): fresh {fresh:7.1f} "
-                    f"warm {warm:7.1f} ex/s ({100 * fresh / warm if warm else 0:.0f}%)")  # fmt: skip
+            line = (
+                f"{r['target']:24} {r['backend']:11} {r['procs']} proc(s): fresh {fresh:7.1f} "
+                f"warm {warm:7.1f} ex/s ({100 * fresh / warm if warm else 0:.0f}%)"
+            )
             if r["target"] == "simple_gla_bwd" and r["backend"] == "triton" and r["procs"] == 8:
                 ok = ok and fresh >= 5.0
                 line += " goal >= 5 fresh ex/s"
@@ -142,8 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.campaign:
         report = _load(Path(args.campaign) / "report.json")
         cpu = _load(args.cpu_sizes) if args.cpu_sizes else {}
-        print(f"device: {report.get('device')}; {report['summary']['examples']} examples in "
-              f"{report['seconds']:.0f} s")  # fmt: skip
+        print(
+            f"device: {report.get('device')}; {report['summary']['examples']} examples in "
+            f"{report['seconds']:.0f} s"
+        )
         for part in (mutant_goals(report, cpu), compile_goal(report)):
             print("\n".join(part[0]))
             ok &= part[1]

@@ -326,8 +326,9 @@ def _jax_gpu_reason() -> str | None:
         import sys
 
         try:
-            done = subprocess.run([sys.executable, "-c", _JAX_GPU_PROBE], capture_output=True,
-                                  text=True, timeout=300)  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-c", _JAX_GPU_PROBE], capture_output=True, text=True, timeout=300
+            )
         except subprocess.TimeoutExpired:
             return "probing JAX's GPU backend took more than 300 s"
         if done.returncode != 0:

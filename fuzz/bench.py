@@ -73,11 +73,13 @@ def _row(label: str, warm: HuntResult, r: HuntResult) -> str:
     per = st.launches / r.examples if r.examples else 0.0
     props = sorted(st.property_seconds.items(), key=lambda kv: -kv[1])[:3]
     top = ", ".join(f"{k} {100 * v / r.seconds:.0f}%" for k, v in props) if r.seconds else ""
-    return (f"{r.target:30} {r.backend:17} {label:6} {warm.examples_per_second:8.1f} "
-            f"{r.examples_per_second:7.1f} {_share(st.compile_seconds, r.seconds)} "
-            f"{_share(st.twin_seconds, r.seconds)} {_share(st.reference_seconds, r.seconds)} "
-            f"{_share(st.launch_seconds - st.twin_seconds, r.seconds)} {per:9.2f} {r.status:>7}  {top}"
-            + (f"  ERROR {r.error}" if r.error else ""))  # fmt: skip
+    return (
+        f"{r.target:30} {r.backend:17} {label:6} {warm.examples_per_second:8.1f} "
+        f"{r.examples_per_second:7.1f} {_share(st.compile_seconds, r.seconds)} "
+        f"{_share(st.twin_seconds, r.seconds)} {_share(st.reference_seconds, r.seconds)} "
+        f"{_share(st.launch_seconds - st.twin_seconds, r.seconds)} {per:9.2f} {r.status:>7}  {top}"
+        + (f"  ERROR {r.error}" if r.error else "")
+    )
 
 
 def _passes(
@@ -104,22 +106,40 @@ def _record(fresh: HuntResult, again: HuntResult) -> dict[str, Any]:
 
     def one(r: HuntResult) -> dict[str, Any]:
         st = r.stats
-        return {"examples": r.examples, "seconds": round(r.seconds, 3),
-                "examples_per_second": round(r.examples_per_second, 3), "compiles": st.compiles,
-                "compile_seconds": round(st.compile_seconds, 3),
-                "rejected_would_compile": r.events.get("rejected: would compile", 0),
-                "error": r.error}  # fmt: skip
+        return {
+            "examples": r.examples,
+            "seconds": round(r.seconds, 3),
+            "examples_per_second": round(r.examples_per_second, 3),
+            "compiles": st.compiles,
+            "compile_seconds": round(st.compile_seconds, 3),
+            "rejected_would_compile": r.events.get("rejected: would compile", 0),
+            "error": r.error,
+        }
 
     return {"fresh": one(fresh), "warm": one(again)}
 
 
-def _child(pairs: list[tuple[str, str]], options: HuntOptions, examples: int, seed: int,
-           barrier: Any, results: Any, slot: int) -> None:  # fmt: skip
+def _child(
+    pairs: list[tuple[str, str]],
+    options: HuntOptions,
+    examples: int,
+    seed: int,
+    barrier: Any,
+    results: Any,
+    slot: int,
+) -> None:
     for name, b in pairs:
         first, fresh, again = _passes(name, b, options, examples, seed, barrier.wait)
-        results.put((slot, _row("fresh", first, fresh), _row("warm", first, again),
-                     fresh.examples_per_second, again.examples_per_second,
-                     _record(fresh, again)))  # fmt: skip
+        results.put(
+            (
+                slot,
+                _row("fresh", first, fresh),
+                _row("warm", first, again),
+                fresh.examples_per_second,
+                again.examples_per_second,
+                _record(fresh, again),
+            )
+        )
 
 
 def _parallel(
@@ -138,9 +158,11 @@ def _parallel(
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(procs), ctx.Queue()
     children = [
-        ctx.Process(target=_child, args=(pairs, options, examples, seed + 1000 * i, barrier, results, i))
+        ctx.Process(
+            target=_child, args=(pairs, options, examples, seed + 1000 * i, barrier, results, i)
+        )
         for i in range(procs)
-    ]  # fmt: skip
+    ]
     for c in children:
         c.start()
     records = []
@@ -150,12 +172,21 @@ def _parallel(
             print(f"[{slot}] {fresh_row}\n[{slot}] {warm_row}", flush=True)
         fresh = sum(r[3] for r in rows)
         warm = sum(r[4] for r in rows)
-        print(f"{name:30} {b:17} {procs} processes on one GPU: fresh {fresh:.1f} ex/s, "
-              f"warm {warm:.1f} ex/s (sum of the processes' rates)", flush=True)  # fmt: skip
-        records.append({"target": name, "backend": b, "procs": procs,
-                        "fresh_examples_per_second": round(fresh, 3),
-                        "warm_examples_per_second": round(warm, 3),
-                        "processes": [r[5] for r in rows]})  # fmt: skip
+        print(
+            f"{name:30} {b:17} {procs} processes on one GPU: fresh {fresh:.1f} ex/s, "
+            f"warm {warm:.1f} ex/s (sum of the processes' rates)",
+            flush=True,
+        )
+        records.append(
+            {
+                "target": name,
+                "backend": b,
+                "procs": procs,
+                "fresh_examples_per_second": round(fresh, 3),
+                "warm_examples_per_second": round(warm, 3),
+                "processes": [r[5] for r in rows],
+            }
+        )
     for c in children:
         c.join()
     return records
@@ -187,11 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     profile = get_profile(args.profile) if args.profile else default_profile()
     options = HuntOptions.of(profile, differential=False if args.no_differential else None)
     backends = args.backends.split(",") if args.backends else list(profile.backends)
-    print(f"profile {options.name}, differential {'on' if options.differential else 'off'} "
-          f"(max interpreter cost {options.differential_max_cost:g}, every "
-          f"{options.differential_every} example(s)), {args.examples} examples per run")  # fmt: skip
-    head = (f"{'target':30} {'backend':17} {'pass':6} {'1st ex/s':>8} {'ex/s':>7} {'compile':>6} "
-            f"{'twin':>6} {'refs':>6} {'launch':>6} {'launch/ex':>9} {'status':>7}  slowest properties")  # fmt: skip
+    print(
+        f"profile {options.name}, differential {'on' if options.differential else 'off'} "
+        f"(max interpreter cost {options.differential_max_cost:g}, every "
+        f"{options.differential_every} example(s)), {args.examples} examples per run"
+    )
+    head = (
+        f"{'target':30} {'backend':17} {'pass':6} {'1st ex/s':>8} {'ex/s':>7} {'compile':>6} "
+        f"{'twin':>6} {'refs':>6} {'launch':>6} {'launch/ex':>9} {'status':>7}  slowest properties"
+    )
     print(head)
     print("-" * len(head), flush=True)
     pairs = [(t.name, b) for t in select(args.targets, mutants=None) for b in backends]
@@ -204,18 +239,28 @@ def main(argv: list[str] | None = None) -> int:
             print(_row("fresh", warm, fresh), flush=True)
             print(_row("warm", warm, again), flush=True)
             rec = _record(fresh, again)
-            records.append({"target": name, "backend": b, "procs": 1,
-                            "fresh_examples_per_second": rec["fresh"]["examples_per_second"],
-                            "warm_examples_per_second": rec["warm"]["examples_per_second"],
-                            "processes": [rec]})  # fmt: skip
+            records.append(
+                {
+                    "target": name,
+                    "backend": b,
+                    "procs": 1,
+                    "fresh_examples_per_second": rec["fresh"]["examples_per_second"],
+                    "warm_examples_per_second": rec["warm"]["examples_per_second"],
+                    "processes": [rec],
+                }
+            )
     if args.json:
         import json
 
         from fuzz.backends import device_name
 
-        doc = {"profile": profile.name, "examples": args.examples, "device": device_name(),
-               "time": time.strftime("%Y-%m-%d %H:%M"),
-               "results": records}  # fmt: skip
+        doc = {
+            "profile": profile.name,
+            "examples": args.examples,
+            "device": device_name(),
+            "time": time.strftime("%Y-%m-%d %H:%M"),
+            "results": records,
+        }
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
     if args.bare:

@@ -54,15 +54,24 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _plugin_arg(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
-                    help="register extra targets from a .py file or module (repeatable)")  # fmt: skip
+    sp.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE_OR_MODULE",
+        help="register extra targets from a .py file or module (repeatable)",
+    )
 
 
 def _scale_arg(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--scale", choices=("small", "large"), default=None,
-                    help="shape scale independent of the profile: large draws the GPU's "
-                         "chunk sizes, head counts and tiles on the CPU interpreters too "
-                         "(default: the profile's)")  # fmt: skip
+    sp.add_argument(
+        "--scale",
+        choices=("small", "large"),
+        default=None,
+        help="shape scale independent of the profile: large draws the GPU's "
+        "chunk sizes, head counts and tiles on the CPU interpreters too "
+        "(default: the profile's)",
+    )
 
 
 def _run_arguments(run: argparse.ArgumentParser) -> None:
@@ -88,47 +97,94 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         "--repro-dir", default=None, help="where reproducers go (default OUT/reproducers)"
     )
     _scale_arg(run)
-    run.add_argument("--db", default=None, metavar="DIR_OR_URL",
-                     help="example database: a folder, redis://HOST:PORT[/N], or 'none' "
-                     "(default OUT/examples)")  # fmt: skip
-    run.add_argument("--db-shared", action="append", default=[], metavar="DIR_OR_URL",
-                     help="a shared database read (never written) under --db (repeatable)")  # fmt: skip
+    run.add_argument(
+        "--db",
+        default=None,
+        metavar="DIR_OR_URL",
+        help="example database: a folder, redis://HOST:PORT[/N], or 'none' (default OUT/examples)",
+    )
+    run.add_argument(
+        "--db-shared",
+        action="append",
+        default=[],
+        metavar="DIR_OR_URL",
+        help="a shared database read (never written) under --db (repeatable)",
+    )
     run.add_argument("--seed", type=int, default=None, help="random seed (default: a fresh one)")
-    run.add_argument("--workers", type=count_arg, default=None,
-                     help="worker processes (default: one per visible GPU, else 1)")  # fmt: skip
-    run.add_argument("--example-timeout", type=_positive_float, default=None, metavar="S",
-                     help="seconds one example may run before it is a hang (default 120; "
-                     "600 with a CPU profile)")  # fmt: skip
-    run.add_argument("--compile-timeout", type=_positive_float, default=900.0, metavar="S",
-                     help="seconds a kernel may spend compiling before it counts as a hang "
-                          "(compile time is not example time; default 900)")  # fmt: skip
-    run.add_argument("--slice", type=_positive_float, default=None, metavar="S",
-                     help="seconds per scheduling slice (default: budget / (4 x pairs), 1..60)")  # fmt: skip
-    run.add_argument("--min-share", type=float, default=0.3,
-                     help="fraction of the budget split evenly before the scheduler favours "
-                     "productive pairs (default 0.3)")  # fmt: skip
-    run.add_argument("--no-triage", action="store_true",
-                     help="do not replay the previous report's reproducers")  # fmt: skip
+    run.add_argument(
+        "--workers",
+        type=count_arg,
+        default=None,
+        help="worker processes (default: one per visible GPU, else 1)",
+    )
+    run.add_argument(
+        "--example-timeout",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="seconds one example may run before it is a hang (default 120; "
+        "600 with a CPU profile)",
+    )
+    run.add_argument(
+        "--compile-timeout",
+        type=_positive_float,
+        default=900.0,
+        metavar="S",
+        help="seconds a kernel may spend compiling before it counts as a hang "
+        "(compile time is not example time; default 900)",
+    )
+    run.add_argument(
+        "--slice",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="seconds per scheduling slice (default: budget / (4 x pairs), 1..60)",
+    )
+    run.add_argument(
+        "--min-share",
+        type=float,
+        default=0.3,
+        help="fraction of the budget split evenly before the scheduler favours "
+        "productive pairs (default 0.3)",
+    )
+    run.add_argument(
+        "--no-triage", action="store_true", help="do not replay the previous report's reproducers"
+    )
     _plugin_arg(run)
 
 
 def _mutants_arguments(mu: argparse.ArgumentParser) -> None:
-    mu.add_argument("--budget", type=_positive_float, default=60.0,
-                    help="seconds per mutant and backend for the harness (default 60)")  # fmt: skip
-    mu.add_argument("--shrink-limit", type=_positive_float, default=None,
-                    help="seconds a row may spend shrinking its failure (default: the profile's "
-                         "shrink cap); a row cut there keeps its smallest example so far")  # fmt: skip
-    mu.add_argument("--baseline-limit", type=_positive_float, default=None,
-                    help="seconds each baseline may run (default: all its cases); the table "
-                         "shows how many cases ran when it was cut")  # fmt: skip
+    mu.add_argument(
+        "--budget",
+        type=_positive_float,
+        default=60.0,
+        help="seconds per mutant and backend for the harness (default 60)",
+    )
+    mu.add_argument(
+        "--shrink-limit",
+        type=_positive_float,
+        default=None,
+        help="seconds a row may spend shrinking its failure (default: the profile's "
+        "shrink cap); a row cut there keeps its smallest example so far",
+    )
+    mu.add_argument(
+        "--baseline-limit",
+        type=_positive_float,
+        default=None,
+        help="seconds each baseline may run (default: all its cases); the table "
+        "shows how many cases ran when it was cut",
+    )
     mu.add_argument("--targets", default="*", help="globs of mutant names (default *)")
     mu.add_argument("--backends", default="*", help="globs of backends (default: the profile's)")
     mu.add_argument("--profile", default=None, help="ci, dev, gpu or nightly")
     _scale_arg(mu)
     mu.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
-    mu.add_argument("--out", default=None,
-                    help="also write scoreboard.json, scoreboard.md and the reproducer of each "
-                         "row's minimal example (reproducers/) here")  # fmt: skip
+    mu.add_argument(
+        "--out",
+        default=None,
+        help="also write scoreboard.json, scoreboard.md and the reproducer of each "
+        "row's minimal example (reproducers/) here",
+    )
     _plugin_arg(mu)
 
 
@@ -137,8 +193,14 @@ def _replay_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument(
         "--backend", default=None, help="replay on this backend instead of the recorded one"
     )
-    rp.add_argument("--jobs", "-j", type=count_arg, default=1, metavar="N",
-                    help="replay in N processes side by side (each compiles its own kernels)")  # fmt: skip
+    rp.add_argument(
+        "--jobs",
+        "-j",
+        type=count_arg,
+        default=1,
+        metavar="N",
+        help="replay in N processes side by side (each compiles its own kernels)",
+    )
     rp.add_argument("--no-summary", action="store_true", help=argparse.SUPPRESS)
     _plugin_arg(rp)
 
@@ -190,8 +252,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     tt.add_column("description")
     for t in all_targets():
         mut = t.expected_class if t.is_mutant else ""
-        never = [f"{b.name} ({why})" for b in backends().values() if (why := t.unsupported(b))
-                 and b.impl in t.kernels]  # fmt: skip
+        never = [
+            f"{b.name} ({why})"
+            for b in backends().values()
+            if (why := t.unsupported(b)) and b.impl in t.kernels
+        ]
         tt.add_row(t.name, ", ".join(t.kernels), mut, t.source, "; ".join(never), t.description)
     console.print(tt)
     return EXIT_OK
@@ -379,8 +444,14 @@ def _live_display(console: object) -> tuple[Any, Callable[[str], None], Any]:
         for p in c.pairs:
             rate = p.total_examples / p.seconds if p.seconds > 0 else 0.0
             state = p.retired or ("running" if p.running else "")
-            t.add_row(p.target.name, p.backend, str(p.total_examples), f"{rate:.1f}",
-                      ", ".join(sorted(p.found)) or "-", state)  # fmt: skip
+            t.add_row(
+                p.target.name,
+                p.backend,
+                str(p.total_examples),
+                f"{rate:.1f}",
+                ", ".join(sorted(p.found)) or "-",
+                state,
+            )
         return t
 
     def progress(c: object) -> None:
@@ -424,9 +495,16 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
         if f.get("mutant"):
             mark = " (expected)" if f["class"] == f.get("expected_class") else " (mutant)"
         repro = f.get("reproducer") or ""
-        table.add_row(f["triage"], f["target"], ", ".join(f["backends"]), f["class"] + mark,
-                      f.get("where", ""), err, str(f.get("case_size", "")),
-                      os.path.relpath(repro) if repro else "")  # fmt: skip
+        table.add_row(
+            f["triage"],
+            f["target"],
+            ", ".join(f["backends"]),
+            f["class"] + mark,
+            f.get("where", ""),
+            err,
+            str(f.get("case_size", "")),
+            os.path.relpath(repro) if repro else "",
+        )
     if report["findings"]:
         console.print(table)
     s = report["summary"]
@@ -630,9 +708,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
             codes.append(EXIT_ERROR)
         if not args.no_summary:
             n = Counter(codes)
-            print(f"replayed {len(codes)} of {len(files)} file(s): {n[EXIT_FAIL]} still fail, "
-                  f"{n[EXIT_OK]} pass, {len(codes) - n[EXIT_FAIL] - n[EXIT_OK]} without a verdict "
-                  "(not replayable here, or interrupted)")  # fmt: skip
+            print(
+                f"replayed {len(codes)} of {len(files)} file(s): {n[EXIT_FAIL]} still fail, "
+                f"{n[EXIT_OK]} pass, {len(codes) - n[EXIT_FAIL] - n[EXIT_OK]} without a verdict "
+                "(not replayable here, or interrupted)"
+            )
         return replay_status(codes)
 
 
@@ -671,13 +751,18 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         board = run_scoreboard(
-            mutants, backends, profile, budget=args.budget, shrink_limit=args.shrink_limit,
-            baseline_limit=args.baseline_limit, seed=args.seed,
+            mutants,
+            backends,
+            profile,
+            budget=args.budget,
+            shrink_limit=args.shrink_limit,
+            baseline_limit=args.baseline_limit,
+            seed=args.seed,
             log=lambda line: print(line, file=sys.stderr, flush=True),
             # Written after every row too: a run killed outright (a hung compile) keeps its rows.
             on_row=None if out is None else save,
             repro_dir=None if out is None else out / "reproducers",
-        )  # fmt: skip
+        )
     finally:
         signal.signal(signal.SIGTERM, previous)
     print_scoreboard(board)

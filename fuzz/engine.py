@@ -340,8 +340,15 @@ class _Hunter:
         is_new = f.cls not in self.first
         if is_new:
             self.first[f.cls] = (result.examples, elapsed)
-        found = Found(f, case, outcome.params, *self.first[f.cls], minimal_seconds=elapsed,
-                      final=final, choices=_current_choices())  # fmt: skip
+        found = Found(
+            f,
+            case,
+            outcome.params,
+            *self.first[f.cls],
+            minimal_seconds=elapsed,
+            final=final,
+            choices=_current_choices(),
+        )
         plot = self.hooks.error_maps
         if final and plot is not None:
             found.plots = plot(outcome.context)
@@ -439,19 +446,28 @@ class _Hunter:
                 break
             result.reshrinks = attempt + 1
             self.race_repeats = reproducer.RACE_REPEATS
-            self.stage = dataclasses.replace(self.stage, start=(), phases=SHRINK_PHASES,
-                                             hand_off=False)  # fmt: skip
-            test = self.build(max_examples=max_examples, database=database, seed=seed,
-                              phases=SHRINK_PHASES)  # fmt: skip
+            self.stage = dataclasses.replace(
+                self.stage, start=(), phases=SHRINK_PHASES, hand_off=False
+            )
+            test = self.build(
+                max_examples=max_examples, database=database, seed=seed, phases=SHRINK_PHASES
+            )
 
     def conclude(self, database: ExampleDatabase | None) -> None:
         """Shrinks the failures the search handed over (``fuzz.shrink``), saves each minimal
         example to ``database`` and hands it to ``on_found``; then settles the result."""
         result, found = self.result, self.found()
         for cls in self.handed_off:
-            found[cls] = shrink_compiled(self.target, self.b, self.options, found[cls], hunt=hunt,
-                                         into=result, hard_at=self.hard_at,
-                                         narrowing=self.narrowing)  # fmt: skip
+            found[cls] = shrink_compiled(
+                self.target,
+                self.b,
+                self.options,
+                found[cls],
+                hunt=hunt,
+                into=result,
+                hard_at=self.hard_at,
+                narrowing=self.narrowing,
+            )
             key = database_key(self.target.name, self.b.name)
             if database is not None and found[cls].choices:
                 database.save(key, choices_to_bytes(found[cls].choices))
@@ -466,8 +482,14 @@ class _Hunter:
         return {**self.last_seen, **self.minimal}
 
 
-def _settle_seed(target: Target, b: Backend, options: HuntOptions, seed: int | None,
-                 max_examples: int, database: Any) -> int | None:  # fmt: skip
+def _settle_seed(
+    target: Target,
+    b: Backend,
+    options: HuntOptions,
+    seed: int | None,
+    max_examples: int,
+    database: Any,
+) -> int | None:
     """The seed of a hunt: ``seed``, or for a derandomized profile one stable across harness
     versions (Hypothesis derives it from the test function's source, which here is the harness's
     own run_one: every edit of it would change what every CI run tries)."""
@@ -576,16 +598,26 @@ def hunt(
     result.error = _refusal(target, b, options)
     if result.error is not None:
         return result
-    hunter = _Hunter(target, b, options, result=result, hooks=hooks or Hooks(),
-                     known=frozenset(known), time_limit=time_limit, hard_limit=hard_limit,
-                     min_examples=min_examples, on_example=on_example,
-                     stage=stage or Stage(hand_off=hands_off(b, options)))  # fmt: skip
+    hunter = _Hunter(
+        target,
+        b,
+        options,
+        result=result,
+        hooks=hooks or Hooks(),
+        known=frozenset(known),
+        time_limit=time_limit,
+        hard_limit=hard_limit,
+        min_examples=min_examples,
+        on_example=on_example,
+        stage=stage or Stage(hand_off=hands_off(b, options)),
+    )
     n = options.max_examples if max_examples is None else max_examples
     seed = _settle_seed(target, b, options, seed, n, database)
     hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
     db = _example_database(target, b, options, database, hunter.stage)
-    hunter.search(max_examples=n, database=db, seed=seed,
-                  phases=_phases(options, hunter.stage, reuse))  # fmt: skip
+    hunter.search(
+        max_examples=n, database=db, seed=seed, phases=_phases(options, hunter.stage, reuse)
+    )
     hunter.conclude(db)
     if repro_dir is not None:
         for f in result.found.values():
@@ -622,9 +654,15 @@ def write_reproducer(
     repro_dir: str | Path, target: Target, backend: str, found: Found, options: HuntOptions
 ) -> Path:
     """Writes the reproducer script of ``found`` (atomically) and returns its path."""
-    return reproducer.write(repro_dir, target=target, backend=backend, case=found.case,
-                            params=found.params, finding=found.finding,
-                            **options.check_kwargs())  # fmt: skip
+    return reproducer.write(
+        repro_dir,
+        target=target,
+        backend=backend,
+        case=found.case,
+        params=found.params,
+        finding=found.finding,
+        **options.check_kwargs(),
+    )
 
 
 def check(

@@ -86,15 +86,25 @@ def _scale(case: Any, dim: int) -> float:
 # softmax ------------------------------------------------------------------------------------------
 
 
-_SOFTMAX_KEYWORDS = {None: (), "mask": ("mask",), "bias": ("bias",), "scale": ("scale",),
-                     "block_m": ("block_m",), "block_n": ("block_n",)}  # fmt: skip
+_SOFTMAX_KEYWORDS = {
+    None: (),
+    "mask": ("mask",),
+    "bias": ("bias",),
+    "scale": ("scale",),
+    "block_m": ("block_m",),
+    "block_n": ("block_n",),
+}
 
 
 def _softmax_values(case: Any) -> dict[str, Any]:
     p = case.params
-    return {"mask": case.inputs.get("mask"), "bias": case.inputs.get("bias"),
-            "scale": 1.0 if p.get("scale") is None else float(p["scale"]),
-            "block_m": p["block_m"], "block_n": p["block_n"]}  # fmt: skip
+    return {
+        "mask": case.inputs.get("mask"),
+        "bias": case.inputs.get("bias"),
+        "scale": 1.0 if p.get("scale") is None else float(p["scale"]),
+        "block_m": p["block_m"],
+        "block_n": p["block_n"],
+    }
 
 
 def _softmax_empty(case: Case) -> dict[str, np.ndarray]:
@@ -111,10 +121,17 @@ def _softmax_narrowing(caps: Any) -> dict[str, Any]:
 # attention ----------------------------------------------------------------------------------------
 
 
-_ATTN_KEYWORDS: dict[str | None, tuple[str, ...]] = {None: ("scale",), "causal": ("causal",), "window": ("window",),
-                  "key_padding": ("key_lengths",), "alibi": ("alibi_slopes",),
-                  "softcap": ("softcap",), "block_q": ("block_q",), "block_k": ("block_k",),
-                  "num_splits": ("num_splits",)}  # fmt: skip
+_ATTN_KEYWORDS: dict[str | None, tuple[str, ...]] = {
+    None: ("scale",),
+    "causal": ("causal",),
+    "window": ("window",),
+    "key_padding": ("key_lengths",),
+    "alibi": ("alibi_slopes",),
+    "softcap": ("softcap",),
+    "block_q": ("block_q",),
+    "block_k": ("block_k",),
+    "num_splits": ("num_splits",),
+}
 
 
 def _attention_values(case: Any) -> dict[str, Any]:
@@ -143,8 +160,11 @@ def _attention_empty(case: Case) -> dict[str, np.ndarray]:
 
 
 def _attention_narrowing(caps: Any) -> dict[str, Any]:
-    kw: dict[str, Any] = {"dtypes": caps.dtypes, "features": caps.features,
-                          "head_dims": caps.head_dims}  # fmt: skip
+    kw: dict[str, Any] = {
+        "dtypes": caps.dtypes,
+        "features": caps.features,
+        "head_dims": caps.head_dims,
+    }
     tiles = dict(caps.tiles or {})
     if "block_q" in tiles or "block_k" in tiles:
         qs: tuple[int, ...] = tiles.get("block_q") or tiles["block_k"]
@@ -155,42 +175,69 @@ def _attention_narrowing(caps: Any) -> dict[str, Any]:
 
 def _decode_narrowing(caps: Any) -> dict[str, Any]:
     tiles = dict(caps.tiles or {})
-    return {"dtypes": caps.dtypes, "features": caps.features, "head_dims": caps.head_dims,
-            "blocks_k": tiles.get("block_k"), "num_splits": tiles.get("num_splits")}  # fmt: skip
+    return {
+        "dtypes": caps.dtypes,
+        "features": caps.features,
+        "head_dims": caps.head_dims,
+        "blocks_k": tiles.get("block_k"),
+        "num_splits": tiles.get("num_splits"),
+    }
 
 
 _ATTN_LAYOUTS = {"q": "BHTD", "k": "BHTD", "v": "BHTD", "o": "BHTD", "lse": "BHT"}
 
 
-def _attention_family(name: str, features: tuple[str, ...], tiles: tuple[str, ...],
-                      strategy: Callable[..., Any], narrowing: Callable[[Any], dict[str, Any]],
-                      space: Callable[[str], dict[str, tuple[Any, ...]]],
-                      always: tuple[str, ...] = (),
-                      conventions: tuple[str, ...] = ("causal", "empty_rows", "lse")) -> Family:  # fmt: skip
+def _attention_family(
+    name: str,
+    features: tuple[str, ...],
+    tiles: tuple[str, ...],
+    strategy: Callable[..., Any],
+    narrowing: Callable[[Any], dict[str, Any]],
+    space: Callable[[str], dict[str, tuple[Any, ...]]],
+    always: tuple[str, ...] = (),
+    conventions: tuple[str, ...] = ("causal", "empty_rows", "lse"),
+) -> Family:
     keywords: dict[str | None, tuple[str, ...]] = {
         k: v for k, v in _ATTN_KEYWORDS.items() if k is None or k in features or k in tiles
     }
     keywords[None] = (*keywords[None], *always)  # the family's own inputs: offsets, cache lengths
     return Family(
-        name=name, tensors=("q", "k", "v"), outputs=("o", "lse"), layouts=_ATTN_LAYOUTS,
-        features=features, tiles=tiles, dims=("D",), keywords=keywords,
+        name=name,
+        tensors=("q", "k", "v"),
+        outputs=("o", "lse"),
+        layouts=_ATTN_LAYOUTS,
+        features=features,
+        tiles=tiles,
+        dims=("D",),
+        keywords=keywords,
         values=_attention_values,
-        conventions=conventions, strategy=strategy, narrowing=narrowing,
-        empty_rows=_attention_empty, space=space,
-    )  # fmt: skip
+        conventions=conventions,
+        strategy=strategy,
+        narrowing=narrowing,
+        empty_rows=_attention_empty,
+        space=space,
+    )
 
 
 # jagged softmax -----------------------------------------------------------------------------------
 
 
-_JAGGED_KEYWORDS = {None: ("offsets",), "block_n": ("block_n",), "block_m": ("block_m",),
-                    "num_programs": ("num_programs",)}  # fmt: skip
+_JAGGED_KEYWORDS = {
+    None: ("offsets",),
+    "block_n": ("block_n",),
+    "block_m": ("block_m",),
+    "num_programs": ("num_programs",),
+}
 
 
 def _jagged_values(case: Any) -> dict[str, Any]:
     p = case.params
-    return {"offsets": case.inputs["offsets"], "block_n": p["block_n"], "block_m": p["block_m"],
-            "num_programs": p["num_programs"]}  # fmt: skip
+    return {
+        "offsets": case.inputs["offsets"],
+        "block_n": p["block_n"],
+        "block_m": p["block_m"],
+        "num_programs": p["num_programs"],
+    }
 
 
 def _jagged_narrowing(caps: Any) -> dict[str, Any]:
@@ -200,10 +247,16 @@ def _jagged_narrowing(caps: Any) -> dict[str, Any]:
 # simple GLA ---------------------------------------------------------------------------------------
 
 
-_GLA_KEYWORDS = {None: ("scale",), "g": ("g",), "g_gamma": ("g_gamma",),
-                 "varlen": ("cu_seqlens",), "initial_state": ("initial_state",),
-                 "final_state": ("output_final_state",), "dht": ("dht",),
-                 "chunk_size": ("chunk_size",)}  # fmt: skip
+_GLA_KEYWORDS = {
+    None: ("scale",),
+    "g": ("g",),
+    "g_gamma": ("g_gamma",),
+    "varlen": ("cu_seqlens",),
+    "initial_state": ("initial_state",),
+    "final_state": ("output_final_state",),
+    "dht": ("dht",),
+    "chunk_size": ("chunk_size",),
+}
 
 
 def _gla_values(case: Any) -> dict[str, Any]:
@@ -222,13 +275,27 @@ def _gla_values(case: Any) -> dict[str, Any]:
 
 def _gla_narrowing(caps: Any) -> dict[str, Any]:
     tiles = dict(caps.tiles or {})
-    return {"dtypes": caps.dtypes, "features": caps.features, "head_dims": caps.head_dims,
-            "chunk_sizes": tiles.get("chunk_size")}  # fmt: skip
+    return {
+        "dtypes": caps.dtypes,
+        "features": caps.features,
+        "head_dims": caps.head_dims,
+        "chunk_sizes": tiles.get("chunk_size"),
+    }
 
 
-_GLA_LAYOUTS = {"q": "BTHK", "k": "BTHK", "v": "BTHV", "do": "BTHV", "o": "BTHV",
-                "ht": "NHKV", "dq": "BTHK", "dk": "BTHK", "dv": "BTHV", "dg": "BTH",
-                "dh0": "NHKV"}  # fmt: skip
+_GLA_LAYOUTS = {
+    "q": "BTHK",
+    "k": "BTHK",
+    "v": "BTHV",
+    "do": "BTHV",
+    "o": "BTHV",
+    "ht": "NHKV",
+    "dq": "BTHK",
+    "dk": "BTHK",
+    "dv": "BTHV",
+    "dg": "BTH",
+    "dh0": "NHKV",
+}
 
 
 def _space(module: str, **dims: str) -> Callable[[str], dict[str, tuple[Any, ...]]]:
@@ -265,48 +332,94 @@ def _families() -> dict[str, Family]:
     gla_space = _space("strategies.simple_gla", chunk_sizes="chunks", head_dims="dims")
     fams = [
         Family(
-            name="softmax", tensors=("x",), outputs=("y",), layouts={"x": "RC", "y": "RC"},
-            features=SOFTMAX_FEATURES, tiles=("block_m", "block_n"), dims=(),
-            keywords=_SOFTMAX_KEYWORDS, values=_softmax_values, conventions=("empty_rows",),
+            name="softmax",
+            tensors=("x",),
+            outputs=("y",),
+            layouts={"x": "RC", "y": "RC"},
+            features=SOFTMAX_FEATURES,
+            tiles=("block_m", "block_n"),
+            dims=(),
+            keywords=_SOFTMAX_KEYWORDS,
+            values=_softmax_values,
+            conventions=("empty_rows",),
             strategy=softmax_cases,
-            narrowing=_softmax_narrowing, empty_rows=_softmax_empty,
+            narrowing=_softmax_narrowing,
+            empty_rows=_softmax_empty,
             space=_space("strategies.softmax", block_m="block_m", block_n="block_n"),
         ),
         Family(
-            name="jagged_softmax", tensors=("values",), outputs=("y",),
-            layouts={"values": "NM", "y": "NM"}, features=(),
-            tiles=("block_n", "block_m", "num_programs"), dims=(), keywords=_JAGGED_KEYWORDS,
+            name="jagged_softmax",
+            tensors=("values",),
+            outputs=("y",),
+            layouts={"values": "NM", "y": "NM"},
+            features=(),
+            tiles=("block_n", "block_m", "num_programs"),
+            dims=(),
+            keywords=_JAGGED_KEYWORDS,
             values=_jagged_values,
-            conventions=(), strategy=jagged_softmax_cases, narrowing=_jagged_narrowing,
+            conventions=(),
+            strategy=jagged_softmax_cases,
+            narrowing=_jagged_narrowing,
             space=_space("strategies.jagged_softmax", block_n="block_n", block_m="block_m"),
         ),
-        _attention_family("attention", FEATURES, ("block_q", "block_k"), attention_cases,
-                          _attention_narrowing, space=dense_space),
-        _attention_family("attention_varlen", VARLEN_FEATURES, ("block_q", "block_k"),
-                          varlen_cases, _attention_narrowing, space=dense_space,
-                          always=("cu_seqlens_q", "cu_seqlens_k")),
-        _attention_family("attention_decode", DECODE_FEATURES, ("block_k", "num_splits"),
-                          decode_cases, _decode_narrowing, always=("cache_len",),
-                          conventions=("empty_rows", "lse"),
-                          space=_space("strategies.attention", blocks_k="blocks_k",
-                                       head_dims="head_dims")),
-        Family(
-            name="simple_gla_fwd", tensors=("q", "k", "v"), outputs=("o", "ht"),
-            layouts=_GLA_LAYOUTS, features=tuple(f for f in GLA_FEATURES if f != "dht"),
-            tiles=("chunk_size",), dims=("K", "V"), conventions=(), space=gla_space,
-            keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "dht"}, values=_gla_values,
-            strategy=simple_gla_fwd_cases, narrowing=_gla_narrowing,
+        _attention_family(
+            "attention",
+            FEATURES,
+            ("block_q", "block_k"),
+            attention_cases,
+            _attention_narrowing,
+            space=dense_space,
+        ),
+        _attention_family(
+            "attention_varlen",
+            VARLEN_FEATURES,
+            ("block_q", "block_k"),
+            varlen_cases,
+            _attention_narrowing,
+            space=dense_space,
+            always=("cu_seqlens_q", "cu_seqlens_k"),
+        ),
+        _attention_family(
+            "attention_decode",
+            DECODE_FEATURES,
+            ("block_k", "num_splits"),
+            decode_cases,
+            _decode_narrowing,
+            always=("cache_len",),
+            conventions=("empty_rows", "lse"),
+            space=_space("strategies.attention", blocks_k="blocks_k", head_dims="head_dims"),
         ),
         Family(
-            name="simple_gla_bwd", tensors=("q", "k", "v", "do"),
-            outputs=("dq", "dk", "dv", "dg", "dh0"), layouts=_GLA_LAYOUTS,
-            features=tuple(f for f in GLA_FEATURES if f != "final_state"), tiles=("chunk_size",),
-            dims=("K", "V"), conventions=(), strategy=simple_gla_bwd_cases, space=gla_space,
+            name="simple_gla_fwd",
+            tensors=("q", "k", "v"),
+            outputs=("o", "ht"),
+            layouts=_GLA_LAYOUTS,
+            features=tuple(f for f in GLA_FEATURES if f != "dht"),
+            tiles=("chunk_size",),
+            dims=("K", "V"),
+            conventions=(),
+            space=gla_space,
+            keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "dht"},
+            values=_gla_values,
+            strategy=simple_gla_fwd_cases,
+            narrowing=_gla_narrowing,
+        ),
+        Family(
+            name="simple_gla_bwd",
+            tensors=("q", "k", "v", "do"),
+            outputs=("dq", "dk", "dv", "dg", "dh0"),
+            layouts=_GLA_LAYOUTS,
+            features=tuple(f for f in GLA_FEATURES if f != "final_state"),
+            tiles=("chunk_size",),
+            dims=("K", "V"),
+            conventions=(),
+            strategy=simple_gla_bwd_cases,
+            space=gla_space,
             keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "final_state"},
             values=_gla_values,
             narrowing=_gla_narrowing,
         ),
-    ]  # fmt: skip
+    ]
     return {f.name: f for f in fams}
 
 

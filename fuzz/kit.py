@@ -144,8 +144,15 @@ def register_reformulations(
     for r in reformulations:
         if r.real == kernels:
             modules = {impl: r.module(impl) for impl in r.languages}
-            register(variant(real, f"{real.name}_{r.name}", modules, entry,
-                             description=f"reformulation: {r.description}"))  # fmt: skip
+            register(
+                variant(
+                    real,
+                    f"{real.name}_{r.name}",
+                    modules,
+                    entry,
+                    description=f"reformulation: {r.description}",
+                )
+            )
 
 
 def register_mutants(
@@ -161,10 +168,19 @@ def register_mutants(
         if expect is None:
             continue
         if m.real != kernels:
-            raise ValueError(f"mutant {m.name} rewrites {m.real!r}, but {real.name} runs "
-                             f"{kernels!r}")  # fmt: skip
+            raise ValueError(
+                f"mutant {m.name} rewrites {m.real!r}, but {real.name} runs {kernels!r}"
+            )
         modules = {impl: m.module(impl) for impl in m.languages}
-        register(variant(
-            real, f"{real.name}_mutant_{m.name}", modules, entry, mutant_of=real.name,
-            expected_class=expect.cls, shrink_bound=expect.shrink_bound, description=m.description,
-        ))  # fmt: skip
+        register(
+            variant(
+                real,
+                f"{real.name}_mutant_{m.name}",
+                modules,
+                entry,
+                mutant_of=real.name,
+                expected_class=expect.cls,
+                shrink_bound=expect.shrink_bound,
+                description=m.description,
+            )
+        )

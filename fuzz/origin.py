@@ -36,8 +36,11 @@ if TYPE_CHECKING:
     from fuzz.case import Case
     from fuzz.target import Target
 
-_KIND_OF_NUMPY = {"overflow": "overflow", "invalid value": "invalid operation",
-                  "divide by zero": "division by zero"}  # fmt: skip
+_KIND_OF_NUMPY = {
+    "overflow": "overflow",
+    "invalid value": "invalid operation",
+    "divide by zero": "division by zero",
+}
 
 
 def trace(target: Target, backend: str, case: Case) -> dict[str, Any]:
@@ -144,16 +147,27 @@ def describe(origin: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _frame_record(filename: str, line: int, function: str, col: int | None, end_line: int | None,
-                  end_col: int | None) -> dict[str, Any]:  # fmt: skip
+def _frame_record(
+    filename: str,
+    line: int,
+    function: str,
+    col: int | None,
+    end_line: int | None,
+    end_col: int | None,
+) -> dict[str, Any]:
     import linecache
 
     source = linecache.getline(filename, line).rstrip("\n")
     expression = None
     if col is not None and end_col is not None and end_line == line and 0 <= col < end_col:
         expression = source.encode()[col:end_col].decode(errors="replace") or None
-    return {"file": filename, "line": line, "function": function, "source": source,
-            "expression": expression}  # fmt: skip
+    return {
+        "file": filename,
+        "line": line,
+        "function": function,
+        "source": source,
+        "expression": expression,
+    }
 
 
 # Triton -------------------------------------------------------------------------------------------------
@@ -224,12 +238,21 @@ def _trace_triton(target: Target, case: Case) -> dict[str, Any]:
         rec = _frame_record(f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno)
         if len(frames) > 1:  # a jit helper (a library's exp2): the kernel line that called it
             c = frames[-2]
-            rec["caller"] = _frame_record(c.filename, c.lineno or 0, c.name, c.colno,
-                                          c.end_lineno, c.end_colno)  # fmt: skip
-        return {"found": True, "kind": kind, "interpreter": "Triton interpreter, NumPy traps",
-                "detail": f"NumPy: {message}", **rec}  # fmt: skip
-    return {"found": False, "note": "no overflow, invalid operation or division by zero in the "
-            "interpreted replay (the non-finite value may be compiled-only behaviour)"}  # fmt: skip
+            rec["caller"] = _frame_record(
+                c.filename, c.lineno or 0, c.name, c.colno, c.end_lineno, c.end_colno
+            )
+        return {
+            "found": True,
+            "kind": kind,
+            "interpreter": "Triton interpreter, NumPy traps",
+            "detail": f"NumPy: {message}",
+            **rec,
+        }
+    return {
+        "found": False,
+        "note": "no overflow, invalid operation or division by zero in the "
+        "interpreted replay (the non-finite value may be compiled-only behaviour)",
+    }
 
 
 def _dtype(a: np.ndarray) -> str:
@@ -299,10 +322,24 @@ def _check(eqn: Any, invals: list[Any], outs: list[Any]) -> None:
         if frame is None:
             rec = {"file": "?", "line": 0, "function": "?", "source": "", "expression": None}
         else:
-            rec = _frame_record(frame.file_name, frame.start_line, frame.function_name,
-                                frame.start_column, frame.end_line, frame.end_column)  # fmt: skip
-        raise _Born({"found": True, "kind": kind, "primitive": name, "detail": detail,
-                     "interpreter": "Pallas interpret mode, checked primitive by primitive", **rec})  # fmt: skip
+            rec = _frame_record(
+                frame.file_name,
+                frame.start_line,
+                frame.function_name,
+                frame.start_column,
+                frame.end_line,
+                frame.end_column,
+            )
+        raise _Born(
+            {
+                "found": True,
+                "kind": kind,
+                "primitive": name,
+                "detail": detail,
+                "interpreter": "Pallas interpret mode, checked primitive by primitive",
+                **rec,
+            }
+        )
 
 
 # The device an interpreted Pallas replay runs on (the pallas-interpret backend's CPU device). On a
@@ -387,9 +424,17 @@ def _eval_eqn(eqn: Any, invals: list[Any]) -> list[Any]:
         return [*carry, *stacked]
     for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
         sub = p.get(key)
-        if sub is not None and name in ("pjit", "jit", "closed_call", "core_call", "remat",
-                                        "checkpoint", "custom_jvp_call", "custom_vjp_call",
-                                        "custom_vjp_call_jaxpr"):  # fmt: skip
+        if sub is not None and name in (
+            "pjit",
+            "jit",
+            "closed_call",
+            "core_call",
+            "remat",
+            "checkpoint",
+            "custom_jvp_call",
+            "custom_vjp_call",
+            "custom_vjp_call_jaxpr",
+        ):
             j, consts = _closed(sub)
             return _eval(j, consts, invals)
     outs = eqn.primitive.bind(*invals, **p)
@@ -451,5 +496,8 @@ def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
         }
     finally:
         _TRACE_DEVICE.pop()
-    return {"found": False, "note": "no primitive of the interpreted kernel turned finite "
-            "operands into Inf or NaN (the non-finite value may be compiled-only behaviour)"}  # fmt: skip
+    return {
+        "found": False,
+        "note": "no primitive of the interpreted kernel turned finite "
+        "operands into Inf or NaN (the non-finite value may be compiled-only behaviour)",
+    }

@@ -213,18 +213,23 @@ class Layout:
     def check(self, family: Family) -> None:
         unknown = sorted(set(self.tensors) - set(family.layouts))
         if unknown:
-            raise ValueError(f"Layout names {unknown}; family {family.name!r} has tensors "
-                             f"{sorted(family.layouts)}")  # fmt: skip
+            raise ValueError(
+                f"Layout names {unknown}; family {family.name!r} has tensors "
+                f"{sorted(family.layouts)}"
+            )
         for name in family.layouts:
             axes, canon = self.axes(family, name), family.layouts[name]
             if sorted(axes) != sorted(canon):
-                raise ValueError(f"Layout of {name!r} is {axes!r}: it must order the family's "
-                                 f"axes {canon!r}")  # fmt: skip
+                raise ValueError(
+                    f"Layout of {name!r} is {axes!r}: it must order the family's axes {canon!r}"
+                )
         if self.default is not None and not any(
             sorted(self.default) == sorted(c) for c in family.layouts.values()
         ):
-            raise ValueError(f"Layout({self.default!r}) fits no tensor of family {family.name!r} "
-                             f"({dict(family.layouts)})")  # fmt: skip
+            raise ValueError(
+                f"Layout({self.default!r}) fits no tensor of family {family.name!r} "
+                f"({dict(family.layouts)})"
+            )
 
 
 def _permute(x: Any, src: str, dst: str) -> Any:
@@ -399,14 +404,22 @@ def _jlog(x: Any) -> Any:
     return jnp.log(x)
 
 
-def _entry(kernel: Callable[..., Any], family: Family, caps: Capabilities, conventions: Conventions,
-           layout: Layout, tiles: frozenset[str], language: str) -> Callable[..., Any]:  # fmt: skip
+def _entry(
+    kernel: Callable[..., Any],
+    family: Family,
+    caps: Capabilities,
+    conventions: Conventions,
+    layout: Layout,
+    tiles: frozenset[str],
+    language: str,
+) -> Callable[..., Any]:
     """The harness's entry point (``Target.kernels``) around a plugin's kernel function."""
     feats = frozenset(family.features if caps.features is None else caps.features)
     keywords = family.passed(feats, tiles)
 
-    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Any,
-            interpret: bool) -> dict[str, Any]:  # fmt: skip
+    def run(
+        inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Any, interpret: bool
+    ) -> dict[str, Any]:
         values = family.values(_CaseView(inputs, params))
         kw = {k: values[k] for k in keywords}
         if language == "pallas":
@@ -416,8 +429,9 @@ def _entry(kernel: Callable[..., Any], family: Family, caps: Capabilities, conve
             x = inputs.get(name)
             if x is not None:
                 axes = layout.axes(family, name)
-                x = _pad(_permute(x, family.layouts[name], axes), axes, family.dims,
-                         layout.pad_head_dim)  # fmt: skip
+                x = _pad(
+                    _permute(x, family.layouts[name], axes), axes, family.dims, layout.pad_head_dim
+                )
             args.append(x)
         with _language_scope(language, interpret):
             got = kernel(*args, **kw)
@@ -527,8 +541,11 @@ def fuzz_kernel(
     caps = capabilities if capabilities is not None else Capabilities()
     conv = conventions if conventions is not None else Conventions()
     lay = layout if layout is not None else Layout()
-    for what, value, cls in (("capabilities", caps, Capabilities),
-                             ("conventions", conv, Conventions), ("layout", lay, Layout)):  # fmt: skip
+    for what, value, cls in (
+        ("capabilities", caps, Capabilities),
+        ("conventions", conv, Conventions),
+        ("layout", lay, Layout),
+    ):
         if not isinstance(value, cls):
             raise ValueError(f"{what}={value!r} must be a fuzz.{cls.__name__}")
     caps.check(fam)
@@ -545,8 +562,20 @@ def fuzz_kernel(
     for prop, sibling in SIBLING_PROPERTIES.get(fam.name, {}).items():
         if sibling_entries.get(sibling) is None:
             disabled.setdefault(prop, f"no siblings[{sibling!r}] kernel given to compare with")
-    target = _build_target(name, fam, base, entry, language, caps, conv, strategy,
-                           sibling_entries, properties, disabled, description)  # fmt: skip
+    target = _build_target(
+        name,
+        fam,
+        base,
+        entry,
+        language,
+        caps,
+        conv,
+        strategy,
+        sibling_entries,
+        properties,
+        disabled,
+        description,
+    )
     return register(target)
 
 
@@ -555,34 +584,49 @@ def fuzz_kernel(
 SIBLING_PROPERTIES = {"attention_decode": {"decode-equals-last-causal-row": "attention"}}
 
 
-def _sibling_entries(fam: Family, siblings: Mapping[str, Callable[..., Any]], caps: Capabilities,
-                     conv: Conventions, lay: Layout, language: str) -> dict[str, Any]:  # fmt: skip
+def _sibling_entries(
+    fam: Family,
+    siblings: Mapping[str, Callable[..., Any]],
+    caps: Capabilities,
+    conv: Conventions,
+    lay: Layout,
+    language: str,
+) -> dict[str, Any]:
     """The harness's entries around a plugin's sibling kernels (same conventions and layout; the
     features the sibling's family has of the kernel's), and None for each sibling family a
     property needs but the plugin did not give."""
     needed = set(SIBLING_PROPERTIES.get(fam.name, {}).values())
     unknown = sorted(set(siblings) - needed)
     if unknown:
-        raise ValueError(f"siblings names {unknown}; family {fam.name!r} compares with "
-                         f"{sorted(needed) or 'no other kernel'}")  # fmt: skip
+        raise ValueError(
+            f"siblings names {unknown}; family {fam.name!r} compares with "
+            f"{sorted(needed) or 'no other kernel'}"
+        )
     out: dict[str, Any] = {n: None for n in needed}
     for sib_name, kernel in siblings.items():
         sib = get_family(sib_name)
         own = set(fam.features if caps.features is None else caps.features)
-        sib_caps = Capabilities(dtypes=caps.dtypes, head_dims=caps.head_dims,
-                                features=own & set(sib.features) | {"causal"},
-                                backends=caps.backends)  # fmt: skip
+        sib_caps = Capabilities(
+            dtypes=caps.dtypes,
+            head_dims=caps.head_dims,
+            features=own & set(sib.features) | {"causal"},
+            backends=caps.backends,
+        )
         tiles = _check_signature(kernel, sib, sib_caps)
         out[sib_name] = _entry(kernel, sib, sib_caps, conv, lay, tiles, language)
     return out
 
 
-def _narrowed_strategy(fam: Family, narrowing: Mapping[str, Any], params: Mapping[str, Any]
-                       ) -> Callable[..., Any]:  # fmt: skip
+def _narrowed_strategy(
+    fam: Family, narrowing: Mapping[str, Any], params: Mapping[str, Any]
+) -> Callable[..., Any]:
     """The family's strategy narrowed to a kernel's capabilities, its cases carrying ``params``
     (a convention the oracle reads: the causal alignment as ``align``)."""
-    kw = {k: (frozenset(v) if k == "features" and v is not None else v)
-          for k, v in narrowing.items() if v is not None}  # fmt: skip
+    kw = {
+        k: (frozenset(v) if k == "features" and v is not None else v)
+        for k, v in narrowing.items()
+        if v is not None
+    }
     strategy = fam.strategy
 
     def make(scale: str, **more: Any) -> Any:
@@ -596,10 +640,20 @@ def _narrowed_strategy(fam: Family, narrowing: Mapping[str, Any], params: Mappin
     return make
 
 
-def _build_target(name: str, fam: Family, base: Target, entry: Callable[..., Any], language: str,
-                  caps: Capabilities, conv: Conventions, strategy: Callable[[str], Any],
-                  siblings: Mapping[str, Any], properties: Sequence[Property],
-                  disable: Mapping[str, str], description: str) -> Target:  # fmt: skip
+def _build_target(
+    name: str,
+    fam: Family,
+    base: Target,
+    entry: Callable[..., Any],
+    language: str,
+    caps: Capabilities,
+    conv: Conventions,
+    strategy: Callable[[str], Any],
+    siblings: Mapping[str, Any],
+    properties: Sequence[Property],
+    disable: Mapping[str, str],
+    description: str,
+) -> Target:
     import dataclasses
 
     oracle, naive = base.oracle, base.naive
@@ -612,10 +666,14 @@ def _build_target(name: str, fam: Family, base: Target, entry: Callable[..., Any
         oracle, naive = _without(oracle, "lse"), _without(naive, "lse")
         outputs = _without_output(base.outputs, "lse")
     backends = tuple(
-        b for kind in caps.backends
-        for b in ((language if language == "triton" else "pallas-gpu",) if kind == "compiled"
-                  else (f"{language}-interpret",))
-    )  # fmt: skip
+        b
+        for kind in caps.backends
+        for b in (
+            (language if language == "triton" else "pallas-gpu",)
+            if kind == "compiled"
+            else (f"{language}-interpret",)
+        )
+    )
     return dataclasses.replace(
         base,
         name=name,
@@ -688,13 +746,19 @@ def _empty_rows_convention(
             if wrong.any():
                 idx = tuple(int(i) for i in np.argwhere(wrong)[0])
                 return ctx.finding(
-                    MASKING, "empty-rows-convention",
+                    MASKING,
+                    "empty-rows-convention",
                     f"{k}[{', '.join(map(str, idx))}] = {g[idx]:.6g} in a row with no valid key; "
                     f"the declared convention is {conv.empty_rows}",
-                    output=k, index=idx, kernel_value=float(g[idx]),
-                )  # fmt: skip
+                    output=k,
+                    index=idx,
+                    kernel_value=float(g[idx]),
+                )
         return None
 
-    prop = Property("empty-rows-convention", check,
-                    description=f"rows with no valid key return {conv.empty_rows} (declared)")  # fmt: skip
+    prop = Property(
+        "empty-rows-convention",
+        check,
+        description=f"rows with no valid key return {conv.empty_rows} (declared)",
+    )
     return mark(base.oracle), mark(base.naive), prop

@@ -98,8 +98,15 @@ class Stats:
 
     def merge(self, other: Stats) -> None:
         """Adds ``other``'s counts and times to these."""
-        for f in ("launches", "launch_seconds", "compiles", "compile_seconds", "twin_launches",
-                  "twin_seconds", "reference_seconds"):  # fmt: skip
+        for f in (
+            "launches",
+            "launch_seconds",
+            "compiles",
+            "compile_seconds",
+            "twin_launches",
+            "twin_seconds",
+            "reference_seconds",
+        ):
             setattr(self, f, getattr(self, f) + getattr(other, f))
         for name, seconds in other.property_seconds.items():
             self.property_seconds[name] = self.property_seconds.get(name, 0.0) + seconds
@@ -360,9 +367,11 @@ class Context:
             return launch
         e = launch.error
         return self.finding(
-            F.CRASH, prop, f"{what}: {exception_summary(e)}",
+            F.CRASH,
+            prop,
+            f"{what}: {exception_summary(e)}",
             details={"exception": type(e).__name__, "text": str(e)[:4000], "derived": what},
-        )  # fmt: skip
+        )
 
 
 def exception_summary(e: BaseException) -> str:
@@ -388,12 +397,20 @@ def _crash(ctx: Context, _: Any) -> Finding | None:
     for launch in (ctx.clean, ctx.repeat):
         if launch.error is not None:
             e = launch.error
-            return ctx.finding(F.CRASH, "crash", exception_summary(e),
-                               details={"exception": type(e).__name__, "text": str(e)[:4000]})  # fmt: skip
+            return ctx.finding(
+                F.CRASH,
+                "crash",
+                exception_summary(e),
+                details={"exception": type(e).__name__, "text": str(e)[:4000]},
+            )
     for name, shape in ctx.clean.shapes.items():
         if shape != ctx.oracle[name].shape:
-            return ctx.finding(F.CRASH, "crash", f"output {name} has shape {shape}, expected {ctx.oracle[name].shape}",
-                               output=name)  # fmt: skip
+            return ctx.finding(
+                F.CRASH,
+                "crash",
+                f"output {name} has shape {shape}, expected {ctx.oracle[name].shape}",
+                output=name,
+            )
     return None
 
 
@@ -473,8 +490,12 @@ def _determinism(ctx: Context, _: Any) -> Finding | None:
     one run in a few then fails every replay of a shrinking step, not some of them."""
     f = _differing_run(ctx, ctx.repeat, 2)
     for i in range(ctx.race_repeats if f is None else 0):
-        again = ctx.derived(None, prop="determinism", what=f"run {i + 3} of the same inputs",
-                            fill=POISON_NAN if i % 2 else POISON_FINITE)  # fmt: skip
+        again = ctx.derived(
+            None,
+            prop="determinism",
+            what=f"run {i + 3} of the same inputs",
+            fill=POISON_NAN if i % 2 else POISON_FINITE,
+        )
         if isinstance(again, Finding):
             return again
         f = _differing_run(ctx, again, i + 3)
@@ -573,9 +594,14 @@ def compare_runs(
             return None
         idx = _first_index(appeared) if appeared.any() else _argmax_index(ratio)
     return RunDifference(
-        index=idx, got=float(g[idx]), want=float(w[idx]), difference=float(diff[idx]),
-        tolerance=float(tol_a[idx]), count=int(bad.sum()), appeared=bool(appeared[idx]),
-    )  # fmt: skip
+        index=idx,
+        got=float(g[idx]),
+        want=float(w[idx]),
+        difference=float(diff[idx]),
+        tolerance=float(tol_a[idx]),
+        count=int(bad.sum()),
+        appeared=bool(appeared[idx]),
+    )
 
 
 def runs_agree(
@@ -603,20 +629,28 @@ def runs_agree(
     oracle = ctx.oracle.get(name)
     details = {**details, "clean_value": d.want, "differing": d.count}
     common: dict[str, Any] = dict(
-        output=name, index=at, kernel_value=d.got,
-        oracle_value=None if oracle is None else float(oracle[at]), details=details,
-    )  # fmt: skip
+        output=name,
+        index=at,
+        kernel_value=d.got,
+        oracle_value=None if oracle is None else float(oracle[at]),
+        details=details,
+    )
     if d.appeared:
         return ctx.finding(
-            F.NAN if np.isnan(d.got) else F.INF, prop,
-            f"{what}: {d.where(name, at)} becomes {d.got} (clean run {_fmt(d.want)})", **common,
-        )  # fmt: skip
+            F.NAN if np.isnan(d.got) else F.INF,
+            prop,
+            f"{what}: {d.where(name, at)} becomes {d.got} (clean run {_fmt(d.want)})",
+            **common,
+        )
     return ctx.finding(
-        cls, prop,
+        cls,
+        prop,
         f"{what}: {d.where(name, at)} = {_fmt(d.got)}, clean run {_fmt(d.want)}: difference "
         f"{d.difference:.3g} > tolerance {d.tolerance:.3g}",
-        error=d.difference, tolerance=d.tolerance, **common,
-    )  # fmt: skip
+        error=d.difference,
+        tolerance=d.tolerance,
+        **common,
+    )
 
 
 def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Finding | None:
@@ -646,22 +680,35 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
         cls = F.NAN if np.isnan(w.kernel) else F.INF
         count = m.nonfinite_where_finite
         return ctx.finding(
-            cls, prop,
+            cls,
+            prop,
             f"{count} non-finite element(s) in {name} where the oracle is finite; "
             f"{w.where(name)} = {_fmt(w.kernel)}, oracle {_fmt(w.oracle)}",
-            output=name, index=w.index, kernel_value=w.kernel, oracle_value=w.oracle,
-            error=float("inf"), tolerance=float(tol[w.index]), details=details,
-        )  # fmt: skip
+            output=name,
+            index=w.index,
+            kernel_value=w.kernel,
+            oracle_value=w.oracle,
+            error=float("inf"),
+            tolerance=float(tol[w.index]),
+            details=details,
+        )
     fixed = ctx.fixed.get(name)
     if m.special_mismatch:
         w = m.first_nonfinite
         assert w is not None
         cls = F.MASKING if fixed is not None and fixed[w.index] else F.ACCURACY
         return ctx.finding(
-            cls, prop, f"{w.where(name)} = {_fmt(w.kernel)} but the oracle is {_fmt(w.oracle)}",
-            output=name, index=w.index, kernel_value=w.kernel, oracle_value=w.oracle,
-            error=float("inf"), tolerance=float(tol[w.index]), details=details,
-        )  # fmt: skip
+            cls,
+            prop,
+            f"{w.where(name)} = {_fmt(w.kernel)} but the oracle is {_fmt(w.oracle)}",
+            output=name,
+            index=w.index,
+            kernel_value=w.kernel,
+            oracle_value=w.oracle,
+            error=float("inf"),
+            tolerance=float(tol[w.index]),
+            details=details,
+        )
     k = to_float64(got)
     err = m.errors
     ratio = excess(err, tol)
@@ -675,12 +722,18 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
     what = "masked/fixed element" if cls == F.MASKING else "worst element"
     naive = f", naive max error {_fmt(m.naive_max_abs)}" if m.naive_max_abs is not None else ""
     return ctx.finding(
-        cls, prop,
+        cls,
+        prop,
         f"{what} {where} = {_fmt(kv)}, oracle {_fmt(ov)}: error {_fmt(ev)} > tolerance {_fmt(tv)} "
         f"({_fmt(float(ratio[idx]))}x){naive}",
-        output=name, index=idx, kernel_value=kv, oracle_value=ov, error=ev, tolerance=tv,
+        output=name,
+        index=idx,
+        kernel_value=kv,
+        oracle_value=ov,
+        error=ev,
+        tolerance=tv,
         details={**details, "excess": float(ratio[idx])},
-    )  # fmt: skip
+    )
 
 
 def _oracle(ctx: Context, _: Any) -> Finding | None:
@@ -703,12 +756,16 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
         d = compare_runs(launch.outputs[name], ctx.clean.outputs[name])
         if d is not None:
             return ctx.finding(
-                F.MASKING, "masked-poison",
+                F.MASKING,
+                "masked-poison",
                 f"setting masked-out inputs to {value} changed {d.count} element(s) of {name}; "
                 f"{d.where(name)}: {_fmt(d.want)} -> {_fmt(d.got)}",
-                output=name, index=d.index, kernel_value=d.got, oracle_value=float(ctx.oracle[name][d.index]),
+                output=name,
+                index=d.index,
+                kernel_value=d.got,
+                oracle_value=float(ctx.oracle[name][d.index]),
                 details={"poison": value, "clean_value": d.want},
-            )  # fmt: skip
+            )
     return None
 
 
@@ -739,35 +796,66 @@ def _backend_agreement(ctx: Context, draw: Any) -> Finding | None:
     if other.error is not None:
         # The same source raising on one backend only is the divergence this property looks for.
         e = other.error
-        return ctx.finding(F.DIVERGENCE, "backend-agreement",
-                           f"{twin.name} raised where {ctx.backend.name} did not: {exception_summary(e)}")  # fmt: skip
+        return ctx.finding(
+            F.DIVERGENCE,
+            "backend-agreement",
+            f"{twin.name} raised where {ctx.backend.name} did not: {exception_summary(e)}",
+        )
     for name in ctx.oracle:
         tol = ctx.bound(name) * ctx.target.tolerance_for(name).divergence_factor
         d = compare_runs(other.outputs[name], ctx.clean.outputs[name], tol)
         if d is not None:
             idx, oracle = d.index, float(ctx.oracle[name][d.index])
             return ctx.finding(
-                F.DIVERGENCE, "backend-agreement",
+                F.DIVERGENCE,
+                "backend-agreement",
                 f"{ctx.backend.name} and {twin.name} differ at {d.where(name)}: "
                 f"{_fmt(d.want)} vs {_fmt(d.got)} (oracle {_fmt(oracle)}), tolerance {_fmt(d.tolerance)}",
-                output=name, index=idx, kernel_value=d.want, oracle_value=oracle,
-                error=d.difference, tolerance=d.tolerance, details={"twin": twin.name, "twin_value": d.got},
-            )  # fmt: skip
+                output=name,
+                index=idx,
+                kernel_value=d.want,
+                oracle_value=oracle,
+                error=d.difference,
+                tolerance=d.tolerance,
+                details={"twin": twin.name, "twin_value": d.got},
+            )
     return None
 
 
 GENERIC: tuple[Property, ...] = (
-    Property("crash", _crash, description="the kernel runs and returns every output with the oracle's shape"),
-    Property("guard-bands", _guard_bands, applies=lambda ctx: ctx.adapter.guards and ctx.target.writes_out,
-             description="memory before, between the rows of, and after each output keeps its bits"),
-    Property("poisoned-output", _poisoned_output, applies=lambda ctx: ctx.target.writes_out,
-             description="every output element is written"),
-    Property("determinism", _determinism, description="two runs on the same inputs give the same bits"),
-    Property("oracle", _oracle, description="within tolerance of the fp64 oracle; no NaN/Inf where it is finite"),
-    Property("masked-poison", _masked_poison, st.sampled_from(POISON_KINDS),
-             applies=lambda ctx: ctx.target.poison is not None,
-             description="NaN, Inf or huge values in masked-out inputs change no output bit"),
-)  # fmt: skip
+    Property(
+        "crash",
+        _crash,
+        description="the kernel runs and returns every output with the oracle's shape",
+    ),
+    Property(
+        "guard-bands",
+        _guard_bands,
+        applies=lambda ctx: ctx.adapter.guards and ctx.target.writes_out,
+        description="memory before, between the rows of, and after each output keeps its bits",
+    ),
+    Property(
+        "poisoned-output",
+        _poisoned_output,
+        applies=lambda ctx: ctx.target.writes_out,
+        description="every output element is written",
+    ),
+    Property(
+        "determinism", _determinism, description="two runs on the same inputs give the same bits"
+    ),
+    Property(
+        "oracle",
+        _oracle,
+        description="within tolerance of the fp64 oracle; no NaN/Inf where it is finite",
+    ),
+    Property(
+        "masked-poison",
+        _masked_poison,
+        st.sampled_from(POISON_KINDS),
+        applies=lambda ctx: ctx.target.poison is not None,
+        description="NaN, Inf or huge values in masked-out inputs change no output bit",
+    ),
+)
 DIFFERENTIAL = Property(
     "backend-agreement",
     _backend_agreement,
@@ -841,9 +929,13 @@ def check_case(
 
 # Past its first failure a check draws nothing more (it would only lengthen what Hypothesis
 # shrinks); a replay that did not record a property's parameters skips that property.
-def _check_properties(ctx: Context, draw: Callable[[SearchStrategy[Any], str], Any] | None,
-                      params: Mapping[str, Any] | None, used: dict[str, Any],
-                      prefer: str | None) -> Outcome:  # fmt: skip
+def _check_properties(
+    ctx: Context,
+    draw: Callable[[SearchStrategy[Any], str], Any] | None,
+    params: Mapping[str, Any] | None,
+    used: dict[str, Any],
+    prefer: str | None,
+) -> Outcome:
     first: Finding | None = None
     for prop in properties_of(ctx.target):
         if not prop.applies(ctx):
@@ -883,8 +975,11 @@ AUTOTUNE_PICKS = st.lists(st.integers(0, 2**16 - 1), max_size=8)
 
 
 @contextlib.contextmanager
-def _pinned_configs(target: Target, draw: Callable[[SearchStrategy[Any], str], Any] | None,
-                    params: Mapping[str, Any] | None) -> Iterator[list[Any]]:  # fmt: skip
+def _pinned_configs(
+    target: Target,
+    draw: Callable[[SearchStrategy[Any], str], Any] | None,
+    params: Mapping[str, Any] | None,
+) -> Iterator[list[Any]]:
     """For a target whose kernels are autotuned (``Target.autotune``), every launch of the
     example runs one config per kernel, never benchmarked: drawn (``draw``), replayed from a
     reproducer's ``params["autotune"]``, or the first. Yields the choices made (empty

@@ -110,8 +110,13 @@ from fuzz.profiles import Profile, get_profile, gpu_missing_message, with_scale 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fuzz", "kernel fuzzing harness")
-    group.addoption("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
-                    help="register extra fuzz targets from a .py file or a module (repeatable)")  # fmt: skip
+    group.addoption(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE_OR_MODULE",
+        help="register extra fuzz targets from a .py file or a module (repeatable)",
+    )
     group.addoption(
         "--fuzz-targets", default="*", help="comma-separated globs of target names to test"
     )
@@ -120,11 +125,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="*",
         help="comma-separated globs of backends (default: the profile's)",
     )
-    group.addoption("--fuzz-scale", default=None, choices=("small", "large"),
-                    help="shape scale independent of the profile (large: the GPU's chunk sizes, "
-                         "head counts and tiles on the CPU interpreters too)")  # fmt: skip
-    group.addoption("--repro-dir", default=None,
-                    help="where reproducer scripts of failing examples go (default .fuzz-reproducers)")  # fmt: skip
+    group.addoption(
+        "--fuzz-scale",
+        default=None,
+        choices=("small", "large"),
+        help="shape scale independent of the profile (large: the GPU's chunk sizes, "
+        "head counts and tiles on the CPU interpreters too)",
+    )
+    group.addoption(
+        "--repro-dir",
+        default=None,
+        help="where reproducer scripts of failing examples go (default .fuzz-reproducers)",
+    )
 
 
 def _profile(config: pytest.Config) -> Profile:

@@ -144,10 +144,19 @@ def write(
     and reports how the child ended, so that replaying never takes the replayer down.
     """
     data, dtypes = encode_arrays(dict(case.inputs))
-    meta = _meta(target=target, backend=backend, case=case, params=params, finding=finding,
-                 dtypes=dtypes, ref_device=ref_device, differential=differential,
-                 differential_max_cost=differential_max_cost, isolate=isolate,
-                 timeout=timeout)  # fmt: skip
+    meta = _meta(
+        target=target,
+        backend=backend,
+        case=case,
+        params=params,
+        finding=finding,
+        dtypes=dtypes,
+        ref_device=ref_device,
+        differential=differential,
+        differential_max_cost=differential_max_cost,
+        isolate=isolate,
+        timeout=timeout,
+    )
     name = f"{target.name}__{backend}__{finding.cls}__{meta['signature']}.py"
     path = Path(directory) / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
     text = _script(meta, target, case, finding, data, isolate=isolate, filename=path.name)
@@ -293,8 +302,11 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     meta, data = found["REPRO"], found["DATA"]
     if not isinstance(meta, dict) or not isinstance(data, str):
         raise ValueError(f"{path} is not a reproducer (REPRO is not a dict or DATA not a string)")
-    bad = [f"{k!r} (a {kind.__name__})" for k, kind in _FIELDS.items()
-           if not isinstance(meta.get(k), kind)]  # fmt: skip
+    bad = [
+        f"{k!r} (a {kind.__name__})"
+        for k, kind in _FIELDS.items()
+        if not isinstance(meta.get(k), kind)
+    ]
     if bad:
         raise ValueError(f"{path}: its REPRO lacks {', '.join(bad)}: not a reproducer of this tool")
     return meta, data
@@ -302,9 +314,15 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
 
 # The fields of REPRO a replay reads, and their types.
 _FIELDS: dict[str, type] = {
-    "format": int, "target": str, "backend": str, "class": str, "property": str, "message": str,
-    "params": dict, "dtypes": dict,
-}  # fmt: skip
+    "format": int,
+    "target": str,
+    "backend": str,
+    "class": str,
+    "property": str,
+    "message": str,
+    "params": dict,
+    "dtypes": dict,
+}
 
 
 # A race shows on some runs only: a reproducer of a nondeterminism finding replays up to this many
@@ -417,12 +435,16 @@ def main(meta: dict[str, Any], data: str, argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=f"Replay {meta['target']} ({meta['class']}).")
     parser.add_argument("--backend", help=f"backend to replay on (recorded: {meta['backend']})")
     parser.add_argument("--quiet", action="store_true", help="print one line")
-    parser.add_argument("--in-process", action="store_true",
-                        help="replay here even if the failure kills or hangs its process")  # fmt: skip
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="replay here even if the failure kills or hangs its process",
+    )
     args = parser.parse_args(list(argv))
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0].endswith(".py") else None
-    return report_replay(meta, data, backend=args.backend, quiet=args.quiet, path=script,
-                         in_process=args.in_process)  # fmt: skip
+    return report_replay(
+        meta, data, backend=args.backend, quiet=args.quiet, path=script, in_process=args.in_process
+    )
 
 
 def _signal_name(code: int) -> str:
@@ -515,8 +537,9 @@ def _child_verdict(code: int, started: bool, lines: list[str]) -> tuple[int, str
     """(exit status, verdict) of a child replay that ended with ``code``; ``started``: its kernel
     was about to run (the marker came)."""
     last = lines[-1][:200] if lines else ""
-    said = next((ln for ln in lines if any(k in ln for k in (": PASS", ": FAIL", "cannot replay"))),
-                None)  # fmt: skip
+    said = next(
+        (ln for ln in lines if any(k in ln for k in (": PASS", ": FAIL", "cannot replay"))), None
+    )
     if code < 0 and _signal_name(code) in _STOP_SIGNALS:
         return 2, f"interrupted (the replay process was stopped by {_signal_name(code)})"
     if not started:
@@ -615,8 +638,9 @@ def _print_failure(meta: dict[str, Any], outcome: Any, backend: str) -> None:
         from fuzz.target import get
 
         try:
-            o = origin.trace_finding(get(meta["target"]), backend, outcome.context.case,
-                                     outcome.params)  # fmt: skip
+            o = origin.trace_finding(
+                get(meta["target"]), backend, outcome.context.case, outcome.params
+            )
         except Exception as e:
             o = {"error": f"{type(e).__name__}: {e}"}
         for line in origin.describe(o):

@@ -73,8 +73,11 @@ def run_baseline(
         if outcome.finding is not None:
             classes.add(outcome.finding.cls)
             if first is None:
-                first = {"case": i, "class": outcome.finding.cls,
-                         "message": outcome.finding.message[:200]}  # fmt: skip
+                first = {
+                    "case": i,
+                    "class": outcome.finding.cls,
+                    "message": outcome.finding.message[:200],
+                }
     return {
         "found": first is not None,
         "class": first["class"] if first else None,
@@ -110,9 +113,16 @@ def run_scoreboard(
     rows: list[dict[str, Any]] = []
 
     def board(interrupted: bool) -> dict[str, Any]:
-        return {"profile": profile.name, "budget": budget, "shrink_limit": shrink_limit,
-                "baseline_limit": baseline_limit, "seed": seed, "rows": rows, "interrupted": interrupted,
-                "summary": summarize(rows)}  # fmt: skip
+        return {
+            "profile": profile.name,
+            "budget": budget,
+            "shrink_limit": shrink_limit,
+            "baseline_limit": baseline_limit,
+            "seed": seed,
+            "rows": rows,
+            "interrupted": interrupted,
+            "summary": summarize(rows),
+        }
 
     def row_done(row: dict[str, Any]) -> None:
         rows.append(row)
@@ -122,8 +132,17 @@ def run_scoreboard(
 
     options = HuntOptions.of(profile, shrink_seconds=shrink_limit)
     try:
-        _run_rows(row_done, mutants, backends, options, budget=budget,
-                  baseline_limit=baseline_limit, seed=seed, log=log, repro_dir=repro_dir)  # fmt: skip
+        _run_rows(
+            row_done,
+            mutants,
+            backends,
+            options,
+            budget=budget,
+            baseline_limit=baseline_limit,
+            seed=seed,
+            log=log,
+            repro_dir=repro_dir,
+        )
     except KeyboardInterrupt:  # SIGINT, or SIGTERM through the CLI: keep the rows so far
         log(f"interrupted: {len(rows)} row(s) complete")
         return board(True)
@@ -168,8 +187,16 @@ def _run_rows(
                 log(f"skipping {m.name} on {name}: {reason}")
                 continue
             log(f"{m.name} on {name}: harness ({budget:g}s budget)...")
-            r = hunt(m, b, options, max_examples=10**9, seed=seed, database=None,
-                     time_limit=budget, repro_dir=repro_dir)  # fmt: skip
+            r = hunt(
+                m,
+                b,
+                options,
+                max_examples=10**9,
+                seed=seed,
+                database=None,
+                time_limit=budget,
+                repro_dir=repro_dir,
+            )
             f = r.found.get(m.expected_class or "") or next(iter(r.found.values()), None)
             harness = {
                 "found": f is not None,
@@ -186,8 +213,12 @@ def _run_rows(
                 "seconds": round(r.seconds, 3),
                 "error": r.error,
             }
-            row: dict[str, Any] = {"mutant": m.name, "backend": name, "expected_class": m.expected_class,
-                                   "harness": harness}  # fmt: skip
+            row: dict[str, Any] = {
+                "mutant": m.name,
+                "backend": name,
+                "expected_class": m.expected_class,
+                "harness": harness,
+            }
             if m.baseline_randn is not None:
                 cases = [m.baseline_randn(s, options.scale) for s in range(RANDN_TRIALS)]
                 row["randn"] = run_baseline(m, name, cases, options, baseline_limit)
@@ -248,20 +279,37 @@ def table_rows(board: dict[str, Any]) -> list[list[str]]:
         cls = h["class"] or "-"
         if h["found"] and not h["expected"]:
             cls += f" (expected {r['expected_class']})"
-        out.append([
-            r["mutant"], r["backend"], "yes" if h["found"] else "no", cls,
-            "" if h["examples_to_first"] is None else str(h["examples_to_first"]),
-            "" if h["seconds_to_first"] is None else f"{h['seconds_to_first']:.2f}",
-            "" if h["shrink_seconds"] is None
-            else f"{h['shrink_seconds']:.2f}" + (" (cut)" if h.get("shrink_cut") else ""),
-            "" if h["reproducer_size"] is None else str(h["reproducer_size"]),
-            _cell(r["randn"]), _cell(r["grid"]),
-        ])  # fmt: skip
+        out.append(
+            [
+                r["mutant"],
+                r["backend"],
+                "yes" if h["found"] else "no",
+                cls,
+                "" if h["examples_to_first"] is None else str(h["examples_to_first"]),
+                "" if h["seconds_to_first"] is None else f"{h['seconds_to_first']:.2f}",
+                ""
+                if h["shrink_seconds"] is None
+                else f"{h['shrink_seconds']:.2f}" + (" (cut)" if h.get("shrink_cut") else ""),
+                "" if h["reproducer_size"] is None else str(h["reproducer_size"]),
+                _cell(r["randn"]),
+                _cell(r["grid"]),
+            ]
+        )
     return out
 
 
-HEADERS = ["mutant", "backend", "found", "class", "examples to 1st", "s to 1st", "shrink s",
-           "repro size", f"randn x{RANDN_TRIALS}", "grid"]  # fmt: skip
+HEADERS = [
+    "mutant",
+    "backend",
+    "found",
+    "class",
+    "examples to 1st",
+    "s to 1st",
+    "shrink s",
+    "repro size",
+    f"randn x{RANDN_TRIALS}",
+    "grid",
+]
 
 
 def summary_lines(board: dict[str, Any]) -> list[str]:

@@ -100,8 +100,14 @@ def _said(run: HuntResult, cls: str) -> str:
 def _confirm(target: Target, backend: Backend, options: HuntOptions, small: Found) -> Found | None:
     """``small`` (shrunk elsewhere) checked on ``backend``: the finding there if its class is the
     same, else None."""
-    outcome = check_case(target, backend, small.case, params=small.params,
-                         **options.check_kwargs(), prefer=small.finding.cls)  # fmt: skip
+    outcome = check_case(
+        target,
+        backend,
+        small.case,
+        params=small.params,
+        **options.check_kwargs(),
+        prefer=small.finding.cls,
+    )
     f = outcome.finding
     if f is None or f.cls != small.finding.cls:
         return None
@@ -129,8 +135,9 @@ def shrink_compiled(
         hard_at: ``time.perf_counter()`` at which the search's hard limit ends shrinking too.
         narrowing: the search's compile-time choices: its examples replay under no other.
     """
-    s = _Shrinker(target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at,
-                  narrowing=narrowing)  # fmt: skip
+    s = _Shrinker(
+        target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at, narrowing=narrowing
+    )
     s.cut()
     confirmed = s.in_interpreter()
     if confirmed is not None:
@@ -183,11 +190,23 @@ class _Shrinker:
         """Replays ``current`` on ``backend`` and shrinks it (its class only) for at most
         ``seconds``; returns the smallest failing example of the class (None if it did not fail
         so) and the run, whose numbers the search's result takes in."""
-        stage = Stage(start=(self.current.choices,), phases=SHRINK_PHASES,
-                      only_compiled=only_compiled, goal=goal, shrink_seconds=seconds)  # fmt: skip
-        run = self.hunt(self.target, backend, options, database=None,
-                        known=set(CLASSES) - {self.cls}, hard_limit=max(1.0, seconds),
-                        stage=stage, narrowing=self.narrowing)  # fmt: skip
+        stage = Stage(
+            start=(self.current.choices,),
+            phases=SHRINK_PHASES,
+            only_compiled=only_compiled,
+            goal=goal,
+            shrink_seconds=seconds,
+        )
+        run = self.hunt(
+            self.target,
+            backend,
+            options,
+            database=None,
+            known=set(CLASSES) - {self.cls},
+            hard_limit=max(1.0, seconds),
+            stage=stage,
+            narrowing=self.narrowing,
+        )
         main = self.into
         main.stats.merge(run.stats)
         main.shrink_examples += run.examples
@@ -202,16 +221,22 @@ class _Shrinker:
         for only_compiled in (True, False):
             if self.twin is None or cost(self.current.case) <= max_cost or self.left() <= 0:
                 break
-            cut, run = self.stage(self.backend, self.options, seconds=self.left() / 2,
-                                  only_compiled=only_compiled,
-                                  goal=lambda c: cost(c) <= max_cost)  # fmt: skip
+            cut, run = self.stage(
+                self.backend,
+                self.options,
+                seconds=self.left() / 2,
+                only_compiled=only_compiled,
+                goal=lambda c: cost(c) <= max_cost,
+            )
             if cut is not None:
                 self.current = cut
             which = "compiled variants" if only_compiled else "any variant"
-            self.notes.append(f"cut on {self.backend.name} through {which}: {run.examples} "
-                              f"examples, {run.stats.compiles} compiles, "
-                              f"{self.current.case.size} elements, interpreter cost "
-                              f"{cost(self.current.case):.3g}")  # fmt: skip
+            self.notes.append(
+                f"cut on {self.backend.name} through {which}: {run.examples} "
+                f"examples, {run.stats.compiles} compiles, "
+                f"{self.current.case.size} elements, interpreter cost "
+                f"{cost(self.current.case):.3g}"
+            )
 
     def in_interpreter(self) -> Found | None:
         """Shrinks ``current`` in the twin interpreter; returns the minimal case confirmed on the
@@ -221,8 +246,10 @@ class _Shrinker:
             self.notes.append(f"no interpreter of {backend.name}'s kernel source runs here")
             return None
         if self.cost(self.current.case) > self.max_cost:
-            self.notes.append(f"interpreter not tried: cost {self.cost(self.current.case):.3g} "
-                              f"> {self.max_cost:g}")  # fmt: skip
+            self.notes.append(
+                f"interpreter not tried: cost {self.cost(self.current.case):.3g} "
+                f"> {self.max_cost:g}"
+            )
             return None
         plain = HuntOptions.of(self.options, differential=False)  # no twin to run there
         small, run = self.stage(twin, plain, seconds=self.left())
@@ -233,8 +260,10 @@ class _Shrinker:
         if confirmed is not None:
             self.notes.append(f"confirmed on {backend.name}: {small.case.size} elements")
             return confirmed
-        self.notes.append(f"{twin.name}'s minimal case ({small.case.size} elements) does not "
-                          f"fail with {cls} on {backend.name}")  # fmt: skip
+        self.notes.append(
+            f"{twin.name}'s minimal case ({small.case.size} elements) does not "
+            f"fail with {cls} on {backend.name}"
+        )
         return None
 
     def on_compiled(self) -> None:
@@ -243,14 +272,17 @@ class _Shrinker:
         for only_compiled in (True, False):
             if self.left() <= 0:
                 break
-            best, run = self.stage(self.backend, self.options, seconds=self.left(),
-                                   only_compiled=only_compiled)  # fmt: skip
+            best, run = self.stage(
+                self.backend, self.options, seconds=self.left(), only_compiled=only_compiled
+            )
             if best is not None:
                 self.current = best
             which = "compiled variants only" if only_compiled else "any variant"
-            self.notes.append(f"{self.backend.name}, {which}: {run.examples} examples, "
-                              f"{run.stats.compiles} compiles, {self.current.case.size} elements "
-                              f"({_said(run, self.cls)})")  # fmt: skip
+            self.notes.append(
+                f"{self.backend.name}, {which}: {run.examples} examples, "
+                f"{run.stats.compiles} compiles, {self.current.case.size} elements "
+                f"({_said(run, self.cls)})"
+            )
 
     def finish(self, best: Found, path: str) -> Found:
         """``best`` as the minimal example of the finding first seen as ``found``."""

@@ -119,8 +119,9 @@ class Rewrite:
                 "'{impl}' for the language (build the tuple with rewrites_of)"
             )
         edits = getattr(self, impl)
-        return mutate(importlib.import_module(self.real.format(impl=impl)), self.name, edits,
-                      kind=self.kind)  # fmt: skip
+        return mutate(
+            importlib.import_module(self.real.format(impl=impl)), self.name, edits, kind=self.kind
+        )
 
 
 @dataclass(frozen=True)

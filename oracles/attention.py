@@ -88,8 +88,9 @@ def query_offset(q_len: int, k_len: int, align: str = "bottom-right") -> int:
     return k_len - q_len if align == "bottom-right" else 0
 
 
-def alibi_bias(slopes: torch.Tensor, q_len: int, k_len: int, align: str = "bottom-right"
-               ) -> torch.Tensor:  # fmt: skip
+def alibi_bias(
+    slopes: torch.Tensor, q_len: int, k_len: int, align: str = "bottom-right"
+) -> torch.Tensor:
     """float64 ``[H, q_len, k_len]``: ``-slope[h] * |i + offset - j|`` (:func:`query_offset`)."""
     device = slopes.device
     i = torch.arange(q_len, device=device, dtype=torch.float64)[:, None]
@@ -442,8 +443,10 @@ class _Sequence:
         s0 = (q @ self.k.transpose(-1, -2)) * self.scale
         delta = (d + C_DOT) * U * self.scale * (qa @ self.k_abs.transpose(-1, -2))
         if self.subnormal:  # flushed to zero: the product lost, scaled by what multiplies it
-            delta += self.scale * (self.q_sub[:, i0:i1] @ self.k_abs.transpose(-1, -2)
-                                   + qa @ self.k_sub.transpose(-1, -2))  # fmt: skip
+            delta += self.scale * (
+                self.q_sub[:, i0:i1] @ self.k_abs.transpose(-1, -2)
+                + qa @ self.k_sub.transpose(-1, -2)
+            )
         delta += self.scale * d * em.TINY + em.TINY  # flushed products and the flushed sum
         s = s0
         if self.softcap is not None:
@@ -502,8 +505,9 @@ class _Sequence:
             # A merge may normalize through the merged log-sum-exp (weights exp(lse_s - lse), no
             # division by their sum): its rounding scales the output as a whole.
             lse_abs = torch.where(empty, zero, lse).abs()
-            rel_o = rel_o + U * (2.0 * lse_abs + em.C_LOG * (1.0 + math.log(splits)) + em.C_EXP
-                                 + splits)  # fmt: skip
+            rel_o = rel_o + U * (
+                2.0 * lse_abs + em.C_LOG * (1.0 + math.log(splits)) + em.C_EXP + splits
+            )
         pv = p @ self.v_abs
         flushed = em.TINY * (n * self.v_top + n + r + 5.0)  # underflowed p, flushed products
         comp = em.SAFETY * (centered + acc * pv + rel_o * o.abs()) + flushed
@@ -520,8 +524,9 @@ class _Sequence:
             lse_round = lse_round + U * (em.C_LOG * (1.0 + math.log(splits)) + splits)
         bound_lse = em.SAFETY * (lse_move + lse_round) + (n + 1.0) * em.TINY
         per_elem = torch.where(valid, (2.0 * em.C_EXP + 2.0 * em.C_ARG * spread_arg) * U, zero)
-        rows = (p * per_elem).sum(dim=-1, keepdim=True) + (2.0 * r * (em.C_EXP + 2.0)
-                                                            + 2.0 * (n + 1.0)) * U  # fmt: skip
+        rows = (p * per_elem).sum(dim=-1, keepdim=True) + (
+            2.0 * r * (em.C_EXP + 2.0) + 2.0 * (n + 1.0)
+        ) * U
         if num_splits:
             rows = rows + (2.0 * splits + em.C_EXP) * U
         rows = em.SAFETY * rows

@@ -224,9 +224,15 @@ def _grads(fn, q, k, v, do, g, g_gamma, scale, initial_state, dht, cu_seqlens, d
         )
     with torch.enable_grad():
         o, ht = fn(
-            leaves["q"], leaves["k"], leaves["v"], leaves.get("g"),
-            None if g_gamma is None else g_gamma.detach(), scale, leaves.get("h0"), cu_seqlens,
-        )  # fmt: skip
+            leaves["q"],
+            leaves["k"],
+            leaves["v"],
+            leaves.get("g"),
+            None if g_gamma is None else g_gamma.detach(),
+            scale,
+            leaves.get("h0"),
+            cu_seqlens,
+        )
         loss = (o * do.to(o.dtype)).sum()
         if dht is not None:
             loss = loss + (ht * dht.to(ht.dtype)).sum()
@@ -249,8 +255,9 @@ def simple_gla_reference_grads(
     ``do [B, T, H, V]`` and ``dht [N, H, K, V]`` (optional) weight the outputs. No gradient is
     defined for ``g_gamma`` (a constant, as ALiBi slopes are).
     """
-    return _grads(simple_gla_reference, q, k, v, do, g, g_gamma, scale, initial_state, dht,
-                  cu_seqlens, F64)  # fmt: skip
+    return _grads(
+        simple_gla_reference, q, k, v, do, g, g_gamma, scale, initial_state, dht, cu_seqlens, F64
+    )
 
 
 def simple_gla_parallel(
@@ -295,8 +302,9 @@ def simple_gla_parallel_grads(
     q, k, v, do, g=None, g_gamma=None, scale=None, initial_state=None, dht=None, cu_seqlens=None
 ) -> SimpleGLAGrads:
     """float64 autograd through :func:`simple_gla_parallel`."""
-    return _grads(simple_gla_parallel, q, k, v, do, g, g_gamma, scale, initial_state, dht,
-                  cu_seqlens, F64)  # fmt: skip
+    return _grads(
+        simple_gla_parallel, q, k, v, do, g, g_gamma, scale, initial_state, dht, cu_seqlens, F64
+    )
 
 
 # The chunked algorithm, shared by the naive reference (input dtype) and the magnitudes (float64).
@@ -380,9 +388,19 @@ def simple_gla_naive(
 
 
 def simple_gla_naive_grads(
-    q, k, v, do, g=None, g_gamma=None, scale=None, initial_state=None, dht=None, cu_seqlens=None,
-    *, chunk_size,
-) -> SimpleGLAGrads:  # fmt: skip
+    q,
+    k,
+    v,
+    do,
+    g=None,
+    g_gamma=None,
+    scale=None,
+    initial_state=None,
+    dht=None,
+    cu_seqlens=None,
+    *,
+    chunk_size,
+) -> SimpleGLAGrads:
     """Autograd through :func:`simple_gla_naive` in the input dtype (``dg``, ``dh0`` in fp32)."""
 
     def fn(q, k, v, g, g_gamma, scale, h0, cu):
@@ -428,9 +446,20 @@ class MagnitudeVariant:
 
 
 def simple_gla_magnitudes(
-    q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, cu_seqlens=None, *,
-    chunk_size, decay_factor=1.0, do=None, dht=None,
-) -> Magnitudes:  # fmt: skip
+    q,
+    k,
+    v,
+    g=None,
+    g_gamma=None,
+    scale=None,
+    initial_state=None,
+    cu_seqlens=None,
+    *,
+    chunk_size,
+    decay_factor=1.0,
+    do=None,
+    dht=None,
+) -> Magnitudes:
     """The chunked computation in float64 on absolute values, log decays times ``decay_factor``.
 
     With every input replaced by its absolute value, every term of every output is non-negative,
@@ -442,16 +471,37 @@ def simple_gla_magnitudes(
     itself (and than the magnitude of the token recurrence's ``exp(g_t) <dh_t, h_{t-1}>``).
     """
     (m,) = simple_gla_magnitude_variants(
-        q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size=chunk_size,
-        variants=(MagnitudeVariant(decay_factor),), do=do, dht=dht,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        g,
+        g_gamma,
+        scale,
+        initial_state,
+        cu_seqlens,
+        chunk_size=chunk_size,
+        variants=(MagnitudeVariant(decay_factor),),
+        do=do,
+        dht=dht,
+    )
     return m
 
 
 def simple_gla_magnitude_variants(
-    q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, cu_seqlens=None, *,
-    chunk_size, variants: Sequence[MagnitudeVariant], do=None, dht=None,
-) -> list[Magnitudes]:  # fmt: skip
+    q,
+    k,
+    v,
+    g=None,
+    g_gamma=None,
+    scale=None,
+    initial_state=None,
+    cu_seqlens=None,
+    *,
+    chunk_size,
+    variants: Sequence[MagnitudeVariant],
+    do=None,
+    dht=None,
+) -> list[Magnitudes]:
     """:func:`simple_gla_magnitudes` under several weightings (:class:`MagnitudeVariant`) in one
     batched float64 pass (the variants are stacked along the sequence axis).
 
@@ -471,8 +521,11 @@ def simple_gla_magnitude_variants(
     ld = torch.cat([logd * var.decay_factor + var.extra_decay * live for var in variants])
     weights = []
     for var in variants:
-        w = (torch.ones_like(logd) if var.key_weight is None
-             else pad.gather(var.key_weight.detach(), F64))  # fmt: skip
+        w = (
+            torch.ones_like(logd)
+            if var.key_weight is None
+            else pad.gather(var.key_weight.detach(), F64)
+        )
         weights.append(w[..., None])
     kw = torch.cat(weights)
     h0a = _h0(initial_state, n, q, v, F64).abs()
@@ -485,16 +538,23 @@ def simple_gla_magnitude_variants(
     if want_grads:
         for t in (qp, kp, vp, h0):
             t.requires_grad_()
-    h0w = torch.tensor([var.state_weight for var in variants for _ in range(n)], dtype=F64,
-                       device=q.device)[:, None, None, None]  # fmt: skip
+    h0w = torch.tensor(
+        [var.state_weight for var in variants for _ in range(n)], dtype=F64, device=q.device
+    )[:, None, None, None]
     with torch.set_grad_enabled(want_grads):
-        o, ht, states = _chunked(qp, kp * kw, vp, ld, h0 * h0w, scale, chunk_size, F64, F64,
-                                 keep_states=want_grads)  # fmt: skip
+        o, ht, states = _chunked(
+            qp, kp * kw, vp, ld, h0 * h0w, scale, chunk_size, F64, F64, keep_states=want_grads
+        )
         for s in states:
             s.retain_grad()
         if not want_grads:
-            return [Magnitudes(pad.scatter(o[i * n : (i + 1) * n].detach(), batch, length),
-                               ht[i * n : (i + 1) * n].detach()) for i in range(reps)]  # fmt: skip
+            return [
+                Magnitudes(
+                    pad.scatter(o[i * n : (i + 1) * n].detach(), batch, length),
+                    ht[i * n : (i + 1) * n].detach(),
+                )
+                for i in range(reps)
+            ]
         loss = (o * rep(pad.gather(do, F64).abs())).sum()
         if dht is not None:
             loss = loss + (ht * rep(dht.to(F64).abs())).sum()
@@ -515,12 +575,17 @@ def simple_gla_magnitude_variants(
     out = []
     for i in range(reps):
         part = slice(i * n, (i + 1) * n)
-        out.append(Magnitudes(
-            o=pad.scatter(o[part].detach(), batch, length), ht=ht[part].detach(),
-            dq=pad.scatter(gq[part], batch, length), dk=pad.scatter(gk[part], batch, length),
-            dv=pad.scatter(gv[part], batch, length), dg=pad.scatter(dg[part], batch, length),
-            dh0=gh0[part],
-        ))  # fmt: skip
+        out.append(
+            Magnitudes(
+                o=pad.scatter(o[part].detach(), batch, length),
+                ht=ht[part].detach(),
+                dq=pad.scatter(gq[part], batch, length),
+                dk=pad.scatter(gk[part], batch, length),
+                dv=pad.scatter(gv[part], batch, length),
+                dg=pad.scatter(dg[part], batch, length),
+                dh0=gh0[part],
+            )
+        )
     return out
 
 

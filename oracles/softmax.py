@@ -28,8 +28,13 @@ __all__ = [
 ]
 
 
-def _logits(x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None, scale: float | None,
-            dtype: torch.dtype) -> torch.Tensor:  # fmt: skip
+def _logits(
+    x: torch.Tensor,
+    mask: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    scale: float | None,
+    dtype: torch.dtype,
+) -> torch.Tensor:
     s = x.to(dtype) * (1.0 if scale is None else scale)
     if bias is not None:
         s = s + bias.to(dtype)

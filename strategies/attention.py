@@ -369,10 +369,14 @@ def _recipes(draw: st.DrawFn, q_numel: int, k_numel: int) -> tuple[ValueRecipe, 
     kinds = (*_QK_DISTRIBUTIONS, "explicit") if explicit else _QK_DISTRIBUTIONS
     dist = draw(st.sampled_from(kinds), label="q/k distribution")
     if dist == "explicit":
-        rq = ValueRecipe(distribution="explicit",
-                         values=tuple(draw(_EXPLICIT_VALUE, label="q value") for _ in range(q_numel)))  # fmt: skip
-        rk = ValueRecipe(distribution="explicit",
-                         values=tuple(draw(_EXPLICIT_VALUE, label="k value") for _ in range(k_numel)))  # fmt: skip
+        rq = ValueRecipe(
+            distribution="explicit",
+            values=tuple(draw(_EXPLICIT_VALUE, label="q value") for _ in range(q_numel)),
+        )
+        rk = ValueRecipe(
+            distribution="explicit",
+            values=tuple(draw(_EXPLICIT_VALUE, label="k value") for _ in range(k_numel)),
+        )
         seed = 0
     else:
         q_mag = draw(st.sampled_from(QK_MAGNITUDES), label="q magnitude")
@@ -487,8 +491,14 @@ def attention_cases(
             inputs["key_lengths"] = key_lengths
         if mods.slopes is not None:
             inputs["alibi_slopes"] = mods.slopes
-        params = {"dtype": dtype, "causal": causal, "window": window, **mods.params(),
-                  "block_q": block_q, "block_k": block_k}  # fmt: skip
+        params = {
+            "dtype": dtype,
+            "causal": causal,
+            "window": window,
+            **mods.params(),
+            "block_q": block_q,
+            "block_k": block_k,
+        }
         return Case(inputs, params, _described(recipes, mods))
 
     return build()
@@ -546,8 +556,9 @@ def varlen_cases(
                 max(1, math.ceil(a / block_q)) * max(1, math.ceil(b / block_k)) for a, b in ps
             )
 
-        while len(pairs) > 1 and (sum(a * b for a, b in pairs) * hq > lim.max_scores
-                                  or work(pairs) > lim.max_work):  # fmt: skip
+        while len(pairs) > 1 and (
+            sum(a * b for a, b in pairs) * hq > lim.max_scores or work(pairs) > lim.max_work
+        ):
             pairs.pop()
         lq = np.array([p[0] for p in pairs], np.int64)
         lk = np.array([p[1] for p in pairs], np.int64)
@@ -564,8 +575,14 @@ def varlen_cases(
         inputs["cu_seqlens_k"] = cu_k
         if mods.slopes is not None:
             inputs["alibi_slopes"] = mods.slopes
-        params = {"dtype": dtype, "causal": causal, "window": window, **mods.params(),
-                  "block_q": block_q, "block_k": block_k}  # fmt: skip
+        params = {
+            "dtype": dtype,
+            "causal": causal,
+            "window": window,
+            **mods.params(),
+            "block_q": block_q,
+            "block_k": block_k,
+        }
         return Case(inputs, params, _described(recipes, mods, guard_rows=tail))
 
     return build()
@@ -634,8 +651,13 @@ def decode_cases(
         inputs["cache_len"] = cache_len
         if mods.slopes is not None:
             inputs["alibi_slopes"] = mods.slopes
-        params = {"dtype": dtype, "window": window, **mods.params(), "block_k": block_k,
-                  "num_splits": splits}  # fmt: skip
+        params = {
+            "dtype": dtype,
+            "window": window,
+            **mods.params(),
+            "block_k": block_k,
+            "num_splits": splits,
+        }
         return Case(inputs, params, _described(recipes, mods))
 
     return build()

@@ -134,8 +134,14 @@ def jagged_softmax_cases(
         n_rows = int(offsets[-1])
         max_cols = max(1, min(lim.max_cols, lim.max_elements // max(n_rows, 1)))
         n_cols = draw(sizes(max_size=max_cols, blocks=(block_m,)), label="columns")
-        recipe = draw(value_recipes(numel=n_rows * n_cols, rare_offsets=SENTINEL_VALUES,
-                                    rare_explicit_values=SENTINEL_VALUES), label="values")  # fmt: skip
+        recipe = draw(
+            value_recipes(
+                numel=n_rows * n_cols,
+                rare_offsets=SENTINEL_VALUES,
+                rare_explicit_values=SENTINEL_VALUES,
+            ),
+            label="values",
+        )
         values = materialize(recipe, (n_rows, n_cols), dtype)
         dead = draw(dead_st, label="dead column")
         if dead == "last" and n_rows:

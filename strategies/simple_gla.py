@@ -125,14 +125,30 @@ class Limits:
 # tile (65 tokens and up), little enough for the token recurrence (a reformulation target) and
 # the backward on the interpreter within CI's time.
 LIMITS = {
-    "small": Limits(heads=(1, 2), max_batch=2, max_seqs=3, chunks=(16, 32, 64, 128, 256),
-                    max_tiles=2, dims=(16, 8, 5), max_elements=1024,
-                    chunk_weights=(4, 3, 1, 3, 1), long_chunk=64, long_tiles=1,
-                    long_elements=2048, long_max_len=128),
-    "large": Limits(heads=(1, 2, 16, 4, 20, 32, 64), max_batch=4, max_seqs=6,
-                    chunks=(16, 32, 64, 128, 256), max_tiles=4, dims=(16, 64, 32, 128, 48, 100, 1),
-                    max_elements=1 << 22),
-}  # fmt: skip
+    "small": Limits(
+        heads=(1, 2),
+        max_batch=2,
+        max_seqs=3,
+        chunks=(16, 32, 64, 128, 256),
+        max_tiles=2,
+        dims=(16, 8, 5),
+        max_elements=1024,
+        chunk_weights=(4, 3, 1, 3, 1),
+        long_chunk=64,
+        long_tiles=1,
+        long_elements=2048,
+        long_max_len=128,
+    ),
+    "large": Limits(
+        heads=(1, 2, 16, 4, 20, 32, 64),
+        max_batch=4,
+        max_seqs=6,
+        chunks=(16, 32, 64, 128, 256),
+        max_tiles=4,
+        dims=(16, 64, 32, 128, 48, 100, 1),
+        max_elements=1 << 22,
+    ),
+}
 
 
 def overflow_threshold(dtype: str, chunk: int) -> float:
@@ -173,8 +189,13 @@ class DecayRecipe:
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"form": self.form, "kind": self.kind}
         if self.kind == "threshold":
-            d.update(dtype=self.dtype, chunk=self.chunk, sides=list(self.sides), margin=self.margin,
-                     threshold=overflow_threshold(self.dtype, self.chunk))  # fmt: skip
+            d.update(
+                dtype=self.dtype,
+                chunk=self.chunk,
+                sides=list(self.sides),
+                margin=self.margin,
+                threshold=overflow_threshold(self.dtype, self.chunk),
+            )
         elif self.kind == "slopes":
             assert self.slopes is not None
             d["slopes"] = self.slopes.describe()
@@ -252,8 +273,9 @@ class TokenRecipe:
             hit[bos : eos : self.period or max(eos - bos, 1)] = True
         return hit
 
-    def apply(self, arrays: dict[str, np.ndarray], starts: list[tuple[int, int]],
-              length: int) -> dict[str, np.ndarray]:  # fmt: skip
+    def apply(
+        self, arrays: dict[str, np.ndarray], starts: list[tuple[int, int]], length: int
+    ) -> dict[str, np.ndarray]:
         """``arrays`` (``[B, T, H, D]`` token arrays by name) with the magnitudes applied."""
         if self.kind == "flat" or not length:
             return arrays
@@ -277,8 +299,9 @@ def token_recipes() -> st.SearchStrategy[TokenRecipe]:
 
     @st.composite
     def build(draw: st.DrawFn) -> TokenRecipe:
-        kind = draw(weighted((("flat", 1), ("query_burst", 3), ("key_burst", 1))),
-                    label="token magnitudes")  # fmt: skip
+        kind = draw(
+            weighted((("flat", 1), ("query_burst", 3), ("key_burst", 1))), label="token magnitudes"
+        )
         if kind == "flat":
             return TokenRecipe()
         exponent = draw(st.sampled_from(TOKEN_EXPONENTS), label="token exponent")
@@ -307,9 +330,10 @@ def decay_recipes(form: str, heads: int, chunks: tuple[int, ...], chunk: int):
     break). Shrinks toward the standard ALiBi slopes (``g_gamma``) or mild log-sigmoid gates (``g``).
     """
     kinds = (
-        (("alibi", 2), ("threshold", 6), ("slopes", 2)) if form == "g_gamma"
+        (("alibi", 2), ("threshold", 6), ("slopes", 2))
+        if form == "g_gamma"
         else (("logsigmoid", 2), ("threshold", 2), ("mixed", 2), ("weak", 2))
-    )  # fmt: skip
+    )
     # a chunk longer than a kernel tile is processed as 64-token tiles: the tile's thresholds are
     # the ones its masked triangle and padded rows meet (the chunk's: seed 004's whole-chunk matrix)
     own = ((KERNEL_TILE, 4), (chunk, 2)) if chunk > KERNEL_TILE else ((chunk, 6),)
@@ -321,17 +345,21 @@ def decay_recipes(form: str, heads: int, chunks: tuple[int, ...], chunk: int):
         if kind == "alibi":
             return DecayRecipe("g_gamma", "alibi")
         if kind == "threshold":
-            dtype = draw(weighted((("float32", 3), ("bfloat16", 1), ("float16", 1))),
-                         label="threshold dtype")  # fmt: skip
+            dtype = draw(
+                weighted((("float32", 3), ("bfloat16", 1), ("float16", 1))), label="threshold dtype"
+            )
             c = draw(weighted(threshold_chunks), label="threshold chunk")
-            sides = draw(st.lists(weighted((("above", 3), ("below", 1))), min_size=1,
-                                  max_size=heads), label="sides")  # fmt: skip
+            sides = draw(
+                st.lists(weighted((("above", 3), ("below", 1))), min_size=1, max_size=heads),
+                label="sides",
+            )
             margins = tuple(zip(MARGINS, MARGIN_WEIGHTS, strict=True))
             margin = draw(weighted(margins), label="margin")
             return DecayRecipe(form, "threshold", dtype, c, tuple(sides), margin)
         if kind == "slopes":
-            rec = draw(slope_recipes(heads, kinds=("scaled", "constant", "adversarial")),
-                       label="slopes")  # fmt: skip
+            rec = draw(
+                slope_recipes(heads, kinds=("scaled", "constant", "adversarial")), label="slopes"
+            )
             return DecayRecipe("g_gamma", "slopes", slopes=rec)
         scales = WEAK_SCALES if kind == "weak" else GATE_SCALES
         gate_scale = draw(st.sampled_from(scales), label="gate scale")
@@ -340,8 +368,9 @@ def decay_recipes(form: str, heads: int, chunks: tuple[int, ...], chunk: int):
             special = draw(st.sampled_from(GATE_SPECIALS), label="gate special")
             density = draw(st.sampled_from(GATE_DENSITIES), label="gate density")
         seed = draw(st.integers(0, 2**32 - 1), label="gate seed")
-        return DecayRecipe("g", kind, gate_scale=gate_scale, special=special, density=density,
-                           seed=seed)  # fmt: skip
+        return DecayRecipe(
+            "g", kind, gate_scale=gate_scale, special=special, density=density, seed=seed
+        )
 
     return build()
 
@@ -417,8 +446,11 @@ def simple_gla_cases(
     lim = LIMITS[check_scale(scale)]
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
     forms = check_subset("forms", forms, FORMS)
-    chunks = lim.chunks if chunk_sizes is None else check_subset("chunk_sizes", chunk_sizes,
-                                                                  LIMITS["large"].chunks)  # fmt: skip
+    chunks = (
+        lim.chunks
+        if chunk_sizes is None
+        else check_subset("chunk_sizes", chunk_sizes, LIMITS["large"].chunks)
+    )
     varlen_choices = (False, True) if varlen is None else (bool(varlen),)
     weights = dict(zip(lim.chunks, lim.chunk_weights or (1,) * len(lim.chunks), strict=True))
     chunk_st = weighted(tuple((c, weights.get(c, 1)) for c in chunks))
@@ -479,11 +511,15 @@ def simple_gla_cases(
         scale_value = draw(st.sampled_from(scales), label="scale")
         decay = draw(decay_recipes(form, heads, chunks, chunk), label="decay")
         recipe = draw(
-            value_recipes(numel=batch * length * heads * k_dim,
-                          distributions=VALUE_DISTRIBUTIONS, magnitudes=VALUE_MAGNITUDES,
-                          offsets=VALUE_OFFSETS, specials=VALUE_SPECIALS),
+            value_recipes(
+                numel=batch * length * heads * k_dim,
+                distributions=VALUE_DISTRIBUTIONS,
+                magnitudes=VALUE_MAGNITUDES,
+                offsets=VALUE_OFFSETS,
+                specials=VALUE_SPECIALS,
+            ),
             label="values",
-        )  # fmt: skip
+        )
         x_shape = (batch, length, heads)
         arrays: dict[str, np.ndarray] = {}
         for i, (name, d) in enumerate((("q", k_dim), ("k", k_dim), ("v", v_dim))):
@@ -491,8 +527,11 @@ def simple_gla_cases(
         if grads:
             arrays["do"] = materialize(_reseed(recipe, 3), (*x_shape, v_dim), dtype)
         tokens = draw(token_recipes(), label="token magnitudes")
-        bounds = ([(0, length)] if cu is None
-                  else [(int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)])  # fmt: skip
+        bounds = (
+            [(0, length)]
+            if cu is None
+            else [(int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)]
+        )
         arrays = tokens.apply(arrays, bounds, length)
         state_shape = (n, heads, k_dim, v_dim)
         if has_h0:
@@ -518,8 +557,12 @@ def simple_gla_cases(
         params: dict[str, Any] = {"dtype": dtype, "chunk_size": chunk, "scale": scale_value}
         if not grads:
             params["output_final_state"] = final
-        described = {"decay": decay.describe(), "values": recipe.describe(), "lengths": lengths,
-                     "tokens": tokens.describe()}  # fmt: skip
+        described = {
+            "decay": decay.describe(),
+            "values": recipe.describe(),
+            "lengths": lengths,
+            "tokens": tokens.describe(),
+        }
         if padding:
             described["padding"] = padding
         return Case(inputs, params, described)

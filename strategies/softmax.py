@@ -143,8 +143,14 @@ def softmax_cases(
         bias_kind = draw(bias_st, label="bias")
         bias_seed = 0 if bias_kind in ("none", "alibi") else draw(seed_st, label="bias seed")
         scale_value = draw(scale_st, label="scale")
-        recipe = draw(value_recipes(numel=rows * cols, rare_offsets=SENTINEL_VALUES,
-                                    rare_explicit_values=SENTINEL_VALUES), label="values")  # fmt: skip
+        recipe = draw(
+            value_recipes(
+                numel=rows * cols,
+                rare_offsets=SENTINEL_VALUES,
+                rare_explicit_values=SENTINEL_VALUES,
+            ),
+            label="values",
+        )
         inputs = {"x": materialize(recipe, (rows, cols), dtype)}
         mask = build_mask(mask_recipe, rows, cols)
         if mask is not None:

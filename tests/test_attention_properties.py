@@ -29,8 +29,9 @@ rng = np.random.default_rng(0)
 def target(kernel, strategy=attention_cases):
     """The attention family's contract around ``kernel`` (an entry point), cases from
     ``strategy``."""
-    return dataclasses.replace(A.ATTENTION, name="attention_test", kernels={"triton": kernel},
-                               strategy=strategy)  # fmt: skip
+    return dataclasses.replace(
+        A.ATTENTION, name="attention_test", kernels={"triton": kernel}, strategy=strategy
+    )
 
 
 REAL = target(A.DENSE_ENTRIES["triton"])
@@ -38,8 +39,16 @@ REAL_DECODE = target(A.decode_entry(ktriton_decode), decode_cases)
 
 
 def dense_case(b=1, hq=1, hkv=1, tq=5, tk=7, d=4, *, dtype="float32", **params):
-    p = {"dtype": dtype, "causal": False, "window": None, "scale": None, "softcap": None,
-         "alibi": None, "block_q": 16, "block_k": 16}  # fmt: skip
+    p = {
+        "dtype": dtype,
+        "causal": False,
+        "window": None,
+        "scale": None,
+        "softcap": None,
+        "alibi": None,
+        "block_q": 16,
+        "block_k": 16,
+    }
     extra = {k: params.pop(k) for k in ("key_lengths", "alibi_slopes") if k in params}
     p.update(params)
     inputs = {
@@ -58,8 +67,11 @@ def check(prop, tgt, case, param=None):
 def test_rows_sum_to_one_catches_a_sum_that_misses_the_rescale():
     # The running sum is not rescaled when the max grows (the accumulator is): rows whose max
     # moves to a later key tile sum to more than 1.
-    broken = mutate(ktriton, "test_l_not_rescaled",
-                    [Edit("l_i = l_i * alpha + tl.sum(p, 1)", "l_i = l_i + tl.sum(p, 1)")])  # fmt: skip
+    broken = mutate(
+        ktriton,
+        "test_l_not_rescaled",
+        [Edit("l_i = l_i * alpha + tl.sum(p, 1)", "l_i = l_i + tl.sum(p, 1)")],
+    )
     case = dense_case(tq=2, tk=40, d=2)
     case.inputs["k"][0, 0, 39] = 5.0  # the max is in the last tile for both queries
     case.inputs["q"][...] = 1.0
@@ -95,8 +107,9 @@ def test_scale_applied_once_catches_the_scale_twice_mutant_where_the_oracle_cann
 
 def test_gqa_equals_mha_catches_interleaved_head_groups():
     # Query head h reads kv head h % Hkv instead of h // (Hq / Hkv).
-    broken = mutate(ktriton, "test_interleaved_groups",
-                    [Edit("hk = h // group", "hk = h % (n_heads // group)")])  # fmt: skip
+    broken = mutate(
+        ktriton, "test_interleaved_groups", [Edit("hk = h // group", "hk = h % (n_heads // group)")]
+    )
     case = dense_case(hq=4, hkv=2)
     f = check(A.GQA_EQUALS_MHA, target(A.dense_entry(broken)), case)
     assert f is not None and f.cls == F.ACCURACY and f.prop == "gqa-equals-mha"
@@ -132,8 +145,15 @@ def test_varlen_equals_alone_catches_alignment_to_the_packed_length():
 
 
 def decode_case(lens=(6, 3), hq=2, hkv=1, tmax=8, d=4, **params):
-    p = {"dtype": "float32", "window": None, "scale": None, "softcap": None, "alibi": None,
-         "block_k": 16, "num_splits": 2}  # fmt: skip
+    p = {
+        "dtype": "float32",
+        "window": None,
+        "scale": None,
+        "softcap": None,
+        "alibi": None,
+        "block_k": 16,
+        "num_splits": 2,
+    }
     p.update(params)
     b = len(lens)
     inputs = {
@@ -188,10 +208,12 @@ def test_poison_covers_every_key_no_query_sees_and_every_query_that_sees_none():
     p = A.poison(case, "inf")
     assert np.isinf(p.inputs["q"][0, 0, :4]).all() and np.isfinite(p.inputs["q"][0, 0, 4:]).all()
     assert np.isfinite(p.inputs["k"]).all()
-    varlen = dense_case(tq=3, tk=6).replace(inputs={  # sequence 1 has keys and no query
-        "cu_seqlens_q": np.array([0, 3, 3], np.int32),
-        "cu_seqlens_k": np.array([0, 4, 6], np.int32),
-    })  # fmt: skip
+    varlen = dense_case(tq=3, tk=6).replace(
+        inputs={  # sequence 1 has keys and no query
+            "cu_seqlens_q": np.array([0, 3, 3], np.int32),
+            "cu_seqlens_k": np.array([0, 4, 6], np.int32),
+        }
+    )
     assert np.isnan(A.poison(varlen, "nan").inputs["v"][0, 0, 4:]).all()
     window = decode_case(lens=(8, 3), window=[2, -1])  # the newest position 7 reaches back to 5
     p = A.poison(window, "nan")
@@ -202,8 +224,11 @@ def test_poison_covers_every_key_no_query_sees_and_every_query_that_sees_none():
 MASKED_POISON = next(p for p in GENERIC if p.name == "masked-poison")
 # A kernel that loads every key of a tile it visits up to the key count, including keys no query
 # of the block sees: 0 * NaN in P . V.
-READS_UNSEEN = mutate(ktriton, "test_reads_unseen",
-                      [Edit("col_ok = (cols >= seen_lo) & (cols < hi)", "col_ok = cols < k_len")])  # fmt: skip
+READS_UNSEEN = mutate(
+    ktriton,
+    "test_reads_unseen",
+    [Edit("col_ok = (cols >= seen_lo) & (cols < hi)", "col_ok = cols < k_len")],
+)
 
 
 @pytest.mark.parametrize("kind", ["nan", "inf"])
@@ -222,8 +247,11 @@ def test_masked_poison_catches_a_kernel_that_reads_keys_no_query_sees(kind):
 def test_masked_poison_catches_a_decode_kernel_that_reads_before_the_window():
     from fuzz.target import get
 
-    broken = mutate(ktriton_decode, "test_reads_before_window",
-                    [Edit("col_ok = (cols < k_len) & (cols >= lo)", "col_ok = cols < k_len")])  # fmt: skip
+    broken = mutate(
+        ktriton_decode,
+        "test_reads_before_window",
+        [Edit("col_ok = (cols < k_len) & (cols >= lo)", "col_ok = cols < k_len")],
+    )
     case = decode_case(lens=(20, 3), tmax=20, window=[2, -1])
     f = check(MASKED_POISON, target(A.decode_entry(broken), decode_cases), case, "nan")
     assert f is not None and f.cls == F.MASKING
@@ -314,8 +342,12 @@ def test_the_issue_subnormal_key_case_passes_on_pallas_interpret():
     from fuzz.target import get
 
     case = dense_case(tq=1, tk=1, d=1)
-    case = case.replace(inputs={"q": np.full((1, 1, 1, 1), 6.32, np.float32),
-                                "k": np.full((1, 1, 1, 1), 1.06e-38, np.float32)})  # fmt: skip
+    case = case.replace(
+        inputs={
+            "q": np.full((1, 1, 1, 1), 6.32, np.float32),
+            "k": np.full((1, 1, 1, 1), 1.06e-38, np.float32),
+        }
+    )
     backend = get_backend("pallas-interpret")
     ctx = Context(get("attention"), backend, case)
     err = float(ctx.metrics("lse").errors.max())

@@ -12,8 +12,14 @@ from fuzz.backends import get_backend
 from fuzz.properties import check_case
 from fuzz.target import get
 
-TARGETS = ["softmax", "jagged_softmax", "attention", "attention_decode", "simple_gla_fwd",
-           "simple_gla_bwd"]  # fmt: skip
+TARGETS = [
+    "softmax",
+    "jagged_softmax",
+    "attention",
+    "attention_decode",
+    "simple_gla_fwd",
+    "simple_gla_bwd",
+]
 
 
 def _raising_after(entry, clean_runs):

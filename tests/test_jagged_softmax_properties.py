@@ -27,8 +27,13 @@ def case(lengths, m=1, *, block_n=4, num_programs=None, seed=0, dtype="float32")
     offsets = offsets_from_lengths(lengths)
     n = int(offsets[-1])
     values = np.random.default_rng(seed).standard_normal((n, m)).astype(dtype)
-    params = {"dtype": dtype, "block_n": block_n, "block_m": 4, "num_programs": num_programs,
-              "guard": "nan"}  # fmt: skip
+    params = {
+        "dtype": dtype,
+        "block_n": block_n,
+        "block_m": 4,
+        "num_programs": num_programs,
+        "guard": "nan",
+    }
     return Case({"values": values, "offsets": offsets}, params, {"lengths": list(lengths)})
 
 
@@ -55,23 +60,41 @@ REAL = get("jagged_softmax")
 # (the previous segment's last row, or the guard row before the first).
 READS_BEFORE_START = planted(
     "reads_before_start",
-    [Edit("        for row0 in range(start, end, BLOCK_N):\n            # Rows at or past",
-          "        for row0 in range(start - 1, end, BLOCK_N):\n            # Rows at or past")],
-    [Edit("x, _, _ = _load_tile(values_ref, start + t * block_n, end, col_ok, block_n)",
-          "x, _, _ = _load_tile(values_ref, start - 1 + t * block_n, end, col_ok, block_n)"),
-     Edit("n_tiles = (end - start + block_n - 1) // block_n",
-          "n_tiles = (end - start + block_n) // block_n")],
-)  # fmt: skip
+    [
+        Edit(
+            "        for row0 in range(start, end, BLOCK_N):\n            # Rows at or past",
+            "        for row0 in range(start - 1, end, BLOCK_N):\n            # Rows at or past",
+        )
+    ],
+    [
+        Edit(
+            "x, _, _ = _load_tile(values_ref, start + t * block_n, end, col_ok, block_n)",
+            "x, _, _ = _load_tile(values_ref, start - 1 + t * block_n, end, col_ok, block_n)",
+        ),
+        Edit(
+            "n_tiles = (end - start + block_n - 1) // block_n",
+            "n_tiles = (end - start + block_n) // block_n",
+        ),
+    ],
+)
 
 # Every load reads one row past the segment's end: the last segment reads the guard row after the
 # values (Triton) or the first padding row (Pallas).
 READS_PAST_END = planted(
     "reads_past_end",
-    [Edit("            ok = (tile_rows < end - row0) & col_ok\n            x = tl.load(values_ptr + row0 * stride_vn + v_tile, mask=ok, other=float(\"-inf\"))\n            x = x.to(tl.float32)\n            m_new",
-          "            ok = (tile_rows < end + 1 - row0) & col_ok\n            x = tl.load(values_ptr + row0 * stride_vn + v_tile, mask=ok, other=float(\"-inf\"))\n            x = x.to(tl.float32)\n            m_new")],
-    [Edit("    x, _, _ = _load_tile(values_ref, start + t * block_n, end, col_ok, block_n)",
-          "    x, _, _ = _load_tile(values_ref, start + t * block_n, end + 1, col_ok, block_n)")],
-)  # fmt: skip
+    [
+        Edit(
+            '            ok = (tile_rows < end - row0) & col_ok\n            x = tl.load(values_ptr + row0 * stride_vn + v_tile, mask=ok, other=float("-inf"))\n            x = x.to(tl.float32)\n            m_new',
+            '            ok = (tile_rows < end + 1 - row0) & col_ok\n            x = tl.load(values_ptr + row0 * stride_vn + v_tile, mask=ok, other=float("-inf"))\n            x = x.to(tl.float32)\n            m_new',
+        )
+    ],
+    [
+        Edit(
+            "    x, _, _ = _load_tile(values_ref, start + t * block_n, end, col_ok, block_n)",
+            "    x, _, _ = _load_tile(values_ref, start + t * block_n, end + 1, col_ok, block_n)",
+        )
+    ],
+)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -86,7 +109,10 @@ def test_schedule_invariance_fails_for_a_store_past_the_segment_end(backend):
     f = fam._schedule(ctx, 2)
     assert f is not None and f.cls == NONDETERMINISM and f.index == (1, 0)
     assert "depends on the order in which programs run" in f.message
-    assert check_case(mutant, get_backend(backend), c, params={"schedule-invariance": 2}).finding.cls == NONDETERMINISM  # fmt: skip
+    assert (
+        check_case(mutant, get_backend(backend), c, params={"schedule-invariance": 2}).finding.cls
+        == NONDETERMINISM
+    )
     for p in (2, 3):
         assert fam._schedule(ctx_for(REAL, backend, c), p) is None
 
@@ -131,8 +157,12 @@ def test_offsets_are_guarded_on_both_sides():
 def test_the_real_kernel_passes_every_property_on_the_edge_layouts(backend):
     for lengths in ([0, 0, 3, 0, 5, 0], [1, 1, 1], [4, 5, 9, 1]):
         c = case(lengths, m=5, seed=len(lengths))
-        params = {"masked-poison": "max", "schedule-invariance": 2,
-                  "segment-permutation": "reverse", "segment-alone": 2}  # fmt: skip
+        params = {
+            "masked-poison": "max",
+            "schedule-invariance": 2,
+            "segment-permutation": "reverse",
+            "segment-alone": 2,
+        }
         outcome = check_case(REAL, get_backend(backend), c, params=params)
         assert outcome.finding is None, outcome.finding.summary()
 

@@ -28,8 +28,14 @@ def test_mutant_is_found_classified_and_shrunk(
         seed = None
         if fuzz_profile.settings.derandomize:
             seed = derandomized_seed(fuzz_mutant.name, fuzz_require_backend) + attempt + 1
-        more = hunt(fuzz_mutant, fuzz_require_backend, fuzz_profile, repro_dir=tmp_path,
-                    known=set(result.found), seed=seed)  # fmt: skip
+        more = hunt(
+            fuzz_mutant,
+            fuzz_require_backend,
+            fuzz_profile,
+            repro_dir=tmp_path,
+            known=set(result.found),
+            seed=seed,
+        )
         assert more.error is None, more.error
         result.examples += more.examples
         result.found.update(more.found)

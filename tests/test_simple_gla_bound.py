@@ -86,8 +86,9 @@ def test_an_elements_bound_depends_on_its_own_terms_only():
     both = family.bounds(Case(big, case.params))["o"][0]
     alone = family.bounds(Case({n: a[:1] for n, a in case.inputs.items()}, case.params))["o"][0]
     assert np.allclose(both, alone, rtol=1e-9)
-    ones = Case({n: np.ones_like(a) if n != "g" else a for n, a in case.inputs.items()},
-                case.params)  # fmt: skip
+    ones = Case(
+        {n: np.ones_like(a) if n != "g" else a for n, a in case.inputs.items()}, case.params
+    )
     per_token = family.bounds(ones)["o"][0, :, 0, 0] / (np.arange(21) + 1.0)  # o_t = (t+1) * 1.5
     assert (np.diff(per_token) > 0).all()
 
@@ -115,8 +116,16 @@ def test_the_recurrences_dg_terms_are_among_the_chunked_formulas(chunk):
     the dg bound at any chunk size covers a token recurrence."""
     case = _case(t=50, kind="bwd", h0=True, gates=0.3)
     t = {n: torch.from_numpy(a) for n, a in case.inputs.items()}
-    m = simple_gla_magnitudes(t["q"], t["k"], t["v"], g=t["g"], scale=0.5,
-                              initial_state=t["h0"], chunk_size=chunk, do=t["do"])  # fmt: skip
+    m = simple_gla_magnitudes(
+        t["q"],
+        t["k"],
+        t["v"],
+        g=t["g"],
+        scale=0.5,
+        initial_state=t["h0"],
+        chunk_size=chunk,
+        do=t["do"],
+    )
     rec = _recurrent_dg_magnitude(case)
     chunked = m.dg[0, :, 0].numpy()
     assert (rec <= chunked * (1 + 1e-12)).all()
@@ -148,11 +157,15 @@ def test_dg_bound_catches_an_error_on_a_small_entry_next_to_a_large_one(backend)
     assert ctx.bound("dg")[0, -1, 0] < 1e-3
 
     def planted(inputs, params, *, out, interpret):
-        res = dict(real.kernels[get_backend(backend).impl](inputs, params, out=out,
-                                                           interpret=interpret))  # fmt: skip
+        res = dict(
+            real.kernels[get_backend(backend).impl](inputs, params, out=out, interpret=interpret)
+        )
         dg = res["dg"]
-        res["dg"] = dg + (torch.arange(dg.shape[1]) == dg.shape[1] - 1)[None, :, None] * 1.5 \
-            if isinstance(dg, torch.Tensor) else dg.at[:, -1].add(1.5)  # fmt: skip
+        res["dg"] = (
+            dg + (torch.arange(dg.shape[1]) == dg.shape[1] - 1)[None, :, None] * 1.5
+            if isinstance(dg, torch.Tensor)
+            else dg.at[:, -1].add(1.5)
+        )
         return res
 
     wrong = dataclasses.replace(real, kernels={get_backend(backend).impl: planted})
@@ -182,8 +195,10 @@ def test_matmul_operands_rounded_to_a_half_input_dtype_widen_the_bound_by_a_cons
     case = _case(kind="bwd")
     model = B.error_model(case)
     assert all(np.all(np.asarray(t.operands) == 0.0) for t in model.terms.values())
-    half = {n: (a.astype(ml_dtypes.bfloat16) if n in ("q", "k", "v", "do") else a)
-            for n, a in case.inputs.items()}  # fmt: skip
+    half = {
+        n: (a.astype(ml_dtypes.bfloat16) if n in ("q", "k", "v", "do") else a)
+        for n, a in case.inputs.items()
+    }
     case16 = Case(half, {**case.params, "dtype": "bfloat16"})
     model16 = B.error_model(case16)
     u = B.STORE_UNIT["bfloat16"]

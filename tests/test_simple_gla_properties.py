@@ -59,9 +59,13 @@ def _applicable(name: str, varlen: bool) -> bool:
 
 @pytest.mark.parametrize(
     "backend, kind, varlen, per_token",
-    [("triton-interpret", "fwd", False, False), ("pallas-interpret", "fwd", True, True),
-     ("triton-interpret", "bwd", True, True), ("pallas-interpret", "bwd", False, False)],
-)  # fmt: skip
+    [
+        ("triton-interpret", "fwd", False, False),
+        ("pallas-interpret", "fwd", True, True),
+        ("triton-interpret", "bwd", True, True),
+        ("pallas-interpret", "bwd", False, False),
+    ],
+)
 def test_properties_hold_on_the_real_kernels(backend, kind, varlen, per_token):
     target = get(f"simple_gla_{kind}")
     ctx = Context(target, get_backend(backend), _case(kind, varlen=varlen, per_token=per_token))
@@ -160,8 +164,10 @@ def test_tolerance_admits_the_kernels_and_rejects_a_small_planted_error(dtype, p
     round to bf16, 4 roundings of 2^-7 of an element's absolute terms, and the output's)."""
     target = get("simple_gla_fwd")
     case = _case("fwd", per_token=True)
-    case = Case({**case.inputs, **{k: case.inputs[k].astype(dtype) for k in ("q", "k", "v")}},
-                {**case.params, "dtype": dtype})  # fmt: skip
+    case = Case(
+        {**case.inputs, **{k: case.inputs[k].astype(dtype) for k in ("q", "k", "v")}},
+        {**case.params, "dtype": dtype},
+    )
     for backend in BACKENDS:
         ctx = Context(target, get_backend(backend), case)
         for name in ctx.oracle:
@@ -223,8 +229,11 @@ def test_seed_004_alibi_long_chunks_are_finite(fuzz_require_backend, kind, chunk
 def _padded_case(kind: str) -> Case:
     """A packed batch of three sequences (one empty) and 6 tokens of no sequence after them."""
     case = _case(kind, varlen=True, per_token=True)
-    extra = {n: np.concatenate([a, a[:, :6]], axis=1) for n, a in case.inputs.items()
-             if n in ("q", "k", "v", "g", "do")}  # fmt: skip
+    extra = {
+        n: np.concatenate([a, a[:, :6]], axis=1)
+        for n, a in case.inputs.items()
+        if n in ("q", "k", "v", "g", "do")
+    }
     return case.replace(inputs=extra)
 
 

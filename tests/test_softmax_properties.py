@@ -28,8 +28,10 @@ def target(module, name="softmax_test"):
 
 
 def case(x, dtype="float32", scale=None, block_n=16, **inputs):
-    return Case({"x": x.astype(dtype), **inputs}, {"dtype": dtype, "scale": scale, "block_m": 4,
-                                                   "block_n": block_n})  # fmt: skip
+    return Case(
+        {"x": x.astype(dtype), **inputs},
+        {"dtype": dtype, "scale": scale, "block_m": 4, "block_n": block_n},
+    )
 
 
 def check(prop, tgt, c, param=None):
@@ -37,10 +39,16 @@ def check(prop, tgt, c, param=None):
 
 
 def test_rows_sum_to_one_catches_a_sum_that_misses_the_rescale():
-    broken = mutate(ktriton, "test_sum_not_rescaled", [Edit(
-        "l_i = l_i * tl.exp(m_i - m_shift) + tl.sum(",
-        "l_i = l_i + tl.sum(",
-    )])  # fmt: skip
+    broken = mutate(
+        ktriton,
+        "test_sum_not_rescaled",
+        [
+            Edit(
+                "l_i = l_i * tl.exp(m_i - m_shift) + tl.sum(",
+                "l_i = l_i + tl.sum(",
+            )
+        ],
+    )
     x = np.zeros((2, 40), np.float32)
     x[:, 35] = 0.5  # the max grows in the last tile: the first tiles' sum is not rescaled
     f = check(ROWS_SUM, target(broken), case(x))
@@ -52,8 +60,11 @@ def test_rows_sum_to_one_catches_a_sum_that_misses_the_rescale():
 def test_shift_invariance_catches_a_clamped_logit():
     # Logits clamped from below at -30: right while every logit is above it, wrong once adding a
     # constant pushes some below.
-    broken = mutate(ktriton, "test_clamped", [Edit("    s = x * scale\n",
-                                                   "    s = tl.maximum(x * scale, -30.0)\n")])  # fmt: skip
+    broken = mutate(
+        ktriton,
+        "test_clamped",
+        [Edit("    s = x * scale\n", "    s = tl.maximum(x * scale, -30.0)\n")],
+    )
     x = np.random.default_rng(0).standard_normal((2, 20)).astype(np.float32)
     f = check(SHIFT, target(broken), case(x), -64.0)
     assert f is not None and f.cls == F.ACCURACY and f.prop == "shift-invariance"
@@ -82,6 +93,10 @@ def test_the_issue_exp2_case_passes_on_both_interpreters():
             x = (-1e4 + 3 * np.random.default_rng(seed).standard_normal((4, 100))).astype(
                 np.float32
             )
-            out = check_case(t, get_backend(backend), case(x, scale=0.125, block_n=32),
-                             params={"masked-poison": "nan", "shift-invariance": 64.0})  # fmt: skip
+            out = check_case(
+                t,
+                get_backend(backend),
+                case(x, scale=0.125, block_n=32),
+                params={"masked-poison": "nan", "shift-invariance": 64.0},
+            )
             assert out.finding is None, out.finding

@@ -271,8 +271,10 @@ def _summary(
     """The report's ``summary``: counts, failing real targets, mutants found, harness errors."""
     real = [r for r in rows if not r["mutant"]]
     mutants = [r for r in rows if r["mutant"]]
-    real_failed = sorted({r["target"] for r in real if r["status"] == "fail"}
-                         | {f["target"] for f in findings if not f["mutant"]})  # fmt: skip
+    real_failed = sorted(
+        {r["target"] for r in real if r["status"] == "fail"}
+        | {f["target"] for f in findings if not f["mutant"]}
+    )
     return {
         "runs": len(rows),
         "examples": sum(r["examples"] for r in rows),
@@ -324,12 +326,18 @@ def markdown(data: dict[str, Any], out: Path) -> str:
         for f in group:
             lines += _markdown_finding(f, out)
     lines += _markdown_triage(data["triage"])
-    lines += ["## Targets", "", "| target | backend | status | examples | ex/s | seconds | classes |",
-              "| --- | --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
+    lines += [
+        "## Targets",
+        "",
+        "| target | backend | status | examples | ex/s | seconds | classes |",
+        "| --- | --- | --- | ---: | ---: | ---: | --- |",
+    ]
     for r in data["results"]:
         classes = ", ".join(f["class"] for f in r["findings"]) or "-"
-        lines.append(f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
-                     f"| {r['examples']} | {r['examples_per_second']:.1f} | {r['seconds']:.1f} | {classes} |")  # fmt: skip
+        lines.append(
+            f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
+            f"| {r['examples']} | {r['examples_per_second']:.1f} | {r['seconds']:.1f} | {classes} |"
+        )
     lines.append("")
     problems = data["database"]["problems"]
     if problems or data["notes"]:
@@ -622,8 +630,10 @@ def _html_targets(results: list[dict[str, Any]]) -> list[str]:
             unit=" ex/s",
         )
     )
-    body.append("<h2>Targets</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
-                "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th></tr>")  # fmt: skip
+    body.append(
+        "<h2>Targets</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
+        "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th></tr>"
+    )
     for r in results:
         body.append(
             f"<tr><td>{_e(r['target'])}</td><td>{_e(r['backend'])}</td><td>{_e(r['status'])}"

@@ -286,9 +286,11 @@ class Campaign:
         parent, child = ctx.Pipe()
         w.started = ctx.Value("d", 0.0, lock=False)
         w.process = ctx.Process(
-            target=worker_main, args=(child, w.config, w.started), name=f"fuzz-worker-{w.slot}",
+            target=worker_main,
+            args=(child, w.config, w.started),
+            name=f"fuzz-worker-{w.slot}",
             daemon=True,
-        )  # fmt: skip
+        )
         with children_share_cpus(self.config.workers):  # before the worker loads NumPy, torch
             w.process.start()
         child.close()
@@ -365,9 +367,17 @@ class Campaign:
             timeout = self.config.example_timeout
             if item.get("confirm_hang"):
                 timeout *= self.config.hang_confirm_factor
-            w.busy = Slice(self.slice_ids, None, now, 0.0, now + timeout * 2 + 30, kind="replay",
-                           replay_path=item["reproducer"], timeout=timeout,
-                           confirm=item if item.get("confirm_hang") else None)  # fmt: skip
+            w.busy = Slice(
+                self.slice_ids,
+                None,
+                now,
+                0.0,
+                now + timeout * 2 + 30,
+                kind="replay",
+                replay_path=item["reproducer"],
+                timeout=timeout,
+                confirm=item if item.get("confirm_hang") else None,
+            )
             w.conn.send(("replay", {"slice": self.slice_ids, "path": item["reproducer"]}))
             return True
         left = self.remaining()
@@ -500,8 +510,10 @@ class Campaign:
             r = summary["recycle"]
             w.recycles += 1
             w.ready = False  # it exits now: no new slice for it
-            self.log(f"worker {w.slot} is recycled: its process holds {r['maps']} memory maps of "
-                     f"the {r['limit']} it may have; a fresh one takes over")  # fmt: skip
+            self.log(
+                f"worker {w.slot} is recycled: its process holds {r['maps']} memory maps of "
+                f"the {r['limit']} it may have; a fresh one takes over"
+            )
         gain = pair.slice_new / max(secs, 0.1)
         pair.rate = 0.5 * pair.rate + 0.5 * gain
         rate = summary.get("examples", 0) / secs if secs > 0 else 0.0
@@ -618,8 +630,12 @@ class Campaign:
         pair.live_examples = 0
 
     # Out-of-resources messages of a process (LLVM, the C++ runtime, Python, the C library).
-    EXHAUSTION_TEXTS = ("Cannot allocate memory", "LLVM ERROR: out of memory", "std::bad_alloc",
-                        "MemoryError")  # fmt: skip
+    EXHAUSTION_TEXTS = (
+        "Cannot allocate memory",
+        "LLVM ERROR: out of memory",
+        "std::bad_alloc",
+        "MemoryError",
+    )
 
     def _exhausted(self, w: WorkerHandle, code: int | None) -> str | None:
         """Why the death of worker ``w`` (exit ``code``) was the harness process running out of
@@ -642,8 +658,10 @@ class Campaign:
         """Books a worker that died of a resource exhaustion of the harness: no finding; a pair
         whose worker dies so twice is a harness error (its examples cannot run here)."""
         pair.exhaustions += 1
-        text = (f"worker {w.slot} {_exit_text(code, None)} while fuzzing {pair.target.name} on "
-                f"{pair.backend}: the harness ran out of resources ({why}), not a kernel crash")  # fmt: skip
+        text = (
+            f"worker {w.slot} {_exit_text(code, None)} while fuzzing {pair.target.name} on "
+            f"{pair.backend}: the harness ran out of resources ({why}), not a kernel crash"
+        )
         self.notes.append(text)
         self.log(f"WARNING {text}; restarting it")
         if pair.exhaustions >= 2 and not pair.retired:
@@ -687,9 +705,14 @@ class Campaign:
         self._replace(w, reason)
 
     def _slice_lost(
-        self, w: WorkerHandle, pair: PairState, code: int | None, reason: str | None, *,
+        self,
+        w: WorkerHandle,
+        pair: PairState,
+        code: int | None,
+        reason: str | None,
+        *,
         stopped: bool,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """What the end of worker ``w`` in the middle of a slice of ``pair`` means: a suspected
         hang, a crash finding, a note, or nothing (a stop); and a death of the pair's."""
         if stopped:
@@ -711,15 +734,19 @@ class Campaign:
         elif code == EXIT_CONTEXT_LOST:
             pass  # the finding came over the pipe before the worker exited
         elif reason == "overran":
-            self.notes.append(f"{pair.target.name} on {pair.backend}: a slice overran its hard "
-                              "limit (shrinking too slow); the worker was restarted")  # fmt: skip
+            self.notes.append(
+                f"{pair.target.name} on {pair.backend}: a slice overran its hard "
+                "limit (shrinking too slow); the worker was restarted"
+            )
         elif reason != "shutdown":
             self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
         pair.deaths += reason != "overran" and not stopped
         if pair.deaths >= self.config.max_deaths and not pair.retired:
             pair.retired = f"killed its worker {pair.deaths} times"
-        self.log(f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
-                 f"{pair.target.name} on {pair.backend}")  # fmt: skip
+        self.log(
+            f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
+            f"{pair.target.name} on {pair.backend}"
+        )
 
     def _replace(self, w: WorkerHandle, reason: str | None) -> None:
         """Starts a fresh process for worker ``w`` unless the campaign is ending, or ``w``
@@ -1020,9 +1047,17 @@ def lock_output(out: Path, *, argv: Sequence[str] = ()) -> IO[str]:
         ) from None
     f.seek(0)
     f.truncate()
-    f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                        "command": " ".join(["python -m fuzz", *argv])}) + "\n")  # fmt: skip
+    f.write(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "command": " ".join(["python -m fuzz", *argv]),
+            }
+        )
+        + "\n"
+    )
     f.flush()
     return f
 

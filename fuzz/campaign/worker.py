@@ -209,8 +209,11 @@ class MapBudget:
         gc.collect()
         after = count_maps() or before
         self.cleared_at = after
-        print(f"memory maps: {before} -> {after} of {self.limit} after clearing the compile "
-              "caches", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"memory maps: {before} -> {after} of {self.limit} after clearing the compile caches",
+            file=sys.stderr,
+            flush=True,
+        )
         return after
 
 
@@ -300,8 +303,15 @@ def _hunt(
     from fuzz.target import get
 
     target = checked_strategy(get(task["target"]))
-    sl = _Slice(conn, config, started, task, maps or MapBudget(None), target=target,
-                backend=get_backend(task["backend"]))  # fmt: skip
+    sl = _Slice(
+        conn,
+        config,
+        started,
+        task,
+        maps or MapBudget(None),
+        target=target,
+        backend=get_backend(task["backend"]),
+    )
     problems_before = len(db.problems) if db is not None else 0
     try:
         result = engine.hunt(
@@ -320,8 +330,13 @@ def _hunt(
         )
     except BaseException as e:  # the harness itself: report, keep the worker alive
         started.value = 0.0
-        conn.send(("done", sl.id, {"error": f"{type(e).__name__}: {e}", "examples": 0,
-                                   "seconds": 0.0, "found": []}))  # fmt: skip
+        conn.send(
+            (
+                "done",
+                sl.id,
+                {"error": f"{type(e).__name__}: {e}", "examples": 0, "seconds": 0.0, "found": []},
+            )
+        )
         return
     started.value = 0.0
     clear_inflight(config.inflight)
@@ -337,8 +352,17 @@ class _Slice:
     """One slice in a worker: the engine's hooks, which persist each example before it runs and
     stream progress, coverage and findings to the parent, and the slice's summary."""
 
-    def __init__(self, conn: Any, config: WorkerConfig, started: Any, task: dict,
-                 maps: MapBudget, *, target: Any, backend: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        conn: Any,
+        config: WorkerConfig,
+        started: Any,
+        task: dict,
+        maps: MapBudget,
+        *,
+        target: Any,
+        backend: Any,
+    ) -> None:
         self.conn, self.config, self.started, self.maps = conn, config, started, maps
         self.id = task["slice"]
         self.target, self.backend = target, backend

@@ -20,11 +20,21 @@ from fla.ops.simple_gla import chunk_simple_gla
 import fuzz
 
 
-def forward(q, k, v, *, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size,
-            output_final_state=False):  # fmt: skip
-    return chunk_simple_gla(q, k, v, g=g, g_gamma=g_gamma, scale=scale, chunk_size=chunk_size,
-                            initial_state=initial_state, output_final_state=output_final_state,
-                            cu_seqlens=None if cu_seqlens is None else cu_seqlens.long())  # fmt: skip
+def forward(
+    q, k, v, *, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size, output_final_state=False
+):
+    return chunk_simple_gla(
+        q,
+        k,
+        v,
+        g=g,
+        g_gamma=g_gamma,
+        scale=scale,
+        chunk_size=chunk_size,
+        initial_state=initial_state,
+        output_final_state=output_final_state,
+        cu_seqlens=None if cu_seqlens is None else cu_seqlens.long(),
+    )
 
 
 @contextlib.contextmanager
@@ -41,7 +51,12 @@ supported = {"g", "g_gamma", "initial_state", "varlen", "scale"}
 chunks, dims = {"chunk_size": (64,)}, (16, 8, 32, 64, 128, 256)  # fp16 needs even K and V
 fwd = fuzz.Capabilities(tiles=chunks, head_dims=dims, features=supported | {"final_state"})
 bwd = fuzz.Capabilities(tiles=chunks, head_dims=dims, features=supported | {"dht"})
-fuzz.fuzz_kernel("fla_chunk_simple_gla_fwd", family="simple_gla_fwd", kernel=forward,
-                 capabilities=fwd)  # fmt: skip
-fuzz.fuzz_kernel("fla_chunk_simple_gla_bwd", family="simple_gla_bwd",
-                 kernel=fuzz.autograd_backward(forward), capabilities=bwd)  # fmt: skip
+fuzz.fuzz_kernel(
+    "fla_chunk_simple_gla_fwd", family="simple_gla_fwd", kernel=forward, capabilities=fwd
+)
+fuzz.fuzz_kernel(
+    "fla_chunk_simple_gla_bwd",
+    family="simple_gla_bwd",
+    kernel=fuzz.autograd_backward(forward),
+    capabilities=bwd,
+)

@@ -18,6 +18,10 @@ def softmax(x):
     return LigerSoftmaxFunction.apply(x)
 
 
-fuzz.fuzz_kernel("liger_softmax", family="softmax", kernel=softmax,
-                 capabilities=fuzz.Capabilities(features=()),
-                 conventions=fuzz.Conventions(empty_rows="nan"))  # fmt: skip
+fuzz.fuzz_kernel(
+    "liger_softmax",
+    family="softmax",
+    kernel=softmax,
+    capabilities=fuzz.Capabilities(features=()),
+    conventions=fuzz.Conventions(empty_rows="nan"),
+)

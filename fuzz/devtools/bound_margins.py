@@ -42,19 +42,29 @@ def _members(family: str) -> list:
     """The real target of a family strategy, its reformulations, its precision-loss mutants."""
     real = select(family)[0]
     others = [
-        t for t in select(f"{family}_*", mutants=None)
-        if t.strategy is real.strategy and t.name != family
+        t
+        for t in select(f"{family}_*", mutants=None)
+        if t.strategy is real.strategy
+        and t.name != family
         and (not t.is_mutant or t.expected_class == "accuracy")
-        and not (family == "attention" and t.name.startswith(("attention_varlen", "attention_decode")))
-    ]  # fmt: skip
+        and not (
+            family == "attention" and t.name.startswith(("attention_varlen", "attention_decode"))
+        )
+    ]
     return [real, *others]
 
 
 def _cases(strategy, n: int, seed: int) -> list:
     got = []
 
-    @settings(max_examples=n, derandomize=seed == 0, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck), deadline=None)  # fmt: skip
+    @settings(
+        max_examples=n,
+        derandomize=seed == 0,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        deadline=None,
+    )
     @given(strategy)
     def draw(case):
         got.append(case)
@@ -113,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
                 if not r:
                     continue
                 over = sum(x > 1.0 for x in r)
-                print(f"  {t.name:52} {dtype:9} {max(r):14.4g} {statistics.median(r):10.3g} "
-                      f"{over:3d}/{len(r):<3d}")  # fmt: skip
+                print(
+                    f"  {t.name:52} {dtype:9} {max(r):14.4g} {statistics.median(r):10.3g} "
+                    f"{over:3d}/{len(r):<3d}"
+                )
     return 0
 
 

@@ -30,8 +30,13 @@ def cases(target, scale: str, n: int, seed: int) -> list:
         drawn.append(case)
 
     test = given(target.strategy(scale))(keep)
-    test = settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
-                    suppress_health_check=list(HealthCheck))(test)  # fmt: skip
+    test = settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )(test)
     hypothesis_seed(seed)(test)()
     return drawn[:n]
 
@@ -45,8 +50,10 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     profile = get_profile(args.profile)
-    print(f"{'target':18} {'backend':17} {'ex':>3} {'compiled':>8} {'s/compile':>9} "
-          f"{'max':>6} {'run ms':>7}")  # fmt: skip
+    print(
+        f"{'target':18} {'backend':17} {'ex':>3} {'compiled':>8} {'s/compile':>9} "
+        f"{'max':>6} {'run ms':>7}"
+    )
     for name in args.targets.split(","):
         t = get(name)
         drawn = cases(t, profile.scale, args.examples, args.seed)
@@ -64,8 +71,9 @@ def main() -> None:
                     adapter.synchronize()
                     t0 = time.perf_counter()
                     try:
-                        out = t.kernels[b.impl](inputs, dict(case.params), out=None,
-                                                interpret=b.interpret)  # fmt: skip
+                        out = t.kernels[b.impl](
+                            inputs, dict(case.params), out=None, interpret=b.interpret
+                        )
                         for v in out.values():
                             adapter.get(v)
                     except (ValueError, TypeError) as e:
@@ -77,9 +85,11 @@ def main() -> None:
                     seconds.append(times[1])
             extra = [f - s for f, s in zip(firsts, seconds, strict=True) if f - s > COMPILED]
             per = statistics.mean(extra) if extra else 0.0
-            print(f"{name:18} {bname:17} {len(firsts):3} {len(extra):8} {per:9.2f} "
-                  f"{max(extra, default=0):6.2f} {1e3 * statistics.median(seconds or [0]):7.1f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{name:18} {bname:17} {len(firsts):3} {len(extra):8} {per:9.2f} "
+                f"{max(extra, default=0):6.2f} {1e3 * statistics.median(seconds or [0]):7.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,16 @@ for name in args.targets.split(","):
     for backend in args.backends.split(","):
         for run in ("fresh", "warm"):
             t0 = time.perf_counter()
-            r = hunt(get(name), backend, profile, max_examples=args.examples, seed=0,
-                     database=None, time_limit=args.limit, hard_limit=args.limit)  # fmt: skip
+            r = hunt(
+                get(name),
+                backend,
+                profile,
+                max_examples=args.examples,
+                seed=0,
+                database=None,
+                time_limit=args.limit,
+                hard_limit=args.limit,
+            )
             st = r.stats
             props = sorted(st.property_seconds.items(), key=lambda kv: -kv[1])[:5]
             print(

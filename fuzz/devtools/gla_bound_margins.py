@@ -34,8 +34,13 @@ def draw_cases(target, scale: str, n: int, seed: int) -> list:
     cases = []
 
     @hyp_seed(seed)
-    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(target.strategy(scale))
     def collect(case):
         cases.append(case)
@@ -89,10 +94,24 @@ def main(argv: list[str] | None = None) -> int:
                 for name, r in got.items():
                     per[(name, case.params["dtype"])].append(r)
             for (name, dtype), rs in sorted(per.items()):
-                rows.append((target.name, bname, name, dtype, len(rs), max(rs),
-                             statistics.median(rs), sum(r > 1 for r in rs)))  # fmt: skip
-            print(f"# {target.name} on {bname}: {len(cases)} cases, {crashes} raised, "
-                  f"{time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)  # fmt: skip
+                rows.append(
+                    (
+                        target.name,
+                        bname,
+                        name,
+                        dtype,
+                        len(rs),
+                        max(rs),
+                        statistics.median(rs),
+                        sum(r > 1 for r in rs),
+                    )
+                )
+            print(
+                f"# {target.name} on {bname}: {len(cases)} cases, {crashes} raised, "
+                f"{time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     print("| target | backend | output | dtype | cases | max err/bound | median | cases > 1 |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for t, b, n, d, c, mx, med, over in rows:

@@ -27,8 +27,9 @@ def one(kind: str, k_dim: int, v_dim: int, tile: int, chunk: int = 128, t: int =
     t0 = time.perf_counter()
     try:
         if kind == "fwd":
-            o, _ = P.chunk_simple_gla_fwd(q, k, v, g_gamma=gamma, chunk_size=chunk,
-                                          output_final_state=True)  # fmt: skip
+            o, _ = P.chunk_simple_gla_fwd(
+                q, k, v, g_gamma=gamma, chunk_size=chunk, output_final_state=True
+            )
             o.block_until_ready()
         else:
             do = jnp.ones_like(v)

@@ -16,8 +16,16 @@ from fuzz.properties import Context
 from fuzz.target import get
 
 
-def case(kind: str, t: int, h: int, *, gamma: float | None = None, gate: float | None = None,
-         chunk: int = 16, h0: bool = False) -> Case:  # fmt: skip
+def case(
+    kind: str,
+    t: int,
+    h: int,
+    *,
+    gamma: float | None = None,
+    gate: float | None = None,
+    chunk: int = 16,
+    h0: bool = False,
+) -> Case:
     rng = np.random.default_rng(0)
     f32 = np.float32
     inputs = {n: rng.standard_normal((1, t, h, 16)).astype(f32) for n in ("q", "k", "v")}
@@ -44,8 +52,12 @@ CASES: dict[str, dict[str, Any]] = {
     "T=31 gamma=-6.0": dict(t=31, h=1, gamma=-6.0),
     "T=1 gamma=-1000": dict(t=1, h=1, gamma=-1000.0),
 }
-MUTANTS = ("simple_gla_fwd_mutant_mask_mul", "simple_gla_bwd_mutant_mask_mul",
-           "simple_gla_fwd_mutant_anchor", "simple_gla_fwd")  # fmt: skip
+MUTANTS = (
+    "simple_gla_fwd_mutant_mask_mul",
+    "simple_gla_bwd_mutant_mask_mul",
+    "simple_gla_fwd_mutant_anchor",
+    "simple_gla_fwd",
+)
 
 for backend in sys.argv[1:] or ["triton", "pallas-gpu"]:
     for name in MUTANTS:

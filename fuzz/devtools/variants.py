@@ -36,9 +36,12 @@ def _stub_pallas_call(kernel, *, out_shape, grid=(), **kw):
     name = getattr(getattr(kernel, "func", kernel), "__name__", "kernel")
 
     def call(*operands):
-        key = (name, tuple(grid) if isinstance(grid, (tuple, list)) else grid,
-               tuple((tuple(o.shape), str(o.dtype)) for o in operands),
-               repr(getattr(kernel, "keywords", {})))  # fmt: skip
+        key = (
+            name,
+            tuple(grid) if isinstance(grid, (tuple, list)) else grid,
+            tuple((tuple(o.shape), str(o.dtype)) for o in operands),
+            repr(getattr(kernel, "keywords", {})),
+        )
         seen[key] += 1
         kinds[name] += 1
         if isinstance(out_shape, (list, tuple)):
@@ -75,13 +78,20 @@ def main() -> int:
                 pass
 
         test = given(t.strategy(args.scale))(one)
-        test = settings(max_examples=args.examples, database=None, deadline=None,
-                        suppress_health_check=list(HealthCheck), phases=[Phase.generate])(test)  # fmt: skip
+        test = settings(
+            max_examples=args.examples,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            phases=[Phase.generate],
+        )(test)
         t0 = time.perf_counter()
         hypothesis_seed(args.seed)(test)()
         per_kind = ", ".join(f"{k} {v} calls" for k, v in kinds.items())
-        print(f"{name}: {count} examples -> {len(seen)} kernel variants "
-              f"({per_kind}; {time.perf_counter() - t0:.0f} s)")  # fmt: skip
+        print(
+            f"{name}: {count} examples -> {len(seen)} kernel variants "
+            f"({per_kind}; {time.perf_counter() - t0:.0f} s)"
+        )
         for key, n in seen.most_common(args.top):
             print(f"   {n:4d}x {key[0]} grid={key[1]} {key[2]} {key[3]}")
     jax.clear_caches()

@@ -262,10 +262,19 @@ def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
         MagnitudeVariant(lam, 0.0, to(beta * inflate), state_weight=0.0),
     )
     mags = simple_gla_magnitude_variants(
-        t["q"], t["k"], t["v"], g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
-        initial_state=t.get("h0"), cu_seqlens=cu_seqlens(case), chunk_size=chunk, variants=variants,
-        do=t.get("do"), dht=t.get("dht"),
-    )  # fmt: skip
+        t["q"],
+        t["k"],
+        t["v"],
+        g=t.get("g"),
+        g_gamma=t.get("g_gamma"),
+        scale=case.params["scale"],
+        initial_state=t.get("h0"),
+        cu_seqlens=cu_seqlens(case),
+        chunk_size=chunk,
+        variants=variants,
+        do=t.get("do"),
+        dht=t.get("dht"),
+    )
     kappa = 1.0 / (1.0 - n_max * U32)
     flush = 2.0 * n_max * TINY32 * (1.0 + _crude_sensitivity(case))
     terms = {}
@@ -280,8 +289,13 @@ def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
     return ErrorModel(chunk, n0, n_max, a, terms)
 
 
-def propagated(piece: Case, *, h0_error: np.ndarray | None = None,
-               dht_error: np.ndarray | None = None, device: str = "cpu") -> dict[str, np.ndarray]:  # fmt: skip
+def propagated(
+    piece: Case,
+    *,
+    h0_error: np.ndarray | None = None,
+    dht_error: np.ndarray | None = None,
+    device: str = "cpu",
+) -> dict[str, np.ndarray]:
     """How far ``piece``'s exact outputs move when its initial state (``h0_error``) or its final
     state's gradient (``dht_error``) moves by at most the given amounts, element by element: the
     outputs are linear in each, so it is the magnitude of the outputs with the perturbation as
@@ -301,8 +315,16 @@ def propagated(piece: Case, *, h0_error: np.ndarray | None = None,
     if dht_error is not None:
         do, dht = (None if do is None else torch.zeros_like(do)), as_t(dht_error)
     m = simple_gla_magnitudes(
-        q, k, v, g=t.get("g"), g_gamma=t.get("g_gamma"), scale=piece.params["scale"],
-        initial_state=h0, cu_seqlens=cu_seqlens(piece), chunk_size=piece.params["chunk_size"],
-        do=do, dht=dht,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        g=t.get("g"),
+        g_gamma=t.get("g_gamma"),
+        scale=piece.params["scale"],
+        initial_state=h0,
+        cu_seqlens=cu_seqlens(piece),
+        chunk_size=piece.params["chunk_size"],
+        do=do,
+        dht=dht,
+    )
     return {n: a.detach().cpu().numpy() for n, a in m.as_dict().items()}

@@ -91,8 +91,13 @@ def _alibi(inputs: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
 def dense_entry(module: types.ModuleType) -> KernelRun:
     """The entry point of a dense/varlen attention module (real or mutant, Triton or Pallas)."""
 
-    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
-            interpret: bool) -> dict[str, Any]:  # fmt: skip
+    def run(
+        inputs: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        out: Mapping[str, Any] | None,
+        interpret: bool,
+    ) -> dict[str, Any]:
         o, lse = module.attention(
             inputs["q"],
             inputs["k"],
@@ -119,8 +124,13 @@ def dense_entry(module: types.ModuleType) -> KernelRun:
 def decode_entry(module: types.ModuleType) -> KernelRun:
     """The entry point of a decode attention module (Triton or Pallas)."""
 
-    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
-            interpret: bool) -> dict[str, Any]:  # fmt: skip
+    def run(
+        inputs: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        out: Mapping[str, Any] | None,
+        interpret: bool,
+    ) -> dict[str, Any]:
         o, lse = module.attention_decode(
             inputs["q"],
             inputs["k"],
@@ -193,13 +203,20 @@ def _structure(case: Case) -> Structure:
     q, k = case.inputs["q"], case.inputs["k"]
     t = {n: torch.from_numpy(np.asarray(a)) for n, a in case.inputs.items() if a.dtype.kind in "iu"}
     lengths = t.get("key_lengths", t.get("cache_len"))
-    found = sequences(q.shape[0], q.shape[2], k.shape[2], key_lengths=lengths,
-                      cu_seqlens_q=t.get("cu_seqlens_q"), cu_seqlens_k=t.get("cu_seqlens_k"))  # fmt: skip
+    found = sequences(
+        q.shape[0],
+        q.shape[2],
+        k.shape[2],
+        key_lengths=lengths,
+        cu_seqlens_q=t.get("cu_seqlens_q"),
+        cu_seqlens_k=t.get("cu_seqlens_k"),
+    )
     counts = np.zeros((q.shape[0], q.shape[2]), np.int64)
     causal, window = bool(case.params.get("causal", False)), _window(case.params)
     for b, qs, lq, _, lk in found:
-        counts[b, qs : qs + lq] = visible_count(lq, lk, causal=causal, window=window,
-                                                align=_align(case))  # fmt: skip
+        counts[b, qs : qs + lq] = visible_count(
+            lq, lk, causal=causal, window=window, align=_align(case)
+        )
     return found, counts
 
 
@@ -295,9 +312,14 @@ def analysis(case: Case, device: str = "cpu") -> AttentionBound[np.ndarray]:
     ``kernels/attention/README.md``), as NumPy arrays; cached per case and device."""
     t = torch_inputs(case, device)
     got = attention_error_bound(
-        t["q"], t["k"], t["v"], **_reference_kwargs(case, t), dtype=case.params["dtype"],
-        num_splits=int(case.params.get("num_splits") or 0), min_tile=MIN_TILE,
-    )  # fmt: skip
+        t["q"],
+        t["k"],
+        t["v"],
+        **_reference_kwargs(case, t),
+        dtype=case.params["dtype"],
+        num_splits=int(case.params.get("num_splits") or 0),
+        min_tile=MIN_TILE,
+    )
     return AttentionBound(*(a.cpu().numpy() for a in got))
 
 
@@ -344,8 +366,10 @@ def _lse_below_sentinel(case: Case) -> str | None:
     low = lse[np.isfinite(lse)].min(initial=np.inf) if lse is not None else np.inf
     below = [f"{v:g}" for v in SENTINELS if low <= v]
     if below:
-        return (f"log-sum-exp {low:.4g}: every visible logit of a row is at or below the finite "
-                f"sentinel(s) {', '.join(below)}; a key masked with one would outrank them all")  # fmt: skip
+        return (
+            f"log-sum-exp {low:.4g}: every visible logit of a row is at or below the finite "
+            f"sentinel(s) {', '.join(below)}; a key masked with one would outrank them all"
+        )
     return None
 
 
@@ -494,9 +518,15 @@ def _idx(index: tuple[int, ...]) -> str:
     return ", ".join(map(str, index))
 
 
-def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray],
-                select: Callable[[np.ndarray], np.ndarray], cls: str,
-                where: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None) -> Finding | None:  # fmt: skip
+def _equivalent(
+    ctx: Context,
+    prop: str,
+    what: str,
+    got: Mapping[str, np.ndarray],
+    select: Callable[[np.ndarray], np.ndarray],
+    cls: str,
+    where: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None,
+) -> Finding | None:
     """Both outputs of a transformed run against the matching part of the clean run.
 
     The fp64 oracle gives the same numbers for both computations, and each run is within its
@@ -506,8 +536,9 @@ def _equivalent(ctx: Context, prop: str, what: str, got: Mapping[str, np.ndarray
         if name not in ctx.oracle:
             continue  # a plugin kernel without a log-sum-exp (Conventions(lse="none"))
         tol = 2.0 * select(ctx.bound(name))
-        f = runs_agree(ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls,
-                       where=where)  # fmt: skip
+        f = runs_agree(
+            ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls, where=where
+        )
         if f is not None:
             return f
     return None
@@ -577,12 +608,17 @@ def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
     cls = F.NAN if np.isnan(o[i]) else F.INF if np.isinf(o[i]) else F.ACCURACY
     where = (*i, ctx.case.inputs["q"].shape[-1] - 1)
     return ctx.finding(
-        cls, "rows-sum-to-one",
+        cls,
+        "rows-sum-to-one",
         f"with v[:, -1] = 1, o[{_idx(where)}] = {o[i]:.8g}: the probabilities of row {i[2]} sum to "
         f"it, not 1 (tolerance {tol[i]:.3g})",
-        output="o", index=where, kernel_value=float(o[i]), oracle_value=1.0, error=float(dev[i]),
+        output="o",
+        index=where,
+        kernel_value=float(o[i]),
+        oracle_value=1.0,
+        error=float(dev[i]),
         tolerance=float(tol[i]),
-    )  # fmt: skip
+    )
 
 
 def _scale_once(ctx: Context, _: Any) -> Finding | None:
@@ -624,12 +660,19 @@ def _gqa_mha(ctx: Context, _: Any) -> Finding | None:
     case = ctx.case
     group = case.inputs["q"].shape[1] // case.inputs["k"].shape[1]
     rep = {n: np.repeat(case.inputs[n], group, axis=1) for n in ("k", "v")}
-    run = ctx.derived(case.replace(inputs=rep), prop="gqa-equals-mha",
-                      what="with kv heads repeated")  # fmt: skip
+    run = ctx.derived(
+        case.replace(inputs=rep), prop="gqa-equals-mha", what="with kv heads repeated"
+    )
     if isinstance(run, Finding):
         return run
-    return _equivalent(ctx, "gqa-equals-mha", f"MHA with kv heads repeated x{group}", run.outputs,
-                       lambda a: a, F.ACCURACY)  # fmt: skip
+    return _equivalent(
+        ctx,
+        "gqa-equals-mha",
+        f"MHA with kv heads repeated x{group}",
+        run.outputs,
+        lambda a: a,
+        F.ACCURACY,
+    )
 
 
 def _has_padding(ctx: Context) -> bool:
@@ -647,15 +690,22 @@ def _padding_truncation(ctx: Context, pick: Any) -> Finding | None:
     inputs["q"] = case.inputs["q"][b : b + 1]
     inputs["k"] = case.inputs["k"][b : b + 1, :, :n]
     inputs["v"] = case.inputs["v"][b : b + 1, :, :n]
-    run = ctx.derived(Case(inputs, case.params, case.recipe), prop="key-padding-equals-truncation",
-                      what=f"batch {b} with its {n} keys alone")  # fmt: skip
+    run = ctx.derived(
+        Case(inputs, case.params, case.recipe),
+        prop="key-padding-equals-truncation",
+        what=f"batch {b} with its {n} keys alone",
+    )
     if isinstance(run, Finding):
         return run
     return _equivalent(
-        ctx, "key-padding-equals-truncation", f"batch element {b} truncated to its {n} keys",
+        ctx,
+        "key-padding-equals-truncation",
+        f"batch element {b} truncated to its {n} keys",
         run.outputs,
-        lambda a: a[b : b + 1], F.MASKING, lambda i: (b, *i[1:]),
-    )  # fmt: skip
+        lambda a: a[b : b + 1],
+        F.MASKING,
+        lambda i: (b, *i[1:]),
+    )
 
 
 def _is_varlen(ctx: Context) -> bool:
@@ -677,12 +727,22 @@ def _varlen_alone(ctx: Context, pick: Any) -> Finding | None:
     inputs["q"] = case.inputs["q"][:, :, q0:q1]
     inputs["k"] = case.inputs["k"][:, :, k0:k1]
     inputs["v"] = case.inputs["v"][:, :, k0:k1]
-    run = ctx.derived(Case(inputs, case.params, case.recipe), prop="varlen-equals-alone",
-                      what=f"sequence {n} alone")  # fmt: skip
+    run = ctx.derived(
+        Case(inputs, case.params, case.recipe),
+        prop="varlen-equals-alone",
+        what=f"sequence {n} alone",
+    )
     if isinstance(run, Finding):
         return run
-    return _equivalent(ctx, "varlen-equals-alone", f"sequence {n} ({q1 - q0} queries, {k1 - k0} keys) alone",
-                       run.outputs, lambda a: a[:, :, q0:q1], F.MASKING, lambda i: (i[0], i[1], q0 + i[2], *i[3:]))  # fmt: skip
+    return _equivalent(
+        ctx,
+        "varlen-equals-alone",
+        f"sequence {n} ({q1 - q0} queries, {k1 - k0} keys) alone",
+        run.outputs,
+        lambda a: a[:, :, q0:q1],
+        F.MASKING,
+        lambda i: (i[0], i[1], q0 + i[2], *i[3:]),
+    )
 
 
 def _dense_entry(ctx: Context) -> KernelRun | None:
@@ -722,53 +782,76 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     params.update(causal=True, block_q=bk, block_k=bk)
     entry = _dense_entry(ctx)
     assert entry is not None
-    run = ctx.derived(Case(inputs, params, case.recipe), prop="decode-equals-last-causal-row",
-                      what=f"batch {b} as the last {rows} rows of a causal prefill of {n}",
-                      entry=entry)  # fmt: skip
+    run = ctx.derived(
+        Case(inputs, params, case.recipe),
+        prop="decode-equals-last-causal-row",
+        what=f"batch {b} as the last {rows} rows of a causal prefill of {n}",
+        entry=entry,
+    )
     if isinstance(run, Finding):
         return run
     last = {k: v[:, :, rows - 1 :] for k, v in run.outputs.items() if k in ctx.oracle}
-    return _equivalent(ctx, "decode-equals-last-causal-row", f"last row of a causal prefill of {n}",
-                       last, lambda a: a[b : b + 1], F.ACCURACY, lambda i: (b, *i[1:]))  # fmt: skip
+    return _equivalent(
+        ctx,
+        "decode-equals-last-causal-row",
+        f"last row of a causal prefill of {n}",
+        last,
+        lambda a: a[b : b + 1],
+        F.ACCURACY,
+        lambda i: (b, *i[1:]),
+    )
 
 
 PICK = st.integers(0, 7)
 
 
 ROWS_SUM_TO_ONE = Property(
-    "rows-sum-to-one", _rows_sum_to_one,
+    "rows-sum-to-one",
+    _rows_sum_to_one,
     description="the probabilities of every row with a visible key sum to 1 (v[:, -1] = 1)",
-)  # fmt: skip
+)
 
 
 SCALE_APPLIED_ONCE = Property(
-    "scale-applied-once", _scale_once,
+    "scale-applied-once",
+    _scale_once,
     description="q * 2 with scale / 2 gives the same output and LSE",
-)  # fmt: skip
+)
 
 
 GQA_EQUALS_MHA = Property(
-    "gqa-equals-mha", _gqa_mha, applies=_is_gqa,
+    "gqa-equals-mha",
+    _gqa_mha,
+    applies=_is_gqa,
     description="GQA equals MHA with the kv heads repeated",
-)  # fmt: skip
+)
 
 
 KEY_PADDING_EQUALS_TRUNCATION = Property(
-    "key-padding-equals-truncation", _padding_truncation, PICK, applies=_has_padding,
+    "key-padding-equals-truncation",
+    _padding_truncation,
+    PICK,
+    applies=_has_padding,
     description="a padded batch element equals that element with its keys truncated",
-)  # fmt: skip
+)
 
 
 VARLEN_EQUALS_ALONE = Property(
-    "varlen-equals-alone", _varlen_alone, PICK, applies=_is_varlen,
+    "varlen-equals-alone",
+    _varlen_alone,
+    PICK,
+    applies=_is_varlen,
     description="a packed sequence equals the same sequence run alone",
-)  # fmt: skip
+)
 
 
 DECODE_EQUALS_LAST_ROW = Property(
-    "decode-equals-last-causal-row", _decode_last_row, PICK, applies=_is_decode,
+    "decode-equals-last-causal-row",
+    _decode_last_row,
+    PICK,
+    applies=_is_decode,
     description="a decode step equals the last row of the causal prefill of its cache",
-)  # fmt: skip
+)
 
 
 PROPERTIES = (
@@ -795,12 +878,25 @@ def interpret_cost(case: Case) -> float:
         tiles = max((math.ceil(lk / bk) for *_, lk in seqs(case)), default=0)
         return batch * hkv * (p["num_splits"] + tiles) + batch * hq / 4
     bq = p["block_q"]
-    return float(sum(hq * max(1, math.ceil(lq / bq)) * max(1, math.ceil(lk / bk))
-                     for _, _, lq, _, lk in seqs(case)))  # fmt: skip
+    return float(
+        sum(
+            hq * max(1, math.ceil(lq / bq)) * max(1, math.ceil(lk / bk))
+            for _, _, lq, _, lk in seqs(case)
+        )
+    )
 
 
-def _randn_case(rng: np.random.Generator, b: int, hq: int, hkv: int, tq: int, tk: int, d: int,
-                dtype: str, **params: Any) -> dict[str, np.ndarray]:  # fmt: skip
+def _randn_case(
+    rng: np.random.Generator,
+    b: int,
+    hq: int,
+    hkv: int,
+    tq: int,
+    tk: int,
+    d: int,
+    dtype: str,
+    **params: Any,
+) -> dict[str, np.ndarray]:
     return {
         "q": rng.standard_normal((b, hq, tq, d)).astype(np_dtype(dtype)),
         "k": rng.standard_normal((b, hkv, tk, d)).astype(np_dtype(dtype)),
@@ -809,8 +905,16 @@ def _randn_case(rng: np.random.Generator, b: int, hq: int, hkv: int, tq: int, tk
 
 
 def _dense_params(dtype: str, causal: bool, block: int) -> dict[str, Any]:
-    return {"dtype": dtype, "causal": causal, "window": None, "scale": None, "softcap": None,
-            "alibi": None, "block_q": block, "block_k": block}  # fmt: skip
+    return {
+        "dtype": dtype,
+        "causal": causal,
+        "window": None,
+        "scale": None,
+        "softcap": None,
+        "alibi": None,
+        "block_q": block,
+        "block_k": block,
+    }
 
 
 def baseline_randn(seed: int, scale: str) -> Case:
@@ -828,9 +932,18 @@ def baseline_randn(seed: int, scale: str) -> Case:
 # flash-attention's test grid: (Tq, Tk) pairs around tile sizes, both ways.
 GRID_LENGTHS = {
     "small": ((1, 1), (3, 7), (17, 33), (33, 17), (64, 64)),
-    "large": ((113, 203), (128, 217), (113, 211), (108, 256), (256, 512), (512, 256),
-              (1023, 1024), (1024, 1023), (2048, 2048)),
-}  # fmt: skip
+    "large": (
+        (113, 203),
+        (128, 217),
+        (113, 211),
+        (108, 256),
+        (256, 512),
+        (512, 256),
+        (1023, 1024),
+        (1024, 1023),
+        (2048, 2048),
+    ),
+}
 
 
 GRID_HEAD_DIMS = {"small": (16, 32), "large": (32, 64, 128)}
@@ -853,8 +966,16 @@ def baseline_grid(scale: str) -> list[Case]:
     return cases
 
 
-def _varlen_baseline(rng: np.random.Generator, lens: list[tuple[int, int]], h: int, d: int,
-                     dtype: str, causal: bool, block: int, recipe: dict[str, Any]) -> Case:  # fmt: skip
+def _varlen_baseline(
+    rng: np.random.Generator,
+    lens: list[tuple[int, int]],
+    h: int,
+    d: int,
+    dtype: str,
+    causal: bool,
+    block: int,
+    recipe: dict[str, Any],
+) -> Case:
     cu_q = np.concatenate([[0], np.cumsum([a for a, _ in lens])]).astype(np.int32)
     cu_k = np.concatenate([[0], np.cumsum([b for _, b in lens])]).astype(np.int32)
     inputs = _randn_case(rng, 1, h, h, int(cu_q[-1]), int(cu_k[-1]), d, dtype)
@@ -867,8 +988,9 @@ def varlen_baseline_randn(seed: int, scale: str) -> Case:
     rng = np.random.default_rng(seed)
     n, top, h, d, block = (3, 40, 2, 16, 16) if scale == "small" else (8, 1024, 8, 64, 64)
     lens = [(int(a), int(a)) for a in rng.integers(1, top, n)]
-    return _varlen_baseline(rng, lens, h, d, "float32", seed % 2 == 1, block,
-                            {"baseline": "randn", "seed": seed})  # fmt: skip
+    return _varlen_baseline(
+        rng, lens, h, d, "float32", seed % 2 == 1, block, {"baseline": "randn", "seed": seed}
+    )
 
 
 def varlen_baseline_grid(scale: str) -> list[Case]:
@@ -886,22 +1008,52 @@ def varlen_baseline_grid(scale: str) -> list[Case]:
     return cases
 
 
-def _decode_case(rng: np.random.Generator, b: int, hq: int, hkv: int, tmax: int, d: int,
-                 cache_len: np.ndarray, dtype: str, splits: int, block: int, recipe: dict[str, Any]) -> Case:  # fmt: skip
+def _decode_case(
+    rng: np.random.Generator,
+    b: int,
+    hq: int,
+    hkv: int,
+    tmax: int,
+    d: int,
+    cache_len: np.ndarray,
+    dtype: str,
+    splits: int,
+    block: int,
+    recipe: dict[str, Any],
+) -> Case:
     inputs = _randn_case(rng, b, hq, hkv, 1, tmax, d, dtype)
     inputs["cache_len"] = cache_len.astype(np.int32)
-    params = {"dtype": dtype, "window": None, "scale": None, "softcap": None, "alibi": None,
-              "block_k": block, "num_splits": splits}  # fmt: skip
+    params = {
+        "dtype": dtype,
+        "window": None,
+        "scale": None,
+        "softcap": None,
+        "alibi": None,
+        "block_k": block,
+        "num_splits": splits,
+    }
     return Case(inputs, params, recipe)
 
 
 def decode_baseline_randn(seed: int, scale: str) -> Case:
     """A full cache of the default length for every sequence, randn values, fp32."""
     rng = np.random.default_rng(seed)
-    b, hq, hkv, t, d, splits, block = (2, 4, 2, 48, 16, 2, 16) if scale == "small" else (
-        4, 32, 8, 2048, 128, 8, 64)  # fmt: skip
-    return _decode_case(rng, b, hq, hkv, t, d, np.full(b, t), "float32", splits, block,
-                        {"baseline": "randn", "seed": seed})  # fmt: skip
+    b, hq, hkv, t, d, splits, block = (
+        (2, 4, 2, 48, 16, 2, 16) if scale == "small" else (4, 32, 8, 2048, 128, 8, 64)
+    )
+    return _decode_case(
+        rng,
+        b,
+        hq,
+        hkv,
+        t,
+        d,
+        np.full(b, t),
+        "float32",
+        splits,
+        block,
+        {"baseline": "randn", "seed": seed},
+    )
 
 
 def decode_baseline_grid(scale: str) -> list[Case]:
@@ -916,8 +1068,21 @@ def decode_baseline_grid(scale: str) -> list[Case]:
                 for splits in (1, 4):
                     rng = np.random.default_rng(0)
                     lens = rng.integers(1, tmax + 1, 2)
-                    cases.append(_decode_case(rng, 2, hq, hkv, tmax, GRID_HEAD_DIMS[scale][-1], lens,
-                                              dtype, splits, block, {"baseline": "grid"}))  # fmt: skip
+                    cases.append(
+                        _decode_case(
+                            rng,
+                            2,
+                            hq,
+                            hkv,
+                            tmax,
+                            GRID_HEAD_DIMS[scale][-1],
+                            lens,
+                            dtype,
+                            splits,
+                            block,
+                            {"baseline": "grid"},
+                        )
+                    )
     return cases
 
 

@@ -82,8 +82,13 @@ def entry(module: types.ModuleType):
     Triton wrapper gets ``values`` and ``offsets`` as views into poisoned buffers, the Pallas
     wrapper (JAX arrays) pads on the host with the poison."""
 
-    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
-            interpret: bool) -> dict[str, Any]:  # fmt: skip
+    def run(
+        inputs: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        out: Mapping[str, Any] | None,
+        interpret: bool,
+    ) -> dict[str, Any]:
         values, offsets = inputs["values"], inputs["offsets"]
         kw = {
             "out": None if out is None else out["y"],
@@ -144,8 +149,9 @@ def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
     """``Target.error_bound``: each output element's bound, a segment column being a row softmax
     of its values (``oracles.jagged_softmax.jagged_softmax_error_bound``)."""
     t = torch_inputs(case, device)
-    got = jagged_softmax_error_bound(t["values"], t["offsets"], out_dtype=case.params["dtype"],
-                                     min_tile=MIN_TILE)  # fmt: skip
+    got = jagged_softmax_error_bound(
+        t["values"], t["offsets"], out_dtype=case.params["dtype"], min_tile=MIN_TILE
+    )
     return {"y": got.cpu().numpy()}
 
 
@@ -306,12 +312,16 @@ def _permutation(ctx: Context, which: Any) -> Finding | None:
     seg = _segment_of(ctx.case, old)
     got, want = float(launch.outputs["y"][idx]), float(ctx.clean.outputs["y"][old, idx[1]])
     return ctx.finding(
-        MASKING, "segment-permutation",
+        MASKING,
+        "segment-permutation",
         f"segments in order {order} change segment {seg}'s output: y[{old}, {idx[1]}] = {want:.6g} "
         f"in place, {got:.6g} after reordering (a segment's result depends on its neighbours)",
-        output="y", index=(old, idx[1]), kernel_value=got, oracle_value=float(ctx.oracle["y"][old, idx[1]]),
+        output="y",
+        index=(old, idx[1]),
+        kernel_value=got,
+        oracle_value=float(ctx.oracle["y"][old, idx[1]]),
         details={"order": order, "in_place_value": want},
-    )  # fmt: skip
+    )
 
 
 def _alone(ctx: Context, pick: Any) -> Finding | None:
@@ -330,12 +340,16 @@ def _alone(ctx: Context, pick: Any) -> Finding | None:
     old = int(rows[idx[0]])
     got, want = float(launch.outputs["y"][idx]), float(ctx.clean.outputs["y"][old, idx[1]])
     return ctx.finding(
-        MASKING, "segment-alone",
+        MASKING,
+        "segment-alone",
         f"segment {seg} computed alone gives y[{old}, {idx[1]}] = {got:.6g}, among the others "
         f"{want:.6g} (a segment's result depends on its neighbours)",
-        output="y", index=(old, idx[1]), kernel_value=want, oracle_value=float(ctx.oracle["y"][old, idx[1]]),
+        output="y",
+        index=(old, idx[1]),
+        kernel_value=want,
+        oracle_value=float(ctx.oracle["y"][old, idx[1]]),
         details={"segment": seg, "alone_value": got},
-    )  # fmt: skip
+    )
 
 
 def _effective_programs(p: int | None, b: int) -> int:
@@ -357,8 +371,11 @@ def _schedule(ctx: Context, programs: Any) -> Finding | None:
         programs = None
     if _effective_programs(programs, b) == _effective_programs(mine, b):
         return None
-    launch = ctx.derived(ctx.case.replace(num_programs=programs), prop="schedule-invariance",
-                         what=f"with num_programs={programs}")  # fmt: skip
+    launch = ctx.derived(
+        ctx.case.replace(num_programs=programs),
+        prop="schedule-invariance",
+        what=f"with num_programs={programs}",
+    )
     if isinstance(launch, Finding):
         return launch
     d = compare_runs(launch.outputs["y"], ctx.clean.outputs["y"])
@@ -366,13 +383,17 @@ def _schedule(ctx: Context, programs: Any) -> Finding | None:
         return None
     row, col = d.index
     return ctx.finding(
-        NONDETERMINISM, "schedule-invariance",
+        NONDETERMINISM,
+        "schedule-invariance",
         f"num_programs={programs} instead of {mine} changes y[{row}, {col}] "
         f"(segment {_segment_of(ctx.case, row)}) from {d.want:.6g} to {d.got:.6g}: the "
         f"result depends on the order in which programs run",
-        output="y", index=d.index, kernel_value=d.got, oracle_value=float(ctx.oracle["y"][d.index]),
+        output="y",
+        index=d.index,
+        kernel_value=d.got,
+        oracle_value=float(ctx.oracle["y"][d.index]),
         details={"num_programs": programs, "clean_num_programs": mine, "clean_value": d.want},
-    )  # fmt: skip
+    )
 
 
 def _several_segments(ctx: Context) -> bool:

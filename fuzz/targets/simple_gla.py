@@ -66,16 +66,29 @@ def kind_of(case: Case) -> str:
 def fwd_entry(module: types.ModuleType):
     """The forward target's entry point for a kernel module (real or mutant, Triton or Pallas)."""
 
-    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
-            interpret: bool) -> dict[str, Any]:  # fmt: skip
+    def run(
+        inputs: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        out: Mapping[str, Any] | None,
+        interpret: bool,
+    ) -> dict[str, Any]:
         out = out or {}
         o, ht = module.chunk_simple_gla_fwd(
-            inputs["q"], inputs["k"], inputs["v"], g=inputs.get("g"), g_gamma=inputs.get("g_gamma"),
-            scale=params["scale"], initial_state=inputs.get("h0"),
-            output_final_state=params["output_final_state"], cu_seqlens=inputs.get("cu_seqlens"),
-            chunk_size=params["chunk_size"], out=out.get("o"), out_ht=out.get("ht"),
+            inputs["q"],
+            inputs["k"],
+            inputs["v"],
+            g=inputs.get("g"),
+            g_gamma=inputs.get("g_gamma"),
+            scale=params["scale"],
+            initial_state=inputs.get("h0"),
+            output_final_state=params["output_final_state"],
+            cu_seqlens=inputs.get("cu_seqlens"),
+            chunk_size=params["chunk_size"],
+            out=out.get("o"),
+            out_ht=out.get("ht"),
             interpret=interpret,
-        )  # fmt: skip
+        )
         return {"o": o} if ht is None else {"o": o, "ht": ht}
 
     return run
@@ -84,17 +97,33 @@ def fwd_entry(module: types.ModuleType):
 def bwd_entry(module: types.ModuleType):
     """The backward target's entry point for a kernel module."""
 
-    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
-            interpret: bool) -> dict[str, Any]:  # fmt: skip
+    def run(
+        inputs: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        out: Mapping[str, Any] | None,
+        interpret: bool,
+    ) -> dict[str, Any]:
         out = out or {}
         dq, dk, dv, dg, dh0 = module.chunk_simple_gla_bwd(
-            inputs["q"], inputs["k"], inputs["v"], inputs["do"], g=inputs.get("g"),
-            g_gamma=inputs.get("g_gamma"), scale=params["scale"], initial_state=inputs.get("h0"),
-            dht=inputs.get("dht"), cu_seqlens=inputs.get("cu_seqlens"),
-            chunk_size=params["chunk_size"], out_dq=out.get("dq"), out_dk=out.get("dk"),
-            out_dv=out.get("dv"), out_dg=out.get("dg"), out_dh0=out.get("dh0"),
+            inputs["q"],
+            inputs["k"],
+            inputs["v"],
+            inputs["do"],
+            g=inputs.get("g"),
+            g_gamma=inputs.get("g_gamma"),
+            scale=params["scale"],
+            initial_state=inputs.get("h0"),
+            dht=inputs.get("dht"),
+            cu_seqlens=inputs.get("cu_seqlens"),
+            chunk_size=params["chunk_size"],
+            out_dq=out.get("dq"),
+            out_dk=out.get("dk"),
+            out_dv=out.get("dv"),
+            out_dg=out.get("dg"),
+            out_dh0=out.get("dh0"),
             interpret=interpret,
-        )  # fmt: skip
+        )
         res = {"dq": dq, "dk": dk, "dv": dv}
         if dg is not None:
             res["dg"] = dg
@@ -135,8 +164,11 @@ def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
         if case.params["output_final_state"]:
             spec["ht"] = state
         return spec
-    spec = {"dq": ((b, t, h, k_dim), dtype), "dk": ((b, t, h, k_dim), dtype),
-            "dv": ((b, t, h, v_dim), dtype)}  # fmt: skip
+    spec = {
+        "dq": ((b, t, h, k_dim), dtype),
+        "dk": ((b, t, h, k_dim), dtype),
+        "dv": ((b, t, h, v_dim), dtype),
+    }
     if "g" in case.inputs:
         spec["dg"] = ((b, t, h), "float32")
     if "h0" in case.inputs:
@@ -152,8 +184,13 @@ def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
     from oracles.simple_gla import simple_gla_reference, simple_gla_reference_grads
 
     t = torch_inputs(case, device, skip=("cu_seqlens",))
-    args = dict(g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
-                initial_state=t.get("h0"), cu_seqlens=cu_seqlens(case))  # fmt: skip
+    args = dict(
+        g=t.get("g"),
+        g_gamma=t.get("g_gamma"),
+        scale=case.params["scale"],
+        initial_state=t.get("h0"),
+        cu_seqlens=cu_seqlens(case),
+    )
     if kind_of(case) == "fwd":
         o, ht = simple_gla_reference(t["q"], t["k"], t["v"], **args)
         res = {"o": host(o, device)}
@@ -169,9 +206,14 @@ def naive(case: Case, device: str) -> dict[str, np.ndarray]:
     from oracles.simple_gla import simple_gla_naive, simple_gla_naive_grads
 
     t = torch_inputs(case, device, skip=("cu_seqlens",))
-    args = dict(g=t.get("g"), g_gamma=t.get("g_gamma"), scale=case.params["scale"],
-                initial_state=t.get("h0"), cu_seqlens=cu_seqlens(case),
-                chunk_size=case.params["chunk_size"])  # fmt: skip
+    args = dict(
+        g=t.get("g"),
+        g_gamma=t.get("g_gamma"),
+        scale=case.params["scale"],
+        initial_state=t.get("h0"),
+        cu_seqlens=cu_seqlens(case),
+        chunk_size=case.params["chunk_size"],
+    )
     if kind_of(case) == "fwd":
         o, ht = simple_gla_naive(t["q"], t["k"], t["v"], **args)
         res = {"o": host(o, device)}
@@ -195,15 +237,22 @@ def cached_oracle(case: Case, device: str) -> dict[str, np.ndarray]:
     return oracle(case, device)
 
 
-def bounds(case: Case, *, chunk: int | None = None, device: str = "cpu",
-           reference: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+def bounds(
+    case: Case,
+    *,
+    chunk: int | None = None,
+    device: str = "cpu",
+    reference: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, np.ndarray]:
     """The per-element error bound of every output of ``case`` run at ``chunk`` (default: its
     own): the fp32 arithmetic's bound plus the rounding to the output's dtype, ``|x|`` taken
     from ``reference`` (the oracle's outputs) where given, else from the magnitudes."""
     model = error_model(case, chunk, device)
     reference = reference or {}
-    return {name: model.bound(name, dtype, reference.get(name))
-            for name, (_, dtype) in output_spec(case).items()}  # fmt: skip
+    return {
+        name: model.bound(name, dtype, reference.get(name))
+        for name, (_, dtype) in output_spec(case).items()
+    }
 
 
 def error_bound(case: Case, device: str) -> dict[str, np.ndarray]:
@@ -232,9 +281,11 @@ def _chunk_exponents(case: Case, width: int) -> tuple[float, float]:
         return gam * (width - 1), gam * width
     g = np.abs(case.inputs["g"].astype(np.float64))
     cu = case.inputs.get("cu_seqlens")
-    seqs = [(b, 0, g.shape[1]) for b in range(g.shape[0])] if cu is None else [
-        (0, int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)
-    ]  # fmt: skip
+    seqs = (
+        [(b, 0, g.shape[1]) for b in range(g.shape[0])]
+        if cu is None
+        else [(0, int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)]
+    )
     masked = total = 0.0
     for b, bos, eos in seqs:
         for t0 in range(bos, eos, chunk):
@@ -251,8 +302,10 @@ def _tile_overflow(case: Case) -> str | None:
     tile = min(case.params["chunk_size"], TILE)
     masked, _ = _chunk_exponents(case, tile)
     if masked > FP32_LOG_MAX:
-        return (f"masked-region exponent {masked:.4g} > {FP32_LOG_MAX:.2f} within a {tile}-token "
-                "tile: exp overflows unless the exponent is selected before exp")  # fmt: skip
+        return (
+            f"masked-region exponent {masked:.4g} > {FP32_LOG_MAX:.2f} within a {tile}-token "
+            "tile: exp overflows unless the exponent is selected before exp"
+        )
     return None
 
 
@@ -260,8 +313,10 @@ def _chunk_overflow(case: Case) -> str | None:
     chunk = case.params["chunk_size"]
     masked, _ = _chunk_exponents(case, chunk)
     if masked > FP32_LOG_MAX:
-        return (f"masked-region exponent {masked:.4g} > {FP32_LOG_MAX:.2f} over a whole "
-                f"{chunk}-token chunk (seed 004: a kernel forming the chunk's matrix overflows)")  # fmt: skip
+        return (
+            f"masked-region exponent {masked:.4g} > {FP32_LOG_MAX:.2f} over a whole "
+            f"{chunk}-token chunk (seed 004: a kernel forming the chunk's matrix overflows)"
+        )
     return None
 
 
@@ -275,8 +330,10 @@ def _fp16_overflow(case: Case) -> str | None:
 def _anchor_overflow(case: Case) -> str | None:
     _, total = _chunk_exponents(case, min(case.params["chunk_size"], TILE))
     if total > FP32_TINY_LOG:
-        return (f"cumulative decay {total:.4g} > {FP32_TINY_LOG:.2f} within a tile: exp(b) is "
-                "subnormal or 0, an anchored factorisation exp(b_i) / exp(b_j) loses it")  # fmt: skip
+        return (
+            f"cumulative decay {total:.4g} > {FP32_TINY_LOG:.2f} within a tile: exp(b) is "
+            "subnormal or 0, an anchored factorisation exp(b_i) / exp(b_j) loses it"
+        )
     return None
 
 
@@ -289,8 +346,10 @@ def _padded_row_overflow(case: Case) -> str | None:
     # the padded rows of the last tile holding live tokens (the kernels skip the tiles after it)
     worst = max(((-(n % chunk)) % tile for n in seq_lengths(case) if n % chunk), default=0)
     if gam * worst > FP32_LOG_MAX:
-        return (f"padded rows of a partial chunk reach exponent |gamma| x {worst} = "
-                f"{gam * worst:.4g} > {FP32_LOG_MAX:.2f} unless masked before exp")  # fmt: skip
+        return (
+            f"padded rows of a partial chunk reach exponent |gamma| x {worst} = "
+            f"{gam * worst:.4g} > {FP32_LOG_MAX:.2f} unless masked before exp"
+        )
     return None
 
 
@@ -421,10 +480,15 @@ def _nonfinite(ctx: Context, got: Mapping[str, np.ndarray], prop: str, what: str
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
             cls = NAN if np.isnan(k[idx]) else INF
             return ctx.finding(
-                cls, prop, f"{what}: {int(bad.sum())} non-finite element(s) of {name}, first "
+                cls,
+                prop,
+                f"{what}: {int(bad.sum())} non-finite element(s) of {name}, first "
                 f"{name}[{', '.join(map(str, idx))}] = {k[idx]} (oracle {o[idx]:.6g})",
-                output=name, index=idx, kernel_value=float(k[idx]), oracle_value=float(o[idx]),
-            )  # fmt: skip
+                output=name,
+                index=idx,
+                kernel_value=float(k[idx]),
+                oracle_value=float(o[idx]),
+            )
     return None
 
 
@@ -442,8 +506,12 @@ def _chunk_runs(ctx: Context, selector: int, prop: str) -> dict[int, Launch] | F
         return {}
     runs = {}
     for c in _chunk_sizes(ctx):
-        run = ctx.derived(ctx.case.replace(chunk_size=c), prop=prop, what=f"with chunk_size={c}",
-                          share=("simple_gla", "chunk_size", c))  # fmt: skip
+        run = ctx.derived(
+            ctx.case.replace(chunk_size=c),
+            prop=prop,
+            what=f"with chunk_size={c}",
+            share=("simple_gla", "chunk_size", c),
+        )
         if isinstance(run, Finding):
             return run
         runs[c] = run
@@ -474,16 +542,32 @@ def _chunk_independence(ctx: Context, selector: Any) -> Finding | None:
     for c, run in runs.items():
         other = bounds(ctx.case, chunk=c, device=ctx.ref_device, reference=ctx.oracle)
         for name in ctx.oracle:
-            f = runs_agree(ctx, "chunk-independence", f"chunk_size={c} vs {own}", name,
-                           run.outputs[name], ctx.clean.outputs[name], mine[name] + other[name],
-                           ACCURACY, chunk_size=c)  # fmt: skip
+            f = runs_agree(
+                ctx,
+                "chunk-independence",
+                f"chunk_size={c} vs {own}",
+                name,
+                run.outputs[name],
+                ctx.clean.outputs[name],
+                mine[name] + other[name],
+                ACCURACY,
+                chunk_size=c,
+            )
             if f is not None:
                 return f
     return None
 
 
-def _slice_case(case: Case, rows: slice, t0: int, t1: int, *, h0: np.ndarray | None,
-                dht: np.ndarray | None, final: bool) -> Case:  # fmt: skip
+def _slice_case(
+    case: Case,
+    rows: slice,
+    t0: int,
+    t1: int,
+    *,
+    h0: np.ndarray | None,
+    dht: np.ndarray | None,
+    final: bool,
+) -> Case:
     """Tokens ``[t0, t1)`` of the batch ``rows`` as a case without ``cu_seqlens``, with the given
     initial state (and, for gradients, final-state gradient)."""
     inputs: dict[str, np.ndarray] = {}
@@ -528,8 +612,15 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
         if isinstance(run1, Finding):
             return run1
         b1 = bounds(first, device=dev)
-        second = _slice_case(case, rows, t1, length, h0=run1.outputs["ht"], dht=None,
-                             final=case.params["output_final_state"])  # fmt: skip
+        second = _slice_case(
+            case,
+            rows,
+            t1,
+            length,
+            h0=run1.outputs["ht"],
+            dht=None,
+            final=case.params["output_final_state"],
+        )
         run2 = ctx.derived(second, prop=prop, what=what2)
         if isinstance(run2, Finding):
             return run2
@@ -538,8 +629,15 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
         p1: dict[str, np.ndarray] = {}
     else:
         exact = _exact_state(case, t1)
-        second = _slice_case(case, rows, t1, length, h0=exact.astype(np.float32),
-                             dht=case.inputs.get("dht"), final=False)  # fmt: skip
+        second = _slice_case(
+            case,
+            rows,
+            t1,
+            length,
+            h0=exact.astype(np.float32),
+            dht=case.inputs.get("dht"),
+            final=False,
+        )
         run2 = ctx.derived(second, prop=prop, what=what2)
         if isinstance(run2, Finding):
             return run2
@@ -547,8 +645,9 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
         # the handed-over state is the exact one rounded to fp32 once
         rounding = U32 * np.abs(exact) + 2.0**-149
         p2 = propagated(second, h0_error=rounding, device=dev)
-        first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=run2.outputs["dh0"],
-                            final=False)  # fmt: skip
+        first = _slice_case(
+            case, rows, 0, t1, h0=case.inputs.get("h0"), dht=run2.outputs["dh0"], final=False
+        )
         run1 = ctx.derived(first, prop=prop, what=what1)
         if isinstance(run1, Finding):
             return run1
@@ -563,11 +662,24 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
             got, tol = run.outputs[name], whole[name] + piece
         else:
             got = np.concatenate([run1.outputs[name], run2.outputs[name]], axis=1)
-            tol = whole[name] + np.concatenate([np.broadcast_to(piece1, run1.outputs[name].shape),
-                                                np.broadcast_to(piece2, run2.outputs[name].shape)],
-                                               axis=1)  # fmt: skip
-        f = runs_agree(ctx, prop, f"tokens [0, {t1}) then [{t1}, {length})", name, got,
-                       ctx.clean.outputs[name], tol, ACCURACY, split=t1)  # fmt: skip
+            tol = whole[name] + np.concatenate(
+                [
+                    np.broadcast_to(piece1, run1.outputs[name].shape),
+                    np.broadcast_to(piece2, run2.outputs[name].shape),
+                ],
+                axis=1,
+            )
+        f = runs_agree(
+            ctx,
+            prop,
+            f"tokens [0, {t1}) then [{t1}, {length})",
+            name,
+            got,
+            ctx.clean.outputs[name],
+            tol,
+            ACCURACY,
+            split=t1,
+        )
         if f is not None:
             return f
     return None
@@ -579,16 +691,22 @@ def _exact_state(case: Case, t1: int) -> np.ndarray:
 
     from oracles.simple_gla import simple_gla_reference
 
-    t = {k: torch.from_numpy(np.asarray(v[:, :t1], np.float64))
-         for k, v in case.inputs.items() if k in ("q", "k", "v", "g")}  # fmt: skip
+    t = {
+        k: torch.from_numpy(np.asarray(v[:, :t1], np.float64))
+        for k, v in case.inputs.items()
+        if k in ("q", "k", "v", "g")
+    }
     h0 = case.inputs.get("h0")
     gamma = case.inputs.get("g_gamma")
     _, ht = simple_gla_reference(
-        t["q"], t["k"], t["v"], g=t.get("g"),
+        t["q"],
+        t["k"],
+        t["v"],
+        g=t.get("g"),
         g_gamma=None if gamma is None else torch.from_numpy(gamma.astype(np.float64)),
         scale=case.params["scale"],
         initial_state=None if h0 is None else torch.from_numpy(h0.astype(np.float64)),
-    )  # fmt: skip
+    )
     return ht.numpy()
 
 
@@ -604,8 +722,15 @@ def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
     bos, eos = int(cu[i]), int(cu[i + 1])
     h0 = case.inputs["h0"][i : i + 1] if "h0" in case.inputs else None
     dht = case.inputs["dht"][i : i + 1] if "dht" in case.inputs else None
-    alone = _slice_case(case, slice(0, 1), bos, eos, h0=h0, dht=dht,
-                        final=bool(case.params.get("output_final_state")))  # fmt: skip
+    alone = _slice_case(
+        case,
+        slice(0, 1),
+        bos,
+        eos,
+        h0=h0,
+        dht=dht,
+        final=bool(case.params.get("output_final_state")),
+    )
     what = f"sequence {i} (tokens [{bos}, {eos})) alone"
     run = ctx.derived(alone, prop="varlen-alone", what=what)
     if isinstance(run, Finding):
@@ -625,9 +750,18 @@ def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
     alone_bound = bounds(alone, device=ctx.ref_device, reference=ref)
     for name in ctx.oracle:
         tol = part(packed_bound[name], name) + alone_bound[name]
-        f = runs_agree(ctx, "varlen-alone", what, name, run.outputs[name],
-                       part(ctx.clean.outputs[name], name), tol, ACCURACY, where=packed(name),
-                       sequence=i)  # fmt: skip
+        f = runs_agree(
+            ctx,
+            "varlen-alone",
+            what,
+            name,
+            run.outputs[name],
+            part(ctx.clean.outputs[name], name),
+            tol,
+            ACCURACY,
+            where=packed(name),
+            sequence=i,
+        )
         if f is not None:
             return f
     return None
@@ -647,8 +781,12 @@ CROSS_FACTOR = 8.0
 CROSS_FLOOR = 16.0
 
 
-PEERS = {"triton": "pallas-gpu", "pallas-gpu": "triton", "triton-interpret": "pallas-interpret",
-         "pallas-interpret": "triton-interpret"}  # fmt: skip
+PEERS = {
+    "triton": "pallas-gpu",
+    "pallas-gpu": "triton",
+    "triton-interpret": "pallas-interpret",
+    "pallas-interpret": "triton-interpret",
+}
 
 
 def _peer(ctx: Context) -> Backend | None:
@@ -675,8 +813,12 @@ def _cross_implementation(ctx: Context, selector: Any) -> Finding | None:
         return None
     peer = _peer(ctx)
     assert peer is not None
-    other = ctx.derived(None, backend=peer, prop="cross-implementation",
-                        what=f"the {peer.impl} kernel on {peer.name}, the peer compared with")  # fmt: skip
+    other = ctx.derived(
+        None,
+        backend=peer,
+        prop="cross-implementation",
+        what=f"the {peer.impl} kernel on {peer.name}, the peer compared with",
+    )
     if isinstance(other, Finding):
         return other
     model = error_model(ctx.case, device=ctx.ref_device)
@@ -701,14 +843,19 @@ def _cross_implementation(ctx: Context, selector: Any) -> Finding | None:
         if ratio.size and ratio.max() > 1.0:
             idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape))
             return ctx.finding(
-                ACCURACY, "cross-implementation",
+                ACCURACY,
+                "cross-implementation",
                 f"{ctx.backend.name} error {err_mine[idx]:.3g} at {name}[{', '.join(map(str, idx))}] "
                 f"> {CROSS_FACTOR:g} x {peer.name}'s worst error ({rho:.3g} of its bound) x this "
                 f"element's bound {unit[idx]:.3g} + floor {floor[idx]:.3g}",
-                output=name, index=idx, kernel_value=float(mine[idx]), oracle_value=float(o[idx]),
-                error=float(err_mine[idx]), tolerance=float(tol[idx]),
+                output=name,
+                index=idx,
+                kernel_value=float(mine[idx]),
+                oracle_value=float(o[idx]),
+                error=float(err_mine[idx]),
+                tolerance=float(tol[idx]),
                 details={"peer": peer.name, "peer_error_in_bounds": rho},
-            )  # fmt: skip
+            )
     return None
 
 
@@ -716,22 +863,42 @@ _SELECTOR = st.integers(0, SAMPLED - 1)
 
 
 PROPERTIES = (
-    Property("finite-every-chunk", _finite_every_chunk, _SELECTOR,
-             description="no NaN/Inf for finite inputs at any chunk size"),
-    Property("chunk-independence", _chunk_independence, _SELECTOR,
-             description="the result does not depend on chunk_size beyond the derived bounds"),
-    Property("state-continuation", _state_continuation,
-             st.tuples(_SELECTOR, st.sampled_from((0.5, 0.25, 0.75))),
-             applies=lambda ctx: "cu_seqlens" not in ctx.case.inputs
-             and ctx.case.inputs["q"].shape[1] >= 2,
-             description="running T1 then T2 from the returned state equals running T1 + T2"),
-    Property("varlen-alone", _varlen_alone, st.tuples(_SELECTOR, st.integers(0, 7)),
-             applies=lambda ctx: "cu_seqlens" in ctx.case.inputs,
-             description="every packed sequence gives what it gives alone"),
-    Property("cross-implementation", _cross_implementation, _SELECTOR,
-             applies=lambda ctx: _peer(ctx) is not None,
-             description="each language's error is at most c x the other's on the same inputs"),
-)  # fmt: skip
+    Property(
+        "finite-every-chunk",
+        _finite_every_chunk,
+        _SELECTOR,
+        description="no NaN/Inf for finite inputs at any chunk size",
+    ),
+    Property(
+        "chunk-independence",
+        _chunk_independence,
+        _SELECTOR,
+        description="the result does not depend on chunk_size beyond the derived bounds",
+    ),
+    Property(
+        "state-continuation",
+        _state_continuation,
+        st.tuples(_SELECTOR, st.sampled_from((0.5, 0.25, 0.75))),
+        applies=lambda ctx: (
+            "cu_seqlens" not in ctx.case.inputs and ctx.case.inputs["q"].shape[1] >= 2
+        ),
+        description="running T1 then T2 from the returned state equals running T1 + T2",
+    ),
+    Property(
+        "varlen-alone",
+        _varlen_alone,
+        st.tuples(_SELECTOR, st.integers(0, 7)),
+        applies=lambda ctx: "cu_seqlens" in ctx.case.inputs,
+        description="every packed sequence gives what it gives alone",
+    ),
+    Property(
+        "cross-implementation",
+        _cross_implementation,
+        _SELECTOR,
+        applies=lambda ctx: _peer(ctx) is not None,
+        description="each language's error is at most c x the other's on the same inputs",
+    ),
+)
 
 
 # Costs and baselines ------------------------------------------------------------------------------
@@ -763,8 +930,13 @@ def recurrent_interpret_cost(case: Case) -> float:
     :func:`interpret_cost`)."""
     heads = case.inputs["q"].shape[2]
     tokens = sum(max(1, n) for n in seq_lengths(case))
-    return INTERPRET_STEP_COST * RECURRENT_TOKEN_COST * heads * tokens * (
-        3.0 if kind_of(case) == "bwd" else 1.0)  # fmt: skip
+    return (
+        INTERPRET_STEP_COST
+        * RECURRENT_TOKEN_COST
+        * heads
+        * tokens
+        * (3.0 if kind_of(case) == "bwd" else 1.0)
+    )
 
 
 def split_interpret_cost(case: Case) -> float:
@@ -774,8 +946,15 @@ def split_interpret_cost(case: Case) -> float:
     return 1.5 * interpret_cost(case, tile=split_tile(case.params["chunk_size"]))
 
 
-def _baseline_case(seed: int, shape: tuple[int, int, int, int, int], dtype: str, chunk: int,
-                   gates: bool, kind: str, tag: dict[str, Any]) -> Case:  # fmt: skip
+def _baseline_case(
+    seed: int,
+    shape: tuple[int, int, int, int, int],
+    dtype: str,
+    chunk: int,
+    gates: bool,
+    kind: str,
+    tag: dict[str, Any],
+) -> Case:
     from fuzz.arrays import np_dtype
     from kernels.simple_gla import alibi_g_gamma
 
@@ -816,9 +995,17 @@ def baseline_grid(kind: str):
     def make(scale: str) -> list[Case]:
         """fla's test grid for chunked simple GLA: a few (B, T, H, K, V) with T around and off
         multiples of the chunk, chunk 64, three dtypes, ALiBi g_gamma and log-sigmoid gates."""
-        shapes = ([(1, 63, 1, 16, 16), (2, 100, 2, 16, 32), (1, 65, 2, 32, 16)] if scale == "small"
-                  else [(1, 63, 1, 64, 64), (2, 500, 3, 60, 64), (2, 1000, 3, 64, 64),
-                        (3, 1024, 4, 128, 128), (4, 2048, 8, 64, 64)])  # fmt: skip
+        shapes = (
+            [(1, 63, 1, 16, 16), (2, 100, 2, 16, 32), (1, 65, 2, 32, 16)]
+            if scale == "small"
+            else [
+                (1, 63, 1, 64, 64),
+                (2, 500, 3, 60, 64),
+                (2, 1000, 3, 64, 64),
+                (3, 1024, 4, 128, 128),
+                (4, 2048, 8, 64, 64),
+            ]
+        )
         cases = []
         for dtype in ("float32", "float16", "bfloat16"):
             for shape in shapes:
@@ -876,19 +1063,34 @@ def _register_reformulations() -> None:
     Triton only (the fused Pallas kernel is already a second chunked implementation, with its
     own prefix sums, compared with Triton's by the cross-implementation property)."""
     forms = (
-        ("recurrent", recurrent_interpret_cost,
-         "the token recurrence (fp32 state, one exp per token)"),
-        ("split", split_interpret_cost,
-         "chunked in passes (states, then chunks in parallel), 16/32-row tiles, other loop "
-         "orders"),
-    )  # fmt: skip
+        (
+            "recurrent",
+            recurrent_interpret_cost,
+            "the token recurrence (fp32 state, one exp per token)",
+        ),
+        (
+            "split",
+            split_interpret_cost,
+            "chunked in passes (states, then chunks in parallel), 16/32-row tiles, other loop "
+            "orders",
+        ),
+    )
     for form, cost, what in forms:
         module = importlib.import_module(f"kernels.simple_gla.{form}")
-        for real, entry, kind in ((SIMPLE_GLA_FWD, fwd_entry, "forward"),
-                                  (SIMPLE_GLA_BWD, bwd_entry, "backward")):  # fmt: skip
-            register(variant(real, f"{real.name}_{form}", {"triton": module}, entry,
-                             interpret_cost=cost,
-                             description=f"reformulation: simple GLA {kind}, {what}"))  # fmt: skip
+        for real, entry, kind in (
+            (SIMPLE_GLA_FWD, fwd_entry, "forward"),
+            (SIMPLE_GLA_BWD, bwd_entry, "backward"),
+        ):
+            register(
+                variant(
+                    real,
+                    f"{real.name}_{form}",
+                    {"triton": module},
+                    entry,
+                    interpret_cost=cost,
+                    description=f"reformulation: simple GLA {kind}, {what}",
+                )
+            )
 
 
 _register_reformulations()

@@ -52,8 +52,13 @@ MIN_TILE = 16  # the fewest columns a softmax kernel of this family takes per st
 def entry(module: types.ModuleType):
     """The target entry point of a softmax kernel module (real or mutant, Triton or Pallas)."""
 
-    def run(inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Mapping[str, Any] | None,
-            interpret: bool) -> dict[str, Any]:  # fmt: skip
+    def run(
+        inputs: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        out: Mapping[str, Any] | None,
+        interpret: bool,
+    ) -> dict[str, Any]:
         y = module.softmax(
             inputs["x"],
             mask=inputs.get("mask"),
@@ -123,9 +128,15 @@ def perturbed_analysis(
 
     t = torch_inputs(case, device)
     extra = None if extra_delta is None else torch.as_tensor(extra_delta, device=device)
-    got = softmax_error_bound(t["x"], t.get("mask"), t.get("bias"), case.params["scale"],
-                              out_dtype=case.params["dtype"], min_tile=MIN_TILE,
-                              extra_delta=extra)  # fmt: skip
+    got = softmax_error_bound(
+        t["x"],
+        t.get("mask"),
+        t.get("bias"),
+        case.params["scale"],
+        out_dtype=case.params["dtype"],
+        min_tile=MIN_TILE,
+        extra_delta=extra,
+    )
     return SoftmaxBound(*(a.cpu().numpy() for a in got))
 
 
@@ -174,8 +185,10 @@ def _below_sentinel(case: Case) -> str | None:
     low = s[np.isfinite(s)].min(initial=np.inf)
     below = [f"{v:g}" for v in SENTINELS if low <= v]
     if below:
-        return (f"valid logit {low:.4g} at or below the finite sentinel(s) {', '.join(below)}: a "
-                "key masked with one would tie with or outrank it")  # fmt: skip
+        return (
+            f"valid logit {low:.4g} at or below the finite sentinel(s) {', '.join(below)}: a "
+            "key masked with one would tie with or outrank it"
+        )
     return None
 
 
@@ -264,10 +277,16 @@ def _rows_sum_to_one(ctx: Context, _: Any) -> Finding | None:
         return None
     r = int(np.argmax(ratio))
     return ctx.finding(
-        ACCURACY, "rows-sum-to-one", f"row {r} sums to {sums[r]:.8g}, not 1 (tolerance {tol[r]:.3g})",
-        output="y", index=(r,), kernel_value=float(sums[r]), oracle_value=1.0, error=float(dev[r]),
+        ACCURACY,
+        "rows-sum-to-one",
+        f"row {r} sums to {sums[r]:.8g}, not 1 (tolerance {tol[r]:.3g})",
+        output="y",
+        index=(r,),
+        kernel_value=float(sums[r]),
+        oracle_value=1.0,
+        error=float(dev[r]),
         tolerance=float(tol[r]),
-    )  # fmt: skip
+    )
 
 
 def _shift_invariance(ctx: Context, c: Any) -> Finding | None:
@@ -289,16 +308,26 @@ def _shift_invariance(ctx: Context, c: Any) -> Finding | None:
     s64 = shifted.astype(np.float64)
     if not np.isfinite(s64[finite]).all():
         return None  # the shift leaves the dtype's range: not a valid input
-    launch = ctx.derived(case.replace(inputs={"x": shifted}), prop="shift-invariance",
-                         what=f"with {c:g} added to x")  # fmt: skip
+    launch = ctx.derived(
+        case.replace(inputs={"x": shifted}), prop="shift-invariance", what=f"with {c:g} added to x"
+    )
     if isinstance(launch, Finding):
         return launch
     scale = abs(case.params["scale"] or 1.0)
     with np.errstate(invalid="ignore"):
         d = np.abs(np.where(finite, s64 - x64 - c, 0.0)) * scale
     moved = perturbed_analysis(case.replace(inputs={"x": shifted}), ctx.ref_device, d).y
-    return runs_agree(ctx, "shift-invariance", f"with {c:g} added to x", "y", launch.outputs["y"],
-                      ctx.clean.outputs["y"], ctx.bound("y") + moved, ACCURACY, shift=c)  # fmt: skip
+    return runs_agree(
+        ctx,
+        "shift-invariance",
+        f"with {c:g} added to x",
+        "y",
+        launch.outputs["y"],
+        ctx.clean.outputs["y"],
+        ctx.bound("y") + moved,
+        ACCURACY,
+        shift=c,
+    )
 
 
 PROPERTIES = (
@@ -345,8 +374,12 @@ def baseline_grid(scale: str) -> list[Case]:
                 inputs = {"x": x}
                 if masked:
                     inputs["mask"] = rng.random((rows, cols)) < 0.5
-                params = {"dtype": dtype, "scale": 0.125 if masked else None, "block_m": 16,
-                          "block_n": 128}  # fmt: skip
+                params = {
+                    "dtype": dtype,
+                    "scale": 0.125 if masked else None,
+                    "block_m": 16,
+                    "block_n": 128,
+                }
                 cases.append(Case(inputs, params, {"baseline": "grid"}))
     return cases
 

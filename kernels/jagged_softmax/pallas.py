@@ -113,8 +113,9 @@ def _jagged_softmax_kernel(meta_ref, offsets_ref, values_ref, *refs, static: _St
 
 
 @functools.partial(jax.jit, static_argnames=("static", "programs", "interpret"))
-def _jagged_softmax_padded(meta, offsets, values, init, *, static: _Static, programs: int,
-                           interpret: bool):  # fmt: skip
+def _jagged_softmax_padded(
+    meta, offsets, values, init, *, static: _Static, programs: int, interpret: bool
+):
     """``programs``: the grid's first dimension, at least P (``meta[2]``); the padded segment
     count, so that one compiled kernel serves every P for a bucket of offsets."""
     rows, cols = values.shape

@@ -207,8 +207,19 @@ def check_problem(
     if initial_state is not None:
         _shape("initial_state", initial_state[0], (len(seqs), heads, k_dim, v_dim), "[N, H, K, V]")
         check_dtype("initial_state", initial_state[1], ("float32",))
-    return Problem(batch, length, heads, k_dim, v_dim, dtype, g is not None, seqs, scale,
-                   chunk_size, cu_seqlens is not None)  # fmt: skip
+    return Problem(
+        batch,
+        length,
+        heads,
+        k_dim,
+        v_dim,
+        dtype,
+        g is not None,
+        seqs,
+        scale,
+        chunk_size,
+        cu_seqlens is not None,
+    )
 
 
 def check_like(name: str, shape: tuple[int, ...], dtype: str, want_shape, want_dtype: str) -> None:

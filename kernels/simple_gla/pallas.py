@@ -145,8 +145,9 @@ def _iota(n: int):
     return jax.lax.broadcasted_iota(jnp.int32, (n,), 0)
 
 
-def _fwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, g_ref, h0_ref, *refs,
-                static: _Static):  # fmt: skip
+def _fwd_kernel(
+    len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, g_ref, h0_ref, *refs, static: _Static
+):
     """One (sequence, head): ``o`` and ``ht``, or (``static.states``) the state entering every
     chunk and the final one. Trailing refs: the aliased initial contents, then the outputs.
 
@@ -184,8 +185,9 @@ def _fwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, g_ref, h0_re
                     col_start = pl.multiple_of(t0 + s * bs, bs)
                     k_s = _rows(k_ref, col_start, bs, cols < n_valid)
                     v_s = _rows(v_ref, col_start, bs, cols < n_valid)
-                    b_s = _tile_decay(g_ref, g_chunk, gamma, t0, n_valid, s, bs, bt,
-                                      static.per_token)  # fmt: skip
+                    b_s = _tile_decay(
+                        g_ref, g_chunk, gamma, t0, n_valid, s, bs, bt, static.per_token
+                    )
                     w_intra = _intra_weights(b, b_s, rows, cols)
                     a = _dot(q, k_s, tb=True) * w_intra
                     return o + _dot(a, v_s)
@@ -206,8 +208,20 @@ def _fwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, g_ref, h0_re
         ht_ref[...] = state
 
 
-def _bwd_kernel(len_ref, scale_ref, gamma_ref, q_ref, k_ref, v_ref, do_ref, g_ref, dht_ref,
-                st_ref, *refs, static: _Static):  # fmt: skip
+def _bwd_kernel(
+    len_ref,
+    scale_ref,
+    gamma_ref,
+    q_ref,
+    k_ref,
+    v_ref,
+    do_ref,
+    g_ref,
+    dht_ref,
+    st_ref,
+    *refs,
+    static: _Static,
+):
     """One (sequence, head): ``dq, dk, dv, dg, dh0``. Trailing refs: the five aliased initial
     contents (never read), then the five outputs. Runtime loops as in the forward."""
     dq_ref, dk_ref, dv_ref, dg_ref, dh0_ref = refs[5:]
@@ -391,8 +405,9 @@ _INTERPRET_OPTIONS = {"xla_backend_optimization_level": 0}
 
 def _jit(fn):
     compiled = jax.jit(fn, static_argnames=("static", "interpret"))
-    interpreted = jax.jit(fn, static_argnames=("static", "interpret"),
-                          compiler_options=_INTERPRET_OPTIONS)  # fmt: skip
+    interpreted = jax.jit(
+        fn, static_argnames=("static", "interpret"), compiler_options=_INTERPRET_OPTIONS
+    )
 
     @functools.wraps(fn)
     def call(*args, static: _Static, interpret: bool):
@@ -410,15 +425,22 @@ def _scalar_specs():
 
 
 @_jit
-def _fwd_padded(lengths, scale, gamma, q, k, v, g, h0, o_init, ht_init, *, static: _Static,
-                interpret: bool):  # fmt: skip
+def _fwd_padded(
+    lengths, scale, gamma, q, k, v, g, h0, o_init, ht_init, *, static: _Static, interpret: bool
+):
     n, h, lp, kp = q.shape
     vp = v.shape[-1]
     row = lambda d: pl.BlockSpec((None, None, lp, d), lambda i, j: (i, j, 0, 0))  # noqa: E731
     state_spec = pl.BlockSpec((None, None, kp, vp), lambda i, j: (i, j, 0, 0))
     operands = [lengths, scale, gamma, q, k, v, g, h0]
-    specs = [*_scalar_specs(), row(kp), row(kp), row(vp),
-             pl.BlockSpec((None, None, lp), lambda i, j: (i, j, 0)), state_spec]  # fmt: skip
+    specs = [
+        *_scalar_specs(),
+        row(kp),
+        row(kp),
+        row(vp),
+        pl.BlockSpec((None, None, lp), lambda i, j: (i, j, 0)),
+        state_spec,
+    ]
     if static.states:
         nts = next_pow2(lp // static.chunk + 1)
         out_specs = [pl.BlockSpec((None, None, nts, kp, vp), lambda i, j: (i, j, 0, 0, 0))]
@@ -426,8 +448,10 @@ def _fwd_padded(lengths, scale, gamma, q, k, v, g, h0, o_init, ht_init, *, stati
         aliases = {}
     else:
         out_specs = [row(vp), state_spec]
-        out_shape = [jax.ShapeDtypeStruct((n, h, lp, vp), q.dtype),
-                     jax.ShapeDtypeStruct((n, h, kp, vp), F32)]  # fmt: skip
+        out_shape = [
+            jax.ShapeDtypeStruct((n, h, lp, vp), q.dtype),
+            jax.ShapeDtypeStruct((n, h, kp, vp), F32),
+        ]
         aliases = {len(operands): 0, len(operands) + 1: 1}
         operands += [o_init, ht_init]
         specs += out_specs
@@ -444,8 +468,9 @@ def _fwd_padded(lengths, scale, gamma, q, k, v, g, h0, o_init, ht_init, *, stati
 
 
 @_jit
-def _bwd_padded(lengths, scale, gamma, q, k, v, do, g, dht, states, inits, *, static: _Static,
-                interpret: bool):  # fmt: skip
+def _bwd_padded(
+    lengths, scale, gamma, q, k, v, do, g, dht, states, inits, *, static: _Static, interpret: bool
+):
     n, h, lp, kp = q.shape
     vp = v.shape[-1]
     nts = states.shape[2]
@@ -453,8 +478,16 @@ def _bwd_padded(lengths, scale, gamma, q, k, v, do, g, dht, states, inits, *, st
     tok_spec = pl.BlockSpec((None, None, lp), lambda i, j: (i, j, 0))
     state_spec = pl.BlockSpec((None, None, kp, vp), lambda i, j: (i, j, 0, 0))
     operands = [lengths, scale, gamma, q, k, v, do, g, dht, states]
-    specs = [*_scalar_specs(), row(kp), row(kp), row(vp), row(vp), tok_spec, state_spec,
-             pl.BlockSpec((None, None, nts, kp, vp), lambda i, j: (i, j, 0, 0, 0))]  # fmt: skip
+    specs = [
+        *_scalar_specs(),
+        row(kp),
+        row(kp),
+        row(vp),
+        row(vp),
+        tok_spec,
+        state_spec,
+        pl.BlockSpec((None, None, nts, kp, vp), lambda i, j: (i, j, 0, 0, 0)),
+    ]
     out_specs = [row(kp), row(kp), row(vp), tok_spec, state_spec]
     out_shape = [
         jax.ShapeDtypeStruct((n, h, lp, kp), q.dtype),
@@ -490,8 +523,17 @@ def _spec(name: str, a: Any) -> tuple[tuple[int, ...], str] | None:
 
 
 def _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size) -> Problem:
-    specs = {n: _spec(n, a) for n, a in (("q", q), ("k", k), ("v", v), ("g", g), ("g_gamma", g_gamma),
-                                          ("initial_state", initial_state))}  # fmt: skip
+    specs = {
+        n: _spec(n, a)
+        for n, a in (
+            ("q", q),
+            ("k", k),
+            ("v", v),
+            ("g", g),
+            ("g_gamma", g_gamma),
+            ("initial_state", initial_state),
+        )
+    }
     cu_host = cu_dtype = None
     if cu_seqlens is not None:
         if not isinstance(cu_seqlens, (jax.Array, np.ndarray)):
@@ -500,10 +542,18 @@ def _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size) 
             raise ValueError(f"cu_seqlens.shape={tuple(cu_seqlens.shape)} must be [N + 1]")
         cu_dtype = str(cu_seqlens.dtype)
         cu_host = np.asarray(cu_seqlens).tolist()  # concrete values: the layout depends on them
-    return check_problem(q=specs["q"], k=specs["k"], v=specs["v"], g=specs["g"],
-                         g_gamma=specs["g_gamma"], initial_state=specs["initial_state"],
-                         cu_seqlens=cu_host, cu_dtype=cu_dtype, scale=scale,
-                         chunk_size=chunk_size)  # fmt: skip
+    return check_problem(
+        q=specs["q"],
+        k=specs["k"],
+        v=specs["v"],
+        g=specs["g"],
+        g_gamma=specs["g_gamma"],
+        initial_state=specs["initial_state"],
+        cu_seqlens=cu_host,
+        cu_dtype=cu_dtype,
+        scale=scale,
+        chunk_size=chunk_size,
+    )
 
 
 def _check_out(name: str, out: Any, shape, dtype: str) -> None:
@@ -530,8 +580,15 @@ def _operands(p: Problem, lay: _Layout, host: bool, q, k, v, g, g_gamma):
         gp = jnp.zeros((lay.np_, lay.hp, lay.lp), F32)
     else:
         gp = _to_padded(g, lay, None, host)
-    return (lengths, scale, jnp.asarray(gamma), _to_padded(q, lay, kp, host),
-            _to_padded(k, lay, kp, host), _to_padded(v, lay, vp, host), gp)  # fmt: skip
+    return (
+        lengths,
+        scale,
+        jnp.asarray(gamma),
+        _to_padded(q, lay, kp, host),
+        _to_padded(k, lay, kp, host),
+        _to_padded(v, lay, vp, host),
+        gp,
+    )
 
 
 def chunk_simple_gla_fwd(
@@ -576,12 +633,27 @@ def chunk_simple_gla_fwd(
     kp, vp = p.block_k, p.block_v
     lengths, sc, gamma, qp, kpad, vpad, gp = _operands(p, lay, host, q, k, v, g, g_gamma)
     h0 = _state_to_padded(initial_state, lay, kp, vp, host)
-    o_init = (_to_padded(out, lay, vp, host) if out is not None
-              else jnp.zeros((lay.np_, lay.hp, lay.lp, vp), qp.dtype))  # fmt: skip
+    o_init = (
+        _to_padded(out, lay, vp, host)
+        if out is not None
+        else jnp.zeros((lay.np_, lay.hp, lay.lp, vp), qp.dtype)
+    )
     ht_init = _state_to_padded(out_ht if output_final_state else None, lay, kp, vp, host)
     static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret))
-    o_p, ht_p = _fwd_padded(lengths, sc, gamma, qp, kpad, vpad, gp, h0, o_init, ht_init,
-                            static=static, interpret=interpret)  # fmt: skip
+    o_p, ht_p = _fwd_padded(
+        lengths,
+        sc,
+        gamma,
+        qp,
+        kpad,
+        vpad,
+        gp,
+        h0,
+        o_init,
+        ht_init,
+        static=static,
+        interpret=interpret,
+    )
     o = _from_padded(o_p, lay, o_shape, q.dtype, host)
     ht = None
     if output_final_state:
@@ -629,9 +701,13 @@ def chunk_simple_gla_bwd(
         if not isinstance(a, jax.Array):
             raise TypeError(f"{name} must be a jax.Array, got {type(a).__name__}")
         check_like(name, tuple(a.shape), str(a.dtype), shape, dt)
-    shapes = {"dq": ((*x_shape, p.k_dim), p.dtype), "dk": ((*x_shape, p.k_dim), p.dtype),
-              "dv": ((*x_shape, p.v_dim), p.dtype), "dg": (x_shape, "float32"),
-              "dh0": (st_shape, "float32")}  # fmt: skip
+    shapes = {
+        "dq": ((*x_shape, p.k_dim), p.dtype),
+        "dk": ((*x_shape, p.k_dim), p.dtype),
+        "dv": ((*x_shape, p.v_dim), p.dtype),
+        "dg": (x_shape, "float32"),
+        "dh0": (st_shape, "float32"),
+    }
     outs = {"dq": out_dq, "dk": out_dk, "dv": out_dv, "dg": out_dg, "dh0": out_dh0}
     for name, a in outs.items():
         _check_out(f"out_{name}", a, *shapes[name])
@@ -639,8 +715,13 @@ def chunk_simple_gla_bwd(
     if p.max_len == 0:  # no token at all
         res = {n: outs[n] if outs[n] is not None else jnp.zeros(*shapes[n]) for n in outs}
         res["dh0"] = dht if dht is not None else jnp.zeros(st_shape, F32)
-        return (res["dq"], res["dk"], res["dv"], res["dg"] if want_dg else None,  # type: ignore[return-value]
-                res["dh0"] if want_dh0 else None)  # fmt: skip
+        return (
+            res["dq"],
+            res["dk"],
+            res["dv"],
+            res["dg"] if want_dg else None,  # type: ignore[return-value]
+            res["dh0"] if want_dh0 else None,
+        )
     lay = _layout(p)
     host = _on_host(q, k, v, do, g, g_gamma, initial_state, dht, *outs.values())
     kp, vp = p.block_k, p.block_v
@@ -649,8 +730,20 @@ def chunk_simple_gla_bwd(
     fwd_static = _Static(
         per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret), states=True
     )
-    (states,) = _fwd_padded(lengths, sc, gamma, qp, kpad, vpad, gp, h0, None, None,
-                            static=fwd_static, interpret=interpret)  # fmt: skip
+    (states,) = _fwd_padded(
+        lengths,
+        sc,
+        gamma,
+        qp,
+        kpad,
+        vpad,
+        gp,
+        h0,
+        None,
+        None,
+        static=fwd_static,
+        interpret=interpret,
+    )
     dop = _to_padded(do, lay, vp, host)
     dhtp = _state_to_padded(dht, lay, kp, vp, host)
     dims = {"dq": kp, "dk": kp, "dv": vp, "dg": None}
@@ -665,9 +758,21 @@ def chunk_simple_gla_bwd(
             inits.append(jnp.zeros((lay.np_, lay.hp, lay.lp, *d), dt))
     inits.append(_state_to_padded(outs["dh0"] if want_dh0 else None, lay, kp, vp, host))
     static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret))
-    dq_p, dk_p, dv_p, dg_p, dh0_p = _bwd_padded(lengths, sc, gamma, qp, kpad, vpad, dop, gp, dhtp,
-                                                states, tuple(inits), static=static,
-                                                interpret=interpret)  # fmt: skip
+    dq_p, dk_p, dv_p, dg_p, dh0_p = _bwd_padded(
+        lengths,
+        sc,
+        gamma,
+        qp,
+        kpad,
+        vpad,
+        dop,
+        gp,
+        dhtp,
+        states,
+        tuple(inits),
+        static=static,
+        interpret=interpret,
+    )
     dq = _from_padded(dq_p, lay, (*x_shape, p.k_dim), q.dtype, host)
     dk = _from_padded(dk_p, lay, (*x_shape, p.k_dim), q.dtype, host)
     dv = _from_padded(dv_p, lay, (*x_shape, p.v_dim), q.dtype, host)

@@ -60,18 +60,54 @@ def _decay(g_base, tok, s_gt, gamma, per_token):
 
 @jit_any_size(specialize=("s_qk", "s_kk", "s_vv", "s_ov", "s_h0v", "s_htv"))
 def _fwd_kernel(
-    q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, h0_ptr, cu_ptr, o_ptr, ht_ptr,
-    T, H, K, V, scale,
-    per_token, has_h0, is_varlen, store_ht,
-    s_qb, s_qt, s_qh, s_qk,
-    s_kb, s_kt, s_kh, s_kk,
-    s_vb, s_vt, s_vh, s_vv,
-    s_gb, s_gt, s_gh,
-    s_ob, s_ot, s_oh, s_ov,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    s_htn, s_hth, s_htk, s_htv,
-    BK: tl.constexpr, BV: tl.constexpr,
-):  # fmt: skip
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    g_ptr,
+    gamma_ptr,
+    h0_ptr,
+    cu_ptr,
+    o_ptr,
+    ht_ptr,
+    T,
+    H,
+    K,
+    V,
+    scale,
+    per_token,
+    has_h0,
+    is_varlen,
+    store_ht,
+    s_qb,
+    s_qt,
+    s_qh,
+    s_qk,
+    s_kb,
+    s_kt,
+    s_kh,
+    s_kk,
+    s_vb,
+    s_vt,
+    s_vh,
+    s_vv,
+    s_gb,
+    s_gt,
+    s_gh,
+    s_ob,
+    s_ot,
+    s_oh,
+    s_ov,
+    s_h0n,
+    s_h0h,
+    s_h0k,
+    s_h0v,
+    s_htn,
+    s_hth,
+    s_htk,
+    s_htv,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+):
     pid = tl.program_id(0)
     i_n = pid // H
     i_h = pid % H
@@ -105,24 +141,83 @@ _BWD_UNIT = ("s_qk", "s_kk", "s_vv", "s_dov", "s_dhtv", "s_dqk", "s_dkk", "s_dvv
 
 @jit_any_size(specialize=_BWD_UNIT)
 def _bwd_kernel(
-    q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, h0_ptr, do_ptr, dht_ptr, cu_ptr, ckpt_ptr, seg_ptr,
-    dq_ptr, dk_ptr, dv_ptr, dg_ptr, dh0_ptr,
-    T, H, K, V, NSEG, scale,
-    per_token, has_h0, has_dht, store_dh0, is_varlen,
-    s_qb, s_qt, s_qh, s_qk,
-    s_kb, s_kt, s_kh, s_kk,
-    s_vb, s_vt, s_vh, s_vv,
-    s_gb, s_gt, s_gh,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    s_dob, s_dot, s_doh, s_dov,
-    s_dhtn, s_dhth, s_dhtk, s_dhtv,
-    s_dqb, s_dqt, s_dqh, s_dqk,
-    s_dkb, s_dkt, s_dkh, s_dkk,
-    s_dvb, s_dvt, s_dvh, s_dvv,
-    s_dgb, s_dgt, s_dgh,
-    s_dh0n, s_dh0h, s_dh0k, s_dh0v,
-    BK: tl.constexpr, BV: tl.constexpr, S: tl.constexpr,
-):  # fmt: skip
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    g_ptr,
+    gamma_ptr,
+    h0_ptr,
+    do_ptr,
+    dht_ptr,
+    cu_ptr,
+    ckpt_ptr,
+    seg_ptr,
+    dq_ptr,
+    dk_ptr,
+    dv_ptr,
+    dg_ptr,
+    dh0_ptr,
+    T,
+    H,
+    K,
+    V,
+    NSEG,
+    scale,
+    per_token,
+    has_h0,
+    has_dht,
+    store_dh0,
+    is_varlen,
+    s_qb,
+    s_qt,
+    s_qh,
+    s_qk,
+    s_kb,
+    s_kt,
+    s_kh,
+    s_kk,
+    s_vb,
+    s_vt,
+    s_vh,
+    s_vv,
+    s_gb,
+    s_gt,
+    s_gh,
+    s_h0n,
+    s_h0h,
+    s_h0k,
+    s_h0v,
+    s_dob,
+    s_dot,
+    s_doh,
+    s_dov,
+    s_dhtn,
+    s_dhth,
+    s_dhtk,
+    s_dhtv,
+    s_dqb,
+    s_dqt,
+    s_dqh,
+    s_dqk,
+    s_dkb,
+    s_dkt,
+    s_dkh,
+    s_dkk,
+    s_dvb,
+    s_dvt,
+    s_dvh,
+    s_dvv,
+    s_dgb,
+    s_dgt,
+    s_dgh,
+    s_dh0n,
+    s_dh0h,
+    s_dh0k,
+    s_dh0v,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+    S: tl.constexpr,
+):
     pid = tl.program_id(0)
     i_n = pid // H
     i_h = pid % H
@@ -161,8 +256,9 @@ def _bwd_kernel(
             tl.store(dq_cols + tok * s_dqt, dq.to(dq_ptr.dtype.element_ty), mask=k_ok)
     # Backward, a segment at a time: its states again (into the scratch), then its tokens in
     # reverse order.
-    dht_offs = (i_n.to(tl.int64) * s_dhtn + i_h * s_dhth + ks[:, None] * s_dhtk
-                + vs[None, :] * s_dhtv)  # fmt: skip
+    dht_offs = (
+        i_n.to(tl.int64) * s_dhtn + i_h * s_dhth + ks[:, None] * s_dhtk + vs[None, :] * s_dhtv
+    )
     dh = tl.load(dht_ptr + dht_offs, mask=state_ok & (has_dht != 0), other=0.0).to(tl.float32)
     for ss in range(0, n_seg):
         s = n_seg - 1 - ss
@@ -193,15 +289,28 @@ def _bwd_kernel(
             dg = decay * tl.sum(tl.sum(dh * h_prev, axis=1), axis=0)
             tl.store(dg_base + tok * s_dgt, dg, mask=per_token != 0)
             dh = dh * decay
-    dh0_offs = (i_n.to(tl.int64) * s_dh0n + i_h * s_dh0h + ks[:, None] * s_dh0k
-                + vs[None, :] * s_dh0v)  # fmt: skip
+    dh0_offs = (
+        i_n.to(tl.int64) * s_dh0n + i_h * s_dh0h + ks[:, None] * s_dh0k + vs[None, :] * s_dh0v
+    )
     tl.store(dh0_ptr + dh0_offs, dh, mask=state_ok & (store_dh0 != 0))
 
 
 def chunk_simple_gla_fwd(
-    q, k, v, *, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
-    cu_seqlens=None, chunk_size=64, out=None, out_ht=None, interpret=False,
-):  # fmt: skip
+    q,
+    k,
+    v,
+    *,
+    g=None,
+    g_gamma=None,
+    scale=None,
+    initial_state=None,
+    output_final_state=False,
+    cu_seqlens=None,
+    chunk_size=64,
+    out=None,
+    out_ht=None,
+    interpret=False,
+):
     """The token recurrence; arguments and results as ``kernels.simple_gla.triton``'s
     ``chunk_simple_gla_fwd`` (``chunk_size`` is checked, not used)."""
     p, cu = _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size)
@@ -211,26 +320,59 @@ def chunk_simple_gla_fwd(
         ht = _out("out_ht", out_ht, (p.n_seqs, p.heads, p.k_dim, p.v_dim), torch.float32, q.device)
     f32, _ = placeholders(q.device)
     _kernel(_fwd_kernel, interpret)[(p.n_seqs * p.heads,)](
-        q, k, v,
+        q,
+        k,
+        v,
         g if g is not None else f32,
         g_gamma if g_gamma is not None else f32,
         initial_state if initial_state is not None else f32,
-        _index(cu, q.device), o, ht if ht is not None else f32,
-        p.length, p.heads, p.k_dim, p.v_dim, p.scale,
-        int(p.per_token), int(initial_state is not None), int(p.varlen), int(ht is not None),
-        *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3), *o.stride(),
-        *_strides(initial_state, 4), *_strides(ht, 4),
-        BK=p.block_k, BV=p.block_v, num_warps=4,
-    )  # fmt: skip
+        _index(cu, q.device),
+        o,
+        ht if ht is not None else f32,
+        p.length,
+        p.heads,
+        p.k_dim,
+        p.v_dim,
+        p.scale,
+        int(p.per_token),
+        int(initial_state is not None),
+        int(p.varlen),
+        int(ht is not None),
+        *q.stride(),
+        *k.stride(),
+        *v.stride(),
+        *_strides(g, 3),
+        *o.stride(),
+        *_strides(initial_state, 4),
+        *_strides(ht, 4),
+        BK=p.block_k,
+        BV=p.block_v,
+        num_warps=4,
+    )
     zero_padding(p, o)
     return o, ht
 
 
 def chunk_simple_gla_bwd(
-    q, k, v, do, *, g=None, g_gamma=None, scale=None, initial_state=None, dht=None,
-    cu_seqlens=None, chunk_size=64, out_dq=None, out_dk=None, out_dv=None, out_dg=None,
-    out_dh0=None, interpret=False,
-):  # fmt: skip
+    q,
+    k,
+    v,
+    do,
+    *,
+    g=None,
+    g_gamma=None,
+    scale=None,
+    initial_state=None,
+    dht=None,
+    cu_seqlens=None,
+    chunk_size=64,
+    out_dq=None,
+    out_dk=None,
+    out_dv=None,
+    out_dg=None,
+    out_dh0=None,
+    interpret=False,
+):
     """The token recurrence's gradients; arguments and results as ``kernels.simple_gla.triton``'s
     ``chunk_simple_gla_bwd`` (``chunk_size`` is checked, not used)."""
     p, cu = _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size)
@@ -244,21 +386,49 @@ def chunk_simple_gla_bwd(
     seg = torch.empty((programs, SEG, p.block_k, p.block_v), dtype=torch.float32, device=dev)
     f32, _ = placeholders(dev)
     _kernel(_bwd_kernel, interpret)[(programs,)](
-        q, k, v,
+        q,
+        k,
+        v,
         g if g is not None else f32,
         g_gamma if g_gamma is not None else f32,
         initial_state if initial_state is not None else f32,
-        do, dht if dht is not None else f32,
-        _index(cu, dev), ckpt, seg, dq, dk, dv,
+        do,
+        dht if dht is not None else f32,
+        _index(cu, dev),
+        ckpt,
+        seg,
+        dq,
+        dk,
+        dv,
         dg if dg is not None else f32,
         dh0 if dh0 is not None else f32,
-        p.length, p.heads, p.k_dim, p.v_dim, n_seg, p.scale,
-        int(p.per_token), int(initial_state is not None), int(dht is not None),
-        int(dh0 is not None), int(p.varlen),
-        *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3), *_strides(initial_state, 4),
-        *do.stride(), *_strides(dht, 4), *dq.stride(), *dk.stride(), *dv.stride(),
-        *_strides(dg, 3), *_strides(dh0, 4),
-        BK=p.block_k, BV=p.block_v, S=SEG, num_warps=4,
-    )  # fmt: skip
+        p.length,
+        p.heads,
+        p.k_dim,
+        p.v_dim,
+        n_seg,
+        p.scale,
+        int(p.per_token),
+        int(initial_state is not None),
+        int(dht is not None),
+        int(dh0 is not None),
+        int(p.varlen),
+        *q.stride(),
+        *k.stride(),
+        *v.stride(),
+        *_strides(g, 3),
+        *_strides(initial_state, 4),
+        *do.stride(),
+        *_strides(dht, 4),
+        *dq.stride(),
+        *dk.stride(),
+        *dv.stride(),
+        *_strides(dg, 3),
+        *_strides(dh0, 4),
+        BK=p.block_k,
+        BV=p.block_v,
+        S=SEG,
+        num_warps=4,
+    )
     zero_padding(p, dq, dk, dv, dg)
     return dq, dk, dv, dg, dh0

@@ -43,15 +43,17 @@ def split_tile(chunk: int) -> int:
 
 
 @triton.jit
-def _decay_rows(g_base, s_gt, gamma, tok0, n_valid, per_token, r, BT: tl.constexpr,
-                BS: tl.constexpr):  # fmt: skip
+def _decay_rows(
+    g_base, s_gt, gamma, tok0, n_valid, per_token, r, BT: tl.constexpr, BS: tl.constexpr
+):
     """Chunk-local cumulative log decay of tile ``r``'s rows: the sum of the chunk's gates before
     the tile plus a masked row sum within it (``gamma (i + 1)`` for a per-head decay)."""
     chunk_idx = tl.arange(0, BT)
     rows = r * BS + tl.arange(0, BS)
     on = per_token != 0
-    g_chunk = tl.load(g_base + (tok0 + chunk_idx) * s_gt, mask=(chunk_idx < n_valid) & on,
-                      other=0.0).to(tl.float32)  # fmt: skip
+    g_chunk = tl.load(
+        g_base + (tok0 + chunk_idx) * s_gt, mask=(chunk_idx < n_valid) & on, other=0.0
+    ).to(tl.float32)
     g = tl.load(g_base + (tok0 + rows) * s_gt, mask=(rows < n_valid) & on, other=0.0)
     g = g.to(tl.float32)
     before = tl.sum(tl.where(chunk_idx < r * BS, g_chunk, 0.0), axis=0)
@@ -64,28 +66,57 @@ def _decay_rows(g_base, s_gt, gamma, tok0, n_valid, per_token, r, BT: tl.constex
 def _chunk_total(g_base, s_gt, gamma, tok0, n_valid, per_token, BT: tl.constexpr):
     chunk_idx = tl.arange(0, BT)
     on = per_token != 0
-    g_chunk = tl.load(g_base + (tok0 + chunk_idx) * s_gt, mask=(chunk_idx < n_valid) & on,
-                      other=0.0).to(tl.float32)  # fmt: skip
+    g_chunk = tl.load(
+        g_base + (tok0 + chunk_idx) * s_gt, mask=(chunk_idx < n_valid) & on, other=0.0
+    ).to(tl.float32)
     return tl.where(on, tl.sum(g_chunk, axis=0), gamma * n_valid.to(tl.float32))
 
 
 @triton.jit
 def _weights(b_rows, b_cols, rows, cols):
     """``exp(b_i - b_j)`` for ``j <= i``, exactly 0 above the diagonal (selected before exp)."""
-    return tl.exp(tl.where(rows[:, None] >= cols[None, :], b_rows[:, None] - b_cols[None, :],
-                           float("-inf")))  # fmt: skip
+    return tl.exp(
+        tl.where(rows[:, None] >= cols[None, :], b_rows[:, None] - b_cols[None, :], float("-inf"))
+    )
 
 
 @jit_any_size(specialize=("s_kk", "s_vv", "s_h0v"))
 def _states_kernel(
-    k_ptr, v_ptr, g_ptr, gamma_ptr, h0_ptr, cu_ptr, states_ptr,
-    T, H, K, V, NTS, per_token, has_h0, is_varlen,
-    s_kb, s_kt, s_kh, s_kk,
-    s_vb, s_vt, s_vh, s_vv,
-    s_gb, s_gt, s_gh,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-):  # fmt: skip
+    k_ptr,
+    v_ptr,
+    g_ptr,
+    gamma_ptr,
+    h0_ptr,
+    cu_ptr,
+    states_ptr,
+    T,
+    H,
+    K,
+    V,
+    NTS,
+    per_token,
+    has_h0,
+    is_varlen,
+    s_kb,
+    s_kt,
+    s_kh,
+    s_kk,
+    s_vb,
+    s_vt,
+    s_vh,
+    s_vv,
+    s_gb,
+    s_gt,
+    s_gh,
+    s_h0n,
+    s_h0h,
+    s_h0k,
+    s_h0v,
+    BT: tl.constexpr,
+    BS: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+):
     """The state entering every chunk and the final one: ``states[c]``, ``c = 0 .. n_chunks``."""
     pid = tl.program_id(0)
     i_n = pid // H
@@ -127,15 +158,46 @@ def _states_kernel(
 
 @jit_any_size(specialize=("s_qk", "s_kk", "s_vv", "s_ov"))
 def _out_kernel(
-    q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, cu_ptr, states_ptr, o_ptr,
-    T, H, K, V, NTS, scale, per_token, is_varlen,
-    s_qb, s_qt, s_qh, s_qk,
-    s_kb, s_kt, s_kh, s_kk,
-    s_vb, s_vt, s_vh, s_vv,
-    s_gb, s_gt, s_gh,
-    s_ob, s_ot, s_oh, s_ov,
-    BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-):  # fmt: skip
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    g_ptr,
+    gamma_ptr,
+    cu_ptr,
+    states_ptr,
+    o_ptr,
+    T,
+    H,
+    K,
+    V,
+    NTS,
+    scale,
+    per_token,
+    is_varlen,
+    s_qb,
+    s_qt,
+    s_qh,
+    s_qk,
+    s_kb,
+    s_kt,
+    s_kh,
+    s_kk,
+    s_vb,
+    s_vt,
+    s_vh,
+    s_vv,
+    s_gb,
+    s_gt,
+    s_gh,
+    s_ob,
+    s_ot,
+    s_oh,
+    s_ov,
+    BT: tl.constexpr,
+    BS: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+):
     """``o`` of one chunk (program axis 1) from the state entering it."""
     pid = tl.program_id(0)
     c = tl.program_id(1)
@@ -174,21 +236,57 @@ def _out_kernel(
                 a = tl.dot(q, tl.trans(k_s), input_precision="ieee") * _weights(b, b_s, rows, cols)
                 o += tl.dot(a, v_s, input_precision="ieee")
             o += tl.dot(q * tl.exp(b)[:, None], state, input_precision="ieee")
-            tl.store(o_cols + (tok0 + rows)[:, None] * s_ot, (o * scale).to(o_ptr.dtype.element_ty),
-                     mask=row_ok & v_ok)  # fmt: skip
+            tl.store(
+                o_cols + (tok0 + rows)[:, None] * s_ot,
+                (o * scale).to(o_ptr.dtype.element_ty),
+                mask=row_ok & v_ok,
+            )
 
 
 @jit_any_size(specialize=("s_qk", "s_dov", "s_dhtv", "s_dh0v"))
 def _dstates_kernel(
-    q_ptr, g_ptr, gamma_ptr, do_ptr, dht_ptr, cu_ptr, dstates_ptr, dh0_ptr,
-    T, H, K, V, NTS, scale, per_token, has_dht, store_dh0, is_varlen,
-    s_qb, s_qt, s_qh, s_qk,
-    s_gb, s_gt, s_gh,
-    s_dob, s_dot, s_doh, s_dov,
-    s_dhtn, s_dhth, s_dhtk, s_dhtv,
-    s_dh0n, s_dh0h, s_dh0k, s_dh0v,
-    BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-):  # fmt: skip
+    q_ptr,
+    g_ptr,
+    gamma_ptr,
+    do_ptr,
+    dht_ptr,
+    cu_ptr,
+    dstates_ptr,
+    dh0_ptr,
+    T,
+    H,
+    K,
+    V,
+    NTS,
+    scale,
+    per_token,
+    has_dht,
+    store_dh0,
+    is_varlen,
+    s_qb,
+    s_qt,
+    s_qh,
+    s_qk,
+    s_gb,
+    s_gt,
+    s_gh,
+    s_dob,
+    s_dot,
+    s_doh,
+    s_dov,
+    s_dhtn,
+    s_dhth,
+    s_dhtk,
+    s_dhtv,
+    s_dh0n,
+    s_dh0h,
+    s_dh0k,
+    s_dh0v,
+    BT: tl.constexpr,
+    BS: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+):
     """``dstates[c] = dL/dH`` of the state leaving chunk ``c``, from the last chunk to the first;
     ``dh0`` is the gradient of the state entering chunk 0."""
     pid = tl.program_id(0)
@@ -205,8 +303,9 @@ def _dstates_kernel(
     g_base = g_ptr + i_b * s_gb + i_h * s_gh
     st_base = dstates_ptr + pid.to(tl.int64) * NTS * BK * BV
     offs = ks[:, None] * BV + vs[None, :]
-    dht_offs = (i_n.to(tl.int64) * s_dhtn + i_h * s_dhth + ks[:, None] * s_dhtk
-                + vs[None, :] * s_dhtv)  # fmt: skip
+    dht_offs = (
+        i_n.to(tl.int64) * s_dhtn + i_h * s_dhth + ks[:, None] * s_dhtk + vs[None, :] * s_dhtv
+    )
     d_state = tl.load(dht_ptr + dht_offs, mask=state_ok & (has_dht != 0), other=0.0)
     d_state = d_state.to(tl.float32)
     gamma = tl.load(gamma_ptr + i_h, mask=per_token == 0, other=0.0).to(tl.float32)
@@ -227,8 +326,9 @@ def _dstates_kernel(
             b = _decay_rows(g_base, s_gt, gamma, tok0, n_valid, per_token, r, BT, BS)
             acc += tl.dot(tl.trans(q * (tl.exp(b) * scale)[:, None]), do, input_precision="ieee")
         d_state = d_state * tl.exp(b_last) + acc
-    dh0_offs = (i_n.to(tl.int64) * s_dh0n + i_h * s_dh0h + ks[:, None] * s_dh0k
-                + vs[None, :] * s_dh0v)  # fmt: skip
+    dh0_offs = (
+        i_n.to(tl.int64) * s_dh0n + i_h * s_dh0h + ks[:, None] * s_dh0k + vs[None, :] * s_dh0v
+    )
     tl.store(dh0_ptr + dh0_offs, d_state, mask=state_ok & (store_dh0 != 0))
 
 
@@ -237,20 +337,66 @@ _GRAD_UNIT = ("s_qk", "s_kk", "s_vv", "s_dov", "s_dqk", "s_dkk", "s_dvv")
 
 @jit_any_size(specialize=_GRAD_UNIT)
 def _grad_kernel(
-    q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, do_ptr, cu_ptr, states_ptr, dstates_ptr,
-    dq_ptr, dk_ptr, dv_ptr, dg_ptr,
-    T, H, K, V, NTS, scale, per_token, is_varlen,
-    s_qb, s_qt, s_qh, s_qk,
-    s_kb, s_kt, s_kh, s_kk,
-    s_vb, s_vt, s_vh, s_vv,
-    s_gb, s_gt, s_gh,
-    s_dob, s_dot, s_doh, s_dov,
-    s_dqb, s_dqt, s_dqh, s_dqk,
-    s_dkb, s_dkt, s_dkh, s_dkk,
-    s_dvb, s_dvt, s_dvh, s_dvv,
-    s_dgb, s_dgt, s_dgh,
-    BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-):  # fmt: skip
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    g_ptr,
+    gamma_ptr,
+    do_ptr,
+    cu_ptr,
+    states_ptr,
+    dstates_ptr,
+    dq_ptr,
+    dk_ptr,
+    dv_ptr,
+    dg_ptr,
+    T,
+    H,
+    K,
+    V,
+    NTS,
+    scale,
+    per_token,
+    is_varlen,
+    s_qb,
+    s_qt,
+    s_qh,
+    s_qk,
+    s_kb,
+    s_kt,
+    s_kh,
+    s_kk,
+    s_vb,
+    s_vt,
+    s_vh,
+    s_vv,
+    s_gb,
+    s_gt,
+    s_gh,
+    s_dob,
+    s_dot,
+    s_doh,
+    s_dov,
+    s_dqb,
+    s_dqt,
+    s_dqh,
+    s_dqk,
+    s_dkb,
+    s_dkt,
+    s_dkh,
+    s_dkk,
+    s_dvb,
+    s_dvt,
+    s_dvh,
+    s_dvv,
+    s_dgb,
+    s_dgt,
+    s_dgh,
+    BT: tl.constexpr,
+    BS: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+):
     """``dq, dk, dv, dg`` of one chunk (program axis 1) from the state entering it, the state
     leaving it and the gradient of the latter."""
     pid = tl.program_id(0)
@@ -304,11 +450,14 @@ def _grad_kernel(
                 k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
                 v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
                 b_s = _decay_rows(g_base, s_gt, gamma, tok0, n_valid, per_token, s, BT, BS)
-                da = tl.dot(do, tl.trans(v_s), input_precision="ieee") * _weights(b, b_s, rows,
-                                                                                   cols)  # fmt: skip
+                da = tl.dot(do, tl.trans(v_s), input_precision="ieee") * _weights(
+                    b, b_s, rows, cols
+                )
                 dq += tl.dot(da, k_s, input_precision="ieee")
-            dq = dq * scale + tl.dot(do, tl.trans(h_in), input_precision="ieee") * (
-                tl.exp(b) * scale)[:, None]  # fmt: skip
+            dq = (
+                dq * scale
+                + tl.dot(do, tl.trans(h_in), input_precision="ieee") * (tl.exp(b) * scale)[:, None]
+            )
             dk = tl.zeros([BS, BK], dtype=tl.float32)
             dv = tl.zeros([BS, BV], dtype=tl.float32)
             for ii in range(0, n_tiles - r):  # row tiles, the last first
@@ -339,32 +488,64 @@ def _grad_kernel(
 def _args(p: Problem, dev) -> tuple[tuple[int, int], dict[str, int]]:
     """The per-chunk grid and the tile options."""
     return (p.n_seqs * p.heads, max(1, p.max_chunks)), {
-        "BT": p.chunk_size, "BS": split_tile(p.chunk_size), "BK": p.block_k, "BV": p.block_v,
-        "num_warps": 4, "num_stages": 1,
-    }  # fmt: skip
+        "BT": p.chunk_size,
+        "BS": split_tile(p.chunk_size),
+        "BK": p.block_k,
+        "BV": p.block_v,
+        "num_warps": 4,
+        "num_stages": 1,
+    }
 
 
 def _states(k, v, g, g_gamma, initial_state, cu, p: Problem, interpret: bool) -> torch.Tensor:
     dev = k.device
     f32, _ = placeholders(dev)
     nts = p.max_chunks + 1
-    states = torch.empty((p.n_seqs * p.heads, nts, p.block_k, p.block_v), dtype=torch.float32,
-                         device=dev)  # fmt: skip
+    states = torch.empty(
+        (p.n_seqs * p.heads, nts, p.block_k, p.block_v), dtype=torch.float32, device=dev
+    )
     _, opts = _args(p, dev)
     _kernel(_states_kernel, interpret)[(p.n_seqs * p.heads,)](
-        k, v, g if g is not None else f32, g_gamma if g_gamma is not None else f32,
-        initial_state if initial_state is not None else f32, _index(cu, dev), states,
-        p.length, p.heads, p.k_dim, p.v_dim, nts, int(p.per_token),
-        int(initial_state is not None), int(p.varlen),
-        *k.stride(), *v.stride(), *_strides(g, 3), *_strides(initial_state, 4), **opts,
-    )  # fmt: skip
+        k,
+        v,
+        g if g is not None else f32,
+        g_gamma if g_gamma is not None else f32,
+        initial_state if initial_state is not None else f32,
+        _index(cu, dev),
+        states,
+        p.length,
+        p.heads,
+        p.k_dim,
+        p.v_dim,
+        nts,
+        int(p.per_token),
+        int(initial_state is not None),
+        int(p.varlen),
+        *k.stride(),
+        *v.stride(),
+        *_strides(g, 3),
+        *_strides(initial_state, 4),
+        **opts,
+    )
     return states
 
 
 def chunk_simple_gla_fwd(
-    q, k, v, *, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
-    cu_seqlens=None, chunk_size=64, out=None, out_ht=None, interpret=False,
-):  # fmt: skip
+    q,
+    k,
+    v,
+    *,
+    g=None,
+    g_gamma=None,
+    scale=None,
+    initial_state=None,
+    output_final_state=False,
+    cu_seqlens=None,
+    chunk_size=64,
+    out=None,
+    out_ht=None,
+    interpret=False,
+):
     """Arguments and results as ``kernels.simple_gla.triton``'s ``chunk_simple_gla_fwd``."""
     p, cu = _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size)
     dev = q.device
@@ -378,11 +559,29 @@ def chunk_simple_gla_fwd(
     f32, _ = placeholders(dev)
     grid, opts = _args(p, dev)
     _kernel(_out_kernel, interpret)[grid](
-        q, k, v, g if g is not None else f32, g_gamma if g_gamma is not None else f32,
-        _index(cu, dev), states, o, p.length, p.heads, p.k_dim, p.v_dim, states.shape[1],
-        p.scale, int(p.per_token), int(p.varlen),
-        *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3), *o.stride(), **opts,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        g if g is not None else f32,
+        g_gamma if g_gamma is not None else f32,
+        _index(cu, dev),
+        states,
+        o,
+        p.length,
+        p.heads,
+        p.k_dim,
+        p.v_dim,
+        states.shape[1],
+        p.scale,
+        int(p.per_token),
+        int(p.varlen),
+        *q.stride(),
+        *k.stride(),
+        *v.stride(),
+        *_strides(g, 3),
+        *o.stride(),
+        **opts,
+    )
     zero_padding(p, o)
     if ht is not None:
         last = torch.tensor([-(-(e - s) // p.chunk_size) for _, s, e in p.seqs], device=dev)
@@ -393,10 +592,25 @@ def chunk_simple_gla_fwd(
 
 
 def chunk_simple_gla_bwd(
-    q, k, v, do, *, g=None, g_gamma=None, scale=None, initial_state=None, dht=None,
-    cu_seqlens=None, chunk_size=64, out_dq=None, out_dk=None, out_dv=None, out_dg=None,
-    out_dh0=None, interpret=False,
-):  # fmt: skip
+    q,
+    k,
+    v,
+    do,
+    *,
+    g=None,
+    g_gamma=None,
+    scale=None,
+    initial_state=None,
+    dht=None,
+    cu_seqlens=None,
+    chunk_size=64,
+    out_dq=None,
+    out_dk=None,
+    out_dv=None,
+    out_dg=None,
+    out_dh0=None,
+    interpret=False,
+):
     """Arguments and results as ``kernels.simple_gla.triton``'s ``chunk_simple_gla_bwd``."""
     p, cu = _problem(q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size)
     dev = q.device
@@ -411,19 +625,63 @@ def chunk_simple_gla_bwd(
     grid, opts = _args(p, dev)
     nts = states.shape[1]
     _kernel(_dstates_kernel, interpret)[(grid[0],)](
-        q, g if g is not None else f32, g_gamma if g_gamma is not None else f32, do,
-        dht if dht is not None else f32, _index(cu, dev), dstates,
+        q,
+        g if g is not None else f32,
+        g_gamma if g_gamma is not None else f32,
+        do,
+        dht if dht is not None else f32,
+        _index(cu, dev),
+        dstates,
         dh0 if dh0 is not None else f32,
-        p.length, p.heads, p.k_dim, p.v_dim, nts, p.scale, int(p.per_token),
-        int(dht is not None), int(dh0 is not None), int(p.varlen),
-        *q.stride(), *_strides(g, 3), *do.stride(), *_strides(dht, 4), *_strides(dh0, 4), **opts,
-    )  # fmt: skip
+        p.length,
+        p.heads,
+        p.k_dim,
+        p.v_dim,
+        nts,
+        p.scale,
+        int(p.per_token),
+        int(dht is not None),
+        int(dh0 is not None),
+        int(p.varlen),
+        *q.stride(),
+        *_strides(g, 3),
+        *do.stride(),
+        *_strides(dht, 4),
+        *_strides(dh0, 4),
+        **opts,
+    )
     _kernel(_grad_kernel, interpret)[grid](
-        q, k, v, g if g is not None else f32, g_gamma if g_gamma is not None else f32, do,
-        _index(cu, dev), states, dstates, dq, dk, dv, dg if dg is not None else f32,
-        p.length, p.heads, p.k_dim, p.v_dim, nts, p.scale, int(p.per_token), int(p.varlen),
-        *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3), *do.stride(), *dq.stride(),
-        *dk.stride(), *dv.stride(), *_strides(dg, 3), **opts,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        g if g is not None else f32,
+        g_gamma if g_gamma is not None else f32,
+        do,
+        _index(cu, dev),
+        states,
+        dstates,
+        dq,
+        dk,
+        dv,
+        dg if dg is not None else f32,
+        p.length,
+        p.heads,
+        p.k_dim,
+        p.v_dim,
+        nts,
+        p.scale,
+        int(p.per_token),
+        int(p.varlen),
+        *q.stride(),
+        *k.stride(),
+        *v.stride(),
+        *_strides(g, 3),
+        *do.stride(),
+        *dq.stride(),
+        *dk.stride(),
+        *dv.stride(),
+        *_strides(dg, 3),
+        **opts,
+    )
     zero_padding(p, dq, dk, dv, dg)
     return dq, dk, dv, dg, dh0

@@ -73,8 +73,9 @@ def _state_weights(b, b_last, valid):
 
 
 @triton.jit
-def _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, r,
-                BS: tl.constexpr):  # fmt: skip
+def _tile_decay(
+    g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, r, BS: tl.constexpr
+):
     """Cumulative log decay ``b`` of the chunk's rows ``[r * BS, (r + 1) * BS)``: the chunk-local
     prefix sums of the per-token gates, or ``gamma (i + 1)`` for a per-head decay."""
     rows = r * BS + tl.arange(0, BS)
@@ -117,19 +118,60 @@ def _seq_bounds(cu_ptr, i_n, T, is_varlen):
 
 @jit_any_size(specialize=("s_qk", "s_kk", "s_vv", "s_ov", "s_h0v", "s_htv"))
 def _fwd_kernel(
-    q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, h0_ptr, cu_ptr,
-    o_ptr, ht_ptr, states_ptr,
-    T, H, K, V, NT_STATES, scale,
-    per_token, has_h0, is_varlen, store_ht, store_o, store_states,
-    s_qb, s_qt, s_qh, s_qk,
-    s_kb, s_kt, s_kh, s_kk,
-    s_vb, s_vt, s_vh, s_vv,
-    s_gb, s_gt, s_gh,
-    s_ob, s_ot, s_oh, s_ov,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    s_htn, s_hth, s_htk, s_htv,
-    BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-):  # fmt: skip
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    g_ptr,
+    gamma_ptr,
+    h0_ptr,
+    cu_ptr,
+    o_ptr,
+    ht_ptr,
+    states_ptr,
+    T,
+    H,
+    K,
+    V,
+    NT_STATES,
+    scale,
+    per_token,
+    has_h0,
+    is_varlen,
+    store_ht,
+    store_o,
+    store_states,
+    s_qb,
+    s_qt,
+    s_qh,
+    s_qk,
+    s_kb,
+    s_kt,
+    s_kh,
+    s_kk,
+    s_vb,
+    s_vt,
+    s_vh,
+    s_vv,
+    s_gb,
+    s_gt,
+    s_gh,
+    s_ob,
+    s_ot,
+    s_oh,
+    s_ov,
+    s_h0n,
+    s_h0h,
+    s_h0k,
+    s_h0v,
+    s_htn,
+    s_hth,
+    s_htk,
+    s_htv,
+    BT: tl.constexpr,
+    BS: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+):
     pid = tl.program_id(0)
     i_n = pid // H
     i_h = pid % H
@@ -180,13 +222,17 @@ def _fwd_kernel(
                     col_ok = (cols < n_valid)[:, None]
                     k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
                     v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
-                    b_s = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
-                                      per_token, s, BS)  # fmt: skip
+                    b_s = _tile_decay(
+                        g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, s, BS
+                    )
                     w_intra = _intra_weights(b, b_s, rows, cols)
                     a = tl.dot(q, tl.trans(k_s), input_precision="ieee") * w_intra
                     o += tl.dot(a, v_s, input_precision="ieee")
-                tl.store(o_cols + tok[:, None] * s_ot, (o * scale).to(o_ptr.dtype.element_ty),
-                         mask=mask_v)  # fmt: skip
+                tl.store(
+                    o_cols + tok[:, None] * s_ot,
+                    (o * scale).to(o_ptr.dtype.element_ty),
+                    mask=mask_v,
+                )
             w_state = _state_weights(b, b_last, valid)
             kv += tl.dot(tl.trans(k * w_state[:, None]), v, input_precision="ieee")
         decay_last = tl.exp(b_last)
@@ -202,23 +248,77 @@ _BWD_UNIT_STRIDES = ("s_qk", "s_kk", "s_vv", "s_dov", "s_dhtv", "s_dqk", "s_dkk"
 
 @jit_any_size(specialize=_BWD_UNIT_STRIDES)
 def _bwd_kernel(
-    q_ptr, k_ptr, v_ptr, g_ptr, gamma_ptr, do_ptr, dht_ptr, cu_ptr, states_ptr,
-    dq_ptr, dk_ptr, dv_ptr, dg_ptr, dh0_ptr,
-    T, H, K, V, NT_STATES, scale,
-    per_token, has_dht, store_dh0, is_varlen,
-    s_qb, s_qt, s_qh, s_qk,
-    s_kb, s_kt, s_kh, s_kk,
-    s_vb, s_vt, s_vh, s_vv,
-    s_gb, s_gt, s_gh,
-    s_dob, s_dot, s_doh, s_dov,
-    s_dhtn, s_dhth, s_dhtk, s_dhtv,
-    s_dqb, s_dqt, s_dqh, s_dqk,
-    s_dkb, s_dkt, s_dkh, s_dkk,
-    s_dvb, s_dvt, s_dvh, s_dvv,
-    s_dgb, s_dgt, s_dgh,
-    s_dh0n, s_dh0h, s_dh0k, s_dh0v,
-    BT: tl.constexpr, BS: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-):  # fmt: skip
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    g_ptr,
+    gamma_ptr,
+    do_ptr,
+    dht_ptr,
+    cu_ptr,
+    states_ptr,
+    dq_ptr,
+    dk_ptr,
+    dv_ptr,
+    dg_ptr,
+    dh0_ptr,
+    T,
+    H,
+    K,
+    V,
+    NT_STATES,
+    scale,
+    per_token,
+    has_dht,
+    store_dh0,
+    is_varlen,
+    s_qb,
+    s_qt,
+    s_qh,
+    s_qk,
+    s_kb,
+    s_kt,
+    s_kh,
+    s_kk,
+    s_vb,
+    s_vt,
+    s_vh,
+    s_vv,
+    s_gb,
+    s_gt,
+    s_gh,
+    s_dob,
+    s_dot,
+    s_doh,
+    s_dov,
+    s_dhtn,
+    s_dhth,
+    s_dhtk,
+    s_dhtv,
+    s_dqb,
+    s_dqt,
+    s_dqh,
+    s_dqk,
+    s_dkb,
+    s_dkt,
+    s_dkh,
+    s_dkk,
+    s_dvb,
+    s_dvt,
+    s_dvh,
+    s_dvv,
+    s_dgb,
+    s_dgt,
+    s_dgh,
+    s_dh0n,
+    s_dh0h,
+    s_dh0k,
+    s_dh0v,
+    BT: tl.constexpr,
+    BS: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+):
     pid = tl.program_id(0)
     i_n = pid // H
     i_h = pid % H
@@ -242,8 +342,9 @@ def _bwd_kernel(
     dg_base = dg_ptr + i_b * s_dgb + i_h * s_dgh
     st_base = states_ptr + pid.to(tl.int64) * NT_STATES * BK * BV
     st_offs = ks[:, None] * BV + vs[None, :]
-    dht_offs = (i_n.to(tl.int64) * s_dhtn + i_h * s_dhth + ks[:, None] * s_dhtk
-                + vs[None, :] * s_dhtv)  # fmt: skip
+    dht_offs = (
+        i_n.to(tl.int64) * s_dhtn + i_h * s_dhth + ks[:, None] * s_dhtk + vs[None, :] * s_dhtv
+    )
     d_state = tl.load(dht_ptr + dht_offs, mask=state_ok & (has_dht != 0), other=0.0)
     d_state = d_state.to(tl.float32)
     gamma = tl.load(gamma_ptr + i_h, mask=per_token == 0, other=0.0).to(tl.float32)
@@ -283,8 +384,9 @@ def _bwd_kernel(
                 col_ok = (cols < n_valid)[:, None]
                 k_s = _load_rows(k_cols, tok0 + cols, s_kt, col_ok & k_ok)
                 v_s = _load_rows(v_cols, tok0 + cols, s_vt, col_ok & v_ok)
-                b_s = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
-                                  per_token, s, BS)  # fmt: skip
+                b_s = _tile_decay(
+                    g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, s, BS
+                )
                 w_rec = _intra_weights(b, b_s, rows, cols)  # the forward's weights, recomputed
                 da = tl.dot(do, tl.trans(v_s), input_precision="ieee") * w_rec * scale
                 dq += tl.dot(da, k_s, input_precision="ieee")
@@ -297,8 +399,9 @@ def _bwd_kernel(
                 row_ok = (rows_i < n_valid)[:, None]
                 q_i = _load_rows(q_cols, tok0 + rows_i, s_qt, row_ok & k_ok)
                 do_i = _load_rows(do_cols, tok0 + rows_i, s_dot, row_ok & v_ok)
-                b_i = _tile_decay(g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt,
-                                  per_token, i, BS)  # fmt: skip
+                b_i = _tile_decay(
+                    g_base, g_chunk, chunk_idx, gamma, tok0, n_valid, s_gt, per_token, i, BS
+                )
                 w_col = _intra_weights(b_i, b, rows_i, rows) * scale
                 a_t = tl.dot(q_i, tl.trans(k), input_precision="ieee") * w_col
                 da_t = tl.dot(do_i, tl.trans(v), input_precision="ieee") * w_col
@@ -316,8 +419,9 @@ def _bwd_kernel(
             carry += tl.sum(db, axis=0)
             d_acc += tl.dot(tl.trans(q * e_q[:, None]), do, input_precision="ieee")
         d_state = d_state * tl.exp(b_last) + d_acc
-    dh0_offs = (i_n.to(tl.int64) * s_dh0n + i_h * s_dh0h + ks[:, None] * s_dh0k
-                + vs[None, :] * s_dh0v)  # fmt: skip
+    dh0_offs = (
+        i_n.to(tl.int64) * s_dh0n + i_h * s_dh0h + ks[:, None] * s_dh0k + vs[None, :] * s_dh0v
+    )
     tl.store(dh0_ptr + dh0_offs, d_state, mask=state_ok & (store_dh0 != 0))
 
 
@@ -344,8 +448,17 @@ def _spec(name: str, t: Any) -> tuple[tuple[int, ...], str] | None:
 def _problem(
     q, k, v, g, g_gamma, scale, initial_state, cu_seqlens, chunk_size
 ) -> tuple[Problem, Any]:
-    specs = {n: _spec(n, t) for n, t in (("q", q), ("k", k), ("v", v), ("g", g), ("g_gamma", g_gamma),
-                                          ("initial_state", initial_state))}  # fmt: skip
+    specs = {
+        n: _spec(n, t)
+        for n, t in (
+            ("q", q),
+            ("k", k),
+            ("v", v),
+            ("g", g),
+            ("g_gamma", g_gamma),
+            ("initial_state", initial_state),
+        )
+    }
     cu_host = cu_dtype = None
     if cu_seqlens is not None:
         if not isinstance(cu_seqlens, torch.Tensor):
@@ -354,12 +467,26 @@ def _problem(
             raise ValueError(f"cu_seqlens.shape={tuple(cu_seqlens.shape)} must be [N + 1]")
         cu_dtype = _dtype(cu_seqlens)
         cu_host = cu_seqlens.tolist()
-    p = check_problem(q=specs["q"], k=specs["k"], v=specs["v"], g=specs["g"],
-                      g_gamma=specs["g_gamma"], initial_state=specs["initial_state"],
-                      cu_seqlens=cu_host, cu_dtype=cu_dtype,
-                      scale=scale, chunk_size=chunk_size)  # fmt: skip
-    for name, t in (("k", k), ("v", v), ("g", g), ("g_gamma", g_gamma),
-                    ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):  # fmt: skip
+    p = check_problem(
+        q=specs["q"],
+        k=specs["k"],
+        v=specs["v"],
+        g=specs["g"],
+        g_gamma=specs["g_gamma"],
+        initial_state=specs["initial_state"],
+        cu_seqlens=cu_host,
+        cu_dtype=cu_dtype,
+        scale=scale,
+        chunk_size=chunk_size,
+    )
+    for name, t in (
+        ("k", k),
+        ("v", v),
+        ("g", g),
+        ("g_gamma", g_gamma),
+        ("initial_state", initial_state),
+        ("cu_seqlens", cu_seqlens),
+    ):
         if t is not None and t.device != q.device:
             raise ValueError(f"{name} is on {t.device} but q is on {q.device}")
     if cu_seqlens is not None and cu_seqlens.dtype != torch.int32:
@@ -407,8 +534,11 @@ def _launch_options(p: Problem) -> dict[str, int]:
     """One pipeline stage: the chunk loop carries the state and the tile loops are short, so
     prefetching buys little, and every stage would add its operand buffers to shared memory."""
     bs = triton_tile(p)
-    return {"BS": bs, "num_warps": 4 if bs * max(p.block_k, p.block_v) <= 32 * 64 else 8,
-            "num_stages": 1}  # fmt: skip
+    return {
+        "BS": bs,
+        "num_warps": 4 if bs * max(p.block_k, p.block_v) <= 32 * 64 else 8,
+        "num_stages": 1,
+    }
 
 
 def _index(cu: torch.Tensor | None, device) -> torch.Tensor:
@@ -416,14 +546,17 @@ def _index(cu: torch.Tensor | None, device) -> torch.Tensor:
     return placeholders(device)[1] if cu is None else cu
 
 
-def _forward_states(q, k, v, g, g_gamma, initial_state, cu, p: Problem, *, o, ht, states,
-                    interpret: bool) -> None:  # fmt: skip
+def _forward_states(
+    q, k, v, g, g_gamma, initial_state, cu, p: Problem, *, o, ht, states, interpret: bool
+) -> None:
     # Absent operands are typed placeholders and their use a runtime flag: one binary per
     # (dtype, chunk, tile, block sizes), whatever the options and the mode.
     f32, _ = placeholders(q.device)
     grid = (p.n_seqs * p.heads,)
     _kernel(_fwd_kernel, interpret)[grid](
-        q, k, v,
+        q,
+        k,
+        v,
         g if g is not None else f32,
         g_gamma if g_gamma is not None else f32,
         initial_state if initial_state is not None else f32,
@@ -431,13 +564,30 @@ def _forward_states(q, k, v, g, g_gamma, initial_state, cu, p: Problem, *, o, ht
         o if o is not None else q,
         ht if ht is not None else f32,
         states if states is not None else f32,
-        p.length, p.heads, p.k_dim, p.v_dim, p.max_chunks + 1, p.scale,
-        int(p.per_token), int(initial_state is not None), int(p.varlen), int(ht is not None),
-        int(o is not None), int(states is not None),
-        *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3),
-        *_strides(o, 4), *_strides(initial_state, 4), *_strides(ht, 4),
-        BT=p.chunk_size, BK=p.block_k, BV=p.block_v, **_launch_options(p),
-    )  # fmt: skip
+        p.length,
+        p.heads,
+        p.k_dim,
+        p.v_dim,
+        p.max_chunks + 1,
+        p.scale,
+        int(p.per_token),
+        int(initial_state is not None),
+        int(p.varlen),
+        int(ht is not None),
+        int(o is not None),
+        int(states is not None),
+        *q.stride(),
+        *k.stride(),
+        *v.stride(),
+        *_strides(g, 3),
+        *_strides(o, 4),
+        *_strides(initial_state, 4),
+        *_strides(ht, 4),
+        BT=p.chunk_size,
+        BK=p.block_k,
+        BV=p.block_v,
+        **_launch_options(p),
+    )
 
 
 def chunk_simple_gla_fwd(
@@ -481,8 +631,9 @@ def chunk_simple_gla_fwd(
     ht = None
     if output_final_state:
         ht = _out("out_ht", out_ht, (p.n_seqs, p.heads, p.k_dim, p.v_dim), torch.float32, q.device)
-    _forward_states(q, k, v, g, g_gamma, initial_state, cu, p, o=o, ht=ht, states=None,
-                    interpret=interpret)  # fmt: skip
+    _forward_states(
+        q, k, v, g, g_gamma, initial_state, cu, p, o=o, ht=ht, states=None, interpret=interpret
+    )
     zero_padding(p, o)
     return o, ht
 
@@ -563,27 +714,67 @@ def chunk_simple_gla_bwd(
         p, q, k, v, do, dht, initial_state, out_dq, out_dk, out_dv, out_dg, out_dh0
     )
     dev = q.device
-    states = torch.empty((p.n_seqs * p.heads, p.max_chunks + 1, p.block_k, p.block_v),
-                         dtype=torch.float32, device=dev)  # fmt: skip
-    _forward_states(q, k, v, g, g_gamma, initial_state, cu, p, o=None, ht=None, states=states,
-                    interpret=interpret)  # fmt: skip
+    states = torch.empty(
+        (p.n_seqs * p.heads, p.max_chunks + 1, p.block_k, p.block_v),
+        dtype=torch.float32,
+        device=dev,
+    )
+    _forward_states(
+        q,
+        k,
+        v,
+        g,
+        g_gamma,
+        initial_state,
+        cu,
+        p,
+        o=None,
+        ht=None,
+        states=states,
+        interpret=interpret,
+    )
     f32, _ = placeholders(dev)
     grid = (p.n_seqs * p.heads,)
     _kernel(_bwd_kernel, interpret)[grid](
-        q, k, v,
+        q,
+        k,
+        v,
         g if g is not None else f32,
         g_gamma if g_gamma is not None else f32,
         do,
         dht if dht is not None else f32,
         _index(cu, dev),
-        states, dq, dk, dv,
+        states,
+        dq,
+        dk,
+        dv,
         dg if dg is not None else f32,
         dh0 if dh0 is not None else f32,
-        p.length, p.heads, p.k_dim, p.v_dim, p.max_chunks + 1, p.scale,
-        int(p.per_token), int(dht is not None), int(dh0 is not None), int(p.varlen),
-        *q.stride(), *k.stride(), *v.stride(), *_strides(g, 3), *do.stride(), *_strides(dht, 4),
-        *dq.stride(), *dk.stride(), *dv.stride(), *_strides(dg, 3), *_strides(dh0, 4),
-        BT=p.chunk_size, BK=p.block_k, BV=p.block_v, **_launch_options(p),
-    )  # fmt: skip
+        p.length,
+        p.heads,
+        p.k_dim,
+        p.v_dim,
+        p.max_chunks + 1,
+        p.scale,
+        int(p.per_token),
+        int(dht is not None),
+        int(dh0 is not None),
+        int(p.varlen),
+        *q.stride(),
+        *k.stride(),
+        *v.stride(),
+        *_strides(g, 3),
+        *do.stride(),
+        *_strides(dht, 4),
+        *dq.stride(),
+        *dk.stride(),
+        *dv.stride(),
+        *_strides(dg, 3),
+        *_strides(dh0, 4),
+        BT=p.chunk_size,
+        BK=p.block_k,
+        BV=p.block_v,
+        **_launch_options(p),
+    )
     zero_padding(p, dq, dk, dv, dg)
     return dq, dk, dv, dg, dh0

@@ -179,8 +179,9 @@ def softmax(
     # Fewer kernel variants: one per dtype, tiles and bucket.
     shape = (rows_p, cols_p)
     mask_p = jnp.ones(shape, jnp.int8) if mask2 is None else _pad2(mask2.astype(jnp.int8), *shape)
-    bias_p = (jnp.zeros(shape, jnp.float32) if bias2 is None
-              else _pad2(bias2.astype(jnp.float32), *shape))  # fmt: skip
+    bias_p = (
+        jnp.zeros(shape, jnp.float32) if bias2 is None else _pad2(bias2.astype(jnp.float32), *shape)
+    )
     init = jnp.zeros(shape, x.dtype) if out is None else _pad2(out.reshape(-1, n_cols), *shape)
     y = _softmax_padded(
         jnp.array([n_cols], jnp.int32),

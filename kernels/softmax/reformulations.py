@@ -29,7 +29,7 @@ _T_LOAD = """        s = _load_logits(
             x_ptr, mask_ptr, bias_ptr, rows, cols, n_rows, n_cols, scale,
             stride_xm, stride_xn, stride_maskm, stride_maskn, stride_biasm, stride_biasn,
             HAS_MASK, HAS_BIAS,
-        )  # fmt: skip
+        )
 """
 _P_STATS = """    def stats(j, carry):
         m_i, l_i = carry

@@ -99,10 +99,23 @@ def _softmax_kernel(
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         s = _load_logits(
-            x_ptr, mask_ptr, bias_ptr, rows, cols, n_rows, n_cols, scale,
-            stride_xm, stride_xn, stride_maskm, stride_maskn, stride_biasm, stride_biasn,
-            HAS_MASK, HAS_BIAS,
-        )  # fmt: skip
+            x_ptr,
+            mask_ptr,
+            bias_ptr,
+            rows,
+            cols,
+            n_rows,
+            n_cols,
+            scale,
+            stride_xm,
+            stride_xn,
+            stride_maskm,
+            stride_maskn,
+            stride_biasm,
+            stride_biasn,
+            HAS_MASK,
+            HAS_BIAS,
+        )
         m_new = tl.maximum(m_i, tl.max(s, 1))
         # A row whose keys are all masked so far has max -inf; shift by 0 instead so that
         # exp(-inf - -inf) never happens.
@@ -116,10 +129,23 @@ def _softmax_kernel(
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         s = _load_logits(
-            x_ptr, mask_ptr, bias_ptr, rows, cols, n_rows, n_cols, scale,
-            stride_xm, stride_xn, stride_maskm, stride_maskn, stride_biasm, stride_biasn,
-            HAS_MASK, HAS_BIAS,
-        )  # fmt: skip
+            x_ptr,
+            mask_ptr,
+            bias_ptr,
+            rows,
+            cols,
+            n_rows,
+            n_cols,
+            scale,
+            stride_xm,
+            stride_xn,
+            stride_maskm,
+            stride_maskn,
+            stride_biasm,
+            stride_biasn,
+            HAS_MASK,
+            HAS_BIAS,
+        )
         y = tl.exp(s - m_shift[:, None]) * inv_l[:, None]
         tl.store(
             out_ptr + rows[:, None] * stride_outm + cols[None, :] * stride_outn,

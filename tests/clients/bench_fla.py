@@ -59,8 +59,15 @@ def draw_case(tests, rng, *, dims, heads, gates):
         cuts = sorted(int(c) for c in rng.integers(0, length + 1, int(rng.integers(0, 3))))
         cu, batch = [0, *cuts, length], 1
     shape = (batch, length, int(rng.choice(heads)), int(rng.choice(dims)), int(rng.choice(dims)))
-    return tests.make_case(dtype, gates=gates and bool(rng.integers(0, 2)), h0=bool(rng.integers(0, 2)),
-                           cu=cu, shape=shape, chunk=64, seed=int(rng.integers(0, 2**31)))  # fmt: skip
+    return tests.make_case(
+        dtype,
+        gates=gates and bool(rng.integers(0, 2)),
+        h0=bool(rng.integers(0, 2)),
+        cu=cu,
+        shape=shape,
+        chunk=64,
+        seed=int(rng.integers(0, 2**31)),
+    )
 
 
 def main() -> None:
@@ -101,11 +108,13 @@ def main() -> None:
     wall = time.perf_counter() - t0
     for message, choices in outside[:3]:  # the summary line comes last
         print("  outside the bound:", message[:200], choices[:2])
-    print(f"{device} {torch.cuda.get_device_name(0) if device == 'cuda' else ''}: {done} examples "
-          f"in {wall:.1f}s = {done / wall:.2f} ex/s ({args.configs} configs, dims {args.dims}, "
-          f"heads {args.heads}, gated cases {gates}); per example median {np.median(times):.3f}s, "
-          f"max {max(times):.1f}s; {sum(c > 0 for c in compiled)} examples compiled "
-          f"{sum(compiled)} variants in {sum(COMPILES):.1f}s; {len(outside)} outside the bound")  # fmt: skip
+    print(
+        f"{device} {torch.cuda.get_device_name(0) if device == 'cuda' else ''}: {done} examples "
+        f"in {wall:.1f}s = {done / wall:.2f} ex/s ({args.configs} configs, dims {args.dims}, "
+        f"heads {args.heads}, gated cases {gates}); per example median {np.median(times):.3f}s, "
+        f"max {max(times):.1f}s; {sum(c > 0 for c in compiled)} examples compiled "
+        f"{sum(compiled)} variants in {sum(COMPILES):.1f}s; {len(outside)} outside the bound"
+    )
 
 
 if __name__ == "__main__":

@@ -30,8 +30,15 @@ def test_fla_forward_state_overflows_in_the_padded_rows_of_a_partial_chunk(tmp_p
     the padded rows get exp2 of a positive exponent (Inf) times their zero values, NaN in the
     final state. Found, shrunk to one token, and traced to the kernel line."""
     t = get("fla_chunk_simple_gla_fwd")
-    result = hunt(t, "triton-interpret", get_profile("ci"), database=None, max_examples=20,
-                  repro_dir=tmp_path, narrowing=SMALL)  # fmt: skip
+    result = hunt(
+        t,
+        "triton-interpret",
+        get_profile("ci"),
+        database=None,
+        max_examples=20,
+        repro_dir=tmp_path,
+        narrowing=SMALL,
+    )
     assert result.error is None, result.error
     assert set(result.found) == {"nan"}, result.classes
     found = result.found["nan"]
@@ -47,14 +54,21 @@ def test_fla_forward_state_overflows_in_the_padded_rows_of_a_partial_chunk(tmp_p
 
 
 def test_fla_backward_runs_clean():
-    result = hunt(get("fla_chunk_simple_gla_bwd"), "triton-interpret", get_profile("ci"),
-                  database=None, max_examples=10, narrowing=SMALL)  # fmt: skip
+    result = hunt(
+        get("fla_chunk_simple_gla_bwd"),
+        "triton-interpret",
+        get_profile("ci"),
+        database=None,
+        max_examples=10,
+        narrowing=SMALL,
+    )
     assert result.error is None, result.error
     assert not result.found, [f.finding.summary() for f in result.found.values()]
 
 
 def test_liger_softmax_runs_clean_with_its_nan_rows_declared():
-    result = hunt(get("liger_softmax"), "triton-interpret", get_profile("ci"), database=None,
-                  max_examples=40)  # fmt: skip
+    result = hunt(
+        get("liger_softmax"), "triton-interpret", get_profile("ci"), database=None, max_examples=40
+    )
     assert result.error is None, result.error
     assert not result.found, [f.finding.summary() for f in result.found.values()]

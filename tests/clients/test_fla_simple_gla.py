@@ -52,8 +52,9 @@ def _adapted():
     remove_interpreter_adapter(fla_on_the_interpreter)
 
 
-def make_case(dtype: str, *, gates: bool, h0: bool, cu: list[int] | None, shape, chunk: int,
-              seed: int) -> Case:  # fmt: skip
+def make_case(
+    dtype: str, *, gates: bool, h0: bool, cu: list[int] | None, shape, chunk: int, seed: int
+) -> Case:
     """A backward case of the harness's simple_gla targets (the forward's is it minus do, dht)."""
     b, t, h, k_dim, v_dim = shape
     rng = np.random.default_rng(seed)
@@ -88,10 +89,16 @@ def run_fla(case: Case) -> dict[str, np.ndarray]:
     leaves = {k: t[k].requires_grad_() for k in ("q", "k", "v", "g", "h0") if k in t}
     cu = t.get("cu_seqlens")
     o, ht = chunk_simple_gla(
-        leaves["q"], leaves["k"], leaves["v"], g=leaves.get("g"), g_gamma=t.get("g_gamma"),
-        initial_state=leaves.get("h0"), output_final_state=True, cu_seqlens=cu,
+        leaves["q"],
+        leaves["k"],
+        leaves["v"],
+        g=leaves.get("g"),
+        g_gamma=t.get("g_gamma"),
+        initial_state=leaves.get("h0"),
+        output_final_state=True,
+        cu_seqlens=cu,
         chunk_size=case.params["chunk_size"],
-    )  # fmt: skip
+    )
     ((o * t["do"]).sum() + (ht * t["dht"]).sum()).backward()
     got = {"o": o, "ht": ht, "dq": leaves["q"].grad, "dk": leaves["k"].grad, "dv": leaves["v"].grad}
     if "g" in leaves:
@@ -115,8 +122,9 @@ def test_every_config_of_every_kernel(within_bounds):
     """Per-token gates, an initial and a final state, packed sequences (one empty) over three
     chunks of 16: each run picks, for every autotuned kernel, the run-th of its distinct config
     kwargs (num_warps, num_stages: nothing to the interpreter), until every one has run."""
-    case = make_case("float32", gates=True, h0=True, cu=[0, 5, 5, 40], shape=(1, 40, 2, 32, 32),
-                     chunk=16, seed=0)  # fmt: skip
+    case = make_case(
+        "float32", gates=True, h0=True, cu=[0, 5, 5, 40], shape=(1, 40, 2, 32, 32), chunk=16, seed=0
+    )
     offered: dict[str, set[str]] = {}
     ran: dict[str, set[str]] = {}
     run = 0
@@ -164,16 +172,23 @@ def test_side_by_side_with_the_harness_own_gla_kernel(within_bounds):
     kernel (its own interpreted twins), on the same case, both within the harness's bounds."""
     from kernels.simple_gla import triton as own
 
-    case = make_case("float32", gates=True, h0=True, cu=None, shape=(1, 24, 2, 16, 16), chunk=16,
-                     seed=2)  # fmt: skip
+    case = make_case(
+        "float32", gates=True, h0=True, cu=None, shape=(1, 24, 2, 16, 16), chunk=16, seed=2
+    )
     fwd = forward_case(case)
     t = {k: CPU.put(v) for k, v in fwd.inputs.items()}
     with interpreting(), pinned_configs():
         got = run_fla(case)
         o, ht = own.chunk_simple_gla_fwd(
-            t["q"], t["k"], t["v"], g=t["g"], initial_state=t["h0"], output_final_state=True,
-            chunk_size=16, interpret=True,
-        )  # fmt: skip
+            t["q"],
+            t["k"],
+            t["v"],
+            g=t["g"],
+            initial_state=t["h0"],
+            output_final_state=True,
+            chunk_size=16,
+            interpret=True,
+        )
     check(case, got, within_bounds)
     within_bounds("simple_gla_fwd", fwd, {"o": CPU.get(o), "ht": CPU.get(ht)})
 
@@ -184,8 +199,9 @@ def test_on_a_hopper_host_the_gated_backward_needs_fla_adapter(monkeypatch):
     import fla.ops.common.chunk_o as chunk_o
 
     monkeypatch.setattr(chunk_o, "IS_NVIDIA_HOPPER", True)
-    case = make_case("float32", gates=True, h0=False, cu=None, shape=(1, 5, 1, 16, 16), chunk=16,
-                     seed=3)  # fmt: skip
+    case = make_case(
+        "float32", gates=True, h0=False, cu=None, shape=(1, 5, 1, 16, 16), chunk=16, seed=3
+    )
     with interpreting():
         run_fla(case)
     assert chunk_o.IS_NVIDIA_HOPPER is True

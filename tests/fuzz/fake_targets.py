@@ -193,8 +193,11 @@ def slow_cases(scale: str) -> st.SearchStrategy[Case]:
         cols = draw(st.integers(1, 60))
         seed = draw(st.integers(0, 2**16))
         rng = np.random.default_rng(seed)
-        return Case({"x": rng.standard_normal((rows, cols)).astype(np.float32)},
-                    {"dtype": "float32"}, {"seed": seed})  # fmt: skip
+        return Case(
+            {"x": rng.standard_normal((rows, cols)).astype(np.float32)},
+            {"dtype": "float32"},
+            {"seed": seed},
+        )
 
     return build()
 

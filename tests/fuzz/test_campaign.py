@@ -33,11 +33,27 @@ def fault_campaign(tmp_path_factory):
     fake targets (a correct one and a planted NaN)."""
     out = tmp_path_factory.mktemp("faults") / "out"
     proc = fuzz_cli(
-        "run", "--profile", "ci", "--plugin", FAULTS, "--plugin", FAKE, "--mutants",
-        "--targets", "faults*,fake_double,fake_double_nan",
-        "--backends", "triton-interpret,fake", "--budget", "9", "--example-timeout", "2",
-        "--seed", "1", "--out", str(out),
-    )  # fmt: skip
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        FAULTS,
+        "--plugin",
+        FAKE,
+        "--mutants",
+        "--targets",
+        "faults*,fake_double,fake_double_nan",
+        "--backends",
+        "triton-interpret,fake",
+        "--budget",
+        "9",
+        "--example-timeout",
+        "2",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+    )
     report = json.loads((out / "report.json").read_text())
     return proc, out, report
 
@@ -91,15 +107,18 @@ def test_every_saved_reproducer_replays_and_crashes_do_not_kill_the_replayer(fau
 
 def test_replay_in_parallel_processes_gives_every_verdict(fault_campaign):
     _, out, report = fault_campaign
-    proc = fuzz_cli("replay", "--jobs", "3", "--plugin", FAULTS, "--plugin", FAKE,
-                    str(out / "reproducers"))  # fmt: skip
+    proc = fuzz_cli(
+        "replay", "--jobs", "3", "--plugin", FAULTS, "--plugin", FAKE, str(out / "reproducers")
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     text = proc.stdout
     assert text.count("== ") == len(report["findings"]) == 4
-    for verdict in ("faults_mutant_wild_store on triton-interpret: FAIL crash",
-                    "faults_mutant_spin on triton-interpret: FAIL hang",
-                    "faults_mutant_raise on triton-interpret: FAIL crash",
-                    "fake_double_nan on fake: FAIL nan"):  # fmt: skip
+    for verdict in (
+        "faults_mutant_wild_store on triton-interpret: FAIL crash",
+        "faults_mutant_spin on triton-interpret: FAIL hang",
+        "faults_mutant_raise on triton-interpret: FAIL crash",
+        "fake_double_nan on fake: FAIL nan",
+    ):
         assert verdict in text
     bad = fuzz_cli("replay", "--jobs", "0", str(out / "reproducers"))
     assert bad.returncode == 2 and "argument --jobs/-j: 0 must be >= 1" in bad.stderr
@@ -119,10 +138,31 @@ def test_reports_markdown_and_junit(fault_campaign):
 def test_sigterm_ends_the_campaign_with_a_complete_report(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", FAKE, "--mutants", "--targets",
-         "fake_double,fake_double_nan", "--backends", "fake", "--budget", "120", "--slice", "1", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fuzz",
+            "run",
+            "--profile",
+            "ci",
+            "--plugin",
+            FAKE,
+            "--mutants",
+            "--targets",
+            "fake_double,fake_double_nan",
+            "--backends",
+            "fake",
+            "--budget",
+            "120",
+            "--slice",
+            "1",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 60
     found = False
     while time.time() < deadline and not found:
@@ -162,10 +202,31 @@ def test_sigterm_to_the_process_group_is_a_stop_not_a_crash(tmp_path):
     # workers get SIGTERM too, in the middle of an example. That is the user's stop, no finding.
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", FAKE, "--targets",
-         "fake_double", "--backends", "fake", "--budget", "120", "--slice", "1", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fuzz",
+            "run",
+            "--profile",
+            "ci",
+            "--plugin",
+            FAKE,
+            "--targets",
+            "fake_double",
+            "--backends",
+            "fake",
+            "--budget",
+            "120",
+            "--slice",
+            "1",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     _wait_for_examples(out, proc)
     os.killpg(proc.pid, signal.SIGTERM)
     output, _ = proc.communicate(timeout=60)
@@ -191,8 +252,21 @@ def test_a_campaign_whose_workers_cannot_start_is_a_harness_error(tmp_path):
     plugin = tmp_path / "worker_only_import_error.py"
     plugin.write_text(WORKER_ONLY_IMPORT_ERROR.format(fake=FAKE))
     out = tmp_path / "out"
-    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets", "fake_double",
-                    "--backends", "fake", "--budget", "2", "--out", str(out))  # fmt: skip
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        str(plugin),
+        "--targets",
+        "fake_double",
+        "--backends",
+        "fake",
+        "--budget",
+        "2",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 2, proc.stderr  # neither clean nor a failing kernel
     report = json.loads((out / "report.json").read_text())
     assert not report["complete"] and report["summary"]["examples"] == 0
@@ -224,9 +298,21 @@ def test_a_harness_error_is_exit_2_not_a_failing_real_target(tmp_path):
     # A previous report.json of another shape (another tool's, a hand edit) is no crash either.
     out.mkdir()
     (out / "report.json").write_text(json.dumps({"findings": [{"signature": 1}, "x"]}))
-    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets",
-                    "fake_double,fake_bad_strategy", "--backends", "fake", "--budget", "2",
-                    "--out", str(out))  # fmt: skip
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        str(plugin),
+        "--targets",
+        "fake_double,fake_bad_strategy",
+        "--backends",
+        "fake",
+        "--budget",
+        "2",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 2, proc.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["summary"]["real_failed"] == []
@@ -243,9 +329,11 @@ def test_a_previous_report_of_another_shape_is_not_triaged_against(tmp_path):
     from fuzz.campaign.report import read_previous
 
     path = tmp_path / "report.json"
-    for text, problem in [("[1, 2]", "is not a campaign report"),
-                          ('{"findings": 3}', "is not a campaign report"),
-                          ("{not json", "cannot be read")]:  # fmt: skip
+    for text, problem in [
+        ("[1, 2]", "is not a campaign report"),
+        ('{"findings": 3}', "is not a campaign report"),
+        ("{not json", "cannot be read"),
+    ]:
         path.write_text(text)
         prev, why = read_previous(path)
         assert prev is None and problem in why
@@ -261,11 +349,29 @@ def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path)
     # report.json dropped the other's findings: the folder is locked; the lock dies with its
     # holder (even by SIGKILL), so a killed campaign leaves no stale lock.
     out = tmp_path / "out"
-    args = ["run", "--profile", "ci", "--plugin", FAKE, "--mutants", "--targets", "fake_double_nan",
-            "--backends", "fake", "--slice", "1", "--out", str(out)]  # fmt: skip
-    first = subprocess.Popen([sys.executable, "-m", "fuzz", *args, "--budget", "120"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)  # fmt: skip
+    args = [
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        FAKE,
+        "--mutants",
+        "--targets",
+        "fake_double_nan",
+        "--backends",
+        "fake",
+        "--slice",
+        "1",
+        "--out",
+        str(out),
+    ]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", *args, "--budget", "120"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     lock = out / ".campaign.lock"
     try:
         deadline = time.time() + 60
@@ -312,9 +418,23 @@ def test_quiet_failures_are_said_on_the_console_and_name_their_plugin(tmp_path):
     plugin = tmp_path / "not_a_case.py"
     plugin.write_text(NOT_A_CASE.format(fake=FAKE))
     out = tmp_path / "out"
-    proc = fuzz_cli("run", "--profile", "ci", "--plugin", str(plugin), "--targets",
-                    "fake_double,fake_not_a_*", "--backends", "fake", "--budget", "2",
-                    "--out", str(out), "--db", f"redis://127.0.0.1:{port}/0")  # fmt: skip
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        str(plugin),
+        "--targets",
+        "fake_double,fake_not_a_*",
+        "--backends",
+        "fake",
+        "--budget",
+        "2",
+        "--out",
+        str(out),
+        "--db",
+        f"redis://127.0.0.1:{port}/0",
+    )
     assert proc.returncode == 2, proc.stderr  # harness errors
     said = proc.stderr[: proc.stderr.index("fuzzing ")]  # before any work
     assert f"WARNING example database redis://127.0.0.1:{port}/0: fetch failed: Connection" in said
@@ -392,12 +512,31 @@ def test_memory_maps_recycle_workers_and_exhaustion_is_no_kernel_crash(tmp_path)
     plugin.write_text(RESOURCES.format(fake=FAKE, d=str(tmp_path)))
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", str(plugin),
-         "--targets", "fake_leaks,fake_hogs,fake_says_enomem", "--backends", "fake", "--budget",
-         "6", "--slice", "1", "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "fuzz",
+            "run",
+            "--profile",
+            "ci",
+            "--plugin",
+            str(plugin),
+            "--targets",
+            "fake_leaks,fake_hogs,fake_says_enomem",
+            "--backends",
+            "fake",
+            "--budget",
+            "6",
+            "--slice",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "KERNEL_FUZZ_MAP_LIMIT": "8000"},
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["findings"] == [] and not list((out / "reproducers").glob("*.py"))
@@ -427,8 +566,24 @@ def test_triage_against_the_previous_report(tmp_path):
     plugin = tmp_path / "toggle.py"
     plugin.write_text(TOGGLE.format(fake=FAKE))
     out = tmp_path / "out"
-    args = ["run", "--profile", "ci", "--plugin", str(plugin), "--mutants", "--targets", "fake_toggle,fake_double_oob",
-            "--backends", "fake", "--budget", "3", "--out", str(out), "--seed", "2"]  # fmt: skip
+    args = [
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        str(plugin),
+        "--mutants",
+        "--targets",
+        "fake_toggle,fake_double_oob",
+        "--backends",
+        "fake",
+        "--budget",
+        "3",
+        "--out",
+        str(out),
+        "--seed",
+        "2",
+    ]
     first = fuzz_cli(*args, env={"FAKE_TOGGLE_BUG": "1"})
     assert first.returncode == 1, first.stderr  # a real target fails: exit status 1
     assert "failing real targets: fake_toggle" in first.stderr
@@ -482,8 +637,15 @@ def test_one_worker_per_gpu_each_with_its_own_device(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(GPU_PROBE.format(fake=FAKE, d=str(tmp_path)))
     load_plugin(FAKE)
-    report = _fake_campaign(tmp_path, ["fake_double", "fake_double_nan"], probe, budget=2.0,
-                            workers=2, devices=["3", "5"], example_timeout=30)  # fmt: skip
+    report = _fake_campaign(
+        tmp_path,
+        ["fake_double", "fake_double_nan"],
+        probe,
+        budget=2.0,
+        workers=2,
+        devices=["3", "5"],
+        example_timeout=30,
+    )
     seen = sorted(p.read_text() for p in tmp_path.glob("worker-*"))
     assert seen == ["3", "5"]
     assert [w["device"] for w in report["workers"]] == ["3", "5"]
@@ -510,8 +672,16 @@ def test_scheduler_floor_then_productive_pairs():
     assert c._pick().target.name == "b"
 
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def test_the_html_report_renders_in_a_headless_browser(fault_campaign, tmp_path):
@@ -540,8 +710,12 @@ def test_the_html_report_renders_in_a_headless_browser(fault_campaign, tmp_path)
     assert int(images) >= 2 * len(plotted) and int(svgs) >= len(plotted) + 1
     assert dom.stdout.count('class="finding ') == len(report["findings"])
     shot = tmp_path / "page.png"
-    proc = subprocess.run([*cmd, f"--screenshot={shot}", "--window-size=1100,1400", page],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [*cmd, f"--screenshot={shot}", "--window-size=1100,1400", page],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and shot.stat().st_size > 20_000
 
 
@@ -605,8 +779,14 @@ def test_a_compile_past_the_compile_timeout_is_a_hang_finding(tmp_path):
     plugin = tmp_path / "compile_hang.py"
     plugin.write_text(COMPILE_HANG.format(fake=FAKE))
     load_plugin(str(plugin))
-    report = _fake_campaign(tmp_path, ["fake_compile_hang"], plugin, budget=3.0,
-                            example_timeout=1.0, compile_timeout=2.0)  # fmt: skip
+    report = _fake_campaign(
+        tmp_path,
+        ["fake_compile_hang"],
+        plugin,
+        budget=3.0,
+        example_timeout=1.0,
+        compile_timeout=2.0,
+    )
     hangs = [f for f in report["findings"] if f["class"] == "hang"]
     assert hangs and "still compiling after 2 s" in hangs[0]["message"], report["findings"]
     assert list((tmp_path / "out" / "reproducers").glob("*hang*"))
@@ -622,9 +802,12 @@ def test_the_first_round_visits_every_family_before_any_family_twice():
         return PairState(t, backend)  # type: ignore[arg-type]
 
     pairs = [
-        pair("a_mutant_x", "a", "b1", True), pair("a", "a", "b1"), pair("a", "a", "b2"),
-        pair("b", "b", "b1"), pair("c_mutant_y", "c", "b1", True),
-    ]  # fmt: skip
+        pair("a_mutant_x", "a", "b1", True),
+        pair("a", "a", "b1"),
+        pair("a", "a", "b2"),
+        pair("b", "b", "b1"),
+        pair("c_mutant_y", "c", "b1", True),
+    ]
     order = [(p.target.name, p.backend) for p in interleave(pairs)]
     assert order == [
         ("a", "b1"),
@@ -666,8 +849,9 @@ def test_an_examples_clock_stops_while_a_kernel_compiles():
     started = SimpleNamespace(value=0.0)
     seen = []
     _pause_clock_while_compiling(started)
-    timing.watch_compiles(lambda: seen.append(("start", started.value)),
-                          lambda: seen.append(("end", started.value)))  # fmt: skip
+    timing.watch_compiles(
+        lambda: seen.append(("start", started.value)), lambda: seen.append(("end", started.value))
+    )
     timing._started()
     assert started.value == 0.0  # no example running: nothing to pause
     t0 = time.time()

@@ -12,9 +12,12 @@ FAKE = os.path.join(os.path.dirname(__file__), "fake_targets.py")
 
 def fuzz_cli(*args, timeout=600, umask=None):
     return subprocess.run(
-        [sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "fuzz", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         preexec_fn=None if umask is None else lambda: os.umask(umask),
-    )  # fmt: skip
+    )
 
 
 def strict_json(text):
@@ -37,9 +40,25 @@ def test_list_shows_targets_and_backend_availability():
 
 def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
     out = tmp_path / "out"
-    proc = fuzz_cli("run", "--profile", "ci", "--plugin", FAKE, "--targets", "fake_double,fake_double_nan,fake_double_oob",
-                    "--backends", "fake", "--mutants", "--budget", "4", "--out", str(out), "--seed", "3",
-                    umask=0o022)  # fmt: skip
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        FAKE,
+        "--targets",
+        "fake_double,fake_double_nan,fake_double_oob",
+        "--backends",
+        "fake",
+        "--mutants",
+        "--budget",
+        "4",
+        "--out",
+        str(out),
+        "--seed",
+        "3",
+        umask=0o022,
+    )
     # Only mutants fail: exit 0.
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = strict_json((out / "report.json").read_text())  # the NaN found is a string
@@ -82,20 +101,27 @@ def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
         (["run", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
         (["run", "--out", "{file}/sub"], "--out='{file}/sub' cannot be created: {file} is a file"),
         (["run", "--out", "{tmp}", "--repro-dir", "{file}"], "--repro-dir='{file}' is a file"),
-        (["run", "--out", "{tmp}/new", "--plugin", "{syntax}"], "--plugin='{syntax}' failed to "
-         "import: SyntaxError: invalid syntax"),
-        (["run", "--out", "{tmp}/new", "--plugin", "{raises}"], "--plugin='{raises}' failed to "
-         "import: SystemExit: exit from a plugin"),
+        (
+            ["run", "--out", "{tmp}/new", "--plugin", "{syntax}"],
+            "--plugin='{syntax}' failed to import: SyntaxError: invalid syntax",
+        ),
+        (
+            ["run", "--out", "{tmp}/new", "--plugin", "{raises}"],
+            "--plugin='{raises}' failed to import: SystemExit: exit from a plugin",
+        ),
         (["list", "--plugin", "no/such/file.py"], "--plugin='no/such/file.py': no such file"),
         (["replay", "no-such-path"], "'no-such-path' is neither a file nor a folder"),
         (["replay", "{file}", "/no/such/file.py"], "'/no/such/file.py' is neither a file nor"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_get_clear_errors(tmp_path, args, message):
     # Usage errors: one line naming the argument, exit status 2 (never 1, which means a real
     # target or a reproducer fails), before any work starts.
-    files = {"{file}": tmp_path / "a-file", "{syntax}": tmp_path / "syntax_error.py",
-             "{raises}": tmp_path / "raises.py"}  # fmt: skip
+    files = {
+        "{file}": tmp_path / "a-file",
+        "{syntax}": tmp_path / "syntax_error.py",
+        "{raises}": tmp_path / "raises.py",
+    }
     files["{file}"].write_text("not a folder\n")
     files["{syntax}"].write_text("def broken(:\n")
     files["{raises}"].write_text("import sys\nsys.exit('exit from a plugin')\n")
@@ -114,9 +140,11 @@ def test_bad_arguments_get_clear_errors(tmp_path, args, message):
 
 @pytest.mark.parametrize(
     "argv, message",
-    [(["--procs", "0"], "argument --procs: 0 must be >= 1"),
-     (["--examples", "x"], "argument --examples: 'x' is not an integer >= 1")],
-)  # fmt: skip
+    [
+        (["--procs", "0"], "argument --procs: 0 must be >= 1"),
+        (["--examples", "x"], "argument --examples: 'x' is not an integer >= 1"),
+    ],
+)
 def test_bench_rejects_bad_counts_naming_the_option(argv, message, capsys):
     from fuzz.bench import main
 
@@ -181,14 +209,24 @@ def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_pat
     plugin.write_text(SLEEPER.format(fake=FAKE))
     load_plugin(str(plugin))
     path = reproducer.write(
-        tmp_path, target=get("fake_sleeps"), backend="fake", params={}, ref_device="cpu",
+        tmp_path,
+        target=get("fake_sleeps"),
+        backend="fake",
+        params={},
+        ref_device="cpu",
         case=Case({"x": np.ones((1, 2), np.float32)}, {"dtype": "float32"}, {}),
-        finding=Finding("hang", "timeout", "an example did not finish"), differential=False,
-        isolate=True, timeout=300.0,
-    )  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "fuzz", "replay", str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # fmt: skip
+        finding=Finding("hang", "timeout", "an example did not finish"),
+        differential=False,
+        isolate=True,
+        timeout=300.0,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "replay", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     time.sleep(6)  # the child replay has started its kernel
     os.killpg(proc.pid, signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
@@ -196,8 +234,9 @@ def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_pat
     assert "interrupted" in out and "FAIL" not in out and "PASS" not in out, out
 
 
-@pytest.mark.parametrize("umask, text_mode, script_mode", [(0o022, 0o644, 0o755),
-                                                           (0o077, 0o600, 0o700)])  # fmt: skip
+@pytest.mark.parametrize(
+    "umask, text_mode, script_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)]
+)
 def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask, text_mode, script_mode):
     from fuzz.campaign.report import atomic_write_text, write_json
 

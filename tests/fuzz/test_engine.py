@@ -99,9 +99,13 @@ def _racy_target(base):
         return res
 
     return dataclasses.replace(
-        base, name="fake_double_racy", kernels={"fake": racy}, mutant_of="fake_double",
-        expected_class="nondeterminism", shrink_bound=3,
-    )  # fmt: skip
+        base,
+        name="fake_double_racy",
+        kernels={"fake": racy},
+        mutant_of="fake_double",
+        expected_class="nondeterminism",
+        shrink_bound=3,
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3])
@@ -159,8 +163,9 @@ def test_the_profile_sets_how_long_hypothesis_may_shrink(fake_plugin, fake_profi
     before = conjecture.MAX_SHRINKING_SECONDS
     target = get("fake_double_nan")
     full = hunt(target, "fake", fake_profile, seed=3, database=None)
-    none = hunt(target, "fake", dataclasses.replace(fake_profile, shrink_seconds=0.0), seed=3,
-                database=None)  # fmt: skip
+    none = hunt(
+        target, "fake", dataclasses.replace(fake_profile, shrink_seconds=0.0), seed=3, database=None
+    )
     assert conjecture.MAX_SHRINKING_SECONDS == before
     assert full.found["nan"].case.size <= 2
     assert none.found["nan"].case.size > full.found["nan"].case.size

@@ -88,8 +88,18 @@ def test_runs_agree_classes_what_appeared_and_maps_the_index(fake_plugin):
     got = clean[1:].copy()
     assert runs_agree(ctx, "p", "row 1 alone", "y", got, clean[1:], 0.0, "masking") is None
     got[0, 2] += 1
-    f = runs_agree(ctx, "p", "row 1 alone", "y", got, clean[1:], 0.5, "masking",
-                   where=lambda i: (1 + i[0], i[1]), extra=3)  # fmt: skip
+    f = runs_agree(
+        ctx,
+        "p",
+        "row 1 alone",
+        "y",
+        got,
+        clean[1:],
+        0.5,
+        "masking",
+        where=lambda i: (1 + i[0], i[1]),
+        extra=3,
+    )
     assert f is not None and f.cls == "masking" and f.index == (1, 2)
     assert f.oracle_value == ctx.oracle["y"][1, 2] and f.details["extra"] == 3
     assert f.message.startswith("row 1 alone: y[1, 2] = ")
@@ -136,7 +146,9 @@ def test_a_mutant_registered_for_a_target_must_rewrite_its_kernels():
     from fuzz.targets import softmax as S
     from kernels._mutate import Expect, Mutant, rewrites_of
 
-    (wrong,) = rewrites_of("kernels.jagged_softmax.{impl}",
-                           Mutant("x", "y", {"softmax": Expect("nan", 2)}, triton=(), pallas=None))  # fmt: skip
+    (wrong,) = rewrites_of(
+        "kernels.jagged_softmax.{impl}",
+        Mutant("x", "y", {"softmax": Expect("nan", 2)}, triton=(), pallas=None),
+    )
     with pytest.raises(ValueError, match=r"mutant x rewrites 'kernels\.jagged_softmax"):
         kit.register_mutants(S.SOFTMAX, S.KERNELS, S.entry, [wrong])

@@ -8,9 +8,27 @@ from pathlib import Path
 import pytest
 
 FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
-CORE = {"arrays", "backends", "case", "compare", "engine", "failures", "families", "files", "kit",
-        "origin", "plugin", "profiles", "properties", "reproducer", "results", "shrink", "target",
-        "timing", "triton_runtime"}  # fmt: skip
+CORE = {
+    "arrays",
+    "backends",
+    "case",
+    "compare",
+    "engine",
+    "failures",
+    "families",
+    "files",
+    "kit",
+    "origin",
+    "plugin",
+    "profiles",
+    "properties",
+    "reproducer",
+    "results",
+    "shrink",
+    "target",
+    "timing",
+    "triton_runtime",
+}
 FRONT_ENDS = {"__main__", "bench", "cli", "pytest_plugin", "scoreboard"}
 
 

@@ -50,9 +50,16 @@ def test_replay_prints_the_origin_and_the_hazards(tmp_path, capsys):
     outcome = check_case(target, get_backend("triton-interpret"), OVERFLOW)
     assert outcome.finding is not None and outcome.finding.cls == "nan"
     outcome.finding.details["origin"] = origin.trace(target, "triton-interpret", OVERFLOW)
-    path = reproducer.write(tmp_path, target=target, backend="triton-interpret", case=OVERFLOW,
-                            params=outcome.params, finding=outcome.finding, ref_device="cpu",
-                            differential=False)  # fmt: skip
+    path = reproducer.write(
+        tmp_path,
+        target=target,
+        backend="triton-interpret",
+        case=OVERFLOW,
+        params=outcome.params,
+        finding=outcome.finding,
+        ref_device="cpu",
+        differential=False,
+    )
     text = path.read_text()
     assert "origin: overflow in `tl.exp(s)` at <mutant no_rowmax of kernels.softmax.triton>" in text
     meta, data = reproducer.load(path)
@@ -121,6 +128,7 @@ def test_an_interpreted_pallas_replay_keeps_every_array_on_its_device():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _MIXED_DEVICES], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _MIXED_DEVICES], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

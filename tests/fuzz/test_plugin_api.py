@@ -38,12 +38,18 @@ def test_the_declared_nan_rows_are_checked(plugin):
     t = get("torch_softmax")
     zeros = dataclasses.replace(t, kernels={"triton": _zero_rows(t.kernels["triton"])})
     x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
-    case = Case({"x": x, "mask": np.array([[True, True], [False, False]])},
-                {"dtype": "float32", "scale": None, "block_m": 4, "block_n": 16})  # fmt: skip
+    case = Case(
+        {"x": x, "mask": np.array([[True, True], [False, False]])},
+        {"dtype": "float32", "scale": None, "block_m": 4, "block_n": 16},
+    )
     from fuzz.properties import check_case
 
-    out = check_case(zeros, fuzz.get_backend("triton-interpret"), case,
-                     params={"masked-poison": "nan", "shift-invariance": 64.0})  # fmt: skip
+    out = check_case(
+        zeros,
+        fuzz.get_backend("triton-interpret"),
+        case,
+        params={"masked-poison": "nan", "shift-invariance": 64.0},
+    )
     assert out.finding is not None and out.finding.prop == "empty-rows-convention"
     assert out.finding.cls == "masking"
 
@@ -58,8 +64,9 @@ def _zero_rows(entry):
 
 
 def test_a_planted_bug_in_a_plugin_kernel_is_found_and_shrunk(plugin):
-    result = hunt(get("torch_softmax_no_rowmax"), "triton-interpret", get_profile("ci"),
-                  database=None)  # fmt: skip
+    result = hunt(
+        get("torch_softmax_no_rowmax"), "triton-interpret", get_profile("ci"), database=None
+    )
     assert "nan" in result.found or "accuracy" in result.found, result.classes
     found = next(iter(result.found.values()))
     assert found.case.size <= 2, found.case
@@ -99,9 +106,12 @@ def test_torch_attention_in_its_own_layout_passes_and_draws_only_its_features(pl
 
 
 def test_a_kernel_runs_only_on_the_backends_it_declares(plugin):
-    t = fuzz.fuzz_kernel("torch_softmax_compiled_only", family="softmax",
-                         kernel=lambda x, **kw: x.softmax(-1),
-                         capabilities=fuzz.Capabilities(features=(), backends=("compiled",)))  # fmt: skip
+    t = fuzz.fuzz_kernel(
+        "torch_softmax_compiled_only",
+        family="softmax",
+        kernel=lambda x, **kw: x.softmax(-1),
+        capabilities=fuzz.Capabilities(features=(), backends=("compiled",)),
+    )
     result = hunt(t, "triton-interpret", get_profile("ci"))
     assert result.error is not None and "declared to run on triton only" in result.error
 
@@ -124,10 +134,14 @@ def test_a_kernel_runs_only_on_the_backends_it_declares(plugin):
     ],
 )
 def test_bad_plugin_input_is_an_error_naming_the_field(kwargs, message):
-    base = {"name": "bad_softmax", "family": "softmax",
-            "kernel": lambda x, *, mask, bias, scale: x}  # fmt: skip
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")
-                       .replace("(", r"\(").replace(")", r"\)")):  # fmt: skip
+    base = {"name": "bad_softmax", "family": "softmax", "kernel": lambda x, *, mask, bias, scale: x}
+    with pytest.raises(
+        ValueError,
+        match=message.replace("[", r"\[")
+        .replace("]", r"\]")
+        .replace("(", r"\(")
+        .replace(")", r"\)"),
+    ):
         fuzz.fuzz_kernel(**{**base, **kwargs})
 
 
@@ -159,8 +173,19 @@ def test_layout_conversion_round_trips(plugin):
     v = rng.standard_normal((2, 3, 7, 4)).astype(np.float32)
     from fuzz.case import Case
 
-    case = Case({"q": q, "k": k, "v": v}, {"dtype": "float32", "causal": False, "window": None,
-                "scale": None, "softcap": None, "alibi": None, "block_q": 16, "block_k": 16})  # fmt: skip
+    case = Case(
+        {"q": q, "k": k, "v": v},
+        {
+            "dtype": "float32",
+            "causal": False,
+            "window": None,
+            "scale": None,
+            "softcap": None,
+            "alibi": None,
+            "block_q": 16,
+            "block_k": 16,
+        },
+    )
     ctx = Context(t, fuzz.get_backend("triton-interpret"), case)
     got = ctx.clean.outputs["o"]
     assert got.shape == q.shape
@@ -172,8 +197,9 @@ def test_causal_alignment_is_checked_as_declared(plugin):
     (the default) it is wrong wherever a causal sequence has Tq != Tk, and the hunt says so."""
     ok = hunt(get("torch_sdpa_causal"), "triton-interpret", get_profile("ci"), database=None)
     assert ok.error is None and not ok.found, [f.finding.summary() for f in ok.found.values()]
-    wrong = hunt(get("torch_sdpa_causal_misdeclared"), "triton-interpret", get_profile("ci"),
-                 database=None)  # fmt: skip
+    wrong = hunt(
+        get("torch_sdpa_causal_misdeclared"), "triton-interpret", get_profile("ci"), database=None
+    )
     assert wrong.found, "a top-left kernel checked as bottom-right must fail"
     case = next(iter(wrong.found.values())).case
     assert case.params["causal"] and case.inputs["q"].shape[2] != case.inputs["k"].shape[2]
@@ -185,11 +211,19 @@ def test_a_decode_kernel_without_its_dense_sibling_does_not_compare_with_the_pro
     def decode(q, k, v, *, scale, cache_len):
         raise AssertionError("not called")
 
-    t = fuzz.fuzz_kernel("lonely_decode", family="attention_decode", kernel=decode,
-                         capabilities=fuzz.Capabilities(features=()))  # fmt: skip
+    t = fuzz.fuzz_kernel(
+        "lonely_decode",
+        family="attention_decode",
+        kernel=decode,
+        capabilities=fuzz.Capabilities(features=()),
+    )
     assert "decode-equals-last-causal-row" in t.disabled
     assert t.siblings == {"attention": None}
     with pytest.raises(ValueError, match=r"siblings names \['softmax'\]"):
-        fuzz.fuzz_kernel("bad_decode", family="attention_decode", kernel=decode,
-                         capabilities=fuzz.Capabilities(features=()),
-                         siblings={"softmax": decode})  # fmt: skip
+        fuzz.fuzz_kernel(
+            "bad_decode",
+            family="attention_decode",
+            kernel=decode,
+            capabilities=fuzz.Capabilities(features=()),
+            siblings={"softmax": decode},
+        )

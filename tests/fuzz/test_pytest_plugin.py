@@ -33,9 +33,16 @@ def test_plugin_targets_are_parametrized_and_failures_write_reproducers(pytester
     pytester.makepyfile(TEST_FILE)
     repro = tmp_path / "repro"
     result = pytester.runpytest_subprocess(
-        "--plugin", FAKE, "--fuzz-targets", "fake_double*", "--fuzz-backends", "fake",
-        "--repro-dir", str(repro), "-v",
-    )  # fmt: skip
+        "--plugin",
+        FAKE,
+        "--fuzz-targets",
+        "fake_double*",
+        "--fuzz-backends",
+        "fake",
+        "--repro-dir",
+        str(repro),
+        "-v",
+    )
     # Real targets only: fake_double passes; the planted-bug targets are mutants, not collected.
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*test_target?fake_double-fake? PASSED*"])
@@ -121,12 +128,14 @@ def test_xdist_workers_sharing_a_gpu_split_its_memory(monkeypatch):
     [
         (["--fuzz-targets", "nomatch*"], "--fuzz-targets='nomatch*' matches no target; known:"),
         (["--fuzz-backends", "nomatch*"], "--fuzz-backends='nomatch*' matches no backend; known:"),
-        (["--fuzz-targets", "softmax", "--fuzz-backends", "fake"],
-         "--fuzz-targets='softmax' has no kernel for the backends fake"),
+        (
+            ["--fuzz-targets", "softmax", "--fuzz-backends", "fake"],
+            "--fuzz-targets='softmax' has no kernel for the backends fake",
+        ),
         (["--plugin", "no/such/plugin.py"], "--plugin='no/such/plugin.py': no such file"),
         (["--plugin", "{broken}"], "--plugin='{broken}' failed to import: SyntaxError"),
     ],
-)  # fmt: skip
+)
 def test_a_selection_of_nothing_or_a_bad_plugin_is_a_usage_error(pytester, tmp_path, args, message):
     # These passed green having tested nothing, or stopped with an INTERNALERROR traceback.
     broken = tmp_path / "broken.py"

@@ -131,8 +131,14 @@ def test_replay_reports_the_recorded_class_when_another_failure_shows_first(fake
     # No accuracy failure to prefer: the first failure is still reported.
     assert check_case(target, backend, case, prefer="masking").finding.cls == "nondeterminism"
     data, dtypes = reproducer.encode_arrays(case.inputs)
-    meta = {"format": reproducer.FORMAT, "target": "fake_double_nondeterminism",
-            "backend": "fake", "class": "accuracy", "params": case.params, "dtypes": dtypes}  # fmt: skip
+    meta = {
+        "format": reproducer.FORMAT,
+        "target": "fake_double_nondeterminism",
+        "backend": "fake",
+        "class": "accuracy",
+        "params": case.params,
+        "dtypes": dtypes,
+    }
     assert reproducer.replay(meta, data).finding.cls == "accuracy"
 
 
@@ -176,10 +182,17 @@ def _crash_reproducer(tmp_path, target="fake_double_crash"):
 
     case = Case({"x": np.ones((1, 4), np.float32)}, {"dtype": "float32"}, {})
     return reproducer.write(
-        tmp_path, target=get(target), backend="fake", case=case, params={},
+        tmp_path,
+        target=get(target),
+        backend="fake",
+        case=case,
+        params={},
         finding=Finding("crash", "process", "the worker was killed by SIGSEGV"),
-        ref_device="cpu", differential=False, isolate=True, timeout=5.0,
-    )  # fmt: skip
+        ref_device="cpu",
+        differential=False,
+        isolate=True,
+        timeout=5.0,
+    )
 
 
 CHILD_ONLY_IMPORT_ERROR = """
@@ -228,8 +241,12 @@ def test_a_crash_reproducer_without_its_main_block_still_fails(fake_plugin, tmp_
     path = _crash_reproducer(tmp_path)
     text = path.read_text()
     path.write_text(text[: text.index('if __name__ == "__main__":')])
-    proc = subprocess.run([sys.executable, "-m", "fuzz", "replay", "--plugin", FAKE, str(path)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "replay", "--plugin", FAKE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "fake_double_crash on fake: FAIL crash" in proc.stdout
 

@@ -35,8 +35,9 @@ def test_the_large_scale_draws_long_gla_chunks_on_the_cpu():
 
 @pytest.mark.parametrize("command", [["run", "--out", "x"], ["mutants"]])
 def test_a_bad_scale_is_a_usage_error(command):
-    done = subprocess.run([sys.executable, "-m", "fuzz", *command, "--scale", "huge"],
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "fuzz", *command, "--scale", "huge"], capture_output=True, text=True
+    )
     assert done.returncode == 2 and "--scale" in done.stderr and "large" in done.stderr
 
 

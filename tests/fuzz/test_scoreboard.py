@@ -24,8 +24,7 @@ def test_scale_twice_is_missed_by_randn_and_found_by_the_harness_and_the_grid(tm
     mutant = dataclasses.replace(
         mutant, baseline_grid=lambda s: [c for c in grid(s) if c.params["dtype"] == "float32"]
     )
-    board = run_scoreboard([mutant], ["triton-interpret"],
-                           get_profile("ci"), budget=20, seed=0)  # fmt: skip
+    board = run_scoreboard([mutant], ["triton-interpret"], get_profile("ci"), budget=20, seed=0)
     (row,) = board["rows"]
     h = row["harness"]
     assert h["found"] and h["expected"] and h["class"] == "accuracy"
@@ -53,10 +52,28 @@ def test_scale_twice_is_missed_by_randn_and_found_by_the_harness_and_the_grid(tm
 
 def test_cli_scoreboard_shows_na_for_targets_without_baselines(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "fuzz", "mutants", "--plugin", FAKE, "--targets", "fake_double_nan",
-         "--backends", "fake", "--budget", "2", "--profile", "ci", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fuzz",
+            "mutants",
+            "--plugin",
+            FAKE,
+            "--targets",
+            "fake_double_nan",
+            "--backends",
+            "fake",
+            "--budget",
+            "2",
+            "--profile",
+            "ci",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "fake_double_nan" in proc.stdout and "n/a" in proc.stdout
     assert "harness      detected 1/1 (100%)" in proc.stdout
@@ -72,10 +89,28 @@ def _scoreboard_until_first_row(out_dir, stdout) -> tuple[subprocess.Popen, str]
     """Starts the fake family's scoreboard; returns it and the first mutant whose row is done
     (each row is logged as soon as it is complete)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fuzz", "mutants", "--plugin", FAKE, "--targets", "fake_double_*",
-         "--backends", "fake", "--budget", "30", "--profile", "ci", "--out", str(out_dir)],
-        stdout=stdout, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fuzz",
+            "mutants",
+            "--plugin",
+            FAKE,
+            "--targets",
+            "fake_double_*",
+            "--backends",
+            "fake",
+            "--budget",
+            "30",
+            "--profile",
+            "ci",
+            "--out",
+            str(out_dir),
+        ],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     for line in proc.stderr:
         if line.startswith("done "):
@@ -125,8 +160,9 @@ def test_a_row_shrinks_no_longer_than_its_shrink_limit():
 
     load_plugin(FAKE)
     mutant = _slowed(get("fake_double_accuracy"), "fake", 0.05)
-    board = run_scoreboard([mutant], ["fake"], get_profile("ci"), budget=5, shrink_limit=0.5,
-                           seed=0)  # fmt: skip
+    board = run_scoreboard(
+        [mutant], ["fake"], get_profile("ci"), budget=5, shrink_limit=0.5, seed=0
+    )
     cut = board["rows"][0]["harness"]
     assert cut["found"] and cut["class"] == "accuracy" and cut["shrink_cut"]
     assert board["shrink_limit"] == 0.5 and "(cut)" in table_rows(board)[0][6]
@@ -148,9 +184,24 @@ def test_a_baseline_stops_at_its_limit_and_says_how_many_cases_ran():
     r = run_baseline(mutant, "triton-interpret", cases, get_profile("ci"), time_limit=0.5)
     # The limit is checked before each case; the case running at the limit completes.
     assert 1 <= r["run"] < len(cases) and r["seconds"] < 0.5 + 5
-    board = {"rows": [{"mutant": "m", "backend": "b", "expected_class": "accuracy",
-                       "harness": {"found": False, "class": None, "expected": False,
-                                   "examples_to_first": None, "seconds_to_first": None,
-                                   "shrink_seconds": None, "reproducer_size": None},
-                       "randn": None, "grid": r}]}  # fmt: skip
+    board = {
+        "rows": [
+            {
+                "mutant": "m",
+                "backend": "b",
+                "expected_class": "accuracy",
+                "harness": {
+                    "found": False,
+                    "class": None,
+                    "expected": False,
+                    "examples_to_first": None,
+                    "seconds_to_first": None,
+                    "shrink_seconds": None,
+                    "reproducer_size": None,
+                },
+                "randn": None,
+                "grid": r,
+            }
+        ]
+    }
     assert table_rows(board)[0][9].endswith(f"({r['run']}/{len(cases)} cases)")

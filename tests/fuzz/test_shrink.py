@@ -25,8 +25,14 @@ def test_a_failure_that_reproduces_in_the_interpreter_is_shrunk_there(
     fake_plugin, compiled_profile, tmp_path, seed
 ):
     mod = _plugin_module()
-    result = hunt(get("fake_slow_nan"), "fake-compiled", compiled_profile, seed=seed,
-                  database=None, repro_dir=tmp_path)  # fmt: skip
+    result = hunt(
+        get("fake_slow_nan"),
+        "fake-compiled",
+        compiled_profile,
+        seed=seed,
+        database=None,
+        repro_dir=tmp_path,
+    )
     found = result.found["nan"]
     assert found.shrink_path == "interpreter", found.shrink_notes
     assert any("fake said: nan (reproduced)" in n for n in found.shrink_notes), found.shrink_notes
@@ -45,8 +51,9 @@ def test_a_compiled_only_failure_is_shrunk_on_the_compiled_backend_through_compi
     mod = _plugin_module()
     mod.COMPILES.clear()
     mod._compiled.clear()
-    result = hunt(get("fake_slow_compiled-only"), "fake-compiled", compiled_profile, seed=seed,
-                  database=None)  # fmt: skip
+    result = hunt(
+        get("fake_slow_compiled-only"), "fake-compiled", compiled_profile, seed=seed, database=None
+    )
     found = result.found["accuracy"]
     assert found.shrink_path == "compiled", found.shrink_notes
     assert any("fake said: passes" in n for n in found.shrink_notes), found.shrink_notes
@@ -83,19 +90,34 @@ def test_a_run_stays_within_its_compile_share(fake_plugin, compiled_profile):
     mod = _plugin_module()
     mod._compiled.clear()
     profile = dataclasses.replace(compiled_profile, compile_share=0.05, interpreter_shrink=False)
-    result = hunt(get("fake_slow_compiled-only"), "fake", profile, seed=0, database=None,
-                  max_examples=300)  # fmt: skip
+    result = hunt(
+        get("fake_slow_compiled-only"), "fake", profile, seed=0, database=None, max_examples=300
+    )
     assert result.stats.compiles == 0  # the interpreter compiles nothing
-    result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=1, database=None,
-                  max_examples=300, known={"nan"})  # fmt: skip
+    result = hunt(
+        get("fake_slow_nan"),
+        "fake-compiled",
+        profile,
+        seed=1,
+        database=None,
+        max_examples=300,
+        known={"nan"},
+    )
     stats = result.stats
     assert result.events["rejected: would compile"] > 0
     # One compile (the first) is always allowed; after it the share is kept.
     assert stats.compile_seconds <= 0.05 * result.seconds + 2 * mod.COMPILE_SECONDS + 0.01
     unlimited = dataclasses.replace(profile, compile_share=None)
     mod._compiled.clear()
-    free = hunt(get("fake_slow_nan"), "fake-compiled", unlimited, seed=1, database=None,
-                max_examples=300, known={"nan"})  # fmt: skip
+    free = hunt(
+        get("fake_slow_nan"),
+        "fake-compiled",
+        unlimited,
+        seed=1,
+        database=None,
+        max_examples=300,
+        known={"nan"},
+    )
     assert free.stats.compiles > stats.compiles
 
 
@@ -115,6 +137,12 @@ def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
     assert a["head_dims"][0] == 64
     assert any(run_narrowing(target, gpu, s) != a for s in range(8))
     assert run_narrowing(target, get_profile("ci"), 7) == {}
-    result = hunt(target, "triton-interpret", dataclasses.replace(get_profile("ci"),
-                  variant_choices=1), seed=3, database=None, max_examples=5)  # fmt: skip
+    result = hunt(
+        target,
+        "triton-interpret",
+        dataclasses.replace(get_profile("ci"), variant_choices=1),
+        seed=3,
+        database=None,
+        max_examples=5,
+    )
     assert result.variants == {"dtypes": ["float32"], "block_pairs": [(16, 16)], "head_dims": [1]}

@@ -40,9 +40,18 @@ def test_dense_attention_lowers_for_a_gpu(module, dtype):
     rows, group, t, d = 4, 2, 128, 64
     static = module._Static(64, 32)
     per_row = _sds(rows, dtype=jnp.int32)
-    args = (per_row, per_row, _sds(2), _sds(4, dtype=jnp.int32), _sds(rows),
-            _sds(rows, t, d, dtype=dtype), _sds(rows // group, t, d, dtype=dtype),
-            _sds(rows // group, t, d, dtype=dtype), _sds(rows, t, d, dtype=dtype), _sds(rows, t))  # fmt: skip
+    args = (
+        per_row,
+        per_row,
+        _sds(2),
+        _sds(4, dtype=jnp.int32),
+        _sds(rows),
+        _sds(rows, t, d, dtype=dtype),
+        _sds(rows // group, t, d, dtype=dtype),
+        _sds(rows // group, t, d, dtype=dtype),
+        _sds(rows, t, d, dtype=dtype),
+        _sds(rows, t),
+    )
     text = _lower_for_cuda(
         lambda *a: module._attention_padded.__wrapped__(
             *a, static=static, group=group, interpret=False
@@ -56,9 +65,17 @@ def test_dense_attention_lowers_for_a_gpu(module, dtype):
 def test_decode_attention_lowers_for_a_gpu(module):
     b, hkv, g, t, d = 2, 2, 16, 128, 64
     static = module._Static(32, 4)
-    args = (_sds(b, dtype=jnp.int32), _sds(2), _sds(2, dtype=jnp.int32), _sds(hkv, g),
-            _sds(b, hkv, g, d), _sds(b, hkv, t, d), _sds(b, hkv, t, d), _sds(b, hkv, g, d),
-            _sds(b, hkv, g))  # fmt: skip
+    args = (
+        _sds(b, dtype=jnp.int32),
+        _sds(2),
+        _sds(2, dtype=jnp.int32),
+        _sds(hkv, g),
+        _sds(b, hkv, g, d),
+        _sds(b, hkv, t, d),
+        _sds(b, hkv, t, d),
+        _sds(b, hkv, g, d),
+        _sds(b, hkv, g),
+    )
     text = _lower_for_cuda(
         lambda *a: module._decode_padded(*a, static=static, interpret=False), *args
     )

@@ -40,14 +40,16 @@ def call_pallas(q, k, v, **kw):
 
 def decode_triton(q, k, v, cache_len, **kw):
     kw = {n: _conv_torch(a) for n, a in kw.items()}
-    return ktriton_decode.attention_decode(*(_conv_torch(a) for a in (q, k, v, cache_len)),
-                                           interpret=True, **kw)  # fmt: skip
+    return ktriton_decode.attention_decode(
+        *(_conv_torch(a) for a in (q, k, v, cache_len)), interpret=True, **kw
+    )
 
 
 def decode_pallas(q, k, v, cache_len, **kw):
     kw = {n: _conv_jax(a) for n, a in kw.items()}
-    o, lse = kpallas_decode.attention_decode(*(_conv_jax(a) for a in (q, k, v, cache_len)),
-                                             interpret=True, **kw)  # fmt: skip
+    o, lse = kpallas_decode.attention_decode(
+        *(_conv_jax(a) for a in (q, k, v, cache_len)), interpret=True, **kw
+    )
     return torch.from_numpy(np.array(o)), torch.from_numpy(np.array(lse))
 
 
@@ -62,13 +64,31 @@ I32 = np.int32
 
 BAD = [
     (dict(q=Q[0]), ValueError, "q.shape=(2, 5, 8) must have 4 axes [B, H, T, D]"),
-    (dict(v=K[:, :, :6]), ValueError, "k.shape=(1, 1, 7, 8) and v.shape=(1, 1, 6, 8) must be equal"),
+    (
+        dict(v=K[:, :, :6]),
+        ValueError,
+        "k.shape=(1, 1, 7, 8) and v.shape=(1, 1, 6, 8) must be equal",
+    ),
     (dict(q=np.concatenate([Q, Q])), ValueError, "k.shape[0]=1 must equal the batch q.shape[0]=2"),
     (dict(q=Q[..., :4]), ValueError, "k.shape[3]=8 must equal the head dim q.shape[3]=4"),
-    (dict(q=np.zeros((1, 2, 5, 300), np.float32), k=np.zeros((1, 1, 7, 300), np.float32),
-          v=np.zeros((1, 1, 7, 300), np.float32)), ValueError, "head dim q.shape[3]=300 must be in [1, 256]"),
-    (dict(q=np.zeros((1, 3, 5, 8), np.float32), k=np.zeros((1, 2, 7, 8), np.float32),
-          v=np.zeros((1, 2, 7, 8), np.float32)), ValueError, "Hq=3 must be a multiple of Hkv=2"),
+    (
+        dict(
+            q=np.zeros((1, 2, 5, 300), np.float32),
+            k=np.zeros((1, 1, 7, 300), np.float32),
+            v=np.zeros((1, 1, 7, 300), np.float32),
+        ),
+        ValueError,
+        "head dim q.shape[3]=300 must be in [1, 256]",
+    ),
+    (
+        dict(
+            q=np.zeros((1, 3, 5, 8), np.float32),
+            k=np.zeros((1, 2, 7, 8), np.float32),
+            v=np.zeros((1, 2, 7, 8), np.float32),
+        ),
+        ValueError,
+        "Hq=3 must be a multiple of Hkv=2",
+    ),
     (dict(q=Q.astype(np.int32)), ValueError, "q.dtype="),
     (dict(k=K.astype(np.float16)), ValueError, "must equal q.dtype="),
     (dict(scale=0.0), ValueError, "scale=0.0 must be finite and > 0"),
@@ -89,22 +109,48 @@ BAD = [
     (dict(key_lengths=np.array([-1], I32)), ValueError, "key_lengths[0]=-1 must be in [0, 7]"),
     (dict(key_lengths=np.array([3.0], np.float32)), ValueError, "key_lengths.dtype="),
     (dict(cu_seqlens_q=np.array([0, 5], I32)), ValueError, "must be given together"),
-    (dict(cu_seqlens_q=np.array([0, 5], I32), cu_seqlens_k=np.array([0, 7], I32),
-          key_lengths=np.array([3], I32)), ValueError, "key_lengths cannot be combined"),
-    (dict(cu_seqlens_q=np.array([1, 5], I32), cu_seqlens_k=np.array([0, 7], I32)), ValueError,
-     "cu_seqlens_q[0]=1 must be 0"),
-    (dict(cu_seqlens_q=np.array([0, 3, 2, 5], I32), cu_seqlens_k=np.array([0, 1, 2, 7], I32)),
-     ValueError, "cu_seqlens_q must be non-decreasing, but cu_seqlens_q[2]=2 < cu_seqlens_q[1]=3"),
-    (dict(cu_seqlens_q=np.array([0, 4], I32), cu_seqlens_k=np.array([0, 7], I32)), ValueError,
-     "cu_seqlens_q[-1]=4 must be == the packed length 5"),
-    (dict(cu_seqlens_q=np.array([0, 5], I32), cu_seqlens_k=np.array([0, 8], I32)), ValueError,
-     "cu_seqlens_k[-1]=8 must be <= the packed length 7"),
-    (dict(cu_seqlens_q=np.array([0, 2, 5], I32), cu_seqlens_k=np.array([0, 7], I32)), ValueError,
-     "must be equal (one entry per sequence, plus one)"),
+    (
+        dict(
+            cu_seqlens_q=np.array([0, 5], I32),
+            cu_seqlens_k=np.array([0, 7], I32),
+            key_lengths=np.array([3], I32),
+        ),
+        ValueError,
+        "key_lengths cannot be combined",
+    ),
+    (
+        dict(cu_seqlens_q=np.array([1, 5], I32), cu_seqlens_k=np.array([0, 7], I32)),
+        ValueError,
+        "cu_seqlens_q[0]=1 must be 0",
+    ),
+    (
+        dict(cu_seqlens_q=np.array([0, 3, 2, 5], I32), cu_seqlens_k=np.array([0, 1, 2, 7], I32)),
+        ValueError,
+        "cu_seqlens_q must be non-decreasing, but cu_seqlens_q[2]=2 < cu_seqlens_q[1]=3",
+    ),
+    (
+        dict(cu_seqlens_q=np.array([0, 4], I32), cu_seqlens_k=np.array([0, 7], I32)),
+        ValueError,
+        "cu_seqlens_q[-1]=4 must be == the packed length 5",
+    ),
+    (
+        dict(cu_seqlens_q=np.array([0, 5], I32), cu_seqlens_k=np.array([0, 8], I32)),
+        ValueError,
+        "cu_seqlens_k[-1]=8 must be <= the packed length 7",
+    ),
+    (
+        dict(cu_seqlens_q=np.array([0, 2, 5], I32), cu_seqlens_k=np.array([0, 7], I32)),
+        ValueError,
+        "must be equal (one entry per sequence, plus one)",
+    ),
     (dict(alibi_slopes="geometric"), ValueError, "alibi_slopes='geometric' must be 'standard'"),
     (dict(alibi_slopes=np.ones(3, np.float32)), ValueError, "alibi_slopes.shape=(3,) must be (2,)"),
-    (dict(alibi_slopes=np.array([1.0, np.inf], np.float32)), ValueError, "alibi_slopes must be finite"),
-]  # fmt: skip
+    (
+        dict(alibi_slopes=np.array([1.0, np.inf], np.float32)),
+        ValueError,
+        "alibi_slopes must be finite",
+    ),
+]
 
 
 def _full_call(call, kw):
@@ -202,8 +248,14 @@ def test_every_mask_and_modifier_at_once(call):
     q = rng.standard_normal((2, 4, 19, 16)).astype(np.float32)
     k = rng.standard_normal((2, 2, 23, 16)).astype(np.float32)
     v = rng.standard_normal((2, 2, 23, 16)).astype(np.float32)
-    kw = dict(causal=True, window=(5, 2), key_lengths=np.array([23, 9], I32),
-              alibi_slopes=np.array(alibi_slopes(4), np.float32), softcap=3.0, scale=0.3)  # fmt: skip
+    kw = dict(
+        causal=True,
+        window=(5, 2),
+        key_lengths=np.array([23, 9], I32),
+        alibi_slopes=np.array(alibi_slopes(4), np.float32),
+        softcap=3.0,
+        scale=0.3,
+    )
     _close(call(q, k, v, block_q=32, block_k=16, **kw), _reference(q, k, v, **kw))
 
 
@@ -299,8 +351,15 @@ def test_decode_equals_the_last_causal_row(call, decode):
     assert torch.all(o[2] == 0) and torch.isneginf(lse[2]).all()
     for b in (0, 1):
         n = int(lens[b])
-        full, full_lse = call(np.repeat(q[b : b + 1], n, axis=2), k[b : b + 1, :, :n], v[b : b + 1, :, :n],
-                              causal=True, block_q=16, block_k=16, **kw)  # fmt: skip
+        full, full_lse = call(
+            np.repeat(q[b : b + 1], n, axis=2),
+            k[b : b + 1, :, :n],
+            v[b : b + 1, :, :n],
+            causal=True,
+            block_q=16,
+            block_k=16,
+            **kw,
+        )
         assert torch.allclose(o[b], full[0, :, -1:], atol=1e-6, rtol=0), b
         assert torch.allclose(lse[b], full_lse[0, :, -1:], atol=1e-5, rtol=0), b
     one, one_lse = decode(q, k, v, lens, num_splits=1, block_k=16, **kw)
@@ -339,11 +398,16 @@ def test_pallas_key_tiles_stay_within_the_keys_and_cover_every_visible_one(
         first, last = (
             int(x)
             for x in kpallas.key_tiles(
-                jnp.int32(pid_q), jnp.int32(q_len), jnp.int32(k_len), jnp.bool_(causal),
-                jnp.int32(window_left), jnp.int32(window_right),
-                block_q=block_q, block_k=block_k,
+                jnp.int32(pid_q),
+                jnp.int32(q_len),
+                jnp.int32(k_len),
+                jnp.bool_(causal),
+                jnp.int32(window_left),
+                jnp.int32(window_right),
+                block_q=block_q,
+                block_k=block_k,
             )
-        )  # fmt: skip
+        )
         assert 0 <= first <= last <= tiles_k, (pid_q, first, last)
         for i in range(pid_q * block_q, min((pid_q + 1) * block_q, q_len)):
             for j in np.flatnonzero(keep[i]):

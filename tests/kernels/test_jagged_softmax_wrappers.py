@@ -33,9 +33,17 @@ X = np.zeros((5, 3), np.float32)
 OFF = np.array([0, 2, 2, 5], np.int32)
 BAD = [
     (dict(values=X.astype(np.int32), offsets=OFF), ValueError, "values.dtype="),
-    (dict(values=np.zeros(5, np.float32), offsets=OFF), ValueError, "values.shape=(5,) must be 2-D [N, M]"),
+    (
+        dict(values=np.zeros(5, np.float32), offsets=OFF),
+        ValueError,
+        "values.shape=(5,) must be 2-D [N, M]",
+    ),
     (dict(values=X, offsets=OFF.astype(np.float32)), ValueError, "offsets.dtype="),
-    (dict(values=X, offsets=OFF.reshape(2, 2)), ValueError, "offsets.shape=(2, 2) must be 1-D [B+1]"),
+    (
+        dict(values=X, offsets=OFF.reshape(2, 2)),
+        ValueError,
+        "offsets.shape=(2, 2) must be 1-D [B+1]",
+    ),
     (dict(values=X, offsets=np.zeros(0, np.int32)), ValueError, "must have at least one entry"),
     (dict(values=X, offsets=np.array([1, 2, 5], np.int32)), ValueError, "offsets[0]=1 must be 0"),
     (
@@ -53,15 +61,31 @@ BAD = [
         ValueError,
         "offsets[-1]=6 must equal values.shape[0]=5",
     ),
-    (dict(values=X, offsets=OFF, block_n=3), ValueError, "block_n=3 must be a power of two in [2, 1024]"),
-    (dict(values=X, offsets=OFF, block_n=1), ValueError, "block_n=1 must be a power of two in [2, 1024]"),
-    (dict(values=X, offsets=OFF, block_m=512), ValueError, "block_m=512 must be a power of two in [1, 256]"),
+    (
+        dict(values=X, offsets=OFF, block_n=3),
+        ValueError,
+        "block_n=3 must be a power of two in [2, 1024]",
+    ),
+    (
+        dict(values=X, offsets=OFF, block_n=1),
+        ValueError,
+        "block_n=1 must be a power of two in [2, 1024]",
+    ),
+    (
+        dict(values=X, offsets=OFF, block_m=512),
+        ValueError,
+        "block_m=512 must be a power of two in [1, 256]",
+    ),
     (dict(values=X, offsets=OFF, block_m=True), TypeError, "block_m must be an int"),
     (dict(values=X, offsets=OFF, num_programs=0), ValueError, "num_programs=0 must be >= 1"),
-    (dict(values=X, offsets=OFF, num_programs=1.5), TypeError, "num_programs must be an int or None"),
+    (
+        dict(values=X, offsets=OFF, num_programs=1.5),
+        TypeError,
+        "num_programs must be an int or None",
+    ),
     (dict(values=X, offsets=OFF, out=np.zeros((5, 2), np.float32)), ValueError, "out is"),
     (dict(values=X, offsets=OFF, out=np.zeros((5, 3), np.float16)), ValueError, "out is"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("call", CALLS, ids=IDS)

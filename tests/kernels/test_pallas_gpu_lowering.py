@@ -33,29 +33,45 @@ def test_gla_kernels_lower_for_a_gpu(dtype, per_token, chunk):
     n, h, lp, kp, vp = 4, 2, 2 * chunk, 32, 64
     tile = gla.gpu_tile(min(chunk, 64), kp, vp)
     scalars = [_sds(n, h, dtype=jnp.int32), _sds(1), _sds(h)]
-    qkv = [_sds(n, h, lp, kp, dtype=dtype), _sds(n, h, lp, kp, dtype=dtype),
-           _sds(n, h, lp, vp, dtype=dtype)]  # fmt: skip
+    qkv = [
+        _sds(n, h, lp, kp, dtype=dtype),
+        _sds(n, h, lp, kp, dtype=dtype),
+        _sds(n, h, lp, vp, dtype=dtype),
+    ]
     g, state = _sds(n, h, lp), _sds(n, h, kp, vp)
 
     fwd = gla._Static(per_token=per_token, chunk=chunk, tile=tile)
     text = _lower_for_cuda(
         lambda *a: gla._fwd_padded(*a, static=fwd, interpret=False),
-        *scalars, *qkv, g, state, _sds(n, h, lp, vp, dtype=dtype), state,
-    )  # fmt: skip
+        *scalars,
+        *qkv,
+        g,
+        state,
+        _sds(n, h, lp, vp, dtype=dtype),
+        state,
+    )
     assert TRITON_CALL in text
 
     states = gla._Static(per_token=per_token, chunk=chunk, tile=tile, states=True)
     text = _lower_for_cuda(
         lambda *a: gla._fwd_padded(*a, None, None, static=states, interpret=False),
-        *scalars, *qkv, g, state,
-    )  # fmt: skip
+        *scalars,
+        *qkv,
+        g,
+        state,
+    )
     assert TRITON_CALL in text
 
     nts = gla.next_pow2(lp // chunk + 1)
     inits = (qkv[0], qkv[1], qkv[2], g, state)
     text = _lower_for_cuda(
         lambda *a: gla._bwd_padded(*a[:10], tuple(a[10:]), static=fwd, interpret=False),
-        *scalars, *qkv, _sds(n, h, lp, vp, dtype=dtype), g, state,
-        _sds(n, h, nts, kp, vp), *inits,
-    )  # fmt: skip
+        *scalars,
+        *qkv,
+        _sds(n, h, lp, vp, dtype=dtype),
+        g,
+        state,
+        _sds(n, h, nts, kp, vp),
+        *inits,
+    )
     assert TRITON_CALL in text

@@ -45,7 +45,11 @@ GAMMA = np.array([-0.5, -0.25], np.float32)
 G = np.zeros((1, 5, 2), np.float32)
 CU = np.array([0, 2, 5], np.int32)
 BAD = [
-    (dict(g_gamma=GAMMA, chunk_size=48), ValueError, "chunk_size=48 must be one of (16, 32, 64, 128, 256)"),
+    (
+        dict(g_gamma=GAMMA, chunk_size=48),
+        ValueError,
+        "chunk_size=48 must be one of (16, 32, 64, 128, 256)",
+    ),
     (dict(g_gamma=GAMMA, chunk_size=16.0), TypeError, "chunk_size must be an int"),
     (dict(), ValueError, "pass exactly one decay"),
     (dict(g=G, g_gamma=GAMMA), ValueError, "pass exactly one decay"),
@@ -55,23 +59,47 @@ BAD = [
     (dict(g_gamma=GAMMA, scale=0.0), ValueError, "scale=0.0 must be finite and > 0"),
     (dict(g_gamma=GAMMA, scale=math.nan), ValueError, "scale=nan must be finite and > 0"),
     (dict(g_gamma=GAMMA, scale="1"), TypeError, "scale must be a float or None"),
-    (dict(g_gamma=GAMMA, cu_seqlens=np.array([0, 2, 6], np.int32)), ValueError,
-     "cu_seqlens[-1]=6 must be <= T=5"),
-    (dict(g_gamma=GAMMA, cu_seqlens=np.array([1, 5], np.int32)), ValueError,
-     "cu_seqlens[0]=1 must be 0"),
-    (dict(g_gamma=GAMMA, cu_seqlens=np.array([0, 3, 2, 5], np.int32)), ValueError,
-     "cu_seqlens must be non-decreasing; cu_seqlens[2]=2 < cu_seqlens[1]=3"),
-    (dict(g_gamma=GAMMA, cu_seqlens=np.array([0], np.int32)), ValueError,
-     "must have at least 2 entries"),
-    (dict(g_gamma=GAMMA, cu_seqlens=np.array([0.0, 5.0], np.float32)), ValueError,
-     "cu_seqlens.dtype=float32 must be int32 or int64"),
-    (dict(g_gamma=GAMMA, initial_state=np.zeros((1, 2, 4, 4), np.float32)), ValueError,
-     "initial_state.shape=(1, 2, 4, 4) must be [N, H, K, V]=(1, 2, 4, 3)"),
-    (dict(g_gamma=GAMMA, cu_seqlens=CU, initial_state=np.zeros((1, 2, 4, 3), np.float32)),
-     ValueError, "initial_state.shape=(1, 2, 4, 3) must be [N, H, K, V]=(2, 2, 4, 3)"),
-    (dict(g_gamma=GAMMA, initial_state=np.zeros((1, 2, 4, 3), np.float16)), ValueError,
-     "initial_state.dtype=float16 is not supported"),
-]  # fmt: skip
+    (
+        dict(g_gamma=GAMMA, cu_seqlens=np.array([0, 2, 6], np.int32)),
+        ValueError,
+        "cu_seqlens[-1]=6 must be <= T=5",
+    ),
+    (
+        dict(g_gamma=GAMMA, cu_seqlens=np.array([1, 5], np.int32)),
+        ValueError,
+        "cu_seqlens[0]=1 must be 0",
+    ),
+    (
+        dict(g_gamma=GAMMA, cu_seqlens=np.array([0, 3, 2, 5], np.int32)),
+        ValueError,
+        "cu_seqlens must be non-decreasing; cu_seqlens[2]=2 < cu_seqlens[1]=3",
+    ),
+    (
+        dict(g_gamma=GAMMA, cu_seqlens=np.array([0], np.int32)),
+        ValueError,
+        "must have at least 2 entries",
+    ),
+    (
+        dict(g_gamma=GAMMA, cu_seqlens=np.array([0.0, 5.0], np.float32)),
+        ValueError,
+        "cu_seqlens.dtype=float32 must be int32 or int64",
+    ),
+    (
+        dict(g_gamma=GAMMA, initial_state=np.zeros((1, 2, 4, 4), np.float32)),
+        ValueError,
+        "initial_state.shape=(1, 2, 4, 4) must be [N, H, K, V]=(1, 2, 4, 3)",
+    ),
+    (
+        dict(g_gamma=GAMMA, cu_seqlens=CU, initial_state=np.zeros((1, 2, 4, 3), np.float32)),
+        ValueError,
+        "initial_state.shape=(1, 2, 4, 3) must be [N, H, K, V]=(2, 2, 4, 3)",
+    ),
+    (
+        dict(g_gamma=GAMMA, initial_state=np.zeros((1, 2, 4, 3), np.float16)),
+        ValueError,
+        "initial_state.dtype=float16 is not supported",
+    ),
+]
 
 
 @pytest.mark.parametrize("lang", ["triton", "pallas"])
@@ -89,14 +117,32 @@ def test_bad_input_is_named(lang, kwargs, exc, message):
         ((Q[0], Q[0], V[0]), {}, ValueError, "q.shape=(5, 2, 4) must be [B, T, H, K]"),
         ((Q, Q[:, :4], V), {}, ValueError, "k.shape=(1, 4, 2, 4) must be q.shape"),
         ((Q, Q, V[:, :4]), {}, ValueError, "v.shape=(1, 4, 2, 3) must be [B, T, H, V]"),
-        ((Q, Q.astype(np.float16), V), {}, ValueError, "k.dtype=float16 must equal q.dtype=float32"),
-        ((Q.astype(np.int32),) * 2 + (V.astype(np.int32),), {}, ValueError,
-         "q.dtype=int32 is not supported"),
-        ((np.zeros((1, 5, 2, 129), np.float32),) * 2 + (V,), {}, ValueError, "K=129 must be in [1, 128]"),
-        ((np.zeros((2, 5, 2, 4), np.float32),) * 2 + (np.zeros((2, 5, 2, 3), np.float32),),
-         {"cu_seqlens": np.array([0, 5], np.int32)}, ValueError, "with cu_seqlens the batch must be 1"),
+        (
+            (Q, Q.astype(np.float16), V),
+            {},
+            ValueError,
+            "k.dtype=float16 must equal q.dtype=float32",
+        ),
+        (
+            (Q.astype(np.int32),) * 2 + (V.astype(np.int32),),
+            {},
+            ValueError,
+            "q.dtype=int32 is not supported",
+        ),
+        (
+            (np.zeros((1, 5, 2, 129), np.float32),) * 2 + (V,),
+            {},
+            ValueError,
+            "K=129 must be in [1, 128]",
+        ),
+        (
+            (np.zeros((2, 5, 2, 4), np.float32),) * 2 + (np.zeros((2, 5, 2, 3), np.float32),),
+            {"cu_seqlens": np.array([0, 5], np.int32)},
+            ValueError,
+            "with cu_seqlens the batch must be 1",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_shapes_are_named(lang, args, kwargs, exc, message):
     with pytest.raises(exc) as info:
         call(lang, "chunk_simple_gla_fwd", *args, g_gamma=GAMMA, **kwargs)
@@ -112,13 +158,25 @@ def test_backward_checks_do_and_dht(lang):
     with pytest.raises(
         ValueError, match=r"dht is float32\[1, 2, 4, 4\]; expected float32\[1, 2, 4, 3\]"
     ):
-        call(lang, "chunk_simple_gla_bwd", Q, Q, V, V, g_gamma=GAMMA,
-             dht=np.zeros((1, 2, 4, 4), np.float32))  # fmt: skip
+        call(
+            lang,
+            "chunk_simple_gla_bwd",
+            Q,
+            Q,
+            V,
+            V,
+            g_gamma=GAMMA,
+            dht=np.zeros((1, 2, 4, 4), np.float32),
+        )
     with pytest.raises(TypeError, match="do must be a"):
         (ktriton if lang == "triton" else kpallas).chunk_simple_gla_bwd(
-            _torch(Q) if lang == "triton" else _jax(Q), _torch(Q) if lang == "triton" else _jax(Q),
-            _torch(V) if lang == "triton" else _jax(V), None, g_gamma=_torch(GAMMA) if lang ==
-            "triton" else _jax(GAMMA), interpret=True)  # fmt: skip
+            _torch(Q) if lang == "triton" else _jax(Q),
+            _torch(Q) if lang == "triton" else _jax(Q),
+            _torch(V) if lang == "triton" else _jax(V),
+            None,
+            g_gamma=_torch(GAMMA) if lang == "triton" else _jax(GAMMA),
+            interpret=True,
+        )
 
 
 @pytest.mark.parametrize("lang", ["triton", "pallas"])
@@ -135,8 +193,9 @@ def test_alibi_g_gamma_is_minus_the_standard_slopes(n):
     assert all(x < 0 for x in alibi_g_gamma(n))
 
 
-@pytest.mark.parametrize("scale, exc", [(0.0, ValueError), (-1.0, ValueError), (math.inf, ValueError),
-                                        ("2", TypeError)])  # fmt: skip
+@pytest.mark.parametrize(
+    "scale, exc", [(0.0, ValueError), (-1.0, ValueError), (math.inf, ValueError), ("2", TypeError)]
+)
 def test_alibi_g_gamma_rejects_bad_scales(scale, exc):
     with pytest.raises(exc, match="scale"):
         alibi_g_gamma(4, scale)
@@ -154,25 +213,54 @@ def test_empty_batch_and_empty_sequences_pass_the_state_through(lang):
     h0 = rng.standard_normal((3, 2, 4, 3)).astype(np.float32)
     dht = rng.standard_normal((3, 2, 4, 3)).astype(np.float32)
     empty_q, empty_v = np.zeros((3, 0, 2, 4), np.float32), np.zeros((3, 0, 2, 3), np.float32)
-    o, ht = call(lang, "chunk_simple_gla_fwd", empty_q, empty_q, empty_v, g_gamma=GAMMA,
-                 initial_state=h0, output_final_state=True)  # fmt: skip
+    o, ht = call(
+        lang,
+        "chunk_simple_gla_fwd",
+        empty_q,
+        empty_q,
+        empty_v,
+        g_gamma=GAMMA,
+        initial_state=h0,
+        output_final_state=True,
+    )
     assert tuple(o.shape) == (3, 0, 2, 3)
     assert np.array_equal(_np(ht), h0)
-    *_, dh0 = call(lang, "chunk_simple_gla_bwd", empty_q, empty_q, empty_v, empty_v,
-                   g_gamma=GAMMA, initial_state=h0, dht=dht)  # fmt: skip
+    *_, dh0 = call(
+        lang,
+        "chunk_simple_gla_bwd",
+        empty_q,
+        empty_q,
+        empty_v,
+        empty_v,
+        g_gamma=GAMMA,
+        initial_state=h0,
+        dht=dht,
+    )
     assert np.array_equal(_np(dh0), dht)
     # empty sequences between, before and after live ones
     q = rng.standard_normal((1, 5, 2, 4)).astype(np.float32)
     v = rng.standard_normal((1, 5, 2, 3)).astype(np.float32)
     h04 = rng.standard_normal((4, 2, 4, 3)).astype(np.float32)
     cu = np.array([0, 0, 5, 5, 5], np.int32)
-    o, ht = call(lang, "chunk_simple_gla_fwd", q, q, v, g_gamma=GAMMA, initial_state=h04,
-                 output_final_state=True, cu_seqlens=cu)  # fmt: skip
+    o, ht = call(
+        lang,
+        "chunk_simple_gla_fwd",
+        q,
+        q,
+        v,
+        g_gamma=GAMMA,
+        initial_state=h04,
+        output_final_state=True,
+        cu_seqlens=cu,
+    )
     for i in (0, 2, 3):
         assert np.array_equal(_np(ht)[i], h04[i])
-    ro, rh = simple_gla_reference(*(torch.from_numpy(a) for a in (q, q, v)),
-                                  g_gamma=torch.from_numpy(GAMMA),
-                                  initial_state=torch.from_numpy(h04), cu_seqlens=cu.tolist())  # fmt: skip
+    ro, rh = simple_gla_reference(
+        *(torch.from_numpy(a) for a in (q, q, v)),
+        g_gamma=torch.from_numpy(GAMMA),
+        initial_state=torch.from_numpy(h04),
+        cu_seqlens=cu.tolist(),
+    )
     assert np.allclose(_np(o), ro.numpy(), atol=1e-5)
     assert np.allclose(_np(ht), rh.numpy(), atol=1e-5)
 
@@ -190,8 +278,9 @@ def test_triton_honours_non_contiguous_inputs_and_outputs():
     ro, _ = simple_gla_reference(q, k, v, g=g)
     assert torch.allclose(o.double(), ro, atol=1e-5)
     do = torch.from_numpy(rng.standard_normal((1, 19, 2, 5)).astype(np.float32))
-    dq, dk, dv, dg, dh0 = ktriton.chunk_simple_gla_bwd(q, k, v, do, g=g, chunk_size=16,
-                                                        interpret=True)  # fmt: skip
+    dq, dk, dv, dg, dh0 = ktriton.chunk_simple_gla_bwd(
+        q, k, v, do, g=g, chunk_size=16, interpret=True
+    )
     ref = simple_gla_reference_grads(q, k, v, do, g=g)
     for name, got in (("dq", dq), ("dk", dk), ("dv", dv), ("dg", dg)):
         assert torch.allclose(got.double(), getattr(ref, name), atol=1e-4), name
@@ -206,8 +295,13 @@ def test_defaults_scale_and_no_final_state(lang):
     gamma = np.array([-0.1], np.float32)
     o, ht = call(lang, "chunk_simple_gla_fwd", q, q, v, g_gamma=gamma)
     assert ht is None
-    ro, _ = simple_gla_reference(torch.from_numpy(q), torch.from_numpy(q), torch.from_numpy(v),
-                                 g_gamma=torch.from_numpy(gamma), scale=9**-0.5)  # fmt: skip
+    ro, _ = simple_gla_reference(
+        torch.from_numpy(q),
+        torch.from_numpy(q),
+        torch.from_numpy(v),
+        g_gamma=torch.from_numpy(gamma),
+        scale=9**-0.5,
+    )
     assert np.allclose(_np(o), ro.numpy(), atol=1e-5)
     *_, dg, dh0 = call(lang, "chunk_simple_gla_bwd", q, q, v, v, g_gamma=gamma)
     assert dg is None and dh0 is None
@@ -223,17 +317,48 @@ def test_long_chunks_are_tiled_and_exact(lang, chunk, per_token):
     q, k = (rng.standard_normal((1, t, 1, 16)).astype(np.float32) for _ in range(2))
     v, do = (rng.standard_normal((1, t, 1, 8)).astype(np.float32) for _ in range(2))
     h0 = rng.standard_normal((1, 1, 16, 8)).astype(np.float32)
-    decay = ({"g": (-np.logaddexp(0.0, -rng.standard_normal((1, t, 1)))).astype(np.float32)}
-             if per_token else {"g_gamma": np.array([-0.3], np.float32)})  # fmt: skip
-    o, ht = call(lang, "chunk_simple_gla_fwd", q, k, v, initial_state=h0, output_final_state=True,
-                 chunk_size=chunk, **decay)  # fmt: skip
-    grads = call(lang, "chunk_simple_gla_bwd", q, k, v, do, initial_state=h0, chunk_size=chunk,
-                 dht=h0, **decay)  # fmt: skip
+    decay = (
+        {"g": (-np.logaddexp(0.0, -rng.standard_normal((1, t, 1)))).astype(np.float32)}
+        if per_token
+        else {"g_gamma": np.array([-0.3], np.float32)}
+    )
+    o, ht = call(
+        lang,
+        "chunk_simple_gla_fwd",
+        q,
+        k,
+        v,
+        initial_state=h0,
+        output_final_state=True,
+        chunk_size=chunk,
+        **decay,
+    )
+    grads = call(
+        lang,
+        "chunk_simple_gla_bwd",
+        q,
+        k,
+        v,
+        do,
+        initial_state=h0,
+        chunk_size=chunk,
+        dht=h0,
+        **decay,
+    )
     tt = {n: torch.from_numpy(a) for n, a in dict(q=q, k=k, v=v, do=do, h0=h0, **decay).items()}
-    ro, rh = simple_gla_reference(tt["q"], tt["k"], tt["v"], tt.get("g"), tt.get("g_gamma"),
-                                  initial_state=tt["h0"])  # fmt: skip
-    ref = simple_gla_reference_grads(tt["q"], tt["k"], tt["v"], tt["do"], tt.get("g"),
-                                     tt.get("g_gamma"), initial_state=tt["h0"], dht=tt["h0"])  # fmt: skip
+    ro, rh = simple_gla_reference(
+        tt["q"], tt["k"], tt["v"], tt.get("g"), tt.get("g_gamma"), initial_state=tt["h0"]
+    )
+    ref = simple_gla_reference_grads(
+        tt["q"],
+        tt["k"],
+        tt["v"],
+        tt["do"],
+        tt.get("g"),
+        tt.get("g_gamma"),
+        initial_state=tt["h0"],
+        dht=tt["h0"],
+    )
     assert np.allclose(_np(o), ro.numpy(), atol=2e-4)
     assert np.allclose(_np(ht), rh.numpy(), atol=2e-4)
     for name, got in zip(("dq", "dk", "dv", "dg", "dh0"), grads, strict=True):
@@ -257,17 +382,39 @@ def test_padding_past_cu_seqlens_is_not_read_and_its_outputs_are_zero(lang):
     for a in (q, k, v, do, g):
         a[:, end:] = np.nan
     nan = lambda *shape: np.full(shape, np.nan, np.float32)  # noqa: E731
-    o, ht = call(lang, "chunk_simple_gla_fwd", q, k, v, g=g, cu_seqlens=cu,
-                 output_final_state=True, out=nan(1, t, 2, 3))  # fmt: skip
-    grads = call(lang, "chunk_simple_gla_bwd", q, k, v, do, g=g, cu_seqlens=cu,
-                 out_dq=nan(1, t, 2, 4), out_dk=nan(1, t, 2, 4), out_dv=nan(1, t, 2, 3),
-                 out_dg=nan(1, t, 2))  # fmt: skip
+    o, ht = call(
+        lang,
+        "chunk_simple_gla_fwd",
+        q,
+        k,
+        v,
+        g=g,
+        cu_seqlens=cu,
+        output_final_state=True,
+        out=nan(1, t, 2, 3),
+    )
+    grads = call(
+        lang,
+        "chunk_simple_gla_bwd",
+        q,
+        k,
+        v,
+        do,
+        g=g,
+        cu_seqlens=cu,
+        out_dq=nan(1, t, 2, 4),
+        out_dk=nan(1, t, 2, 4),
+        out_dv=nan(1, t, 2, 3),
+        out_dg=nan(1, t, 2),
+    )
     tt = {n: torch.from_numpy(a) for n, a in dict(q=q, k=k, v=v, do=do, g=g).items()}
     ro, rh = simple_gla_reference(tt["q"], tt["k"], tt["v"], tt["g"], cu_seqlens=cu.tolist())
-    ref = simple_gla_reference_grads(tt["q"], tt["k"], tt["v"], tt["do"], tt["g"],
-                                     cu_seqlens=cu.tolist())  # fmt: skip
-    assert (_np(o)[:, end:] == 0).all() and np.allclose(_np(o)[:, :end], ro.numpy()[:, :end],
-                                                         atol=1e-5)  # fmt: skip
+    ref = simple_gla_reference_grads(
+        tt["q"], tt["k"], tt["v"], tt["do"], tt["g"], cu_seqlens=cu.tolist()
+    )
+    assert (_np(o)[:, end:] == 0).all() and np.allclose(
+        _np(o)[:, :end], ro.numpy()[:, :end], atol=1e-5
+    )
     assert np.allclose(_np(ht), rh.numpy(), atol=1e-5)
     for name, got in zip(("dq", "dk", "dv", "dg"), grads[:4], strict=True):
         got = _np(got)

@@ -83,8 +83,12 @@ def test_leading_axes_broadcast_mask_and_bias(call):
     mask = rng.random((1, 1, 37)) < 0.5
     bias = rng.standard_normal((37,)).astype(np.float32)
     y = np.asarray(call(x, mask=mask, bias=bias, scale=0.3, block_n=16))
-    ref = softmax_reference(torch.from_numpy(x), torch.from_numpy(np.broadcast_to(mask, x.shape).copy()),
-                            torch.from_numpy(np.broadcast_to(bias, x.shape).copy()), 0.3).numpy()  # fmt: skip
+    ref = softmax_reference(
+        torch.from_numpy(x),
+        torch.from_numpy(np.broadcast_to(mask, x.shape).copy()),
+        torch.from_numpy(np.broadcast_to(bias, x.shape).copy()),
+        0.3,
+    ).numpy()
     assert y.shape == x.shape
     np.testing.assert_allclose(y, ref, atol=1e-6)
 

@@ -103,8 +103,19 @@ def test_sums_and_dots_of_bf16(bf16):
 
 
 @triton.jit
-def _casts(f32_ptr, f64_ptr, i32_ptr, sub_ptr, to_bf16_ptr, from_f64_ptr, from_i32_ptr,
-           to_i32_ptr, sub_f32_ptr, rtz_ptr, N: tl.constexpr):  # fmt: skip
+def _casts(
+    f32_ptr,
+    f64_ptr,
+    i32_ptr,
+    sub_ptr,
+    to_bf16_ptr,
+    from_f64_ptr,
+    from_i32_ptr,
+    to_i32_ptr,
+    sub_f32_ptr,
+    rtz_ptr,
+    N: tl.constexpr,
+):
     offs = tl.arange(0, N)
     x = tl.load(f32_ptr + offs)
     tl.store(to_bf16_ptr + offs, x.to(tl.bfloat16))
@@ -118,10 +129,26 @@ def _casts(f32_ptr, f64_ptr, i32_ptr, sub_ptr, to_bf16_ptr, from_f64_ptr, from_i
 def _cast_inputs():
     base = 1.0 + 2.0**-7  # a bf16 number with its last bit set
     f32 = torch.tensor(
-        [base + 2.0**-8, 1.0 + 2.0**-8, 1.0 + 2.0**-8 + 2.0**-20, -(base + 2.0**-9), 3.3, -7.77,
-         float("inf"), float("nan"), 0.0, -0.0, 1e-40, 255.5, 256.5, -1.0, 2.0**100, 0.1],
+        [
+            base + 2.0**-8,
+            1.0 + 2.0**-8,
+            1.0 + 2.0**-8 + 2.0**-20,
+            -(base + 2.0**-9),
+            3.3,
+            -7.77,
+            float("inf"),
+            float("nan"),
+            0.0,
+            -0.0,
+            1e-40,
+            255.5,
+            256.5,
+            -1.0,
+            2.0**100,
+            0.1,
+        ],
         dtype=torch.float32,
-    )  # fmt: skip
+    )
     f64 = torch.tensor([1.0 + 2.0**-8 + 2.0**-40] * 8 + [0.1, -3.3] * 4, dtype=torch.float64)
     i32 = torch.tensor(
         [257, 258, 259, -513, 7, 0, 1 << 20, (1 << 20) + 4097] * 2, dtype=torch.int32

@@ -24,8 +24,17 @@ def test_fast_launch_matches_the_default_twin_and_restores_everything():
     q, k = torch.randn(1, 2, 19, 8), torch.randn(1, 2, 23, 8)
     before = _snapshot()
     options = interpreter.interpreter_builder.options
-    fast = ktriton.attention(q, k, k, causal=True, softcap=3.0, alibi_slopes="standard",
-                             block_q=16, block_k=16, interpret=True)  # fmt: skip
+    fast = ktriton.attention(
+        q,
+        k,
+        k,
+        causal=True,
+        softcap=3.0,
+        alibi_slopes="standard",
+        block_q=16,
+        block_k=16,
+        interpret=True,
+    )
     assert interpreter.interpreter_builder.options is options and options.sanitize_overflow
     after = _snapshot()
     assert before.keys() == after.keys()
@@ -36,8 +45,17 @@ def test_fast_launch_matches_the_default_twin_and_restores_everything():
     orig = ktriton._kernel
     ktriton._kernel = lambda interpret: interpreted(slow)
     try:
-        default = ktriton.attention(q, k, k, causal=True, softcap=3.0, alibi_slopes="standard",
-                                    block_q=16, block_k=16, interpret=True)  # fmt: skip
+        default = ktriton.attention(
+            q,
+            k,
+            k,
+            causal=True,
+            softcap=3.0,
+            alibi_slopes="standard",
+            block_q=16,
+            block_k=16,
+            interpret=True,
+        )
     finally:
         ktriton._kernel = orig
     assert all(torch.equal(a, b) for a, b in zip(fast, default, strict=True))

@@ -28,8 +28,10 @@ from kernels import _triton_interp
 # The package ---------------------------------------------------------------------------------------
 
 BLOCKS = (16, 32, 64)
-CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w, num_stages=s)
-           for b, w, s in ((16, 1, 2), (32, 2, 3), (64, 4, 4))]  # fmt: skip
+CONFIGS = [
+    triton.Config({"BLOCK": b}, num_warps=w, num_stages=s)
+    for b, w, s in ((16, 1, 2), (32, 2, 3), (64, 4, 4))
+]
 
 
 def _prune(configs, nargs, **kwargs):
@@ -43,12 +45,24 @@ def _scaled(x, scale):
     return x * scale
 
 
-@triton.autotune(configs=CONFIGS, key=["n"], reset_to_zero=["out_ptr"],
-                 prune_configs_by={"early_config_prune": _prune})  # fmt: skip
+@triton.autotune(
+    configs=CONFIGS,
+    key=["n"],
+    reset_to_zero=["out_ptr"],
+    prune_configs_by={"early_config_prune": _prune},
+)
 @triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
 @triton.jit
-def _sum_kernel(x_ptr, out_ptr, block_ptr, n, scale, BLOCK: tl.constexpr, EVEN: tl.constexpr,
-                PLANTED: tl.constexpr):  # fmt: skip
+def _sum_kernel(
+    x_ptr,
+    out_ptr,
+    block_ptr,
+    n,
+    scale,
+    BLOCK: tl.constexpr,
+    EVEN: tl.constexpr,
+    PLANTED: tl.constexpr,
+):
     """``out += scale * sum(x)`` by atomics over programs of BLOCK elements; ``block`` gets BLOCK
     and EVEN. PLANTED: a bug of the BLOCK=64 config only (it drops the last element)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -205,8 +219,15 @@ def _lang_snapshot():
 
     import triton.runtime.interpreter as interp
 
-    objs = (tl, tl.core, tl.math, tl.core.tensor, tl.core.tensor_descriptor_base, interp,
-            interp.InterpreterBuilder)  # fmt: skip
+    objs = (
+        tl,
+        tl.core,
+        tl.math,
+        tl.core.tensor,
+        tl.core.tensor_descriptor_base,
+        interp,
+        interp.InterpreterBuilder,
+    )
     return {(id(o), n): m for o in objs for n, m in inspect.getmembers(o)}
 
 
@@ -309,8 +330,9 @@ def test_a_compiled_launch_gets_the_configs_kwargs_and_options(monkeypatch):
     """The compiled path (what a GPU runs): pinned_configs hands JITFunction.run the config's
     kwargs, num_warps and num_stages, the heuristics' values, and never tunes."""
     launched = []
-    monkeypatch.setattr(_triton_interp, "_original_run",
-                        lambda self, *a, grid, warmup, **kw: launched.append(kw))  # fmt: skip
+    monkeypatch.setattr(
+        _triton_interp, "_original_run", lambda self, *a, grid, warmup, **kw: launched.append(kw)
+    )
     monkeypatch.setattr(Autotuner, "_bench", lambda *a, **k: pytest.fail("benchmarked"))
     with pinned_configs(positions([2])) as choices:
         library_sum(torch.ones(64))
@@ -337,8 +359,10 @@ def test_reset_to_zero_as_the_autotuner_applies_it():
 
 def test_config_pre_hooks_run_before_the_launch():
     seen = []
-    hooked = [triton.Config(c.kwargs, num_warps=c.num_warps, pre_hook=lambda a: seen.append(a["n"]))
-              for c in CONFIGS]  # fmt: skip
+    hooked = [
+        triton.Config(c.kwargs, num_warps=c.num_warps, pre_hook=lambda a: seen.append(a["n"]))
+        for c in CONFIGS
+    ]
     original = _sum_kernel.configs
     _sum_kernel.configs = hooked
     try:
@@ -403,10 +427,22 @@ def _own_compiled(monkeypatch, tmp_path, tag):
     sig = {}
     for name in fn.arg_names:
         p = fn.params[fn.arg_names.index(name)]
-        sig[name] = ("constexpr" if p.is_constexpr else "*u8" if name == "mask_ptr"
-                     else "*fp32" if name.endswith("_ptr") else "fp32" if name == "scale" else "i32")  # fmt: skip
-    consts = {(i,): 16 if "BLOCK" in n else False for i, n in enumerate(fn.arg_names)
-              if fn.params[i].is_constexpr}  # fmt: skip
+        sig[name] = (
+            "constexpr"
+            if p.is_constexpr
+            else "*u8"
+            if name == "mask_ptr"
+            else "*fp32"
+            if name.endswith("_ptr")
+            else "fp32"
+            if name == "scale"
+            else "i32"
+        )
+    consts = {
+        (i,): 16 if "BLOCK" in n else False
+        for i, n in enumerate(fn.arg_names)
+        if fn.params[i].is_constexpr
+    }
     return triton.compile(ASTSource(fn, sig, consts), target=GPUTarget("cuda", 90, 32)).asm["ttir"]
 
 
@@ -500,8 +536,10 @@ def test_configs_a_pruner_copies_or_makes_keep_stable_indices(monkeypatch):
     (numbered from len(configs) in the order it returns them)."""
 
     def prune(configs, nargs, **kwargs):
-        copies = [triton.Config(dict(c.kwargs), num_warps=c.num_warps, num_stages=c.num_stages)
-                  for c in configs[1:]]  # fmt: skip
+        copies = [
+            triton.Config(dict(c.kwargs), num_warps=c.num_warps, num_stages=c.num_stages)
+            for c in configs[1:]
+        ]
         return [*copies, triton.Config({"BLOCK": 128}, num_warps=4)]
 
     monkeypatch.setattr(_sum_kernel, "early_config_prune", prune)

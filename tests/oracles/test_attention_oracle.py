@@ -41,8 +41,9 @@ def mp_attend(q, k, v, *, scale, causal, window, slopes, softcap):
                     left, right = window
                     if (left >= 0 and j < pos - left) or (right >= 0 and j > pos + right):
                         continue
-                s = mpmath.fsum(mpmath.mpf(float(q[h, i, t])) * mpmath.mpf(float(k[h, j, t]))
-                                for t in range(d)) * mpmath.mpf(scale)  # fmt: skip
+                s = mpmath.fsum(
+                    mpmath.mpf(float(q[h, i, t])) * mpmath.mpf(float(k[h, j, t])) for t in range(d)
+                ) * mpmath.mpf(scale)
                 if softcap is not None:
                     s = mpmath.mpf(softcap) * mpmath.tanh(s / mpmath.mpf(softcap))
                 if slopes is not None:
@@ -54,8 +55,9 @@ def mp_attend(q, k, v, *, scale, causal, window, slopes, softcap):
             total = mpmath.fsum(mpmath.exp(s - m) for _, s in logits)
             lse[h, i] = m + mpmath.log(total)
             for t in range(d):
-                o[h, i, t] = mpmath.fsum(mpmath.exp(s - lse[h, i]) * mpmath.mpf(float(v[h, j, t]))
-                                         for j, s in logits)  # fmt: skip
+                o[h, i, t] = mpmath.fsum(
+                    mpmath.exp(s - lse[h, i]) * mpmath.mpf(float(v[h, j, t])) for j, s in logits
+                )
     return o, lse
 
 
@@ -79,8 +81,10 @@ def tiny(draw):
         "window": draw(st.one_of(st.none(), st.tuples(st.integers(-1, 2), st.integers(-1, 2)))),
         "softcap": draw(st.sampled_from([None, 1.0, 5.0])),
         "alibi_slopes": draw(st.sampled_from([None, [0.5, 0.25, 0.125, 2.0][: hkv * group]])),
-        "key_lengths": draw(st.one_of(st.none(), st.lists(st.integers(0, tk), min_size=b, max_size=b))),
-    }  # fmt: skip
+        "key_lengths": draw(
+            st.one_of(st.none(), st.lists(st.integers(0, tk), min_size=b, max_size=b))
+        ),
+    }
     return q, k, v, kw
 
 
@@ -106,8 +110,16 @@ def test_both_routes_match_mpmath(args):
         lk = k.shape[2] if kw["key_lengths"] is None else kw["key_lengths"][bi]
         kk = np.repeat(k[bi, :, :lk], group, axis=0)
         vv = np.repeat(v[bi, :, :lk], group, axis=0)
-        o_mp, lse_mp = mp_attend(q[bi], kk, vv, scale=scale, causal=kw["causal"], window=kw["window"],
-                                 slopes=kw["alibi_slopes"], softcap=kw["softcap"])  # fmt: skip
+        o_mp, lse_mp = mp_attend(
+            q[bi],
+            kk,
+            vv,
+            scale=scale,
+            causal=kw["causal"],
+            window=kw["window"],
+            slopes=kw["alibi_slopes"],
+            softcap=kw["softcap"],
+        )
         # float64 rounds each logit by ~u|s|, which moves exp(s - lse) by that much relatively.
         big = float(np.abs(q[bi]).sum(-1).max() * np.abs(k[bi]).max(initial=0) * scale) + 10
         tol = 16 * U64 * (1 + big)
@@ -126,14 +138,17 @@ def test_both_routes_match_mpmath(args):
                         assert abs(o[bi, h, i, j].item() - w) <= tol * scale_v
 
 
-@pytest.mark.parametrize("make", [attention_cases, varlen_cases, decode_cases],
-                         ids=["dense", "varlen", "decode"])  # fmt: skip
+@pytest.mark.parametrize(
+    "make", [attention_cases, varlen_cases, decode_cases], ids=["dense", "varlen", "decode"]
+)
 def test_packed_route_matches_per_sequence_route(make):
     @settings(max_examples=30, deadline=None, database=None)
     @given(make("small"))
     def check(case):
-        t = {n: torch.from_numpy(a if a.dtype.kind in "iu" else a.astype(np.float64))
-             for n, a in case.inputs.items()}  # fmt: skip
+        t = {
+            n: torch.from_numpy(a if a.dtype.kind in "iu" else a.astype(np.float64))
+            for n, a in case.inputs.items()
+        }
         p = case.params
         kw = {
             "scale": p.get("scale"),
@@ -207,8 +222,9 @@ def test_varlen_with_empty_sequences():
     o, lse = attention_reference(q, k, k, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
     # Sequence 1 (rows 0, 1) has no key; sequence 3 (row 2) has none either.
     assert torch.isneginf(lse).all() and torch.all(o == 0)
-    o, lse = attention_reference(q, k, k, cu_seqlens_q=torch.tensor([0, 2, 3]),
-                                 cu_seqlens_k=torch.tensor([0, 1, 4]))  # fmt: skip
+    o, lse = attention_reference(
+        q, k, k, cu_seqlens_q=torch.tensor([0, 2, 3]), cu_seqlens_k=torch.tensor([0, 1, 4])
+    )
     alone, alone_lse = attention_reference(q[:, :, 2:], k[:, :, 1:4], k[:, :, 1:4])
     assert torch.equal(o[:, :, 2:], alone) and torch.equal(lse[:, :, 2:], alone_lse)
 

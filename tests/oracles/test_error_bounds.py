@@ -25,8 +25,13 @@ from strategies.softmax import softmax_cases
 
 F32 = np.float32
 LOG2E = F32(1.0 / math.log(2.0))
-DRAWN = settings(max_examples=40, derandomize=True, database=None, deadline=None,
-                 suppress_health_check=list(HealthCheck))  # fmt: skip
+DRAWN = settings(
+    max_examples=40,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 # The propagation step --------------------------------------------------------------------------
@@ -104,12 +109,19 @@ def np_softmax(x, mask, bias, scale, out_dtype, *, mode="exp", tile=16, half=Non
 def softmax_check(case, **kw):
     """(max error / bound, where) of ``np_softmax`` on a case of the softmax strategy."""
     x, mask, bias = (case.inputs.get(n) for n in ("x", "mask", "bias"))
-    t = {n: torch.from_numpy(np.asarray(a)) if a is not None else None
-         for n, a in (("x", x.astype(F32)), ("mask", mask), ("bias", None if bias is None else bias.astype(F32)))}  # fmt: skip
+    t = {
+        n: torch.from_numpy(np.asarray(a)) if a is not None else None
+        for n, a in (
+            ("x", x.astype(F32)),
+            ("mask", mask),
+            ("bias", None if bias is None else bias.astype(F32)),
+        )
+    }
     scale = case.params["scale"]
     want = softmax_reference(t["x"], t["mask"], t["bias"], scale).numpy()
-    bound = softmax_error_bound(t["x"], t["mask"], t["bias"], scale, out_dtype=case.params["dtype"],
-                                min_tile=16).y.numpy()  # fmt: skip
+    bound = softmax_error_bound(
+        t["x"], t["mask"], t["bias"], scale, out_dtype=case.params["dtype"], min_tile=16
+    ).y.numpy()
     got = np_softmax(x, mask, bias, scale, case.params["dtype"], **kw).astype(np.float64)
     err = np.where(np.isfinite(want), np.abs(got - want), 0.0)
     return float((err / bound).max())
@@ -264,12 +276,19 @@ def attention_ratio(case, **kw):
     }
     p = case.params
     lens = t.get("key_lengths", t.get("cache_len"))
-    kwargs = {"scale": p.get("scale"), "causal": bool(p.get("causal")), "window": p.get("window"),
-              "key_lengths": lens, "alibi_slopes": t.get("alibi_slopes"), "softcap": p.get("softcap")}  # fmt: skip
+    kwargs = {
+        "scale": p.get("scale"),
+        "causal": bool(p.get("causal")),
+        "window": p.get("window"),
+        "key_lengths": lens,
+        "alibi_slopes": t.get("alibi_slopes"),
+        "softcap": p.get("softcap"),
+    }
     want_o, want_lse = attention_reference(t["q"], t["k"], t["v"], **kwargs)
     splits = kw.get("splits", 1)
-    bound = attention_error_bound(t["q"], t["k"], t["v"], **kwargs, dtype=p["dtype"],
-                                  num_splits=splits if splits > 1 else 0)  # fmt: skip
+    bound = attention_error_bound(
+        t["q"], t["k"], t["v"], **kwargs, dtype=p["dtype"], num_splits=splits if splits > 1 else 0
+    )
     got_o, got_lse = np_attention(case, **kw)
     worst = 0.0
     for got, want, b in ((got_o, want_o, bound.o), (got_lse, want_lse, bound.lse)):

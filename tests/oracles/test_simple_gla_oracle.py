@@ -32,10 +32,16 @@ def mp_recurrence(q, k, v, g, scale, h0):
     out = []
     for t in range(t_len):
         d = mpmath.exp(mpmath.mpf(g[t]))
-        h = [[d * h[a][b] + mpmath.mpf(k[t][a]) * mpmath.mpf(v[t][b]) for b in range(vd)]
-             for a in range(kd)]  # fmt: skip
-        out.append([mpmath.mpf(scale) * mpmath.fsum(mpmath.mpf(q[t][a]) * h[a][b] for a in range(kd))
-                    for b in range(vd)])  # fmt: skip
+        h = [
+            [d * h[a][b] + mpmath.mpf(k[t][a]) * mpmath.mpf(v[t][b]) for b in range(vd)]
+            for a in range(kd)
+        ]
+        out.append(
+            [
+                mpmath.mpf(scale) * mpmath.fsum(mpmath.mpf(q[t][a]) * h[a][b] for a in range(kd))
+                for b in range(vd)
+            ]
+        )
     return out, h
 
 
@@ -67,8 +73,14 @@ def test_recurrence_and_parallel_match_mpmath(args):
     )
     t = lambda a: torch.from_numpy(a)[None, :, None]  # noqa: E731  [1, T, 1, D]
     for fn in (simple_gla_reference, simple_gla_parallel):
-        o, h = fn(t(q), t(k), t(v), g=torch.from_numpy(g)[None, :, None], scale=scale,
-                  initial_state=torch.from_numpy(h0)[None, None])  # fmt: skip
+        o, h = fn(
+            t(q),
+            t(k),
+            t(v),
+            g=torch.from_numpy(g)[None, :, None],
+            scale=scale,
+            initial_state=torch.from_numpy(h0)[None, None],
+        )
         # float64 rounds each term (and the prefix sums of the parallel form, whose exponents
         # reach |sum g|): the oracle's own error bound.
         mag = 1 + float(np.abs(g).sum())
@@ -140,8 +152,9 @@ def test_varlen_equals_sequences_alone_and_empty_sequences_pass_the_state():
             assert torch.equal(ht[i], h0[i])
             assert torch.equal(grads.dh0[i], dht[i])
             continue
-        oi, hi = simple_gla_reference(q[:, s:e], k[:, s:e], v[:, s:e], g[:, s:e], None, None,
-                                      h0[i : i + 1])  # fmt: skip
+        oi, hi = simple_gla_reference(
+            q[:, s:e], k[:, s:e], v[:, s:e], g[:, s:e], None, None, h0[i : i + 1]
+        )
         assert torch.allclose(o[:, s:e], oi, rtol=1e-13, atol=1e-13)
         assert torch.allclose(ht[i : i + 1], hi, rtol=1e-13, atol=1e-13)
 
@@ -158,14 +171,25 @@ def test_g_gamma_is_the_constant_per_token_gate():
 def test_naive_rounds_to_the_input_dtype_and_is_close(dtype):
     q, k, v, do, g, _, h0, dht = _random(1, 40, 2, 8, 8, 5)
     o64, _ = simple_gla_reference(q, k, v, g, None, None, h0)
-    o, ht = simple_gla_naive(q.to(dtype), k.to(dtype), v.to(dtype), g.float(), None, None,
-                             h0.float(), chunk_size=16)  # fmt: skip
+    o, ht = simple_gla_naive(
+        q.to(dtype), k.to(dtype), v.to(dtype), g.float(), None, None, h0.float(), chunk_size=16
+    )
     assert o.dtype == dtype and ht.dtype == torch.float32
     eps = torch.finfo(dtype).eps
     # a few roundings of the inputs and intermediates in dtype, relative to the outputs' scale
     assert (o.double() - o64).abs().max() <= 64 * eps * o64.abs().max()
-    grads = simple_gla_naive_grads(q.to(dtype), k.to(dtype), v.to(dtype), do.to(dtype), g.float(),
-                                   None, None, h0.float(), dht.float(), chunk_size=16)  # fmt: skip
+    grads = simple_gla_naive_grads(
+        q.to(dtype),
+        k.to(dtype),
+        v.to(dtype),
+        do.to(dtype),
+        g.float(),
+        None,
+        None,
+        h0.float(),
+        dht.float(),
+        chunk_size=16,
+    )
     assert grads.dq.dtype == dtype and grads.dg.dtype == torch.float32
 
 
@@ -176,14 +200,14 @@ def test_magnitudes_are_the_sums_of_absolute_terms():
     m = simple_gla_magnitudes(q, k, v, g, None, 0.5, h0, cu, chunk_size=16, do=do, dht=dht)
     o_abs, h_abs = simple_gla_reference(q.abs(), k.abs(), v.abs(), g, None, 0.5, h0.abs(), cu)
     assert torch.allclose(m.o, o_abs, rtol=1e-12) and torch.allclose(m.ht, h_abs, rtol=1e-12)
-    ga = simple_gla_reference_grads(q.abs(), k.abs(), v.abs(), do.abs(), g, None, 0.5, h0.abs(),
-                                    dht.abs(), cu)  # fmt: skip
+    ga = simple_gla_reference_grads(
+        q.abs(), k.abs(), v.abs(), do.abs(), g, None, 0.5, h0.abs(), dht.abs(), cu
+    )
     for name in ("dq", "dk", "dv", "dh0"):
         assert torch.allclose(getattr(m, name), getattr(ga, name), rtol=1e-12, atol=1e-14), name
     o, ht = simple_gla_reference(q, k, v, g, None, 0.5, h0, cu)
     grads = simple_gla_reference_grads(q, k, v, do, g, None, 0.5, h0, dht, cu)
     assert (o.abs() <= m.o + 1e-12).all() and (ht.abs() <= m.ht + 1e-12).all()
     assert (grads.dg.abs() <= m.dg + 1e-12).all()
-    slower = simple_gla_magnitudes(q, k, v, g, None, 0.5, h0, cu, chunk_size=16,
-                                   decay_factor=0.49)  # fmt: skip
+    slower = simple_gla_magnitudes(q, k, v, g, None, 0.5, h0, cu, chunk_size=16, decay_factor=0.49)
     assert (slower.o >= m.o - 1e-12).all()

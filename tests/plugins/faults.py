@@ -70,8 +70,17 @@ def scale(
     spin = fault == "spin" and cols >= 6
     flag = torch.zeros(1, dtype=torch.int32, device=x.device)
     kernel = interpreted(_scale_kernel) if interpret else _scale_kernel
-    kernel[(rows,)](x, out, flag, cols, x.stride(0), out.stride(0), WILD=wild, SPIN=spin,
-                    BLOCK=triton.next_power_of_2(cols))  # fmt: skip
+    kernel[(rows,)](
+        x,
+        out,
+        flag,
+        cols,
+        x.stride(0),
+        out.stride(0),
+        WILD=wild,
+        SPIN=spin,
+        BLOCK=triton.next_power_of_2(cols),
+    )
     return out
 
 
@@ -124,6 +133,13 @@ def make(name, fault=None, expected=None, bound=None, description=""):
 
 register(make("faults", description="y = 2 x row by row (the base of the fault-injection mutants)"))
 register(make("faults_mutant_raise", "raise", "crash", 4, "the launcher raises for >= 4 columns"))
-register(make("faults_mutant_wild_store", "wild_store", "crash", 16,
-              "stores 2**40 elements past the output: illegal address (GPU) / segfault (CPU)"))  # fmt: skip
+register(
+    make(
+        "faults_mutant_wild_store",
+        "wild_store",
+        "crash",
+        16,
+        "stores 2**40 elements past the output: illegal address (GPU) / segfault (CPU)",
+    )
+)
 register(make("faults_mutant_spin", "spin", "hang", 8, "spins forever for >= 6 columns"))

@@ -57,8 +57,9 @@ def sdpa(q, k, v, *, scale, key_lengths):
     if key_lengths is not None:
         keep = torch.arange(k.shape[2])[None, :] < key_lengths[:, None].long()  # [B, Tk]
         mask = keep[:, None, None, :]
-    o = tf.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale,
-                                        enable_gqa=q.shape[1] != k.shape[1])  # fmt: skip
+    o = tf.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, scale=scale, enable_gqa=q.shape[1] != k.shape[1]
+    )
     return o.transpose(1, 2).to(dtype)
 
 

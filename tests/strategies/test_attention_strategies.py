@@ -109,8 +109,15 @@ def test_dense_reaches_tile_boundaries(dense):
 
 def test_dense_reaches_masks_alone_and_combined(dense):
     def kinds(c):
-        return {k for k, on in (("causal", c.params["causal"]), ("window", c.params["window"] is not None),
-                                ("padding", "key_lengths" in c.inputs)) if on}  # fmt: skip
+        return {
+            k
+            for k, on in (
+                ("causal", c.params["causal"]),
+                ("window", c.params["window"] is not None),
+                ("padding", "key_lengths" in c.inputs),
+            )
+            if on
+        }
 
     seen = [kinds(c) for c in dense]
     for k in ("causal", "window", "padding"):
@@ -123,8 +130,14 @@ def test_dense_reaches_masks_alone_and_combined(dense):
         for c in dense
         if "key_lengths" in c.inputs
     )
-    windowed_empty = [c for c in dense if c.params["window"] is not None and not c.params["causal"]
-                      and "key_lengths" not in c.inputs and no_key_rows(c).any()]  # fmt: skip
+    windowed_empty = [
+        c
+        for c in dense
+        if c.params["window"] is not None
+        and not c.params["causal"]
+        and "key_lengths" not in c.inputs
+        and no_key_rows(c).any()
+    ]
     assert windowed_empty, "no window narrower than the distance"
 
 
@@ -134,8 +147,10 @@ def test_dense_reaches_modifiers(dense):
     kinds = {c.recipe["slopes"]["kind"] for c in dense if c.recipe["slopes"]}
     assert {"standard", "adversarial"} <= kinds
     for want in (lambda x: x == 0, lambda x: 0 < x <= 1e-6, lambda x: x >= 64):
-        case = find(attention_cases("small"),
-                    lambda c: "alibi_slopes" in c.inputs and any(want(x) for x in c.inputs["alibi_slopes"]))  # fmt: skip
+        case = find(
+            attention_cases("small"),
+            lambda c: "alibi_slopes" in c.inputs and any(want(x) for x in c.inputs["alibi_slopes"]),
+        )
         assert case.params["alibi"] == "user"
     caps = {c.params["softcap"] for c in dense}
     assert min(x for x in caps if x) <= 1.0 and max(x for x in caps if x) >= 30.0
@@ -166,8 +181,11 @@ def test_decode_reaches_short_caches_and_empty_splits():
     cases = _collect(decode_cases("small"))
     lens = np.concatenate([c.inputs["cache_len"] for c in cases])
     assert 0 in lens and 1 in lens
-    assert any(c.params["num_splits"] > math.ceil(max(c.inputs["cache_len"].max(), 1) / c.params["block_k"])
-               for c in cases)  # fmt: skip
+    assert any(
+        c.params["num_splits"]
+        > math.ceil(max(c.inputs["cache_len"].max(), 1) / c.params["block_k"])
+        for c in cases
+    )
     assert {1, 2, 4} <= {c.params["num_splits"] for c in cases}
 
 

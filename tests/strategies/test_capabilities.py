@@ -22,8 +22,15 @@ def test_softmax_without_optional_features(case):
 
 
 @FEW
-@given(attention_cases("small", dtypes=("float16",), block_pairs=((64, 128),), head_dims=(8,),
-                       features=frozenset({"causal"})))  # fmt: skip
+@given(
+    attention_cases(
+        "small",
+        dtypes=("float16",),
+        block_pairs=((64, 128),),
+        head_dims=(8,),
+        features=frozenset({"causal"}),
+    )
+)
 def test_attention_with_only_causal(case):
     q, k = case.inputs["q"], case.inputs["k"]
     assert set(case.inputs) == {"q", "k", "v"}
@@ -55,8 +62,11 @@ def test_decode_without_splits_has_one(case):
 
 
 @FEW
-@given(simple_gla_fwd_cases("small", chunk_sizes=(64,), head_dims=(32,),
-                            features=frozenset({"g_gamma", "final_state"})))  # fmt: skip
+@given(
+    simple_gla_fwd_cases(
+        "small", chunk_sizes=(64,), head_dims=(32,), features=frozenset({"g_gamma", "final_state"})
+    )
+)
 def test_gla_forward_with_decay_and_final_state_only(case):
     assert set(case.inputs) == {"q", "k", "v", "g_gamma"}
     assert case.params["chunk_size"] == 64 and case.params["scale"] is None

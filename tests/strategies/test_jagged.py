@@ -110,10 +110,18 @@ def test_lengths_reach_the_jagged_corners():
 
     collect()
     expected = {
-        "leading empty", "trailing empty", "consecutive empties", "one row", "max_seqlen below",
-        "max_seqlen at", "max_seqlen above", "max_seqlen 2 tiles", "max_seqlen 2 tiles + 1",
-        "one long among short", "many segments",
-    }  # fmt: skip
+        "leading empty",
+        "trailing empty",
+        "consecutive empties",
+        "one row",
+        "max_seqlen below",
+        "max_seqlen at",
+        "max_seqlen above",
+        "max_seqlen 2 tiles",
+        "max_seqlen 2 tiles + 1",
+        "one long among short",
+        "many segments",
+    }
     assert expected <= seen, expected - seen
 
 

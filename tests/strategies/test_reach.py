@@ -31,8 +31,11 @@ def _names(target, case):
 
 @pytest.mark.parametrize("sentinel", [-5e4, -6e4])
 def test_softmax_reaches_valid_logits_at_or_below_each_sentinel(sentinel):
-    case = find(softmax_cases("small"), lambda c: S.logits64(c)[np.isfinite(S.logits64(c))].min(initial=0) <= sentinel,
-                settings=FIND)  # fmt: skip
+    case = find(
+        softmax_cases("small"),
+        lambda c: S.logits64(c)[np.isfinite(S.logits64(c))].min(initial=0) <= sentinel,
+        settings=FIND,
+    )
     assert "below-finite-sentinel" in _names(get("softmax"), case)
     assert f"{sentinel:g}" in next(
         h for h in get("softmax").hazards_of(case) if h.startswith("below")
@@ -47,9 +50,16 @@ def test_softmax_reaches_inputs_at_a_minus_1e9_sentinel():
 
 
 def test_jagged_softmax_reaches_values_below_the_sentinels():
-    case = find(jagged_softmax_cases("small"),
-                lambda c: to_float64(c.inputs["values"])[np.isfinite(to_float64(c.inputs["values"]))].min(initial=0) < -5e4,
-                settings=FIND)  # fmt: skip
+    case = find(
+        jagged_softmax_cases("small"),
+        lambda c: (
+            to_float64(c.inputs["values"])[np.isfinite(to_float64(c.inputs["values"]))].min(
+                initial=0
+            )
+            < -5e4
+        ),
+        settings=FIND,
+    )
     assert case.inputs["values"].size >= 1
 
 
@@ -77,8 +87,9 @@ def test_attention_reaches_values_whose_unnormalized_sums_overflow_fp16():
 
 
 def test_decode_reaches_caches_of_thousands_of_keys():
-    case = find(decode_cases("small"), lambda c: int(c.inputs["cache_len"].max()) >= 1024,
-                settings=FIND)  # fmt: skip
+    case = find(
+        decode_cases("small"), lambda c: int(c.inputs["cache_len"].max()) >= 1024, settings=FIND
+    )
     assert case.inputs["k"].shape[2] >= 1024
 
 

@@ -46,8 +46,12 @@ def _lengths(case):
 def test_shrinks_to_the_simplest_case():
     case = find(simple_gla_fwd_cases(), lambda c: True)
     assert case.inputs["q"].shape == (1, 1, 1, 16) and case.inputs["v"].shape == (1, 1, 1, 16)
-    assert case.params == {"dtype": "float32", "chunk_size": 16, "scale": None,
-                           "output_final_state": False}  # fmt: skip
+    assert case.params == {
+        "dtype": "float32",
+        "chunk_size": 16,
+        "scale": None,
+        "output_final_state": False,
+    }
     assert set(case.inputs) == {"q", "k", "v", "g_gamma"}
     assert np.array_equal(case.inputs["g_gamma"], -standard_slopes(1).astype(np.float32))
 
@@ -92,31 +96,41 @@ def test_minimal_overflowing_decay_is_just_above_the_fp32_threshold_of_chunk_16(
 CORNERS = {
     "tail C-1": lambda c: c.params["chunk_size"] == 32 and c.inputs["q"].shape[1] % 32 == 31,
     "tail 1": lambda c: c.inputs["q"].shape[1] > 16 and c.inputs["q"].shape[1] % 16 == 1,
-    "tail 0": lambda c: c.inputs["q"].shape[1] >= 32
-    and c.inputs["q"].shape[1] % c.params["chunk_size"] == 0,
+    "tail 0": lambda c: (
+        c.inputs["q"].shape[1] >= 32 and c.inputs["q"].shape[1] % c.params["chunk_size"] == 0
+    ),
     "empty sequence": lambda c: "cu_seqlens" in c.inputs and 0 in _lengths(c),
     "zero gates": lambda c: "g" in c.inputs and (c.inputs["g"] == 0).any(),
     "extreme gates": lambda c: "g" in c.inputs and (c.inputs["g"] <= -1e3).any(),
     "bf16 with h0": lambda c: c.params["dtype"] == "bfloat16" and "h0" in c.inputs,
-    "fp16 threshold": lambda c: c.recipe["decay"]["kind"] == "threshold"
-    and c.recipe["decay"]["dtype"] == "float16",
-    "fp32 threshold, below": lambda c: c.recipe["decay"]["kind"] == "threshold"
-    and c.recipe["decay"]["dtype"] == "float32" and "below" in c.recipe["decay"]["sides"],
+    "fp16 threshold": lambda c: (
+        c.recipe["decay"]["kind"] == "threshold" and c.recipe["decay"]["dtype"] == "float16"
+    ),
+    "fp32 threshold, below": lambda c: (
+        c.recipe["decay"]["kind"] == "threshold"
+        and c.recipe["decay"]["dtype"] == "float32"
+        and "below" in c.recipe["decay"]["sides"]
+    ),
     "ALiBi recipes": lambda c: c.recipe["decay"]["kind"] == "slopes",
-    "overflow at the case's chunk": lambda c: "g_gamma" in c.inputs
-    and float(-c.inputs["g_gamma"].min()) * (c.params["chunk_size"] - 1) > 88.73,
+    "overflow at the case's chunk": lambda c: (
+        "g_gamma" in c.inputs
+        and float(-c.inputs["g_gamma"].min()) * (c.params["chunk_size"] - 1) > 88.73
+    ),
     # the kernels' multi-tile paths (chunks over 64 tokens are 64-token tiles), on the CPU
-    "two tiles in a chunk of 128": lambda c: c.params["chunk_size"] == 128
-    and max(_lengths(c)) > 64,
-    "two tiles in a chunk of 256": lambda c: c.params["chunk_size"] == 256
-    and max(_lengths(c)) > 64,
+    "two tiles in a chunk of 128": lambda c: (
+        c.params["chunk_size"] == 128 and max(_lengths(c)) > 64
+    ),
+    "two tiles in a chunk of 256": lambda c: (
+        c.params["chunk_size"] == 256 and max(_lengths(c)) > 64
+    ),
     "a whole chunk of 64": lambda c: c.params["chunk_size"] == 64 and max(_lengths(c)) >= 64,
-    "tokens past cu_seqlens[-1]": lambda c: "cu_seqlens" in c.inputs
-    and c.inputs["cu_seqlens"][-1] < c.inputs["q"].shape[1],
+    "tokens past cu_seqlens[-1]": lambda c: (
+        "cu_seqlens" in c.inputs and c.inputs["cu_seqlens"][-1] < c.inputs["q"].shape[1]
+    ),
     "weak gates": lambda c: c.recipe["decay"]["kind"] == "weak",
     "query burst": lambda c: c.recipe["tokens"]["kind"] == "query_burst",
     "a state past fp16's range": lambda c: _final_state(c) > 65504,
-}  # fmt: skip
+}
 
 
 def _final_state(case) -> float:
@@ -124,12 +138,21 @@ def _final_state(case) -> float:
 
     from oracles.simple_gla import simple_gla_reference
 
-    t = {n: torch.from_numpy(a.astype(np.float64)) for n, a in case.inputs.items()
-         if n in ("q", "k", "v", "g", "g_gamma", "h0")}  # fmt: skip
+    t = {
+        n: torch.from_numpy(a.astype(np.float64))
+        for n, a in case.inputs.items()
+        if n in ("q", "k", "v", "g", "g_gamma", "h0")
+    }
     cu = case.inputs.get("cu_seqlens")
-    _, ht = simple_gla_reference(t["q"], t["k"], t["v"], t.get("g"), t.get("g_gamma"),
-                                 initial_state=t.get("h0"),
-                                 cu_seqlens=None if cu is None else cu.tolist())  # fmt: skip
+    _, ht = simple_gla_reference(
+        t["q"],
+        t["k"],
+        t["v"],
+        t.get("g"),
+        t.get("g_gamma"),
+        initial_state=t.get("h0"),
+        cu_seqlens=None if cu is None else cu.tolist(),
+    )
     return float(ht.abs().max()) if ht.numel() else 0.0
 
 
@@ -170,5 +193,8 @@ def test_fp16_outputs_stay_representable():
         return output_bound(arrays, s, n, dims) > 2.0**12 * 1.01
 
     with pytest.raises(NoSuchExample):
-        find(simple_gla_bwd_cases("large", dtypes=("float16",)), big,
-             settings=settings(max_examples=40, database=None))  # fmt: skip
+        find(
+            simple_gla_bwd_cases("large", dtypes=("float16",)),
+            big,
+            settings=settings(max_examples=40, database=None),
+        )

@@ -16,16 +16,25 @@ load_builtin()
 STRATEGIES = {t.strategy for t in select("*")}  # the real targets' (mutants share them)
 
 
-@pytest.mark.parametrize("strategy_factory", sorted(STRATEGIES, key=lambda f: f.__qualname__),
-                         ids=lambda f: f.__qualname__)  # fmt: skip
+@pytest.mark.parametrize(
+    "strategy_factory",
+    sorted(STRATEGIES, key=lambda f: f.__qualname__),
+    ids=lambda f: f.__qualname__,
+)
 def test_drawing_the_same_examples_again_builds_no_composite(strategy_factory, monkeypatch):
     strategy = strategy_factory("small")
     name = strategy_factory.__qualname__
 
     def draw_some(n: int) -> None:
         @seed(n)
-        @settings(max_examples=25, database=None, deadline=None, derandomize=False,
-                  suppress_health_check=list(HealthCheck), phases=["generate"])  # fmt: skip
+        @settings(
+            max_examples=25,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            phases=["generate"],
+        )
         @given(st.data())
         def run(data):
             data.draw(strategy)
