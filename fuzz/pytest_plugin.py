@@ -245,14 +245,12 @@ _MAP_BUDGET: Any = None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    from fuzz.campaign.worker import CLEAR_AT, MapBudget, count_maps, map_limit
+    from fuzz.campaign.worker import MapBudget, map_limit
 
     global _MAP_BUDGET
     if _MAP_BUDGET is None:
         _MAP_BUDGET = MapBudget(map_limit())
-    n, limit = count_maps(), _MAP_BUDGET.limit
-    if limit and n and n >= CLEAR_AT * limit and n >= _MAP_BUDGET.cleared_at + 0.1 * limit:
-        _MAP_BUDGET.clear(n)  # a pytest process is never recycled: clearing is what it can do
+    _MAP_BUDGET.clear_if_due()  # a pytest process is never recycled: clearing is what it can do
 
 
 @pytest.fixture
