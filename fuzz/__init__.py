@@ -3,8 +3,9 @@
 Public surface. Fuzzing your own kernel against a built-in family (``fuzz.plugin``):
 :func:`fuzz_kernel` with :class:`Capabilities`, :class:`Conventions` and :class:`Layout`;
 :func:`autograd_backward`; :class:`Property` for checks of your own. Lower level: targets
-(:class:`Target`, :func:`register`), cases, tolerance policy, the hunt loop and profiles. See
-README.md for the command line.
+(:class:`Target` with its :class:`Library`, :class:`Search`, :class:`Baselines` and
+:class:`MutantOf` records, :func:`register`), cases, tolerance policy, the hunt loop and
+profiles. See README.md for the command line.
 """
 
 from typing import Any
@@ -17,12 +18,25 @@ from fuzz.failures import CLASSES, Finding
 from fuzz.plugin import Capabilities, Conventions, Layout, autograd_backward, fuzz_kernel
 from fuzz.profiles import PROFILES, Profile, get_profile
 from fuzz.properties import Context, Property, check_case
-from fuzz.target import Hazard, Target, all_targets, get, load_plugin, register, select
+from fuzz.target import (
+    Baselines,
+    Hazard,
+    Library,
+    MutantOf,
+    Search,
+    Target,
+    all_targets,
+    get,
+    load_plugin,
+    register,
+    select,
+)
 
 __all__ = [
     "CLASSES",
     "PROFILES",
     "Backend",
+    "Baselines",
     "Capabilities",
     "Case",
     "Context",
@@ -31,9 +45,12 @@ __all__ = [
     "Hazard",
     "HuntResult",
     "Layout",
+    "Library",
     "Metrics",
+    "MutantOf",
     "Profile",
     "Property",
+    "Search",
     "Target",
     "Tolerance",
     "all_targets",

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from fuzz.target import register
+from fuzz.target import MutantOf, register
 from kernels._mutate import LANGUAGES, Mutant, Reformulation
 
 if TYPE_CHECKING:
@@ -178,9 +178,7 @@ def register_mutants(
                 f"{real.name}_mutant_{m.name}",
                 modules,
                 entry,
-                mutant_of=real.name,
-                expected_class=expect.cls,
-                shrink_bound=expect.shrink_bound,
+                mutant=MutantOf(real.name, expect.cls, expect.shrink_bound),
                 description=m.description,
             )
         )

@@ -213,7 +213,7 @@ def _trace_triton(target: Target, case: Case) -> dict[str, Any]:
     inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
     out = (
         {k: adapter.alloc(v.shape, _dtype(v), 0.0).array for k, v in naive.items()}
-        if target.writes_out
+        if target.library.writes_out
         else None
     )
     try:

@@ -45,7 +45,7 @@ from fuzz.case import Case
 from fuzz.failures import MASKING, Finding
 from fuzz.families import Family, get_family
 from fuzz.properties import Context, Property
-from fuzz.target import Target, get, register
+from fuzz.target import Baselines, Library, Target, get, register
 
 LANGUAGES = {"triton": "triton", "pallas": "pallas"}
 BACKEND_KINDS = ("compiled", "interpreted")
@@ -683,20 +683,19 @@ def _build_target(
         naive=naive,
         strategy=strategy,
         properties=(*base.properties, *extra),
-        mutant_of=None,
-        expected_class=None,
-        shrink_bound=None,
-        writes_out=False,
-        baseline_randn=None,
-        baseline_grid=None,
+        outputs=outputs,
         description=description or f"{fam.name} kernel {name}",
         source="builtin",
-        backends=backends,
-        disabled=dict(disable),
-        siblings=dict(siblings),
-        conventions=dataclasses.asdict(conv),
-        outputs=outputs,
-        autotune=language == "triton",
+        library=Library(
+            backends=backends,
+            writes_out=False,
+            autotune=language == "triton",
+            conventions=dataclasses.asdict(conv),
+            siblings=dict(siblings),
+            disabled=dict(disable),
+        ),
+        baselines=Baselines(),
+        mutant=None,
     )
 
 

@@ -36,7 +36,7 @@ class Profile:
         backends: the backends whose kernels are checked directly.
         scale: ``'small'`` or ``'large'``: which shape bounds the target strategies use.
         differential: also run each case on the backend's twin (compiled vs interpreted).
-        differential_max_cost: ...but only cases whose ``Target.interpreter_cost`` is at most this
+        differential_max_cost: ...but only cases whose ``Search.cost`` is at most this
             (the interpreter is orders of magnitude slower than the compiled kernel).
         differential_every: ...and on one example in this many (a drawn choice, so replays and
             shrinking see the same decision).
@@ -49,7 +49,7 @@ class Profile:
         interpreter_shrink: a compiled backend's failure is shrunk where that is cheap
             (``fuzz.shrink``): in the interpreter of the same kernel source where it reproduces
             there, else on the compiled backend through compiled kernel variants first.
-        interpreter_max_cost: the largest ``Target.interpreter_cost`` of a case the interpreter
+        interpreter_max_cost: the largest ``Search.cost`` of a case the interpreter
             shrinks (about 10 ms of Triton interpreter per unit, several launches per example):
             a larger case is first cut on the compiled backend.
         variant_choices: each run of a hunt draws its compile-time choices (dtype, tiles, head

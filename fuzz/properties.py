@@ -227,7 +227,7 @@ class Context:
                 name: adapter.alloc(tuple(shape), dtype, fill)
                 for name, (shape, dtype) in outputs.items()
             }
-            out = {k: b.array for k, b in bufs.items()} if self.target.writes_out else None
+            out = {k: b.array for k, b in bufs.items()} if self.target.library.writes_out else None
             with LaunchTimer() as timer, np.errstate(all="ignore"):
                 got = entry(inputs, dict(case.params), out=out, interpret=backend.interpret)
                 adapter.synchronize()
@@ -286,13 +286,6 @@ class Context:
         }
 
     @functools.cached_property
-    def floor(self) -> dict[str, float]:
-        """The target's case-derived error floor per output (``Target.error_floor``)."""
-        if self.target.error_floor is None:
-            return {}
-        return {k: float(v) for k, v in self.target.error_floor(self.case, self.ref_device).items()}
-
-    @functools.cached_property
     def analytic(self) -> dict[str, np.ndarray]:
         """The target's per-element error bound of each output (``Target.error_bound``),
         broadcast to the output's shape (read-only)."""
@@ -312,7 +305,7 @@ class Context:
 
         With an analytic bound (``Target.error_bound``): that bound plus ``Tolerance.atol``, or
         the smaller of it and the ratio rule where the family declares the rule justified
-        (``Tolerance.ratio_caps_analysis``). Without: the ratio rule (plus ``Target.error_floor``)."""
+        (``Tolerance.ratio_caps_analysis``). Without: the ratio rule."""
         return self.memo(("bound", name), lambda: self._bound(name))
 
     def _bound(self, name: str) -> np.ndarray:
@@ -324,7 +317,6 @@ class Context:
             naive = self.naive.get(name)
             naive_max = None if naive is None else measure_naive(naive, self.oracle[name])
             ratio = tol.bound(self.oracle[name], naive_max, self.out_dtypes[name])
-            ratio += self.floor.get(name, 0.0)
         shape = self.oracle[name].shape
         if analytic is None:
             assert ratio is not None
@@ -507,7 +499,7 @@ def _determinism(ctx: Context, _: Any) -> Finding | None:
 def _record_target(ctx: Context, name: str, ratio: float) -> None:
     from hypothesis.control import currently_in_test_context
 
-    if ctx.target.targeting and currently_in_test_context():
+    if ctx.target.search.targeting and currently_in_test_context():
         from hypothesis import target
 
         target(float(min(ratio, 1e12)), label=f"{name}: error / tolerance")
@@ -672,8 +664,6 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
         if name not in ctx.analytic
         else "per-element error bound (Target.error_bound)",
     }
-    if name in ctx.floor:
-        details["error_floor"] = ctx.floor[name]
     if m.nonfinite_where_finite:
         w = m.first_nonfinite
         assert w is not None
@@ -772,7 +762,7 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
 def _twin(ctx: Context) -> Backend | None:
     if not ctx.differential or ctx.backend.twin is None:
         return None
-    if ctx.target.interpreter_cost(ctx.case) > ctx.differential_max_cost:
+    if ctx.target.search.cost(ctx.case) > ctx.differential_max_cost:
         return None
     try:
         twin = get_backend(ctx.backend.twin)
@@ -831,13 +821,13 @@ GENERIC: tuple[Property, ...] = (
     Property(
         "guard-bands",
         _guard_bands,
-        applies=lambda ctx: ctx.adapter.guards and ctx.target.writes_out,
+        applies=lambda ctx: ctx.adapter.guards and ctx.target.library.writes_out,
         description="memory before, between the rows of, and after each output keeps its bits",
     ),
     Property(
         "poisoned-output",
         _poisoned_output,
-        applies=lambda ctx: ctx.target.writes_out,
+        applies=lambda ctx: ctx.target.library.writes_out,
         description="every output element is written",
     ),
     Property(
@@ -867,12 +857,12 @@ DIFFERENTIAL = Property(
 
 def properties_of(target: Target) -> tuple[Property, ...]:
     """Every property checked for ``target``, in order: the generic ones, the family's and its
-    own, the differential; those the target switched off (``Target.disabled``) left out, and a
+    own, the differential; those the target switched off (``Library.disabled``) left out, and a
     property of the target's own replacing a generic one of the same name."""
     own = {p.name: p for p in target.properties}
     generic = tuple(own.pop(p.name, p) for p in GENERIC)
     props = (*generic, *own.values(), DIFFERENTIAL)
-    return tuple(p for p in props if p.name not in target.disabled)
+    return tuple(p for p in props if p.name not in target.library.disabled)
 
 
 @dataclass
@@ -980,11 +970,11 @@ def _pinned_configs(
     draw: Callable[[SearchStrategy[Any], str], Any] | None,
     params: Mapping[str, Any] | None,
 ) -> Iterator[list[Any]]:
-    """For a target whose kernels are autotuned (``Target.autotune``), every launch of the
+    """For a target whose kernels are autotuned (``Library.autotune``), every launch of the
     example runs one config per kernel, never benchmarked: drawn (``draw``), replayed from a
     reproducer's ``params["autotune"]``, or the first. Yields the choices made (empty
     otherwise)."""
-    if not target.autotune:
+    if not target.library.autotune:
         yield []
         return
     from fuzz import triton_runtime as tr

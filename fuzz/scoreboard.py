@@ -6,11 +6,11 @@ harness
     :func:`fuzz.engine.hunt` with a time budget: found or not, the class, examples and seconds to
     the first failure, shrink time, and the minimal reproducer's size.
 randn baseline
-    five seeded ``randn`` trials at the target's default shape (``Target.baseline_randn``), the
+    five seeded ``randn`` trials at the target's default shape (``Baselines.randn``), the
     way KernelBench checks a kernel.
 grid baseline
     the fixed grid of shapes, dtypes and options the family's upstream tests use
-    (``Target.baseline_grid``), the way flash-attention and fla test.
+    (``Baselines.grid``), the way flash-attention and fla test.
 
 A baseline *finds* a mutant when any of its cases fails any property the harness checks (the same
 property code, no shrinking; a property with drawn parameters gets its simplest value). Targets
@@ -219,14 +219,15 @@ def _run_rows(
                 "expected_class": m.expected_class,
                 "harness": harness,
             }
-            if m.baseline_randn is not None:
-                cases = [m.baseline_randn(s, options.scale) for s in range(RANDN_TRIALS)]
+            base = m.baselines
+            if base.randn is not None:
+                cases = [base.randn(s, options.scale) for s in range(RANDN_TRIALS)]
                 row["randn"] = run_baseline(m, name, cases, options, baseline_limit)
             else:
                 row["randn"] = None
             row["grid"] = (
-                run_baseline(m, name, list(m.baseline_grid(options.scale)), options, baseline_limit)
-                if m.baseline_grid is not None
+                run_baseline(m, name, list(base.grid(options.scale)), options, baseline_limit)
+                if base.grid is not None
                 else None
             )
             row_done(row)

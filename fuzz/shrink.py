@@ -6,7 +6,7 @@ GPU reproducers of millions of elements, cut at the time limit. So a compiled ba
 hands a new failure over unshrunk (:attr:`Stage.hand_off`), and :func:`shrink_compiled`
 shrinks it in stages, each a Hypothesis run that replays the failing example and shrinks it::
 
-    cut          the interpreter would take too long on the case (``Target.interpreter_cost``
+    cut          the interpreter would take too long on the case (``Search.cost``
                  above ``Profile.interpreter_max_cost``): shrink on the compiled backend, through
                  kernel variants compiled already, until it would not
     interpreter  the same kernel source in its interpreter (the backend's twin, on the GPU host
@@ -171,7 +171,7 @@ class _Shrinker:
         if hard_at is not None:
             self.deadline = min(self.deadline, hard_at)
         self.notes: list[str] = []
-        self.cost = target.interpreter_cost
+        self.cost = target.search.cost
         self.max_cost = options.interpreter_max_cost
         self.twin = _twin(backend)
 

@@ -2,8 +2,10 @@
 
 A target is everything the harness needs to fuzz one kernel: its entry point per kernel language,
 the fp64 oracle, a naive same-dtype reference, the input strategy, the tolerance policy, the
-input hazards it knows about and any properties beyond the generic ones. Mutants are targets too,
-marked with the target they were copied from and the failure class they must produce.
+input hazards it knows about and any properties beyond the generic ones. Records beside the
+contract: what the kernel's library declares (:class:`Library`), scheduling hints
+(:class:`Search`), the scoreboard's baselines (:class:`Baselines`). Mutants are targets too, with a
+:class:`MutantOf` naming the target they copy and the failure class they must produce.
 
 Targets come from the built-in families (``fuzz.targets``) or from plugins: a Python file or an
 importable module that calls :func:`register` (``python -m fuzz run --plugin FILE``, ``pytest
@@ -68,8 +70,118 @@ class Hazard:
 
 
 @dataclass(frozen=True)
+class MutantOf:
+    """What makes a target a mutant: a copy of a real target with a planted bug, run to prove the
+    harness finds, classes and shrinks what it must.
+
+    Attributes:
+        real: the real target it copies.
+        expected_class: the failure class it must produce (one of ``fuzz.failures.CLASSES``).
+        shrink_bound: the largest input size (elements, ``Case.size``) its minimal reproducer may
+            have; the test suite asserts it. An int, or ``shrink_bound(case) -> int`` where the
+            least failing input depends on geometry the profile draws (tile sizes, head dims: the
+            GPU profile's simplest tiles and head dim are larger). None: no bound declared.
+    """
+
+    real: str
+    expected_class: str
+    shrink_bound: int | Callable[[Case], int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.expected_class not in CLASSES:
+            raise ValueError(
+                f"mutant of {self.real!r}: expected_class={self.expected_class!r} is not one of "
+                f"{CLASSES}"
+            )
+
+    def shrink_limit(self, case: Case) -> int | None:
+        """The shrink bound for a minimal ``case`` (None: none declared)."""
+        if self.shrink_bound is None or isinstance(self.shrink_bound, int):
+            return self.shrink_bound
+        return int(self.shrink_bound(case))
+
+
+@dataclass(frozen=True)
+class Search:
+    """How a hunt spends its time on a target: scheduling hints, not part of the kernel's contract.
+
+    Attributes:
+        targeting: whether the oracle comparison reports ``error / tolerance`` to
+            ``hypothesis.target()``. Hypothesis then spends the second half of a run of fewer than
+            1000 examples climbing on the best-scoring example; a family whose bugs hide in
+            structure (shapes, masks, tiles) rather than in values gets more from fresh examples.
+        interpret_cost: ``interpret_cost(case) -> float``: the work an interpreter would do for
+            ``case``, in units of one program instance processing one tile; the in-process
+            differential runs only where this is within the profile's ``differential_max_cost``
+            (the Triton interpreter costs milliseconds per program-tile). Default: the largest
+            input's elements / 1024.
+    """
+
+    targeting: bool = True
+    interpret_cost: Callable[[Case], float] | None = None
+
+    def cost(self, case: Case) -> float:
+        if self.interpret_cost is not None:
+            return float(self.interpret_cost(case))
+        return case.size / 1024
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """The fixed tests the mutant scoreboard compares the fuzzer with (``fuzz.scoreboard``).
+
+    Attributes:
+        randn: ``randn(seed, scale) -> Case``: the target's default shape with standard-normal
+            values, one case per seed (how KernelBench checks a kernel: a few seeded ``randn``
+            trials).
+        grid: ``grid(scale) -> [Case]``: the fixed grid of shapes, dtypes and options the
+            family's upstream tests use (flash-attention, fla, the Triton tutorials), ``randn``
+            values.
+    """
+
+    randn: Callable[[int, str], Case] | None = None
+    grid: Callable[[str], Sequence[Case]] | None = None
+
+
+@dataclass(frozen=True)
+class Library:
+    """What a kernel library declares about how its kernel behaves and where it runs. A plugin's
+    ``fuzz.fuzz_kernel`` fills it from the user's declarations; the built-in kernels keep the
+    defaults (the families' own conventions, every backend of their languages).
+
+    Attributes:
+        backends: the backends the kernel supports (None: every backend running one of its
+            kernel languages); a target is never paired with another, and ``python -m fuzz
+            list`` says why.
+        writes_out: whether the entry points honour ``out`` (the guard-band and poisoned-output
+            properties need it).
+        autotune: the library launches autotuned Triton kernels (``triton.autotune``): each
+            example draws one config per autotuned kernel (shrinking toward the first), pins it
+            for every launch of the example, never benchmarks, and records it with the example
+            (``fuzz.triton_runtime``).
+        conventions: how the kernel behaves where libraries differ (``fuzz.plugin.Conventions``
+            as a dict); empty for the built-in kernels.
+        siblings: other kernels of the same library that properties compare with, by family
+            (decode's "last row of a causal prefill" runs the library's ``attention`` kernel);
+            a family property whose sibling is absent does not run. Built-in targets use the
+            project's own.
+        disabled: properties switched off, each with its declared reason (a kernel that is
+            order-dependent by design, say).
+    """
+
+    backends: tuple[str, ...] | None = None
+    writes_out: bool = True
+    autotune: bool = False
+    conventions: Mapping[str, str] = field(default_factory=dict)
+    siblings: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    disabled: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Target:
-    """One fuzzable kernel.
+    """One fuzzable kernel: its contract (the fields up to ``outputs``), then where it came from
+    and the records that are not part of the contract (``library``, ``search``, ``baselines``,
+    ``mutant``).
 
     Attributes:
         name: unique; starts with ``family``.
@@ -83,6 +195,14 @@ class Target:
             tolerance is relative to; its dtypes are the outputs' dtypes.
         strategy: ``strategy(scale) -> SearchStrategy[Case]``, ``scale`` is ``'small'``/``'large'``.
         tolerance: one policy for all outputs, or one per output name.
+        error_bound: ``error_bound(case, device) -> {output: float or ndarray}``: the error any
+            correct implementation of the computation may have against the fp64 oracle, per
+            output element (an array broadcastable to the output's shape, or one number), derived
+            from a forward error analysis of the case (condition numbers, working precision,
+            reduction lengths). With it, an output is checked element by element against this
+            bound (plus ``Tolerance.atol``); its ``Tolerance`` ratio rule is applied too only
+            where the family declares it justified (``Tolerance.ratio_caps_analysis``), as the
+            smaller of the two. None: the ratio rule alone.
         hazards: input conditions reported with findings (and as coverage events).
         poison: ``poison(case, kind) -> Case | None``: the case with every input that must not
             matter (masked-out keys, padding) set to the poison ``kind`` (``'nan'``, ``'inf'``,
@@ -92,60 +212,16 @@ class Target:
             decided by the mask alone (zeros of masked keys, rows without a valid key); an error
             there is classed ``masking`` rather than ``accuracy``.
         properties: properties beyond the generic ones.
-        mutant_of: for a mutant, the real target it copies.
-        expected_class: for a mutant, the failure class it must produce.
-        shrink_bound: for a mutant, the largest input size (elements, ``Case.size``) its minimal
-            reproducer may have; the test suite asserts it. An int, or ``shrink_bound(case) ->
-            int`` where the least failing input depends on geometry the profile draws (tile
-            sizes, head dims: the GPU profile's simplest tiles and head dim are larger).
-        error_floor: (being replaced by ``error_bound``) ``error_floor(case, device) -> {output:
-            float}``: an absolute allowance per output added to the ratio rule.
-        error_bound: ``error_bound(case, device) -> {output: float or ndarray}``: the error any
-            correct implementation of the computation may have against the fp64 oracle, per
-            output element (an array broadcastable to the output's shape, or one number), derived
-            from a forward error analysis of the case (condition numbers, working precision,
-            reduction lengths). With it, an output is checked element by element against this
-            bound (plus ``Tolerance.atol``); its ``Tolerance`` ratio rule is applied too only
-            where the family declares it justified (``Tolerance.ratio_caps_analysis``), as the
-            smaller of the two.
-            None: the ratio rule alone.
-        targeting: whether the oracle comparison reports ``error / tolerance`` to
-            ``hypothesis.target()``. Hypothesis then spends the second half of a run of fewer than
-            1000 examples climbing on the best-scoring example; a family whose bugs hide in
-            structure (shapes, masks, tiles) rather than in values gets more from fresh examples.
-        interpret_cost: ``interpret_cost(case) -> float``: the work an interpreter would do for
-            ``case``, in units of one program instance processing one tile; the in-process
-            differential runs only where this is within the profile's ``differential_max_cost``
-            (the Triton interpreter costs milliseconds per program-tile). Default: the largest
-            input's elements / 1024.
-        writes_out: whether the entry points honour ``out`` (the guard-band and poisoned-output
-            properties need it).
-        baseline_randn: ``baseline_randn(seed, scale) -> Case``: the target's default shape with
-            standard-normal values, one case per seed (how KernelBench checks a kernel: a few
-            seeded ``randn`` trials). Used by the mutant scoreboard's baselines.
-        baseline_grid: ``baseline_grid(scale) -> [Case]``: the fixed grid of shapes, dtypes and
-            options the family's upstream tests use (flash-attention, fla, the Triton
-            tutorials), ``randn`` values. Used by the mutant scoreboard's baselines.
-        description: one line for listings.
-        source: ``'builtin'`` or the plugin that registered it.
-        backends: the backends the kernel supports (None: every backend running one of its
-            kernel languages); a target is never paired with another, and ``python -m fuzz
-            list`` says why.
-        disabled: properties switched off for this target, each with its declared reason
-            (a plugin's kernel that is order-dependent by design, say).
-        siblings: other kernels of the same library that properties compare with, by family
-            (decode's "last row of a causal prefill" runs the library's ``attention`` kernel);
-            a family property whose sibling is absent does not run. Built-in targets use the
-            project's own.
-        conventions: how the kernel behaves where libraries differ (``fuzz.plugin.Conventions``
-            as a dict); empty for the built-in kernels (the families' own conventions).
-        autotune: the kernel's library launches autotuned Triton kernels (``triton.autotune``):
-            each example draws one config per autotuned kernel (shrinking toward the first), pins
-            it for every launch of the example, never benchmarks, and records it with the example
-            (``fuzz.triton_runtime``).
         outputs: ``outputs(case) -> {output: (shape, dtype name)}``, the outputs a launch
             allocates, known from the shapes alone (else the oracle is computed first to learn
             them: a launch that compiles, or is rejected before compiling, then waits for it).
+        description: one line for listings.
+        source: ``'builtin'`` or the plugin that registered it (set by :func:`register`).
+        library: what the kernel's library declares (:class:`Library`).
+        search: how a hunt schedules its examples (:class:`Search`).
+        baselines: the scoreboard's fixed tests (:class:`Baselines`).
+        mutant: for a mutant, what it copies and must produce (:class:`MutantOf`); None for a real
+            target.
     """
 
     name: str
@@ -155,28 +231,18 @@ class Target:
     naive: Callable[[Case, str], Mapping[str, np.ndarray]]
     strategy: Callable[[str], SearchStrategy[Case]]
     tolerance: Tolerance | Mapping[str, Tolerance] = field(default_factory=Tolerance)
+    error_bound: Callable[[Case, str], Mapping[str, np.ndarray | float]] | None = None
     hazards: Sequence[Hazard] = ()
     poison: Callable[[Case, str], Case | None] | None = None
     fixed_outputs: Callable[[Case], Mapping[str, np.ndarray]] | None = None
     properties: Sequence[Property] = ()
-    mutant_of: str | None = None
-    expected_class: str | None = None
-    shrink_bound: int | Callable[[Case], int] | None = None
-    error_floor: Callable[[Case, str], Mapping[str, float]] | None = None
-    error_bound: Callable[[Case, str], Mapping[str, np.ndarray | float]] | None = None
-    targeting: bool = True
-    interpret_cost: Callable[[Case], float] | None = None
-    writes_out: bool = True
-    baseline_randn: Callable[[int, str], Case] | None = None
-    baseline_grid: Callable[[str], Sequence[Case]] | None = None
+    outputs: Callable[[Case], Mapping[str, tuple[tuple[int, ...], str]]] | None = None
     description: str = ""
     source: str = "builtin"
-    backends: tuple[str, ...] | None = None
-    disabled: Mapping[str, str] = field(default_factory=dict)
-    siblings: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
-    conventions: Mapping[str, str] = field(default_factory=dict)
-    outputs: Callable[[Case], Mapping[str, tuple[tuple[int, ...], str]]] | None = None
-    autotune: bool = False
+    library: Library = field(default_factory=Library)
+    search: Search = field(default_factory=Search)
+    baselines: Baselines = field(default_factory=Baselines)
+    mutant: MutantOf | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.name):
@@ -185,32 +251,45 @@ class Target:
             raise ValueError(
                 f"target {self.name!r}: kernels must name at least one kernel language"
             )
-        if (self.mutant_of is None) != (self.expected_class is None):
-            raise ValueError(
-                f"target {self.name!r}: a mutant needs both mutant_of and expected_class"
-            )
-        if self.expected_class is not None and self.expected_class not in CLASSES:
-            raise ValueError(
-                f"target {self.name!r}: expected_class={self.expected_class!r} is not one of {CLASSES}"
-            )
+        for attr, kind in (
+            ("library", Library),
+            ("search", Search),
+            ("baselines", Baselines),
+            ("mutant", MutantOf),
+        ):
+            value = getattr(self, attr)
+            if not isinstance(value, kind) and not (attr == "mutant" and value is None):
+                raise TypeError(
+                    f"target {self.name!r}: {attr} must be a fuzz.target.{kind.__name__}, got "
+                    f"{type(value).__name__}"
+                )
 
     @property
     def is_mutant(self) -> bool:
-        return self.mutant_of is not None
+        return self.mutant is not None
+
+    @property
+    def mutant_of(self) -> str | None:
+        """The real target a mutant copies; None for a real target."""
+        return None if self.mutant is None else self.mutant.real
+
+    @property
+    def expected_class(self) -> str | None:
+        """The failure class a mutant must produce; None for a real target."""
+        return None if self.mutant is None else self.mutant.expected_class
 
     def unsupported(self, backend: Any) -> str | None:
         """Why this target never runs on ``backend`` (a ``fuzz.backends.Backend``), or None."""
         if backend.impl not in self.kernels:
             return f"no {backend.impl} kernel"
-        if self.backends is not None and backend.name not in self.backends:
-            return f"declared to run on {', '.join(self.backends)} only"
+        if self.library.backends is not None and backend.name not in self.library.backends:
+            return f"declared to run on {', '.join(self.library.backends)} only"
         return None
 
     def shrink_limit(self, case: Case) -> int | None:
-        """The ``shrink_bound`` for a minimal ``case`` of this mutant (None: none declared)."""
-        if self.shrink_bound is None or isinstance(self.shrink_bound, int):
-            return self.shrink_bound
-        return int(self.shrink_bound(case))
+        """The mutant's shrink bound for a minimal ``case`` (None: a real target, or none
+        declared)."""
+        return None if self.mutant is None else self.mutant.shrink_limit(case)
 
     def tolerance_for(self, output: str) -> Tolerance:
         if isinstance(self.tolerance, Tolerance):
@@ -219,11 +298,6 @@ class Target:
             return self.tolerance[output]
         except KeyError:
             raise KeyError(f"target {self.name!r} has no tolerance for output {output!r}") from None
-
-    def interpreter_cost(self, case: Case) -> float:
-        if self.interpret_cost is not None:
-            return float(self.interpret_cost(case))
-        return case.size / 1024
 
     def hazards_of(self, case: Case) -> list[str]:
         return [f"{h.name}: {d}" for h in self.hazards if (d := h.holds(case))]

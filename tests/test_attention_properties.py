@@ -321,16 +321,16 @@ def test_baselines_are_valid_cases_the_real_kernels_pass(name):
     from fuzz.target import get
 
     t = get(name)
-    for case in (t.baseline_randn(1, "small"), t.baseline_grid("small")[0]):
+    for case in (t.baselines.randn(1, "small"), t.baselines.grid("small")[0]):
         ctx = Context(t, BACKEND, case)
         assert ctx.clean.error is None, ctx.clean.error
         for out in ("o", "lse"):
             assert compare_to_oracle(ctx, out, ctx.clean.outputs[out], "oracle") is None
-    assert len(t.baseline_grid("small")) >= 4 and len(t.baseline_grid("large")) >= 4
-    assert t.baseline_randn(0, "small").params != t.baseline_randn(
+    assert len(t.baselines.grid("small")) >= 4 and len(t.baselines.grid("large")) >= 4
+    assert t.baselines.randn(0, "small").params != t.baselines.randn(
         1, "small"
     ).params or name.endswith("decode")
-    big = t.baseline_randn(0, "large")
+    big = t.baselines.randn(0, "large")
     assert big.size >= 1 << 18 and math.isfinite(float(big.inputs["q"].astype(np.float64).sum()))
 
 

@@ -49,7 +49,7 @@ def test_a_derived_launch_that_raises_is_a_crash_of_its_property(name):
     target = dataclasses.replace(
         real, kernels={"triton": _raising_after(real.kernels["triton"], 2)}
     )
-    case = real.baseline_randn(0, "small")
+    case = real.baselines.randn(0, "small")
     # Minimal draws for the properties' parameters: sampled properties run, the differential off.
     out = check_case(target, backend, case, draw=lambda s, label: _simplest(s))
     f = out.finding

@@ -179,15 +179,15 @@ def test_tolerance_admits_the_kernels_and_rejects_a_small_planted_error(dtype, p
 @pytest.mark.parametrize("kind", ["fwd", "bwd"])
 def test_baselines_are_well_formed_and_pass_on_the_real_kernels(kind):
     target = get(f"simple_gla_{kind}")
-    grid = target.baseline_grid("small")
+    grid = target.baselines.grid("small")
     assert {c.params["dtype"] for c in grid} == {"float32", "float16", "bfloat16"}
     assert {c.params["chunk_size"] for c in grid} == {64}
     assert any("g" in c.inputs for c in grid) and any("g_gamma" in c.inputs for c in grid)
     assert any(c.inputs["q"].shape[1] % 64 not in (0,) for c in grid)
-    large = target.baseline_grid("large")
+    large = target.baselines.grid("large")
     assert max(c.inputs["q"].shape[1] for c in large) == 2048
     for seed in (0, 1):
-        case = target.baseline_randn(seed, "small")
+        case = target.baselines.randn(seed, "small")
         assert ("g" in case.inputs) == (seed % 2 == 1)
         assert case.params["chunk_size"] == 64 and case.inputs["q"].dtype == np.float32
         ctx = Context(target, get_backend("triton-interpret"), case)

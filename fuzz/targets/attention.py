@@ -46,7 +46,7 @@ from fuzz.kit import (
     torch_inputs,
 )
 from fuzz.properties import Context, Launch, Property, excess, runs_agree
-from fuzz.target import Hazard, Target, register
+from fuzz.target import Baselines, Hazard, Search, Target, register
 from kernels.attention.mutants import MUTANTS
 from kernels.attention.reformulations import REFORMULATIONS
 from oracles.attention import (
@@ -748,8 +748,8 @@ def _varlen_alone(ctx: Context, pick: Any) -> Finding | None:
 def _dense_entry(ctx: Context) -> KernelRun | None:
     """The dense attention kernel a decode step is compared with: the same library's (a plugin's
     ``siblings["attention"]``, None when it gave none), or the project's own."""
-    if "attention" in ctx.target.siblings:
-        return ctx.target.siblings["attention"]
+    if "attention" in ctx.target.library.siblings:
+        return ctx.target.library.siblings["attention"]
     return DENSE_ENTRIES[ctx.backend.impl]
 
 
@@ -1104,15 +1104,13 @@ ATTENTION = register(
         poison=poison,
         fixed_outputs=fixed_outputs,
         error_bound=error_bound,
-        # Attention's bugs hide in structure (tiles, masks, alignments): fresh examples find them,
-        # climbing on the error of one example does not (see Target.targeting).
-        targeting=False,
         properties=PROPERTIES,
-        interpret_cost=interpret_cost,
-        baseline_randn=baseline_randn,
-        baseline_grid=baseline_grid,
         outputs=output_spec,
         description="dense attention: causal, window, key padding, ALiBi, softcap, GQA, mixed",
+        # Attention's bugs hide in structure (tiles, masks, alignments): fresh examples find them,
+        # climbing on the error of one example does not (see Search.targeting).
+        search=Search(targeting=False, interpret_cost=interpret_cost),
+        baselines=Baselines(randn=baseline_randn, grid=baseline_grid),
     )
 )
 ATTENTION_VARLEN = register(
@@ -1120,8 +1118,7 @@ ATTENTION_VARLEN = register(
         ATTENTION,
         name="attention_varlen",
         strategy=varlen_cases,
-        baseline_randn=varlen_baseline_randn,
-        baseline_grid=varlen_baseline_grid,
+        baselines=Baselines(randn=varlen_baseline_randn, grid=varlen_baseline_grid),
         description="packed variable-length attention (cu_seqlens, empty sequences, guard rows)",
     )
 )
@@ -1131,8 +1128,7 @@ ATTENTION_DECODE = register(
         name="attention_decode",
         kernels=entries(decode_entry, real_modules(DECODE)),
         strategy=decode_cases,
-        baseline_randn=decode_baseline_randn,
-        baseline_grid=decode_baseline_grid,
+        baselines=Baselines(randn=decode_baseline_randn, grid=decode_baseline_grid),
         description="split-KV decode: one query per sequence against a cache (cache_len)",
     )
 )

@@ -40,7 +40,7 @@ from fuzz.kit import (
     torch_inputs,
 )
 from fuzz.properties import Context, Property, compare_runs
-from fuzz.target import Hazard, Target, register
+from fuzz.target import Baselines, Hazard, Search, Target, register
 from kernels.jagged_softmax.mutants import MUTANTS
 from kernels.jagged_softmax.reformulations import REFORMULATIONS
 from oracles.jagged_softmax import (
@@ -490,19 +490,17 @@ JAGGED_SOFTMAX = register(
         strategy=jagged_softmax_cases,
         tolerance=TOLERANCE,
         error_bound=error_bound,
-        # The family's bugs hide in structure (tiles, segment boundaries, program order): fresh
-        # examples find them. Climbing on error / bound (Target.targeting) spent half a run on
-        # bf16 examples, whose outputs' own rounding keeps every correct kernel near its bound.
-        targeting=False,
         hazards=HAZARDS,
         poison=poison,
         fixed_outputs=fixed_outputs,
         properties=PROPERTIES,
-        interpret_cost=interpret_cost,
-        baseline_randn=baseline_randn,
-        baseline_grid=baseline_grid,
         outputs=output_spec,
         description="softmax over each segment's rows of a jagged tensor, per column (tiled)",
+        # The family's bugs hide in structure (tiles, segment boundaries, program order): fresh
+        # examples find them. Climbing on error / bound (Search.targeting) spent half a run on
+        # bf16 examples, whose outputs' own rounding keeps every correct kernel near its bound.
+        search=Search(targeting=False, interpret_cost=interpret_cost),
+        baselines=Baselines(randn=baseline_randn, grid=baseline_grid),
     )
 )
 

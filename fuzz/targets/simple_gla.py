@@ -41,7 +41,7 @@ from fuzz.kit import (
     variant,
 )
 from fuzz.properties import Context, Launch, Property, excess, runs_agree
-from fuzz.target import Hazard, Target, register
+from fuzz.target import Baselines, Hazard, Search, Target, register
 from fuzz.targets._simple_gla_bound import U32, cu_seqlens, error_model, propagated
 from kernels.simple_gla.mutants import MUTANTS
 from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
@@ -904,7 +904,7 @@ PROPERTIES = (
 # Costs and baselines ------------------------------------------------------------------------------
 
 # One (program, chunk, tile pair) step is ~60 interpreted tl operations, ~10 program-tiles of a
-# row softmax (the unit of Target.interpret_cost).
+# row softmax (the unit of Search.interpret_cost).
 INTERPRET_STEP_COST = 10.0
 
 
@@ -1033,12 +1033,10 @@ SIMPLE_GLA_FWD = register(
         fixed_outputs=fixed_outputs,
         poison=poison,
         properties=PROPERTIES,
-        interpret_cost=interpret_cost,
-        targeting=False,
-        baseline_randn=baseline_randn("fwd"),
-        baseline_grid=baseline_grid("fwd"),
         outputs=output_spec,
         description="chunked simple GLA forward (o, ht), g_gamma or per-token gates, varlen",
+        search=Search(targeting=False, interpret_cost=interpret_cost),
+        baselines=Baselines(randn=baseline_randn("fwd"), grid=baseline_grid("fwd")),
     )
 )
 SIMPLE_GLA_BWD = register(
@@ -1047,8 +1045,7 @@ SIMPLE_GLA_BWD = register(
         name="simple_gla_bwd",
         kernels=entries(bwd_entry, real_modules(KERNELS)),
         strategy=simple_gla_bwd_cases,
-        baseline_randn=baseline_randn("bwd"),
-        baseline_grid=baseline_grid("bwd"),
+        baselines=Baselines(randn=baseline_randn("bwd"), grid=baseline_grid("bwd")),
         description="chunked simple GLA backward (dq, dk, dv, dg, dh0)",
     )
 )
@@ -1087,7 +1084,7 @@ def _register_reformulations() -> None:
                     f"{real.name}_{form}",
                     {"triton": module},
                     entry,
-                    interpret_cost=cost,
+                    search=dataclasses.replace(real.search, interpret_cost=cost),
                     description=f"reformulation: simple GLA {kind}, {what}",
                 )
             )

@@ -32,7 +32,7 @@ from fuzz.kit import (
     torch_inputs,
 )
 from fuzz.properties import Context, Property, excess, runs_agree
-from fuzz.target import Hazard, Target, register
+from fuzz.target import Baselines, Hazard, Search, Target, register
 from kernels.softmax.mutants import MUTANTS
 from kernels.softmax.reformulations import REFORMULATIONS
 from oracles.softmax import SoftmaxBound, softmax_error_bound, softmax_naive, softmax_reference
@@ -401,11 +401,10 @@ SOFTMAX = register(
         poison=poison,
         fixed_outputs=fixed_outputs,
         properties=PROPERTIES,
-        interpret_cost=interpret_cost,
-        baseline_randn=baseline_randn,
-        baseline_grid=baseline_grid,
         outputs=output_spec,
         description="masked row softmax with scale and bias (online, multi-tile rows)",
+        search=Search(interpret_cost=interpret_cost),
+        baselines=Baselines(randn=baseline_randn, grid=baseline_grid),
     )
 )
 

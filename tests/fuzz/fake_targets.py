@@ -15,7 +15,7 @@ from fuzz.arrays import special_value
 from fuzz.backends import Backend, TorchAdapter, register_backend
 from fuzz.case import Case
 from fuzz.compare import Tolerance
-from fuzz.target import Hazard, Target, register
+from fuzz.target import Hazard, MutantOf, Search, Target, register
 
 register_backend(
     Backend("fake", "fake", True, False, "fake-compiled", lambda: TorchAdapter("cpu"), lambda: None)
@@ -138,9 +138,7 @@ def target(name, bug=None):
         hazards=HAZARDS,
         poison=poison,
         fixed_outputs=fixed,
-        mutant_of=None if bug is None else "fake_double",
-        expected_class=None if bug is None else BUGS[bug],
-        shrink_bound=None if bug is None else 9,
+        mutant=None if bug is None else MutantOf("fake_double", BUGS[bug], shrink_bound=9),
         description=f"fake target with planted bug {bug}" if bug else "fake masked doubling",
     )
 
@@ -212,7 +210,7 @@ for bug in ("nan", "compiled-only"):
             naive=naive,
             strategy=slow_cases,
             tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
-            interpret_cost=lambda case: float(case.inputs["x"].size),
+            search=Search(interpret_cost=lambda case: float(case.inputs["x"].size)),
             description=f"fake target with a slow compile per variant and planted bug {bug}",
         )
     )

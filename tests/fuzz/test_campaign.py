@@ -557,8 +557,7 @@ from fuzz.target import load_plugin, get, register
 load_plugin({fake!r})
 buggy = os.environ.get("FAKE_TOGGLE_BUG") == "1"
 t = get("fake_double_nan" if buggy else "fake_double")
-register(dataclasses.replace(t, name="fake_toggle", mutant_of=None, expected_class=None,
-                             source="builtin"))
+register(dataclasses.replace(t, name="fake_toggle", mutant=None, source="builtin"))
 """
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from fuzz import reproducer
 from fuzz.engine import check, hunt
-from fuzz.target import get
+from fuzz.target import MutantOf, get
 
 
 def test_correct_fake_target_passes(fake_plugin, fake_profile):
@@ -102,9 +102,7 @@ def _racy_target(base):
         base,
         name="fake_double_racy",
         kernels={"fake": racy},
-        mutant_of="fake_double",
-        expected_class="nondeterminism",
-        shrink_bound=3,
+        mutant=MutantOf("fake_double", "nondeterminism", shrink_bound=3),
     )
 
 
@@ -200,7 +198,11 @@ def test_a_hunt_reports_the_class_it_saw_never_the_one_a_mutant_expects(
     import dataclasses
 
     racy = get("fake_double_nondeterminism")  # races and is off by ~1e-3: both on every example
-    declared = dataclasses.replace(racy, name="fake_double_declared", expected_class="accuracy")
+    declared = dataclasses.replace(
+        racy,
+        name="fake_double_declared",
+        mutant=dataclasses.replace(racy.mutant, expected_class="accuracy"),
+    )
     result = hunt(declared, "fake", fake_profile, seed=seed, database=None)
     assert "nondeterminism" in result.found
     assert "accuracy" not in result.found

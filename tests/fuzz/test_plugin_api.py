@@ -217,8 +217,8 @@ def test_a_decode_kernel_without_its_dense_sibling_does_not_compare_with_the_pro
         kernel=decode,
         capabilities=fuzz.Capabilities(features=()),
     )
-    assert "decode-equals-last-causal-row" in t.disabled
-    assert t.siblings == {"attention": None}
+    assert "decode-equals-last-causal-row" in t.library.disabled
+    assert t.library.siblings == {"attention": None}
     with pytest.raises(ValueError, match=r"siblings names \['softmax'\]"):
         fuzz.fuzz_kernel(
             "bad_decode",

@@ -68,7 +68,7 @@ def test_failing_real_target_fails_with_the_finding(pytester, tmp_path):
         "from fuzz.target import load_plugin, register, get\n"
         f"load_plugin({FAKE!r})\n"
         "t = get('fake_double_oob')\n"
-        "register(dataclasses.replace(t, name='fake_broken', mutant_of=None, expected_class=None, source='builtin'))\n"
+        "register(dataclasses.replace(t, name='fake_broken', mutant=None, source='builtin'))\n"
     )
     pytester.makepyfile(TEST_FILE)
     repro = tmp_path / "repro"

@@ -17,13 +17,14 @@ FAKE = str(Path(__file__).parent / "fake_targets.py")
 
 def test_scale_twice_is_missed_by_randn_and_found_by_the_harness_and_the_grid(tmp_path):
     mutant = get("softmax_mutant_scale_twice")
-    grid = mutant.baseline_grid
+    grid = mutant.baselines.grid
     # The fp32 third of the grid keeps the test quick; the other dtypes repeat the same shapes.
     # The budget only bounds the search before the first failure (about 1 s here; 20 s of slack
     # for a loaded CI machine).
-    mutant = dataclasses.replace(
-        mutant, baseline_grid=lambda s: [c for c in grid(s) if c.params["dtype"] == "float32"]
+    fp32 = dataclasses.replace(
+        mutant.baselines, grid=lambda s: [c for c in grid(s) if c.params["dtype"] == "float32"]
     )
+    mutant = dataclasses.replace(mutant, baselines=fp32)
     board = run_scoreboard([mutant], ["triton-interpret"], get_profile("ci"), budget=20, seed=0)
     (row,) = board["rows"]
     h = row["harness"]
@@ -180,7 +181,7 @@ def test_a_baseline_stops_at_its_limit_and_says_how_many_cases_ran():
     from fuzz.scoreboard import run_baseline
 
     mutant = _slowed(get("softmax_mutant_scale_twice"), "triton", 0.1)
-    cases = [c for c in mutant.baseline_grid("small") if c.params["dtype"] == "float32"]
+    cases = [c for c in mutant.baselines.grid("small") if c.params["dtype"] == "float32"]
     r = run_baseline(mutant, "triton-interpret", cases, get_profile("ci"), time_limit=0.5)
     # The limit is checked before each case; the case running at the limit completes.
     assert 1 <= r["run"] < len(cases) and r["seconds"] < 0.5 + 5

@@ -1,5 +1,5 @@
-"""Two optional Target fields: ``error_floor`` (a case-derived allowance added to the tolerance)
-and ``targeting`` (whether the oracle comparison feeds ``hypothesis.target``)."""
+"""Two optional parts of a Target: ``error_bound`` (a per-element allowance that replaces the
+ratio rule) and ``Search.targeting`` (whether the oracle comparison feeds ``hypothesis.target``)."""
 
 import dataclasses
 
@@ -11,24 +11,12 @@ from fuzz.backends import get_backend
 from fuzz.case import Case
 from fuzz.engine import hunt
 from fuzz.properties import Context, check_case
-from fuzz.target import get
+from fuzz.target import Search, get
 
 
 def _case():
     x = np.arange(1, 9, dtype=np.float32).reshape(2, 4)
     return Case({"x": x}, {"dtype": "float32"})
-
-
-def test_error_floor_is_added_to_the_tolerance(fake_plugin):
-    buggy = get("fake_double_accuracy")  # y[:, 1] is 1% off
-    backend = get_backend("fake")
-    out = check_case(buggy, backend, _case(), params={"masked-poison": "nan"})
-    assert out.finding is not None and out.finding.cls == "accuracy"
-    floored = dataclasses.replace(buggy, error_floor=lambda case, device: {"y": 1.0})
-    ctx = Context(floored, backend, _case())
-    assert ctx.floor == {"y": 1.0}
-    assert (ctx.bound("y") >= 1.0).all()
-    assert check_case(floored, backend, _case(), params={"masked-poison": "nan"}).finding is None
 
 
 def test_error_bound_is_checked_element_by_element(fake_plugin):
@@ -58,5 +46,10 @@ def test_targeting_off_never_calls_hypothesis_target(fake_plugin, fake_profile, 
     hunt(real, "fake", fake_profile, max_examples=5)
     assert calls, "targeting on (the default): the oracle comparison reports its score"
     calls.clear()
-    hunt(dataclasses.replace(real, targeting=False), "fake", fake_profile, max_examples=5)
+    hunt(
+        dataclasses.replace(real, search=Search(targeting=False)),
+        "fake",
+        fake_profile,
+        max_examples=5,
+    )
     assert calls == []

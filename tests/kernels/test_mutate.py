@@ -79,7 +79,7 @@ def test_every_mutant_record_is_registered_with_its_class_bound_and_languages():
         for real, expect in m.expected.items():
             target = get(f"{real}_mutant_{m.name}")
             assert target.mutant_of == real and target.expected_class == expect.cls
-            assert target.shrink_bound is expect.shrink_bound
+            assert target.mutant.shrink_bound is expect.shrink_bound
             assert sorted(target.kernels) == sorted(m.languages)
             assert target.description == m.description
     real = {t.name for t in all_targets() if not t.is_mutant}

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from fuzz.case import Case
 from fuzz.compare import Tolerance
-from fuzz.target import Target, register
+from fuzz.target import MutantOf, Target, register
 from kernels._triton_interp import interpreted
 
 WILD_OFFSET = tl.constexpr(1 << 40)  # elements past the output: far outside any allocation
@@ -124,9 +124,7 @@ def make(name, fault=None, expected=None, bound=None, description=""):
         naive=naive,
         strategy=cases,
         tolerance=Tolerance(rho=1.0, floor_ulps=1.0),
-        mutant_of=None if fault is None else "faults",
-        expected_class=expected,
-        shrink_bound=bound,
+        mutant=None if fault is None else MutantOf("faults", expected, shrink_bound=bound),
         description=description,
     )
 
