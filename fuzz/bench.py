@@ -16,6 +16,7 @@ loop (one Hypothesis example = one kernel launch + one fp64 check) is timed for 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -230,10 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     print(head)
     print("-" * len(head), flush=True)
     pairs = [(t.name, b) for t in select(args.targets, mutants=None) for b in backends]
+    records: list[dict[str, Any]] = []
+
+    def save() -> None:  # after every pair: a run stopped by a time limit keeps what it measured
+        if args.json:
+            _write_json(args.json, profile.name, args.examples, records)
+
     if args.procs > 1:
         records = _parallel(pairs, options, args.examples, args.seed, args.procs)
     else:
-        records = []
         for name, b in pairs:
             warm, fresh, again = _passes(name, b, options, args.examples, args.seed)
             print(_row("fresh", warm, fresh), flush=True)
@@ -249,20 +255,8 @@ def main(argv: list[str] | None = None) -> int:
                     "processes": [rec],
                 }
             )
-    if args.json:
-        import json
-
-        from fuzz.backends import device_name
-
-        doc = {
-            "profile": profile.name,
-            "examples": args.examples,
-            "device": device_name(),
-            "time": time.strftime("%Y-%m-%d %H:%M"),
-            "results": records,
-        }
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
+            save()
+    save()
     if args.bare:
         for b in backends:
             rate = _bare_loop(select(args.targets)[0].name, b, options, args.examples)
@@ -270,6 +264,24 @@ def main(argv: list[str] | None = None) -> int:
                 f"bare loop ({select(args.targets)[0].name}, {b}, 1 launch + 1 fp64 check): {rate:.1f} ex/s"
             )
     return 0
+
+
+def _write_json(path: str, profile: str, examples: int, records: list[dict[str, Any]]) -> None:
+    import json
+
+    from fuzz.backends import device_name
+
+    doc = {
+        "profile": profile,
+        "examples": examples,
+        "device": device_name(),
+        "time": time.strftime("%Y-%m-%d %H:%M"),
+        "results": records,
+    }
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
