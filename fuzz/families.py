@@ -445,9 +445,14 @@ def family_names() -> list[str]:
 
 
 def family_of(target: Any) -> Family | None:
-    """The built-in family whose strategy ``target`` draws from (its name, the target it is a
-    mutant of, or its family), None for a family not built in."""
+    """The built-in family whose strategy ``target`` draws from, None for a family not built in.
+    A built-in target, its mutants and its reformulations share the family's strategy function
+    (``attention_decode_lse_merge`` is of family ``attention`` but draws decode cases); a plugin's
+    target wraps it and is found by its family's name."""
     names = family_names()
+    for name in names:
+        if get_family(name).strategy is target.strategy:
+            return get_family(name)
     for key in (target.name, target.mutant_of, target.family):
         if key in names:
             return get_family(key)

@@ -121,6 +121,27 @@ def test_a_run_stays_within_its_compile_share(fake_plugin, compiled_profile):
     assert free.stats.compiles > stats.compiles
 
 
+def test_every_target_accepts_its_own_narrowing():
+    """Each registered target's strategy takes the compile-time choices of its variant space: a
+    reformulation or mutant draws from its real target's space, not its family's (the decode
+    reformulation of family ``attention`` once got the dense kernel's ``block_pairs`` under the
+    gpu profile, and every run of it failed before its first example)."""
+    from fuzz.engine import run_narrowing
+    from fuzz.families import family_of
+    from fuzz.profiles import get_profile
+    from fuzz.target import all_targets
+
+    gpu = get_profile("gpu")
+    for target in all_targets():
+        family = family_of(target)
+        assert family is not None, target.name
+        narrowing = run_narrowing(target, gpu, 0)
+        assert narrowing, target.name
+        target.strategy(gpu.scale, **narrowing)  # raises TypeError for a keyword it lacks
+    decode = get("attention_decode_lse_merge")
+    assert family_of(decode) is family_of(get("attention_decode"))
+
+
 def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
     """The gpu profile narrows each run's dtype, tiles and head dims to a few values, the
     simplest always among them; a seeded run picks the same again."""
