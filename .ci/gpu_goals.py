@@ -49,6 +49,12 @@ def _bound(finding: dict[str, Any]) -> int | None:
     return get(finding["target"]).shrink_limit(case)
 
 
+def _backends(finding: dict[str, Any]) -> list[str]:
+    """Every backend a campaign finding was seen on (one finding per signature: a bug both
+    backends show is one finding)."""
+    return list(finding.get("backends") or [finding["backend"]])
+
+
 def sizes(campaign: str) -> dict[str, int]:
     """``{"mutant|backend": reproducer size}`` of a (CPU) campaign's mutants found with their
     expected class."""
@@ -56,9 +62,10 @@ def sizes(campaign: str) -> dict[str, int]:
     expected = {(r["target"], r["backend"]): r["expected_class"] for r in report["results"]}
     out: dict[str, int] = {}
     for f in report["findings"]:
-        if f["class"] == expected.get((f["target"], f["backend"])):
-            key = f"{f['target']}|{f['backend']}"
-            out[key] = min(out.get(key, f["case_size"]), f["case_size"])
+        for backend in _backends(f):
+            if f["class"] == expected.get((f["target"], backend)):
+                key = f"{f['target']}|{backend}"
+                out[key] = min(out.get(key, f["case_size"]), f["case_size"])
     return out
 
 
@@ -68,7 +75,8 @@ def mutant_goals(report: dict[str, Any], cpu: dict[str, int]) -> tuple[list[str]
     lines.append(head)
     by_pair = {}
     for f in report["findings"]:
-        by_pair.setdefault((f["target"], f["backend"]), []).append(f)
+        for backend in _backends(f):
+            by_pair.setdefault((f["target"], backend), []).append(f)
     for r in report["results"]:
         if not r["mutant"] or r["backend"] not in COMPILED:
             continue

@@ -13,7 +13,12 @@ only the one it was written next to.
     reverse_kv  (dense) the key tiles walked from the last to the first: another order of every
                 sum and other rescales
     lse_merge   (decode) the split-KV merge weighs each split by exp(lse_split - lse) through the
-                merged log-sum-exp instead of dividing by the sum of the weights
+                merged log-sum-exp instead of dividing by the sum of the weights, the exponent
+                formed as (lse_split - max) - log(sum). Formed as lse_split - lse from the two
+                log-sum-exps, it is not backward stable: at logits near -1e9 (a finite mask
+                level) one fp32 ulp of either is 64, the weights no longer sum to 1, and a
+                campaign found outputs of 2 and inf where every value is 1 (pallas-interpret,
+                fp16, two splits of 16 and 1 keys)
 """
 
 from __future__ import annotations
@@ -161,15 +166,15 @@ REFORMULATIONS += rewrites_of(
     "kernels.attention.{impl}_decode",
     Reformulation(
         "lse_merge",
-        "split-KV merge through the merged log-sum-exp: each split weighs exp(lse_split - lse), "
-        "no division by the sum of the weights",
+        "split-KV merge through the merged log-sum-exp: each split weighs "
+        "exp((lse_split - max) - log(sum)), no division by the sum of the weights",
         triton=(
             Edit(
                 """    o = tl.sum(w[:, None] * o_s, 0) / total_safe
     lse = tl.where(total > 0.0, m_shift + tl.log(total_safe), float("-inf"))
 """,
                 """    lse = tl.where(total > 0.0, m_shift + tl.log(total_safe), float("-inf"))
-    w_n = tl.exp(lse_s - tl.where(total > 0.0, lse, 0.0))
+    w_n = tl.exp((lse_s - m_shift) - tl.log(total_safe))
     o = tl.sum(w_n[:, None] * o_s, 0)
 """,
             ),
@@ -179,13 +184,12 @@ REFORMULATIONS += rewrites_of(
                 """    o_ref[...] = (acc / total_safe[:, None]).astype(o_ref.dtype)
     lse_ref[...] = jnp.where(total > 0.0, m_shift + jnp.log(total_safe), -jnp.inf)
 """,
-                """    lse = jnp.where(total > 0.0, m_shift + jnp.log(total_safe), -jnp.inf)
-    shift = jnp.where(total > 0.0, lse, 0.0)
+                """    log_total = jnp.log(total_safe)
     acc = jnp.zeros(o_ref.shape, jnp.float32)
     for s in range(static.num_splits):
-        acc = acc + jnp.exp(lse_s[s] - shift)[:, None] * o_part_ref[s, :, :]
+        acc = acc + jnp.exp((lse_s[s] - m_shift) - log_total)[:, None] * o_part_ref[s, :, :]
     o_ref[...] = acc.astype(o_ref.dtype)
-    lse_ref[...] = lse
+    lse_ref[...] = jnp.where(total > 0.0, m_shift + log_total, -jnp.inf)
 """,
             ),
         ),

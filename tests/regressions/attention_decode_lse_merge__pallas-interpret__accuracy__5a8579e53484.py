@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Reproducer: attention_decode_lse_merge on pallas-interpret -> accuracy
+
+with v[:, -1] = 1, o[0, 0, 0, 0] = 2: the probabilities of row 0 sum to it, not 1 (tolerance
+0.00197)
+
+target:    attention_decode_lse_merge
+backend:   pallas-interpret (replay elsewhere with --backend NAME)
+property:  rows-sum-to-one
+case:      Case(q=f16[1,2,1,1], k=f16[1,2,17,1], v=f16[1,2,17,1], cache_len=int32[1], dtype='float16', window=None, scale=None, softcap=None, alibi=None, block_k=16, num_splits=2, recipe={"level": -1000000000.0, "slopes": null, "trend": 0.0, "values": {"k": {"distribution": "normal", "magnitude": 1.0, "offset": 0.0, "seed": 1, "specials": "none"}, "q": {"distribution": "normal", "magnitude": 1.0, "offset": 0
+tolerance: o: rho=2.0 x naive + 2.0 eps x max|oracle|
+hazards:   lse-below-exp-range: log-sum-exp -9.996e+08 < -88.72: sum(exp(s)) underflows fp32 without the max; below-finite-sentinel: log-sum-exp -9.996e+08: every visible logit of a row is at or below the finite sentinel(s) -10000, -50000, -60000; a key masked with one would outrank them all; partial-kv-tile: key counts leave partial last tiles of [1] keys (block_k=16); multi-kv-tile: up to 17 keys > block_k=16: the running max crosses tiles
+found:     2026-11-25T15:24:44+0000 on CPU (x86_64, 2 cores)
+versions:  python 3.11.7, numpy 2.4.6, torch 2.13.0+cpu, triton 3.6.0, jax 0.10.2, jaxlib 0.10.2, hypothesis 6.168.3
+
+Run it: python attention_decode_lse_merge__pallas-interpret__accuracy__5a8579e53484.py [--backend NAME] [--quiet]
+Exit status 1 while the failure reproduces, 0 once it does not.
+"""
+
+REPRO = {'format': 1, 'target': 'attention_decode_lse_merge', 'plugin': None, 'backend': 'pallas-interpret', 'mutant_of': None, 'expected_class': None, 'class': 'accuracy', 'property': 'rows-sum-to-one', 'message': 'with v[:, -1] = 1, o[0, 0, 0, 0] = 2: the probabilities of row 0 sum to it, not 1 (tolerance 0.00197)', 'where': 'o[0, 0, 0, 0]', 'error': 1.0, 'tolerance': 0.001968529088109786, 'signature': '5a8579e53484', 'params': {'dtype': 'float16', 'window': None, 'scale': None, 'softcap': None, 'alibi': None, 'block_k': 16, 'num_splits': 2}, 'recipe': {'slopes': None, 'level': -1000000000.0, 'trend': 0.0, 'values': {'q': {'seed': 0, 'distribution': 'normal', 'magnitude': 1.0, 'offset': 0.0, 'specials': 'none'}, 'k': {'seed': 1, 'distribution': 'normal', 'magnitude': 1.0, 'offset': 0.0, 'specials': 'none'}, 'v': {'seed': 2, 'distribution': 'normal', 'magnitude': 1.0, 'offset': 0.0, 'specials': 'none'}}}, 'property_params': '{"masked-poison": "nan"}', 'dtypes': {'q': 'float16', 'k': 'float16', 'v': 'float16', 'cache_len': 'int32'}, 'ref_device': 'cpu', 'differential': False, 'differential_max_cost': 32.0, 'tolerance_rule': {'o': {'rho': 2.0, 'floor_ulps': 2.0, 'atol': 0.0, 'divergence_factor': 2.0, 'ratio_caps_analysis': False}}, 'hazards': ['lse-below-exp-range: log-sum-exp -9.996e+08 < -88.72: sum(exp(s)) underflows fp32 without the max', 'below-finite-sentinel: log-sum-exp -9.996e+08: every visible logit of a row is at or below the finite sentinel(s) -10000, -50000, -60000; a key masked with one would outrank them all', 'partial-kv-tile: key counts leave partial last tiles of [1] keys (block_k=16)', 'multi-kv-tile: up to 17 keys > block_k=16: the running max crosses tiles'], 'origin': None, 'process': None, 'isolate': False, 'timeout': None, 'versions': {'python': '3.11.7', 'numpy': '2.4.6', 'torch': '2.13.0+cpu', 'triton': '3.6.0', 'jax': '0.10.2', 'jaxlib': '0.10.2', 'hypothesis': '6.168.3'}, 'device': 'CPU (x86_64, 2 cores)', 'found': '2026-11-25T15:24:44+0000'}
+
+DATA = """
+UEsDBC0AAAAIAAAAIQA+zDYR//////////8FABQAcS5ucHkBABAAhAAAAAAAAABPAAAAAAAAAJvsF+obEMnIUMZQrZ6SWpxcpG6l
+oG6TZqSuo6Cell9UUpSYF59flJIKEndLzClOBYoXZyQWpAL5GoY6CkY6CkDSUFNHoVaBDMC1o3xHOQBQSwMELQAAAAgAAAAhAFx2
+BNf//////////wUAFABrLm5weQEAEADEAAAAAAAAAFoAAAAAAAAAm+wX6hsQychQxlCtnpJanFykbqWgbpNmpK6joJ6WX1RSlJgX
+n1+UkgoSd0vMKU4FihdnJBakAvkahjoKRjoKhuZArKmjUKtAOuDa8R0Bd37fgRPuRKFRVQIAUEsDBC0AAAAIAAAAIQBm8nrF////
+//////8FABQAdi5ucHkBABAAxAAAAAAAAACUAAAAAAAAAJvsF+obEMnIUMZQrZ6SWpxcpG6loG6TZqSuo6Cell9UUpSYF59flJIK
+EndLzClOBYoXZyQWpAL5GoY6CkY6CobmQKypo1CrQDrgOrKlwdh6y/wtS3fXrVezXDJj2q6NO+R2i9pNOHhOv3XvJxMm2w77j5b5
+20Ks/LYF20tYs29/b/poT8a+mB13bYUs5fZ5btDYAgBQSwMELQAAAAgAAAAhAD5PCx///////////w0AFABjYWNoZV9sZW4ubnB5
+AQAQAIQAAAAAAAAASAAAAAAAAACb7BfqGxDJyFDGUK2eklqcXKRupaBuk2mirqOgnpZfVFKUmBefX5SSChJ3S8wpTgWKF2ckFqQC
++RqGOpo6CrUKFAAuQQYGBgBQSwECLQMtAAAACAAAACEAPsw2EU8AAACEAAAABQAAAAAAAAAAAAAAgAEAAAAAcS5ucHlQSwECLQMt
+AAAACAAAACEAXHYE11oAAADEAAAABQAAAAAAAAAAAAAAgAGGAAAAay5ucHlQSwECLQMtAAAACAAAACEAZvJ6xZQAAADEAAAABQAA
+AAAAAAAAAAAAgAEXAQAAdi5ucHlQSwECLQMtAAAACAAAACEAPk8LH0gAAACEAAAADQAAAAAAAAAAAAAAgAHiAQAAY2FjaGVfbGVu
+Lm5weVBLBQYAAAAABAAEANQAAABpAgAAAAA=
+"""
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    try:
+        import fuzz.reproducer
+    except ImportError:
+        for parent in Path(__file__).resolve().parents:
+            if (parent / "fuzz" / "reproducer.py").is_file():
+                sys.path.insert(0, str(parent))
+                break
+        import fuzz.reproducer
+    sys.exit(fuzz.reproducer.main(REPRO, DATA, sys.argv[1:]))
