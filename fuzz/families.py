@@ -447,11 +447,15 @@ def family_names() -> list[str]:
 def family_of(target: Any) -> Family | None:
     """The built-in family whose strategy ``target`` draws from, None for a family not built in.
     A built-in target, its mutants and its reformulations share the family's strategy function
-    (``attention_decode_lse_merge`` is of family ``attention`` but draws decode cases); a plugin's
-    target wraps it and is found by its family's name."""
+    (``attention_decode_lse_merge`` is of family ``attention`` but draws decode cases), also
+    through wrappers that say what they wrap (``__wrapped__``); a plugin's target builds its own
+    around it and is found by its family's name."""
+    import inspect
+
     names = family_names()
+    strategy = inspect.unwrap(target.strategy)  # a campaign worker's checking wrapper
     for name in names:
-        if get_family(name).strategy is target.strategy:
+        if get_family(name).strategy is strategy:
             return get_family(name)
     for key in (target.name, target.mutant_of, target.family):
         if key in names:

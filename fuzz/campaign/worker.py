@@ -457,6 +457,7 @@ def checked_strategy(target: Any) -> Any:
     Hypothesis strategy or draws something other than a :class:`fuzz.case.Case` (a plugin's
     mistake, which would otherwise surface as an AttributeError deep in the properties)."""
     import dataclasses
+    import functools
 
     from hypothesis.strategies import SearchStrategy
 
@@ -472,8 +473,11 @@ def checked_strategy(target: Any) -> Any:
             )
         return value
 
-    def strategy(scale: str) -> Any:
-        s = build(scale)
+    # The wrapper takes what the target's strategy takes (a run's compile-time narrowing, see
+    # ``fuzz.engine.run_narrowing``) and is known as it (``fuzz.families.family_of`` unwraps it).
+    @functools.wraps(build)
+    def strategy(scale: str, **narrowing: Any) -> Any:
+        s = build(scale, **narrowing)
         if not isinstance(s, SearchStrategy):
             raise TypeError(
                 f"the strategy of target {target.name!r} returned a {type(s).__name__} for "

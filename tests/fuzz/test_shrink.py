@@ -126,20 +126,36 @@ def test_every_target_accepts_its_own_narrowing():
     reformulation or mutant draws from its real target's space, not its family's (the decode
     reformulation of family ``attention`` once got the dense kernel's ``block_pairs`` under the
     gpu profile, and every run of it failed before its first example)."""
+    from fuzz.campaign.worker import checked_strategy
     from fuzz.engine import run_narrowing
     from fuzz.families import family_of
     from fuzz.profiles import get_profile
     from fuzz.target import all_targets
 
     gpu = get_profile("gpu")
-    for target in all_targets():
-        family = family_of(target)
-        assert family is not None, target.name
-        narrowing = run_narrowing(target, gpu, 0)
-        assert narrowing, target.name
-        target.strategy(gpu.scale, **narrowing)  # raises TypeError for a keyword it lacks
+    for real in all_targets():
+        # as a hunt sees it, and as a campaign worker does (its strategy checks what is drawn)
+        for target in (real, checked_strategy(real)):
+            assert family_of(target) is family_of(real) is not None, target.name
+            narrowing = run_narrowing(target, gpu, 0)
+            assert narrowing, target.name
+            target.strategy(gpu.scale, **narrowing)  # raises TypeError for a keyword it lacks
     decode = get("attention_decode_lse_merge")
     assert family_of(decode) is family_of(get("attention_decode"))
+
+
+def test_a_campaign_worker_hunts_a_narrowed_run():
+    """The campaign worker's path with the gpu profile's narrowing, on an interpreter: every
+    gpu-profile campaign once stopped at its first example with a harness error (the worker's
+    checking wrapper took no narrowing; found on an H100)."""
+    from fuzz.campaign.worker import checked_strategy
+    from fuzz.profiles import get_profile
+
+    narrowed = dataclasses.replace(get_profile("ci"), variant_choices=1)
+    target = checked_strategy(get("softmax"))
+    result = hunt(target, "triton-interpret", narrowed, seed=3, database=None, max_examples=4)
+    assert result.error is None and result.examples >= 4
+    assert result.variants and all(len(v) == 1 for v in result.variants.values())
 
 
 def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
