@@ -101,9 +101,14 @@ def test_threads():
 """
 
 
+# Set in this process when the suite itself runs under xdist: the inner run's controller must not
+# take itself for a worker.
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
 def test_xdist_workers_start_with_their_share(pytester, monkeypatch):
     pytest.importorskip("xdist")
-    for var in (*POOL_VARIABLES, SWITCH):
+    for var in (*POOL_VARIABLES, SWITCH, *XDIST_VARIABLES):
         monkeypatch.delenv(var, raising=False)
     pytester.makepyfile(XDIST_TEST.format(cpus=threads.cpu_count()))
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
@@ -113,6 +118,8 @@ def test_xdist_workers_start_with_their_share(pytester, monkeypatch):
 def test_a_bad_switch_is_a_clear_error_from_every_entry_point(pytester, monkeypatch, capsys):
     from fuzz import bench, cli
 
+    for var in XDIST_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(SWITCH, "lots")
     message = "KERNEL_FUZZ_THREADS must be 'off' or a positive integer, got 'lots'"
     assert cli.main(["run", "--budget", "1", "--out", str(pytester.path / "out")]) == 2
