@@ -179,9 +179,9 @@ class Library:
 
 @dataclass(frozen=True)
 class Target:
-    """One fuzzable kernel: its contract (the fields up to ``outputs``), then where it came from
-    and the records that are not part of the contract (``library``, ``search``, ``baselines``,
-    ``mutant``).
+    """One fuzzable kernel: its contract (``name`` to ``description``), where it came from
+    (``source``), and beside the contract the records ``library``, ``search``, ``baselines`` and
+    ``mutant``.
 
     Attributes:
         name: unique; starts with ``family``.
@@ -194,6 +194,9 @@ class Target:
         naive: ``naive(case, device) -> {output: ndarray in the output dtype}``, the reference the
             tolerance is relative to; its dtypes are the outputs' dtypes.
         strategy: ``strategy(scale) -> SearchStrategy[Case]``, ``scale`` is ``'small'``/``'large'``.
+            A built-in family's strategy also takes the keywords of its compile-time variant
+            space (``fuzz.families``, ``Profile.variant_choices``); a wrapper around it keeps
+            them and sets ``__wrapped__`` (``functools.wraps``).
         tolerance: one policy for all outputs, or one per output name.
         error_bound: ``error_bound(case, device) -> {output: float or ndarray}``: the error any
             correct implementation of the computation may have against the fp64 oracle, per
