@@ -599,79 +599,108 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
     selector, frac = params
     if _skipped(ctx, selector):
         return None
-    case = ctx.case
-    length = case.inputs["q"].shape[1]
+    length = ctx.case.inputs["q"].shape[1]
     t1 = max(1, min(length - 1, round(float(frac) * length)))
-    rows = slice(None)
-    prop = "state-continuation"
-    dev = ctx.ref_device
-    what1, what2 = f"tokens [0, {t1})", f"tokens [{t1}, {length}) from the state after {t1}"
-    if kind_of(case) == "fwd":
-        first = _slice_case(case, rows, 0, t1, h0=case.inputs.get("h0"), dht=None, final=True)
-        run1 = ctx.derived(first, prop=prop, what=what1)
-        if isinstance(run1, Finding):
-            return run1
-        b1 = bounds(first, device=dev)
-        second = _slice_case(
-            case,
-            rows,
-            t1,
-            length,
-            h0=run1.outputs["ht"],
-            dht=None,
-            final=case.params["output_final_state"],
-        )
-        run2 = ctx.derived(second, prop=prop, what=what2)
-        if isinstance(run2, Finding):
-            return run2
-        b2 = bounds(second, device=dev)
-        p2 = propagated(second, h0_error=b1["ht"], device=dev)
-        p1: dict[str, np.ndarray] = {}
-    else:
-        exact = _exact_state(case, t1)
-        second = _slice_case(
-            case,
-            rows,
-            t1,
-            length,
-            h0=exact.astype(np.float32),
-            dht=case.inputs.get("dht"),
-            final=False,
-        )
-        run2 = ctx.derived(second, prop=prop, what=what2)
-        if isinstance(run2, Finding):
-            return run2
-        b2 = bounds(second, device=dev)
-        # the handed-over state is the exact one rounded to fp32 once
-        rounding = U32 * np.abs(exact) + 2.0**-149
-        p2 = propagated(second, h0_error=rounding, device=dev)
-        first = _slice_case(
-            case, rows, 0, t1, h0=case.inputs.get("h0"), dht=run2.outputs["dh0"], final=False
-        )
-        run1 = ctx.derived(first, prop=prop, what=what1)
-        if isinstance(run1, Finding):
-            return run1
-        b1 = bounds(first, device=dev)
-        p1 = propagated(first, dht_error=b2["dh0"], device=dev)
-    whole = bounds(case, device=dev, reference=ctx.oracle)
+    pieces = _pieces_forward if kind_of(ctx.case) == "fwd" else _pieces_backward
+    got = pieces(ctx, t1)
+    if isinstance(got, Finding):
+        return got
+    return _pieces_agree(ctx, t1, got)
+
+
+_PROP_CONTINUATION = "state-continuation"
+
+
+@dataclasses.dataclass
+class _Piece:
+    """One piece of a split run: its outputs and what each may differ by beyond the whole run's
+    bound (its own bound plus the handed-over state's error carried through it)."""
+
+    outputs: Mapping[str, np.ndarray]
+    allowance: dict[str, Any]
+
+
+def _piece(run: Any, bound: Mapping[str, Any], carried: Mapping[str, Any]) -> _Piece:
+    names = set(bound) | set(carried)
+    return _Piece(run.outputs, {k: bound.get(k, 0.0) + carried.get(k, 0.0) for k in names})
+
+
+def _pieces_forward(ctx: Context, t1: int) -> tuple[_Piece, _Piece] | Finding:
+    """Tokens ``[0, t1)`` from the case's ``h0``, then the rest from the first piece's ``ht``."""
+    case, dev, length = ctx.case, ctx.ref_device, ctx.case.inputs["q"].shape[1]
+    first = _slice_case(case, slice(None), 0, t1, h0=case.inputs.get("h0"), dht=None, final=True)
+    run1 = ctx.derived(first, prop=_PROP_CONTINUATION, what=f"tokens [0, {t1})")
+    if isinstance(run1, Finding):
+        return run1
+    b1 = bounds(first, device=dev)
+    final = case.params["output_final_state"]
+    second = _slice_case(
+        case, slice(None), t1, length, h0=run1.outputs["ht"], dht=None, final=final
+    )
+    run2 = ctx.derived(
+        second, prop=_PROP_CONTINUATION, what=f"tokens [{t1}, {length}) from the state after {t1}"
+    )
+    if isinstance(run2, Finding):
+        return run2
+    carried = propagated(second, h0_error=b1["ht"], device=dev)
+    return _piece(run1, b1, {}), _piece(run2, bounds(second, device=dev), carried)
+
+
+def _pieces_backward(ctx: Context, t1: int) -> tuple[_Piece, _Piece] | Finding:
+    """Tokens ``[t1, T)`` from the exact state after ``t1`` (rounded to fp32) first, then
+    ``[0, t1)`` with the second piece's ``dh0`` as its ``dht``."""
+    case, dev, length = ctx.case, ctx.ref_device, ctx.case.inputs["q"].shape[1]
+    exact = _exact_state(case, t1)
+    second = _slice_case(
+        case,
+        slice(None),
+        t1,
+        length,
+        h0=exact.astype(np.float32),
+        dht=case.inputs.get("dht"),
+        final=False,
+    )
+    run2 = ctx.derived(
+        second, prop=_PROP_CONTINUATION, what=f"tokens [{t1}, {length}) from the state after {t1}"
+    )
+    if isinstance(run2, Finding):
+        return run2
+    b2 = bounds(second, device=dev)
+    # the handed-over state is the exact one rounded to fp32 once
+    rounding = U32 * np.abs(exact) + 2.0**-149
+    p2 = propagated(second, h0_error=rounding, device=dev)
+    first = _slice_case(
+        case, slice(None), 0, t1, h0=case.inputs.get("h0"), dht=run2.outputs["dh0"], final=False
+    )
+    run1 = ctx.derived(first, prop=_PROP_CONTINUATION, what=f"tokens [0, {t1})")
+    if isinstance(run1, Finding):
+        return run1
+    p1 = propagated(first, dht_error=b2["dh0"], device=dev)
+    return _piece(run1, bounds(first, device=dev), p1), _piece(run2, b2, p2)
+
+
+def _pieces_agree(ctx: Context, t1: int, pieces: tuple[_Piece, _Piece]) -> Finding | None:
+    """Each output of the two pieces against the whole run's: the final state from the piece
+    that returns it (``ht`` the second, ``dh0`` the first), the rest joined along the tokens."""
+    one, two = pieces
+    length = ctx.case.inputs["q"].shape[1]
+    whole = bounds(ctx.case, device=ctx.ref_device, reference=ctx.oracle)
     for name in ctx.oracle:
-        piece1 = b1.get(name, 0.0) + p1.get(name, 0.0)
-        piece2 = b2.get(name, 0.0) + p2.get(name, 0.0)
         if name in ("ht", "dh0"):
-            run, piece = (run2, piece2) if name == "ht" else (run1, piece1)
-            got, tol = run.outputs[name], whole[name] + piece
+            piece = two if name == "ht" else one
+            got, tol = piece.outputs[name], whole[name] + piece.allowance.get(name, 0.0)
         else:
-            got = np.concatenate([run1.outputs[name], run2.outputs[name]], axis=1)
+            got = np.concatenate([one.outputs[name], two.outputs[name]], axis=1)
             tol = whole[name] + np.concatenate(
                 [
-                    np.broadcast_to(piece1, run1.outputs[name].shape),
-                    np.broadcast_to(piece2, run2.outputs[name].shape),
+                    np.broadcast_to(p.allowance.get(name, 0.0), p.outputs[name].shape)
+                    for p in (one, two)
                 ],
                 axis=1,
             )
         f = runs_agree(
             ctx,
-            prop,
+            _PROP_CONTINUATION,
             f"tokens [0, {t1}) then [{t1}, {length})",
             name,
             got,
