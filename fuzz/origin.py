@@ -21,6 +21,15 @@ Pallas
 
 Mutant kernels are executed from sources registered with ``linecache`` (``kernels/_mutate.py``),
 so the origin points at the mutated line.
+
+Known limit: the origin is the first birth, also one in a value the kernel then discards. Both
+sides of a ``jnp.where``/``tl.where`` are computed: the attention Pallas kernels evaluate their
+soft-cap polynomial (``_tanh``) with the cap off, and it overflows for scores beyond about 1600,
+so an Inf found at such scores (``attention_mutant_lse_fp16`` at logits near -1e5) is traced to
+``_tanh`` rather than to the line that put it in the output. Replays that make one birth site
+finite cannot tell such a discarded birth from one a later overflow masks (a NaN from Inf * 0
+where both factors were born), so telling them apart needs element-wise data flow through the
+kernel's primitives.
 """
 
 from __future__ import annotations
