@@ -14,22 +14,18 @@ Pallas
     an overflow that later turns into NaN (``Inf / Inf``) is reported where the NaN appears, not
     where the Inf was born. Instead the launch runs with jit disabled and the ``pallas_call``
     primitive is intercepted: its interpreted form (the grid loop around the discharged kernel
-    jaxpr) is evaluated one primitive at a time, recursing into loops and conditionals, and the
-    first primitive whose output holds an Inf where its operands are finite (overflow, division
-    by zero) or a NaN where they hold none (invalid operation) is reported with the kernel source
-    line JAX recorded for it when the kernel was traced.
+    jaxpr) is evaluated one primitive at a time, recursing into loops and conditionals. A
+    primitive whose output holds an Inf where its operands are finite (overflow, division by
+    zero) or a NaN where they hold none (invalid operation) is a birth, with the kernel source
+    line JAX recorded for it when the kernel was traced; every value carries, per element, the
+    earliest birth it was computed from, and the origin is the earliest birth a non-finite output
+    element carries. Kernels compute values they discard (``jnp.where`` evaluates both sides: the
+    attention kernels' soft-cap polynomial overflows for scores beyond about 1600 with the cap
+    off), so the first birth is not always the one in the output.
 
 Mutant kernels are executed from sources registered with ``linecache`` (``kernels/_mutate.py``),
-so the origin points at the mutated line.
-
-Known limit: the origin is the first birth, also one in a value the kernel then discards. Both
-sides of a ``jnp.where``/``tl.where`` are computed: the attention Pallas kernels evaluate their
-soft-cap polynomial (``_tanh``) with the cap off, and it overflows for scores beyond about 1600,
-so an Inf found at such scores (``attention_mutant_lse_fp16`` at logits near -1e5) is traced to
-``_tanh`` rather than to the line that put it in the output. Replays that make one birth site
-finite cannot tell such a discarded birth from one a later overflow masks (a NaN from Inf * 0
-where both factors were born), so telling them apart needs element-wise data flow through the
-kernel's primitives.
+so the origin points at the mutated line. The Triton tracer stops at the first trap: a birth in
+a ``tl.where`` branch the kernel discards is reported there.
 """
 
 from __future__ import annotations
@@ -273,10 +269,24 @@ def _dtype(a: np.ndarray) -> str:
 # Pallas -------------------------------------------------------------------------------------------------
 
 
-class _Born(Exception):
-    def __init__(self, record: dict[str, Any]) -> None:
-        super().__init__(record.get("kind", "origin"))
-        self.record = record
+class _Flow:
+    """The births of one interpreted replay and where their values went.
+
+    Each birth (a primitive turning finite operands into Inf or NaN) gets an id, in order, and
+    every value carries a taint: per element, the earliest birth it was computed from (0: none).
+    Elementwise primitives take the earliest taint of their operands' elements, moves (reshape,
+    slices, broadcasts, ``select_n``, ...) move the taints as they move the values (``select_n``
+    keeps the chosen side's, and its predicate's), other primitives (reductions, dots) give each
+    output element the earliest taint of all their operands. A birth inside ``jnp.where``'s
+    discarded side thus never reaches an output.
+    """
+
+    def __init__(self) -> None:
+        self.births: list[dict[str, Any]] = []
+        self.reached: int = 0  # the earliest birth a non-finite output element carries
+
+
+_FLOWS: list[_Flow] = []
 
 
 def _floating(x: Any) -> bool:
@@ -291,11 +301,39 @@ def _np(x: Any) -> np.ndarray:
     return np.asarray(x).astype(np.float64)
 
 
-def _check(eqn: Any, invals: list[Any], outs: list[Any]) -> None:
-    from jax._src import source_info_util
+# Primitives that move elements without combining them: the taints move the same way.
+_MOVES = {
+    "reshape",
+    "broadcast_in_dim",
+    "transpose",
+    "squeeze",
+    "expand_dims",
+    "slice",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "concatenate",
+    "pad",
+    "gather",
+    "scatter",
+    "rev",
+    "copy",
+    "copy_p",
+    "select_n",
+}
+# Primitives whose output elements combine operand elements elsewhere (never elementwise, even
+# where the shapes agree).
+_MIXERS = {"dot_general", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort"}
 
+
+def _births(eqn: Any, invals: list[Any], outs: list[Any]) -> list[tuple[np.ndarray, int] | None]:
+    """Per output: where it holds an Inf its operands did not (overflow, division by zero) or a
+    NaN they did not (invalid operation), and the id of that birth in the replay's flow; None if
+    nowhere."""
+    flow = _FLOWS[-1]
     fins = [_np(x) for x in invals if _floating(x)]
+    masks: list[tuple[np.ndarray, int] | None] = []
     for out in outs:
+        masks.append(None)
         if not _floating(out):
             continue
         o = _np(out)
@@ -313,42 +351,104 @@ def _check(eqn: Any, invals: list[Any], outs: list[Any]) -> None:
             invalid = bad_nan if no_nan else np.zeros_like(bad_nan)
         if not (overflow.any() or invalid.any()):
             continue
-        name = eqn.primitive.name
-        bad = overflow if overflow.any() else invalid
-        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
-        if name == "div" and len(fins) == 2 and fins[1].shape == o.shape and fins[1][idx] == 0:
-            kind = "division by zero"
-        else:
-            kind = "overflow" if overflow.any() else "invalid operation"
-        operands = ", ".join(
-            f"{x[idx]:.6g}"
-            if x.shape == o.shape
-            else (f"{x.reshape(-1)[0]:.6g}" if x.size == 1 else f"[{x.size} values]")
-            for x in fins
+        flow.births.append(_birth_record(eqn, fins, o, overflow, invalid))
+        masks[-1] = (overflow | invalid, len(flow.births))
+    return masks
+
+
+def _birth_record(
+    eqn: Any, fins: list[np.ndarray], o: np.ndarray, overflow: np.ndarray, invalid: np.ndarray
+) -> dict[str, Any]:
+    """What a birth reports: kind, primitive, operands and the kernel line JAX recorded."""
+    from jax._src import source_info_util
+
+    name = eqn.primitive.name
+    bad = overflow if overflow.any() else invalid
+    idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    if name == "div" and len(fins) == 2 and fins[1].shape == o.shape and fins[1][idx] == 0:
+        kind = "division by zero"
+    else:
+        kind = "overflow" if overflow.any() else "invalid operation"
+    operands = ", ".join(
+        f"{x[idx]:.6g}"
+        if x.shape == o.shape
+        else (f"{x.reshape(-1)[0]:.6g}" if x.size == 1 else f"[{x.size} values]")
+        for x in fins
+    )
+    detail = f"{name}({operands}) = {o[idx]} at element {list(idx)} of a {list(o.shape)} block"
+    frame = source_info_util.user_frame(eqn.source_info.traceback)
+    if frame is None:
+        rec = {"file": "?", "line": 0, "function": "?", "source": "", "expression": None}
+    else:
+        rec = _frame_record(
+            frame.file_name,
+            frame.start_line,
+            frame.function_name,
+            frame.start_column,
+            frame.end_line,
+            frame.end_column,
         )
-        detail = f"{name}({operands}) = {o[idx]} at element {list(idx)} of a {list(o.shape)} block"
-        frame = source_info_util.user_frame(eqn.source_info.traceback)
-        if frame is None:
-            rec = {"file": "?", "line": 0, "function": "?", "source": "", "expression": None}
+    return {
+        "found": True,
+        "kind": kind,
+        "primitive": name,
+        "detail": detail,
+        "interpreter": "Pallas interpret mode, checked primitive by primitive",
+        **rec,
+    }
+
+
+def _earliest(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise the earlier of two taints (0 is none)."""
+    big = np.iinfo(np.int64).max
+    low = np.minimum(np.where(a > 0, a, big), np.where(b > 0, b, big))
+    return np.where(low == big, 0, low)
+
+
+def _taints(
+    eqn: Any, invals: list[Any], taints: list[np.ndarray | None], outs: list[Any]
+) -> list[np.ndarray | None]:
+    """The taints of ``eqn``'s outputs from its operands' (see :class:`_Flow`)."""
+    if all(t is None for t in taints):
+        return [None] * len(outs)
+    name, p = eqn.primitive.name, eqn.params
+    shapes = [np.shape(o) for o in outs]
+    if name in _MOVES:
+        import jax.numpy as jnp
+
+        # The same primitive on the taints (as float32: exact below 2^24) in place of the
+        # floating operands; other operands (indices, predicates) as they are.
+        moved_in = [
+            jnp.asarray(t if t is not None else np.zeros(np.shape(v)), jnp.float32)
+            if _floating(v)
+            else v
+            for v, t in zip(invals, taints, strict=True)
+        ]
+        moved = eqn.primitive.bind(*moved_in, **p)
+        moved = list(moved) if eqn.primitive.multiple_results else [moved]
+        got = [
+            np.asarray(m).astype(np.int64) if _floating(o) else None
+            for m, o in zip(moved, outs, strict=True)
+        ]
+        if name == "select_n" and taints[0] is not None and got[0] is not None:
+            got[0] = _earliest(got[0], np.broadcast_to(taints[0], shapes[0]))
+        return got
+    present = [t for t in taints if t is not None]
+    out: list[np.ndarray | None] = []
+    for shape in shapes:
+        if name not in _MIXERS and all(t.shape == shape or t.size == 1 for t in present):
+            acc = np.zeros(shape, np.int64)
+            for t in present:
+                acc = _earliest(acc, np.broadcast_to(t, shape))
         else:
-            rec = _frame_record(
-                frame.file_name,
-                frame.start_line,
-                frame.function_name,
-                frame.start_column,
-                frame.end_line,
-                frame.end_column,
-            )
-        raise _Born(
-            {
-                "found": True,
-                "kind": kind,
-                "primitive": name,
-                "detail": detail,
-                "interpreter": "Pallas interpret mode, checked primitive by primitive",
-                **rec,
-            }
-        )
+            first = 0
+            for t in present:
+                nz = t[t > 0]
+                if nz.size:
+                    first = int(nz.min()) if first == 0 else min(first, int(nz.min()))
+            acc = np.full(shape, first, np.int64)
+        out.append(acc if acc.any() else None)
+    return out
 
 
 # The device an interpreted Pallas replay runs on (the pallas-interpret backend's CPU device). On a
@@ -371,85 +471,127 @@ def _on_trace_device(values: list[Any]) -> list[Any]:
     ]
 
 
-def _eval(jaxpr: Any, consts: list[Any], args: list[Any]) -> list[Any]:
+Tainted = list[np.ndarray | None]
+
+
+def _eval(
+    jaxpr: Any, consts: list[Any], args: list[Any], taints: Tainted | None = None
+) -> tuple[list[Any], Tainted]:
+    """``jaxpr`` evaluated one primitive at a time: its outputs and their taints."""
     from jax._src import core
 
     env: dict[Any, Any] = {}
+    tenv: dict[Any, np.ndarray | None] = {}
 
     def read(v: Any) -> Any:
         return v.val if isinstance(v, core.Literal) else env[v]
 
+    def taint(v: Any) -> np.ndarray | None:
+        return None if isinstance(v, core.Literal) else tenv.get(v)
+
     for v, c in zip(jaxpr.constvars, consts, strict=True):
         env[v] = c
-    for v, a in zip(jaxpr.invars, args, strict=True):
-        env[v] = a
+    for v, a, t in zip(jaxpr.invars, args, taints or [None] * len(args), strict=True):
+        env[v], tenv[v] = a, t
     for eqn in jaxpr.eqns:
         invals = _on_trace_device([read(v) for v in eqn.invars])
-        outs = _eval_eqn(eqn, invals)
-        for v, o in zip(eqn.outvars, outs, strict=True):
+        outs, outtaints = _eval_eqn(eqn, invals, [taint(v) for v in eqn.invars])
+        for v, o, t in zip(eqn.outvars, outs, outtaints, strict=True):
             if not isinstance(v, core.DropVar):
-                env[v] = o
-    return [read(v) for v in jaxpr.outvars]
+                env[v], tenv[v] = o, t
+    return [read(v) for v in jaxpr.outvars], [taint(v) for v in jaxpr.outvars]
 
 
 def _closed(c: Any) -> tuple[Any, list[Any]]:
     return (c.jaxpr, list(c.consts)) if hasattr(c, "consts") else (c, [])
 
 
-def _eval_eqn(eqn: Any, invals: list[Any]) -> list[Any]:
-    import jax.numpy as jnp
+_CALLS = (
+    "pjit",
+    "jit",
+    "closed_call",
+    "core_call",
+    "remat",
+    "checkpoint",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_vjp_call_jaxpr",
+)
 
+
+def _eval_eqn(eqn: Any, invals: list[Any], taints: Tainted) -> tuple[list[Any], Tainted]:
     name, p = eqn.primitive.name, eqn.params
     if name == "while":
         nc, nb = p["cond_nconsts"], p["body_nconsts"]
         cc, bc, carry = invals[:nc], invals[nc : nc + nb], invals[nc + nb :]
+        bt, ct = taints[nc : nc + nb], taints[nc + nb :]
         cj, cconsts = _closed(p["cond_jaxpr"])
         bj, bconsts = _closed(p["body_jaxpr"])
-        while bool(np.asarray(_eval(cj, cconsts, [*cc, *carry])[0])):
-            carry = _eval(bj, bconsts, [*bc, *carry])
-        return carry
+        while bool(np.asarray(_eval(cj, cconsts, [*cc, *carry])[0][0])):
+            carry, ct = _eval(bj, bconsts, [*bc, *carry], [*bt, *ct])
+        return carry, ct
     if name == "cond":
         index, ops = invals[0], invals[1:]
         j, consts = _closed(
             p["branches"][int(np.clip(np.asarray(index), 0, len(p["branches"]) - 1))]
         )
-        return _eval(j, consts, ops)
+        return _eval(j, consts, ops, taints[1:])
     if name == "scan":
-        j, consts = _closed(p["jaxpr"])
-        n_c, n_carry = p["num_consts"], p["num_carry"]
-        cs, carry, xs = invals[:n_c], invals[n_c : n_c + n_carry], invals[n_c + n_carry :]
-        order = range(p["length"] - 1, -1, -1) if p["reverse"] else range(p["length"])
-        ys: list[list[Any]] = []
-        for i in order:
-            out = _eval(j, consts, [*cs, *carry, *(x[i] for x in xs)])
-            carry, y = out[:n_carry], out[n_carry:]
-            ys.append(y)
-        if p["reverse"]:
-            ys.reverse()
-        stacked = [
-            jnp.stack([y[k] for y in ys]) if ys else jnp.zeros(v.aval.shape, v.aval.dtype)
-            for k, v in enumerate(eqn.outvars[n_carry:])
-        ]
-        return [*carry, *stacked]
+        return _eval_scan(eqn, invals, taints)
     for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
         sub = p.get(key)
-        if sub is not None and name in (
-            "pjit",
-            "jit",
-            "closed_call",
-            "core_call",
-            "remat",
-            "checkpoint",
-            "custom_jvp_call",
-            "custom_vjp_call",
-            "custom_vjp_call_jaxpr",
-        ):
+        if sub is not None and name in _CALLS:
             j, consts = _closed(sub)
-            return _eval(j, consts, invals)
+            return _eval(j, consts, invals, taints)
     outs = eqn.primitive.bind(*invals, **p)
     outs = list(outs) if eqn.primitive.multiple_results else [outs]
-    _check(eqn, invals, outs)
-    return outs
+    outtaints = _taints(eqn, invals, taints, outs)
+    for k, born in enumerate(_births(eqn, invals, outs)):
+        if born is not None:
+            mask, birth = born
+            fresh = np.where(mask, birth, 0).astype(np.int64)
+            t = outtaints[k]
+            outtaints[k] = fresh if t is None else _earliest(t, fresh)
+    return outs, outtaints
+
+
+def _eval_scan(eqn: Any, invals: list[Any], taints: Tainted) -> tuple[list[Any], Tainted]:
+    import jax.numpy as jnp
+
+    p = eqn.params
+    j, consts = _closed(p["jaxpr"])
+    n_c, n_carry = p["num_consts"], p["num_carry"]
+    cs, carry, xs = invals[:n_c], invals[n_c : n_c + n_carry], invals[n_c + n_carry :]
+    cst, ct, xst = taints[:n_c], taints[n_c : n_c + n_carry], taints[n_c + n_carry :]
+    order = range(p["length"] - 1, -1, -1) if p["reverse"] else range(p["length"])
+    ys: list[list[Any]] = []
+    yts: list[Tainted] = []
+    for i in order:
+        xi = [x[i] for x in xs]
+        xti = [None if t is None else t[i] for t in xst]
+        out, outt = _eval(j, consts, [*cs, *carry, *xi], [*cst, *ct, *xti])
+        carry, y = out[:n_carry], out[n_carry:]
+        ct, yt = outt[:n_carry], outt[n_carry:]
+        ys.append(y)
+        yts.append(yt)
+    if p["reverse"]:
+        ys.reverse()
+        yts.reverse()
+    stacked = [
+        jnp.stack([y[k] for y in ys]) if ys else jnp.zeros(v.aval.shape, v.aval.dtype)
+        for k, v in enumerate(eqn.outvars[n_carry:])
+    ]
+    stacked_t: Tainted = []
+    for k in range(len(stacked)):
+        parts = [yt[k] for yt in yts]
+        if all(t is None for t in parts):
+            stacked_t.append(None)
+        else:
+            shape = np.shape(ys[0][k])
+            stacked_t.append(
+                np.stack([np.zeros(shape, np.int64) if t is None else t for t in parts])
+            )
+    return [*carry, *stacked], [*ct, *stacked_t]
 
 
 @contextlib.contextmanager
@@ -464,7 +606,15 @@ def _intercept_pallas_call() -> Any:
         params.pop("backend", None)
         fn = lambda *a: hlo_interpreter.pallas_call_hlo_interpret(*a, **params)  # noqa: E731
         closed = jax.make_jaxpr(fn)(*args)
-        return _eval(closed.jaxpr, list(closed.consts), list(args))
+        outs, taints = _eval(closed.jaxpr, list(closed.consts), list(args))
+        flow = _FLOWS[-1]
+        for o, t in zip(outs, taints, strict=True):
+            if t is None or not _floating(o):
+                continue
+            carried = t[~np.isfinite(_np(o)) & (t > 0)]
+            if carried.size and not flow.reached:
+                flow.reached = int(carried.min())
+        return outs
 
     saved = pallas_call_p.impl
     pallas_call_p.impl = impl  # type: ignore[method-assign]
@@ -476,6 +626,9 @@ def _intercept_pallas_call() -> Any:
 
 
 def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
+    """The earliest birth a non-finite output element of the kernel carries (see :class:`_Flow`);
+    not found, with a note naming the first birth, where none reaches an output (the non-finite
+    value came with the kernel's inputs, or is compiled-only behaviour)."""
     from fuzz.backends import adapter_for, get_backend
 
     backend = get_backend("pallas-interpret")
@@ -487,24 +640,31 @@ def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
     adapter = adapter_for(backend)
     inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
     device = adapter.device  # type: ignore[attr-defined]
+    flow = _Flow()
     _TRACE_DEVICE.append(device)
+    _FLOWS.append(flow)
     try:
         with jax.default_device(device), _intercept_pallas_call(), np.errstate(all="ignore"):
             target.kernels["pallas"](inputs, dict(case.params), out=None, interpret=True)
-    except _Born as b:
-        return b.record
     except Exception as e:
-        born = e
-        while born is not None and not isinstance(born, _Born):
-            born = born.__cause__ or born.__context__  # type: ignore[assignment]
-        if isinstance(born, _Born):
-            return born.record
+        if not flow.births:
+            return {
+                "found": False,
+                "note": f"the interpreted replay raised {type(e).__name__}: {e}"[:300],
+            }
+    finally:
+        _FLOWS.pop()
+        _TRACE_DEVICE.pop()
+    if flow.reached:
+        return flow.births[flow.reached - 1]
+    if flow.births:
+        first = flow.births[0]
         return {
             "found": False,
-            "note": f"the interpreted replay raised {type(e).__name__}: {e}"[:300],
+            "note": "no birth reached a non-finite output element (the first, discarded: "
+            f"{first['kind']} in `{first['expression'] or first['primitive']}` at "
+            f"{first['file']}:{first['line']})",
         }
-    finally:
-        _TRACE_DEVICE.pop()
     return {
         "found": False,
         "note": "no primitive of the interpreted kernel turned finite "

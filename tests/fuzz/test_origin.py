@@ -45,6 +45,29 @@ def test_the_real_kernel_has_no_origin_on_the_same_inputs(backend):
         assert not o["found"], o
 
 
+def test_a_birth_in_a_discarded_where_branch_is_not_the_origin():
+    """The attention Pallas kernel evaluates its soft-cap polynomial with the cap off (both sides
+    of a ``jnp.where``), which overflows at a score of -1e5; the Inf in ``lse`` is born where the
+    mutant stores it through fp16. The first-birth rule named ``_tanh`` (a campaign's reproducer)."""
+    params = {
+        "dtype": "float32",
+        "causal": False,
+        "window": None,
+        "scale": None,
+        "softcap": None,
+        "alibi": None,
+        "block_q": 16,
+        "block_k": 16,
+    }
+    one = lambda x: np.array([[[[x]]]], np.float32)  # noqa: E731
+    case = Case({"q": one(314.95633), "k": one(-317.35681), "v": one(-0.1389835)}, params)
+    o = origin.trace(get("attention_mutant_lse_fp16"), "pallas-interpret", case)
+    assert o["found"] and o["kind"] == "overflow" and o["function"] != "_tanh", o
+    assert o["expression"] == "lse.astype(jnp.float16)", o
+    real = origin.trace(get("attention"), "pallas-interpret", case)
+    assert not real["found"] and "(the first, discarded: overflow in `z * poly`" in real["note"]
+
+
 def test_replay_prints_the_origin_and_the_hazards(tmp_path, capsys):
     target = get("softmax_mutant_no_rowmax")
     outcome = check_case(target, get_backend("triton-interpret"), OVERFLOW)
@@ -108,6 +131,7 @@ cpu0, cpu1 = jax.devices("cpu")
 # Pallas replay met CPU inputs and arrays committed to the GPU, JAX's default device.
 a, b = jax.device_put(jnp.ones(3), cpu0), jax.device_put(jnp.full(3, 2.0), cpu1)
 closed = jax.make_jaxpr(lambda x, y: x * y)(a, b)
+origin._FLOWS.append(origin._Flow())
 try:
     origin._eval(closed.jaxpr, list(closed.consts), [a, b])
 except ValueError as e:
@@ -115,7 +139,7 @@ except ValueError as e:
 else:
     raise SystemExit("expected the mixed-device failure outside a replay")
 origin._TRACE_DEVICE.append(cpu0)
-(out,) = origin._eval(closed.jaxpr, list(closed.consts), [a, b])
+(out,), _ = origin._eval(closed.jaxpr, list(closed.consts), [a, b])
 assert out.devices() == {cpu0} and out.tolist() == [2.0, 2.0, 2.0], out
 print("ok")
 """
