@@ -53,3 +53,25 @@ def test_targeting_off_never_calls_hypothesis_target(fake_plugin, fake_profile, 
         max_examples=5,
     )
     assert calls == []
+
+
+def test_the_records_beside_the_contract_are_checked_when_a_target_is_made(fake_plugin):
+    """``library``, ``search``, ``baselines`` and ``mutant`` take their own records: anything else
+    is a clear error naming the field, as is a mutant's unknown class."""
+    from fuzz.target import Library, MutantOf
+
+    real = get("fake_double")
+    with pytest.raises(TypeError, match=r"search must be a fuzz.target.Search, got dict"):
+        dataclasses.replace(real, search={"targeting": False})
+    with pytest.raises(TypeError, match=r"mutant must be a fuzz.target.MutantOf, got str"):
+        dataclasses.replace(real, mutant="fake_double")
+    with pytest.raises(ValueError, match=r"expected_class='wrong' is not one of"):
+        MutantOf("fake_double", "wrong")
+    declared = dataclasses.replace(real, library=Library(backends=("nowhere",)))
+    assert declared.library.backends == ("nowhere",) and not declared.is_mutant
+    mutant = dataclasses.replace(real, mutant=MutantOf("fake_double", "nan", shrink_bound=3))
+    assert (mutant.mutant_of, mutant.expected_class, mutant.shrink_limit(_case())) == (
+        "fake_double",
+        "nan",
+        3,
+    )
