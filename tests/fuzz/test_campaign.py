@@ -27,6 +27,17 @@ def fuzz_cli(*args, env=None, timeout=300):
     )
 
 
+def fuzz_popen(*args, **popen):
+    """``python -m fuzz ARGS`` started in the background, its output (stdout and stderr) piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "fuzz", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
+
+
 @pytest.fixture(scope="module")
 def fault_campaign(tmp_path_factory):
     """One short CPU campaign over the fault-injection mutants, their correct base kernel and two
@@ -137,31 +148,23 @@ def test_reports_markdown_and_junit(fault_campaign):
 
 def test_sigterm_ends_the_campaign_with_a_complete_report(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fuzz",
-            "run",
-            "--profile",
-            "ci",
-            "--plugin",
-            FAKE,
-            "--mutants",
-            "--targets",
-            "fake_double,fake_double_nan",
-            "--backends",
-            "fake",
-            "--budget",
-            "120",
-            "--slice",
-            "1",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = fuzz_popen(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        FAKE,
+        "--mutants",
+        "--targets",
+        "fake_double,fake_double_nan",
+        "--backends",
+        "fake",
+        "--budget",
+        "120",
+        "--slice",
+        "1",
+        "--out",
+        str(out),
     )
     deadline = time.time() + 60
     found = False
@@ -201,30 +204,22 @@ def test_sigterm_to_the_process_group_is_a_stop_not_a_crash(tmp_path):
     # timeout(1), a systemd stop and `kill -TERM -- -PGID` signal the whole process group: the
     # workers get SIGTERM too, in the middle of an example. That is the user's stop, no finding.
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fuzz",
-            "run",
-            "--profile",
-            "ci",
-            "--plugin",
-            FAKE,
-            "--targets",
-            "fake_double",
-            "--backends",
-            "fake",
-            "--budget",
-            "120",
-            "--slice",
-            "1",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = fuzz_popen(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        FAKE,
+        "--targets",
+        "fake_double",
+        "--backends",
+        "fake",
+        "--budget",
+        "120",
+        "--slice",
+        "1",
+        "--out",
+        str(out),
         start_new_session=True,
     )
     _wait_for_examples(out, proc)
@@ -365,13 +360,7 @@ def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path)
         "--out",
         str(out),
     ]
-    first = subprocess.Popen(
-        [sys.executable, "-m", "fuzz", *args, "--budget", "120"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    first = fuzz_popen(*args, "--budget", "120", start_new_session=True)
     lock = out / ".campaign.lock"
     try:
         deadline = time.time() + 60
@@ -511,31 +500,23 @@ def test_memory_maps_recycle_workers_and_exhaustion_is_no_kernel_crash(tmp_path)
     plugin = tmp_path / "resources.py"
     plugin.write_text(RESOURCES.format(fake=FAKE, d=str(tmp_path)))
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fuzz",
-            "run",
-            "--profile",
-            "ci",
-            "--plugin",
-            str(plugin),
-            "--targets",
-            "fake_leaks,fake_hogs,fake_says_enomem",
-            "--backends",
-            "fake",
-            "--budget",
-            "6",
-            "--slice",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "KERNEL_FUZZ_MAP_LIMIT": "8000"},
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        str(plugin),
+        "--targets",
+        "fake_leaks,fake_hogs,fake_says_enomem",
+        "--backends",
+        "fake",
+        "--budget",
+        "6",
+        "--slice",
+        "1",
+        "--out",
+        str(out),
+        env={"KERNEL_FUZZ_MAP_LIMIT": "8000"},
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
