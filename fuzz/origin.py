@@ -628,7 +628,8 @@ def _intercept_pallas_call() -> Any:
 def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
     """The earliest birth a non-finite output element of the kernel carries (see :class:`_Flow`);
     not found, with a note naming the first birth, where none reaches an output (the non-finite
-    value came with the kernel's inputs, or is compiled-only behaviour)."""
+    value came with the kernel's inputs, or is compiled-only behaviour); the first birth where
+    the replay raised before its outputs."""
     from fuzz.backends import adapter_for, get_backend
 
     backend = get_backend("pallas-interpret")
@@ -647,11 +648,11 @@ def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
         with jax.default_device(device), _intercept_pallas_call(), np.errstate(all="ignore"):
             target.kernels["pallas"](inputs, dict(case.params), out=None, interpret=True)
     except Exception as e:
+        raised = f"the interpreted replay raised {type(e).__name__}: {e}"[:300]
         if not flow.births:
-            return {
-                "found": False,
-                "note": f"the interpreted replay raised {type(e).__name__}: {e}"[:300],
-            }
+            return {"found": False, "note": raised}
+        if not flow.reached:  # no outputs to follow the births to: the first, as it is
+            return {**flow.births[0], "note": f"the first birth; {raised}"}
     finally:
         _FLOWS.pop()
         _TRACE_DEVICE.pop()

@@ -2,6 +2,8 @@
 division by zero, in Triton's interpreter (NumPy traps) and Pallas interpret mode (primitive
 checks); mutants are traced to their mutated line."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -66,6 +68,19 @@ def test_a_birth_in_a_discarded_where_branch_is_not_the_origin():
     assert o["expression"] == "lse.astype(jnp.float16)", o
     real = origin.trace(get("attention"), "pallas-interpret", case)
     assert not real["found"] and "(the first, discarded: overflow in `z * poly`" in real["note"]
+    # a replay that raises after its births has no outputs to follow them to: the first birth
+    entry = get("attention").kernels["pallas"]
+
+    def raising(*args, **kwargs):
+        entry(*args, **kwargs)
+        raise RuntimeError("after the kernel")
+
+    broken = dataclasses.replace(get("attention"), kernels={"pallas": raising})
+    o = origin.trace(broken, "pallas-interpret", case)
+    assert o["found"] and o["function"] == "_tanh", o
+    assert (
+        o["note"] == "the first birth; the interpreted replay raised RuntimeError: after the kernel"
+    )
 
 
 def test_replay_prints_the_origin_and_the_hazards(tmp_path, capsys):
