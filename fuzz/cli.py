@@ -148,6 +148,14 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         "productive pairs (default 0.3)",
     )
     run.add_argument(
+        "--examples",
+        type=count_arg,
+        default=None,
+        metavar="N",
+        help="stop each pair after N examples; the campaign ends once every pair has run them "
+        "(or is retired), the budget bounding it still",
+    )
+    run.add_argument(
         "--no-triage", action="store_true", help="do not replay the previous report's reproducers"
     )
     _plugin_arg(run)
@@ -385,6 +393,7 @@ def _campaign_config(
         compile_timeout=args.compile_timeout,
         min_share=args.min_share,
         slice_seconds=args.slice,
+        examples=args.examples,
         argv=sys.argv[1:],
         plugins=plugin_specs(targets),
         triage=not args.no_triage,

@@ -210,6 +210,7 @@ class CampaignConfig:
     hang_confirm_factor: float = 4.0
     min_share: float = 0.3
     slice_seconds: float | None = None
+    examples: int | None = None  # a pair is done once it has run this many examples
     max_deaths: int = 2
     argv: Sequence[str] = ()
     plugins: Sequence[str] = ()
@@ -344,7 +345,7 @@ class Campaign:
         return self.deadline - time.perf_counter()
 
     def _pick(self) -> PairState | None:
-        active = [p for p in self.pairs if not p.retired and not p.running]
+        active = [p for p in self.pairs if not p.retired and not p.running and not self._done(p)]
         if not active:
             return None
         under = [p for p in active if p.seconds < self.floor]
@@ -354,6 +355,11 @@ class Campaign:
         return max(
             active, key=lambda p: p.rate + 0.5 * math.sqrt(math.log(total + 1) / (p.slices + 1))
         )
+
+    def _done(self, pair: PairState) -> bool:
+        """Whether ``pair`` has run the examples the campaign asked of each pair (``--examples``)."""
+        quota = self.config.examples
+        return quota is not None and pair.examples >= quota
 
     def _dispatch(self, w: WorkerHandle) -> bool:
         try:
@@ -402,6 +408,9 @@ class Campaign:
             "seed": (self.config.seed * 1_000_003 + sl.id) % 2**32,
             "time_limit": limit,
             "hard_limit": limit + shrink,
+            "max_examples": None
+            if self.config.examples is None
+            else self.config.examples - pair.examples,
             "known": sorted(pair.in_process_classes),
             "reuse": pair.slices == 0,
         }
@@ -500,6 +509,8 @@ class Campaign:
             pair.error = f"{summary['error']}{where}"
             pair.retired = "harness error"
             self.log(f"ERROR {pair.target.name} on {pair.backend}: {pair.error[:400]}")
+        elif self._done(pair):
+            pass  # its --examples are run: no more slices, and not retired for a reason of its own
         elif (
             summary.get("stopped") == "examples"
             and not summary.get("found")
@@ -876,7 +887,9 @@ class Campaign:
         return self._write_report(final=True)
 
     def _schedulable(self) -> bool:
-        return bool(self.replay_queue) or any(not p.retired for p in self.pairs)
+        return bool(self.replay_queue) or any(
+            not p.retired and not self._done(p) for p in self.pairs
+        )
 
     def _poll(self, timeout: float) -> None:
         live = [w for w in self.workers if w.process is not None and w.conn is not None]

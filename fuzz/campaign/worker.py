@@ -328,7 +328,7 @@ def _hunt(
             target,
             sl.backend,
             config.options,
-            max_examples=10**9,
+            max_examples=task.get("max_examples") or 10**9,
             seed=task["seed"],
             database=db,
             repro_dir=None,
