@@ -2,7 +2,8 @@
 
 Public surface. Fuzzing your own kernel against a built-in family (``fuzz.plugin``):
 :func:`fuzz_kernel` with :class:`Capabilities`, :class:`Conventions` and :class:`Layout`;
-:func:`autograd_backward`; :class:`Property` for checks of your own. Lower level: targets
+:func:`autograd_backward`; :class:`Property` for checks of your own; :class:`KnownFailure` for
+failures your library accepts. Lower level: targets
 (:class:`Target` with its :class:`Library`, :class:`Search`, :class:`Baselines` and
 :class:`MutantOf` records, :func:`register`), cases, tolerance policy, the hunt loop and
 profiles. See README.md for the command line.
@@ -18,6 +19,7 @@ from fuzz.failures import CLASSES, Finding
 from fuzz.plugin import Capabilities, Conventions, Layout, autograd_backward, fuzz_kernel
 from fuzz.profiles import PROFILES, Profile, get_profile
 from fuzz.properties import Context, Property, check_case
+from fuzz.signatures import KnownFailure
 from fuzz.target import (
     Baselines,
     Hazard,
@@ -44,6 +46,7 @@ __all__ = [
     "Finding",
     "Hazard",
     "HuntResult",
+    "KnownFailure",
     "Layout",
     "Library",
     "Metrics",

@@ -141,11 +141,19 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         help="seconds per scheduling slice (default: budget / (4 x pairs), 1..60)",
     )
     run.add_argument(
-        "--min-share",
-        type=float,
-        default=0.3,
-        help="fraction of the budget split evenly before the scheduler favours "
-        "productive pairs (default 0.3)",
+        "--floor-examples",
+        type=count_arg,
+        default=200,
+        metavar="N",
+        help="every pair is fuzzed N examples (or --floor-seconds) before the scheduler "
+        "favours pairs that find new bugs (default 200)",
+    )
+    run.add_argument(
+        "--floor-seconds",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="... or S seconds of fuzzing, compiling not counted (default 30)",
     )
     run.add_argument(
         "--examples",
@@ -302,8 +310,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
     map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT
-    if not 0 <= args.min_share <= 1:
-        raise ValueError(f"--min-share={args.min_share} must be between 0 and 1")
     out = Path(args.out)
     repro_dir = Path(args.repro_dir) if args.repro_dir else out / "reproducers"
     for option, folder in (("--out", out), ("--repro-dir", repro_dir)):
@@ -391,7 +397,8 @@ def _campaign_config(
         devices=gpus or [None],
         example_timeout=args.example_timeout or (120.0 if profile.needs_gpu else 600.0),
         compile_timeout=args.compile_timeout,
-        min_share=args.min_share,
+        floor_examples=args.floor_examples,
+        floor_seconds=args.floor_seconds,
         slice_seconds=args.slice,
         examples=args.examples,
         argv=sys.argv[1:],
@@ -448,17 +455,18 @@ def _live_display(console: object) -> tuple[Any, Callable[[str], None], Any]:
         t = Table(
             title=f"campaign: {left:.0f}s left, {len(c.workers)} worker(s), {c.restarts} restart(s)"
         )
-        for col in ("target", "backend", "examples", "ex/s", "failures", "state"):
+        for col in ("target", "backend", "examples", "ex/s", "compile s", "bugs", "state"):
             t.add_column(col)
         for p in c.pairs:
-            rate = p.total_examples / p.seconds if p.seconds > 0 else 0.0
+            rate = p.total_examples / p.fuzz_seconds if p.fuzz_seconds > 0 else 0.0
             state = p.retired or ("running" if p.running else "")
             t.add_row(
                 p.target.name,
                 p.backend,
                 str(p.total_examples),
                 f"{rate:.1f}",
-                ", ".join(sorted(p.found)) or "-",
+                f"{p.compile_seconds:.0f}",
+                f"{len(p.found)} ({', '.join(sorted(p.classes))})" if p.found else "-",
                 state,
             )
         return t
@@ -481,6 +489,17 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
     from rich.table import Table
 
     assert isinstance(console, Console)
+    from fuzz.campaign.report import cell_text, matrix
+
+    backends, cells = matrix(report["results"])
+    grid = Table(title="target x backend: status, examples, fuzzing + compile seconds, bugs")
+    grid.add_column("target")
+    for b in backends:
+        grid.add_column(b)
+    for target, row in cells:
+        grid.add_row(target, *(cell_text(row.get(b)) for b in backends))
+    if cells:
+        console.print(grid)
     table = Table(title="findings")
     for col in (
         "triage",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import random
 import time
 import unittest
@@ -33,6 +34,7 @@ from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
 from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_compiled
+from fuzz.signatures import Bug, bug_key, conditions, covering, declared, same_bug, signature
 from fuzz.target import Target
 from fuzz.timing import NewCompile, no_new_compiles
 
@@ -160,6 +162,50 @@ def _without_pareto_front() -> Any:
         conjecture.ParetoFront = saved  # type: ignore[attr-defined,misc]
 
 
+@contextlib.contextmanager
+def _statistics(callback: Callable[[dict[str, Any]], None]) -> Any:
+    """Hands Hypothesis's statistics of each run to ``callback`` (and to whoever collected them
+    before: pytest's ``--hypothesis-show-statistics``)."""
+    try:
+        from hypothesis.statistics import collector
+    except ImportError:  # a Hypothesis without it: no statistics, no exhaustion verdicts
+        yield
+        return
+    outer = collector.value
+
+    def both(stats: dict[str, Any]) -> None:
+        callback(stats)
+        if outer is not None:
+            outer(stats)
+
+    with collector.with_value(both):
+        yield
+
+
+def _exhausted(stats: list[dict[str, Any]], failed: bool) -> bool:
+    """Whether Hypothesis stopped a run because every distinct example has been tried (its
+    choice tree is exhausted), not at a limit or after a failure: a finished search space."""
+    if failed or not stats:
+        return False
+    last = stats[-1]
+    if last.get("stopped-because") != "nothing left to do" or "shrink-phase" in last:
+        return False
+    generate = last.get("generate-phase")
+    if not generate:
+        return False
+    statuses = [c.get("status") for c in generate.get("test-cases", [])]
+    try:
+        from hypothesis.internal.conjecture.engine import (
+            INVALID_PER_VALID,
+            INVALID_THRESHOLD_BASE,
+        )
+    except ImportError:
+        return False
+    valid = statuses.count("valid")
+    invalid = len(statuses) - valid
+    return invalid <= INVALID_THRESHOLD_BASE + INVALID_PER_VALID * valid
+
+
 @dataclass
 class Hooks:
     """Callbacks a campaign worker attaches to a hunt (all optional).
@@ -216,7 +262,7 @@ class _Hunter:
         *,
         result: HuntResult,
         hooks: Hooks,
-        known: frozenset[str],
+        known: Collection[str | Bug],
         time_limit: float | None,
         hard_limit: float | None,
         min_examples: int,
@@ -224,7 +270,12 @@ class _Hunter:
         stage: Stage,
     ) -> None:
         self.target, self.b, self.options = target, backend, options
-        self.result, self.hooks, self.known = result, hooks, known
+        self.result, self.hooks = result, hooks
+        # Classes known as a whole (a shrink stage's other classes), and bugs found before.
+        self.known_classes = frozenset(k for k in known if isinstance(k, str))
+        self.known_bugs: list[Bug] = [k for k in known if isinstance(k, Bug)]
+        self.declared = tuple(target.library.known_failures)
+        self.labels: dict[str, str] = {}  # bug key -> its key in HuntResult.found
         self.min_examples, self.on_example = min_examples, on_example
         self.t0 = time.perf_counter()
         self.stop_at = None if time_limit is None else self.t0 + time_limit
@@ -238,7 +289,8 @@ class _Hunter:
         # Extra determinism runs once a race has shown (see fuzz.properties._determinism): the
         # examples Hypothesis then tries while shrinking fail reliably, not one run in a few.
         self.race_repeats = 0
-        self.stage = stage
+        self.stage = self.search_stage = stage
+        self.exhausted = False  # the last run tried every distinct example (Hypothesis said)
 
     # The test body -----------------------------------------------------------------------------
 
@@ -249,7 +301,9 @@ class _Hunter:
                 self.hooks.on_feature(name)
 
     def _check_time(self, final: bool) -> None:
-        now = time.perf_counter()
+        # A hunt's time limits count fuzzing: compiling a kernel is a setup cost, and a slice
+        # that compiled for a minute still fuzzes for its seconds.
+        now = time.perf_counter() - self.result.stats.compile_seconds
         if self.hard_at is not None and now > self.hard_at and not final:
             self.result.stopped = "hard-limit"
             raise OutOfTime
@@ -333,26 +387,46 @@ class _Hunter:
         # A sticky CUDA error: nothing more runs in this process, so this example is kept as it
         # is, unshrunk (its reproducer replays in a fresh process), even of a known class.
         context_lost = reproducer.kills_context(f)
-        if f.cls in self.known and not context_lost:
-            result.known_hits[f.cls] += 1
-            return  # found and shrunk before: look for something new instead
-        f.details["signature"] = reproducer.signature(target.name, f)
-        is_new = f.cls not in self.first
+        dtype = case.params.get("dtype")
+        key = bug_key(f, dtype)
+        holds = conditions(target, case, outcome.context.hazards)
+        if not context_lost:
+            accepted = declared(self.declared, f, dtype, holds)
+            if accepted is not None:  # the library says it knows: count it, look for others
+                result.declared_hits[accepted.describe()] += 1
+                return
+            if self.stage.only is not None and key != self.stage.only:
+                result.known_hits[key] += 1  # a shrink stage shrinks one bug only
+                return
+            if f.cls in self.known_classes:
+                result.known_hits[f.cls] += 1
+                return
+            known = covering(self.known_bugs, key, holds)
+            if known is not None:  # found and shrunk before: look for something new instead
+                result.known_hits[known.signature] += 1
+                return
+        triggers = holds
+        f.details["dtype"] = dtype
+        f.details["bug_key"] = key
+        f.details["triggers"] = sorted(triggers)
+        f.details["signature"] = signature(target.name, key, triggers)
+        is_new = key not in self.first
         if is_new:
-            self.first[f.cls] = (result.examples, elapsed)
+            self.first[key] = (result.examples, elapsed)
         found = Found(
             f,
             case,
             outcome.params,
-            *self.first[f.cls],
+            *self.first[key],
             minimal_seconds=elapsed,
             final=final,
             choices=_current_choices(),
+            key=key,
         )
         plot = self.hooks.error_maps
         if final and plot is not None:
             found.plots = plot(outcome.context)
-        (self.minimal if final else self.last_seen)[f.cls] = found
+        (self.minimal if final else self.last_seen)[key] = found
         if (is_new or final or context_lost) and self.hooks.on_found is not None:
             if is_new and plot is not None and not found.plots:
                 found.plots = plot(outcome.context)
@@ -365,9 +439,9 @@ class _Hunter:
             result.stopped = "goal"
             raise _GoalReached
         if self.stage.hand_off and is_new and not final and found.choices:
-            self.handed_off.append(f.cls)
+            self.handed_off.append(key)
             raise _HandOff
-        raise_for(f)
+        raise_for(f, key)
 
     # Hypothesis --------------------------------------------------------------------------------
 
@@ -403,9 +477,15 @@ class _Hunter:
     def run_test(self, test: Any, shrink_seconds: float) -> bool:
         """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
         result = self.result
+        stats: list[dict[str, Any]] = []
         try:
-            with _without_pareto_front(), _shrink_budget(shrink_seconds):
+            with (
+                _without_pareto_front(),
+                _shrink_budget(shrink_seconds),
+                _statistics(stats.append),
+            ):
                 test()
+            self.exhausted = _exhausted(stats, bool(self.first))
         except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
             pass
         except unittest.SkipTest as exc:
@@ -455,31 +535,74 @@ class _Hunter:
 
     def conclude(self, database: ExampleDatabase | None) -> None:
         """Shrinks the failures the search handed over (``fuzz.shrink``), saves each minimal
-        example to ``database`` and hands it to ``on_found``; then settles the result."""
+        example to ``database`` and hands it to ``on_found``; then settles the round's bugs into
+        the result (each a known bug of the rounds that follow)."""
         result, found = self.result, self.found()
-        for cls in self.handed_off:
-            found[cls] = shrink_compiled(
+        for key in self.handed_off:
+            found[key] = shrink_compiled(
                 self.target,
                 self.b,
                 self.options,
-                found[cls],
+                found[key],
                 hunt=hunt,
                 into=result,
-                hard_at=self.hard_at,
+                hard_at=None
+                if self.hard_at is None
+                else self.hard_at + result.stats.compile_seconds,
                 narrowing=self.narrowing,
             )
-            key = database_key(self.target.name, self.b.name)
-            if database is not None and found[cls].choices:
-                database.save(key, choices_to_bytes(found[cls].choices))
-            if self.hooks.on_found is not None and found[cls].final:
-                self.hooks.on_found(result, found[cls])
+            db_key = database_key(self.target.name, self.b.name)
+            if database is not None and found[key].choices:
+                database.save(db_key, choices_to_bytes(found[key].choices))
+            if self.hooks.on_found is not None and found[key].final:
+                self.hooks.on_found(result, found[key])
         result.seconds = time.perf_counter() - self.t0
         if not result.stopped:
             result.stopped = "examples"
-        result.found.update(found)
+        for f in found.values():
+            self.settle(f)
+
+    def settle(self, f: Found) -> None:
+        """Adds bug ``f`` to the result, or in place of an earlier one it is the same bug as
+        (``fuzz.signatures.same_bug``: the one with fewer triggers is kept)."""
+        result = self.result
+        bug = bug_of(f)
+        for label, old in list(result.found.items()):
+            if same_bug(bug, bug_of(old)):
+                if len(bug.triggers) < len(old.triggers):
+                    result.found[label] = f
+                    self.known_bugs = [b for b in self.known_bugs if b != bug_of(old)]
+                    self.known_bugs.append(bug)
+                return
+        label = self.labels.get(f.key)
+        if label is None or label in result.found:
+            n = len(result.of_class(f.finding.cls))
+            label = f.finding.cls if n == 0 else f"{f.finding.cls}@{n + 1}"
+            while label in result.found:
+                n += 1
+                label = f"{f.finding.cls}@{n + 1}"
+            self.labels[f.key] = label
+        result.found[label] = f
+        self.known_bugs.append(bug)
+
+    def next_round(self) -> None:
+        """Forgets the round's own bookkeeping; what it found is known from now on."""
+        self.first.clear()
+        self.last_seen.clear()
+        self.minimal.clear()
+        self.handed_off.clear()
+        self.exhausted = False
+        self.stage = self.search_stage
+        if self.result.stopped == "examples":
+            self.result.stopped = ""
 
     def found(self) -> dict[str, Found]:
         return {**self.last_seen, **self.minimal}
+
+
+def bug_of(f: Found) -> Bug:
+    """The bug a finding is (its key, triggers and signature)."""
+    return Bug(f.key or f.finding.cls, frozenset(f.triggers), f.signature)
 
 
 def _settle_seed(
@@ -551,14 +674,16 @@ def hunt(
     time_limit: float | None = None,
     hard_limit: float | None = None,
     min_examples: int = 1,
-    known: Collection[str] = (),
+    known: Collection[str | Bug] = (),
     reuse: bool = True,
     on_example: Callable[[HuntResult], None] | None = None,
     hooks: Hooks | None = None,
     stage: Stage | None = None,
     narrowing: dict[str, tuple[Any, ...]] | None = None,
+    stop_when: Callable[[HuntResult], bool] | None = None,
 ) -> HuntResult:
-    """Fuzzes ``target`` on ``backend`` under ``profile``; returns minimal failures per class.
+    """Fuzzes ``target`` on ``backend`` under ``profile``; returns the minimal example of each
+    distinct bug (failure signature, ``fuzz.signatures``) it found.
 
     Args:
         profile: a :class:`fuzz.profiles.Profile`, or :class:`fuzz.profiles.HuntOptions` (a
@@ -573,12 +698,17 @@ def hunt(
             on from the smallest failing example saved, up to ``FLAKY_RESHRINKS`` times.
         repro_dir: where to write reproducer scripts (None: do not write them).
         time_limit: seconds after which no new examples are generated (shrinking of a failure
-            already found still completes), once ``min_examples`` have run.
+            already found still completes), once ``min_examples`` have run. Until then the hunt
+            goes on after a finding: Hypothesis stops generating soon after it finds a bug, so
+            the hunt starts it again (a new seed, the bugs found so far known) until the time or
+            ``max_examples`` are spent or Hypothesis says the search space is exhausted.
         hard_limit: seconds after which the hunt stops whatever it is doing, shrinking included;
             a failure being shrunk is kept as the best example so far.
-        known: failure classes already found and shrunk (by an earlier slice of a campaign): an
-            example failing with one of them counts as a hit and is not shrunk again, so the hunt
-            goes on looking for new classes.
+        known: bugs already found and shrunk (``fuzz.signatures.Bug``, by an earlier slice of a
+            campaign), or whole failure classes: an example failing as one of them counts as a hit
+            (``HuntResult.known_hits``) and is not shrunk again, so the hunt goes on looking for
+            new bugs. A failure the target's library declares (``Library.known_failures``) is
+            counted (``HuntResult.declared_hits``) and never reported as a bug.
         reuse: replay the database first (a campaign's later slices skip it).
         on_example: called after every example (progress display).
         hooks: campaign callbacks (:class:`Hooks`).
@@ -586,6 +716,8 @@ def hunt(
         narrowing: the compile-time choices to draw from (strategy keywords, e.g.
             ``{"dtypes": ("float32",)}``); None: picked for this run by the profile
             (:func:`run_narrowing`). A shrink stage replays with its search's.
+        stop_when: ends a hunt with a time limit after the round in which it holds (the
+            scoreboard stops at its mutant's class; a campaign hunts on for more bugs).
 
     On a compiled backend whose profile shrinks in the interpreter (``Profile.interpreter_shrink``)
     a new failure ends the search unshrunk and is shrunk by :func:`fuzz.shrink.shrink_compiled`:
@@ -615,10 +747,25 @@ def hunt(
     seed = _settle_seed(target, b, options, seed, n, database)
     hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
     db = _example_database(target, b, options, database, hunter.stage)
-    hunter.search(
-        max_examples=n, database=db, seed=seed, phases=_phases(options, hunter.stage, reuse)
-    )
-    hunter.conclude(db)
+    rounds = time_limit is not None and stage is None
+    for round_ in itertools.count():
+        before = result.examples
+        hunter.search(
+            max_examples=n - result.examples,
+            database=db,
+            seed=None if seed is None else seed + 7919 * round_,
+            phases=_phases(options, hunter.stage, reuse and round_ == 0),
+        )
+        hunter.conclude(db)
+        if hunter.exhausted:
+            result.stopped = "exhausted"
+        if not rounds or result.stopped != "examples" or result.error is not None:
+            break
+        if result.examples >= n or result.examples == before:
+            break  # its examples are spent, or the round could run none
+        if stop_when is not None and stop_when(result):
+            break
+        hunter.next_round()
     if repro_dir is not None:
         for f in result.found.values():
             f.reproducer = write_reproducer(repro_dir, target, b.name, f, options)

@@ -103,5 +103,21 @@ def _exception_type(cls: str) -> type[KernelFailure]:
 FAILURE_TYPES: dict[str, type[KernelFailure]] = {c: _exception_type(c) for c in CLASSES}
 
 
-def raise_for(finding: Finding) -> None:
-    raise FAILURE_TYPES[finding.cls](finding)
+_KEYED: dict[str, type[KernelFailure]] = {}
+
+
+def failure_type(cls: str, key: str | None = None) -> type[KernelFailure]:
+    """The exception type of failure class ``cls``, or of one bug ``key`` of it
+    (``fuzz.signatures.bug_key``): a subclass per key, so that Hypothesis, which tells bugs apart
+    by their exception type and place, shrinks two keys as two bugs."""
+    base = FAILURE_TYPES[cls]
+    if key is None:
+        return base
+    t = _KEYED.get(key)
+    if t is None:
+        t = _KEYED[key] = type(base.__name__, (base,), {"key": key, "__module__": __name__})
+    return t
+
+
+def raise_for(finding: Finding, key: str | None = None) -> None:
+    raise failure_type(finding.cls, key)(finding)

@@ -33,6 +33,7 @@ interpreted backend, autotuned ones with one drawn config per example (``fuzz.tr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -45,6 +46,7 @@ from fuzz.case import Case
 from fuzz.failures import MASKING, Finding
 from fuzz.families import Family, get_family
 from fuzz.properties import Context, Property
+from fuzz.signatures import KnownFailure
 from fuzz.target import Baselines, Library, Target, get, register
 
 LANGUAGES = {"triton": "triton", "pallas": "pallas"}
@@ -504,6 +506,7 @@ def fuzz_kernel(
     siblings: Mapping[str, Callable[..., Any]] | None = None,
     properties: Sequence[Property] = (),
     disable: Mapping[str, str] | None = None,
+    known_failures: Sequence[KnownFailure] = (),
     description: str = "",
 ) -> Target:
     """Registers ``kernel`` to be fuzzed as a ``family`` kernel; returns its target.
@@ -525,6 +528,9 @@ def fuzz_kernel(
         properties: extra :class:`fuzz.Property` checks.
         disable: generic or family properties switched off, each with the reason (e.g.
             ``{"determinism": "atomic adds in the backward: order-dependent by design"}``).
+        known_failures: failures the library knows about (:class:`fuzz.KnownFailure`, e.g. fp32
+            dots computed in TF32): matching examples are counted as known and never end a hunt,
+            so the kernel's other bugs are still searched for.
         description: one line for listings.
 
     Raises:
@@ -562,6 +568,10 @@ def fuzz_kernel(
     for prop, sibling in SIBLING_PROPERTIES.get(fam.name, {}).items():
         if sibling_entries.get(sibling) is None:
             disabled.setdefault(prop, f"no siblings[{sibling!r}] kernel given to compare with")
+    known = tuple(known_failures)
+    for k in known:
+        if not isinstance(k, KnownFailure):
+            raise ValueError(f"known_failures has {k!r}; each must be a fuzz.KnownFailure")
     target = _build_target(
         name,
         fam,
@@ -576,6 +586,12 @@ def fuzz_kernel(
         disabled,
         description,
     )
+    if known:
+        for k in known:
+            k.check(target)
+        target = dataclasses.replace(
+            target, library=dataclasses.replace(target.library, known_failures=known)
+        )
     return register(target)
 
 
@@ -654,8 +670,6 @@ def _build_target(
     disable: Mapping[str, str],
     description: str,
 ) -> Target:
-    import dataclasses
-
     oracle, naive = base.oracle, base.naive
     extra: list[Property] = list(properties)
     if conv.empty_rows != "zeros" and fam.empty_rows is not None:

@@ -34,7 +34,7 @@ def status_of(expected_class: str | None, classes: Collection[str], *, error: st
 
 @dataclass
 class Found:
-    """The minimal example of one failure class."""
+    """The minimal example of one bug (one failure signature, ``fuzz.signatures``)."""
 
     finding: Finding
     case: Case
@@ -53,10 +53,15 @@ class Found:
     # each stage said.
     shrink_path: str = ""
     shrink_notes: list[str] = field(default_factory=list)
+    key: str = ""  # its bug key (fuzz.signatures.bug_key)
 
     @property
     def signature(self) -> str:
         return self.finding.details.get("signature", "")
+
+    @property
+    def triggers(self) -> list[str]:
+        return list(self.finding.details.get("triggers", []))
 
     @property
     def shrink_seconds(self) -> float:
@@ -75,6 +80,8 @@ class Found:
             "shrunk": self.final,
             "shrink_path": self.shrink_path,
             "shrink_notes": self.shrink_notes,
+            "bug_key": self.key,
+            "triggers": self.triggers,
             "reproducer": str(self.reproducer) if self.reproducer else None,
             "plots": self.plots,
         }
@@ -89,10 +96,15 @@ class HuntResult:
     examples: int = 0
     seconds: float = 0.0
     stats: Stats = field(default_factory=Stats)
+    # One entry per distinct bug: the first bug of each failure class under the class's name,
+    # more bugs of a class under "CLASS@2", "CLASS@3", ...
     found: dict[str, Found] = field(default_factory=dict)
     error: str | None = None  # the harness itself failed (strategy error, health check...)
     events: collections.Counter[str] = field(default_factory=collections.Counter)
+    # examples that failed as a bug found before (by its signature, or a known class)
     known_hits: collections.Counter[str] = field(default_factory=collections.Counter)
+    # examples that failed as a failure the library declared it knows (by its description)
+    declared_hits: collections.Counter[str] = field(default_factory=collections.Counter)
     features: set[str] = field(default_factory=set)  # coverage: hazard combinations, events
     # why the hunt ended: "time", "examples", "exhausted", "hard-limit", "context-lost"
     stopped: str = ""
@@ -102,7 +114,12 @@ class HuntResult:
 
     @property
     def classes(self) -> list[str]:
-        return sorted(self.found)
+        """The failure classes found (several bugs may share one)."""
+        return sorted({f.finding.cls for f in self.found.values()})
+
+    def of_class(self, cls: str) -> list[Found]:
+        """The bugs found of failure class ``cls``."""
+        return [f for f in self.found.values() if f.finding.cls == cls]
 
     @property
     def failed(self) -> bool:
@@ -111,7 +128,7 @@ class HuntResult:
     @property
     def status(self) -> str:
         """What the hunt says of its target (:func:`status_of`)."""
-        return status_of(self.expected_class, self.found, error=self.error)
+        return status_of(self.expected_class, self.classes, error=self.error)
 
     @property
     def examples_per_second(self) -> float:
@@ -143,5 +160,6 @@ class HuntResult:
             "variants": self.variants,
             "events": dict(self.events),
             "known_hits": dict(self.known_hits),
+            "declared_hits": dict(self.declared_hits),
             "findings": [f.as_dict() for f in self.found.values()],
         }

@@ -196,6 +196,7 @@ def _run_rows(
                 database=None,
                 time_limit=budget,
                 repro_dir=repro_dir,
+                stop_when=lambda r, m=m: m.expected_class in r.classes,
             )
             f = r.found.get(m.expected_class or "") or next(iter(r.found.values()), None)
             harness = {

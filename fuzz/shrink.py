@@ -58,6 +58,8 @@ class Stage:
         goal: the stage ends once a failing example meets ``goal(case)``, kept as it is.
         hand_off: a new failure class ends the run unshrunk (``_HandOff``).
         shrink_seconds: Hypothesis's cap on shrinking one failure (None: the profile's).
+        only: the bug key (``fuzz.signatures.bug_key``) a shrink stage shrinks; failures of other
+            keys count as hits (None: every key).
     """
 
     start: tuple[tuple[Any, ...], ...] = ()
@@ -66,6 +68,7 @@ class Stage:
     goal: Callable[[Case], bool] | None = None
     hand_off: bool = False
     shrink_seconds: float | None = None
+    only: str | None = None
 
 
 SHRINK_PHASES = (Phase.reuse, Phase.shrink)
@@ -87,11 +90,16 @@ def _twin(backend: Backend) -> Backend | None:
     return twin if twin.interpret and twin.available else None
 
 
-def _said(run: HuntResult, cls: str) -> str:
+def _of_key(run: HuntResult, key: str) -> Found | None:
+    """The bug of ``key`` a stage's run found (None: it did not fail so)."""
+    return next((f for f in run.found.values() if f.key == key), None)
+
+
+def _said(run: HuntResult, cls: str, key: str = "") -> str:
     """What a stage's backend said about the example (for the notes)."""
     if run.error is not None:
         return f"error: {run.error[:200]}"
-    if cls in run.found:
+    if _of_key(run, key) is not None or (not key and cls in run.classes):
         return f"{cls} (reproduced)"
     other = sorted(run.known_hits)
     return f"{', '.join(other)} instead of {cls}" if other else "passes"
@@ -111,7 +119,9 @@ def _confirm(target: Target, backend: Backend, options: HuntOptions, small: Foun
     f = outcome.finding
     if f is None or f.cls != small.finding.cls:
         return None
-    f.details["signature"] = small.finding.details.get("signature", "")
+    for k in ("signature", "bug_key", "triggers", "dtype"):
+        if k in small.finding.details:
+            f.details[k] = small.finding.details[k]
     return dataclasses.replace(small, finding=f, params=outcome.params, final=True)
 
 
@@ -165,6 +175,7 @@ class _Shrinker:
         self.target, self.backend, self.options = target, backend, options
         self.found = self.current = found
         self.cls = found.finding.cls
+        self.key = found.key
         self.hunt, self.into, self.narrowing = hunt, into, narrowing
         self.t0 = time.perf_counter()
         self.deadline = self.t0 + options.shrink_seconds
@@ -196,13 +207,14 @@ class _Shrinker:
             only_compiled=only_compiled,
             goal=goal,
             shrink_seconds=seconds,
+            only=self.key or None,
         )
         run = self.hunt(
             self.target,
             backend,
             options,
             database=None,
-            known=set(CLASSES) - {self.cls},
+            known=() if self.key else set(CLASSES) - {self.cls},
             hard_limit=max(1.0, seconds),
             stage=stage,
             narrowing=self.narrowing,
@@ -212,7 +224,7 @@ class _Shrinker:
         main.shrink_examples += run.examples
         for key, count in run.events.items():
             main.events[f"shrink: {key}"] += count
-        return run.found.get(self.cls), run
+        return (_of_key(run, self.key) if self.key else run.found.get(self.cls)), run
 
     def cut(self) -> None:
         """Shrinks on the compiled backend until the interpreter would take the case (compiled
@@ -253,7 +265,7 @@ class _Shrinker:
             return None
         plain = HuntOptions.of(self.options, differential=False)  # no twin to run there
         small, run = self.stage(twin, plain, seconds=self.left())
-        self.notes.append(f"{twin.name} said: {_said(run, cls)}")
+        self.notes.append(f"{twin.name} said: {_said(run, cls, self.key)}")
         if small is None:
             return None
         confirmed = _confirm(self.target, backend, self.options, small)
@@ -281,7 +293,7 @@ class _Shrinker:
             self.notes.append(
                 f"{self.backend.name}, {which}: {run.examples} examples, "
                 f"{run.stats.compiles} compiles, {self.current.case.size} elements "
-                f"({_said(run, self.cls)})"
+                f"({_said(run, self.cls, self.key)})"
             )
 
     def finish(self, best: Found, path: str) -> Found:

@@ -167,6 +167,9 @@ class Library:
             project's own.
         disabled: properties switched off, each with its declared reason (a kernel that is
             order-dependent by design, say).
+        known_failures: failures the library knows about and accepts
+            (``fuzz.signatures.KnownFailure``): matching examples are counted under their reason,
+            never shrunk nor reported as bugs, and never end a hunt.
     """
 
     backends: tuple[str, ...] | None = None
@@ -175,6 +178,7 @@ class Library:
     conventions: Mapping[str, str] = field(default_factory=dict)
     siblings: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     disabled: Mapping[str, str] = field(default_factory=dict)
+    known_failures: Sequence[Any] = ()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ new one, never half):
 The previous campaign's reports in the same folder move to ``history/<its start time>/``; its
 findings are triaged: *new* (first seen now), *still failing* (seen again, or its reproducer still
 fails when replayed at the start of this campaign), *fixed* (its reproducer passes now).
-Findings are deduplicated by signature (target, class, property, output, location pattern).
+Findings are deduplicated by signature (target, and the bug's key and triggers:
+``fuzz.signatures``); a finding found on several backends is one finding.
 """
 
 from __future__ import annotations
@@ -292,6 +293,33 @@ def _summary(
     }
 
 
+def matrix(rows: list[dict[str, Any]]) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    """The target x backend matrix every report opens with: (backends, [(target, {backend:
+    row})]), real targets first, then mutants, each by name."""
+    backends = sorted({r["backend"] for r in rows})
+    by_target: dict[str, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: (r["mutant"], r["target"])):
+        by_target.setdefault(r["target"], {})[r["backend"]] = r
+    return backends, list(by_target.items())
+
+
+def cell_text(r: dict[str, Any] | None) -> str:
+    """One cell of the matrix: status, examples, fuzzing and compile seconds, distinct bugs."""
+    if r is None:
+        return "-"
+    bugs = r.get("bugs", len(r["findings"]))
+    fuzz = r.get("fuzz_seconds", r["seconds"])
+    return (
+        f"{r['status']}: {r['examples']} ex, {fuzz:.0f}s fuzz + "
+        f"{r.get('compile_seconds', 0.0):.0f}s compile, {bugs} bug{'s' if bugs != 1 else ''}"
+    )
+
+
+def starved(rows: list[dict[str, Any]], floor: int = 200) -> list[dict[str, Any]]:
+    """Pairs that ran fewer than ``floor`` examples and were not retired (they were not fuzzed)."""
+    return [r for r in rows if r["examples"] < floor and not r.get("retired")]
+
+
 def write_all(out: Path, data: dict[str, Any]) -> None:
     atomic_write_text(out / "report.md", markdown(data, out))
     atomic_write_text(out / "report.xml", junit(data))
@@ -318,6 +346,7 @@ def markdown(data: dict[str, Any], out: Path) -> str:
     """``report.md``: the summary, the new and still failing findings, what was fixed or not
     re-checked, every (target, backend) pair, warnings."""
     lines = _markdown_summary(data)
+    lines += _markdown_matrix(data["results"])
     for title, pick in (("New", "new"), ("Still failing", "still failing")):
         group = [f for f in data["findings"] if f["triage"] == pick]
         if not group:
@@ -326,17 +355,20 @@ def markdown(data: dict[str, Any], out: Path) -> str:
         for f in group:
             lines += _markdown_finding(f, out)
     lines += _markdown_triage(data["triage"])
+    lines += _markdown_declared(data["results"])
     lines += [
-        "## Targets",
+        "## Pairs",
         "",
-        "| target | backend | status | examples | ex/s | seconds | classes |",
-        "| --- | --- | --- | ---: | ---: | ---: | --- |",
+        "| target | backend | status | examples | ex/s | fuzz s | compile s | bugs | hits |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |",
     ]
     for r in data["results"]:
         classes = ", ".join(f["class"] for f in r["findings"]) or "-"
+        hits = sum(r.get("known_hits", {}).values())
         lines.append(
             f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
-            f"| {r['examples']} | {r['examples_per_second']:.1f} | {r['seconds']:.1f} | {classes} |"
+            f"| {r['examples']} | {r['examples_per_second']:.1f} | {r.get('fuzz_seconds', r['seconds']):.1f} "
+            f"| {r.get('compile_seconds', 0.0):.1f} | {classes} | {hits} |"
         )
     lines.append("")
     problems = data["database"]["problems"]
@@ -345,6 +377,41 @@ def markdown(data: dict[str, Any], out: Path) -> str:
     v = data["versions"]
     lines.append("Versions: " + ", ".join(f"{k} {x}" for k, x in v.items()) + ".")
     return "\n".join(lines) + "\n"
+
+
+def _markdown_matrix(rows: list[dict[str, Any]]) -> list[str]:
+    """The target x backend matrix (``matrix``), and the pairs that were not fuzzed."""
+    if not rows:
+        return []
+    backends, table = matrix(rows)
+    lines = [
+        "## Matrix",
+        "",
+        "| target | " + " | ".join(backends) + " |",
+        "| --- |" + " --- |" * len(backends),
+    ]
+    for target, cells in table:
+        lines.append(
+            f"| {target} | " + " | ".join(cell_text(cells.get(b)) for b in backends) + " |"
+        )
+    lines.append("")
+    few = starved(rows)
+    if few:
+        names = ", ".join(f"{r['target']} on {r['backend']} ({r['examples']})" for r in few[:20])
+        more = f" and {len(few) - 20} more" if len(few) > 20 else ""
+        lines += [f"**Not fuzzed** (fewer than 200 examples): {names}{more}.", ""]
+    return lines
+
+
+def _markdown_declared(rows: list[dict[str, Any]]) -> list[str]:
+    """Failures the libraries declared they know, with the examples that hit them."""
+    hits = [(r, k, n) for r in rows for k, n in (r.get("declared_hits") or {}).items()]
+    if not hits:
+        return []
+    lines = ["## Known failures (declared by the library)", ""]
+    for r, known, n in hits:
+        lines.append(f"- {r['target']} on {r['backend']}: {known} ({n} examples)")
+    return [*lines, ""]
 
 
 def _markdown_summary(data: dict[str, Any]) -> list[str]:
@@ -390,6 +457,10 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         )
     for h in f.get("hazards", []):
         lines.append(f"- hazard: {h}")
+    if f.get("triggers"):
+        lines.append(f"- what sets it apart: {', '.join(f['triggers'])}")
+    if f.get("hits"):
+        lines.append(f"- hit again by {f['hits']} more example(s)")
     for o in _origin_text(f):
         lines.append(f"- {o.strip()}")
     if f.get("replayed"):
@@ -558,6 +629,7 @@ def html_report(data: dict[str, Any], out: Path) -> str:
     """``index.html``: the summary, each new and still failing finding with its error maps,
     what was fixed, throughput, every (target, backend) pair, warnings; self-contained."""
     body = _html_summary(data)
+    body += _html_matrix(data["results"])
     for title, pick in (("New findings", "new"), ("Still failing", "still failing")):
         group = [f for f in data["findings"] if f["triage"] == pick]
         if group:
@@ -622,6 +694,28 @@ def _html_summary(data: dict[str, Any]) -> list[str]:
     return body
 
 
+def _html_matrix(rows: list[dict[str, Any]]) -> list[str]:
+    """The target x backend matrix (``matrix``); a pair with fewer than 200 examples is marked."""
+    if not rows:
+        return []
+    backends, table = matrix(rows)
+    body = [
+        "<h2>Matrix</h2><table class=matrix><tr><th>target</th>"
+        + "".join(f"<th>{_e(b)}</th>" for b in backends)
+        + "</tr>"
+    ]
+    for target, cells in table:
+        tds = []
+        for b in backends:
+            r = cells.get(b)
+            few = r is not None and r["examples"] < 200 and not r.get("retired")
+            style = ' style="background:#fdd"' if few else ""
+            tds.append(f"<td{style}>{_e(cell_text(r))}</td>")
+        body.append(f"<tr><td>{_e(target)}</td>{''.join(tds)}</tr>")
+    body.append("</table><p><small>red: fewer than 200 examples (not fuzzed)</small></p>")
+    return body
+
+
 def _html_targets(results: list[dict[str, Any]]) -> list[str]:
     body = ["<h2>Throughput</h2>"]
     body.append(
@@ -631,7 +725,7 @@ def _html_targets(results: list[dict[str, Any]]) -> list[str]:
         )
     )
     body.append(
-        "<h2>Targets</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
+        "<h2>Pairs</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
         "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th></tr>"
     )
     for r in results:

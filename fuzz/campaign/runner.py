@@ -58,6 +58,7 @@ from fuzz.campaign.worker import (
 from fuzz.failures import Finding
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.results import status_of
+from fuzz.signatures import Bug, bug_key, same_bug, signature
 from fuzz.target import Target, plugins, target_plugin
 
 NEW_CLASS_WEIGHT = 10.0  # a new failure class counts as much as ten new coverage features
@@ -71,19 +72,22 @@ class PairState:
     backend: str
     examples: int = 0
     live_examples: int = 0  # examples of the slice in flight (progress messages)
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time of its slices, compiling included
+    live_compile: float = 0.0  # compile seconds of the slice in flight (progress messages)
     slices: int = 0
     deaths: int = 0
+    repeat_deaths: int = 0  # deaths that only hit a known bug again (no new finding)
     exhaustions: int = 0  # its worker died of a resource exhaustion (not counted as deaths)
-    rate: float = 0.0  # recent gain per second (new classes x 10 + new features)
+    rate: float = 0.0  # recent gain per fuzzing second (new bugs x 10 + new features)
     running: bool = False
     retired: str = ""
     error: str | None = None
-    found: dict[str, dict[str, Any]] = field(default_factory=dict)  # class -> finding record
-    in_process_classes: set[str] = field(default_factory=set)
+    found: dict[str, dict[str, Any]] = field(default_factory=dict)  # signature -> finding record
+    origins: dict[str, str] = field(default_factory=dict)  # "slice:bug key" -> its signature
     features: set[str] = field(default_factory=set)
     events: Counter[str] = field(default_factory=Counter)
-    known_hits: Counter[str] = field(default_factory=Counter)
+    known_hits: Counter[str] = field(default_factory=Counter)  # signature -> examples hitting it
+    declared_hits: Counter[str] = field(default_factory=Counter)  # declared failure -> examples
     stats: Counter[str] = field(default_factory=Counter)
     slice_new: float = 0.0
 
@@ -96,15 +100,40 @@ class PairState:
         return self.examples + (self.live_examples if self.running else 0)
 
     @property
+    def compile_seconds(self) -> float:
+        return self.stats["compile_seconds"] + (self.live_compile if self.running else 0.0)
+
+    @property
+    def fuzz_seconds(self) -> float:
+        """Seconds it was fuzzed, compiling not counted (a setup cost, not held against it)."""
+        return max(0.0, self.seconds - self.stats["compile_seconds"])
+
+    @property
+    def classes(self) -> set[str]:
+        return {rec["class"] for rec in self.found.values()}
+
+    @property
     def status(self) -> str:
         """What the campaign says of the pair so far (``fuzz.results.status_of``)."""
-        return status_of(self.target.expected_class, self.found, error=self.error)
+        return status_of(self.target.expected_class, self.classes, error=self.error)
+
+    def bugs(self) -> list[Bug]:
+        """The distinct bugs found so far (known to its next slices)."""
+        return [_bug(rec) for rec in self.found.values()]
+
+    def mutant_done(self) -> bool:
+        """A mutant whose expected class was found and shrunk: the harness proved itself on it."""
+        expected = self.target.expected_class
+        return expected is not None and any(
+            rec["class"] == expected and rec.get("shrunk") for rec in self.found.values()
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The pair's row of the report (``results``)."""
         t = self.target
         secs = self.seconds
         ex = self.total_examples
+        fuzz = self.fuzz_seconds
         return {
             "target": t.name,
             "backend": self.backend,
@@ -115,22 +144,36 @@ class PairState:
             "status": self.status,
             "examples": ex,
             "seconds": round(secs, 3),
-            "examples_per_second": round(ex / secs, 2) if secs > 0 else 0.0,
+            "fuzz_seconds": round(fuzz, 3),
+            "examples_per_second": round(ex / fuzz, 2) if fuzz > 0 else 0.0,
             "slices": self.slices,
             "worker_deaths": self.deaths,
             "resource_exhaustions": self.exhaustions,
             "retired": self.retired or None,
             "launches": int(self.stats["launches"]),
             "launch_seconds": round(self.stats["launch_seconds"], 3),
+            "compiles": int(self.stats["compiles"]),
             "compile_seconds": round(self.stats["compile_seconds"], 3),
             "compile_share": round(self.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
             "twin_launches": int(self.stats["twin_launches"]),
             "error": self.error,
             "events": dict(self.events),
+            "bugs": len(self.found),
             "known_hits": dict(self.known_hits),
+            "declared_hits": dict(self.declared_hits),
             "coverage_features": len(self.features),
-            "findings": sorted(self.found.values(), key=lambda f: f["class"]),
+            "findings": sorted(
+                ({**f, "hits": self.known_hits.get(sig, 0)} for sig, f in self.found.items()),
+                key=lambda f: (f["class"], f.get("first_example", 0)),
+            ),
         }
+
+
+def _bug(rec: dict[str, Any]) -> Bug:
+    """The bug a finding record is."""
+    return Bug(
+        rec.get("bug_key") or rec["class"], frozenset(rec.get("triggers", ())), rec["signature"]
+    )
 
 
 def interleave(pairs: list[PairState]) -> list[PairState]:
@@ -160,6 +203,7 @@ class Slice:
     replay_path: str | None = None
     timeout: float | None = None  # per-example timeout of this slice (None: the campaign's)
     confirm: dict[str, Any] | None = None  # a suspected hang this replay confirms or clears
+    found_new: bool = False  # a new bug was streamed from it
 
 
 @dataclass
@@ -208,10 +252,11 @@ class CampaignConfig:
     example_timeout: float = 120.0
     compile_timeout: float = 900.0  # a kernel still compiling after this long is a hang too
     hang_confirm_factor: float = 4.0
-    min_share: float = 0.3
+    floor_examples: int = 200  # every pair is fuzzed this many examples...
+    floor_seconds: float = 30.0  # ... or this many seconds (compiling not counted) first
     slice_seconds: float | None = None
     examples: int | None = None  # a pair is done once it has run this many examples
-    max_deaths: int = 2
+    max_deaths: int = 2  # deaths on bugs found before that retire a pair
     argv: Sequence[str] = ()
     plugins: Sequence[str] = ()
     triage: bool = True
@@ -270,10 +315,9 @@ class Campaign:
         self._superseded: list[Path] = []
         n = max(len(self.pairs), 1)
         # A quarter of an even split, at least 3 s (less when the budget cannot give every pair
-        # one slice of 3 s), at most 60 s.
+        # one slice of 3 s), at most 60 s; fuzzing seconds (compiling is not counted).
         low = min(3.0, max(0.5, config.budget / n))
         self.slice_seconds = config.slice_seconds or min(60.0, max(low, config.budget / (4 * n)))
-        self.floor = config.min_share * config.budget / n
 
     @staticmethod
     def _runs(t: Target, backend: str) -> bool:
@@ -344,13 +388,30 @@ class Campaign:
     def remaining(self) -> float:
         return self.deadline - time.perf_counter()
 
+    def floor_progress(self, pair: PairState) -> float:
+        """How much of its floor ``pair`` has had: the larger of its examples over
+        ``floor_examples`` and its fuzzing seconds over ``floor_seconds`` (1: the floor is met)."""
+        c = self.config
+        return max(
+            pair.total_examples / max(1, c.floor_examples),
+            pair.fuzz_seconds / max(1e-9, c.floor_seconds),
+        )
+
     def _pick(self) -> PairState | None:
+        """The pair the next slice fuzzes: every pair once (real targets before mutants), then
+        every pair to its floor (real targets first, the least fuzzed first), then the pairs
+        that found new bugs or coverage lately, per fuzzing second, with an exploration bonus
+        (UCB). Compile time is a setup cost: it counts neither toward a floor nor against a
+        pair's rate."""
         active = [p for p in self.pairs if not p.retired and not p.running and not self._done(p)]
         if not active:
             return None
-        under = [p for p in active if p.seconds < self.floor]
+        under = [p for p in active if self.floor_progress(p) < 1.0]
         if under:
-            return min(under, key=lambda p: (p.slices, p.seconds))
+            return min(
+                under,
+                key=lambda p: (p.slices > 0, p.target.is_mutant, self.floor_progress(p), p.slices),
+            )
         total = sum(p.slices for p in self.pairs) + 1
         return max(
             active, key=lambda p: p.rate + 0.5 * math.sqrt(math.log(total + 1) / (p.slices + 1))
@@ -399,6 +460,7 @@ class Campaign:
         sl = Slice(self.slice_ids, pair, now, limit, now + limit + shrink)
         pair.running = True
         pair.live_examples = 0
+        pair.live_compile = 0.0
         pair.slice_new = 0.0
         w.busy = sl
         task = {
@@ -411,7 +473,7 @@ class Campaign:
             "max_examples": None
             if self.config.examples is None
             else self.config.examples - pair.examples,
-            "known": sorted(pair.in_process_classes),
+            "known": [b.as_dict() for b in pair.bugs()],
             "reuse": pair.slices == 0,
         }
         w.conn.send(("hunt", task))
@@ -432,22 +494,63 @@ class Campaign:
             return w.busy.pair
         return None
 
-    def _record(self, pair: PairState, rec: dict[str, Any], *, in_process: bool) -> None:
-        cls = rec["class"]
-        old = pair.found.get(cls)
-        if old is None:
+    def _record(self, pair: PairState, rec: dict[str, Any], *, origin: str | None = None) -> bool:
+        """Keeps finding ``rec`` of ``pair``: a new bug, or a later (smaller) example of the bug
+        ``origin`` first streamed (a slice's first sight of a bug, then its minimal example), or
+        an example of a bug found before (``fuzz.signatures.same_bug``: the one with fewer
+        triggers is kept and the other counted as a hit of it). Returns whether it is a new bug."""
+        sig = rec["signature"]
+        rec = {**rec, "target": pair.target.name, "backend": pair.backend}
+        seen = False  # an earlier record of the same bug was kept or replaced
+        prev = None
+        if origin is not None:
+            prev = pair.origins.get(origin)
+            pair.origins[origin] = sig
+            old = pair.found.pop(prev, None) if prev is not None and prev != sig else None
+            seen = prev is not None
+            if old is not None:
+                self._supersede(old, rec)
+                rec["first_example"] = old.get("first_example", rec.get("first_example"))
+                rec["first_seconds"] = old.get("first_seconds", rec.get("first_seconds"))
+        bug = _bug(rec)
+        for other_sig, other in list(pair.found.items()):
+            if other_sig == sig or not same_bug(bug, _bug(other)):
+                continue
+            seen = True
+            if len(bug.triggers) >= len(other.get("triggers", ())):
+                pair.known_hits[other_sig] += 1  # an example of a bug found before
+                self._supersede(rec, other)
+                if origin is not None:
+                    pair.origins[origin] = other_sig
+                self._write_report(throttle=True)
+                return False
+            pair.found.pop(other_sig)  # this example of it needs fewer conditions: keep it
+            self._supersede(other, rec)
+            pair.known_hits[sig] += 1 + pair.known_hits.pop(other_sig, 0)
+        old = pair.found.get(sig)
+        if old is not None and prev is None:  # the same bug from another slice or death: a hit
+            pair.known_hits[sig] += 1
+            self._supersede(rec, old)
+            self._write_report(throttle=True)
+            return False
+        if old is not None:
+            self._supersede(old, rec)
+        new = old is None and not seen
+        if new:
             pair.slice_new += NEW_CLASS_WEIGHT
             self.log(
-                f"FOUND {cls} in {pair.target.name} on {pair.backend}: {rec['message'][:160]}"
+                f"FOUND {rec['class']} in {pair.target.name} on {pair.backend}: "
+                f"{rec['message'][:160]}"
                 + (f" -> {rec['reproducer']}" if rec.get("reproducer") else "")
             )
-        elif old.get("reproducer") and old.get("reproducer") != rec.get("reproducer"):
-            self._superseded.append(Path(old["reproducer"]))
-        rec = {**rec, "target": pair.target.name, "backend": pair.backend}
-        pair.found[cls] = rec
-        if in_process:
-            pair.in_process_classes.add(cls)
+        pair.found[sig] = rec
         self._write_report(throttle=True)
+        return new
+
+    def _supersede(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """Marks ``old``'s reproducer for removal at the end, unless ``new`` uses the same file."""
+        if old.get("reproducer") and old.get("reproducer") != new.get("reproducer"):
+            self._superseded.append(Path(old["reproducer"]))
 
     def _handle(self, w: WorkerHandle, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
@@ -468,12 +571,15 @@ class Campaign:
             return
         if kind == "progress":
             pair.live_examples = msg[2]
+            if len(msg) > 4:
+                pair.live_compile = msg[4]
         elif kind == "feature":
             if msg[2] not in pair.features:
                 pair.features.add(msg[2])
                 pair.slice_new += 1.0
         elif kind == "found":
-            self._record(pair, msg[2], in_process=True)
+            if self._record(pair, msg[2], origin=f"{sid}:{msg[2].get('bug_key')}"):
+                w.busy.found_new = True  # type: ignore[union-attr]
         elif kind == "context-lost":
             self.notes.append(
                 f"{pair.target.name} on {pair.backend}: the CUDA context was lost ({msg[2][:200]}); "
@@ -490,33 +596,29 @@ class Campaign:
         pair.slices += 1
         pair.examples += summary.get("examples", 0)
         pair.live_examples = 0
+        pair.live_compile = 0.0
         secs = summary.get("seconds", time.perf_counter() - sl.started)
         pair.seconds += secs
         for rec in summary.get("found", []):
-            self._record(pair, rec, in_process=True)
-        for k in ("launches", "launch_seconds", "compile_seconds", "twin_launches", "twin_seconds"):
+            self._record(pair, rec, origin=f"{sl.id}:{rec.get('bug_key')}")
+        for k in (
+            "launches",
+            "launch_seconds",
+            "compiles",
+            "compile_seconds",
+            "twin_launches",
+            "twin_seconds",
+        ):
             pair.stats[k] += summary.get(k, 0)
         pair.events.update(summary.get("events", {}))
         pair.known_hits.update(summary.get("known_hits", {}))
+        pair.declared_hits.update(summary.get("declared_hits", {}))
         for feat in summary.get("features", []):
             if feat not in pair.features:
                 pair.features.add(feat)
                 pair.slice_new += 1.0
         self.note_db_problems(summary.get("db_problems", []))
-        if summary.get("error"):
-            source = pair.target.source
-            where = "" if source == "builtin" else f" (target from plugin {source})"
-            pair.error = f"{summary['error']}{where}"
-            pair.retired = "harness error"
-            self.log(f"ERROR {pair.target.name} on {pair.backend}: {pair.error[:400]}")
-        elif self._done(pair):
-            pass  # its --examples are run: no more slices, and not retired for a reason of its own
-        elif (
-            summary.get("stopped") == "examples"
-            and not summary.get("found")
-            and secs < 0.9 * sl.time_limit
-        ):
-            pair.retired = "search space exhausted"
+        self._retire(pair, summary)
         if summary.get("recycle"):
             r = summary["recycle"]
             w.recycles += 1
@@ -525,23 +627,49 @@ class Campaign:
                 f"worker {w.slot} is recycled: its process holds {r['maps']} memory maps of "
                 f"the {r['limit']} it may have; a fresh one takes over"
             )
-        gain = pair.slice_new / max(secs, 0.1)
-        pair.rate = 0.5 * pair.rate + 0.5 * gain
-        rate = summary.get("examples", 0) / secs if secs > 0 else 0.0
+        fuzz = max(secs - summary.get("compile_seconds", 0.0), 0.1)
+        pair.rate = 0.5 * pair.rate + 0.5 * pair.slice_new / fuzz
+        n = summary.get("examples", 0)
+        compiling = summary.get("compile_seconds", 0.0)
         self.log(
-            f"{pair.target.name} on {pair.backend}: +{summary.get('examples', 0)} examples in "
-            f"{secs:.1f}s ({rate:.1f}/s), total {pair.examples}; classes: "
-            f"{', '.join(sorted(pair.found)) or '-'}"
+            f"{pair.target.name} on {pair.backend}: +{n} examples in {secs:.1f}s"
+            + (f" ({compiling:.1f}s compiling)" if compiling >= 0.05 else "")
+            + f" ({n / fuzz:.1f}/s), total {pair.examples}; bugs: {len(pair.found)}"
+            + (f" ({', '.join(sorted(pair.classes))})" if pair.found else "")
             + (f" [{pair.retired}]" if pair.retired else "")
         )
         self._write_report(throttle=True)
 
+    def _retire(self, pair: PairState, summary: dict[str, Any]) -> None:
+        """Retires ``pair`` when it is finished, and only then: a harness error, a search space
+        Hypothesis says is exhausted, or (a mutant) its expected class found and shrunk. A pair
+        is never retired for running fast or for finding something: it keeps hunting for more
+        bugs, the ones found counting as hits."""
+        if pair.retired:
+            return
+        if summary.get("error"):
+            source = pair.target.source
+            where = "" if source == "builtin" else f" (target from plugin {source})"
+            pair.error = f"{summary['error']}{where}"
+            pair.retired = "harness error"
+            self.log(f"ERROR {pair.target.name} on {pair.backend}: {pair.error[:400]}")
+        elif summary.get("stopped") == "exhausted":
+            pair.retired = "search space exhausted"
+        elif pair.mutant_done():
+            pair.retired = "mutant found and shrunk"
+
     # Deaths and hangs ------------------------------------------------------------------------------
+
+    def _check_deaths(self, pair: PairState) -> None:
+        """Retires a pair whose worker died ``max_deaths`` times on bugs it had found before:
+        each such death costs a worker's restart and tells nothing new."""
+        if pair.repeat_deaths >= self.config.max_deaths and not pair.retired:
+            pair.retired = f"killed its worker {pair.repeat_deaths} more times on bugs found before"
 
     def _death_finding(self, w: WorkerHandle, pair: PairState, cls: str, message: str) -> None:
         rec = self._death_record(w, pair, cls, message)
-        if rec is not None:
-            self._record(pair, rec, in_process=False)
+        if rec is not None and not self._record(pair, rec):
+            pair.repeat_deaths += 1
 
     def _suspect_hang(self, w: WorkerHandle, pair: PairState, message: str) -> None:
         """A first timeout is a suspicion, not yet a finding: a first compilation of a large
@@ -577,7 +705,9 @@ class Campaign:
             why = f"confirmed: the second try, with {longer:g} s, {verdict.removeprefix('the ')}"
         else:
             why = f"not confirmed: {verdict}"
-        self._record(pair, {**rec, "message": f"{rec['message']} ({why})"}, in_process=False)
+        if not self._record(pair, {**rec, "message": f"{rec['message']} ({why})"}):
+            pair.repeat_deaths += 1
+            self._check_deaths(pair)
 
     def _death_record(
         self, w: WorkerHandle, pair: PairState, cls: str, message: str
@@ -599,8 +729,11 @@ class Campaign:
             hazards=pair.target.hazards_of(case),
             details={"process": message, "log": log_tail},
         )
-        sig = reproducer.signature(pair.target.name, finding)
-        finding.details["signature"] = sig
+        key = bug_key(finding, case.params.get("dtype"))
+        # A death cannot be shrunk in the worker: its conditions are those of whatever example
+        # died, so it is told apart by its key alone (one crash per class and dtype).
+        sig = signature(pair.target.name, key, ())
+        finding.details.update(signature=sig, bug_key=key, triggers=[])
         path = reproducer.write(
             self.config.repro_dir,
             target=pair.target,
@@ -615,6 +748,8 @@ class Campaign:
         rec = {
             **finding.as_dict(),
             "signature": sig,
+            "bug_key": key,
+            "triggers": [],
             "case": repr(case),
             "case_size": case.size,
             "shapes": case.shapes(),
@@ -638,7 +773,9 @@ class Campaign:
         pair.slices += 1
         pair.seconds += time.perf_counter() - sl.started
         pair.examples += pair.live_examples
+        pair.stats["compile_seconds"] += pair.live_compile
         pair.live_examples = 0
+        pair.live_compile = 0.0
 
     # Out-of-resources messages of a process (LLVM, the C++ runtime, Python, the C library).
     EXHAUSTION_TEXTS = (
@@ -743,7 +880,10 @@ class Campaign:
             )
             self._suspect_hang(w, pair, msg)
         elif code == EXIT_CONTEXT_LOST:
-            pass  # the finding came over the pipe before the worker exited
+            # The finding came over the pipe before the worker exited; a bug found before,
+            # again, is a death that tells nothing new.
+            if w.busy is None or not w.busy.found_new:
+                pair.repeat_deaths += 1
         elif reason == "overran":
             self.notes.append(
                 f"{pair.target.name} on {pair.backend}: a slice overran its hard "
@@ -752,8 +892,7 @@ class Campaign:
         elif reason != "shutdown":
             self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
         pair.deaths += reason != "overran" and not stopped
-        if pair.deaths >= self.config.max_deaths and not pair.retired:
-            pair.retired = f"killed its worker {pair.deaths} times"
+        self._check_deaths(pair)
         self.log(
             f"worker {w.slot} {_exit_text(code, reason)} while fuzzing "
             f"{pair.target.name} on {pair.backend}"
@@ -927,7 +1066,9 @@ class Campaign:
             if st > 0 and now_wall - st > limit:
                 self._kill(w, "hang")
                 self._worker_gone(w)
-            elif w.busy.kind == "hunt" and time.perf_counter() > w.busy.hard_deadline + 30:
+            elif w.busy.kind == "hunt" and time.perf_counter() > w.busy.hard_deadline + 30 + (
+                w.busy.pair.live_compile if w.busy.pair is not None else 0.0
+            ):  # its time limits do not count compiling (a setup cost): neither does this
                 self._kill(w, "overran")
                 self._worker_gone(w)
 
@@ -949,7 +1090,9 @@ class Campaign:
                     pair.running = False
                     pair.examples += pair.live_examples
                     pair.seconds += time.perf_counter() - w.busy.started
+                    pair.stats["compile_seconds"] += pair.live_compile
                     pair.live_examples = 0
+                    pair.live_compile = 0.0
                 w.busy = None
             else:
                 try:

@@ -310,6 +310,7 @@ def _hunt(
     streaming to the parent what it finds as it finds it, then the slice's summary."""
     from fuzz import engine
     from fuzz.backends import get_backend
+    from fuzz.signatures import Bug
     from fuzz.target import get
 
     target = checked_strategy(get(task["target"]))
@@ -334,7 +335,7 @@ def _hunt(
             repro_dir=None,
             time_limit=task["time_limit"],
             hard_limit=task["hard_limit"],
-            known=task["known"],
+            known=[Bug.of(k) if isinstance(k, dict) else k for k in task["known"]],
             reuse=task["reuse"],
             hooks=sl.hooks(),
         )
@@ -412,7 +413,9 @@ class _Slice:
         now = time.perf_counter()
         if now - self.last_progress > 0.25:
             self.last_progress = now
-            self.conn.send(("progress", self.id, result.examples, now - self.t0))
+            self.conn.send(
+                ("progress", self.id, result.examples, now - self.t0, result.stats.compile_seconds)
+            )
 
     def on_feature(self, name: str) -> None:
         self.conn.send(("feature", self.id, name))

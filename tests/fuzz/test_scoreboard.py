@@ -19,13 +19,13 @@ def test_scale_twice_is_missed_by_randn_and_found_by_the_harness_and_the_grid(tm
     mutant = get("softmax_mutant_scale_twice")
     grid = mutant.baselines.grid
     # The fp32 third of the grid keeps the test quick; the other dtypes repeat the same shapes.
-    # The budget only bounds the search before the first failure (about 1 s here; 20 s of slack
-    # for a loaded CI machine).
+    # The harness stops at the mutant's class (an event); the budget is only a safety net (the
+    # first failure takes about 1 s on an idle machine, 15 s on a loaded one).
     fp32 = dataclasses.replace(
         mutant.baselines, grid=lambda s: [c for c in grid(s) if c.params["dtype"] == "float32"]
     )
     mutant = dataclasses.replace(mutant, baselines=fp32)
-    board = run_scoreboard([mutant], ["triton-interpret"], get_profile("ci"), budget=20, seed=0)
+    board = run_scoreboard([mutant], ["triton-interpret"], get_profile("ci"), budget=600, seed=0)
     (row,) = board["rows"]
     h = row["harness"]
     assert h["found"] and h["expected"] and h["class"] == "accuracy"

@@ -1,0 +1,240 @@
+"""Failure signatures: when two failing examples are the same bug.
+
+A kernel can have several bugs, and a hunt reports each once, with its own minimal reproducer. What
+identifies a bug is its **key** -- the failure class, the property that failed, the output it
+concerns and the input dtype -- and its **triggers**: the conditions of its minimal example (the
+declared input hazards that hold there, and the optional features it uses), which shrinking could
+not take away. The key is stable while Hypothesis shrinks an example (each key is an exception type
+of its own, so Hypothesis shrinks two keys as two bugs); the triggers are read once the example is
+minimal.
+
+A failing example is a *hit* of a known bug when it has the bug's key and every one of its
+triggers holds for it: it is counted, not shrunk again, and the search goes on. An example whose
+key is known but that lacks a trigger of every known bug of that key is a new bug: it is shrunk
+with the known ones counted as hits, so its minimal example avoids their triggers. Two bugs of one
+key whose trigger sets nest are one bug (the smaller set is kept: :func:`same_bug`).
+
+A plugin declares failures it knows about (:class:`KnownFailure`: fp32 dot products computed in
+TF32, say); examples matching one are counted under its reason and never shrunk nor reported as
+new, and the hunt goes on looking for other bugs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fuzz.failures import CLASSES, Finding
+
+if TYPE_CHECKING:
+    from fuzz.case import Case
+    from fuzz.target import Target
+
+
+def bug_key(finding: Finding, dtype: str | None) -> str:
+    """The key of a failing example (see the module docstring): class, property, output, dtype."""
+    return "|".join((finding.cls, finding.prop, finding.output or "-", dtype or "-"))
+
+
+def key_class(key: str) -> str:
+    """The failure class of a bug key."""
+    return key.split("|", 1)[0]
+
+
+def conditions(target: Target | None, case: Case, hazards: Iterable[str]) -> frozenset[str]:
+    """What holds for ``case``: the names of the declared hazards (``hazards``: ``"name:
+    detail"`` strings, as a finding carries them) and, for a family kernel, ``feature NAME`` for
+    each optional feature the case uses (a non-empty value of one of the feature's keywords)."""
+    out = {h.split(":", 1)[0].strip() for h in hazards}
+    fam = _family(target)
+    if fam is not None:
+        try:
+            values = fam.values(case)
+        except Exception:  # a case the family cannot read (a hand-written target's): no features
+            values = {}
+        for feat in fam.features:
+            if any(_used(values.get(kw)) for kw in fam.keywords.get(feat, ())):
+                out.add(f"feature {feat}")
+    return frozenset(out)
+
+
+def _family(target: Target | None) -> Any:
+    if target is None:
+        return None
+    try:
+        from fuzz.families import family_of
+
+        return family_of(target)
+    except Exception:
+        return None
+
+
+def _used(value: Any) -> bool:
+    if value is None or value is False:
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value != 0
+    return True
+
+
+def signature(target: str, key: str, triggers: Collection[str]) -> str:
+    """The identifier of one bug of ``target`` (stable across runs and hosts: reports deduplicate
+    and triage by it)."""
+    text = f"{target}|{key}|{','.join(sorted(triggers))}"
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Bug:
+    """A distinct bug found earlier: its key, its triggers and its signature."""
+
+    key: str
+    triggers: frozenset[str]
+    signature: str
+
+    def covers(self, key: str, holds: Collection[str]) -> bool:
+        """Whether an example of ``key`` for which ``holds`` hold is a hit of this bug."""
+        return key == self.key and self.triggers <= frozenset(holds)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "triggers": sorted(self.triggers), "signature": self.signature}
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> Bug:
+        return cls(str(d["key"]), frozenset(d.get("triggers", ())), str(d.get("signature", "")))
+
+
+def same_bug(a: Bug, b: Bug) -> bool:
+    """Whether two bugs are one: one key, and one's triggers contain the other's (an example of
+    the bug with fewer triggers that happened to have more conditions, or the other way round)."""
+    return a.key == b.key and (a.triggers <= b.triggers or b.triggers <= a.triggers)
+
+
+def covering(bugs: Iterable[Bug], key: str, holds: Collection[str]) -> Bug | None:
+    """The known bug an example of ``key`` for which ``holds`` hold is a hit of (the one with
+    the most triggers), or None: it is new."""
+    hits = [b for b in bugs if b.covers(key, holds)]
+    return max(hits, key=lambda b: len(b.triggers)) if hits else None
+
+
+def _names(field_name: str, value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (Sequence, set, frozenset)) or not all(
+        isinstance(v, str) for v in value
+    ):
+        raise ValueError(f"KnownFailure.{field_name}={value!r} must be a string or strings")
+    value = tuple(value)
+    if not value:
+        raise ValueError(f"KnownFailure.{field_name} must not be empty (None: any)")
+    return value
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    """A failure a kernel's library knows about and accepts (``fuzz.fuzz_kernel(...,
+    known_failures=[...])``): examples that match it are counted under ``reason``, reported as
+    known, and never end a hunt nor count as a bug.
+
+    Every field given must match (None: any):
+
+    Attributes:
+        reason: why it is accepted (shown in reports), e.g. ``"fp32 dots run in TF32"``.
+        classes: failure classes (``accuracy``, ``nan``, ...).
+        dtypes: input dtypes (``float32``, ``float16``, ``bfloat16``).
+        properties: the properties that fail (``oracle``, ``determinism``, ...).
+        outputs: the outputs concerned (``o``, ``lse``, ...).
+        hazards: hazard or feature names (``feature causal``) that must all hold.
+    """
+
+    reason: str
+    classes: Sequence[str] | None = None
+    dtypes: Sequence[str] | None = None
+    properties: Sequence[str] | None = None
+    outputs: Sequence[str] | None = None
+    hazards: Sequence[str] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        from fuzz.arrays import FLOAT_DTYPES
+
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise ValueError(f"KnownFailure.reason={self.reason!r} must say why (a non-empty str)")
+        classes = _names("classes", self.classes)
+        bad = sorted(set(classes or ()) - set(CLASSES))
+        if bad:
+            raise ValueError(f"KnownFailure.classes has {bad}; choose from {list(CLASSES)}")
+        dtypes = _names("dtypes", self.dtypes)
+        bad = sorted(set(dtypes or ()) - set(FLOAT_DTYPES))
+        if bad:
+            raise ValueError(f"KnownFailure.dtypes has {bad}; choose from {list(FLOAT_DTYPES)}")
+        object.__setattr__(self, "classes", classes)
+        object.__setattr__(self, "dtypes", dtypes)
+        object.__setattr__(self, "properties", _names("properties", self.properties))
+        object.__setattr__(self, "outputs", _names("outputs", self.outputs))
+        object.__setattr__(self, "hazards", _names("hazards", self.hazards or None) or ())
+
+    def matches(self, finding: Finding, dtype: str | None, holds: Collection[str]) -> bool:
+        """Whether a failing example (its ``finding``, input ``dtype`` and the conditions that
+        ``holds``) is this known failure."""
+        return (
+            (self.classes is None or finding.cls in self.classes)
+            and (self.dtypes is None or dtype in self.dtypes)
+            and (self.properties is None or finding.prop in self.properties)
+            and (self.outputs is None or finding.output in self.outputs)
+            and set(self.hazards) <= set(holds)
+        )
+
+    def check(self, target: Target) -> None:
+        """Raises ``ValueError`` naming the field where this declaration cannot match ``target``'s
+        failures (an output or hazard it does not have)."""
+        fam = _family(target)
+        outs = set(fam.outputs) if fam is not None else set()
+        bad = sorted(set(self.outputs or ()) - outs) if outs else []
+        if bad:
+            raise ValueError(
+                f"KnownFailure.outputs has {bad}; target {target.name!r} has outputs {sorted(outs)}"
+            )
+        names = {h.name for h in target.hazards}
+        names |= {f"feature {f}" for f in (fam.features if fam is not None else ())}
+        bad = sorted(set(self.hazards) - names)
+        if bad:
+            raise ValueError(
+                f"KnownFailure.hazards has {bad}; target {target.name!r} knows {sorted(names)}"
+            )
+
+    def describe(self) -> str:
+        parts = [
+            f"{name}={'/'.join(v)}"
+            for name, v in (
+                ("class", self.classes),
+                ("dtype", self.dtypes),
+                ("property", self.properties),
+                ("output", self.outputs),
+            )
+            if v
+        ]
+        if self.hazards:
+            parts.append("with " + " + ".join(self.hazards))
+        return f"{' '.join(parts) or 'any failure'}: {self.reason}"
+
+
+def declared(known: Sequence[KnownFailure], finding: Finding, dtype: str | None, holds: Any) -> Any:
+    """The first of ``known`` that a failing example matches, or None."""
+    return next((k for k in known if k.matches(finding, dtype, holds)), None)
+
+
+__all__ = [
+    "Bug",
+    "KnownFailure",
+    "bug_key",
+    "conditions",
+    "covering",
+    "declared",
+    "key_class",
+    "same_bug",
+    "signature",
+]
