@@ -278,7 +278,8 @@ def poisoned_allocations() -> Iterator[None]:
         if t.is_floating_point():
             t.fill_(float("nan"))
         elif t.dtype not in (torch.bool,) and not t.is_complex():
-            t.fill_(-0x5A5A if t.dtype not in (torch.uint8,) else 0xA5)
+            info = torch.iinfo(t.dtype)  # a pattern the type holds (int8: -0x5B, uint8: 0xA5)
+            t.fill_(-0x5A5A if info.min <= -0x5A5A else (-0x5B if info.min < 0 else 0xA5))
         return t
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,7 +10,6 @@ another backend (a bug seen on the GPU, replayed in the interpreter).
 from __future__ import annotations
 
 import base64
-import hashlib
 import io
 import json
 import os
@@ -76,10 +75,15 @@ def versions() -> dict[str, str]:
 
 
 def signature(target: str, finding: Finding) -> str:
-    """Deduplication key: target, class, property, output and the location's pattern."""
-    where = "" if finding.index is None else ",".join("0" if i == 0 else "k" for i in finding.index)
-    key = f"{target}|{finding.cls}|{finding.prop}|{finding.output}|{where}"
-    return hashlib.sha1(key.encode()).hexdigest()[:12]
+    """Deduplication key of a finding: the one a hunt gave it (``fuzz.signatures``: the bug's key
+    and triggers), else its key alone (a finding made outside a hunt)."""
+    sig = finding.details.get("signature")
+    if sig:
+        return str(sig)
+    from fuzz import signatures
+
+    key = signatures.bug_key(finding, finding.details.get("dtype"))
+    return signatures.signature(target, key, finding.details.get("triggers", ()))
 
 
 _TEMPLATE = '''\

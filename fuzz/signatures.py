@@ -46,7 +46,8 @@ def key_class(key: str) -> str:
 def conditions(target: Target | None, case: Case, hazards: Iterable[str]) -> frozenset[str]:
     """What holds for ``case``: the names of the declared hazards (``hazards``: ``"name:
     detail"`` strings, as a finding carries them) and, for a family kernel, ``feature NAME`` for
-    each optional feature the case uses (a non-empty value of one of the feature's keywords)."""
+    each optional feature the case uses (a non-empty value of one of the feature's keywords as
+    drawn, or of a parameter named as the feature)."""
     out = {h.split(":", 1)[0].strip() for h in hazards}
     fam = _family(target)
     if fam is not None:
@@ -54,8 +55,15 @@ def conditions(target: Target | None, case: Case, hazards: Iterable[str]) -> fro
             values = fam.values(case)
         except Exception:  # a case the family cannot read (a hand-written target's): no features
             values = {}
+
+        def raw(kw: str) -> Any:  # as drawn (a default scale is None), else as passed
+            if kw in case.params:
+                return case.params[kw]
+            return case.inputs[kw] if kw in case.inputs else values.get(kw)
+
         for feat in fam.features:
-            if any(_used(values.get(kw)) for kw in fam.keywords.get(feat, ())):
+            kws = fam.keywords.get(feat, ())
+            if any(_used(raw(kw)) for kw in kws) or _used(case.params.get(feat)):
                 out.add(f"feature {feat}")
     return frozenset(out)
 

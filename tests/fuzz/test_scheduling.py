@@ -1,0 +1,157 @@
+"""A campaign's economics: every pair is fuzzed to a floor (examples or fuzzing seconds, compile
+time not counted) before productive pairs are favoured, real targets before mutants; a pair is
+retired only when it is finished, never for running fast or finding something; a bug found
+again is a hit of it, and a smaller example of it replaces it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+
+from fuzz.campaign.runner import Campaign, CampaignConfig, PairState
+
+
+def _target(name, *, mutant=False, expected=None):
+    return SimpleNamespace(
+        name=name,
+        is_mutant=mutant,
+        expected_class=expected if mutant else None,
+        mutant_of="base" if mutant else None,
+        family="fake",
+        source="builtin",
+    )
+
+
+def _pair(name, *, examples=0, seconds=0.0, compile_seconds=0.0, slices=1, rate=0.0, **kw):
+    p = PairState(_target(name, **kw), "fake", examples=examples, seconds=seconds, slices=slices)
+    p.stats["compile_seconds"] = compile_seconds
+    p.rate = rate
+    return p
+
+
+def _campaign(pairs, **config):
+    c = Campaign.__new__(Campaign)
+    c.config = SimpleNamespace(
+        floor_examples=config.get("floor_examples", 200),
+        floor_seconds=config.get("floor_seconds", 30.0),
+        examples=config.get("examples"),
+        max_deaths=2,
+    )
+    c.pairs = pairs
+    c.log = lambda line: None
+    c._superseded = []
+    c._write_report = lambda **kw: {}
+    return c
+
+
+def test_every_pair_once_then_to_its_floor_then_the_productive_ones():
+    fresh_mutant = _pair("m", slices=0, mutant=True, expected="nan")
+    fresh_real = _pair("r", slices=0)
+    low = _pair("low", examples=50, seconds=2.0)  # under both floors
+    fast = _pair("fast", examples=250, seconds=1.0)  # 200 examples: floor met, fast or not
+    slow = _pair("slow", examples=20, seconds=31.0)  # 30 s of fuzzing: floor met
+    busy = _pair("busy", examples=300, seconds=40.0, rate=9.0)  # finding new things lately
+    c = _campaign([fast, slow, busy, low, fresh_mutant, fresh_real])
+    assert c._pick() is fresh_real  # nothing is left unrun; real targets first
+    fresh_real.slices = 1
+    assert c._pick() is fresh_mutant
+    fresh_mutant.slices = 1
+    assert c._pick() is fresh_real  # then every pair to its floor, the least fuzzed first
+    fresh_real.examples = 200
+    assert c._pick() is low  # the real one under its floor before the mutant
+    low.examples = 200
+    assert c._pick() is fresh_mutant
+    fresh_mutant.examples = 200
+    assert c._pick() is busy  # floors met: the pair that found new bugs or coverage lately
+    for p in (fast, slow):
+        assert c.floor_progress(p) >= 1.0
+
+
+def test_compile_time_counts_toward_no_floor_and_no_rate():
+    # 60 s in its slices, 58 of them compiling: 2 s of fuzzing, far from the 30 s floor.
+    compiled = _pair("compiled", examples=10, seconds=60.0, compile_seconds=58.0)
+    other = _pair("other", examples=100, seconds=20.0)
+    c = _campaign([compiled, other])
+    assert compiled.fuzz_seconds == pytest.approx(2.0)
+    assert c.floor_progress(compiled) == pytest.approx(max(10 / 200, 2 / 30))
+    assert c._pick() is compiled
+    row = compiled.as_dict()
+    assert row["fuzz_seconds"] == pytest.approx(2.0) and row["compile_seconds"] == 58.0
+    assert row["examples_per_second"] == pytest.approx(5.0)  # per fuzzing second
+
+
+@pytest.mark.parametrize(
+    "summary, mutant, found, retired",
+    [
+        ({"stopped": "examples", "examples": 3, "seconds": 0.1}, False, [], ""),  # fast: hunt on
+        ({"stopped": "time"}, False, [{"class": "nan", "shrunk": True}], ""),  # found: hunt on
+        ({"stopped": "exhausted"}, False, [], "search space exhausted"),  # Hypothesis said so
+        ({"stopped": "time", "error": "boom"}, False, [], "harness error"),
+        ({"stopped": "time"}, True, [{"class": "nan", "shrunk": True}], "mutant found and shrunk"),
+        ({"stopped": "time"}, True, [{"class": "nan", "shrunk": False}], ""),  # not shrunk yet
+        ({"stopped": "time"}, True, [{"class": "inf", "shrunk": True}], ""),  # another class
+    ],
+)
+def test_a_pair_is_retired_only_when_it_is_finished(summary, mutant, found, retired):
+    p = _pair("p", mutant=mutant, expected="nan")
+    p.found = {f"s{i}": {**f, "signature": f"s{i}"} for i, f in enumerate(found)}
+    c = _campaign([p])
+    c._retire(p, summary)
+    assert p.retired == retired
+
+
+def _rec(sig, key="nan|oracle|y|float32", triggers=(), **kw):
+    return {
+        "signature": sig,
+        "class": key.split("|")[0],
+        "bug_key": key,
+        "triggers": list(triggers),
+        "message": "m",
+        "reproducer": f"/nowhere/{sig}.py",
+        **kw,
+    }
+
+
+def test_a_bug_found_again_is_a_hit_and_a_smaller_example_of_it_takes_its_place():
+    p = _pair("p")
+    c = _campaign([p])
+    assert c._record(p, _rec("a", triggers=("multi-tile", "partial-tile")), origin="1:k")
+    # The same slice's minimal example of it replaces its first sight (not a new bug).
+    assert not c._record(p, _rec("a2", triggers=("multi-tile",), shrunk=True), origin="1:k")
+    assert list(p.found) == ["a2"]
+    # Another slice meets it with more conditions: a hit of it.
+    assert not c._record(p, _rec("a3", triggers=("multi-tile", "subnormal")), origin="2:k")
+    assert list(p.found) == ["a2"] and p.known_hits == Counter({"a2": 1})
+    # Another slice meets it needing fewer conditions: that example is kept in its place.
+    assert not c._record(p, _rec("a4", triggers=()), origin="3:k")
+    assert list(p.found) == ["a4"] and p.known_hits["a4"] == 2
+    # A bug of another key, or whose triggers do not nest, is a new bug.
+    assert c._record(p, _rec("b", key="nan|oracle|y|float16"), origin="4:k")
+    assert c._record(
+        p, _rec("c", key="inf|oracle|y|float32", triggers=("feature bias",)), origin="5:k"
+    )
+    assert c._record(
+        p, _rec("d", key="inf|oracle|y|float32", triggers=("multi-tile",)), origin="6:k"
+    )
+    assert sorted(p.found) == ["a4", "b", "c", "d"] and p.as_dict()["bugs"] == 4
+    # Replaced examples' reproducers are removed at the end (unless still named).
+    assert {s.name for s in c._superseded} >= {"a.py", "a3.py", "a2.py"}
+
+
+def test_deaths_retire_a_pair_only_when_they_repeat_a_bug_found_before():
+    p = _pair("p")
+    c = _campaign([p])
+    death = _rec("x", key="crash|process|-|float32")
+    assert c._record(p, dict(death))
+    for _ in range(2):
+        assert not c._record(p, dict(death))
+        p.repeat_deaths += 1
+        c._check_deaths(p)
+    assert p.retired.startswith("killed its worker 2 more times")
+
+
+def test_campaign_config_floors_default_to_the_issue_numbers():
+    fields = CampaignConfig.__dataclass_fields__
+    assert fields["floor_examples"].default == 200 and fields["floor_seconds"].default == 30.0

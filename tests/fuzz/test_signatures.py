@@ -1,0 +1,181 @@
+"""Failure signatures: one bug is one key (class, property, output, dtype) and its triggers; a
+hunt reports every distinct bug of a kernel with its own minimal example, counts examples of
+known bugs as hits, and looks past failures a library declares it knows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fuzz
+from fuzz.case import Case
+from fuzz.failures import Finding
+from fuzz.signatures import Bug, KnownFailure, bug_key, conditions, covering, same_bug, signature
+from fuzz.target import get, load_builtin, load_plugin
+
+PLUGINS = Path(__file__).parent.parent / "plugins"
+TWO_BUGS = str(PLUGINS / "two_bugs.py")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _registry():
+    load_builtin()
+    load_plugin(TWO_BUGS)
+
+
+def test_a_key_is_class_property_output_and_dtype():
+    f = Finding("nan", "oracle", "m", output="y")
+    assert bug_key(f, "float16") == "nan|oracle|y|float16"
+    assert bug_key(Finding("crash", "crash", "m"), None) == "crash|crash|-|-"
+    assert bug_key(f, "float16") != bug_key(f, "float32")  # a dtype separates bugs
+
+
+def test_conditions_are_hazard_names_and_the_features_a_case_uses():
+    softmax = get("softmax")
+    x = np.zeros((2, 20), np.float32)
+    case = Case({"x": x}, {"dtype": "float32", "scale": 0.5, "block_m": 1, "block_n": 16}, {})
+    holds = conditions(softmax, case, ["multi-tile: 20 columns over 16", "partial-tile: 4 of 16"])
+    assert holds == {"multi-tile", "partial-tile", "feature scale"}
+    with_bias = case.replace(inputs={"x": x, "bias": np.ones_like(x)})
+    assert "feature bias" in conditions(softmax, with_bias, [])
+    no_scale = case.replace(scale=None)
+    assert "feature scale" not in conditions(softmax, no_scale, [])
+
+
+def test_an_example_is_a_hit_of_a_bug_whose_every_trigger_holds():
+    a = Bug("accuracy|oracle|y|float32", frozenset({"feature bias"}), "a")
+    b = Bug("accuracy|oracle|y|float32", frozenset({"multi-tile"}), "b")
+    key = "accuracy|oracle|y|float32"
+    assert covering([a, b], key, {"feature bias", "partial-tile"}) is a
+    assert covering([a, b], key, {"multi-tile"}) is b
+    assert covering([a, b], key, {"partial-tile"}) is None  # neither: a new bug
+    assert covering([a, b], "nan|oracle|y|float32", {"feature bias"}) is None  # another key
+    both = covering(
+        [a, b, Bug(key, frozenset({"feature bias", "multi-tile"}), "c")],
+        key,
+        {
+            "feature bias",
+            "multi-tile",
+        },
+    )
+    assert both is not None and both.signature == "c"  # the most specific
+    assert same_bug(a, Bug(key, frozenset({"feature bias", "partial-tile"}), "d"))
+    assert not same_bug(a, b)
+    assert (
+        signature("t", key, ["x", "y"])
+        == signature("t", key, ["y", "x"])
+        != signature("t", key, ["x"])
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"reason": ""}, "KnownFailure.reason"),
+        ({"reason": "r", "classes": "wrong"}, "KnownFailure.classes has \\['wrong'\\]"),
+        ({"reason": "r", "dtypes": ["float64"]}, "KnownFailure.dtypes has \\['float64'\\]"),
+        ({"reason": "r", "outputs": 3}, "KnownFailure.outputs=3"),
+        ({"reason": "r", "dtypes": []}, "KnownFailure.dtypes must not be empty"),
+    ],
+)
+def test_bad_known_failures_name_the_field(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        KnownFailure(**kwargs)
+
+
+def test_known_failures_are_checked_against_the_kernel_at_registration():
+    def kernel(x, *, scale):
+        return x
+
+    with pytest.raises(ValueError, match=r"KnownFailure.outputs has \['o'\]"):
+        fuzz.fuzz_kernel(
+            "bad_known_output",
+            family="softmax",
+            kernel=kernel,
+            capabilities=fuzz.Capabilities(features={"scale"}),
+            known_failures=[KnownFailure("r", outputs="o")],
+        )
+    with pytest.raises(ValueError, match=r"KnownFailure.hazards has \['nope'\]"):
+        fuzz.fuzz_kernel(
+            "bad_known_hazard",
+            family="softmax",
+            kernel=kernel,
+            capabilities=fuzz.Capabilities(features={"scale"}),
+            known_failures=[KnownFailure("r", hazards="nope")],
+        )
+    with pytest.raises(ValueError, match="known_failures has 'tf32'"):
+        fuzz.fuzz_kernel(
+            "bad_known_type",
+            family="softmax",
+            kernel=kernel,
+            capabilities=fuzz.Capabilities(features={"scale"}),
+            known_failures=["tf32"],
+        )
+
+
+def test_a_known_failure_matches_every_field_it_gives():
+    k = KnownFailure("tf32", classes="accuracy", dtypes="float32", hazards="multi-tile")
+    acc = Finding("accuracy", "oracle", "m", output="y")
+    assert k.matches(acc, "float32", {"multi-tile", "feature scale"})
+    assert not k.matches(acc, "float16", {"multi-tile"})
+    assert not k.matches(acc, "float32", {"partial-tile"})
+    assert not k.matches(Finding("nan", "oracle", "m", output="y"), "float32", {"multi-tile"})
+    assert "tf32" in k.describe() and "dtype=float32" in k.describe()
+
+
+def _found_both(r):
+    keys = [f.triggers for f in r.found.values() if f.finding.cls == "accuracy"]
+    return any("feature bias" in t for t in keys) and any("multi-tile" in t for t in keys)
+
+
+def test_a_hunt_reports_two_bugs_of_one_class_each_with_its_own_minimal_example(tmp_path):
+    """two_bugs_softmax has two independent accuracy bugs in y (a scaled bias; a wrong rescale
+    across tiles): one class, one output, one dtype. Keyed by class, the second would be a hit of
+    the first and never reported."""
+    r = fuzz.hunt(
+        get("two_bugs_softmax"),
+        "triton-interpret",
+        fuzz.get_profile("ci"),
+        max_examples=3000,
+        seed=2,
+        database=None,
+        time_limit=10**6,  # stopped by the event below or by its examples, not by the clock
+        stop_when=_found_both,
+        repro_dir=tmp_path,
+    )
+    assert r.error is None
+    bugs = [f for f in r.found.values() if f.finding.cls == "accuracy"]
+    assert len(bugs) == 2, [(f.key, f.triggers) for f in r.found.values()]
+    bias = next(f for f in bugs if "feature bias" in f.triggers)
+    rescale = next(f for f in bugs if "multi-tile" in f.triggers)
+    assert "multi-tile" not in bias.triggers and "feature bias" not in rescale.triggers
+    assert bias.final and rescale.final  # each shrunk by Hypothesis as a bug of its own
+    assert bias.case.size <= 4  # a row of one or two keys with a bias
+    assert rescale.case.inputs["x"].shape[-1] > 16 and rescale.case.size <= 2 * 33
+    assert bias.signature != rescale.signature
+    assert bias.reproducer != rescale.reproducer and bias.reproducer.exists()
+    assert r.known_hits  # later examples of either were counted, not shrunk again
+
+
+def test_a_declared_known_failure_never_ends_the_hunt_for_the_other_bug():
+    """tf32_softmax fails every float32 case (inputs rounded to TF32), which its library
+    declares; its other bug (NaN for a row with no valid key) is still found, and the accuracy
+    failures are counted under the declaration, not reported as a bug."""
+    r = fuzz.hunt(
+        get("tf32_softmax"),
+        "triton-interpret",
+        fuzz.get_profile("ci"),
+        max_examples=3000,
+        seed=1,
+        database=None,
+        time_limit=10**6,
+        stop_when=lambda r: "nan" in r.classes and sum(r.declared_hits.values()) >= 5,
+    )
+    assert r.error is None
+    assert "nan" in r.classes and "accuracy" not in r.classes, r.classes
+    (reason, hits), *_ = r.declared_hits.items()
+    assert "TF32" in reason and hits >= 5
+    nan = r.of_class("nan")[0]
+    assert "row-without-valid-key" in nan.triggers and nan.case.size <= 16
