@@ -156,6 +156,15 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         help="... or S seconds of fuzzing, compiling not counted (default 30)",
     )
     run.add_argument(
+        "--compile-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes that compile each pair's kernel variants ahead, while the workers fuzz "
+        "what is compiled (default: with a compiled backend, the host's spare cores, at most "
+        "8; else 0)",
+    )
+    run.add_argument(
         "--examples",
         type=count_arg,
         default=None,
@@ -334,6 +343,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{len(campaign.pairs)} pair(s), profile {config.profile.name}, budget {args.budget:g}s, "
         f"{config.workers} worker(s)"
         + (f" on GPU(s) {', '.join(gpus)}" if gpus else "")
+        + (f", {config.compile_workers} compiling ahead" if config.compile_workers else "")
         + f", seed {config.seed} -> {out}"
     )
     undo = install_signal_handlers(campaign)
@@ -382,7 +392,14 @@ def _campaign_config(
         console.print(
             f"[yellow]WARNING {escape(problem)}; the campaign goes on without it[/yellow]"
         )
-    gpus = visible_gpus() if any(get_backend(b).compiled for b in runnable) else []
+    compiled = any(get_backend(b).compiled for b in runnable)
+    gpus = visible_gpus() if compiled else []
+    workers = args.workers or max(1, len(gpus))
+    compile_workers = args.compile_workers
+    if compile_workers is None:  # the host's spare cores (each compile is single-threaded)
+        compile_workers = min(8, max(1, (os.cpu_count() or 2) - workers - 1)) if compiled else 0
+    elif compile_workers < 0:
+        raise ValueError(f"--compile-workers={compile_workers} must be >= 0")
     config = CampaignConfig(
         targets=targets,
         backends=runnable,
@@ -393,7 +410,8 @@ def _campaign_config(
         db=db,
         db_shared=list(args.db_shared),
         seed=args.seed if args.seed is not None else random.randrange(2**31),
-        workers=args.workers or max(1, len(gpus)),
+        workers=workers,
+        compile_workers=compile_workers,
         devices=gpus or [None],
         example_timeout=args.example_timeout or (120.0 if profile.needs_gpu else 600.0),
         compile_timeout=args.compile_timeout,

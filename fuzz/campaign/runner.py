@@ -55,6 +55,7 @@ from fuzz.campaign.worker import (
     read_inflight,
     worker_main,
 )
+from fuzz.engine import run_narrowing
 from fuzz.failures import Finding
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.results import status_of
@@ -90,6 +91,11 @@ class PairState:
     declared_hits: Counter[str] = field(default_factory=Counter)  # declared failure -> examples
     stats: Counter[str] = field(default_factory=Counter)
     slice_new: float = 0.0
+    # Compiling ahead (compile workers): "cold" until a compile worker has run its warm-up,
+    # "warming" meanwhile, "ready" after (and from the start where nothing compiles ahead).
+    warm: str = "ready"
+    warm_seconds: float = 0.0  # wall time of its warm-up slices (off the fuzzing path)
+    narrowing: dict[str, Any] | None = None  # its compile-time choices for the whole campaign
 
     @property
     def key(self) -> str:
@@ -154,6 +160,10 @@ class PairState:
             "launch_seconds": round(self.stats["launch_seconds"], 3),
             "compiles": int(self.stats["compiles"]),
             "compile_seconds": round(self.stats["compile_seconds"], 3),
+            "precompile_seconds": round(self.stats["precompile_seconds"], 3),
+            "warm_seconds": round(self.warm_seconds, 3),
+            "warm": self.warm,
+            "variants": self.narrowing or {},
             "compile_share": round(self.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
             "twin_launches": int(self.stats["twin_launches"]),
             "error": self.error,
@@ -204,6 +214,7 @@ class Slice:
     timeout: float | None = None  # per-example timeout of this slice (None: the campaign's)
     confirm: dict[str, Any] | None = None  # a suspected hang this replay confirms or clears
     found_new: bool = False  # a new bug was streamed from it
+    warm: bool = False  # a compile worker's warm-up of its pair
 
 
 @dataclass
@@ -226,6 +237,7 @@ class WorkerHandle:
     maps_sampled: float = 0.0
     log_offset: int = 0  # the size of its log when its current slice began
     recycles: int = 0
+    role: str = "fuzz"  # or "compile": warms pairs up (compiles their variants) ahead
 
 
 def refund_cap(budget: float) -> float:
@@ -256,6 +268,8 @@ class CampaignConfig:
     floor_seconds: float = 30.0  # ... or this many seconds (compiling not counted) first
     slice_seconds: float | None = None
     examples: int | None = None  # a pair is done once it has run this many examples
+    compile_workers: int = 0  # processes that compile pairs' kernel variants ahead
+    warm_quiet: int = 8  # a warm-up ends after this many examples in a row compiled nothing
     max_deaths: int = 2  # deaths on bugs found before that retire a pair
     argv: Sequence[str] = ()
     plugins: Sequence[str] = ()
@@ -294,6 +308,12 @@ class Campaign:
         self.pairs = interleave(
             [PairState(t, b) for t in config.targets for b in config.backends if self._runs(t, b)]
         )
+        for p in self.pairs:
+            # One set of compile-time choices per pair for the whole campaign: each variant is
+            # compiled once (ahead, by a compile worker), and every slice reuses it.
+            p.narrowing = run_narrowing(p.target, config.options, config.seed)
+            if config.compile_workers and get_backend(p.backend).compiled:
+                p.warm = "cold"
         self.workers: list[WorkerHandle] = []
         self.slice_ids = 0
         self.stop_reason: str | None = None
@@ -349,7 +369,7 @@ class Campaign:
         c = self.config
         workdir = c.out / "workers"
         workdir.mkdir(parents=True, exist_ok=True)
-        for slot in range(c.workers):
+        for slot in range(c.workers + c.compile_workers):
             device = c.devices[slot % len(c.devices)] if c.devices else None
             wc = WorkerConfig(
                 slot=slot,
@@ -362,7 +382,7 @@ class Campaign:
                 db_shared=list(c.db_shared),
                 cuda_device=device,
             )
-            w = WorkerHandle(slot, device, wc)
+            w = WorkerHandle(slot, device, wc, role="fuzz" if slot < c.workers else "compile")
             self._start_worker(w)
             self.workers.append(w)
 
@@ -397,13 +417,31 @@ class Campaign:
             pair.fuzz_seconds / max(1e-9, c.floor_seconds),
         )
 
+    def _pick_cold(self) -> PairState | None:
+        """The pair a compile worker warms up next: one not compiled yet, real targets first,
+        in the first round's order (``interleave``)."""
+        cold = [p for p in self.pairs if p.warm == "cold" and not p.retired and not p.running]
+        return min(cold, key=lambda p: p.target.is_mutant) if cold else None
+
+    def _compiling_ahead(self) -> bool:
+        """Whether a compile worker is there to warm pairs up (else fuzz workers compile)."""
+        return any(w.role == "compile" and w.process is not None for w in self.workers)
+
     def _pick(self) -> PairState | None:
         """The pair the next slice fuzzes: every pair once (real targets before mutants), then
         every pair to its floor (real targets first, the least fuzzed first), then the pairs
         that found new bugs or coverage lately, per fuzzing second, with an exploration bonus
         (UCB). Compile time is a setup cost: it counts neither toward a floor nor against a
         pair's rate."""
-        active = [p for p in self.pairs if not p.retired and not p.running and not self._done(p)]
+        ahead = self._compiling_ahead()
+        active = [
+            p
+            for p in self.pairs
+            if not p.retired
+            and not p.running
+            and not self._done(p)
+            and (p.warm == "ready" or not ahead)
+        ]
         if not active:
             return None
         under = [p for p in active if self.floor_progress(p) < 1.0]
@@ -427,7 +465,7 @@ class Campaign:
             w.log_offset = os.path.getsize(w.config.log)
         except OSError:
             w.log_offset = 0
-        if self.replay_queue:
+        if self.replay_queue and w.role == "fuzz":
             item = self.replay_queue.pop(0)
             self.slice_ids += 1
             now = time.perf_counter()
@@ -450,14 +488,17 @@ class Campaign:
         left = self.remaining()
         if left < 0.5 or self.stop_reason:
             return False
-        pair = self._pick()
+        warm = w.role == "compile"
+        pair = self._pick_cold() if warm else self._pick()
         if pair is None:
             return False
         self.slice_ids += 1
         limit = min(self.slice_seconds, left)
         shrink = max(30.0, 2 * self.slice_seconds)  # shrinking a new class may take a while
         now = time.perf_counter()
-        sl = Slice(self.slice_ids, pair, now, limit, now + limit + shrink)
+        sl = Slice(self.slice_ids, pair, now, limit, now + limit + shrink, warm=warm)
+        if warm:
+            pair.warm = "warming"
         pair.running = True
         pair.live_examples = 0
         pair.live_compile = 0.0
@@ -474,7 +515,10 @@ class Campaign:
             if self.config.examples is None
             else self.config.examples - pair.examples,
             "known": [b.as_dict() for b in pair.bugs()],
-            "reuse": pair.slices == 0,
+            "reuse": pair.slices == 0 and not warm,
+            "narrowing": pair.narrowing,
+            "warm": warm,
+            "quiet": self.config.warm_quiet,
         }
         w.conn.send(("hunt", task))
         return True
@@ -593,12 +637,19 @@ class Campaign:
         assert sl is not None
         w.busy = None
         pair.running = False
-        pair.slices += 1
         pair.examples += summary.get("examples", 0)
         pair.live_examples = 0
         pair.live_compile = 0.0
         secs = summary.get("seconds", time.perf_counter() - sl.started)
-        pair.seconds += secs
+        if sl.warm:  # off the fuzzing path: its time and compiles are the pair's setup
+            pair.warm = "ready"
+            pair.warm_seconds += secs
+            pair.stats["precompile_seconds"] += summary.get("compile_seconds", 0.0)
+            summary = {**summary, "compile_seconds": 0.0, "seconds": 0.0}
+            secs = 0.0
+        else:
+            pair.slices += 1
+            pair.seconds += secs
         for rec in summary.get("found", []):
             self._record(pair, rec, origin=f"{sl.id}:{rec.get('bug_key')}")
         for k in (
@@ -628,16 +679,24 @@ class Campaign:
                 f"the {r['limit']} it may have; a fresh one takes over"
             )
         fuzz = max(secs - summary.get("compile_seconds", 0.0), 0.1)
-        pair.rate = 0.5 * pair.rate + 0.5 * pair.slice_new / fuzz
+        if not sl.warm:
+            pair.rate = 0.5 * pair.rate + 0.5 * pair.slice_new / fuzz
         n = summary.get("examples", 0)
         compiling = summary.get("compile_seconds", 0.0)
-        self.log(
-            f"{pair.target.name} on {pair.backend}: +{n} examples in {secs:.1f}s"
-            + (f" ({compiling:.1f}s compiling)" if compiling >= 0.05 else "")
-            + f" ({n / fuzz:.1f}/s), total {pair.examples}; bugs: {len(pair.found)}"
-            + (f" ({', '.join(sorted(pair.classes))})" if pair.found else "")
-            + (f" [{pair.retired}]" if pair.retired else "")
-        )
+        if sl.warm:
+            self.log(
+                f"{pair.target.name} on {pair.backend}: warmed up (compiled ahead) in "
+                f"{pair.warm_seconds:.1f}s, {pair.stats['precompile_seconds']:.1f}s of it "
+                f"compiling, {n} examples"
+            )
+        else:
+            self.log(
+                f"{pair.target.name} on {pair.backend}: +{n} examples in {secs:.1f}s"
+                + (f" ({compiling:.1f}s compiling)" if compiling >= 0.05 else "")
+                + f" ({n / fuzz:.1f}/s), total {pair.examples}; bugs: {len(pair.found)}"
+                + (f" ({', '.join(sorted(pair.classes))})" if pair.found else "")
+                + (f" [{pair.retired}]" if pair.retired else "")
+            )
         self._write_report(throttle=True)
 
     def _retire(self, pair: PairState, summary: dict[str, Any]) -> None:
@@ -770,10 +829,15 @@ class Campaign:
         pair = sl.pair
         assert pair is not None
         pair.running = False
-        pair.slices += 1
-        pair.seconds += time.perf_counter() - sl.started
         pair.examples += pair.live_examples
-        pair.stats["compile_seconds"] += pair.live_compile
+        if sl.warm:  # a warm-up that died: its fuzz workers take it as it is
+            pair.warm = "ready"
+            pair.warm_seconds += time.perf_counter() - sl.started
+            pair.stats["precompile_seconds"] += pair.live_compile
+        else:
+            pair.slices += 1
+            pair.seconds += time.perf_counter() - sl.started
+            pair.stats["compile_seconds"] += pair.live_compile
         pair.live_examples = 0
         pair.live_compile = 0.0
 
@@ -1089,8 +1153,12 @@ class Campaign:
                 if pair is not None:
                     pair.running = False
                     pair.examples += pair.live_examples
-                    pair.seconds += time.perf_counter() - w.busy.started
-                    pair.stats["compile_seconds"] += pair.live_compile
+                    if w.busy.warm:
+                        pair.warm_seconds += time.perf_counter() - w.busy.started
+                        pair.stats["precompile_seconds"] += pair.live_compile
+                    else:
+                        pair.seconds += time.perf_counter() - w.busy.started
+                        pair.stats["compile_seconds"] += pair.live_compile
                     pair.live_examples = 0
                     pair.live_compile = 0.0
                 w.busy = None

@@ -336,6 +336,7 @@ def _hunt(
             time_limit=task["time_limit"],
             hard_limit=task["hard_limit"],
             known=[Bug.of(k) if isinstance(k, dict) else k for k in task["known"]],
+            narrowing=task.get("narrowing"),
             reuse=task["reuse"],
             hooks=sl.hooks(),
         )
@@ -379,6 +380,12 @@ class _Slice:
         self.target, self.backend = target, backend
         self.last_progress = 0.0
         self.t0 = time.perf_counter()
+        # A warm-up slice (a compile worker's) ends once ``quiet`` examples in a row compiled
+        # nothing new: the variants the pair's fuzzing draws are compiled (in the caches on disk).
+        self.quiet = task.get("quiet") if task.get("warm") else None
+        self.compiles = 0
+        self.calm = 0
+        self.warmed = False
 
     def hooks(self) -> Any:
         from fuzz import engine
@@ -398,9 +405,10 @@ class _Slice:
 
         from fuzz.engine import OutOfTime
 
-        if self.maps.check() and not current_build_context().is_final:
-            # Too many memory maps: end the slice as its time limit would (the engine's own stop,
-            # which Hypothesis does not take for a failure), before this example runs.
+        if (self.maps.check() or self.warmed) and not current_build_context().is_final:
+            # Too many memory maps, or a warm-up done: end the slice as its time limit would
+            # (the engine's own stop, which Hypothesis does not take for a failure), before this
+            # example runs.
             raise OutOfTime
         write_inflight_case(self.config.inflight, self.target.name, self.backend.name, case)
         self.started.value = time.time()
@@ -410,6 +418,13 @@ class _Slice:
 
     def after_example(self, result: Any) -> None:
         self.started.value = 0.0
+        if self.quiet is not None:
+            compiled = result.stats.compiles > self.compiles
+            self.compiles = result.stats.compiles
+            self.calm = 0 if compiled else self.calm + 1
+            if self.calm >= self.quiet:
+                self.warmed = True
+                result.stopped = "warmed"
         now = time.perf_counter()
         if now - self.last_progress > 0.25:
             self.last_progress = now

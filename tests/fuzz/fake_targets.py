@@ -214,3 +214,64 @@ for bug in ("nan", "compiled-only"):
             description=f"fake target with a slow compile per variant and planted bug {bug}",
         )
     )
+
+
+# A compiled backend whose kernels compile ahead (the campaign's compile workers): ``fake-gpu``
+# runs the fake kernels as a GPU backend would, and ``cached_kernel`` compiles a variant per column
+# bucket into a cache on disk shared by processes (as Triton's cache and JAX's persistent cache
+# are): a variant another process compiled loads at once. ``KERNEL_FUZZ_FAKE_CACHE`` is the
+# folder (unset: no disk cache), ``KERNEL_FUZZ_FAKE_COMPILE`` the seconds a compile takes; every
+# slow compile appends ``pid key`` to ``slow.log`` there.
+register_backend(
+    Backend("fake-gpu", "fake", False, True, "fake", lambda: TorchAdapter("cpu"), lambda: None)
+)
+_loaded: set[tuple[str, int]] = set()
+
+
+def cached_kernel(bug):
+    import os
+    import time
+    from pathlib import Path
+
+    from fuzz import timing
+
+    base = make_kernel(None)
+
+    def run(inputs, params, *, out, interpret):
+        x = inputs["x"]
+        if not interpret:
+            key = (bug or "ok", 1 << max(x.shape[1] - 1, 0).bit_length())
+            if key not in _loaded:
+                timing.compile_starting()
+                folder = os.environ.get("KERNEL_FUZZ_FAKE_CACHE")
+                marker = Path(folder, f"{key[0]}-{key[1]}") if folder else None
+                if marker is None or not marker.exists():
+                    time.sleep(float(os.environ.get("KERNEL_FUZZ_FAKE_COMPILE", "0.3")))
+                    if marker is not None:
+                        marker.write_text("compiled")
+                        with open(Path(folder, "slow.log"), "a") as log:
+                            log.write(f"{os.getpid()} {key[0]}-{key[1]}\n")
+                _loaded.add(key)
+                timing.compile_done()
+        res = base(inputs, params, out=out, interpret=interpret)
+        if bug == "nan" and x.shape[1] >= 5:
+            res["y"][0, 4] = float("nan")
+        return res
+
+    return run
+
+
+for bug in (None, "nan"):
+    register(
+        Target(
+            name="fake_cached" + (f"_{bug}" if bug else ""),
+            family="fake",
+            kernels={"fake": cached_kernel(bug)},
+            oracle=oracle,
+            naive=naive,
+            strategy=slow_cases,
+            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+            description="fake target compiled per column bucket into a cache on disk"
+            + (f", planted bug {bug}" if bug else ""),
+        )
+    )

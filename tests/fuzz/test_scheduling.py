@@ -6,6 +6,7 @@ again is a hit of it, and a smaller example of it replaces it."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -155,3 +156,55 @@ def test_deaths_retire_a_pair_only_when_they_repeat_a_bug_found_before():
 def test_campaign_config_floors_default_to_the_issue_numbers():
     fields = CampaignConfig.__dataclass_fields__
     assert fields["floor_examples"].default == 200 and fields["floor_seconds"].default == 30.0
+
+
+FAKE = str(Path(__file__).parent / "fake_targets.py")
+
+
+def _cached_campaign(tmp_path, monkeypatch, compile_workers):
+    """A campaign over two fake kernels compiled per column bucket (0.3 s each, into a cache on
+    disk that processes share, as Triton's is), on a compiled fake backend."""
+    from fuzz.profiles import Profile
+    from fuzz.target import get, load_plugin
+
+    load_plugin(FAKE)
+    cache = tmp_path / "cache"
+    cache.mkdir(parents=True)
+    monkeypatch.setenv("KERNEL_FUZZ_FAKE_CACHE", str(cache))
+    monkeypatch.setenv("KERNEL_FUZZ_FAKE_COMPILE", "0.3")
+    config = CampaignConfig(
+        targets=[get("fake_cached"), get("fake_cached_nan")],
+        backends=["fake-gpu"],
+        profile=Profile("ci", ("fake-gpu",), "small", False, "cpu", False, 60),
+        budget=900,  # a safety net: the campaign ends at its examples
+        examples=120,
+        out=tmp_path / "out",
+        repro_dir=tmp_path / "out" / "reproducers",
+        db=None,
+        plugins=[FAKE],
+        seed=5,
+        compile_workers=compile_workers,
+    )
+    report = Campaign(config, log=lambda line: None).run()
+    slow = (cache / "slow.log").read_text().split() if (cache / "slow.log").exists() else []
+    return report, slow[0::2]  # the processes that paid a slow compile
+
+
+def test_compile_workers_compile_ahead_and_the_fuzzing_path_does_not_pay(tmp_path, monkeypatch):
+    ahead, ahead_pids = _cached_campaign(tmp_path / "a", monkeypatch, compile_workers=1)
+    alone, alone_pids = _cached_campaign(tmp_path / "b", monkeypatch, compile_workers=0)
+    rows = {r["target"]: r for r in ahead["results"]}
+    for r in rows.values():
+        assert r["warm"] == "ready" and r["precompile_seconds"] >= 0.3, r  # warmed up first
+        assert r["examples"] >= 120
+    assert rows["fake_cached_nan"]["status"] == "fail"  # warm-ups find bugs too: none is lost
+    # Without compile workers the fuzzing worker pays every variant's compile (0.3 s each, at
+    # least 4 variants per kernel); with one, nearly all of them were paid ahead.
+    paid_alone = sum(r["compile_seconds"] for r in alone["results"])
+    paid_ahead = sum(r["compile_seconds"] for r in ahead["results"])
+    assert paid_alone >= 8 * 0.3 and len(alone_pids) >= 8
+    assert paid_ahead < paid_alone / 2, (paid_ahead, paid_alone)
+    # Most slow compiles happened in the compile worker (one process); variants its warm-up did
+    # not draw (it stops after 8 examples in a row compiled nothing) are compiled when drawn.
+    top = max(set(ahead_pids), key=ahead_pids.count)
+    assert ahead_pids.count(top) > len(ahead_pids) / 2
