@@ -115,7 +115,8 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         "--workers",
         type=count_arg,
         default=None,
-        help="worker processes (default: one per visible GPU, else 1)",
+        help="worker processes (default: a third of the host's cores spread over the visible "
+        "GPUs, else 1)",
     )
     run.add_argument(
         "--example-timeout",
@@ -394,10 +395,14 @@ def _campaign_config(
         )
     compiled = any(get_backend(b).compiled for b in runnable)
     gpus = visible_gpus() if compiled else []
-    workers = args.workers or max(1, len(gpus))
+    # On a GPU host a worker is mostly host-side Python (drawing cases, the fp64 oracle, the
+    # comparison) between short launches: a third of the cores, spread over the GPUs, keeps them
+    # busy; the compile workers take most of the rest.
+    cores = os.cpu_count() or 2
+    workers = args.workers or (len(gpus) * max(1, cores // (3 * len(gpus))) if gpus else 1)
     compile_workers = args.compile_workers
     if compile_workers is None:  # the host's spare cores (each compile is single-threaded)
-        compile_workers = min(8, max(1, (os.cpu_count() or 2) - workers - 1)) if compiled else 0
+        compile_workers = min(8, max(1, cores - workers - 1)) if compiled else 0
     elif compile_workers < 0:
         raise ValueError(f"--compile-workers={compile_workers} must be >= 0")
     config = CampaignConfig(

@@ -2,15 +2,20 @@
 
 ``python -m fuzz run`` builds a :class:`Campaign`. It
 
-* starts one worker process per device slot (:mod:`fuzz.campaign.worker`; one per visible GPU, each with
-  its own ``CUDA_VISIBLE_DEVICES``), and a fresh one whenever a worker dies or hangs;
+* starts the worker processes (:mod:`fuzz.campaign.worker`; spread over the visible GPUs, each
+  with its own ``CUDA_VISIBLE_DEVICES``), and a fresh one whenever a worker dies or hangs; and
+  *compile workers*, which warm each pair up (run its examples until a few in a row compile
+  nothing new) so that its kernels are in the on-disk caches before a fuzzing worker takes it;
 * first replays the previous report's reproducers (triage: still failing or fixed), then hands
-  out *slices*: a few seconds of Hypothesis on one pair. A pair's first slice replays what the
-  example database holds for it; later slices skip failure classes already found, so time goes
-  to finding new ones;
-* shares the budget with a floor and a bandit: every pair gets at least ``min_share`` of an even
-  split; the rest goes to pairs whose recent slices produced new failure classes or new coverage
-  features (hazard combinations, failure kinds), with an exploration bonus (UCB);
+  out *slices*: a few seconds of Hypothesis on one pair, compile time not counted. A pair's first
+  slice replays what the example database holds for it; later slices know the bugs found so far
+  (``fuzz.signatures``): examples of them are hits, and the search goes on for other bugs;
+* schedules by floors and a bandit: every pair once (real targets before mutants), then every
+  pair to its floor (``floor_examples`` examples or ``floor_seconds`` of fuzzing), then the pairs
+  whose recent slices found new bugs or coverage features per fuzzing second, with an
+  exploration bonus (UCB). A pair is retired only when finished: a harness error, a search space
+  Hypothesis reports exhausted, a mutant found with its class and shrunk, or deaths that only
+  repeat bugs found before;
 * turns a worker that dies (segfault, abort, lost CUDA context, OOM kill) into a ``crash``
   finding and one whose example outlives ``example_timeout`` into a ``hang`` finding, each with a
   reproducer of the case the worker persisted before launching it; a timeout is first replayed in
