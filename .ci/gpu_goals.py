@@ -12,6 +12,12 @@ From a campaign's report.json (``python -m fuzz run --mutants --profile gpu``):
   pairs found so (goal: 90%);
 * the campaign's compile share (goal: at most 15%).
 
+``report --campaign OUT --economics`` adds the goals of "Nightly GPU campaigns that spend their
+time where the bugs are" (a ``--mutants`` campaign with the default options): every pair at least
+200 examples, every GLA pair at least 100; 90% of mutant pairs on the compiled backends found
+with their class, 90% also shrunk to at most 2x the CPU reproducer (or 64 elements: one row of
+the smallest GPU head dim); a compile share on the fuzzing path of at most 25%.
+
 From ``fuzz.bench --json`` files: fresh examples/s at least half of warm for every target and
 compiled backend; ``simple_gla_bwd`` on ``triton`` at least 5 fresh examples/s with 8 processes.
 """
@@ -125,6 +131,71 @@ def compile_goal(report: dict[str, Any]) -> tuple[list[str], bool]:
     ], share <= 0.15
 
 
+def economics_goals(report: dict[str, Any], cpu: dict[str, int]) -> tuple[list[str], bool]:
+    """The campaign-economics goals (see the module docstring), one line each, PASS/FAIL."""
+    rows = report["results"]
+    lines, ok = [], True
+
+    def goal(text: str, passed: bool) -> None:
+        nonlocal ok
+        ok &= passed
+        lines.append(f"{text} {'PASS' if passed else 'FAIL'}")
+
+    few = sorted((r["examples"], r["target"], r["backend"]) for r in rows)
+    starved = [f"{t} on {b} ({n})" for n, t, b in few if n < 200]
+    finished = [
+        f"{t} on {b} ({n})"
+        for n, t, b in few
+        if n < 200 and next(r for r in rows if (r["target"], r["backend"]) == (t, b))["retired"]
+    ]
+    goal(
+        f"pairs with >= 200 examples: {len(rows) - len(starved)}/{len(rows)}, min {few[0][0] if few else 0}"
+        f" ({len(finished)} of those under it retired as finished: "
+        f"{', '.join(finished[:8]) or '-'}); under: {', '.join(starved[:12]) or '-'}",
+        not starved,
+    )
+    gla = [r for r in rows if r["family"].startswith("simple_gla")]
+    gla_few = [
+        f"{r['target']} on {r['backend']} ({r['examples']})" for r in gla if r["examples"] < 100
+    ]
+    goal(
+        f"GLA pairs with >= 100 examples: {len(gla) - len(gla_few)}/{len(gla)}; under: "
+        f"{', '.join(gla_few) or '-'}",
+        not gla_few,
+    )
+    mutants = [r for r in rows if r["mutant"] and r["backend"] in COMPILED]
+    found = shrunk = 0
+    for r in mutants:
+        mine = [f for f in r["findings"] if f["class"] == r["expected_class"]]
+        if not mine:
+            continue
+        found += 1
+        f = min(mine, key=lambda f: f["case_size"])
+        ref = cpu.get(f"{r['target']}|{TWIN[r['backend']]}")
+        limit = max(64, 2 * ref) if ref is not None else 64
+        shrunk += bool(f["shrunk"] and f["case_size"] <= limit)
+    n = max(1, len(mutants))
+    goal(
+        f"mutant pairs found with their class: {found}/{len(mutants)} = {100 * found / n:.0f}% (goal 90%)",
+        found >= 0.9 * len(mutants),
+    )
+    goal(
+        f"... and shrunk to <= 2x CPU size or 64 elements: {shrunk}/{len(mutants)} = "
+        f"{100 * shrunk / n:.0f}% (goal 90%)",
+        shrunk >= 0.9 * len(mutants),
+    )
+    compiled = [r for r in rows if r["backend"] in COMPILED]
+    spent = sum(r["seconds"] for r in compiled)
+    paid = sum(r["compile_seconds"] for r in compiled)
+    ahead = sum(r.get("precompile_seconds", 0.0) for r in compiled)
+    goal(
+        f"compile share on the fuzzing path: {100 * paid / max(spent, 1e-9):.1f}% of {spent:.0f} s "
+        f"(goal <= 25%); compiled ahead: {ahead:.0f} s in warm-ups",
+        paid <= 0.25 * spent,
+    )
+    return lines, ok
+
+
 def bench_goals(benches: list[dict[str, Any]]) -> tuple[list[str], bool]:
     lines, ok_all = [], True
     for doc in benches:
@@ -154,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--campaign", default=None)
     r.add_argument("--cpu-sizes", default=None)
     r.add_argument("--bench", action="append", default=[])
+    r.add_argument("--economics", action="store_true", help="the campaign-economics goals")
     args = p.parse_args(argv)
     if args.cmd == "sizes":
         json.dump(sizes(args.campaign), sys.stdout, indent=1, sort_keys=True)
@@ -167,7 +239,10 @@ def main(argv: list[str] | None = None) -> int:
             f"device: {report.get('device')}; {report['summary']['examples']} examples in "
             f"{report['seconds']:.0f} s"
         )
-        for part in (mutant_goals(report, cpu), compile_goal(report)):
+        parts = [mutant_goals(report, cpu), compile_goal(report)]
+        if args.economics:
+            parts = [economics_goals(report, cpu)]
+        for part in parts:
             print("\n".join(part[0]))
             ok &= part[1]
     if args.bench:

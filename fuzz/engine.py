@@ -290,6 +290,7 @@ class _Hunter:
         # examples Hypothesis then tries while shrinking fail reliably, not one run in a few.
         self.race_repeats = 0
         self.stage = self.search_stage = stage
+        self.round = 0  # Hypothesis runs of the hunt so far (see hunt: it goes on after bugs)
         self.exhausted = False  # the last run tried every distinct example (Hypothesis said)
 
     # The test body -----------------------------------------------------------------------------
@@ -408,6 +409,7 @@ class _Hunter:
         triggers = holds
         f.details["dtype"] = dtype
         f.details["bug_key"] = key
+        f.details["round"] = self.round  # a key is one bug per round: later rounds find others
         f.details["triggers"] = sorted(triggers)
         f.details["signature"] = signature(target.name, key, triggers)
         is_new = key not in self.first
@@ -593,6 +595,7 @@ class _Hunter:
         self.handed_off.clear()
         self.exhausted = False
         self.stage = self.search_stage
+        self.round += 1
         if self.result.stopped == "examples":
             self.result.stopped = ""
 

@@ -299,6 +299,8 @@ class _Shrinker:
     def finish(self, best: Found, path: str) -> Found:
         """``best`` as the minimal example of the finding first seen as ``found``."""
         found = self.found
+        if "round" in found.finding.details:  # still the bug the search saw (fuzz.engine)
+            best.finding.details["round"] = found.finding.details["round"]
         return dataclasses.replace(
             best,
             first_example=found.first_example,

@@ -184,6 +184,12 @@ class PairState:
         }
 
 
+def _origin(slice_id: int, rec: dict[str, Any]) -> str:
+    """Which bug of a slice a streamed finding record is (its first sight and its minimal example
+    are records of one bug): a key is one bug per Hypothesis run of the slice's hunt."""
+    return f"{slice_id}:{rec.get('details', {}).get('round', 0)}:{rec.get('bug_key')}"
+
+
 def _bug(rec: dict[str, Any]) -> Bug:
     """The bug a finding record is."""
     return Bug(
@@ -627,7 +633,7 @@ class Campaign:
                 pair.features.add(msg[2])
                 pair.slice_new += 1.0
         elif kind == "found":
-            if self._record(pair, msg[2], origin=f"{sid}:{msg[2].get('bug_key')}"):
+            if self._record(pair, msg[2], origin=_origin(sid, msg[2])):
                 w.busy.found_new = True  # type: ignore[union-attr]
         elif kind == "context-lost":
             self.notes.append(
@@ -656,7 +662,7 @@ class Campaign:
             pair.slices += 1
             pair.seconds += secs
         for rec in summary.get("found", []):
-            self._record(pair, rec, origin=f"{sl.id}:{rec.get('bug_key')}")
+            self._record(pair, rec, origin=_origin(sl.id, rec))
         for k in (
             "launches",
             "launch_seconds",

@@ -179,3 +179,60 @@ def test_a_declared_known_failure_never_ends_the_hunt_for_the_other_bug():
     assert "TF32" in reason and hits >= 5
     nan = r.of_class("nan")[0]
     assert "row-without-valid-key" in nan.triggers and nan.case.size <= 16
+
+
+def test_a_campaign_reports_both_bugs_each_with_its_own_reproducer(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fuzz",
+            "run",
+            "--profile",
+            "ci",
+            "--plugin",
+            TWO_BUGS,
+            "--targets",
+            "two_bugs_softmax",
+            "--backends",
+            "triton-interpret",
+            "--examples",
+            "300",
+            "--budget",
+            "1200",  # a safety net: the campaign ends at its examples
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]  # a real (non-mutant) target fails
+    report = json.loads((out / "report.json").read_text())
+    (row,) = report["results"]
+    assert row["status"] == "fail" and row["bugs"] == 2 and not row["retired"], row
+    found = report["findings"]
+    assert sorted(f["class"] for f in found) == ["accuracy", "accuracy"]
+    assert len({f["signature"] for f in found}) == 2
+    assert len({f["reproducer"] for f in found}) == 2
+    assert any("feature bias" in f["triggers"] for f in found)
+    assert any("multi-tile" in f["triggers"] for f in found)
+    for f in found:
+        assert f["shrunk"] and (Path(f["reproducer"])).exists()
+    md = (out / "report.md").read_text()
+    assert md.index("## Matrix") < md.index("## New")  # the matrix opens the report
+    assert "| two_bugs_softmax | fail: " in md and "2 bugs |" in md
+    replay = subprocess.run(
+        [sys.executable, "-m", "fuzz", "replay", "--plugin", TWO_BUGS, str(out / "reproducers")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert replay.returncode == 1 and replay.stdout.count("FAIL accuracy") == 2, replay.stdout
