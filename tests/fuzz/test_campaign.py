@@ -356,9 +356,8 @@ def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path)
         "ci",
         "--plugin",
         FAKE,
-        "--mutants",
         "--targets",
-        "fake_double_nan",
+        "fake_double",  # a correct kernel: its campaign runs to its budget
         "--backends",
         "fake",
         "--slice",
@@ -366,10 +365,10 @@ def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path)
         "--out",
         str(out),
     ]
-    first = fuzz_popen(*args, "--budget", "120", start_new_session=True)
+    first = fuzz_popen(*args, "--budget", "600", start_new_session=True)
     lock = out / ".campaign.lock"
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 300
         while f'"pid": {first.pid}' not in (lock.read_text() if lock.exists() else ""):
             assert time.time() < deadline and first.poll() is None, "the first did not start"
             time.sleep(0.2)
@@ -633,7 +632,8 @@ def test_one_worker_per_gpu_each_with_its_own_device(tmp_path):
         tmp_path,
         ["fake_double", "fake_double_nan"],
         probe,
-        budget=2.0,
+        budget=600.0,  # a safety net: the campaign ends at its examples
+        examples=40,
         workers=2,
         devices=["3", "5"],
         example_timeout=30,
@@ -720,7 +720,9 @@ def test_a_first_slow_example_is_not_a_hang_once_a_second_try_finishes(tmp_path)
     plugin = tmp_path / "slow_first.py"
     plugin.write_text(SLOW_FIRST.format(fake=FAKE, d=str(tmp_path)))
     load_plugin(str(plugin))
-    report = _fake_campaign(tmp_path, ["fake_slow_first"], plugin, budget=3.0, example_timeout=2.0)
+    report = _fake_campaign(
+        tmp_path, ["fake_slow_first"], plugin, budget=600.0, examples=30, example_timeout=2.0
+    )
     assert report["findings"] == [], report["findings"]
     assert any("not a hang" in n for n in report["notes"]), report["notes"]
     assert not list((tmp_path / "out" / "reproducers").glob("*hang*"))

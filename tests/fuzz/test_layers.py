@@ -25,6 +25,7 @@ CORE = {
     "reproducer",
     "results",
     "shrink",
+    "signatures",
     "target",
     "timing",
     "triton_runtime",

@@ -41,6 +41,7 @@ def _campaign(pairs, **config):
         max_deaths=2,
     )
     c.pairs = pairs
+    c.workers = []
     c.log = lambda line: None
     c._superseded = []
     c._write_report = lambda **kw: {}
