@@ -757,7 +757,7 @@ def test_a_compile_past_the_compile_timeout_is_a_hang_finding(tmp_path):
         tmp_path,
         ["fake_compile_hang"],
         plugin,
-        budget=3.0,
+        budget=30.0,  # the compile timeout is what is tested: room for a slow worker start
         example_timeout=1.0,
         compile_timeout=2.0,
     )

@@ -185,10 +185,12 @@ def test_replay_gives_every_file_its_own_verdict(fake_plugin, fake_profile, tmp_
 
 SLEEPER = """
 import dataclasses, time
+from pathlib import Path
 from fuzz.target import get, load_plugin, register
 load_plugin({fake!r})
 
 def sleeps(inputs, params, *, out, interpret):
+    Path({started!r}).write_text("started")  # the test waits for this, not for a guess
     time.sleep(600)
 
 register(dataclasses.replace(get("fake_double"), name="fake_sleeps", source="builtin",
@@ -208,7 +210,8 @@ def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_pat
     from fuzz.target import get, load_plugin
 
     plugin = tmp_path / "sleeper.py"
-    plugin.write_text(SLEEPER.format(fake=FAKE))
+    started = tmp_path / "started"
+    plugin.write_text(SLEEPER.format(fake=FAKE, started=str(started)))
     load_plugin(str(plugin))
     path = reproducer.write(
         tmp_path,
@@ -229,7 +232,10 @@ def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_pat
         text=True,
         start_new_session=True,
     )
-    time.sleep(6)  # the child replay has started its kernel
+    deadline = time.time() + 300
+    while not started.exists():  # the child replay has started its kernel
+        assert time.time() < deadline and proc.poll() is None, "the replay did not start"
+        time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, out

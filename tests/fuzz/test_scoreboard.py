@@ -65,7 +65,7 @@ def test_cli_scoreboard_shows_na_for_targets_without_baselines(tmp_path):
             "--backends",
             "fake",
             "--budget",
-            "2",
+            "600",  # each row stops at its mutant's class: a safety net
             "--profile",
             "ci",
             "--out",
@@ -162,14 +162,14 @@ def test_a_row_shrinks_no_longer_than_its_shrink_limit():
     load_plugin(FAKE)
     mutant = _slowed(get("fake_double_accuracy"), "fake", 0.05)
     board = run_scoreboard(
-        [mutant], ["fake"], get_profile("ci"), budget=5, shrink_limit=0.5, seed=0
+        [mutant], ["fake"], get_profile("ci"), budget=600, shrink_limit=0.5, seed=0
     )
     cut = board["rows"][0]["harness"]
     assert cut["found"] and cut["class"] == "accuracy" and cut["shrink_cut"]
     assert board["shrink_limit"] == 0.5 and "(cut)" in table_rows(board)[0][6]
     # Without a limit the same row shrinks on to the minimal example (1 row x 2 columns), which
     # takes longer. Hypothesis checks the limit between shrink steps: a step may run past it.
-    board = run_scoreboard([mutant], ["fake"], get_profile("ci"), budget=5, seed=0)
+    board = run_scoreboard([mutant], ["fake"], get_profile("ci"), budget=600, seed=0)
     full = board["rows"][0]["harness"]
     assert not full["shrink_cut"] and full["reproducer_size"] == 2
     assert 0.5 <= cut["shrink_seconds"] < full["shrink_seconds"]
@@ -183,8 +183,9 @@ def test_a_baseline_stops_at_its_limit_and_says_how_many_cases_ran():
     mutant = _slowed(get("softmax_mutant_scale_twice"), "triton", 0.1)
     cases = [c for c in mutant.baselines.grid("small") if c.params["dtype"] == "float32"]
     r = run_baseline(mutant, "triton-interpret", cases, get_profile("ci"), time_limit=0.5)
-    # The limit is checked before each case; the case running at the limit completes.
-    assert 1 <= r["run"] < len(cases) and r["seconds"] < 0.5 + 5
+    # The limit is checked before each case; the case running at the limit completes (a busy
+    # machine may take long over one case: the margin is wide).
+    assert 1 <= r["run"] < len(cases) and r["seconds"] < 0.5 + 60
     board = {
         "rows": [
             {
