@@ -1,0 +1,339 @@
+"""Nightly reliability, round 2 (issue 28): faults of plugins, kernels, disks, databases and the
+coordinator itself, each injected for real (processes, signals, a tmpfs, a stopped redis-server).
+
+Campaigns here stop by example counts (``--examples``) or by events, never by a few seconds of
+budget: the budgets are safety nets only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).parent
+FAKE = str(HERE / "fake_targets.py")
+AUTOTUNED = str(HERE.parent / "plugins" / "autotuned_faults.py")
+
+
+def fuzz_cli(*args, env=None, timeout=600, **kw):
+    return subprocess.run(
+        [sys.executable, "-m", "fuzz", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
+
+
+def report_of(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+def rows_of(report: dict) -> dict:
+    return {(r["target"], r["backend"]): r for r in report["results"]}
+
+
+def repro_meta(path: str) -> dict:
+    from fuzz.reproducer import load
+
+    return load(path)[0]
+
+
+# 1. Death reproducers of autotuned plugin Triton targets ------------------------------------------
+
+
+def test_death_reproducers_of_autotuned_plugin_targets_replay(tmp_path):
+    # The in-flight record kept the raw autotune draw (integers such as 16548): every crash, hang
+    # and OOM reproducer of an autotuned plugin target was "cannot replay: ValueError: a choice
+    # is a Choice, ...", and triage said "not re-checked" every night. It now holds the configs
+    # as each launch chose them. The targets end their worker (os._exit(0); SIGKILL, as an OOM
+    # killer sends it) with another config than the first only.
+    out = tmp_path / "out"
+    run = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        AUTOTUNED,
+        "--targets",
+        "autotuned_exit0,autotuned_killed",
+        "--backends",
+        "triton-interpret",
+        "--budget",
+        "600",
+        "--examples",
+        "40",
+        "--out",
+        str(out),
+    )
+    assert run.returncode == 1, run.stderr[-3000:]  # real targets fail
+    found = {f["target"]: f for f in report_of(out)["findings"]}
+    assert set(found) == {"autotuned_exit0", "autotuned_killed"}
+    assert found["autotuned_exit0"]["message"] == "the worker exited with status 0"
+    assert "SIGKILL" in found["autotuned_killed"]["message"]
+    for f in found.values():
+        assert f["class"] == "crash"
+        params = json.loads(repro_meta(f["reproducer"])["property_params"])
+        (kernel, index, config), *_ = params["autotune"]
+        assert kernel.endswith("._softmax_kernel") and index in (1, 2)
+        assert f"num_warps: {2 * index}," in config
+
+    replay = fuzz_cli("replay", "--plugin", AUTOTUNED, str(out / "reproducers"))
+    assert replay.returncode == 1, replay.stdout
+    text = replay.stdout
+    assert "cannot replay" not in text and text.count("== ") == 2, text
+    # os._exit(0) in the kernel ends the replay process without a verdict: a crash too.
+    assert (
+        "autotuned_exit0 on triton-interpret: FAIL crash (the replay process exited with status 0"
+        in text
+    )
+    assert (
+        "autotuned_killed on triton-interpret: FAIL crash (the replay process was killed by "
+        "SIGKILL)" in text
+    )
+
+
+def test_the_autotune_configs_are_noted_as_each_launch_chooses_them():
+    # What a worker's in-flight record is told (Hooks.on_draw): the raw draw, then before any
+    # launch the empty record, then the configs as they are chosen -- what a replay takes.
+    from hypothesis import find
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+    from fuzz.target import get, load_plugin
+
+    load_plugin(AUTOTUNED)
+    target = get("autotuned_exit3")
+    seen: list[tuple[str, object]] = []
+    noted_before_launch: list[object] = []
+    kernel = target.kernels["triton"]
+
+    def watched(inputs, params, *, out, interpret):
+        noted_before_launch.append(seen[-1])
+        return kernel(inputs, params, out=out, interpret=interpret)
+
+    target = dataclasses.replace(target, kernels={"triton": watched})
+    params = {"dtype": "float32", "scale": None, "block_m": 4, "block_n": 16}
+    case = Case({"x": np.ones((2, 3), np.float32)}, params)
+    outcome = check_case(
+        target,
+        get_backend("triton-interpret"),
+        case,
+        draw=lambda strategy, label: [0] if label == "autotune" else find(strategy, bool),
+        note=lambda name, value: seen.append((name, value)),
+    )
+    assert noted_before_launch[0] == ("autotune", [])
+    assert seen[-1][0] == "autotune" and seen[-1][1] == outcome.params["autotune"]
+    assert outcome.params["autotune"][0][1] == 0  # the first config: no fault
+
+
+# 2. A kernel's fault is a finding whatever it raises ---------------------------------------------
+
+
+def _faulty(kind: str, min_cols: int = 3):
+    """A fake kernel that faults (``kind``) on rows of >= ``min_cols`` columns."""
+    import torch
+
+    from fuzz.target import get
+
+    base = get("fake_double")
+    run = base.kernels["fake"]
+
+    def kernel(inputs, params, *, out, interpret):
+        if inputs["x"].shape[1] >= min_cols:
+            if kind == "int32":
+                return {"y": run(inputs, params, out=out, interpret=interpret)["y"].to(torch.int32)}
+            if kind == "SystemExit":
+                raise SystemExit(3)
+            if kind == "KeyboardInterrupt":
+                raise KeyboardInterrupt("raised by the kernel's own code")
+            if kind == "GeneratorExit":
+                raise GeneratorExit
+            if kind == "input-write":
+                inputs["x"].mul_(2)
+            if kind == "ctrl-c":
+                os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C arriving during the kernel
+        return run(inputs, params, out=out, interpret=interpret)
+
+    return dataclasses.replace(base, name=f"fake_{kind}", kernels={"fake": kernel})
+
+
+KINDS = {
+    "int32": "TypeError: the kernel returned output y as int32; expected float32",
+    "SystemExit": "SystemExit: 3",
+    "KeyboardInterrupt": "KeyboardInterrupt: raised by the kernel's own code",
+    "GeneratorExit": "GeneratorExit",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("time_limit", [None, 1e-6], ids=["no-limit", "slice-timer"])
+def test_a_kernel_fault_is_a_crash_finding_whatever_it_raises(
+    fake_plugin, fake_profile, kind, time_limit
+):
+    # They were "the harness failed, not a kernel" with no reproducer; with a short slice the
+    # timer cut Hypothesis's shrinking of them and the target read "pass" (here: the time is up
+    # from the first example on, which faults).
+    from fuzz import engine
+
+    min_cols = 3 if time_limit is None else 1
+    result = engine.hunt(
+        _faulty(kind, min_cols),
+        "fake",
+        fake_profile,
+        max_examples=200,
+        seed=1,
+        database=None,
+        time_limit=time_limit,
+    )
+    assert result.error is None and list(result.found) == ["crash"], (result.error, result.found)
+    found = result.found["crash"]
+    assert found.finding.message.startswith(KINDS[kind])
+    assert found.case.inputs["x"].shape[1] == min_cols  # shrunk to the smallest faulty case
+
+
+def test_a_ctrl_c_during_a_kernel_still_stops_the_hunt(fake_plugin, fake_profile):
+    # The kernel's own KeyboardInterrupt is a finding; a real SIGINT that lands in the kernel is
+    # the user's stop, as before.
+    from fuzz import engine
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):
+        engine.hunt(_faulty("ctrl-c"), "fake", fake_profile, max_examples=50, database=None)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_a_slice_timer_never_swallows_an_error_of_the_harness(fake_plugin, fake_profile):
+    # An error of the harness on the first example: Hypothesis shrinks it, the slice's time limit
+    # ended that shrinking (OutOfTime) and the error was lost: the target read "pass".
+    from fuzz import engine
+    from fuzz.properties import Property
+    from fuzz.target import get
+
+    def broken(ctx, _):
+        raise ZeroDivisionError("a property of the harness failed (injected)")
+
+    target = dataclasses.replace(
+        get("fake_double"), name="fake_broken_property", properties=(Property("broken", broken),)
+    )
+    for limit in (None, 1e-6):
+        result = engine.hunt(
+            target, "fake", fake_profile, max_examples=50, seed=1, database=None, time_limit=limit
+        )
+        assert result.status == "error" and "ZeroDivisionError" in result.error, limit
+
+
+FAULTY_PLUGIN = """
+import dataclasses, os, torch
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+run = base.kernels["fake"]
+
+def faulty(kind):
+    def kernel(inputs, params, *, out, interpret):
+        if inputs["x"].shape[1] >= 3:
+            if kind == "int32":
+                return {{"y": run(inputs, params, out=out, interpret=interpret)["y"].int()}}
+            if kind == "exit":
+                raise SystemExit(3)
+            if kind == "interrupt":
+                raise KeyboardInterrupt("raised by the kernel's own code")
+            if kind == "genexit":
+                raise GeneratorExit
+            if kind == "write":
+                inputs["x"].mul_(2)
+        return run(inputs, params, out=out, interpret=interpret)
+    return kernel
+
+for kind in ("int32", "exit", "interrupt", "genexit", "write"):
+    register(dataclasses.replace(base, name=f"fake_faulty_{{kind}}", source="builtin",
+                                 kernels={{"fake": faulty(kind)}}))
+"""
+
+
+def test_kernel_faults_in_a_campaign_with_short_slices_are_findings(tmp_path):
+    # In worker processes (which ignore SIGINT: every KeyboardInterrupt there is the kernel's),
+    # with 0.3 s slices: each is a finding with a reproducer that replays it; none a harness
+    # error, none a pass; a kernel writing into its input is `input-write`, not a race.
+    plugin = tmp_path / "faulty.py"
+    plugin.write_text(FAULTY_PLUGIN.format(fake=FAKE))
+    out = tmp_path / "out"
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        str(plugin),
+        "--targets",
+        "fake_faulty_*",
+        "--backends",
+        "fake",
+        "--slice",
+        "0.3",
+        "--budget",
+        "600",
+        "--examples",
+        "40",
+        "--seed",
+        "4",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]  # real targets fail; no harness error
+    report = report_of(out)
+    assert report["summary"]["harness_errors"] == []
+    classes = {r["target"]: [f["class"] for f in r["findings"]] for r in report["results"]}
+    assert classes == {
+        "fake_faulty_int32": ["crash"],
+        "fake_faulty_exit": ["crash"],
+        "fake_faulty_interrupt": ["crash"],
+        "fake_faulty_genexit": ["crash"],
+        "fake_faulty_write": ["input-write"],
+    }, proc.stderr[-3000:]
+    replay = fuzz_cli("replay", "--plugin", str(plugin), str(out / "reproducers"))
+    assert replay.returncode == 1 and replay.stdout.count("(same class as recorded)") == 5, (
+        replay.stdout
+    )
+
+
+# 3. A kernel that writes into its inputs ----------------------------------------------------------
+
+
+def test_a_kernel_writing_into_its_inputs_is_an_input_write_not_a_race(fake_plugin, fake_profile):
+    # Both runs were handed the same tensors (and a CPU tensor the case's own memory): the second
+    # run read what the first wrote, and the report said "nondeterminism".
+    from fuzz import engine
+    from fuzz.properties import check_case
+
+    target = _faulty("input-write")
+    result = engine.hunt(target, "fake", fake_profile, max_examples=200, seed=1, database=None)
+    assert list(result.found) == ["input-write"], result.found
+    f = result.found["input-write"].finding
+    assert f.prop == "inputs-unchanged"
+    assert f.message.startswith(
+        "the kernel wrote into its input x: 3 element(s) changed, first x[0, 0]"
+    )
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    case = Case({"x": x.copy()}, {"dtype": "float32"})
+    outcome = check_case(target, get_backend("fake"), case)
+    assert outcome.finding.cls == "input-write"
+    assert np.array_equal(case.inputs["x"], x)  # the case itself is untouched
+    clean, repeat = outcome.context.clean, outcome.context.repeat
+    # Each run doubled its own copy, then doubled that: the second did not read the first's.
+    assert np.array_equal(clean.outputs["y"], 4 * x) and np.array_equal(repeat.outputs["y"], 4 * x)
+    honest = check_case(_faulty("none"), get_backend("fake"), case)
+    assert honest.finding is None and honest.context.clean.input_writes == {}
