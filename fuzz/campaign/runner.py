@@ -317,6 +317,7 @@ class Campaign:
                 db=c.db,
                 db_shared=list(c.db_shared),
                 cuda_device=device,
+                parent_pid=os.getpid(),
             )
             w = WorkerHandle(slot, device, wc)
             self._start_worker(w)
@@ -557,6 +558,9 @@ class Campaign:
 
     def _hang_confirmed(self, item: dict[str, Any], result: dict[str, Any] | None) -> None:
         """Settles a suspected hang with its replay's ``result`` (None: never replayed)."""
+        if item.get("orphan"):
+            self._orphan_settled(item, result)
+            return
         rec, pair = item["confirm_hang"], item["pair"]
         longer = self.config.example_timeout * self.config.hang_confirm_factor
         if result is not None and (
@@ -778,6 +782,185 @@ class Campaign:
         w.restarts += 1
         self._start_worker(w)
 
+    # Orphans ---------------------------------------------------------------------------------------
+
+    def _adopt_orphans(self) -> None:
+        """Picks up the in-flight records that a campaign which died in this output folder left
+        (``kill -9``, an OOM kill of the coordinator, a machine that went down): the example
+        each of its workers was running then. Each becomes a reproducer and is replayed first,
+        in a fresh worker with ``hang_confirm_factor`` times the per-example timeout: a ``hang``
+        or ``crash`` finding if it hangs or kills the worker again, else a note that says what
+        it did. One whose target this campaign does not run is a note naming its reproducer;
+        a record that cannot be read is kept aside and named. None is dropped silently."""
+        from fuzz.target import get
+
+        workdir = self.config.out / "workers"
+        for meta_path in sorted(workdir.glob("inflight-*.json")):
+            prefix = str(meta_path.with_suffix(""))
+            got = read_inflight(prefix)
+            target = None
+            if got is not None:
+                try:
+                    target = get(got[0]["target"])
+                except ValueError:
+                    target = None
+            if got is None or target is None:
+                kept = workdir / f"orphaned-{int(time.time())}-{meta_path.stem}"
+                for suffix in (".json", ".npz"):
+                    src = Path(prefix + suffix)
+                    if src.exists():
+                        os.replace(src, str(kept) + suffix)
+                what = "cannot be read" if got is None else f"is of target {got[0]['target']!r}"
+                self._orphan_note(
+                    f"an in-flight record left by an earlier campaign that died ({meta_path.name}) "
+                    f"{what}, not loaded here; kept as {kept}.json/.npz"
+                )
+                continue
+            meta, case = got
+            pair = next(
+                (
+                    p
+                    for p in self.pairs
+                    if p.target.name == meta["target"] and p.backend == meta["backend"]
+                ),
+                None,
+            )
+            rec = self._orphan_record(target, meta, case)
+            clear_inflight(prefix)
+            if pair is None:
+                self._orphan_note(
+                    f"{rec['message']}; {meta['target']} on {meta['backend']} is not run by this "
+                    f"campaign: not re-checked, reproducer {rec['reproducer']}"
+                )
+                continue
+            self.log(f"WARNING {rec['message']}; replaying it first")
+            self.replay_queue.insert(
+                0,
+                {
+                    "reproducer": rec["reproducer"],
+                    "confirm_hang": rec,
+                    "pair": pair,
+                    "orphan": True,
+                    "case": case,
+                    "params": meta.get("property_params", {}),
+                },
+            )
+
+    def _orphan_note(self, text: str) -> None:
+        self.notes.append(text)
+        self.log(f"WARNING {text}")
+
+    def _orphan_record(self, target: Target, meta: dict[str, Any], case: Any) -> dict[str, Any]:
+        """The provisional ``hang`` finding of an in-flight record a dead campaign left, with
+        its reproducer written (``_orphan_settled`` decides what it is)."""
+        who = meta.get("campaign_pid")
+        began = meta.get("started")
+        when = (
+            time.strftime(" at %Y-%m-%dT%H:%M:%S%z", time.localtime(began))
+            if isinstance(began, (int, float))
+            else ""
+        )
+        message = (
+            f"an example that began{when} was still running when its campaign"
+            f"{f' (pid {who})' if who else ''} died"
+        )
+        return self._case_record(
+            target, meta["backend"], case, meta.get("property_params", {}), F.HANG, message
+        )
+
+    def _case_record(
+        self,
+        target: Target,
+        backend: str,
+        case: Any,
+        params: dict[str, Any],
+        cls: str,
+        message: str,
+    ) -> dict[str, Any]:
+        """The finding record of a ``crash`` or ``hang`` of ``case`` that no worker could report,
+        with its reproducer (replayed in a child process) written."""
+        finding = Finding(
+            cls,
+            "process" if cls == F.CRASH else "timeout",
+            message,
+            hazards=target.hazards_of(case),
+            details={"process": message},
+        )
+        sig = reproducer.signature(target.name, finding)
+        finding.details["signature"] = sig
+        path = reproducer.write(
+            self.config.repro_dir,
+            target=target,
+            backend=backend,
+            case=case,
+            params=params,
+            finding=finding,
+            **self.config.options.check_kwargs(),
+            isolate=True,
+            timeout=self.config.example_timeout,
+        )
+        return {
+            **finding.as_dict(),
+            "signature": sig,
+            "case": repr(case),
+            "case_size": case.size,
+            "shapes": case.shapes(),
+            "params": case.params_json(),
+            "first_example": 0,
+            "first_seconds": 0.0,
+            "shrink_seconds": 0.0,
+            "shrunk": False,
+            "reproducer": str(path),
+            "plots": [],
+        }
+
+    def _orphan_settled(self, item: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """What the replay of a dead campaign's in-flight example (``result``; None: never
+        replayed) makes of it: a ``hang`` or ``crash`` finding, or a note."""
+        rec, pair = item["confirm_hang"], item["pair"]
+        path = Path(rec["reproducer"])
+        longer = self.config.example_timeout * self.config.hang_confirm_factor
+        status = None if result is None else result.get("status")
+        verdict = "" if result is None else str(result.get("verdict", ""))
+        head = f"{pair.target.name} on {pair.backend}: {rec['message']}"
+        if result is None:
+            self._orphan_note(
+                f"{head}; not re-checked: this campaign ended before replaying it "
+                f"(reproducer {path})"
+            )
+        elif status == "pass":
+            path.unlink(missing_ok=True)
+            self._orphan_note(
+                f"{head}; it replays and passes within {longer:g} s ({verdict[:120]}): the "
+                "campaign died, not the kernel"
+            )
+        elif status == "fail" and "class" in result:
+            self._orphan_note(
+                f"{head}; it replays as a {result['class']} failure ({verdict[:160]}); "
+                f"reproducer {path}"
+            )
+        elif status == "fail" and "per-example timeout" in verdict:
+            message = f"{rec['message']}; replayed first by the next campaign, it did not finish "
+            self._record(
+                pair, {**rec, "message": message + f"within {longer:g} s: a hang"}, in_process=False
+            )
+        elif status == "fail":  # the replay killed its worker
+            crash = self._case_record(
+                pair.target,
+                pair.backend,
+                item["case"],
+                item["params"],
+                F.CRASH,
+                f"{rec['message']}; replayed first by the next campaign, {verdict}",
+            )
+            if crash["reproducer"] != str(path):
+                path.unlink(missing_ok=True)
+            self._record(pair, crash, in_process=False)
+        else:
+            self._orphan_note(
+                f"{head}; it could not be re-checked ({verdict[:160]}); reproducer {path}"
+            )
+
     # Triage ----------------------------------------------------------------------------------------
 
     def _load_previous(self) -> None:
@@ -831,6 +1014,7 @@ class Campaign:
         if c.triage:
             self._load_previous()
             report.archive_previous(c.out)
+        self._adopt_orphans()  # before this campaign's workers write their own records
         self._make_workers()
         # The budget counts fuzzing time: from the moment the first worker is ready, and not while
         # every worker is (re)starting.

@@ -69,6 +69,7 @@ class WorkerConfig:
     db: str | None = None
     db_shared: list[str] = field(default_factory=list)
     cuda_device: str | None = None  # CUDA_VISIBLE_DEVICES for this worker
+    parent_pid: int | None = None  # the campaign's process: the worker dies with it
 
 
 # In-flight record ---------------------------------------------------------------------------------
@@ -103,6 +104,8 @@ def write_inflight_case(prefix: str, target: str, backend: str, case: Any) -> No
         "dtypes": dtypes,
         "property_params": {},
         "started": time.time(),
+        "worker_pid": os.getpid(),
+        "campaign_pid": os.getppid(),
     }
     _atomic_bytes(Path(prefix + ".json"), json.dumps(meta).encode())
 
@@ -246,9 +249,68 @@ def _setup(config: WorkerConfig) -> None:
         load_plugin(spec)
 
 
+# Dying with the campaign ------------------------------------------------------------------------
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+# The guard of a worker's process group (see :func:`die_with_campaign`): a tiny process in the
+# group that waits for the worker (its parent) to end, however it ends, then kills the group.
+_GUARD = """
+import os, signal, sys, time
+leader = int(sys.argv[1])
+for s in (signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+while os.getppid() == leader:
+    time.sleep(0.2)
+os.killpg(leader, signal.SIGKILL)
+"""
+
+
+def die_with_campaign(parent_pid: int | None) -> None:
+    """Makes this worker, and every process it starts, end with the campaign's process.
+
+    A worker killed outright (its campaign got ``kill -9``, or an OOM kill) must not live on
+    inside a hung kernel, holding a GPU. Three pieces, Linux only:
+
+    * the worker leads a process group of its own, which the processes it starts (a library's
+      helpers, a compiler) inherit;
+    * the parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``): the kernel kills the worker
+      the moment the campaign's process ends, even in a kernel that never returns to Python;
+    * a guard process in the group waits for the worker to end (that way or any other: killed
+      for a hang, recycled, stopped) and then kills the whole group, so no child outlives it.
+
+    The campaign's ``SIGTERM``/``SIGINT`` to its own process group no longer reaches the worker:
+    the campaign stops its workers itself. Elsewhere than Linux this does nothing.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import subprocess
+
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        return  # (a session leader already): leave the process where it is
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)  # the campaign ended before the parent-death signal was armed
+    subprocess.Popen(
+        [sys.executable, "-S", "-I", "-c", _GUARD, str(os.getpid())],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+    )
+
+
 def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
     """Entry point of a worker process (``multiprocessing`` spawn)."""
     try:
+        die_with_campaign(config.parent_pid)
         _setup(config)
         from fuzz.campaign.database import open_database
 

@@ -337,3 +337,97 @@ def test_a_kernel_writing_into_its_inputs_is_an_input_write_not_a_race(fake_plug
     assert np.array_equal(clean.outputs["y"], 4 * x) and np.array_equal(repeat.outputs["y"], 4 * x)
     honest = check_case(_faulty("none"), get_backend("fake"), case)
     assert honest.finding is None and honest.context.clean.input_writes == {}
+
+
+# 4. Workers die with their campaign; the next campaign picks up what was in flight ---------------
+
+STUCK = """
+import dataclasses, os, subprocess, time
+from pathlib import Path
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+run = base.kernels["fake"]
+here = Path({d!r})
+
+def stuck(inputs, params, *, out, interpret):  # a hung kernel, with a helper process of its own
+    if inputs["x"].shape[1] >= 3 and (here / "stick").exists():
+        helper = subprocess.Popen(["sleep", "600"])
+        with open(here / "pids", "a") as f:
+            f.write(f"{{os.getpid()}} {{helper.pid}}\\n")
+        while True:
+            time.sleep(0.05)
+    return run(inputs, params, out=out, interpret=interpret)
+
+register(dataclasses.replace(base, name="fake_stuck", source="builtin", kernels={{"fake": stuck}}))
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an orphan nobody reaps)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for(predicate, seconds: float, what: str) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def _pids(path: Path) -> list[int]:
+    return [int(p) for line in path.read_text().split("\n") if line for p in line.split()]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
+def test_workers_die_with_their_campaign_and_the_next_one_replays_what_was_in_flight(tmp_path):
+    # A worker inside a hung kernel outlived a `kill -9` of its campaign (on a GPU it keeps the
+    # card), and so did what it had started; the next campaign dropped the in-flight record.
+    plugin = tmp_path / "stuck.py"
+    plugin.write_text(STUCK.format(fake=FAKE, d=str(tmp_path)))
+    (tmp_path / "stick").write_text("")
+    out = tmp_path / "out"
+    args = ["run", "--profile", "ci", "--plugin", str(plugin), "--targets", "fake_stuck"]
+    args += ["--backends", "fake", "--budget", "600", "--out", str(out)]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", *args, "--example-timeout", "600", "--examples", "50"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    pids = tmp_path / "pids"
+    try:
+        _wait_for(pids.exists, 300, "the kernel never hung")
+        worker, helper = _pids(pids)
+        assert _alive(worker) and _alive(helper)
+        first.kill()  # kill -9 of the campaign
+        first.wait(60)
+        _wait_for(lambda: not _alive(worker), 60, "the worker outlived its campaign")
+        _wait_for(lambda: not _alive(helper), 60, "the worker's child outlived its campaign")
+        assert list((out / "workers").glob("inflight-*.json"))  # what was running
+
+        # The next campaign replays it first, with 4 x its 2 s timeout: still hung, a finding.
+        second = fuzz_cli(*args, "--example-timeout", "2", "--examples", "1")
+        assert second.returncode == 1, second.stderr[-3000:]
+        report = report_of(out)
+        hangs = [f for f in report["findings"] if f["class"] == "hang"]
+        assert hangs, (report["findings"], report["notes"])
+        message = hangs[0]["message"]
+        assert f"was still running when its campaign (pid {first.pid}) died" in message
+        assert "replayed first by the next campaign, it did not finish within 8 s" in message
+        assert Path(hangs[0]["reproducer"]).exists()
+        # The replay hung in a fresh worker, killed for it: its own helper died with it.
+        again = _pids(pids)[2:]
+        assert len(again) >= 2
+        _wait_for(lambda: not any(_alive(p) for p in again), 60, "a killed worker's child lives")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL) if first.poll() is None else None
+        for pid in _pids(pids) if pids.exists() else []:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
