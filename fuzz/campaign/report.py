@@ -169,9 +169,24 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+UNRUN = "unrun"
+
+
+def settle_unrun(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with the status ``unrun`` where a pair ran no example and found nothing (never
+    scheduled, or the campaign stopped or ran out of budget first): neither a pass nor a missed
+    mutant. JUnit marks them skipped."""
+    return [
+        {**r, "status": UNRUN}
+        if r["examples"] == 0 and not r["findings"] and not r.get("error")
+        else r
+        for r in rows
+    ]
+
+
 def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]:
     """The report dict of a campaign as it stands (``c``); ``final``: it has ended."""
-    rows = c.rows
+    rows = settle_unrun(c.rows)
     findings, fixed, unconfirmed = _triage(rows, c.previous, c.triage_results)
     now = time.time()
     return {
@@ -285,6 +300,7 @@ def _summary(
         "real_failed": real_failed,
         "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
         "mutants_total": len(mutants),
+        "unrun": [f"{r['target']} on {r['backend']}" for r in rows if r["status"] == UNRUN],
         "harness_errors": [
             *errors,
             *(f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]),
@@ -375,6 +391,9 @@ def _markdown_summary(data: dict[str, Any]) -> list[str]:
             f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",
             "",
         ]
+    unrun = s.get("unrun", [])
+    if unrun:
+        lines += [f"Not run (no example): {len(unrun)} pair(s): {', '.join(unrun)}.", ""]
     return lines
 
 
@@ -442,6 +461,10 @@ def junit(data: dict[str, Any]) -> str:
             failures += 1
             msg = ", ".join(f["class"] for f in r["findings"])
             body = f'<failure message={quoteattr(msg)} type="kernel-fuzz">{html.escape(text)}</failure>'
+        elif r["status"] == UNRUN:
+            skipped += 1
+            why = "not run: no example ran (the campaign stopped or its budget ran out first)"
+            body = f"<skipped message={quoteattr(why)}/>"
         elif r["mutant"] and r["status"] != "found":
             skipped += 1
             why = f"mutant {r['status']}: expected {r['expected_class']}"
@@ -458,6 +481,23 @@ def junit(data: dict[str, Any]) -> str:
             '  <testcase classname="kernel_fuzz.campaign" name="harness">'
             f"<error message={quoteattr(text[:500])}>{html.escape(text)}</error></testcase>"
         )
+    if data.get("interrupted"):  # stopped before its end: what it says is what it found so far
+        errors += 1
+        text = (
+            f"the campaign was interrupted ({data['interrupted']}): it reports what it found "
+            "until then"
+        )
+        cases.append(
+            '  <testcase classname="kernel_fuzz.campaign" name="interrupted">'
+            f"<error message={quoteattr(text)} type={quoteattr(str(data['interrupted']))}/>"
+            "</testcase>"
+        )
+    props = (
+        "<properties>"
+        f'<property name="complete" value="{str(bool(data.get("complete"))).lower()}"/>'
+        f'<property name="interrupted" value={quoteattr(str(data.get("interrupted") or ""))}/>'
+        "</properties>"
+    )
     head = (
         f'<testsuite name="kernel-fuzz campaign" tests="{len(cases)}" failures="{failures}" '
         f'errors="{errors}" skipped="{skipped}" time="{data["seconds"]}" timestamp={quoteattr(data["started"])}>'
@@ -465,6 +505,8 @@ def junit(data: dict[str, Any]) -> str:
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>\n'
         + head
+        + "\n  "
+        + props
         + "\n"
         + "\n".join(cases)
         + "\n</testsuite>\n</testsuites>\n"

@@ -1048,13 +1048,16 @@ class Campaign:
                 if self.stop_reason and busy:
                     self._drain(busy, grace=2.0)
                     break
+                if self.stop_reason and not budget_started:
+                    break  # stopped while its workers were starting: an interruption
                 if budget_started and self.remaining() < -max(15.0, 0.1 * c.budget):
                     for w in busy:  # shrinking that would not end: keep what was streamed
                         self._kill(w, "overran")
                         self._worker_gone(w)
                     break
                 if all(w.process is None for w in self.workers):
-                    self.errors.append("no worker could be started: nothing was fuzzed")
+                    if not self.stop_reason:  # (a stop ends its workers: not their failure)
+                        self.errors.append("no worker could be started: nothing was fuzzed")
                     break
                 self._poll(0.2)
                 if self.progress is not None:

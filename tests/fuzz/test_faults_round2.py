@@ -431,3 +431,67 @@ def test_workers_die_with_their_campaign_and_the_next_one_replays_what_was_in_fl
         for pid in _pids(pids) if pids.exists() else []:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# 7, 8. A stop during the workers' start-up; pairs that ran no example ------------------------------
+
+SLOW_START = """
+import multiprocessing, os, time
+from pathlib import Path
+from fuzz.target import load_plugin
+load_plugin({fake!r})
+if multiprocessing.current_process().name.startswith("fuzz-worker"):
+    Path({d!r}, "starting").write_text(str(os.getpid()))
+    while True:  # an import that takes its time in the worker (a large library, a cold disk)
+        time.sleep(0.05)
+"""
+
+
+def test_a_stop_while_workers_start_is_an_interruption_and_nothing_ran_is_unrun(tmp_path):
+    # `timeout 30 python -m fuzz run ...` that fired while the workers were still importing was
+    # reported as the harness error "no worker could be started: nothing was fuzzed"; pairs that
+    # ran no example read "pass" (a passing JUnit test) and mutants "missed".
+    import xml.etree.ElementTree as ET
+
+    plugin = tmp_path / "slow_start.py"
+    plugin.write_text(SLOW_START.format(fake=FAKE, d=str(tmp_path)))
+    out = tmp_path / "out"
+    args = ["--plugin", str(plugin), "--mutants", "--targets", "fake_double,fake_double_nan"]
+    args += ["--backends", "fake", "--budget", "600", "--examples", "5", "--out", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    starting = tmp_path / "starting"
+    try:
+        _wait_for(starting.exists, 300, "no worker began to start")
+        os.killpg(proc.pid, signal.SIGTERM)  # as timeout(1) and systemd stop a job
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 2, output
+    assert "harness error" not in output and "interrupted (SIGTERM)" in output, output
+    report = report_of(out)
+    assert report["interrupted"] == "SIGTERM" and report["errors"] == []
+    assert report["summary"]["harness_errors"] == [] and report["summary"]["examples"] == 0
+    assert {r["target"]: r["status"] for r in report["results"]} == {
+        "fake_double": "unrun",
+        "fake_double_nan": "unrun",  # a mutant that never ran is not "missed"
+    }
+    assert report["summary"]["unrun"] == ["fake_double on fake", "fake_double_nan on fake"]
+    suite = ET.parse(out / "report.xml").getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    for name in ("fake_double[fake]", "fake_double_nan[fake]"):
+        assert "not run" in cases[name].find("skipped").get("message")
+    assert int(suite.get("skipped")) == 2 and int(suite.get("failures")) == 0
+    interrupted = cases["interrupted"].find("error")
+    assert "interrupted (SIGTERM)" in interrupted.get("message")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props == {"complete": "false", "interrupted": "SIGTERM"}
+    assert "Not run (no example): 2 pair(s)" in (out / "report.md").read_text()
+    worker = int(starting.read_text())
+    _wait_for(lambda: not _alive(worker), 60, "the starting worker outlived the campaign")
