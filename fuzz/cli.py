@@ -352,7 +352,7 @@ def _campaign_config(
     from rich.markup import escape
 
     from fuzz.backends import coordinator_probes, get_backend
-    from fuzz.campaign.database import open_database
+    from fuzz.campaign.database import is_server, open_database
     from fuzz.campaign.runner import CampaignConfig, plugin_specs, visible_gpus
     from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.target import select
@@ -370,12 +370,13 @@ def _campaign_config(
     coordinator_probes()  # this process coordinates; its workers use the GPUs
     runnable = _runnable_backends(backend_names, console)
     db = None if args.db == "none" else (args.db or str(out / "examples"))
-    database = open_database(db, args.db_shared)  # a bad location fails here, with its message
+    check_databases(db, args.db_shared)
+    # A server that does not answer: its saves and fetches go to this folder meanwhile.
+    fallback = str(out / "examples") if db is not None and is_server(db) else None
+    database = open_database(db, args.db_shared, fallback=fallback)  # a bad location: its message
     db_problems = database.check() if database is not None else []
     for problem in db_problems:  # a server that cannot be reached: said now, not only in the report
-        console.print(
-            f"[yellow]WARNING {escape(problem)}; the campaign goes on without it[/yellow]"
-        )
+        console.print(f"[yellow]WARNING {escape(problem)}[/yellow]")
     gpus = visible_gpus() if any(get_backend(b).compiled for b in runnable) else []
     config = CampaignConfig(
         targets=targets,
@@ -386,6 +387,7 @@ def _campaign_config(
         repro_dir=repro_dir,
         db=db,
         db_shared=list(args.db_shared),
+        db_fallback=fallback,
         seed=args.seed if args.seed is not None else random.randrange(2**31),
         workers=args.workers or max(1, len(gpus)),
         devices=gpus or [None],
@@ -778,6 +780,29 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     if out is not None:
         save(board)
     return EXIT_ERROR if board["interrupted"] else EXIT_OK
+
+
+def check_databases(db: str | None, shared: Sequence[str]) -> None:
+    """A usage error unless ``db`` (a folder database: ``--db``) can be written and every shared
+    folder database (``--db-shared``) exists and can be read: a campaign would otherwise save or
+    replay nothing, silently. Servers are checked when opened (a warning: they may come back)."""
+    from fuzz.campaign.database import is_server
+
+    if db is not None and not is_server(db):
+        check_output_folder("--db", Path(db))
+    for location in shared:
+        if is_server(location):
+            continue
+        path = Path(location)
+        if not path.exists():
+            raise ValueError(
+                f"--db-shared={location!r} does not exist: a shared database folder is read "
+                "(never written), so it must exist; give the team's folder or a redis:// URL"
+            )
+        if not path.is_dir():
+            raise ValueError(f"--db-shared={location!r} is a file; it must name a folder")
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ValueError(f"--db-shared={location!r} is not readable")
 
 
 def check_output_folder(option: str, folder: Path) -> None:

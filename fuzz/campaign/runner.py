@@ -202,6 +202,7 @@ class CampaignConfig:
     repro_dir: Path
     db: str | None
     db_shared: Sequence[str] = ()
+    db_fallback: str | None = None  # a folder for a server --db while it does not answer
     seed: int = 0
     workers: int = 1
     devices: Sequence[str | None] = (None,)
@@ -316,6 +317,7 @@ class Campaign:
                 log=str(workdir / f"worker-{slot}.log"),
                 db=c.db,
                 db_shared=list(c.db_shared),
+                db_fallback=c.db_fallback,
                 cuda_device=device,
                 parent_pid=os.getpid(),
             )

@@ -68,6 +68,7 @@ class WorkerConfig:
     log: str  # faulthandler output (tracebacks of a crash or a hang)
     db: str | None = None
     db_shared: list[str] = field(default_factory=list)
+    db_fallback: str | None = None  # a folder for a server ``db`` while it does not answer
     cuda_device: str | None = None  # CUDA_VISIBLE_DEVICES for this worker
     parent_pid: int | None = None  # the campaign's process: the worker dies with it
 
@@ -314,7 +315,7 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
         _setup(config)
         from fuzz.campaign.database import open_database
 
-        db = open_database(config.db, config.db_shared)
+        db = open_database(config.db, config.db_shared, fallback=config.db_fallback)
         _pause_clock_while_compiling(started)
         maps = MapBudget(map_limit())
     except BaseException as e:

@@ -495,3 +495,180 @@ def test_a_stop_while_workers_start_is_an_interruption_and_nothing_ran_is_unrun(
     assert "Not run (no example): 2 pair(s)" in (out / "report.md").read_text()
     worker = int(starting.read_text())
     _wait_for(lambda: not _alive(worker), 60, "the starting worker outlived the campaign")
+
+
+# 5. A frozen Redis -------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def frozen_redis(tmp_path):
+    """A real redis-server on a free loopback port, stopped (SIGSTOP) once it answers: it
+    accepts connections and answers nothing, as a frozen server does. Yields its URL."""
+    import shutil
+    import time
+
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    redis = pytest.importorskip("redis")
+    port = _free_port()
+    cmd = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly"]
+    cmd += ["no", "--dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5)
+    try:
+        for _ in range(200):
+            try:
+                if client.ping():
+                    break
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("redis-server did not answer")
+        proc.send_signal(signal.SIGSTOP)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_a_frozen_database_costs_one_bounded_call_then_the_local_one_takes_over(
+    fake_plugin, fake_profile, frozen_redis, tmp_path
+):
+    import time
+
+    from fuzz.campaign.database import CALL_TIMEOUT, open_database
+
+    local = tmp_path / "local"
+    db = open_database(frozen_redis, fallback=str(local))
+    t0 = time.monotonic()
+    with pytest.warns(Warning, match="using the local database"):
+        result = engine_hunt(db, fake_profile)
+    assert "nan" in result.found and result.error is None
+    # One call waited for the frozen server (it is left alone afterwards), not every call.
+    assert time.monotonic() - t0 < 10 * CALL_TIMEOUT
+    assert len([p for p in db.problems if "TimeoutError" in p or "Timeout" in p]) == 1
+    assert list(local.rglob("*")), "the failing example was not saved locally"
+    again = engine_hunt(open_database(str(local)), fake_profile, seed=7)
+    assert again.found["nan"].first_example == 1  # replayed from the local fallback
+
+
+def engine_hunt(db, profile, seed=1):
+    from fuzz import engine
+    from fuzz.target import get
+
+    return engine.hunt(
+        get("fake_double_nan"), "fake", profile, database=db, seed=seed, max_examples=60
+    )
+
+
+def test_a_campaign_with_a_frozen_redis_says_so_and_saves_locally(frozen_redis, tmp_path):
+    # Each database call blocked 10 s: slices overran, a worker was killed for "shrinking too
+    # slow", a mutant never ran and read "missed"; nothing was said on the console.
+    out = tmp_path / "out"
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        FAKE,
+        "--mutants",
+        "--targets",
+        "fake_double,fake_double_nan",
+        "--backends",
+        "fake",
+        "--db",
+        frozen_redis,
+        "--budget",
+        "600",
+        "--examples",
+        "30",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = " ".join(proc.stderr[: proc.stderr.index("fuzzing ")].split())  # before any work
+    assert f"WARNING example database {frozen_redis}: fetch failed: Timeout" in said
+    assert f"using the local database {out / 'examples'} instead" in said
+    report = report_of(out)
+    rows = {r["target"]: r for r in report["results"]}
+    assert rows["fake_double_nan"]["status"] == "found" and rows["fake_double"]["status"] == "pass"
+    assert all(r["examples"] == 30 for r in rows.values())
+    assert not any("overran" in n for n in report["notes"]), report["notes"]
+    assert any("using the local database" in p for p in report["database"]["problems"])
+    assert "example database" in (out / "report.md").read_text()
+    assert [p for p in (out / "examples").rglob("*") if p.is_file()], "nothing saved locally"
+
+
+# 9. Database folders that cannot work ------------------------------------------------------------
+
+
+def _read_only_folder(path: Path) -> Path:
+    """A folder nothing can be written into, even by root: a read-only tmpfs where this process
+    may mount one, else a folder without write permission (enough for anyone but root)."""
+    path.mkdir()
+    if os.geteuid() == 0:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(path)])
+        if done.returncode != 0:
+            pytest.skip("running as root, but tmpfs cannot be mounted here (a container?)")
+    else:
+        path.chmod(0o555)
+    return path
+
+
+def _release(path: Path) -> None:
+    if os.geteuid() == 0:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+    else:
+        path.chmod(0o755)
+
+
+def test_database_folders_that_cannot_work_are_usage_errors(tmp_path):
+    # --db on a read-only folder and --db-shared on a missing one ran with no warning, saving or
+    # reading nothing.
+    read_only = _read_only_folder(tmp_path / "ro")
+    try:
+        base = ["run", "--profile", "ci", "--plugin", FAKE, "--targets", "fake_double"]
+        base += ["--backends", "fake", "--examples", "1", "--out", str(tmp_path / "out")]
+        bad = fuzz_cli(*base, "--db", str(read_only))
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr
+        assert f"error: --db={str(read_only)!r} is not writable" in bad.stderr
+        missing = tmp_path / "team-db"
+        bad = fuzz_cli(*base, "--db-shared", str(missing))
+        assert bad.returncode == 2 and f"--db-shared={str(missing)!r} does not exist" in bad.stderr
+        assert not (tmp_path / "out").exists()  # a usage error touches nothing
+    finally:
+        _release(read_only)
+
+
+def test_database_entries_get_the_mode_the_umask_gives(tmp_path):
+    # Hypothesis writes entries through mkstemp (0600) in the system's temporary folder: a shared
+    # folder was unreadable to teammates whatever the umask.
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", FAKE, "--mutants"]
+    cmd += ["--targets", "fake_double_nan", "--backends", "fake", "--examples", "20"]
+    proc = subprocess.run(
+        [*cmd, "--budget", "600", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.umask(0o022),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    entries = [p for p in (out / "examples").rglob("*") if p.is_file()]
+    assert entries
+    for p in entries:
+        assert p.stat().st_mode & 0o777 == 0o644, (p, oct(p.stat().st_mode))
+        assert p.stat().st_size > 0 and not p.name.endswith(".tmp")
