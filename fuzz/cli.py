@@ -304,10 +304,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT
     if not 0 <= args.min_share <= 1:
         raise ValueError(f"--min-share={args.min_share} must be between 0 and 1")
+    if not args.out.strip():
+        raise ValueError("--out='' is empty; it must name the campaign's output folder")
     out = Path(args.out)
     repro_dir = Path(args.repro_dir) if args.repro_dir else out / "reproducers"
     for option, folder in (("--out", out), ("--repro-dir", repro_dir)):
         check_output_folder(option, folder)
+    keep_hypothesis_files_out_of_cwd(out)
     console = _progress_console()
     assert isinstance(console, Console)
     _load_plugins(args.plugin)
@@ -337,6 +340,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         undo()
     _print_summary(console, final, out)
+    if campaign.disk_full is not None:  # what it found is above, and in what could be written
+        unwritten = f"; not written: {', '.join(campaign.unwritten)}" if campaign.unwritten else ""
+        print(
+            f"python -m fuzz run: error: no space left on device: {campaign.disk_full}; the "
+            f"campaign stopped and reported what it had found{unwritten}",
+            file=sys.stderr,
+        )  # (its findings are in the table above, whatever could be written)
+        return EXIT_ERROR
     if final["summary"]["real_failed"]:
         return EXIT_FAIL
     if final["summary"]["harness_errors"] or final.get("interrupted"):
@@ -782,6 +793,25 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     return EXIT_ERROR if board["interrupted"] else EXIT_OK
 
 
+def keep_hypothesis_files_out_of_cwd(out: Path) -> None:
+    """Hypothesis's own files (its cache of the constants of the modules under the current
+    folder, ``.hypothesis/``) go to the project's cache folder (``backends.cache_dir()``:
+    ``$KERNEL_FUZZ_CACHE_DIR`` or ``~/.cache/kernel-fuzz``, shared by campaigns, which keeps it
+    warm: half a second per fresh campaign here), or to ``out/.hypothesis`` where the cache is
+    ``off``; never into the current folder. For this process and its workers; unless
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` says where already."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from fuzz.backends import cache_dir
+
+    off = os.environ.get("KERNEL_FUZZ_CACHE_DIR") == "off"
+    home = str(out.absolute() / ".hypothesis") if off else os.path.join(cache_dir(), "hypothesis")
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home  # the workers read it when they start
+    set_hypothesis_home_dir(home)
+
+
 def check_databases(db: str | None, shared: Sequence[str]) -> None:
     """A usage error unless ``db`` (a folder database: ``--db``) can be written and every shared
     folder database (``--db-shared``) exists and can be read: a campaign would otherwise save or
@@ -839,6 +869,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if e.code is None or isinstance(e.code, int):
             raise
         print(f"{prog}: error: {e.code}", file=sys.stderr)
+    except OSError as e:
+        import errno
+
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            import traceback
+
+            traceback.print_exc()
+            print(f"{prog}: harness error: {type(e).__name__}: {e}", file=sys.stderr)
+        else:  # a full disk is no bug of the harness: one line
+            where = f" ({e.filename})" if e.filename else ""
+            print(f"{prog}: error: no space left on device{where}", file=sys.stderr)
     except Exception as e:  # a bug of the harness: its traceback, then one line
         import traceback
 

@@ -184,10 +184,30 @@ def settle_unrun(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def existing_reproducers(record: dict[str, Any]) -> dict[str, Any]:
+    """A finding ``record`` whose reproducer paths (``reproducer``, ``reproducers``) all exist:
+    one that does not (never written on a full disk, removed since) becomes None, its path kept
+    as ``reproducer_missing``. A report never points at a file that is not there."""
+    paths = [record.get("reproducer"), *record.get("reproducers", [])]
+    gone = {p for p in paths if p and not os.path.exists(p)}
+    if not gone:
+        return record
+    fixed = {**record, "reproducer_missing": sorted(gone)}
+    if record.get("reproducer") in gone:
+        fixed["reproducer"] = None
+    if "reproducers" in record:
+        fixed["reproducers"] = [None if p in gone else p for p in record["reproducers"]]
+    return fixed
+
+
 def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]:
     """The report dict of a campaign as it stands (``c``); ``final``: it has ended."""
-    rows = settle_unrun(c.rows)
+    rows = [
+        {**r, "findings": [existing_reproducers(f) for f in r["findings"]]}
+        for r in settle_unrun(c.rows)
+    ]
     findings, fixed, unconfirmed = _triage(rows, c.previous, c.triage_results)
+    findings = [existing_reproducers(f) for f in findings]  # previous ones' too
     now = time.time()
     return {
         "version": REPORT_VERSION,
@@ -308,10 +328,19 @@ def _summary(
     }
 
 
+def writers(out: Path, data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(file name, function writing it) of ``report.md``, ``report.xml`` and ``index.html``,
+    each written atomically: a caller can go on with the next when one fails."""
+    return [
+        ("report.md", lambda: atomic_write_text(out / "report.md", markdown(data, out))),
+        ("report.xml", lambda: atomic_write_text(out / "report.xml", junit(data))),
+        ("index.html", lambda: atomic_write_text(out / "index.html", html_report(data, out))),
+    ]
+
+
 def write_all(out: Path, data: dict[str, Any]) -> None:
-    atomic_write_text(out / "report.md", markdown(data, out))
-    atomic_write_text(out / "report.xml", junit(data))
-    atomic_write_text(out / "index.html", html_report(data, out))
+    for _, write in writers(out, data):
+        write()
 
 
 # Markdown ------------------------------------------------------------------------------------------------
@@ -416,6 +445,8 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
     for r in f.get("reproducers", [f.get("reproducer")]):
         if r:
             lines.append(f"- reproducer: `python {_rel(r, out)}`")
+    if not any(f.get("reproducers", [f.get("reproducer")])):
+        lines.append("- no reproducer: it could not be written (a full disk?), or is gone")
     lines.append(f"- signature `{f.get('signature')}`")
     lines.append("")
     return lines

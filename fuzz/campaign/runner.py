@@ -51,6 +51,7 @@ from fuzz.campaign.worker import (
     WorkerConfig,
     clear_inflight,
     count_maps,
+    is_disk_full,
     map_limit,
     read_inflight,
     worker_main,
@@ -267,8 +268,11 @@ class Campaign:
         self.errors: list[str] = []  # the harness itself failed (not one target: the campaign)
         self.map_limit = map_limit()
         self._last_write = 0.0
+        self._dirty = False  # a report write was skipped (throttled): write it soon
         self._lock: IO[str] | None = None
         self._superseded: list[Path] = []
+        self.disk_full: str | None = None  # what could not be written: the campaign stopped
+        self.unwritten: list[str] = []  # report files the final write could not write
         n = max(len(self.pairs), 1)
         # A quarter of an even split, at least 3 s (less when the budget cannot give every pair
         # one slice of 3 s), at most 60 s.
@@ -477,6 +481,8 @@ class Campaign:
                 pair.slice_new += 1.0
         elif kind == "found":
             self._record(pair, msg[2], in_process=True)
+        elif kind == "disk-full":
+            self._disk_is_full(msg[2])
         elif kind == "context-lost":
             self.notes.append(
                 f"{pair.target.name} on {pair.backend}: the CUDA context was lost ({msg[2][:200]}); "
@@ -607,16 +613,8 @@ class Campaign:
         )
         sig = reproducer.signature(pair.target.name, finding)
         finding.details["signature"] = sig
-        path = reproducer.write(
-            self.config.repro_dir,
-            target=pair.target,
-            backend=pair.backend,
-            case=case,
-            params=meta.get("property_params", {}),
-            finding=finding,
-            **self.config.options.check_kwargs(),
-            isolate=True,
-            timeout=self.config.example_timeout,
+        path = self._isolated_reproducer(
+            pair.target, pair.backend, case, meta.get("property_params", {}), finding
         )
         rec = {
             **finding.as_dict(),
@@ -631,10 +629,36 @@ class Campaign:
             else 0.0,
             "shrink_seconds": 0.0,
             "shrunk": False,
-            "reproducer": str(path),
+            "reproducer": None if path is None else str(path),
             "plots": [],
         }
         return rec
+
+    def _isolated_reproducer(
+        self, target: Target, backend: str, case: Any, params: dict[str, Any], finding: Finding
+    ) -> Path | None:
+        """Writes the reproducer of a finding that killed or hung its process (it replays in a
+        child process); None where the disk is full (the campaign then stops)."""
+        try:
+            return reproducer.write(
+                self.config.repro_dir,
+                target=target,
+                backend=backend,
+                case=case,
+                params=params,
+                finding=finding,
+                **self.config.options.check_kwargs(),
+                isolate=True,
+                timeout=self.config.example_timeout,
+            )
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self._disk_is_full(
+                f"a reproducer of {target.name} in {self.config.repro_dir} could not be "
+                f"written ({e.strerror})"
+            )
+            return None
 
     def _book_slice(self, sl: Slice) -> None:
         """Books the examples and time of a slice that ended without its summary."""
@@ -890,17 +914,7 @@ class Campaign:
         )
         sig = reproducer.signature(target.name, finding)
         finding.details["signature"] = sig
-        path = reproducer.write(
-            self.config.repro_dir,
-            target=target,
-            backend=backend,
-            case=case,
-            params=params,
-            finding=finding,
-            **self.config.options.check_kwargs(),
-            isolate=True,
-            timeout=self.config.example_timeout,
-        )
+        path = self._isolated_reproducer(target, backend, case, params, finding)
         return {
             **finding.as_dict(),
             "signature": sig,
@@ -912,7 +926,7 @@ class Campaign:
             "first_seconds": 0.0,
             "shrink_seconds": 0.0,
             "shrunk": False,
-            "reproducer": str(path),
+            "reproducer": None if path is None else str(path),
             "plots": [],
         }
 
@@ -920,11 +934,14 @@ class Campaign:
         """What the replay of a dead campaign's in-flight example (``result``; None: never
         replayed) makes of it: a ``hang`` or ``crash`` finding, or a note."""
         rec, pair = item["confirm_hang"], item["pair"]
+        head = f"{pair.target.name} on {pair.backend}: {rec['message']}"
+        if rec.get("reproducer") is None:
+            self._orphan_note(f"{head}; not re-checked: its reproducer could not be written")
+            return
         path = Path(rec["reproducer"])
         longer = self.config.example_timeout * self.config.hang_confirm_factor
         status = None if result is None else result.get("status")
         verdict = "" if result is None else str(result.get("verdict", ""))
-        head = f"{pair.target.name} on {pair.backend}: {rec['message']}"
         if result is None:
             self._orphan_note(
                 f"{head}; not re-checked: this campaign ended before replaying it "
@@ -1016,6 +1033,7 @@ class Campaign:
         if c.triage:
             self._load_previous()
             report.archive_previous(c.out)
+        self._reserve_space()
         self._adopt_orphans()  # before this campaign's workers write their own records
         self._make_workers()
         # The budget counts fuzzing time: from the moment the first worker is ready, and not while
@@ -1062,17 +1080,14 @@ class Campaign:
                         self.errors.append("no worker could be started: nothing was fuzzed")
                     break
                 self._poll(0.2)
+                if self._dirty and time.perf_counter() - self._last_write >= 1.0:
+                    self._write_report()  # what a throttled write skipped
                 if self.progress is not None:
                     self.progress(self)
         except KeyboardInterrupt:
             self.request_stop("interrupted")
         finally:
             self._shutdown()
-        for p in self._superseded:
-            if p.exists() and not any(
-                f.get("reproducer") == str(p) for pr in self.pairs for f in pr.found.values()
-            ):
-                p.unlink()
         return self._write_report(final=True)
 
     def _schedulable(self) -> bool:
@@ -1186,15 +1201,84 @@ class Campaign:
         )
 
     def _write_report(self, *, throttle: bool = False, final: bool = False) -> dict[str, Any]:
+        """Writes ``report.json`` (``final``: the whole report set, after giving back the space
+        kept for it). A write skipped by ``throttle`` is made up for by the loop within a second.
+        A full disk stops the campaign (:meth:`_disk_is_full`); the final write still writes
+        each file it can (the others are named in ``unwritten``), each atomically. Reproducers
+        superseded by a finding's newer one are removed once a report not naming them is
+        written."""
         now = time.perf_counter()
         if throttle and now - self._last_write < 1.0:
+            self._dirty = True
             return {}
         self._last_write = now
-        data = report.campaign_report(self.record(), final=final)
-        report.write_json(self.config.out / "report.json", data)
+        self._dirty = False
         if final:
-            report.write_all(self.config.out, data)
+            self._release_space()
+        data = report.campaign_report(self.record(), final=final)
+        out = self.config.out
+        writers: list[tuple[str, Callable[[], None]]] = [
+            ("report.json", lambda: report.write_json(out / "report.json", data))
+        ]
+        if final:
+            writers += [(name, write) for name, write in report.writers(out, data)]
+        for name, write in writers:
+            try:
+                write()
+            except OSError as e:
+                if not is_disk_full(e):
+                    raise
+                self._disk_is_full(f"{out / name} could not be written ({e.strerror})")
+                if not final:
+                    return data
+                self.unwritten.append(name)
+            else:
+                if name == "report.json":
+                    self._drop_superseded(data)
         return data
+
+    def _drop_superseded(self, data: dict[str, Any]) -> None:
+        """Removes the reproducers of findings replaced by newer ones that the report just
+        written (``data``) does not name (after a kill -9 none is left behind)."""
+        named = {r for f in data.get("findings", []) for r in f.get("reproducers", [])}
+        named |= {f.get("reproducer") for r in data.get("results", []) for f in r["findings"]}
+        keep = []
+        for p in self._superseded:
+            if str(p) in named:
+                keep.append(p)  # still someone's
+            else:
+                p.unlink(missing_ok=True)
+        self._superseded = keep
+
+    # A full disk -----------------------------------------------------------------------------------
+
+    RESERVE = ".campaign.reserve"
+    RESERVE_BYTES = 4 << 20  # kept free for the final reports (index.html is the largest)
+
+    def _reserve_space(self) -> None:
+        """Keeps :data:`RESERVE_BYTES` of the output folder's disk for the final reports: a disk
+        that fills during the campaign still gets them (the space is given back first)."""
+        path = self.config.out / self.RESERVE
+        try:
+            with open(path, "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, self.RESERVE_BYTES)
+        except (OSError, AttributeError) as e:
+            path.unlink(missing_ok=True)
+            self.notes.append(
+                f"no space could be kept for the final reports under {self.config.out} ({e})"
+            )
+
+    def _release_space(self) -> None:
+        (self.config.out / self.RESERVE).unlink(missing_ok=True)
+
+    def _disk_is_full(self, what: str) -> None:
+        """A file of the campaign could not be written, the disk being full: the campaign stops
+        (nothing more it finds could be kept) and reports what it has, said in one line."""
+        if self.disk_full is None:
+            self.disk_full = what
+            self.notes.append(f"the disk is full: {what}; the campaign stopped")
+            self.log(f"ERROR the disk is full: {what}")
+        self.request_stop("disk full")
 
 
 # Signals of a process that faulted (a kernel's wild access, or LLVM out of memory maps).

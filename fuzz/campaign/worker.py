@@ -32,6 +32,7 @@ too and tells a death near the limit (or after an out-of-memory message) from a 
 
 from __future__ import annotations
 
+import errno
 import faulthandler
 import json
 import os
@@ -76,11 +77,29 @@ class WorkerConfig:
 # In-flight record ---------------------------------------------------------------------------------
 
 
+# What a full disk (or a full quota) raises.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_disk_full(e: BaseException) -> bool:
+    """Whether ``e`` says the disk (or the user's quota) is full."""
+    return isinstance(e, OSError) and e.errno in DISK_FULL
+
+
 def _atomic_bytes(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary file and a rename (a reader, the campaign
+    after a crash included, sees the old or the new record, never half), removing the temporary
+    file if the write fails. Not fsync'ed: the record is written before every example and must
+    survive the process (the page cache does), not the machine; an fsync measured 2.5 ms per
+    write here, several per example."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_inflight_case(prefix: str, target: str, backend: str, case: Any) -> None:
@@ -418,6 +437,8 @@ def _hunt(
     if sl.maps.check(now=True):
         summary["recycle"] = {"maps": sl.maps.recycle, "limit": sl.maps.limit}
         summary["stopped"] = "recycle"  # not the search space running out
+    if sl.disk_was_full:
+        summary["stopped"] = "disk full"  # neither
     conn.send(("done", sl.id, summary))
 
 
@@ -441,6 +462,7 @@ class _Slice:
         self.target, self.backend = target, backend
         self.last_progress = 0.0
         self.t0 = time.perf_counter()
+        self.disk_was_full = False  # a file could not be written: the slice ended for it
 
     def hooks(self) -> Any:
         from fuzz import engine
@@ -464,11 +486,29 @@ class _Slice:
             # Too many memory maps: end the slice as its time limit would (the engine's own stop,
             # which Hypothesis does not take for a failure), before this example runs.
             raise OutOfTime
-        write_inflight_case(self.config.inflight, self.target.name, self.backend.name, case)
+        try:
+            write_inflight_case(self.config.inflight, self.target.name, self.backend.name, case)
+        except OSError as e:  # no example runs without its record: a crash would lose it
+            self.disk_full(e, f"the in-flight record {self.config.inflight}.*")
+            raise OutOfTime from None
         self.started.value = time.time()
 
     def on_draw(self, name: str, value: Any) -> None:
-        note_inflight_param(self.config.inflight, name, value)
+        from fuzz.engine import OutOfTime
+
+        try:
+            note_inflight_param(self.config.inflight, name, value)
+        except OSError as e:
+            self.disk_full(e, f"the in-flight record {self.config.inflight}.json")
+            raise OutOfTime from None
+
+    def disk_full(self, e: OSError, what: str) -> None:
+        """Tells the campaign that ``what`` could not be written because the disk is full (it
+        stops: nothing more could be kept); any other error goes on up."""
+        if not is_disk_full(e):
+            raise e
+        self.disk_was_full = True
+        self.conn.send(("disk-full", self.id, f"{what} could not be written ({e.strerror})"))
 
     def after_example(self, result: Any) -> None:
         self.started.value = 0.0
@@ -483,7 +523,7 @@ class _Slice:
     def on_found(self, result: Any, found: Any) -> None:
         from fuzz.reproducer import kills_context
 
-        found.reproducer = self.write_reproducer(found)
+        found.reproducer = self.try_reproducer(found)
         self.conn.send(("found", self.id, _found_dict(found)))
         f = found.finding
         if kills_context(f):
@@ -497,6 +537,15 @@ class _Slice:
             self.config.repro_dir, self.target, self.backend.name, found, self.config.options
         )
 
+    def try_reproducer(self, found: Any) -> Path | None:
+        """:meth:`write_reproducer`; None where the disk is full (the finding is still sent,
+        and the campaign told)."""
+        try:
+            return self.write_reproducer(found)
+        except OSError as e:
+            self.disk_full(e, f"a reproducer of {self.target.name} in {self.config.repro_dir}")
+            return None
+
     def summary(self, result: Any) -> dict[str, Any]:
         """The slice's summary: the hunt's numbers, and each finding with its pictures, the
         origin of a NaN or Inf, and its reproducer written again (its final minimal example)."""
@@ -506,7 +555,7 @@ class _Slice:
                 f.plots = _plots(self.target, self.backend, f)
             if f.finding.cls in ("nan", "inf"):
                 _attach_origin(f, self.target, self.backend.name)
-            f.reproducer = self.write_reproducer(f)
+            f.reproducer = self.try_reproducer(f) or f.reproducer
             found.append(_found_dict(f))
         summary: dict[str, Any] = result.as_dict()
         summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)

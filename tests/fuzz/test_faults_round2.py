@@ -672,3 +672,102 @@ def test_database_entries_get_the_mode_the_umask_gives(tmp_path):
     for p in entries:
         assert p.stat().st_mode & 0o777 == 0o644, (p, oct(p.stat().st_mode))
         assert p.stat().st_size > 0 and not p.name.endswith(".tmp")
+
+
+# 6. A disk that fills mid-run --------------------------------------------------------------------
+
+FILLER = """
+import dataclasses
+from pathlib import Path
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+disk = Path({disk!r})
+nan = get("fake_double_nan")
+base = get("fake_double")
+run = base.kernels["fake"]
+
+def fills_the_disk(inputs, params, *, out, interpret):
+    # Once the first finding's reproducer is on disk: fill the disk to its last byte.
+    filler = disk / "filler"
+    if not filler.exists() and any((disk / "out" / "reproducers").glob("*.py")):
+        with open(filler, "wb", buffering=0) as f:
+            for chunk in (1 << 16, 1 << 12, 1):
+                try:
+                    while True:
+                        f.write(b"\\0" * chunk)
+                except OSError:
+                    pass
+    return run(inputs, params, out=out, interpret=interpret)
+
+# Real targets, run in name order: the NaN is found (reproducer, database entries), then the disk
+# fills while the second runs.
+register(dataclasses.replace(nan, name="fake_a_nan", mutant=None, source="builtin"))
+register(dataclasses.replace(base, name="fake_b_fills_the_disk", source="builtin",
+                             kernels={{"fake": fills_the_disk}}))
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 24 MiB tmpfs (root, as CI runs; unprivileged: through a user namespace), unmounted after."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(disk)])
+    if done.returncode != 0:
+        pytest.skip("a tmpfs cannot be mounted here (needs root, as CI runs)")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_disk_that_fills_mid_run_ends_in_one_line_and_consistent_reports(small_disk):
+    # It ended in a traceback: no report.md/xml/html, a report.json naming 2 of 4 findings with
+    # reproducer paths since deleted, reproducers no report mentioned, 0-byte database entries
+    # and .tmp leftovers.
+    import xml.etree.ElementTree as ET
+
+    plugin = small_disk.parent / "filler.py"
+    plugin.write_text(FILLER.format(fake=FAKE, disk=str(small_disk)))
+    out = small_disk / "out"
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        str(plugin),
+        "--targets",
+        "fake_a_nan,fake_b_fills_the_disk",
+        "--backends",
+        "fake",
+        "--budget",
+        "600",
+        "--examples",
+        "40",
+        "--out",
+        str(out),
+    )
+    assert (small_disk / "filler").exists(), proc.stderr[-3000:]  # the disk did fill
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("python -m fuzz run: error")]
+    assert len(errors) == 1 and "no space left on device" in errors[0], proc.stderr[-3000:]
+    # Every report was written (the space kept for them was given back) and is consistent.
+    report = report_of(out)
+    assert report["interrupted"] == "disk full"
+    assert any(n.startswith("the disk is full: ") for n in report["notes"]), report["notes"]
+    assert "search space exhausted" not in {r["retired"] for r in report["results"]}
+    assert "INCOMPLETE (disk full)" in (out / "report.md").read_text()
+    ET.parse(out / "report.xml")
+    assert (out / "index.html").read_text().rstrip().endswith("</html>")
+    named = {
+        p for f in report["findings"] for p in [f.get("reproducer"), *f.get("reproducers", [])] if p
+    }
+    assert report["findings"] and all(Path(p).exists() for p in named)
+    on_disk = {str(p) for p in (out / "reproducers").glob("*.py")}
+    assert on_disk <= named, on_disk - named  # no reproducer that no report mentions
+    assert not (out / ".campaign.reserve").exists()
+    for path in out.rglob("*"):
+        assert ".tmp" not in path.name, path  # every write atomic, cleaned up when it failed
+        if path.is_file() and "examples" in path.parts:
+            assert path.stat().st_size > 0, path  # no 0-byte database entry
