@@ -320,10 +320,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
     map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT
+    if not args.out.strip():
+        raise ValueError("--out='' is empty; it must name the campaign's output folder")
     out = Path(args.out)
     repro_dir = Path(args.repro_dir) if args.repro_dir else out / "reproducers"
     for option, folder in (("--out", out), ("--repro-dir", repro_dir)):
         check_output_folder(option, folder)
+    keep_hypothesis_files_out_of_cwd(out)
     console = _progress_console()
     assert isinstance(console, Console)
     _load_plugins(args.plugin)
@@ -354,6 +357,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         undo()
     _print_summary(console, final, out)
+    if campaign.disk_full is not None:  # what it found is above, and in what could be written
+        unwritten = f"; not written: {', '.join(campaign.unwritten)}" if campaign.unwritten else ""
+        print(
+            f"python -m fuzz run: error: no space left on device: {campaign.disk_full}; the "
+            f"campaign stopped and reported what it had found{unwritten}",
+            file=sys.stderr,
+        )  # (its findings are in the table above, whatever could be written)
+        return EXIT_ERROR
     if final["summary"]["real_failed"]:
         return EXIT_FAIL
     if final["summary"]["harness_errors"] or final.get("interrupted"):
@@ -369,7 +380,7 @@ def _campaign_config(
     from rich.markup import escape
 
     from fuzz.backends import coordinator_probes, get_backend
-    from fuzz.campaign.database import open_database
+    from fuzz.campaign.database import is_server, open_database
     from fuzz.campaign.runner import CampaignConfig, plugin_specs, visible_gpus
     from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.target import select
@@ -387,12 +398,13 @@ def _campaign_config(
     coordinator_probes()  # this process coordinates; its workers use the GPUs
     runnable = _runnable_backends(backend_names, console)
     db = None if args.db == "none" else (args.db or str(out / "examples"))
-    database = open_database(db, args.db_shared)  # a bad location fails here, with its message
+    check_databases(db, args.db_shared)
+    # A server that does not answer: its saves and fetches go to this folder meanwhile.
+    fallback = str(out / "examples") if db is not None and is_server(db) else None
+    database = open_database(db, args.db_shared, fallback=fallback)  # a bad location: its message
     db_problems = database.check() if database is not None else []
     for problem in db_problems:  # a server that cannot be reached: said now, not only in the report
-        console.print(
-            f"[yellow]WARNING {escape(problem)}; the campaign goes on without it[/yellow]"
-        )
+        console.print(f"[yellow]WARNING {escape(problem)}[/yellow]")
     compiled = any(get_backend(b).compiled for b in runnable)
     gpus = visible_gpus() if compiled else []
     # On a GPU host a worker is mostly host-side Python (drawing cases, the fp64 oracle, the
@@ -414,6 +426,7 @@ def _campaign_config(
         repro_dir=repro_dir,
         db=db,
         db_shared=list(args.db_shared),
+        db_fallback=fallback,
         seed=args.seed if args.seed is not None else random.randrange(2**31),
         workers=workers,
         compile_workers=compile_workers,
@@ -822,6 +835,48 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     return EXIT_ERROR if board["interrupted"] else EXIT_OK
 
 
+def keep_hypothesis_files_out_of_cwd(out: Path) -> None:
+    """Hypothesis's own files (its cache of the constants of the modules under the current
+    folder, ``.hypothesis/``) go to the project's cache folder (``backends.cache_dir()``:
+    ``$KERNEL_FUZZ_CACHE_DIR`` or ``~/.cache/kernel-fuzz``, shared by campaigns, which keeps it
+    warm: half a second per fresh campaign here), or to ``out/.hypothesis`` where the cache is
+    ``off``; never into the current folder. For this process and its workers; unless
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` says where already."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from fuzz.backends import cache_dir
+
+    off = os.environ.get("KERNEL_FUZZ_CACHE_DIR") == "off"
+    home = str(out.absolute() / ".hypothesis") if off else os.path.join(cache_dir(), "hypothesis")
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home  # the workers read it when they start
+    set_hypothesis_home_dir(home)
+
+
+def check_databases(db: str | None, shared: Sequence[str]) -> None:
+    """A usage error unless ``db`` (a folder database: ``--db``) can be written and every shared
+    folder database (``--db-shared``) exists and can be read: a campaign would otherwise save or
+    replay nothing, silently. Servers are checked when opened (a warning: they may come back)."""
+    from fuzz.campaign.database import is_server
+
+    if db is not None and not is_server(db):
+        check_output_folder("--db", Path(db))
+    for location in shared:
+        if is_server(location):
+            continue
+        path = Path(location)
+        if not path.exists():
+            raise ValueError(
+                f"--db-shared={location!r} does not exist: a shared database folder is read "
+                "(never written), so it must exist; give the team's folder or a redis:// URL"
+            )
+        if not path.is_dir():
+            raise ValueError(f"--db-shared={location!r} is a file; it must name a folder")
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ValueError(f"--db-shared={location!r} is not readable")
+
+
 def check_output_folder(option: str, folder: Path) -> None:
     """A usage error unless ``folder`` is a writable folder or can be created as one (nothing is
     created here: a usage error leaves no trace)."""
@@ -856,6 +911,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if e.code is None or isinstance(e.code, int):
             raise
         print(f"{prog}: error: {e.code}", file=sys.stderr)
+    except OSError as e:
+        import errno
+
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            import traceback
+
+            traceback.print_exc()
+            print(f"{prog}: harness error: {type(e).__name__}: {e}", file=sys.stderr)
+        else:  # a full disk is no bug of the harness: one line
+            where = f" ({e.filename})" if e.filename else ""
+            print(f"{prog}: error: no space left on device{where}", file=sys.stderr)
     except Exception as e:  # a bug of the harness: its traceback, then one line
         import traceback
 

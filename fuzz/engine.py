@@ -35,6 +35,7 @@ from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
 from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_compiled
 from fuzz.signatures import Bug, bug_key, conditions, covering, declared, same_bug, signature
+from fuzz.stops import is_fault
 from fuzz.target import Target
 from fuzz.timing import NewCompile, no_new_compiles
 
@@ -213,8 +214,9 @@ class Hooks:
     Attributes:
         before_example: ``(case)``, before the first launch of an example (persist it: a launch
             may kill the process).
-        on_draw: ``(property, value)``, whenever a property parameter is drawn (before the launch
-            that uses it).
+        on_draw: ``(property, value)``, whenever a property parameter is drawn, and whenever its
+            recorded value is settled later (the autotune configs, as each launch chooses one);
+            before the launch that uses it.
         after_example: ``(result)``, after every example (progress).
         on_found: ``(result, found)``, when a failure class first appears and when its minimal
             example is final (nothing found is lost if the process dies while shrinking).
@@ -292,6 +294,10 @@ class _Hunter:
         self.stage = self.search_stage = stage
         self.round = 0  # Hypothesis runs of the hunt so far (see hunt: it goes on after bugs)
         self.exhausted = False  # the last run tried every distinct example (Hypothesis said)
+        # The first exception of an example that was no finding (the harness failed there):
+        # Hypothesis shrinks it as it does a failure, and the time limit must not end that
+        # shrinking and lose it (see _note_error).
+        self.harness_error: str | None = None
 
     # The test body -----------------------------------------------------------------------------
 
@@ -311,6 +317,7 @@ class _Hunter:
         if (
             self.stop_at is not None
             and not self.first
+            and self.harness_error is None
             and not final
             and self.result.examples >= self.min_examples
             and now > self.stop_at
@@ -352,6 +359,7 @@ class _Hunter:
                     differential_every=self.options.differential_every,
                     stats=self.result.stats,
                     race_repeats=self.race_repeats,
+                    note=self.hooks.on_draw,
                 )
         except NewCompile:
             self.result.events["rejected: would compile"] += 1
@@ -456,7 +464,11 @@ class _Hunter:
             o["derandomize"] = False
 
         def run_one(case: Case, data: st.DataObject) -> None:  # a function: Hypothesis tags it
-            self.run_one(case, data)
+            try:
+                self.run_one(case, data)
+            except BaseException as e:
+                self._note_error(e)
+                raise
 
         test = settings(self.options.settings, **o)(
             given(case=self.strategy, data=st.data())(run_one)
@@ -476,6 +488,17 @@ class _Hunter:
             )
         return test
 
+    def _note_error(self, exc: BaseException) -> None:
+        """Keeps the first exception of an example that is neither a finding nor the harness's
+        control flow (an error of the harness: a property, a reference, a hook failed): a slice
+        timer never swallows a failure (``_check_time``, ``run_test``)."""
+        from hypothesis.errors import UnsatisfiedAssumption
+
+        control = (KernelFailure, UnsatisfiedAssumption)
+        if self.harness_error is None and is_fault(exc, []) and not isinstance(exc, control):
+            if not isinstance(exc, KeyboardInterrupt):
+                self.harness_error = f"{type(exc).__name__}: {exc}"[:2000]
+
     def run_test(self, test: Any, shrink_seconds: float) -> bool:
         """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
         result = self.result
@@ -489,7 +512,8 @@ class _Hunter:
                 test()
             self.exhausted = _exhausted(stats, bool(self.first))
         except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
-            pass
+            if self.harness_error is not None and result.error is None:
+                result.error = self.harness_error  # cut while shrinking it: still an error
         except unittest.SkipTest as exc:
             phases = self.stage.phases
             if phases is None or Phase.generate in phases:

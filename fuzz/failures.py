@@ -18,13 +18,26 @@ NONDETERMINISM = "nondeterminism"
 DIVERGENCE = "backend-divergence"
 CRASH = "crash"
 HANG = "hang"
+INPUT_WRITE = "input-write"
 
-CLASSES = (CRASH, HANG, OOB_WRITE, NAN, INF, NONDETERMINISM, MASKING, ACCURACY, DIVERGENCE)
+CLASSES = (
+    CRASH,
+    HANG,
+    OOB_WRITE,
+    INPUT_WRITE,
+    NAN,
+    INF,
+    NONDETERMINISM,
+    MASKING,
+    ACCURACY,
+    DIVERGENCE,
+)
 
 DESCRIPTIONS = {
     CRASH: "the kernel or its wrapper raised",
     HANG: "the launch did not finish within the per-example timeout",
     OOB_WRITE: "memory around the output (guard bands) changed",
+    INPUT_WRITE: "the kernel wrote into its inputs (each run gets its own copy, checked after)",
     NAN: "NaN where the oracle is finite (including output never written)",
     INF: "Inf where the oracle is finite",
     NONDETERMINISM: "two runs on the same inputs gave different bits",

@@ -6,8 +6,10 @@ property shares with the others). :func:`check_case` evaluates the properties in
 and returns the first failure, so the class of a failing example is decided by the most specific
 property that sees it::
 
-    crash                 the kernel raised (or returned the wrong outputs)
+    crash                 the kernel raised anything (SystemExit, its own KeyboardInterrupt...)
+                          or returned the wrong outputs (missing, misshapen, not floats)
     guard-bands           memory around the outputs untouched            -> out-of-bounds-write
+    inputs-unchanged      every run gets its own copy of the inputs; none written -> input-write
     poisoned-output       every output element written (poison NaN, then -7.75) -> nan
     determinism           the two clean runs agree bit for bit           -> nondeterminism
     oracle                within tolerance of the fp64 oracle            -> nan / inf / masking / accuracy
@@ -44,6 +46,7 @@ from fuzz.arrays import POISON_KINDS, bits, dtype_name, to_float64
 from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_for, get_backend
 from fuzz.compare import Metrics, measure, measure_naive
 from fuzz.failures import Finding
+from fuzz.stops import is_fault, noting_stops
 from fuzz.timing import LaunchTimer
 
 if TYPE_CHECKING:
@@ -81,6 +84,7 @@ class Launch:
     error: BaseException | None = None
     seconds: float = 0.0
     compiled: bool = False
+    input_writes: dict[str, str] = field(default_factory=dict)  # input -> what changed in it
 
 
 @dataclass
@@ -148,7 +152,6 @@ class Context:
         self.differential = differential
         self.stats = stats if stats is not None else Stats()
         self.adapter = adapter_for(backend)
-        self._inputs: dict[tuple[int, str], dict[str, Any]] = {}
         self._memo: dict[Hashable, Any] = {}
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
@@ -219,31 +222,40 @@ class Context:
         if entry is None:
             entry = self.target.kernels[backend.impl]
         result = Launch()
-        try:
-            if outputs is None:
-                outputs = self.output_spec(case)
-            inputs = self._device_inputs(case, backend)
-            bufs = {
-                name: adapter.alloc(tuple(shape), dtype, fill)
-                for name, (shape, dtype) in outputs.items()
-            }
-            out = {k: b.array for k, b in bufs.items()} if self.target.library.writes_out else None
-            with LaunchTimer() as timer, np.errstate(all="ignore"):
-                got = entry(inputs, dict(case.params), out=out, interpret=backend.interpret)
-                adapter.synchronize()
-            result.seconds, result.compiled = timer.seconds, timer.compiled
-            missing = set(outputs) - set(got)
-            if missing:
-                raise RuntimeError(
-                    f"kernel returned {sorted(got)}; expected outputs {sorted(outputs)}"
-                )
-            for name in outputs:
-                result.outputs[name] = adapter.get(got[name])
-                result.shapes[name] = tuple(result.outputs[name].shape)
-                if adapter.guards:
-                    result.guards[name] = adapter.guard_violations(bufs[name])
-        except Exception as e:  # crash: whatever the kernel raised
-            result.error = e
+        with noting_stops() as stops:
+            try:
+                if outputs is None:
+                    outputs = self.output_spec(case)
+                inputs = self._device_inputs(case, backend)
+                bufs = {
+                    name: adapter.alloc(tuple(shape), dtype, fill)
+                    for name, (shape, dtype) in outputs.items()
+                }
+                writes_out = self.target.library.writes_out
+                out = {k: b.array for k, b in bufs.items()} if writes_out else None
+                with LaunchTimer() as timer, np.errstate(all="ignore"):
+                    got = entry(inputs, dict(case.params), out=out, interpret=backend.interpret)
+                    adapter.synchronize()
+                result.seconds, result.compiled = timer.seconds, timer.compiled
+                result.input_writes = input_writes(adapter, inputs, case)
+                missing = set(outputs) - set(got)
+                if missing:
+                    raise RuntimeError(
+                        f"kernel returned {sorted(got)}; expected outputs {sorted(outputs)}"
+                    )
+                for name, (_, dtype) in outputs.items():
+                    result.outputs[name] = adapter.get(got[name])
+                    result.shapes[name] = tuple(result.outputs[name].shape)
+                    _check_output_dtype(name, result.outputs[name], dtype)
+                    if adapter.guards:
+                        result.guards[name] = adapter.guard_violations(bufs[name])
+            except BaseException as e:
+                # A crash: whatever the kernel raised, SystemExit, GeneratorExit and a
+                # KeyboardInterrupt of its own included; a stop from outside (Ctrl-C, SIGTERM)
+                # and the harness's own control flow go on up (fuzz.stops).
+                if not is_fault(e, stops):
+                    raise
+                result.error = e
         self.stats.add(result, twin=backend is not self.backend)
         return result
 
@@ -255,17 +267,11 @@ class Context:
         return {n: (self.oracle[n].shape, self.out_dtypes[n]) for n in self.oracle}
 
     def _device_inputs(self, case: Case, backend: Backend) -> dict[str, Any]:
-        """The case's inputs on the backend's device. The primary case's are copied once and
-        shared by its launches (clean, repeat): a kernel that writes into its own inputs then
-        shows up as a nondeterminism failure instead of going unnoticed."""
-        key = (id(case), backend.name)
-        if key in self._inputs:
-            return self._inputs[key]
+        """The case's inputs on the backend's device, a copy of their own for every launch (a
+        CPU tensor would share the case's memory): a kernel that writes into its inputs changes
+        neither the case nor another run, and the launch finds the write (``input_writes``)."""
         adapter = adapter_for(backend)
-        inputs = {k: adapter.put(v) for k, v in case.inputs.items()}
-        if case is self.case:
-            self._inputs[key] = inputs
-        return inputs
+        return {k: adapter.put(np.array(v, copy=True)) for k, v in case.inputs.items()}
 
     @functools.cached_property
     def clean(self) -> Launch:
@@ -356,7 +362,8 @@ class Context:
 
         launch = run() if share is None else self.memo(("derived", share), run)
         if launch.error is None:
-            return launch
+            wrote = input_write_finding(self, launch, prop, what)
+            return launch if wrote is None else wrote
         e = launch.error
         return self.finding(
             F.CRASH,
@@ -364,6 +371,44 @@ class Context:
             f"{what}: {exception_summary(e)}",
             details={"exception": type(e).__name__, "text": str(e)[:4000], "derived": what},
         )
+
+
+def input_writes(adapter: Any, inputs: Mapping[str, Any], case: Case) -> dict[str, str]:
+    """What a launch changed in its own copy of the inputs (``inputs``, on the device) against
+    the case's: input name -> how many elements changed and the first one (bit for bit: NaN
+    payloads count); an input the launch consumed (a donated buffer) says so."""
+    changed: dict[str, str] = {}
+    for name, want in case.inputs.items():
+        try:
+            got = adapter.get(inputs[name])
+        except Exception as e:  # a buffer the kernel donated or freed
+            changed[name] = f"cannot be read after the call ({exception_summary(e)})"
+            continue
+        if got.shape != want.shape or got.dtype != want.dtype:
+            changed[name] = (
+                f"became {got.dtype}{list(got.shape)} (was {want.dtype}{list(want.shape)})"
+            )
+            continue
+        floats = dtype_name(want.dtype) in ("float64", "float32", "float16", "bfloat16")
+        differ = bits(got) != bits(want) if floats else got != want
+        if not differ.any():
+            continue
+        idx = _first_index(differ)
+        at = f"{name}[{', '.join(map(str, idx))}]"
+        was, now = want[idx], got[idx]
+        changed[name] = f"{int(differ.sum())} element(s) changed, first {at}: {was} -> {now}"
+    return changed
+
+
+def _check_output_dtype(name: str, got: np.ndarray, want: str) -> None:
+    """Raises where output ``name`` is of another kind of number than its expected dtype
+    ``want`` (integers or booleans for a float output): no comparison could measure it."""
+    from fuzz.arrays import FLOAT_DTYPES
+
+    have = dtype_name(got.dtype)
+    floats = (*FLOAT_DTYPES, "float64")
+    if want in floats and have not in floats:
+        raise TypeError(f"the kernel returned output {name} as {have}; expected {want}")
 
 
 def exception_summary(e: BaseException) -> str:
@@ -437,6 +482,30 @@ def _guard_bands(ctx: Context, _: Any) -> Finding | None:
 
 def _first_index(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(mask)[0]), mask.shape))
+
+
+def input_write_finding(ctx: Context, launch: Launch, prop: str, what: str) -> Finding | None:
+    """The ``input-write`` finding of a launch (``what``: which run) that wrote into its
+    inputs, else None."""
+    if not launch.input_writes:
+        return None
+    name, change = next(iter(launch.input_writes.items()))
+    more = len(launch.input_writes) - 1
+    return ctx.finding(
+        F.INPUT_WRITE,
+        prop,
+        f"{what} wrote into its input {name}: {change}"
+        + (f" (and into {more} other input(s))" if more else ""),
+        details={"inputs": dict(launch.input_writes)},
+    )
+
+
+def _inputs_unchanged(ctx: Context, _: Any) -> Finding | None:
+    for launch, what in ((ctx.clean, "the kernel"), (ctx.repeat, "the kernel's second run")):
+        f = input_write_finding(ctx, launch, "inputs-unchanged", what)
+        if f is not None:
+            return f
+    return None
 
 
 def _poisoned_output(ctx: Context, _: Any) -> Finding | None:
@@ -825,6 +894,11 @@ GENERIC: tuple[Property, ...] = (
         description="memory before, between the rows of, and after each output keeps its bits",
     ),
     Property(
+        "inputs-unchanged",
+        _inputs_unchanged,
+        description="the kernel leaves its inputs as they were, bit for bit",
+    ),
+    Property(
         "poisoned-output",
         _poisoned_output,
         applies=lambda ctx: ctx.target.library.writes_out,
@@ -888,10 +962,14 @@ def check_case(
     stats: Stats | None = None,
     race_repeats: int = 0,
     prefer: str | None = None,
+    note: Callable[[str, Any], None] | None = None,
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
     Property parameters come from ``draw`` (Hypothesis) or from ``params`` (a replay).
+    ``note(name, value)``: called whenever a parameter's recorded value is settled after its draw
+    (the autotuned kernels' configs, as each launch chooses one: what a replay takes), before the
+    launch that uses it.
     ``race_repeats``: extra runs for the determinism property (see :func:`_determinism`).
     ``prefer``: a failure class (a replay's recorded one): when the first failure is of another
     class (a racy kernel may show its race before the accuracy bug it was saved for), the
@@ -910,7 +988,7 @@ def check_case(
         race_repeats=race_repeats,
     )
     used: dict[str, Any] = {}
-    with _pinned_configs(target, draw, params) as choices:
+    with _pinned_configs(target, draw, params, note) as choices:
         outcome = _check_properties(ctx, draw, params, used, prefer)
     if choices:
         used["autotune"] = [c.record() for c in choices]
@@ -969,11 +1047,14 @@ def _pinned_configs(
     target: Target,
     draw: Callable[[SearchStrategy[Any], str], Any] | None,
     params: Mapping[str, Any] | None,
+    note: Callable[[str, Any], None] | None = None,
 ) -> Iterator[list[Any]]:
     """For a target whose kernels are autotuned (``Library.autotune``), every launch of the
     example runs one config per kernel, never benchmarked: drawn (``draw``), replayed from a
     reproducer's ``params["autotune"]``, or the first. Yields the choices made (empty
-    otherwise)."""
+    otherwise). ``note("autotune", records)``: the choices so far as a replay reads them
+    (``Choice.record``), said before any launch and again as each launch chooses, so that a
+    process that dies in the launch leaves the configs it ran, never the raw draw."""
     if not target.library.autotune:
         yield []
         return
@@ -984,7 +1065,29 @@ def _pinned_configs(
         chooser = tr.replay(recorded)
     elif draw is not None:
         chooser = tr.positions(draw(AUTOTUNE_PICKS, "autotune"))
+        if note is not None:
+            chooser = _noting_choices(chooser, note)
     else:
         chooser = tr.first
     with tr.pinned_configs(chooser) as choices:
         yield choices
+
+
+def _noting_choices(chooser: Any, note: Callable[[str, Any], None]) -> Any:
+    """``chooser``, telling ``note`` every choice it makes as ``("autotune", records so far)``
+    (each ``[kernel, index, config text]``, as ``fuzz.triton_runtime.Choice.record`` writes it);
+    the empty list first, before any launch."""
+    from fuzz import triton_runtime as tr
+
+    records: list[list[Any]] = []
+    note("autotune", [])
+
+    def noting(kernel: str, candidates: Any) -> int:
+        position = chooser(kernel, candidates)
+        if isinstance(position, int) and 0 <= position < len(candidates):
+            chosen = candidates[position]
+            records.append(tr.Choice(kernel, chosen.index, chosen.config).record())
+            note("autotune", [list(r) for r in records])
+        return position
+
+    return noting

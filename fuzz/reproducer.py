@@ -490,11 +490,13 @@ def replay_isolated(
 
     The child reads the file's ``REPRO`` and ``DATA`` (it does not run the file) and prints a
     marker when the kernel is about to run. Status 1 (the failure reproduces): the child was
-    killed by a signal after the marker, exited with an unexpected status after it, or its
-    replay was still running ``2 * timeout + 2`` seconds after it. Status 2 (cannot replay, or
+    killed by a signal after the marker, exited after it without a verdict (whatever its status:
+    ``os._exit(0)`` in a kernel ends the process too) and without a traceback, or its replay was
+    still running ``2 * timeout + 2`` seconds after it. Status 2 (cannot replay, or
     interrupted): anything that ends the child before the marker (a plugin that does not import,
-    a backend not available, data that does not decode...), a child that says it cannot replay,
-    and a child stopped by SIGTERM, SIGINT or SIGHUP (a stop, not a crash).
+    a backend not available, data that does not decode...), a child that says it cannot replay
+    or dies of an uncaught exception of the harness, and a child stopped by SIGTERM, SIGINT or
+    SIGHUP (a stop, not a crash).
     """
     import subprocess
     import threading
@@ -553,9 +555,12 @@ def _child_verdict(code: int, started: bool, lines: list[str]) -> tuple[int, str
         return 1, f"FAIL crash (the replay process was killed by {_signal_name(code)})"
     if code in (0, 1, 2) and said is not None:
         return code, said
-    if code in (0, 1, 2):  # no verdict: the harness failed after the kernel ran
+    if any(ln.startswith("Traceback (most recent call last)") for ln in lines):
+        # no verdict, an uncaught exception: the harness failed after the kernel ran
         return 2, f"cannot replay (the replay process exited with status {code}: {last})"
-    return 1, f"FAIL crash (the replay process exited with status {code}: {last})"
+    # No verdict and no traceback: the kernel ended the process (os._exit(0), even): a crash.
+    said_last = f": {last}" if last else " before any verdict"
+    return 1, f"FAIL crash (the replay process exited with status {code}{said_last})"
 
 
 def report_replay(

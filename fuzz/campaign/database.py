@@ -11,11 +11,21 @@ and multiplexes any number of *shared* databases, read-only, under the local one
 replays what the team's database holds but writes only its own findings. Every database is
 wrapped in :class:`CheckedDatabase`: an entry that cannot be read or decoded, or a server that
 cannot be reached, is skipped with a warning (recorded in the campaign report), never a crash.
+
+A server that does not answer (down, or frozen: a SIGSTOPped ``redis-server`` accepts
+connections and answers nothing) costs one call of at most :data:`CALL_TIMEOUT` seconds: the
+database is then taken as down for :data:`RETRY_AFTER` seconds, calls skip it, and a Redis
+``--db`` falls back to a local folder (the campaign's ``OUT/examples``) meanwhile, so that its
+findings are still saved. Entries of a folder database are written atomically (a temporary file
+in the entry's folder, fsync, rename; removed when the write fails) with the mode the umask
+gives, so that a shared folder is readable by teammates.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -28,17 +38,48 @@ from hypothesis.database import (
     choices_from_bytes,
 )
 
+# Seconds one call to a database server may take (connect, or wait for an answer).
+CALL_TIMEOUT = 2.0
+# Seconds a database that failed a call is left alone before it is tried again.
+RETRY_AFTER = 30.0
+
 
 class DatabaseWarning(UserWarning):
     """An example database entry or server could not be used; the campaign goes on."""
 
 
 class _Directory(DirectoryBasedExampleDatabase):
-    """The directory database, reporting entries it cannot read instead of skipping silently."""
+    """The directory database, reporting entries it cannot read instead of skipping silently,
+    and writing entries atomically in their own folder (Hypothesis writes a temporary file in the
+    system's temporary folder, 0600, copies it across file systems, and swallows every error)."""
 
     def __init__(self, path: str, report: Callable[[str], None]) -> None:
         super().__init__(path)
         self._report = report
+
+    def save(self, key: bytes, value: bytes) -> None:
+        """Saves ``value`` under ``key``; raises what went wrong (``CheckedDatabase`` warns)."""
+        from fuzz.files import new_file_mode
+
+        key_path = self._key_path(key)
+        if key_path.name != self._metakeys_hash:
+            self.save(self._metakeys_name, key)  # as Hypothesis's: the index of keys
+        key_path.mkdir(parents=True, exist_ok=True)
+        path = self._value_path(key, value)
+        if path.exists():
+            return
+        fd, tmp = tempfile.mkstemp(dir=key_path, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(value)
+                f.flush()
+                os.fsync(f.fileno())
+                os.fchmod(f.fileno(), new_file_mode())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         kp = self._key_path(key)
@@ -57,13 +98,40 @@ class _Directory(DirectoryBasedExampleDatabase):
 
 
 class CheckedDatabase(ExampleDatabase):
-    """Wraps a database: undecodable entries and failing operations become warnings."""
+    """Wraps a database: undecodable entries and failing operations become warnings.
 
-    def __init__(self, inner: ExampleDatabase, name: str) -> None:
+    A database whose call failed is left alone for :data:`RETRY_AFTER` seconds (a server that
+    does not answer costs each call its timeout otherwise); meanwhile calls go to ``fallback``
+    (a local folder under a Redis ``--db``), or do nothing.
+    """
+
+    def __init__(
+        self, inner: ExampleDatabase, name: str, fallback: CheckedDatabase | None = None
+    ) -> None:
         super().__init__()
         self.inner = inner
         self.name = name
+        self.fallback = fallback
         self.problems: list[str] = []
+        self.down_until = 0.0  # time.monotonic() until which the database is left alone
+
+    def _usable(self) -> bool:
+        return time.monotonic() >= self.down_until
+
+    def _failed(self, what: str, e: BaseException) -> None:
+        """A call failed: warn (naming the fallback) and leave the database alone a while."""
+        self.down_until = time.monotonic() + RETRY_AFTER
+        instead = (
+            f"; using the local database {self.fallback.name} instead"
+            if self.fallback is not None
+            else "; going on without it"
+        )
+        self.warn(
+            f"{what} failed: {type(e).__name__}: {e}{instead} (tried again in {RETRY_AFTER:g} s)"
+        )
+
+    def _problems_of_fallback(self) -> list[str]:
+        return self.fallback.problems if self.fallback is not None else []
 
     def __repr__(self) -> str:
         return f"CheckedDatabase({self.inner!r})"
@@ -81,10 +149,14 @@ class CheckedDatabase(ExampleDatabase):
         warnings.warn(text, DatabaseWarning, stacklevel=3)
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
-        try:
-            values = list(self.inner.fetch(key))
-        except Exception as e:  # a server down, a folder gone: replay nothing, go on
-            self.warn(f"fetch failed: {type(e).__name__}: {e}")
+        values: list[bytes] = []
+        if self._usable():
+            try:
+                values = list(self.inner.fetch(key))
+            except Exception as e:  # a server down or frozen, a folder gone: go on without it
+                self._failed("fetch", e)
+        if not self._usable() and self.fallback is not None:
+            yield from self.fallback.fetch(key)
             return
         for value in values:
             if (
@@ -95,23 +167,25 @@ class CheckedDatabase(ExampleDatabase):
                 continue
             yield bytes(value)
 
+    def _call(self, what: str, *args: bytes) -> None:
+        """``inner.<what>(*args)``, or the fallback's while the database is left alone."""
+        if self._usable():
+            try:
+                getattr(self.inner, what)(*args)
+                return
+            except Exception as e:
+                self._failed(what, e)
+        if self.fallback is not None:
+            getattr(self.fallback, what)(*args)
+
     def save(self, key: bytes, value: bytes) -> None:
-        try:
-            self.inner.save(key, value)
-        except Exception as e:
-            self.warn(f"save failed: {type(e).__name__}: {e}")
+        self._call("save", key, value)
 
     def delete(self, key: bytes, value: bytes) -> None:
-        try:
-            self.inner.delete(key, value)
-        except Exception as e:
-            self.warn(f"delete failed: {type(e).__name__}: {e}")
+        self._call("delete", key, value)
 
     def move(self, src: bytes, dest: bytes, value: bytes) -> None:
-        try:
-            self.inner.move(src, dest, value)
-        except Exception as e:
-            self.warn(f"move failed: {type(e).__name__}: {e}")
+        self._call("move", src, dest, value)
 
 
 class CampaignDatabase(MultiplexedDatabase):
@@ -125,7 +199,8 @@ class CampaignDatabase(MultiplexedDatabase):
 
     @property
     def problems(self) -> list[str]:
-        return [p for db in (self.local, *self.shared) for p in db.problems]
+        parts = (self.local, *self.shared)
+        return [p for db in parts for p in (*db.problems, *db._problems_of_fallback())]
 
     def check(self) -> list[str]:
         """Tries every part once (a fetch of a key nothing is saved under); returns the problems
@@ -141,37 +216,54 @@ class CampaignDatabase(MultiplexedDatabase):
         return {"local": self.local.name, "shared": [s.name for s in self.shared]}
 
 
-def _open_one(location: str) -> CheckedDatabase:
+def is_server(location: str) -> bool:
+    """Whether ``location`` names a database server (Redis) rather than a folder."""
+    return location.startswith(("redis://", "rediss://", "unix://"))
+
+
+def _open_one(location: str, fallback: str | None = None) -> CheckedDatabase:
     holder: list[CheckedDatabase] = []
 
     def report(message: str) -> None:
         holder[0].warn(message)
 
-    if location.startswith(("redis://", "rediss://", "unix://")):
+    if is_server(location):
         try:
             import redis
             from hypothesis.extra.redis import RedisExampleDatabase
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
         except ImportError:
             raise ValueError(
                 f"--db={location!r} needs the redis package: pip install 'kernel-fuzz[redis]'"
             ) from None
-        client = redis.Redis.from_url(location, socket_timeout=10, socket_connect_timeout=5)
+        client = redis.Redis.from_url(
+            location,
+            socket_timeout=CALL_TIMEOUT,
+            socket_connect_timeout=CALL_TIMEOUT,
+            retry=Retry(NoBackoff(), 0),  # one try: a frozen server costs one timeout
+        )
         inner: ExampleDatabase = RedisExampleDatabase(client)
     else:
         path = Path(location)
         if path.exists() and not path.is_dir():
             raise ValueError(f"--db={location!r} is a file, not a database folder")
         inner = _Directory(str(path), report)
-    db = CheckedDatabase(inner, location)
+    backup = _open_one(fallback) if fallback is not None and is_server(location) else None
+    db = CheckedDatabase(inner, location, backup)
     holder.append(db)
     return db
 
 
-def open_database(location: str | None, shared: Sequence[str] = ()) -> CampaignDatabase | None:
+def open_database(
+    location: str | None, shared: Sequence[str] = (), *, fallback: str | None = None
+) -> CampaignDatabase | None:
     """The campaign database at ``location`` with ``shared`` ones multiplexed read-only under it.
 
     ``location`` ``None``/``'none'`` means no database (shared ones are then ignored).
+    ``fallback``: a folder that takes the saves and fetches of a server ``location`` while it
+    does not answer.
     """
     if location is None or location == "none":
         return None
-    return CampaignDatabase(_open_one(location), [_open_one(s) for s in shared])
+    return CampaignDatabase(_open_one(location, fallback), [_open_one(s) for s in shared])

@@ -170,10 +170,45 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+UNRUN = "unrun"
+
+
+def settle_unrun(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with the status ``unrun`` where a pair ran no example and found nothing (never
+    scheduled, or the campaign stopped or ran out of budget first): neither a pass nor a missed
+    mutant. JUnit marks them skipped."""
+    return [
+        {**r, "status": UNRUN}
+        if r["examples"] == 0 and not r["findings"] and not r.get("error")
+        else r
+        for r in rows
+    ]
+
+
+def existing_reproducers(record: dict[str, Any]) -> dict[str, Any]:
+    """A finding ``record`` whose reproducer paths (``reproducer``, ``reproducers``) all exist:
+    one that does not (never written on a full disk, removed since) becomes None, its path kept
+    as ``reproducer_missing``. A report never points at a file that is not there."""
+    paths = [record.get("reproducer"), *record.get("reproducers", [])]
+    gone = {p for p in paths if p and not os.path.exists(p)}
+    if not gone:
+        return record
+    fixed = {**record, "reproducer_missing": sorted(gone)}
+    if record.get("reproducer") in gone:
+        fixed["reproducer"] = None
+    if "reproducers" in record:
+        fixed["reproducers"] = [None if p in gone else p for p in record["reproducers"]]
+    return fixed
+
+
 def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]:
     """The report dict of a campaign as it stands (``c``); ``final``: it has ended."""
-    rows = c.rows
+    rows = [
+        {**r, "findings": [existing_reproducers(f) for f in r["findings"]]}
+        for r in settle_unrun(c.rows)
+    ]
     findings, fixed, unconfirmed = _triage(rows, c.previous, c.triage_results)
+    findings = [existing_reproducers(f) for f in findings]  # previous ones' too
     now = time.time()
     return {
         "version": REPORT_VERSION,
@@ -286,6 +321,7 @@ def _summary(
         "real_failed": real_failed,
         "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
         "mutants_total": len(mutants),
+        "unrun": [f"{r['target']} on {r['backend']}" for r in rows if r["status"] == UNRUN],
         "harness_errors": [
             *errors,
             *(f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]),
@@ -320,10 +356,19 @@ def starved(rows: list[dict[str, Any]], floor: int = 200) -> list[dict[str, Any]
     return [r for r in rows if r["examples"] < floor and not r.get("retired")]
 
 
+def writers(out: Path, data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(file name, function writing it) of ``report.md``, ``report.xml`` and ``index.html``,
+    each written atomically: a caller can go on with the next when one fails."""
+    return [
+        ("report.md", lambda: atomic_write_text(out / "report.md", markdown(data, out))),
+        ("report.xml", lambda: atomic_write_text(out / "report.xml", junit(data))),
+        ("index.html", lambda: atomic_write_text(out / "index.html", html_report(data, out))),
+    ]
+
+
 def write_all(out: Path, data: dict[str, Any]) -> None:
-    atomic_write_text(out / "report.md", markdown(data, out))
-    atomic_write_text(out / "report.xml", junit(data))
-    atomic_write_text(out / "index.html", html_report(data, out))
+    for _, write in writers(out, data):
+        write()
 
 
 # Markdown ------------------------------------------------------------------------------------------------
@@ -442,6 +487,9 @@ def _markdown_summary(data: dict[str, Any]) -> list[str]:
             f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",
             "",
         ]
+    unrun = s.get("unrun", [])
+    if unrun:
+        lines += [f"Not run (no example): {len(unrun)} pair(s): {', '.join(unrun)}.", ""]
     return lines
 
 
@@ -468,6 +516,8 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
     for r in f.get("reproducers", [f.get("reproducer")]):
         if r:
             lines.append(f"- reproducer: `python {_rel(r, out)}`")
+    if not any(f.get("reproducers", [f.get("reproducer")])):
+        lines.append("- no reproducer: it could not be written (a full disk?), or is gone")
     lines.append(f"- signature `{f.get('signature')}`")
     lines.append("")
     return lines
@@ -513,6 +563,10 @@ def junit(data: dict[str, Any]) -> str:
             failures += 1
             msg = ", ".join(f["class"] for f in r["findings"])
             body = f'<failure message={quoteattr(msg)} type="kernel-fuzz">{html.escape(text)}</failure>'
+        elif r["status"] == UNRUN:
+            skipped += 1
+            why = "not run: no example ran (the campaign stopped or its budget ran out first)"
+            body = f"<skipped message={quoteattr(why)}/>"
         elif r["mutant"] and r["status"] != "found":
             skipped += 1
             why = f"mutant {r['status']}: expected {r['expected_class']}"
@@ -529,6 +583,23 @@ def junit(data: dict[str, Any]) -> str:
             '  <testcase classname="kernel_fuzz.campaign" name="harness">'
             f"<error message={quoteattr(text[:500])}>{html.escape(text)}</error></testcase>"
         )
+    if data.get("interrupted"):  # stopped before its end: what it says is what it found so far
+        errors += 1
+        text = (
+            f"the campaign was interrupted ({data['interrupted']}): it reports what it found "
+            "until then"
+        )
+        cases.append(
+            '  <testcase classname="kernel_fuzz.campaign" name="interrupted">'
+            f"<error message={quoteattr(text)} type={quoteattr(str(data['interrupted']))}/>"
+            "</testcase>"
+        )
+    props = (
+        "<properties>"
+        f'<property name="complete" value="{str(bool(data.get("complete"))).lower()}"/>'
+        f'<property name="interrupted" value={quoteattr(str(data.get("interrupted") or ""))}/>'
+        "</properties>"
+    )
     head = (
         f'<testsuite name="kernel-fuzz campaign" tests="{len(cases)}" failures="{failures}" '
         f'errors="{errors}" skipped="{skipped}" time="{data["seconds"]}" timestamp={quoteattr(data["started"])}>'
@@ -536,6 +607,8 @@ def junit(data: dict[str, Any]) -> str:
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>\n'
         + head
+        + "\n  "
+        + props
         + "\n"
         + "\n".join(cases)
         + "\n</testsuite>\n</testsuites>\n"

@@ -56,6 +56,7 @@ from fuzz.campaign.worker import (
     WorkerConfig,
     clear_inflight,
     count_maps,
+    is_disk_full,
     map_limit,
     read_inflight,
     worker_main,
@@ -269,6 +270,7 @@ class CampaignConfig:
     repro_dir: Path
     db: str | None
     db_shared: Sequence[str] = ()
+    db_fallback: str | None = None  # a folder for a server --db while it does not answer
     seed: int = 0
     workers: int = 1
     devices: Sequence[str | None] = (None,)
@@ -342,8 +344,11 @@ class Campaign:
         self.errors: list[str] = []  # the harness itself failed (not one target: the campaign)
         self.map_limit = map_limit()
         self._last_write = 0.0
+        self._dirty = False  # a report write was skipped (throttled): write it soon
         self._lock: IO[str] | None = None
         self._superseded: list[Path] = []
+        self.disk_full: str | None = None  # what could not be written: the campaign stopped
+        self.unwritten: list[str] = []  # report files the final write could not write
         n = max(len(self.pairs), 1)
         # A quarter of an even split, at least 3 s (less when the budget cannot give every pair
         # one slice of 3 s), at most 60 s; fuzzing seconds (compiling is not counted).
@@ -391,7 +396,9 @@ class Campaign:
                 log=str(workdir / f"worker-{slot}.log"),
                 db=c.db,
                 db_shared=list(c.db_shared),
+                db_fallback=c.db_fallback,
                 cuda_device=device,
+                parent_pid=os.getpid(),
             )
             w = WorkerHandle(slot, device, wc, role="fuzz" if slot < c.workers else "compile")
             self._start_worker(w)
@@ -635,6 +642,8 @@ class Campaign:
         elif kind == "found":
             if self._record(pair, msg[2], origin=_origin(sid, msg[2])):
                 w.busy.found_new = True  # type: ignore[union-attr]
+        elif kind == "disk-full":
+            self._disk_is_full(msg[2])
         elif kind == "context-lost":
             self.notes.append(
                 f"{pair.target.name} on {pair.backend}: the CUDA context was lost ({msg[2][:200]}); "
@@ -755,6 +764,9 @@ class Campaign:
 
     def _hang_confirmed(self, item: dict[str, Any], result: dict[str, Any] | None) -> None:
         """Settles a suspected hang with its replay's ``result`` (None: never replayed)."""
+        if item.get("orphan"):
+            self._orphan_settled(item, result)
+            return
         rec, pair = item["confirm_hang"], item["pair"]
         longer = self.config.example_timeout * self.config.hang_confirm_factor
         if result is not None and (
@@ -804,16 +816,8 @@ class Campaign:
         # died, so it is told apart by its key alone (one crash per class and dtype).
         sig = signature(pair.target.name, key, ())
         finding.details.update(signature=sig, bug_key=key, triggers=[])
-        path = reproducer.write(
-            self.config.repro_dir,
-            target=pair.target,
-            backend=pair.backend,
-            case=case,
-            params=meta.get("property_params", {}),
-            finding=finding,
-            **self.config.options.check_kwargs(),
-            isolate=True,
-            timeout=self.config.example_timeout,
+        path = self._isolated_reproducer(
+            pair.target, pair.backend, case, meta.get("property_params", {}), finding
         )
         rec = {
             **finding.as_dict(),
@@ -830,10 +834,36 @@ class Campaign:
             else 0.0,
             "shrink_seconds": 0.0,
             "shrunk": False,
-            "reproducer": str(path),
+            "reproducer": None if path is None else str(path),
             "plots": [],
         }
         return rec
+
+    def _isolated_reproducer(
+        self, target: Target, backend: str, case: Any, params: dict[str, Any], finding: Finding
+    ) -> Path | None:
+        """Writes the reproducer of a finding that killed or hung its process (it replays in a
+        child process); None where the disk is full (the campaign then stops)."""
+        try:
+            return reproducer.write(
+                self.config.repro_dir,
+                target=target,
+                backend=backend,
+                case=case,
+                params=params,
+                finding=finding,
+                **self.config.options.check_kwargs(),
+                isolate=True,
+                timeout=self.config.example_timeout,
+            )
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self._disk_is_full(
+                f"a reproducer of {target.name} in {self.config.repro_dir} could not be "
+                f"written ({e.strerror})"
+            )
+            return None
 
     def _book_slice(self, sl: Slice) -> None:
         """Books the examples and time of a slice that ended without its summary."""
@@ -992,6 +1022,179 @@ class Campaign:
         w.restarts += 1
         self._start_worker(w)
 
+    # Orphans ---------------------------------------------------------------------------------------
+
+    def _adopt_orphans(self) -> None:
+        """Picks up the in-flight records that a campaign which died in this output folder left
+        (``kill -9``, an OOM kill of the coordinator, a machine that went down): the example
+        each of its workers was running then. Each becomes a reproducer and is replayed first,
+        in a fresh worker with ``hang_confirm_factor`` times the per-example timeout: a ``hang``
+        or ``crash`` finding if it hangs or kills the worker again, else a note that says what
+        it did. One whose target this campaign does not run is a note naming its reproducer;
+        a record that cannot be read is kept aside and named. None is dropped silently."""
+        from fuzz.target import get
+
+        workdir = self.config.out / "workers"
+        for meta_path in sorted(workdir.glob("inflight-*.json")):
+            prefix = str(meta_path.with_suffix(""))
+            got = read_inflight(prefix)
+            target = None
+            if got is not None:
+                try:
+                    target = get(got[0]["target"])
+                except ValueError:
+                    target = None
+            if got is None or target is None:
+                kept = workdir / f"orphaned-{int(time.time())}-{meta_path.stem}"
+                for suffix in (".json", ".npz"):
+                    src = Path(prefix + suffix)
+                    if src.exists():
+                        os.replace(src, str(kept) + suffix)
+                what = "cannot be read" if got is None else f"is of target {got[0]['target']!r}"
+                self._orphan_note(
+                    f"an in-flight record left by an earlier campaign that died ({meta_path.name}) "
+                    f"{what}, not loaded here; kept as {kept}.json/.npz"
+                )
+                continue
+            meta, case = got
+            pair = next(
+                (
+                    p
+                    for p in self.pairs
+                    if p.target.name == meta["target"] and p.backend == meta["backend"]
+                ),
+                None,
+            )
+            rec = self._orphan_record(target, meta, case)
+            clear_inflight(prefix)
+            if pair is None:
+                self._orphan_note(
+                    f"{rec['message']}; {meta['target']} on {meta['backend']} is not run by this "
+                    f"campaign: not re-checked, reproducer {rec['reproducer']}"
+                )
+                continue
+            self.log(f"WARNING {rec['message']}; replaying it first")
+            self.replay_queue.insert(
+                0,
+                {
+                    "reproducer": rec["reproducer"],
+                    "confirm_hang": rec,
+                    "pair": pair,
+                    "orphan": True,
+                    "case": case,
+                    "params": meta.get("property_params", {}),
+                },
+            )
+
+    def _orphan_note(self, text: str) -> None:
+        self.notes.append(text)
+        self.log(f"WARNING {text}")
+
+    def _orphan_record(self, target: Target, meta: dict[str, Any], case: Any) -> dict[str, Any]:
+        """The provisional ``hang`` finding of an in-flight record a dead campaign left, with
+        its reproducer written (``_orphan_settled`` decides what it is)."""
+        who = meta.get("campaign_pid")
+        began = meta.get("started")
+        when = (
+            time.strftime(" at %Y-%m-%dT%H:%M:%S%z", time.localtime(began))
+            if isinstance(began, (int, float))
+            else ""
+        )
+        message = (
+            f"an example that began{when} was still running when its campaign"
+            f"{f' (pid {who})' if who else ''} died"
+        )
+        return self._case_record(
+            target, meta["backend"], case, meta.get("property_params", {}), F.HANG, message
+        )
+
+    def _case_record(
+        self,
+        target: Target,
+        backend: str,
+        case: Any,
+        params: dict[str, Any],
+        cls: str,
+        message: str,
+    ) -> dict[str, Any]:
+        """The finding record of a ``crash`` or ``hang`` of ``case`` that no worker could report,
+        with its reproducer (replayed in a child process) written."""
+        finding = Finding(
+            cls,
+            "process" if cls == F.CRASH else "timeout",
+            message,
+            hazards=target.hazards_of(case),
+            details={"process": message},
+        )
+        key = bug_key(finding, case.params.get("dtype"))
+        sig = signature(target.name, key, ())  # as a death's (see _death_record)
+        finding.details.update(signature=sig, bug_key=key, triggers=[])
+        path = self._isolated_reproducer(target, backend, case, params, finding)
+        return {
+            **finding.as_dict(),
+            "signature": sig,
+            "bug_key": key,
+            "triggers": [],
+            "case": repr(case),
+            "case_size": case.size,
+            "shapes": case.shapes(),
+            "params": case.params_json(),
+            "first_example": 0,
+            "first_seconds": 0.0,
+            "shrink_seconds": 0.0,
+            "shrunk": False,
+            "reproducer": None if path is None else str(path),
+            "plots": [],
+        }
+
+    def _orphan_settled(self, item: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """What the replay of a dead campaign's in-flight example (``result``; None: never
+        replayed) makes of it: a ``hang`` or ``crash`` finding, or a note."""
+        rec, pair = item["confirm_hang"], item["pair"]
+        head = f"{pair.target.name} on {pair.backend}: {rec['message']}"
+        if rec.get("reproducer") is None:
+            self._orphan_note(f"{head}; not re-checked: its reproducer could not be written")
+            return
+        path = Path(rec["reproducer"])
+        longer = self.config.example_timeout * self.config.hang_confirm_factor
+        status = None if result is None else result.get("status")
+        verdict = "" if result is None else str(result.get("verdict", ""))
+        if result is None:
+            self._orphan_note(
+                f"{head}; not re-checked: this campaign ended before replaying it "
+                f"(reproducer {path})"
+            )
+        elif status == "pass":
+            path.unlink(missing_ok=True)
+            self._orphan_note(
+                f"{head}; it replays and passes within {longer:g} s ({verdict[:120]}): the "
+                "campaign died, not the kernel"
+            )
+        elif status == "fail" and "class" in result:
+            self._orphan_note(
+                f"{head}; it replays as a {result['class']} failure ({verdict[:160]}); "
+                f"reproducer {path}"
+            )
+        elif status == "fail" and "per-example timeout" in verdict:
+            message = f"{rec['message']}; replayed first by the next campaign, it did not finish "
+            self._record(pair, {**rec, "message": message + f"within {longer:g} s: a hang"})
+        elif status == "fail":  # the replay killed its worker
+            crash = self._case_record(
+                pair.target,
+                pair.backend,
+                item["case"],
+                item["params"],
+                F.CRASH,
+                f"{rec['message']}; replayed first by the next campaign, {verdict}",
+            )
+            if crash["reproducer"] != str(path):
+                path.unlink(missing_ok=True)
+            self._record(pair, crash)
+        else:
+            self._orphan_note(
+                f"{head}; it could not be re-checked ({verdict[:160]}); reproducer {path}"
+            )
+
     # Triage ----------------------------------------------------------------------------------------
 
     def _load_previous(self) -> None:
@@ -1045,6 +1248,8 @@ class Campaign:
         if c.triage:
             self._load_previous()
             report.archive_previous(c.out)
+        self._reserve_space()
+        self._adopt_orphans()  # before this campaign's workers write their own records
         self._make_workers()
         # The budget counts fuzzing time: from the moment the first worker is ready, and not while
         # every worker is (re)starting.
@@ -1078,26 +1283,26 @@ class Campaign:
                 if self.stop_reason and busy:
                     self._drain(busy, grace=2.0)
                     break
+                if self.stop_reason and not budget_started:
+                    break  # stopped while its workers were starting: an interruption
                 if budget_started and self.remaining() < -max(15.0, 0.1 * c.budget):
                     for w in busy:  # shrinking that would not end: keep what was streamed
                         self._kill(w, "overran")
                         self._worker_gone(w)
                     break
                 if all(w.process is None for w in self.workers):
-                    self.errors.append("no worker could be started: nothing was fuzzed")
+                    if not self.stop_reason:  # (a stop ends its workers: not their failure)
+                        self.errors.append("no worker could be started: nothing was fuzzed")
                     break
                 self._poll(0.2)
+                if self._dirty and time.perf_counter() - self._last_write >= 1.0:
+                    self._write_report()  # what a throttled write skipped
                 if self.progress is not None:
                     self.progress(self)
         except KeyboardInterrupt:
             self.request_stop("interrupted")
         finally:
             self._shutdown()
-        for p in self._superseded:
-            if p.exists() and not any(
-                f.get("reproducer") == str(p) for pr in self.pairs for f in pr.found.values()
-            ):
-                p.unlink()
         return self._write_report(final=True)
 
     def _schedulable(self) -> bool:
@@ -1219,15 +1424,84 @@ class Campaign:
         )
 
     def _write_report(self, *, throttle: bool = False, final: bool = False) -> dict[str, Any]:
+        """Writes ``report.json`` (``final``: the whole report set, after giving back the space
+        kept for it). A write skipped by ``throttle`` is made up for by the loop within a second.
+        A full disk stops the campaign (:meth:`_disk_is_full`); the final write still writes
+        each file it can (the others are named in ``unwritten``), each atomically. Reproducers
+        superseded by a finding's newer one are removed once a report not naming them is
+        written."""
         now = time.perf_counter()
         if throttle and now - self._last_write < 1.0:
+            self._dirty = True
             return {}
         self._last_write = now
-        data = report.campaign_report(self.record(), final=final)
-        report.write_json(self.config.out / "report.json", data)
+        self._dirty = False
         if final:
-            report.write_all(self.config.out, data)
+            self._release_space()
+        data = report.campaign_report(self.record(), final=final)
+        out = self.config.out
+        writers: list[tuple[str, Callable[[], None]]] = [
+            ("report.json", lambda: report.write_json(out / "report.json", data))
+        ]
+        if final:
+            writers += [(name, write) for name, write in report.writers(out, data)]
+        for name, write in writers:
+            try:
+                write()
+            except OSError as e:
+                if not is_disk_full(e):
+                    raise
+                self._disk_is_full(f"{out / name} could not be written ({e.strerror})")
+                if not final:
+                    return data
+                self.unwritten.append(name)
+            else:
+                if name == "report.json":
+                    self._drop_superseded(data)
         return data
+
+    def _drop_superseded(self, data: dict[str, Any]) -> None:
+        """Removes the reproducers of findings replaced by newer ones that the report just
+        written (``data``) does not name (after a kill -9 none is left behind)."""
+        named = {r for f in data.get("findings", []) for r in f.get("reproducers", [])}
+        named |= {f.get("reproducer") for r in data.get("results", []) for f in r["findings"]}
+        keep = []
+        for p in self._superseded:
+            if str(p) in named:
+                keep.append(p)  # still someone's
+            else:
+                p.unlink(missing_ok=True)
+        self._superseded = keep
+
+    # A full disk -----------------------------------------------------------------------------------
+
+    RESERVE = ".campaign.reserve"
+    RESERVE_BYTES = 4 << 20  # kept free for the final reports (index.html is the largest)
+
+    def _reserve_space(self) -> None:
+        """Keeps :data:`RESERVE_BYTES` of the output folder's disk for the final reports: a disk
+        that fills during the campaign still gets them (the space is given back first)."""
+        path = self.config.out / self.RESERVE
+        try:
+            with open(path, "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, self.RESERVE_BYTES)
+        except (OSError, AttributeError) as e:
+            path.unlink(missing_ok=True)
+            self.notes.append(
+                f"no space could be kept for the final reports under {self.config.out} ({e})"
+            )
+
+    def _release_space(self) -> None:
+        (self.config.out / self.RESERVE).unlink(missing_ok=True)
+
+    def _disk_is_full(self, what: str) -> None:
+        """A file of the campaign could not be written, the disk being full: the campaign stops
+        (nothing more it finds could be kept) and reports what it has, said in one line."""
+        if self.disk_full is None:
+            self.disk_full = what
+            self.notes.append(f"the disk is full: {what}; the campaign stopped")
+            self.log(f"ERROR the disk is full: {what}")
+        self.request_stop("disk full")
 
 
 # Signals of a process that faulted (a kernel's wild access, or LLVM out of memory maps).

@@ -32,6 +32,7 @@ too and tells a death near the limit (or after an out-of-memory message) from a 
 
 from __future__ import annotations
 
+import errno
 import faulthandler
 import json
 import os
@@ -68,17 +69,37 @@ class WorkerConfig:
     log: str  # faulthandler output (tracebacks of a crash or a hang)
     db: str | None = None
     db_shared: list[str] = field(default_factory=list)
+    db_fallback: str | None = None  # a folder for a server ``db`` while it does not answer
     cuda_device: str | None = None  # CUDA_VISIBLE_DEVICES for this worker
+    parent_pid: int | None = None  # the campaign's process: the worker dies with it
 
 
 # In-flight record ---------------------------------------------------------------------------------
 
 
+# What a full disk (or a full quota) raises.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_disk_full(e: BaseException) -> bool:
+    """Whether ``e`` says the disk (or the user's quota) is full."""
+    return isinstance(e, OSError) and e.errno in DISK_FULL
+
+
 def _atomic_bytes(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary file and a rename (a reader, the campaign
+    after a crash included, sees the old or the new record, never half), removing the temporary
+    file if the write fails. Not fsync'ed: the record is written before every example and must
+    survive the process (the page cache does), not the machine; an fsync measured 2.5 ms per
+    write here, several per example."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_inflight_case(prefix: str, target: str, backend: str, case: Any) -> None:
@@ -103,6 +124,8 @@ def write_inflight_case(prefix: str, target: str, backend: str, case: Any) -> No
         "dtypes": dtypes,
         "property_params": {},
         "started": time.time(),
+        "worker_pid": os.getpid(),
+        "campaign_pid": os.getppid(),
     }
     _atomic_bytes(Path(prefix + ".json"), json.dumps(meta).encode())
 
@@ -246,13 +269,72 @@ def _setup(config: WorkerConfig) -> None:
         load_plugin(spec)
 
 
+# Dying with the campaign ------------------------------------------------------------------------
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+# The guard of a worker's process group (see :func:`die_with_campaign`): a tiny process in the
+# group that waits for the worker (its parent) to end, however it ends, then kills the group.
+_GUARD = """
+import os, signal, sys, time
+leader = int(sys.argv[1])
+for s in (signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+while os.getppid() == leader:
+    time.sleep(0.2)
+os.killpg(leader, signal.SIGKILL)
+"""
+
+
+def die_with_campaign(parent_pid: int | None) -> None:
+    """Makes this worker, and every process it starts, end with the campaign's process.
+
+    A worker killed outright (its campaign got ``kill -9``, or an OOM kill) must not live on
+    inside a hung kernel, holding a GPU. Three pieces, Linux only:
+
+    * the worker leads a process group of its own, which the processes it starts (a library's
+      helpers, a compiler) inherit;
+    * the parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``): the kernel kills the worker
+      the moment the campaign's process ends, even in a kernel that never returns to Python;
+    * a guard process in the group waits for the worker to end (that way or any other: killed
+      for a hang, recycled, stopped) and then kills the whole group, so no child outlives it.
+
+    The campaign's ``SIGTERM``/``SIGINT`` to its own process group no longer reaches the worker:
+    the campaign stops its workers itself. Elsewhere than Linux this does nothing.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import subprocess
+
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        return  # (a session leader already): leave the process where it is
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)  # the campaign ended before the parent-death signal was armed
+    subprocess.Popen(
+        [sys.executable, "-S", "-I", "-c", _GUARD, str(os.getpid())],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+    )
+
+
 def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
     """Entry point of a worker process (``multiprocessing`` spawn)."""
     try:
+        die_with_campaign(config.parent_pid)
         _setup(config)
         from fuzz.campaign.database import open_database
 
-        db = open_database(config.db, config.db_shared)
+        db = open_database(config.db, config.db_shared, fallback=config.db_fallback)
         _pause_clock_while_compiling(started)
         maps = MapBudget(map_limit())
     except BaseException as e:
@@ -357,6 +439,8 @@ def _hunt(
     if sl.maps.check(now=True):
         summary["recycle"] = {"maps": sl.maps.recycle, "limit": sl.maps.limit}
         summary["stopped"] = "recycle"  # not the search space running out
+    if sl.disk_was_full:
+        summary["stopped"] = "disk full"  # neither
     conn.send(("done", sl.id, summary))
 
 
@@ -386,6 +470,7 @@ class _Slice:
         self.compiles = 0
         self.calm = 0
         self.warmed = False
+        self.disk_was_full = False  # a file could not be written: the slice ended for it
 
     def hooks(self) -> Any:
         from fuzz import engine
@@ -410,11 +495,29 @@ class _Slice:
             # (the engine's own stop, which Hypothesis does not take for a failure), before this
             # example runs.
             raise OutOfTime
-        write_inflight_case(self.config.inflight, self.target.name, self.backend.name, case)
+        try:
+            write_inflight_case(self.config.inflight, self.target.name, self.backend.name, case)
+        except OSError as e:  # no example runs without its record: a crash would lose it
+            self.disk_full(e, f"the in-flight record {self.config.inflight}.*")
+            raise OutOfTime from None
         self.started.value = time.time()
 
     def on_draw(self, name: str, value: Any) -> None:
-        note_inflight_param(self.config.inflight, name, value)
+        from fuzz.engine import OutOfTime
+
+        try:
+            note_inflight_param(self.config.inflight, name, value)
+        except OSError as e:
+            self.disk_full(e, f"the in-flight record {self.config.inflight}.json")
+            raise OutOfTime from None
+
+    def disk_full(self, e: OSError, what: str) -> None:
+        """Tells the campaign that ``what`` could not be written because the disk is full (it
+        stops: nothing more could be kept); any other error goes on up."""
+        if not is_disk_full(e):
+            raise e
+        self.disk_was_full = True
+        self.conn.send(("disk-full", self.id, f"{what} could not be written ({e.strerror})"))
 
     def after_example(self, result: Any) -> None:
         self.started.value = 0.0
@@ -438,7 +541,7 @@ class _Slice:
     def on_found(self, result: Any, found: Any) -> None:
         from fuzz.reproducer import kills_context
 
-        found.reproducer = self.write_reproducer(found)
+        found.reproducer = self.try_reproducer(found)
         self.conn.send(("found", self.id, _found_dict(found)))
         f = found.finding
         if kills_context(f):
@@ -452,6 +555,15 @@ class _Slice:
             self.config.repro_dir, self.target, self.backend.name, found, self.config.options
         )
 
+    def try_reproducer(self, found: Any) -> Path | None:
+        """:meth:`write_reproducer`; None where the disk is full (the finding is still sent,
+        and the campaign told)."""
+        try:
+            return self.write_reproducer(found)
+        except OSError as e:
+            self.disk_full(e, f"a reproducer of {self.target.name} in {self.config.repro_dir}")
+            return None
+
     def summary(self, result: Any) -> dict[str, Any]:
         """The slice's summary: the hunt's numbers, and each finding with its pictures, the
         origin of a NaN or Inf, and its reproducer written again (its final minimal example)."""
@@ -461,7 +573,7 @@ class _Slice:
                 f.plots = _plots(self.target, self.backend, f)
             if f.finding.cls in ("nan", "inf"):
                 _attach_origin(f, self.target, self.backend.name)
-            f.reproducer = self.write_reproducer(f)
+            f.reproducer = self.try_reproducer(f) or f.reproducer
             found.append(_found_dict(f))
         summary: dict[str, Any] = result.as_dict()
         summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)

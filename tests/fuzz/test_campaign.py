@@ -537,7 +537,9 @@ def test_memory_maps_recycle_workers_and_exhaustion_is_no_kernel_crash(tmp_path)
     assert "the harness ran out of resources (7" in notes and "memory maps of the 8000" in notes
     assert "fake_says_enomem on fake: the harness ran out of resources (it said " in notes
     rows = {r["target"]: r for r in report["results"]}
-    assert rows["fake_hogs"]["resource_exhaustions"] == 1 and rows["fake_hogs"]["status"] == "pass"
+    hogs = rows["fake_hogs"]  # no finding: a pass, or unrun where its only example was cut
+    assert hogs["resource_exhaustions"] == 1
+    assert hogs["status"] == ("pass" if hogs["examples"] else "unrun")
     assert rows["fake_hogs"]["worker_deaths"] == 0
 
 
