@@ -186,7 +186,7 @@ def _with_copied_reproducers(source: Source, f: dict[str, Any], repro_dir: Path)
 def _fixed_by_hosts(sources: list[Source]) -> set[str]:
     """Signatures a host's own triage replayed and found to pass."""
     return {
-        f.get("signature")
+        str(f["signature"])
         for s in sources
         for f in (s.data.get("triage") or {}).get("fixed", [])
         if isinstance(f, dict) and f.get("signature")
@@ -207,7 +207,8 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
         for r in s.data["results"]:
             if isinstance(r, dict) and "target" in r and "backend" in r:
                 by_pair.setdefault((r["target"], r["backend"]), []).append((s, r))
-    rows, hosts_of = [], {}
+    rows: list[dict[str, Any]] = []
+    hosts_of: dict[str, set[str]] = {}
     for key in sorted(by_pair):
         row, hosts = _merged_row(key, by_pair[key], repro_dir)
         rows.append(row)
