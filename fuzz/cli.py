@@ -50,7 +50,22 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_parser("mutants", help="the mutant scoreboard: harness vs randn and grid baselines")
     )
     _replay_arguments(sub.add_parser("replay", help="replay reproducer scripts (files or folders)"))
+    _merge_arguments(
+        sub.add_parser("merge", help="merge the campaign folders of several hosts into one report")
+    )
     return p
+
+
+def _merge_arguments(mg: argparse.ArgumentParser) -> None:
+    mg.add_argument(
+        "folders", nargs="+", metavar="DIR", help="campaign output folders (each with report.json)"
+    )
+    mg.add_argument(
+        "--out",
+        required=True,
+        help="folder of the merged report (report.{md,json,xml}, index.html, reproducers/, "
+        "history/: triaged against the previous merged report there)",
+    )
 
 
 def _plugin_arg(sp: argparse.ArgumentParser) -> None:
@@ -780,6 +795,37 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return replay_status(codes)
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """``python -m fuzz merge DIR... --out DIR`` (``fuzz.campaign.merge``); exit status as a
+    campaign's: 1 a real target fails, 2 a host's campaign is incomplete (or a usage error)."""
+    from rich.console import Console
+
+    from fuzz.campaign.merge import merge, read_sources
+    from fuzz.campaign.runner import lock_output
+
+    if not args.out.strip():
+        raise ValueError("--out='' is empty; it must name the merged report's folder")
+    out = Path(args.out)
+    check_output_folder("--out", out)
+    read_sources(
+        args.folders, out
+    )  # a folder without a campaign report: before anything is written
+    lock = lock_output(out, argv=sys.argv[1:])  # not while a campaign or a merge writes there
+    try:
+        data = merge(args.folders, out, argv=sys.argv[1:])
+    finally:
+        lock.close()
+    console = Console(stderr=True, width=160)
+    hosts = data["merged"]["hosts"]
+    console.print(
+        f"merged {len(hosts)} campaign(s) ({', '.join(h['host'] for h in hosts)}) -> {out}"
+    )
+    _print_summary(console, data, out)
+    if data["summary"]["real_failed"]:
+        return EXIT_FAIL
+    return EXIT_OK if data["complete"] else EXIT_ERROR
+
+
 def cmd_mutants(args: argparse.Namespace) -> int:
     from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.scoreboard import print_scoreboard, run_scoreboard, write_scoreboard
@@ -899,7 +945,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Exit status: 0 clean, 1 a real target fails (or a reproducer still fails), 2 a usage
     error, an interruption or an error of the harness itself -- never 1 for those."""
     args = _parser().parse_args(argv)
-    commands = {"list": cmd_list, "run": cmd_run, "replay": cmd_replay, "mutants": cmd_mutants}
+    commands = {
+        "list": cmd_list,
+        "run": cmd_run,
+        "replay": cmd_replay,
+        "mutants": cmd_mutants,
+        "merge": cmd_merge,
+    }
     prog = f"python -m fuzz {args.command}"
     try:
         return commands[args.command](args)

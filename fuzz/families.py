@@ -475,3 +475,30 @@ def variant_space(target: Any, scale: str) -> dict[str, tuple[Any, ...]]:
         if k in space and v is not None:
             space[k] = tuple(v)
     return space
+
+
+def contract_problems(target: Any, case: Case) -> list[str]:
+    """Why ``case`` lies outside what ``target``'s strategy ever draws (a hand-edited
+    reproducer: integer data, a negative tile), so that a failure on it would say nothing about
+    the kernel; empty where nothing is wrong or nothing is known. Checked: the case's ``dtype``
+    is one the target is fuzzed with; for a target of a built-in family, each of the family's
+    tensors is of that dtype and each tile parameter a positive integer."""
+    from fuzz.arrays import FLOAT_DTYPES, dtype_name
+
+    problems = []
+    dtype = case.params.get("dtype")
+    allowed = tuple(variant_space(target, "small").get("dtypes", FLOAT_DTYPES))
+    if dtype is not None and dtype not in allowed:
+        problems.append(f"params['dtype']={dtype!r} is not one of {allowed}")
+    fam = family_of(target)
+    if fam is None:
+        return problems
+    for name in fam.tensors:
+        a = case.inputs.get(name)
+        if a is not None and dtype is not None and dtype_name(a.dtype) != dtype:
+            problems.append(f"input {name} is {dtype_name(a.dtype)}, not the case's {dtype}")
+    for tile in fam.tiles:
+        v = case.params.get(tile)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+            problems.append(f"params[{tile!r}]={v!r} is not a positive integer")
+    return problems

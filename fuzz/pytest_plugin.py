@@ -148,7 +148,28 @@ def _profile(config: pytest.Config) -> Profile:
     return with_scale(profile, config.getoption("fuzz_scale", default=None))
 
 
+def _check_hypothesis_profile(config: pytest.Config) -> None:
+    """``--hypothesis-profile`` naming no registered profile is a usage error (one line, exit
+    status 4) before Hypothesis's own plugin loads it (an INTERNALERROR traceback)."""
+    from hypothesis import settings
+    from hypothesis.errors import InvalidArgument
+
+    name = config.getoption("hypothesis_profile", default=None)
+    if name is None:
+        return
+    try:
+        settings.get_profile(name)
+    except InvalidArgument:
+        known = sorted(getattr(settings, "_profiles", None) or fuzz.profiles.PROFILES)
+        raise pytest.UsageError(
+            f"--hypothesis-profile={name!r} is not a registered profile; choose one of "
+            f"{', '.join(known)} (or register it in a conftest.py)"
+        ) from None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    _check_hypothesis_profile(config)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         try:
             share_cpus_among_xdist_workers(config)

@@ -404,7 +404,16 @@ def _prepare(meta: dict[str, Any], data: str, backend: str | None) -> tuple[Any,
         arrays = decode_arrays(data, meta["dtypes"])
     except Exception as e:
         raise ValueError(f"its DATA does not decode: {type(e).__name__}: {e}") from None
-    return target, b, Case(arrays, meta["params"], meta.get("recipe", {}))
+    case = Case(arrays, meta["params"], meta.get("recipe", {}))
+    from fuzz.families import contract_problems
+
+    problems = contract_problems(target, case)
+    if problems:
+        raise ValueError(
+            f"its case is outside what target {target.name} is fuzzed with (edited by hand?): "
+            + "; ".join(problems)
+        )
+    return target, b, case
 
 
 def _replay_once(meta: dict[str, Any], data: str, *, backend: str | None = None) -> Any:

@@ -58,8 +58,8 @@ def noting_stops() -> Iterator[list[int]]:
     try:
         yield seen
     finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
 
 
 def is_fault(exc: BaseException, stops: list[int]) -> bool:

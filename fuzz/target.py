@@ -384,6 +384,11 @@ def load_plugin(spec: str) -> str:
     is_file = spec.endswith(".py") or os.sep in spec or "/" in spec
     if is_file:
         path = os.path.abspath(spec)
+        if os.path.isdir(path):
+            raise ValueError(
+                f"--plugin={spec!r} is a folder; give the plugin's .py file, or the name of an "
+                "importable module"
+            )
         if not os.path.isfile(path):
             raise ValueError(f"--plugin={spec!r}: no such file")
         key = spec = path

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -215,6 +216,7 @@ def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]
         "complete": final and c.interrupted is None and not c.errors,
         "interrupted": c.interrupted,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(c.started_wall)),
+        "host": socket.gethostname(),
         "seconds": round(now - c.started_wall, 3),
         "budget": c.budget,
         "profile": c.profile,
@@ -296,6 +298,23 @@ def _ordered(
         f["mutant_of"] = r["mutant_of"] if r else f.get("mutant_of")
         f["expected_class"] = r["expected_class"] if r else f.get("expected_class")
     return ordered
+
+
+def ordered_findings(
+    findings: Iterable[dict[str, Any]], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``findings`` in the report's order, marked with their targets' mutant fields."""
+    return _ordered(findings, rows)
+
+
+def summary_of(
+    rows: list[dict[str, Any]],
+    findings: list[dict[str, Any]],
+    fixed: list[dict[str, Any]],
+    errors: list[str],
+) -> dict[str, Any]:
+    """The report's ``summary`` of ``rows`` and ``findings`` (after triage)."""
+    return _summary(rows, findings, fixed, errors)
 
 
 def _summary(
@@ -402,10 +421,13 @@ def markdown(data: dict[str, Any], out: Path) -> str:
     lines += _markdown_triage(data["triage"])
     lines += _markdown_declared(data["results"])
     lines += [
+        *_markdown_hosts(data),
         "## Pairs",
         "",
-        "| target | backend | status | examples | ex/s | fuzz s | compile s | bugs | hits |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |",
+        "| target | backend | status | examples | ex/s | fuzz s | compile s | bugs | hits |"
+        + (" hosts |" if data.get("merged") else ""),
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |"
+        + (" --- |" if data.get("merged") else ""),
     ]
     for r in data["results"]:
         classes = ", ".join(f["class"] for f in r["findings"]) or "-"
@@ -414,6 +436,7 @@ def markdown(data: dict[str, Any], out: Path) -> str:
             f"| {r['target']} | {r['backend']} | {r['status']}{' (' + r['retired'] + ')' if r['retired'] else ''} "
             f"| {r['examples']} | {r['examples_per_second']:.1f} | {r.get('fuzz_seconds', r['seconds']):.1f} "
             f"| {r.get('compile_seconds', 0.0):.1f} | {classes} | {hits} |"
+            + (f" {_hosts_cell(r)} |" if data.get("merged") else "")
         )
     lines.append("")
     problems = data["database"]["problems"]
@@ -459,13 +482,41 @@ def _markdown_declared(rows: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+def _hosts_cell(row: dict[str, Any]) -> str:
+    """What each host ran of a merged report's pair: ``host: examples (status)``."""
+    return "; ".join(
+        f"{h}: {v.get('examples', 0)} ({v.get('status')})" for h, v in row.get("hosts", {}).items()
+    )
+
+
+def _markdown_hosts(data: dict[str, Any]) -> list[str]:
+    """A merged report's hosts (``python -m fuzz merge``); nothing for a campaign's."""
+    merged = data.get("merged")
+    if not merged:
+        return []
+    lines = [
+        "## Hosts",
+        "",
+        "| host | device | started | examples | state | folder |",
+        "| --- | --- | --- | ---: | --- | --- |",
+    ]
+    for h in merged["hosts"]:
+        state = "complete" if h["complete"] else f"INCOMPLETE ({h.get('interrupted') or 'error'})"
+        lines.append(
+            f"| {h['host']} | {h['device']} | {h['started']} | {h['examples']} | {state} "
+            f"| {h['folder']} |"
+        )
+    return [*lines, ""]
+
+
 def _markdown_summary(data: dict[str, Any]) -> list[str]:
     s = data["summary"]
     state = (
         "complete" if data["complete"] else f"INCOMPLETE ({data.get('interrupted') or 'running'})"
     )
+    title = "Merged fuzz campaigns" if data.get("merged") else "Fuzz campaign"
     lines = [
-        f"# Fuzz campaign {data['started']}",
+        f"# {title} {data['started']}",
         "",
         f"{state}; profile `{data['profile']}`, budget {data['budget']:g} s, ran {data['seconds']:.0f} s "
         f"on {data['device']}; {s['examples']} examples over {s['runs']} target/backend pairs; "
@@ -498,6 +549,8 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
     if f.get("mutant"):
         mark = " (mutant, expected)" if f["class"] == f.get("expected_class") else " (mutant)"
     lines = [f"### `{f['class']}` in {f['target']}{mark} on {', '.join(f['backends'])}", ""]
+    if f.get("hosts"):
+        lines.append(f"- found on: {', '.join(f['hosts'])}")
     lines.append(f"- {f['message']}")
     if f.get("case"):
         lines.append(
@@ -715,7 +768,8 @@ def html_report(data: dict[str, Any], out: Path) -> str:
             for f in data["triage"]["fixed"]
         )
         body.append("</ul>")
-    body += _html_targets(data["results"])
+    body += _html_hosts(data)
+    body += _html_targets(data["results"], merged=bool(data.get("merged")))
     warnings = [*data["notes"], *data["database"]["problems"]]
     if warnings:
         body.append(
@@ -741,7 +795,8 @@ def _html_summary(data: dict[str, Any]) -> list[str]:
         else f"incomplete ({_e(data.get('interrupted') or 'running')})"
     )
     body = [
-        f"<h1>Fuzz campaign {_e(data['started'])}</h1>",
+        f"<h1>{'Merged fuzz campaigns' if data.get('merged') else 'Fuzz campaign'} "
+        f"{_e(data['started'])}</h1>",
         f"<p>{state}; profile <code>{_e(data['profile'])}</code>, budget {data['budget']:g} s, "
         f"ran {data['seconds']:.0f} s on {_e(data['device'])}; {s['examples']} examples; "
         f"{len(data['workers'])} worker(s), {data['worker_restarts']} restart(s).</p>",
@@ -789,7 +844,25 @@ def _html_matrix(rows: list[dict[str, Any]]) -> list[str]:
     return body
 
 
-def _html_targets(results: list[dict[str, Any]]) -> list[str]:
+def _html_hosts(data: dict[str, Any]) -> list[str]:
+    merged = data.get("merged")
+    if not merged:
+        return []
+    body = [
+        "<h2>Hosts</h2><table><tr><th>host</th><th>device</th><th>started</th><th>examples</th>"
+        "<th>state</th><th>folder</th></tr>"
+    ]
+    for h in merged["hosts"]:
+        state = "complete" if h["complete"] else f"incomplete ({h.get('interrupted') or 'error'})"
+        body.append(
+            f"<tr><td>{_e(h['host'])}</td><td>{_e(h['device'])}</td><td>{_e(h['started'])}</td>"
+            f"<td>{h['examples']}</td><td>{_e(state)}</td><td>{_e(h['folder'])}</td></tr>"
+        )
+    body.append("</table>")
+    return body
+
+
+def _html_targets(results: list[dict[str, Any]], *, merged: bool = False) -> list[str]:
     body = ["<h2>Throughput</h2>"]
     body.append(
         plots.bars_svg(
@@ -799,14 +872,18 @@ def _html_targets(results: list[dict[str, Any]]) -> list[str]:
     )
     body.append(
         "<h2>Pairs</h2><table><tr><th>target</th><th>backend</th><th>status</th><th>examples</th>"
-        "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th></tr>"
+        "<th>ex/s</th><th>seconds</th><th>compile share</th><th>classes</th>"
+        + ("<th>hosts</th>" if merged else "")
+        + "</tr>"
     )
     for r in results:
         body.append(
             f"<tr><td>{_e(r['target'])}</td><td>{_e(r['backend'])}</td><td>{_e(r['status'])}"
             f"{' (' + _e(r['retired']) + ')' if r['retired'] else ''}</td><td>{r['examples']}</td>"
             f"<td>{r['examples_per_second']:.1f}</td><td>{r['seconds']:.1f}</td><td>{r['compile_share']:.0%}</td>"
-            f"<td>{_e(', '.join(f['class'] for f in r['findings']) or '-')}</td></tr>"
+            f"<td>{_e(', '.join(f['class'] for f in r['findings']) or '-')}</td>"
+            + (f"<td>{_e(_hosts_cell(r))}</td>" if merged else "")
+            + "</tr>"
         )
     body.append("</table>")
     return body

@@ -771,3 +771,164 @@ def test_a_disk_that_fills_mid_run_ends_in_one_line_and_consistent_reports(small
         assert ".tmp" not in path.name, path  # every write atomic, cleaned up when it failed
         if path.is_file() and "examples" in path.parts:
             assert path.stat().st_size > 0, path  # no 0-byte database entry
+
+
+# 11. Small ones ----------------------------------------------------------------------------------
+
+
+def test_a_campaign_writes_nothing_into_the_current_folder(tmp_path):
+    # Hypothesis cached the constants of the modules under the current folder (a plugin beside
+    # the user) in ./.hypothesis; --out "" wrote the whole campaign into the current folder.
+    import shutil
+
+    here = tmp_path / "here"
+    here.mkdir()
+    shutil.copy(FAKE, here / "my_kernels.py")
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    env["KERNEL_FUZZ_CACHE_DIR"] = str(tmp_path / "cache")
+    args = ["--profile", "ci", "--plugin", "my_kernels.py", "--targets", "fake_double"]
+    args += ["--backends", "fake", "--examples", "5", "--budget", "600"]
+    run = subprocess.run(
+        [sys.executable, "-m", "fuzz", "run", *args, "--out", str(tmp_path / "out")],
+        cwd=here,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert sorted(p.name for p in here.iterdir()) == ["my_kernels.py"]
+    assert list((tmp_path / "cache" / "hypothesis").rglob("*"))  # Hypothesis's files went here
+    empty = subprocess.run(
+        [sys.executable, "-m", "fuzz", "run", *args, "--out", ""],
+        cwd=here,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert empty.returncode == 2 and "--out='' is empty" in empty.stderr
+    assert sorted(p.name for p in here.iterdir()) == ["my_kernels.py"]
+
+
+def test_bad_profile_and_plugin_folder_are_usage_errors(tmp_path):
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--hypothesis-profile=nope"]
+    proc = subprocess.run(
+        [*cmd, str(tmp_path / "test_one.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    text = proc.stdout + proc.stderr
+    assert "INTERNALERROR" not in text and "Traceback" not in text
+    assert "--hypothesis-profile='nope' is not a registered profile; choose one of ci," in text
+    folder = fuzz_cli("list", "--plugin", str(tmp_path))
+    assert folder.returncode == 2 and "is a folder; give the plugin's .py file" in folder.stderr
+
+
+def test_a_reproducer_edited_outside_the_contract_cannot_replay(tmp_path):
+    # Integer data or a negative tile replayed as "FAIL crash": a verdict on the edit, not on the
+    # kernel.
+    from hypothesis import find
+
+    from fuzz import reproducer
+    from fuzz.failures import Finding
+    from fuzz.target import get, load_builtin
+
+    load_builtin()
+    target = get("softmax")
+    case = find(target.strategy("small"), lambda c: c.inputs["x"].shape[-1] >= 2)
+
+    def written(name, edited):
+        d = tmp_path / name
+        d.mkdir()
+        return reproducer.write(
+            d,
+            target=target,
+            backend="triton-interpret",
+            case=edited,
+            params={},
+            finding=Finding("accuracy", "oracle", "recorded"),
+            ref_device="cpu",
+            differential=False,
+        )
+
+    as_int = case.replace(inputs={"x": case.inputs["x"].astype(np.int64)})
+    for name, edited, why in (
+        ("int64", as_int, "input x is int64, not the case's float32"),
+        ("block", case.replace(block_m=-4), "params['block_m']=-4 is not a positive integer"),
+        ("dtype", case.replace(dtype="float64"), "params['dtype']='float64' is not one of"),
+    ):
+        proc = fuzz_cli("replay", str(written(name, edited)))
+        assert proc.returncode == 2, proc.stdout
+        assert "cannot replay: ValueError: its case is outside what target softmax is fuzzed" in (
+            proc.stdout
+        )
+        assert why in proc.stdout, proc.stdout
+    honest = fuzz_cli("replay", str(written("honest", case)))
+    assert honest.returncode == 0 and "softmax on triton-interpret: PASS" in honest.stdout
+
+
+SUPERSEDED = """
+import dataclasses, os, time
+from pathlib import Path
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+run = base.kernels["fake"]
+here = Path({d!r})
+
+def shifting_nan(inputs, params, *, out, interpret):
+    got = run(inputs, params, out=out, interpret=interpret)
+    rows, cols = inputs["x"].shape
+    if rows >= 2:  # NaN in row rows-2, last column: the finding's location moves as it shrinks
+        got["y"][rows - 2, cols - 1] = float("nan")
+    return got
+
+def hangs(inputs, params, *, out, interpret):
+    (here / "hanging").write_text(str(os.getpid()))
+    while True:
+        time.sleep(0.05)
+
+register(dataclasses.replace(base, name="fake_a_shifting_nan", source="builtin",
+                             kernels={{"fake": shifting_nan}}))
+register(dataclasses.replace(base, name="fake_b_hangs", source="builtin", kernels={{"fake": hangs}}))
+"""
+
+
+def test_a_replaced_reproducer_is_gone_even_after_a_kill_9(tmp_path):
+    # The reproducer of a finding's first example, replaced by the minimal one's, was removed only
+    # when the campaign ended: a kill -9 left it, named by no report.
+    plugin = tmp_path / "superseded.py"
+    plugin.write_text(SUPERSEDED.format(fake=FAKE, d=str(tmp_path)))
+    out = tmp_path / "out"
+    args = ["--plugin", str(plugin), "--targets", "fake_a_shifting_nan,fake_b_hangs"]
+    args += ["--backends", "fake", "--seed", "3", "--examples", "40", "--example-timeout", "600"]
+    args += ["--budget", "600", "--out", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "run", "--profile", "ci", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _wait_for((tmp_path / "hanging").exists, 300, "the second target never ran")
+        _wait_for(
+            lambda: (
+                "shrunk" in (out / "report.json").read_text()
+                and report_of(out)["findings"][0]["shrunk"]
+            ),
+            60,
+            "the minimal example was never reported",
+        )
+        proc.kill()  # kill -9 of the campaign
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    first = output.split("FOUND nan in fake_a_shifting_nan on fake:", 1)[1].split("-> ")[1]
+    first = first.split()[0]
+    named = {f["reproducer"] for f in report_of(out)["findings"]}
+    assert first not in named, "no replaced reproducer: this seed does not exercise the case"
+    assert {str(p) for p in (out / "reproducers").glob("*.py")} == named
