@@ -35,6 +35,7 @@ from fuzz.results import Found, HuntResult
 from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_compiled
 from fuzz.target import Target
 from fuzz.timing import NewCompile, no_new_compiles
+from strategies.reuse import StructureMemo
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -222,6 +223,7 @@ class _Hunter:
         min_examples: int,
         on_example: Callable[[HuntResult], None] | None,
         stage: Stage,
+        memo: StructureMemo | None = None,
     ) -> None:
         self.target, self.b, self.options = target, backend, options
         self.result, self.hooks, self.known = result, hooks, known
@@ -239,6 +241,7 @@ class _Hunter:
         # examples Hypothesis then tries while shrinking fail reliably, not one run in a few.
         self.race_repeats = 0
         self.stage = stage
+        self.memo = memo  # the structures this (target, backend) reuses (strategies.reuse)
 
     # The test body -----------------------------------------------------------------------------
 
@@ -308,7 +311,12 @@ class _Hunter:
         self.result.examples += 1
         if self.hooks.before_example is not None:
             self.hooks.before_example(case)
+        t0, compiled = time.perf_counter(), self.result.stats.compile_seconds
         outcome = self._check(case, data)
+        if self.memo is not None:
+            compiled = self.result.stats.compile_seconds - compiled
+            offer = outcome.finding is None  # a failing structure would only hit its bug again
+            self.memo.observe(compiled, time.perf_counter() - t0, offer=offer)
         names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
         for name in names:
             self.result.events[f"hazard {name}"] += 1
@@ -404,7 +412,8 @@ class _Hunter:
         """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
         result = self.result
         try:
-            with _without_pareto_front(), _shrink_budget(shrink_seconds):
+            memo = self.memo.active() if self.memo else contextlib.nullcontext()
+            with _without_pareto_front(), _shrink_budget(shrink_seconds), memo:
                 test()
         except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
             pass
@@ -557,6 +566,7 @@ def hunt(
     hooks: Hooks | None = None,
     stage: Stage | None = None,
     narrowing: dict[str, tuple[Any, ...]] | None = None,
+    memo: StructureMemo | None = None,
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns minimal failures per class.
 
@@ -586,6 +596,10 @@ def hunt(
         narrowing: the compile-time choices to draw from (strategy keywords, e.g.
             ``{"dtypes": ("float32",)}``); None: picked for this run by the profile
             (:func:`run_narrowing`). A shrink stage replays with its search's.
+        memo: the case structures to reuse (``strategies.reuse.StructureMemo``), where the
+            profile reuses them (``Profile.reuse_share``); None: a new one for this hunt. Pass
+            the same memo to the hunts of one target and backend that a process runs: it keeps
+            the structures they launched and what compiling them cost.
 
     On a compiled backend whose profile shrinks in the interpreter (``Profile.interpreter_shrink``)
     a new failure ends the search unshrunk and is shrunk by :func:`fuzz.shrink.shrink_compiled`:
@@ -593,6 +607,13 @@ def hunt(
     backend stepping through compiled kernel variants first.
     """
     options = HuntOptions.of(profile)
+    if memo is not None and options.reuse_share is None:
+        raise ValueError(
+            "memo= needs a profile that reuses case structures (Profile.reuse_share set): "
+            "with a memo, a choice sequence draws another case than without one"
+        )
+    if memo is None and options.reuse_share is not None:
+        memo = StructureMemo(target_share=options.reuse_share)
     b = get_backend(backend) if isinstance(backend, str) else backend
     result = HuntResult(target.name, b.name, target.mutant_of, target.expected_class)
     result.error = _refusal(target, b, options)
@@ -610,6 +631,7 @@ def hunt(
         min_examples=min_examples,
         on_example=on_example,
         stage=stage or Stage(hand_off=hands_off(b, options)),
+        memo=memo,
     )
     n = options.max_examples if max_examples is None else max_examples
     seed = _settle_seed(target, b, options, seed, n, database)
