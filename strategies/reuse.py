@@ -26,6 +26,12 @@ would be a choice of the structure, and most "reused" structures would come out 
 memo active nothing is drawn besides the structure's own choices: derandomized runs and every
 existing test draw the same cases as before.
 
+Hypothesis also runs variations of earlier examples (mutations, hill climbing on ``target()``
+scores); while a memo is active they vary values and leave structures alone but at the explore
+rate (:func:`_spare_structures`). What the memo does not choose: the first examples of a run
+(Hypothesis zero-extends and simulates prefixes into the structure there, at most 50), and
+shrinking.
+
 Relying on Hypothesis internals (the ConjectureData a draw runs on, its provider and choice
 nodes), every step checks what it uses and, where something is missing, draws fresh: reuse is
 an optimisation, never a change of what can be drawn.
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import random
 from collections.abc import Callable, Hashable, Iterator
@@ -50,6 +57,8 @@ DEFAULT_TARGET_SHARE = 0.25
 DEFAULT_MIN_EXPLORE = 0.03
 
 _TICKET = st.integers(0, 2**64 - 1)
+# The span label of a structure drawn through a memo (Hypothesis's mutator spares such spans).
+_STRUCTURE_LABEL = "kernel-fuzz structure"
 _ACTIVE: contextvars.ContextVar[StructureMemo | None] = contextvars.ContextVar(
     "kernel_fuzz_structure_memo", default=None
 )
@@ -210,6 +219,7 @@ class StructureMemo:
     def active(self) -> Iterator[StructureMemo]:
         """Inside it, :func:`reusing` strategies draw through this memo (in this thread and
         context)."""
+        _spare_structures()
         token = _ACTIVE.set(self)
         try:
             yield self
@@ -309,7 +319,7 @@ class StructureMemo:
                 entry = self._rng.choice(pool)
         start = len(data.nodes)
         if entry is None:
-            value = draw(strategy)
+            value = draw(strategy, label=_STRUCTURE_LABEL)
             # Choices given for the whole structure: a replay (shrinking, the database, a
             # mutation of an earlier example); for its beginning only: Hypothesis's generator
             # chose a prefix reaching into it, the rest is fresh.
@@ -318,7 +328,7 @@ class StructureMemo:
             replay = _Replay(data.provider, entry.nodes)
             data.provider = replay
             try:
-                value = draw(strategy)
+                value = draw(strategy, label=_STRUCTURE_LABEL)
             finally:
                 data.provider = replay.inner
             if replay.complete:
@@ -355,6 +365,99 @@ def structure_key(*parts: Any) -> tuple[Any, ...]:
         return x
 
     return tuple(frozen(p) for p in parts)
+
+
+def _structure_ranges(spans: Any) -> list[tuple[int, int]]:
+    """The choice index ranges of the structures drawn through a memo, from an example's spans
+    (empty where the spans are not what this reads)."""
+    try:
+        return [(span.start, span.end) for span in spans if span.label == _STRUCTURE_LABEL]
+    except Exception:
+        return []
+
+
+def _spare_structures() -> None:
+    """Has Hypothesis's own variations of an example leave its structure alone, but at the
+    active memo's explore rate.
+
+    Besides the examples it generates, Hypothesis runs variations of earlier ones: mutations
+    (after each generated example, a few copies of one span's choices over another span with the
+    same label: the same value at two places) and hill climbing on ``target()`` scores (one
+    choice at a time, up and down). Applied to a structure, each makes a new one (rows copied
+    over columns, a length one longer: a new shape) on examples the memo never chose to
+    explore; with a memo most examples of a run were such variations, and an exact-shape fake
+    kernel compiled three times what the memo allowed. While a memo is active, mutations leave
+    out the spans that overlap a structure (``Spans.mutator_groups``) and the hill climber's
+    steps into a structure are refused (as an overrun: it moves on to the next choice), but on
+    a share ``explore_rate`` of them: values are varied as before. Installed once, guarded (a
+    Hypothesis without these keeps its own); without an active memo they are Hypothesis's own.
+    """
+    try:
+        from hypothesis.internal.conjecture.data import Overrun, Spans
+        from hypothesis.internal.conjecture.optimiser import Optimiser
+    except ImportError:
+        return
+    original = Spans.__dict__.get("mutator_groups")
+    compute = getattr(original, "func", None)
+    if compute is not None and not getattr(original, "_kernel_fuzz", False):
+
+        def mutator_groups(self: Any) -> Any:
+            groups = compute(self)
+            memo = _ACTIVE.get()
+            if memo is None or not groups:
+                return groups
+            structures = _structure_ranges(self)
+            if not structures or memo._rng.random() < memo.explore_rate:
+                return groups
+            spared = []
+            for group in groups:
+                kept = {
+                    (a, b)
+                    for a, b in group
+                    if not any(a < end and b > start for start, end in structures)
+                }
+                if len(kept) >= 2:
+                    spared.append(kept)
+            return spared
+
+        patched = functools.cached_property(mutator_groups)
+        patched.__set_name__(Spans, "mutator_groups")
+        patched._kernel_fuzz = True  # type: ignore[attr-defined]
+        Spans.mutator_groups = patched  # type: ignore[assignment]
+
+    run = Optimiser.__dict__.get("run")
+    if run is not None and not getattr(run, "_kernel_fuzz", False):
+
+        def guarded_run(self: Any) -> Any:
+            memo = _ACTIVE.get()
+            engine = getattr(self, "engine", None)
+            test = getattr(engine, "cached_test_function", None)
+            if memo is None or test is None:
+                return run(self)
+
+            def step(choices: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    base = self.current_data.choices
+                    structures = _structure_ranges(self.current_data.spans)
+                    at = next(
+                        (i for i, (a, b) in enumerate(zip(choices, base, strict=False)) if a != b),
+                        min(len(choices), len(base)),
+                    )
+                except Exception:
+                    return test(choices, *args, **kwargs)
+                inside = any(start <= at < end for start, end in structures)
+                if inside and memo._rng.random() >= memo.explore_rate:
+                    return Overrun
+                return test(choices, *args, **kwargs)
+
+            engine.cached_test_function = step
+            try:
+                return run(self)
+            finally:
+                del engine.cached_test_function
+
+        guarded_run._kernel_fuzz = True  # type: ignore[attr-defined]
+        Optimiser.run = guarded_run  # type: ignore[method-assign]
 
 
 def current_memo() -> StructureMemo | None:

@@ -1,15 +1,20 @@
 """Examples/s and compile share of hunts with and without reused case structures
-(``strategies.reuse``): each (target, backend) runs ``--examples`` examples with every case
-structure fresh ("fresh") and with a structure memo ("reuse", aiming compiling at ``--share`` of
-the time), each in a process of its own (nothing compiled by one run serves the other).
+(``strategies.reuse``): each (target, backend) runs ``--examples`` examples in each mode, each in
+a process of its own (nothing compiled by one run serves another). Modes: ``fresh`` (every case
+structure fresh), ``reuse`` (a structure memo aiming compiling at ``--share`` of the time),
+``cap`` (no memo; examples that would compile are drawn again while compiling is over
+``--share``: ``Profile.compile_share``), ``both`` (memo and cap: the gpu profile's setting).
 
     python -m fuzz.devtools.reuse_bench TARGET:BACKEND [...] [--examples 150] [--seed 0]
-        [--profile ci] [--share 0.25] [--plugin tests/plugins/pallas_kernels.py]
+        [--profile ci] [--share 0.25] [--modes fresh,reuse,cap,both]
+        [--plugin tests/plugins/pallas_kernels.py]
 
-Prints one line per run: examples, seconds, examples/s, launches that compiled and the seconds
-they took, the compile share, and for the memo its counts (explored, reused, replayed by
-Hypothesis: its mutations and shrinking) and final explore rate. On a CPU machine, the
-``pallas-interpret`` backend compiles an XLA program per new kernel shape.
+Failures are counted, not shrunk (every class is passed as known): what is measured is the
+search. Prints one line per run: examples, seconds, examples/s, launches that compiled and the
+seconds they took, the compile share, failing examples, and for the memo its counts (explored,
+reused, fresh: Hypothesis's generator chose part of the structure, replayed: its mutations of
+earlier examples) and final explore rate. On a CPU machine, the ``pallas-interpret`` backend
+compiles an XLA program per new kernel shape.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 def run_one(spec: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
     from fuzz.engine import hunt
+    from fuzz.failures import CLASSES
     from fuzz.profiles import HuntOptions, get_profile
     from fuzz.target import get, load_plugin
     from strategies.reuse import StructureMemo
@@ -34,11 +40,14 @@ def run_one(spec: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
     name, backend = spec.split(":")
     options = HuntOptions.of(get_profile(args.profile), differential=False)
     memo = None
-    if mode == "reuse":
-        options = dataclasses.replace(options, reuse_share=args.share, compile_share=None)
+    reuse, cap = mode in ("reuse", "both"), mode in ("cap", "both")
+    options = dataclasses.replace(
+        options,
+        reuse_share=args.share if reuse else None,
+        compile_share=args.share if cap else None,
+    )
+    if reuse:
         memo = StructureMemo(target_share=args.share, seed=args.seed)
-    else:
-        options = dataclasses.replace(options, reuse_share=None, compile_share=None)
     r = hunt(
         get(name),
         backend,
@@ -47,6 +56,7 @@ def run_one(spec: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
         seed=args.seed,
         database=None,
         memo=memo,
+        known=CLASSES,
     )
     st = r.stats
     row: dict[str, Any] = {
@@ -59,7 +69,7 @@ def run_one(spec: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
         "compiles": st.compiles,
         "compile_seconds": round(st.compile_seconds, 2),
         "compile_share": round(st.compile_seconds / r.seconds, 3) if r.seconds else 0.0,
-        "status": r.status,
+        "failing": sum(r.known_hits.values()),
         "error": r.error,
     }
     if memo is not None:
@@ -83,7 +93,7 @@ def main() -> None:
         return
     print(
         f"{'target':28} {'backend':16} {'mode':6} {'ex':>5} {'s':>7} {'ex/s':>7} "
-        f"{'compiles':>8} {'compile s':>9} {'share':>6}  memo"
+        f"{'compiles':>8} {'compile s':>9} {'share':>6} {'failing':>7}  memo"
     )
     for spec in args.pairs:
         for mode in args.modes.split(","):
@@ -101,7 +111,7 @@ def main() -> None:
             print(
                 f"{r['target']:28} {r['backend']:16} {mode:6} {r['examples']:5} "
                 f"{r['seconds']:7.1f} {r['examples_per_second']:7.2f} {r['compiles']:8} "
-                f"{r['compile_seconds']:9.1f} {r['compile_share']:6.1%}  {memo}"
+                f"{r['compile_seconds']:9.1f} {r['compile_share']:6.1%} {r['failing']:7}  {memo}"
                 + (f"  ERROR {r['error']}" if r["error"] else ""),
                 flush=True,
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
@@ -137,6 +137,22 @@ def test_reused_structures_come_with_fresh_values():
     reused = {s for m, s in log if m == "reused"}
     assert reused
     assert max(len(values[s]) for s in reused) > 5
+
+
+def test_hypothesis_variations_of_an_example_keep_its_structure():
+    """Hypothesis's mutations of generated examples and its hill climbing on ``target()`` scores
+    vary values, not structures, but at the explore rate: with a rate of 0 no structure comes
+    from them (besides the simplest, which Hypothesis runs first). Without the guard, 33 of this
+    run's 50 structures came from them."""
+    memo = StructureMemo(explore=0.0)
+    log = _hunt_like(memo, toy_cases(), examples=300, check=lambda c: target(float(c[1])))
+    seen, new = set(), []
+    for mode, structure in log:
+        if structure not in seen:
+            new.append(mode)
+        seen.add(structure)
+    assert memo.counts["replayed"] > 10 and memo.counts["reused"] > 100
+    assert new.count("replayed") <= 1, new
 
 
 def test_a_failing_structure_is_not_offered():
