@@ -66,11 +66,10 @@ _KINDS = ("integer", "boolean", "float", "string", "bytes")
 
 
 def _check_fraction(name: str, value: Any, *, lo_open: bool = True) -> float:
+    interval = "(0, 1]" if lo_open else "[0, 1]"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise InvalidArgument(f"{name}={value!r} must be a number in (0, 1)")
-    lo_ok = value > 0 if lo_open else value >= 0
-    if not (lo_ok and value <= 1):
-        interval = "(0, 1]" if lo_open else "[0, 1]"
+        raise InvalidArgument(f"{name}={value!r} must be a number in {interval}")
+    if not ((value > 0 if lo_open else value >= 0) and value <= 1):
         raise InvalidArgument(f"{name}={value!r} must be in {interval}")
     return float(value)
 
@@ -179,6 +178,13 @@ class StructureMemo:
         min_explore: the least explore rate: new structures are always explored.
         explore: a fixed explore rate (tests, benchmarks); None: from the measured costs.
         seed: seeds the memo's own choices (explore or reuse, and which structure).
+        costs: what it has measured (examples and compile seconds by how their structure was
+            drawn, and the seconds besides compiling).
+        counts: structures drawn ``explored`` (the memo chose a fresh one, or had none to
+            offer), ``reused``, ``fresh`` (Hypothesis's generator chose the structure's first
+            choices), ``replayed`` (all its choices given: mutations, hill climbing, shrinking,
+            the database); ``offered`` for reuse, ``stale`` (records dropped: the strategy no
+            longer draws them), examples ``observed``.
 
     Use one memo per (target, backend), across the runs (hunts) of it that one process makes:
     ``with memo.active():`` around the run, ``memo.observe(...)`` after each example. Structures

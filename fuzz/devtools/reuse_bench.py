@@ -10,8 +10,10 @@ structure fresh), ``reuse`` (a structure memo aiming compiling at ``--share`` of
         [--plugin tests/plugins/pallas_kernels.py]
 
 Failures are counted, not shrunk (every class is passed as known): what is measured is the
-search. Prints one line per run: examples, seconds, examples/s, launches that compiled and the
-seconds they took, the compile share, failing examples, and for the memo its counts (explored,
+search. Prints one line per run: examples that ran (and those rejected before compiling, which
+Hypothesis draws again: they are not counted as examples), seconds, examples/s, launches that
+compiled and the seconds they took, the compile share, failing examples, and for the memo its
+counts (explored,
 reused, fresh: Hypothesis's generator chose part of the structure, replayed: its mutations of
 earlier examples) and final explore rate. On a CPU machine, the ``pallas-interpret`` backend
 compiles an XLA program per new kernel shape.
@@ -59,13 +61,16 @@ def run_one(spec: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
         known=CLASSES,
     )
     st = r.stats
+    rejected = r.events.get("rejected: would compile", 0)
+    ran = r.examples - rejected
     row: dict[str, Any] = {
         "target": name,
         "backend": backend,
         "mode": mode,
-        "examples": r.examples,
+        "examples": ran,
+        "rejected": rejected,
         "seconds": round(r.seconds, 2),
-        "examples_per_second": round(r.examples / r.seconds, 2) if r.seconds else 0.0,
+        "examples_per_second": round(ran / r.seconds, 2) if r.seconds else 0.0,
         "compiles": st.compiles,
         "compile_seconds": round(st.compile_seconds, 2),
         "compile_share": round(st.compile_seconds / r.seconds, 3) if r.seconds else 0.0,
@@ -92,7 +97,7 @@ def main() -> None:
         print(json.dumps(run_one(args.pairs[0], args.one, args)))
         return
     print(
-        f"{'target':28} {'backend':16} {'mode':6} {'ex':>5} {'s':>7} {'ex/s':>7} "
+        f"{'target':28} {'backend':16} {'mode':6} {'ex':>5} {'rej':>5} {'s':>7} {'ex/s':>7} "
         f"{'compiles':>8} {'compile s':>9} {'share':>6} {'failing':>7}  memo"
     )
     for spec in args.pairs:
@@ -109,7 +114,7 @@ def main() -> None:
             r = json.loads(out.stdout.strip().splitlines()[-1])
             memo = r.get("memo", "")
             print(
-                f"{r['target']:28} {r['backend']:16} {mode:6} {r['examples']:5} "
+                f"{r['target']:28} {r['backend']:16} {mode:6} {r['examples']:5} {r['rejected']:5} "
                 f"{r['seconds']:7.1f} {r['examples_per_second']:7.2f} {r['compiles']:8} "
                 f"{r['compile_seconds']:9.1f} {r['compile_share']:6.1%} {r['failing']:7}  {memo}"
                 + (f"  ERROR {r['error']}" if r["error"] else ""),
