@@ -19,18 +19,21 @@ and the shrinker walks structures down as it would without one, to the same mini
 structure a short choice sequence that a fresh one, longer, can never replace: shrinking would
 stop at the simplest structure the memo happened to hold.)
 
-The one trace of the memo in a choice sequence is a *ticket*: one integer drawn before the
-structure, nothing else. Hypothesis generates each example from a prefix that is new to it (its
-choice tree), placing that novelty at the first choice it can vary; without the ticket that
-would be a choice of the structure, and most "reused" structures would come out new. With no
-memo active nothing is drawn besides the structure's own choices: derandomized runs and every
-existing test draw the same cases as before.
+The one trace of the memo in a choice sequence is a *ticket*: two integers drawn before the
+structure, nothing else. Hypothesis generates each example from a prefix that is new to its
+choice tree, placing that novelty at the first choice it can vary; without a ticket that would
+be a choice of the structure, and most "reused" structures would come out new. Its integer
+draws favour a few values (0, 1, the bounds, constants), so a one-integer ticket repeated in
+about one example of 14, and its first examples zero-extend a prefix and then vary the choice
+after it: the second integer takes both (in a toy run of 1000 examples, 1 structure came out
+of Hypothesis's prefixes instead of 120 with one integer). With no memo active nothing is drawn
+besides the structure's own choices: derandomized runs and every existing test draw the same
+cases as before.
 
 Hypothesis also runs variations of earlier examples (mutations, hill climbing on ``target()``
 scores); while a memo is active they vary values and leave structures alone but at the explore
-rate (:func:`_spare_structures`). What the memo does not choose: the first examples of a run
-(Hypothesis zero-extends and simulates prefixes into the structure there, at most 50), and
-shrinking.
+rate (:func:`_spare_structures`). What the memo does not choose: the first example (the
+simplest structure) and shrinking.
 
 Relying on Hypothesis internals (the ConjectureData a draw runs on, its provider and choice
 nodes), every step checks what it uses and, where something is missing, draws fresh: reuse is
@@ -311,7 +314,10 @@ class StructureMemo:
     def _draw(
         self, draw: Callable[..., Any], strategy: st.SearchStrategy[Any], key: Hashable
     ) -> Any:
+        # Two labels: spans of one label would be a group for Hypothesis's mutator, which would
+        # copy one ticket over the other and run the same case again.
         draw(_TICKET, label="structure ticket")
+        draw(_TICKET, label="structure ticket, second")
         data = _choice_data(draw)
         if data is None:
             return draw(strategy)
@@ -475,7 +481,7 @@ def reusing(strategy: st.SearchStrategy[Any], *, key: Hashable) -> st.SearchStra
     """``strategy`` (a case's structure), drawn through the active :class:`StructureMemo`.
 
     With no memo active, exactly ``strategy``: the same choices, nothing drawn besides. With one,
-    a ticket (one integer) and then either a fresh draw of ``strategy`` (explore) or a structure
+    a ticket (two integers) and then either a fresh draw of ``strategy`` (explore) or a structure
     the memo has seen launched, drawn by making its choices again (reuse): see the module's
     docstring. ``key`` names ``strategy`` among the memo's pools (hashable, stable across
     rebuilds of the same strategy: its factory's name and arguments); structures recorded under

@@ -13,10 +13,9 @@ Failures are counted, not shrunk (every class is passed as known): what is measu
 search. Prints one line per run: examples that ran (and those rejected before compiling, which
 Hypothesis draws again: they are not counted as examples), seconds, examples/s, launches that
 compiled and the seconds they took, the compile share, failing examples, and for the memo its
-counts (explored,
-reused, fresh: Hypothesis's generator chose part of the structure, replayed: its mutations of
-earlier examples) and final explore rate. On a CPU machine, the ``pallas-interpret`` backend
-compiles an XLA program per new kernel shape.
+counts (explored, reused, fresh: Hypothesis's generator chose part of the structure, replayed:
+its mutations of earlier examples) and final explore rate. On a CPU machine, the
+``pallas-interpret`` backend compiles an XLA program per new kernel shape.
 """
 
 from __future__ import annotations
