@@ -412,7 +412,7 @@ class _Hunter:
         """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
         result = self.result
         try:
-            memo = self.memo.active() if self.memo else contextlib.nullcontext()
+            memo = self.memo.active() if self.memo is not None else contextlib.nullcontext()
             with _without_pareto_front(), _shrink_budget(shrink_seconds), memo:
                 test()
         except (OutOfTime, _ContextLost, _HandOff, _GoalReached):

@@ -111,33 +111,38 @@ class _Replay:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def _serve(self, kind: str, constraints: dict[str, Any]) -> Any:
-        if self.matched and self.served < len(self.nodes):
+    def _serve(self, kind: str, args: tuple[Any, ...], constraints: dict[str, Any]) -> Any:
+        if self.matched and not args and self.served < len(self.nodes):
             recorded_kind, value, recorded = self.nodes[self.served]
             if recorded_kind == kind and recorded == constraints:
                 self.served += 1
                 return value
         self.matched = False
-        return getattr(self.inner, f"draw_{kind}")(**constraints)
+        return getattr(self.inner, f"draw_{kind}")(*args, **constraints)
 
-    def draw_integer(self, **constraints: Any) -> Any:
-        return self._serve("integer", constraints)
+    def draw_integer(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("integer", args, constraints)
 
-    def draw_boolean(self, **constraints: Any) -> Any:
-        return self._serve("boolean", constraints)
+    def draw_boolean(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("boolean", args, constraints)
 
-    def draw_float(self, **constraints: Any) -> Any:
-        return self._serve("float", constraints)
+    def draw_float(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("float", args, constraints)
 
-    def draw_string(self, **constraints: Any) -> Any:
-        return self._serve("string", constraints)
+    def draw_string(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("string", args, constraints)
 
-    def draw_bytes(self, **constraints: Any) -> Any:
-        return self._serve("bytes", constraints)
+    def draw_bytes(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("bytes", args, constraints)
 
     @property
     def complete(self) -> bool:
         return self.matched and self.served == len(self.nodes)
+
+
+def _identity(nodes: tuple[tuple[str, Any, dict[str, Any]], ...]) -> tuple[Any, ...]:
+    """A recorded structure's identity: its choices' kinds and values."""
+    return tuple((kind, value) for kind, value, _ in nodes)
 
 
 def _choice_data(draw: Callable[..., Any]) -> Any:
@@ -158,17 +163,26 @@ def _generating(data: Any) -> bool:
 
 @dataclass
 class _Costs:
-    """What the memo has measured, summed over the examples that drew a structure through it:
-    those it chose the structure of (explored, reused) and those whose choices were given
-    (replayed: Hypothesis's mutations of earlier examples, shrinking, the database)."""
+    """What the memo has measured, summed over the examples that drew a structure through it.
 
-    explored: int = 0
-    explore_compile: float = 0.0
-    reused: int = 0
-    reuse_compile: float = 0.0
-    replayed: int = 0
-    replay_compile: float = 0.0
-    run_seconds: float = 0.0  # everything but compiling, every example
+    Attributes:
+        new, new_compile: examples whose structure launched for the first time, and their
+            compile seconds (a fresh structure that lands on a variant compiled already, in a
+            shape bucket, counts with its 0 s: that is what exploring costs);
+        known, known_compile: the same for structures launched before;
+        chosen: examples whose structure the memo chose (explored or reused);
+        other_compile: compile seconds of the others (Hypothesis chose the structure: its first
+            example, its mutations, hill climbing, shrinking, the database);
+        run_seconds: every example's seconds besides compiling.
+    """
+
+    new: int = 0
+    new_compile: float = 0.0
+    known: int = 0
+    known_compile: float = 0.0
+    chosen: int = 0
+    other_compile: float = 0.0
+    run_seconds: float = 0.0
 
 
 @dataclass
@@ -250,17 +264,18 @@ class StructureMemo:
         self.counts["observed"] += 1
         if not drawn:
             return
-        modes = {d.mode for d in drawn}
         c = self.costs
-        if modes & {"explore", "fresh"}:
-            c.explored += 1
-            c.explore_compile += compile_seconds
-        elif "reuse" in modes:
-            c.reused += 1
-            c.reuse_compile += compile_seconds
+        first = drawn[0]
+        if _identity(first.nodes) in self._known.get(first.key, ()):
+            c.known += 1
+            c.known_compile += compile_seconds
         else:
-            c.replayed += 1
-            c.replay_compile += compile_seconds
+            c.new += 1
+            c.new_compile += compile_seconds
+        if first.mode in ("explore", "reuse"):
+            c.chosen += 1
+        else:
+            c.other_compile += compile_seconds
         c.run_seconds += max(0.0, example_seconds - compile_seconds)
         if offer:
             for d in drawn:
@@ -270,28 +285,27 @@ class StructureMemo:
     def explore_rate(self) -> float:
         """The share of the examples the memo chooses for that draw a fresh structure.
 
-        With ``c`` the mean compile seconds of an example that explored (a fresh structure may
-        land on a variant compiled already: that is in the mean) and ``r`` that of one that
-        reused, ``n`` the examples the memo chose for, ``p`` the compile seconds of the others
-        (replayed: Hypothesis's mutations, shrinking) and ``E`` the seconds of all of them
-        besides compiling, exploring a share ``f`` spends about ``p + n (f c + (1 - f) r)``
-        seconds compiling; ``f`` is the largest share that keeps that within ``target_share``
-        of the run, ``s / (1 - s) E``, clamped to ``[min_explore, 1]``. 1 until an explored
-        example has been measured, and where a fresh structure costs no more to compile than
-        a reused one (Triton's interpreter compiles nothing).
+        With ``c`` the mean compile seconds of an example whose structure launched for the first
+        time (a fresh structure may land on a variant compiled already: that is in the mean),
+        ``r`` that of one whose structure launched before, ``n`` the examples the memo chose
+        the structure of, ``p`` the compile seconds of the others (Hypothesis's own choices)
+        and ``E`` the seconds of all of them besides compiling, exploring a share ``f`` spends
+        about ``p + n (f c + (1 - f) r)`` seconds compiling; ``f`` is the largest share that
+        keeps that within ``target_share`` of the run, ``s / (1 - s) E``, clamped to
+        ``[min_explore, 1]``. 1 until a new structure has been measured, and where it costs no
+        more to compile than a known one (Triton's interpreter compiles nothing).
         """
         if self.explore is not None:
             return self.explore
         c = self.costs
-        n = c.explored + c.reused
-        if not c.explored:
+        if not c.new:
             return 1.0
-        explore_cost = c.explore_compile / c.explored
-        reuse_cost = c.reuse_compile / c.reused if c.reused else 0.0
-        if explore_cost <= reuse_cost:
+        new_cost = c.new_compile / c.new
+        known_cost = c.known_compile / c.known if c.known else 0.0
+        if new_cost <= known_cost:
             return 1.0
         budget = self.target_share / (1 - self.target_share) * c.run_seconds
-        f = ((budget - c.replay_compile) / n - reuse_cost) / (explore_cost - reuse_cost)
+        f = ((budget - c.other_compile) / max(c.chosen, 1) - known_cost) / (new_cost - known_cost)
         return min(1.0, max(self.min_explore, f))
 
     def structures(self, key: Hashable | None = None) -> int:
@@ -303,7 +317,7 @@ class StructureMemo:
     # The strategies' side -----------------------------------------------------------------------
 
     def _offer(self, key: Hashable, nodes: tuple[tuple[str, Any, dict[str, Any]], ...]) -> None:
-        ident = tuple((kind, value) for kind, value, _ in nodes)
+        ident = _identity(nodes)
         known = self._known.setdefault(key, set())
         if ident in known:
             return

@@ -257,20 +257,17 @@ def _memo_with(**costs):
 
 
 def test_the_explore_rate_keeps_compiling_at_the_target_share():
-    # c = 1 s per explored example, e = 1 s per example: f c / (f c + e) = 1/4 at f = 1/3.
-    memo = _memo_with(explored=10, explore_compile=10.0, reused=90, run_seconds=100.0)
+    # c = 1 s per new structure, e = 1 s per example: f c / (f c + e) = 1/4 at f = 1/3.
+    costs = {"new": 10, "new_compile": 10.0, "known": 90, "chosen": 100, "run_seconds": 100.0}
+    memo = _memo_with(**costs)
     assert memo.explore_rate == pytest.approx(1 / 3)
     f = memo.explore_rate
     assert f * 1.0 / (f * 1.0 + 1.0) == pytest.approx(0.25)
-    # Compiles Hypothesis's own mutations made take their part of the budget first.
-    memo = _memo_with(
-        explored=10, explore_compile=10.0, reused=90, replay_compile=20.0, run_seconds=100.0
-    )
+    # What Hypothesis's own choices compiled (mutations, hill climbing) takes its part first.
+    memo = _memo_with(**costs, other_compile=20.0)
     assert memo.explore_rate == pytest.approx((100 / 3 - 20) / 100)
-    # A reused structure that still compiles (a value the kernel compiles for) costs too.
-    memo = _memo_with(
-        explored=10, explore_compile=10.0, reused=90, reuse_compile=9.0, run_seconds=100.0
-    )
+    # A known structure that still compiles (a value the kernel compiles for) costs too.
+    memo = _memo_with(**costs, known_compile=9.0)
     assert memo.explore_rate == pytest.approx((1 / 3 - 0.1) / (1.0 - 0.1))
 
 
@@ -278,37 +275,63 @@ def test_the_explore_rate_keeps_compiling_at_the_target_share():
     "costs, rate",
     [
         ({}, 1.0),  # nothing measured yet: explore
-        ({"explored": 5, "run_seconds": 5.0}, 1.0),  # compiling costs nothing (an interpreter)
-        ({"explored": 5, "explore_compile": 50.0, "reused": 95, "run_seconds": 1.0}, 0.02),
-        ({"explored": 5, "explore_compile": 0.01, "reused": 95, "run_seconds": 100.0}, 1.0),
-        ({"explored": 5, "explore_compile": 5.0, "reused": 95, "replay_compile": 99.0}, 0.02),
+        ({"new": 5, "chosen": 5, "run_seconds": 5.0}, 1.0),  # compiling costs nothing
+        ({"new": 5, "new_compile": 50.0, "known": 95, "chosen": 100, "run_seconds": 1.0}, 0.02),
+        ({"new": 5, "new_compile": 0.01, "known": 95, "chosen": 100, "run_seconds": 100.0}, 1.0),
+        ({"new": 5, "new_compile": 5.0, "known": 95, "chosen": 100, "other_compile": 99.0}, 0.02),
     ],
 )
 def test_the_explore_rate_is_clamped(costs, rate):
     assert _memo_with(**costs).explore_rate == pytest.approx(rate)
 
 
-def test_observe_measures_what_the_memo_chose():
+def test_observe_measures_new_and_known_structures():
     memo = StructureMemo(target_share=0.25)
-    compile_seconds = {"explored": 2.0, "fresh": 2.0, "reused": 0.0, "replayed": 0.5}
-    prev = dict(memo.counts)
+    launched, other, prev = set(), 0.0, dict(memo.counts)
 
     def body(case):
-        nonlocal prev
-        mode = next((k for k in compile_seconds if memo.counts[k] > prev[k]), None)
-        memo.observe(compile_seconds[mode], compile_seconds[mode] + 0.1)
+        nonlocal prev, other
+        mode = _mode(memo, prev)
+        seconds = 0.0 if case[0] in launched else 2.0  # a new structure compiles for 2 s
+        launched.add(case[0])
+        memo.observe(seconds, seconds + 0.1)
         prev = dict(memo.counts)
+        if mode in ("fresh", "replayed"):  # Hypothesis chose the structure
+            other += seconds
 
     with memo.active():
         _run(toy_cases(), body, examples=200)
-    c = memo.costs
-    assert c.explored == memo.counts["explored"] + memo.counts["fresh"]
-    assert c.reused == memo.counts["reused"]
-    assert c.explore_compile == pytest.approx(2.0 * c.explored)
-    assert c.replay_compile == pytest.approx(0.5 * c.replayed)
-    assert c.run_seconds == pytest.approx(0.1 * (c.explored + c.reused + c.replayed))
-    # 2 s per fresh structure against 0.1 s of fuzzing: the floor, or close to it.
+    c, n = memo.costs, memo.counts
+    assert c.new == len(launched) and c.new_compile == pytest.approx(2.0 * len(launched))
+    assert c.known == n["observed"] - len(launched) and c.known_compile == 0.0
+    assert c.chosen == n["explored"] + n["reused"]
+    assert c.other_compile == pytest.approx(other)
+    assert c.run_seconds == pytest.approx(0.1 * n["observed"])
+    # 2 s per new structure against 0.1 s of fuzzing: the floor, or close to it.
     assert memo.explore_rate < 0.1
+
+
+def test_the_rate_learns_from_structures_hypothesis_chose():
+    """Explored examples that never report back (refused before compiling, past the profile's
+    compile share) do not hold the rate at 1: the first launch of any structure, Hypothesis's
+    first example included, measures what a new one costs."""
+    memo = StructureMemo(target_share=0.25)
+    launched, prev = set(), dict(memo.counts)
+
+    def body(case):
+        nonlocal prev
+        mode = _mode(memo, prev)
+        prev = dict(memo.counts)
+        if mode == "explored":
+            return  # refused: no observe
+        seconds = 0.0 if case[0] in launched else 1.0
+        launched.add(case[0])
+        memo.observe(seconds, seconds + 0.01)
+
+    with memo.active():
+        _run(toy_cases(), body, examples=200)
+    assert memo.explore_rate == memo.min_explore
+    assert memo.counts["reused"] > 100
 
 
 # Families ----------------------------------------------------------------------------------------
