@@ -127,10 +127,11 @@ class Keys:
 
 def _group(target: Target, case: Any) -> str:
     fam = family_of(target)
+    head_axes = set(fam.dims) if fam is not None else set()
     dims = []
     for name, a in sorted(case.inputs.items()):
         axes = fam.layouts.get(name) if fam is not None else None
-        head = tuple(n for ax, n in zip(axes or (), a.shape, strict=False) if ax in fam.dims)
+        head = tuple(n for ax, n in zip(axes or (), a.shape, strict=False) if ax in head_axes)
         dims.append([name, str(a.dtype), list(head)])
     return json.dumps([dict(case.params), dims], sort_keys=True, default=repr)
 

@@ -456,9 +456,9 @@ def _spare_structures() -> None:
 
         def guarded_run(self: Any) -> Any:
             memo = _ACTIVE.get()
-            engine = getattr(self, "engine", None)
+            engine: Any = getattr(self, "engine", None)
             test = getattr(engine, "cached_test_function", None)
-            if memo is None or test is None:
+            if memo is None or engine is None or test is None:
                 return run(self)
 
             def step(choices: Any, *args: Any, **kwargs: Any) -> Any:
