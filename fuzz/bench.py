@@ -25,6 +25,7 @@ from fuzz.cli import count_arg
 from fuzz.engine import HuntResult, hunt
 from fuzz.profiles import HuntOptions, default_profile, get_profile
 from fuzz.target import get, select
+from strategies.reuse import StructureMemo
 
 
 def _bare_loop(target_name: str, backend: str, options: HuntOptions, examples: int) -> float:
@@ -89,16 +90,22 @@ def _passes(
     """Pass 1 compiles what its examples need. Pass 2 ("fresh") draws new examples: what a
     campaign that is still meeting new shapes and configurations sees. Pass 3 ("warm") replays
     pass 1's examples: every kernel variant already compiled, the steady state of a long campaign
-    whose variants have all been met. ``sync`` (parallel runs) is called before passes 2 and 3, so
-    that the processes measure them at the same time."""
+    whose variants have all been met. Where the profile reuses case structures
+    (``Profile.reuse_share``) the three share one memo, as a campaign's rounds of a pair do: pass
+    2 reuses what pass 1 compiled, and pass 3 draws from pass 1's seed what the memo then
+    chooses (its choices follow measured costs: not pass 1's examples exactly). ``sync``
+    (parallel runs) is called before passes 2 and 3, so that the processes measure them at the
+    same time."""
     t = get(name)
-    first = hunt(t, backend, options, max_examples=examples, seed=seed, database=None)
+    memo = None if options.reuse_share is None else StructureMemo(target_share=options.reuse_share)
+    kw: dict[str, Any] = {"max_examples": examples, "database": None, "memo": memo}
+    first = hunt(t, backend, options, seed=seed, **kw)
     if sync is not None:
         sync()
-    fresh = hunt(t, backend, options, max_examples=examples, seed=seed + 1, database=None)
+    fresh = hunt(t, backend, options, seed=seed + 1, **kw)
     if sync is not None:
         sync()
-    again = hunt(t, backend, options, max_examples=examples, seed=seed, database=None)
+    again = hunt(t, backend, options, seed=seed, **kw)
     return first, fresh, again
 
 

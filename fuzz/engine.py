@@ -38,6 +38,7 @@ from fuzz.signatures import Bug, bug_key, conditions, covering, declared, same_b
 from fuzz.stops import is_fault
 from fuzz.target import Target
 from fuzz.timing import NewCompile, no_new_compiles
+from strategies.reuse import StructureMemo
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -270,6 +271,7 @@ class _Hunter:
         min_examples: int,
         on_example: Callable[[HuntResult], None] | None,
         stage: Stage,
+        memo: StructureMemo | None = None,
     ) -> None:
         self.target, self.b, self.options = target, backend, options
         self.result, self.hooks = result, hooks
@@ -298,6 +300,7 @@ class _Hunter:
         # Hypothesis shrinks it as it does a failure, and the time limit must not end that
         # shrinking and lose it (see _note_error).
         self.harness_error: str | None = None
+        self.memo = memo  # the structures this (target, backend) reuses (strategies.reuse)
 
     # The test body -----------------------------------------------------------------------------
 
@@ -371,7 +374,12 @@ class _Hunter:
         self.result.examples += 1
         if self.hooks.before_example is not None:
             self.hooks.before_example(case)
+        t0, compiled = time.perf_counter(), self.result.stats.compile_seconds
         outcome = self._check(case, data)
+        if self.memo is not None:
+            compiled = self.result.stats.compile_seconds - compiled
+            offer = outcome.finding is None  # a failing structure would only hit its bug again
+            self.memo.observe(compiled, time.perf_counter() - t0, offer=offer)
         names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
         for name in names:
             self.result.events[f"hazard {name}"] += 1
@@ -504,10 +512,12 @@ class _Hunter:
         result = self.result
         stats: list[dict[str, Any]] = []
         try:
+            memo = self.memo.active() if self.memo is not None else contextlib.nullcontext()
             with (
                 _without_pareto_front(),
                 _shrink_budget(shrink_seconds),
                 _statistics(stats.append),
+                memo,
             ):
                 test()
             self.exhausted = _exhausted(stats, bool(self.first))
@@ -708,6 +718,7 @@ def hunt(
     stage: Stage | None = None,
     narrowing: dict[str, tuple[Any, ...]] | None = None,
     stop_when: Callable[[HuntResult], bool] | None = None,
+    memo: StructureMemo | None = None,
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns the minimal example of each
     distinct bug (failure signature, ``fuzz.signatures``) it found.
@@ -745,6 +756,10 @@ def hunt(
             (:func:`run_narrowing`). A shrink stage replays with its search's.
         stop_when: ends a hunt with a time limit after the round in which it holds (the
             scoreboard stops at its mutant's class; a campaign hunts on for more bugs).
+        memo: the case structures to reuse (``strategies.reuse.StructureMemo``), where the
+            profile reuses them (``Profile.reuse_share``); None: a new one for this hunt. Pass
+            the same memo to the hunts of one target and backend that a process runs: it keeps
+            the structures they launched and what compiling them cost.
 
     On a compiled backend whose profile shrinks in the interpreter (``Profile.interpreter_shrink``)
     a new failure ends the search unshrunk and is shrunk by :func:`fuzz.shrink.shrink_compiled`:
@@ -752,6 +767,13 @@ def hunt(
     backend stepping through compiled kernel variants first.
     """
     options = HuntOptions.of(profile)
+    if memo is not None and options.reuse_share is None:
+        raise ValueError(
+            "memo= needs a profile that reuses case structures (Profile.reuse_share set): "
+            "with a memo, a choice sequence draws another case than without one"
+        )
+    if memo is None and options.reuse_share is not None:
+        memo = StructureMemo(target_share=options.reuse_share)
     b = get_backend(backend) if isinstance(backend, str) else backend
     result = HuntResult(target.name, b.name, target.mutant_of, target.expected_class)
     result.error = _refusal(target, b, options)
@@ -769,6 +791,7 @@ def hunt(
         min_examples=min_examples,
         on_example=on_example,
         stage=stage or Stage(hand_off=hands_off(b, options)),
+        memo=memo,
     )
     n = options.max_examples if max_examples is None else max_examples
     seed = _settle_seed(target, b, options, seed, n, database)

@@ -59,6 +59,12 @@ class Profile:
         compile_share: once this share of a run's time has gone into compiling, examples that
             would compile a new kernel variant are rejected before the compiler runs (drawn again)
             until the share is back under it. None: no limit.
+        reuse_share: most examples draw a case structure (dtype, tiles, shapes, flags: a kernel
+            variant) that an earlier example launched, with fresh values, and new structures
+            are explored at the rate that keeps compiling near this share of the run's time
+            (``strategies.reuse``). None: every example draws a fresh structure. It changes
+            what a choice sequence means: every hunt that replays another's examples (shrink
+            stages, the example database) must run with the same setting.
     """
 
     name: str
@@ -75,6 +81,7 @@ class Profile:
     interpreter_max_cost: float = 16.0
     variant_choices: int | None = None
     compile_share: float | None = None
+    reuse_share: float | None = None
 
     @property
     def settings(self) -> settings:
@@ -102,6 +109,7 @@ PROFILES: dict[str, Profile] = {
         shrink_seconds=900.0,
         variant_choices=2,
         compile_share=0.15,
+        reuse_share=0.15,
     ),
     "nightly": Profile(
         "nightly",
@@ -116,6 +124,7 @@ PROFILES: dict[str, Profile] = {
         shrink_seconds=1800.0,
         variant_choices=3,
         compile_share=0.15,
+        reuse_share=0.15,
     ),
 }
 
@@ -189,6 +198,7 @@ class HuntOptions:
     interpreter_max_cost: float
     variant_choices: int | None
     compile_share: float | None
+    reuse_share: float | None = None
 
     @classmethod
     def of(

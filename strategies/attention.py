@@ -50,6 +50,7 @@ from fuzz.arrays import FLOAT_DTYPES, np_dtype
 from fuzz.case import Case
 from strategies import alibi, shapes
 from strategies._validate import check_features, check_scale, check_sizes, check_subset
+from strategies.reuse import reusing, structure_key
 from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize, occasionally
 
 LEVELS = (0.0, 100.0, -100.0, 12.0, -1000.0, 1000.0)
@@ -287,7 +288,8 @@ def _flag(draw: st.DrawFn, feats: frozenset[str], name: str) -> bool:
     return name in feats and draw(st.booleans(), label=name)
 
 
-def _modifiers(draw: st.DrawFn, n_heads: int, feats: frozenset[str]) -> Modifiers:
+def _score_modifiers(draw: st.DrawFn, n_heads: int, feats: frozenset[str]) -> dict[str, Any]:
+    """The score modifiers of a case's structure: scale, ALiBi (kind, slopes), soft cap."""
     scale = draw(st.sampled_from(SCALES if "scale" in feats else (None,)), label="scale")
     alibi = _flag(draw, feats, "alibi")
     slopes = recipe = None
@@ -302,9 +304,23 @@ def _modifiers(draw: st.DrawFn, n_heads: int, feats: frozenset[str]) -> Modifier
         if "softcap" in feats
         else None
     )
+    return {"scale": scale, "softcap": softcap, "alibi": kind, "slopes": slopes, "recipe": recipe}
+
+
+def _modifiers(draw: st.DrawFn, score: dict[str, Any]) -> Modifiers:
+    """The structure's score modifiers (:func:`_score_modifiers`) with the logit level and trend
+    drawn, the first of a case's values."""
     level = draw(occasionally(LEVELS, DEEP_LEVELS), label="logit level")
     trend = draw(st.sampled_from(TRENDS), label="logit trend")
-    return Modifiers(scale, softcap, kind, slopes, recipe, level, trend)
+    return Modifiers(
+        score["scale"],
+        score["softcap"],
+        score["alibi"],
+        score["slopes"],
+        score["recipe"],
+        level,
+        trend,
+    )
 
 
 _WINDOW_SIDE = st.one_of(st.sampled_from(WINDOW_SIDES), st.integers(0, 40))
@@ -456,7 +472,7 @@ def attention_cases(
     feats = check_features(features, FEATURES)
 
     @st.composite
-    def build(draw: st.DrawFn) -> Case:
+    def structure(draw: st.DrawFn) -> dict[str, Any]:
         dtype = draw(float_dtypes(dtypes), label="dtype")
         block_q, block_k = draw(
             occasionally(lim.block_pairs, lim.rare_block_pairs),
@@ -484,7 +500,34 @@ def attention_cases(
         key_lengths = None
         if length_kinds is not None:
             key_lengths = _resolve_lengths(draw, length_kinds, tk)
-        mods = _modifiers(draw, hq, feats)
+        return {
+            "dtype": dtype,
+            "block_q": block_q,
+            "block_k": block_k,
+            "hq": hq,
+            "hkv": hkv,
+            "batch": batch,
+            "d": d,
+            "tq": tq,
+            "tk": tk,
+            "causal": causal,
+            "window": window,
+            "key_lengths": key_lengths,
+            "score": _score_modifiers(draw, hq, feats),
+        }
+
+    key = structure_key("attention", scale, dtypes, block_pairs, head_dims, feats)
+    structure_st = reusing(structure(), key=key)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        s = draw(structure_st, label="structure")
+        dtype, batch, hq, hkv, d, tq, tk = (
+            s[k] for k in ("dtype", "batch", "hq", "hkv", "d", "tq", "tk")
+        )
+        block_q, block_k, causal, window = s["block_q"], s["block_k"], s["causal"], s["window"]
+        key_lengths = s["key_lengths"]
+        mods = _modifiers(draw, s["score"])
         recipes = _recipes(draw, batch * hq * tq * d, batch * hkv * tk * d)
         inputs = _materialize_qkv(recipes, (batch, hq, tq, d), (batch, hkv, tk, d), dtype, mods)
         if key_lengths is not None:
@@ -528,7 +571,7 @@ def varlen_cases(
     feats = check_features(features, VARLEN_FEATURES)
 
     @st.composite
-    def build(draw: st.DrawFn) -> Case:
+    def structure(draw: st.DrawFn) -> dict[str, Any]:
         dtype = draw(float_dtypes(dtypes), label="dtype")
         block_q, block_k = draw(
             occasionally(lim.block_pairs, lim.rare_block_pairs),
@@ -563,12 +606,33 @@ def varlen_cases(
         lq = np.array([p[0] for p in pairs], np.int64)
         lk = np.array([p[1] for p in pairs], np.int64)
         tail = draw(st.sampled_from((0, 1, 3, block_k)), label="guard rows")
-        cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
-        cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+        return {
+            "dtype": dtype,
+            "block_q": block_q,
+            "block_k": block_k,
+            "hq": hq,
+            "hkv": hkv,
+            "d": d,
+            "lq": lq,
+            "lk": lk,
+            "tail": tail,
+            "causal": _flag(draw, feats, "causal"),
+            "window": _window(draw, feats),
+            "score": _score_modifiers(draw, hq, feats),
+        }
+
+    key = structure_key("attention_varlen", scale, dtypes, block_pairs, head_dims, feats)
+    structure_st = reusing(structure(), key=key)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        s = draw(structure_st, label="structure")
+        dtype, hq, hkv, d, tail = (s[k] for k in ("dtype", "hq", "hkv", "d", "tail"))
+        block_q, block_k, causal, window = s["block_q"], s["block_k"], s["causal"], s["window"]
+        cu_q = np.concatenate([[0], np.cumsum(s["lq"])]).astype(np.int32)
+        cu_k = np.concatenate([[0], np.cumsum(s["lk"])]).astype(np.int32)
         total_q, total_k = int(cu_q[-1]), int(cu_k[-1]) + tail
-        causal = _flag(draw, feats, "causal")
-        window = _window(draw, feats)
-        mods = _modifiers(draw, hq, feats)
+        mods = _modifiers(draw, s["score"])
         recipes = _recipes(draw, hq * total_q * d, hkv * total_k * d)
         inputs = _materialize_qkv(recipes, (1, hq, total_q, d), (1, hkv, total_k, d), dtype, mods)
         inputs["cu_seqlens_q"] = cu_q
@@ -625,7 +689,7 @@ def decode_cases(
         splits_st = st.just(1)
 
     @st.composite
-    def build(draw: st.DrawFn) -> Case:
+    def structure(draw: st.DrawFn) -> dict[str, Any]:
         dtype = draw(float_dtypes(dtypes), label="dtype")
         block_k = draw(occasionally(lim.blocks_k, lim.rare_blocks_k, one_in=8), label="block_k")
         splits = draw(splits_st, label="num_splits")
@@ -643,9 +707,31 @@ def decode_cases(
             tmax = draw(shapes.few(min(LONG_CACHE_MIN, top), top), label="Tmax")
         else:
             tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
-        cache_len = _resolve_lengths(draw, length_kinds, tmax)
-        window = _window(draw, feats)
-        mods = _modifiers(draw, hq, feats)
+        return {
+            "dtype": dtype,
+            "block_k": block_k,
+            "splits": splits,
+            "hq": hq,
+            "hkv": hkv,
+            "batch": batch,
+            "d": d,
+            "tmax": tmax,
+            "cache_len": _resolve_lengths(draw, length_kinds, tmax),
+            "window": _window(draw, feats),
+            "score": _score_modifiers(draw, hq, feats),
+        }
+
+    key = structure_key("attention_decode", scale, dtypes, blocks_k, num_splits, head_dims, feats)
+    structure_st = reusing(structure(), key=key)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        s = draw(structure_st, label="structure")
+        dtype, batch, hq, hkv, d, tmax = (
+            s[k] for k in ("dtype", "batch", "hq", "hkv", "d", "tmax")
+        )
+        block_k, splits, window, cache_len = s["block_k"], s["splits"], s["window"], s["cache_len"]
+        mods = _modifiers(draw, s["score"])
         recipes = _recipes(draw, batch * hq * d, batch * hkv * tmax * d)
         inputs = _materialize_qkv(recipes, (batch, hq, 1, d), (batch, hkv, tmax, d), dtype, mods)
         inputs["cache_len"] = cache_len

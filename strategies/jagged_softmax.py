@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -12,6 +13,7 @@ from fuzz.arrays import FLOAT_DTYPES
 from fuzz.case import Case
 from strategies._validate import check_scale, check_sizes, check_subset
 from strategies.jagged import offsets_from_lengths, segment_lengths
+from strategies.reuse import reusing, structure_key
 from strategies.shapes import sizes
 from strategies.values import (
     SENTINEL_VALUES,
@@ -124,16 +126,34 @@ def jagged_softmax_cases(
     }
 
     @st.composite
-    def build(draw: st.DrawFn) -> Case:
+    def structure(draw: st.DrawFn) -> dict[str, Any]:
         dtype = draw(dtype_st, label="dtype")
         block_n = draw(block_n_st, label="block_n")
         block_m = draw(block_m_st, label="block_m")
         num_programs = draw(programs_st, label="num_programs")
         lengths = draw(lengths_st[block_n], label="segment lengths")
-        offsets = offsets_from_lengths(lengths)
-        n_rows = int(offsets[-1])
+        n_rows = int(offsets_from_lengths(lengths)[-1])
         max_cols = max(1, min(lim.max_cols, lim.max_elements // max(n_rows, 1)))
         n_cols = draw(sizes(max_size=max_cols, blocks=(block_m,)), label="columns")
+        return {
+            "dtype": dtype,
+            "block_n": block_n,
+            "block_m": block_m,
+            "num_programs": num_programs,
+            "lengths": lengths,
+            "n_cols": n_cols,
+        }
+
+    key = structure_key("jagged_softmax", scale, dtypes, block_n, block_m, num_programs)
+    structure_st = reusing(structure(), key=key)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        s = draw(structure_st, label="structure")
+        dtype, block_n, block_m = s["dtype"], s["block_n"], s["block_m"]
+        num_programs, lengths, n_cols = s["num_programs"], s["lengths"], s["n_cols"]
+        offsets = offsets_from_lengths(lengths)
+        n_rows = int(offsets[-1])
         recipe = draw(
             value_recipes(
                 numel=n_rows * n_cols,

@@ -47,6 +47,7 @@ from fuzz.case import Case
 from strategies._cache import cached_factory
 from strategies._validate import check_features, check_scale, check_sizes, check_subset
 from strategies.alibi import SlopeRecipe, slope_recipes, standard_slopes
+from strategies.reuse import reusing, structure_key
 from strategies.shapes import few
 from strategies.values import ValueRecipe, materialize, value_recipes
 
@@ -464,7 +465,7 @@ def simple_gla_cases(
     scales = SCALES if "scale" in feats else (None,)
 
     @st.composite
-    def build(draw: st.DrawFn) -> Case:
+    def structure(draw: st.DrawFn) -> dict[str, Any]:
         dtype = draw(st.sampled_from(dtypes), label="dtype")
         chunk = draw(chunk_st, label="chunk_size")
         heads = draw(st.sampled_from(lim.heads), label="heads")
@@ -497,7 +498,6 @@ def simple_gla_cases(
             length = draw(chunked_lengths(chunk, max_size=max(1, max_len // batch)), label="T")
             cu = None
             lengths = [length] * batch
-        n = len(lengths)
         # the backward's dh0 exists with an initial state only: it gets twice the weight there
         has_h0 = "initial_state" in feats and draw(
             weighted(((False, 1), (True, 2 if grads else 1))), label="h0"
@@ -509,6 +509,40 @@ def simple_gla_cases(
         )
         has_dht = draw(st.booleans(), label="dht") if grads and "dht" in feats else False
         scale_value = draw(st.sampled_from(scales), label="scale")
+        return {
+            "dtype": dtype,
+            "chunk": chunk,
+            "heads": heads,
+            "k_dim": k_dim,
+            "v_dim": v_dim,
+            "form": form,
+            "batch": batch,
+            "length": length,
+            "lengths": lengths,
+            "padding": padding,
+            "cu": cu,
+            "h0": has_h0,
+            "final": final,
+            "dht": has_dht,
+            "scale": scale_value,
+        }
+
+    key = structure_key(
+        "simple_gla", scale, grads, dtypes, forms, chunks, varlen, head_dims, features
+    )
+    structure_st = reusing(structure(), key=key)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        s = draw(structure_st, label="structure")
+        dtype, chunk, heads, k_dim, v_dim, form = (
+            s[k] for k in ("dtype", "chunk", "heads", "k_dim", "v_dim", "form")
+        )
+        batch, length, lengths, padding, cu = (
+            s[k] for k in ("batch", "length", "lengths", "padding", "cu")
+        )
+        has_h0, final, has_dht, scale_value = s["h0"], s["final"], s["dht"], s["scale"]
+        n = len(lengths)
         decay = draw(decay_recipes(form, heads, chunks, chunk), label="decay")
         recipe = draw(
             value_recipes(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from fuzz.case import Case
 from strategies._cache import cached_factory
 from strategies._validate import check_features, check_scale, check_sizes, check_subset
 from strategies.masks import MASK_KINDS, build_mask, mask_recipes
+from strategies.reuse import reusing
 from strategies.shapes import sizes, tiled_sizes
 from strategies.values import (
     SENTINEL_VALUES,
@@ -132,7 +134,7 @@ def softmax_cases(
     scale_st = st.sampled_from(SCALES if "scale" in feats else (None,))
 
     @st.composite
-    def build(draw: st.DrawFn) -> Case:
+    def structure(draw: st.DrawFn) -> dict[str, Any]:
         dtype = draw(dtype_st, label="dtype")
         block_m = draw(block_m_st, label="block_m")
         block_n = draw(block_n_st, label="block_n")
@@ -143,6 +145,25 @@ def softmax_cases(
         bias_kind = draw(bias_st, label="bias")
         bias_seed = 0 if bias_kind in ("none", "alibi") else draw(seed_st, label="bias seed")
         scale_value = draw(scale_st, label="scale")
+        return {
+            "dtype": dtype,
+            "block_m": block_m,
+            "block_n": block_n,
+            "rows": rows,
+            "cols": cols,
+            "mask": mask_recipe,
+            "bias": bias_kind,
+            "bias_seed": bias_seed,
+            "scale": scale_value,
+        }
+
+    key = ("softmax", scale, dtypes, mask_kinds, bias_kinds, block_m, block_n, feats)
+    structure_st = reusing(structure(), key=key)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Case:
+        s = draw(structure_st, label="structure")
+        dtype, rows, cols = s["dtype"], s["rows"], s["cols"]
         recipe = draw(
             value_recipes(
                 numel=rows * cols,
@@ -152,14 +173,19 @@ def softmax_cases(
             label="values",
         )
         inputs = {"x": materialize(recipe, (rows, cols), dtype)}
-        mask = build_mask(mask_recipe, rows, cols)
+        mask = build_mask(s["mask"], rows, cols)
         if mask is not None:
             inputs["mask"] = mask
-        bias = _bias(bias_kind, rows, cols, bias_seed, dtype)
+        bias = _bias(s["bias"], rows, cols, s["bias_seed"], dtype)
         if bias is not None:
             inputs["bias"] = bias
-        params = {"dtype": dtype, "scale": scale_value, "block_m": block_m, "block_n": block_n}
-        described = {"values": recipe.describe(), "mask": mask_recipe.describe(), "bias": bias_kind}
+        params = {
+            "dtype": dtype,
+            "scale": s["scale"],
+            "block_m": s["block_m"],
+            "block_n": s["block_n"],
+        }
+        described = {"values": recipe.describe(), "mask": s["mask"].describe(), "bias": s["bias"]}
         return Case(inputs, params, described)
 
     return build()

@@ -419,6 +419,7 @@ def _hunt(
             hard_limit=task["hard_limit"],
             known=[Bug.of(k) if isinstance(k, dict) else k for k in task["known"]],
             narrowing=task.get("narrowing"),
+            memo=_memo(config.options, task["target"], task["backend"]),
             reuse=task["reuse"],
             hooks=sl.hooks(),
         )
@@ -442,6 +443,22 @@ def _hunt(
     if sl.disk_was_full:
         summary["stopped"] = "disk full"  # neither
     conn.send(("done", sl.id, summary))
+
+
+_MEMOS: dict[tuple[str, str], Any] = {}
+
+
+def _memo(options: HuntOptions, target: str, backend: str) -> Any:
+    """The case structures this worker process reuses for one pair, kept across its slices
+    (``strategies.reuse.StructureMemo``; None where the profile does not reuse them)."""
+    if options.reuse_share is None:
+        return None
+    from strategies.reuse import StructureMemo
+
+    key = (target, backend)
+    if key not in _MEMOS:
+        _MEMOS[key] = StructureMemo(target_share=options.reuse_share)
+    return _MEMOS[key]
 
 
 class _Slice:

@@ -13,6 +13,12 @@ they printed, dated with their device, are in BENCHMARKS.md.
     profile_hunt       a hunt under cProfile; ``--stub`` replaces the kernel by its oracle to
                        profile the harness's host side at GPU shapes on a CPU machine
     variants           how many compiled Pallas kernel variants a hunt asks for (no kernel runs)
+    reuse_bench        examples/s and compile share with and without reused case structures
+                       (``strategies.reuse``), each run in its own process
+    triton_keys        the Triton binaries each target's cases would compile (no GPU needed),
+                       and any that a length selects (``fuzz.triton_keys``)
+    draw_digest        digests of the cases each family strategy draws with fixed seeds: equal
+                       before and after a refactor that must not change what is drawn
     gla_smem           shared memory of the Pallas GLA kernels per tile and head dims (GPU)
     mutant_probe       whether GLA mutants give NaN on a backend for the interpreters' minimal
                        cases (GPU)

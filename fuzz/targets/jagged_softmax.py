@@ -63,18 +63,27 @@ FP32_EXP_MAX = finfo("float32").log_max  # 88.72
 
 
 def _guarded_torch(values: Any, offsets: Any, guard: str, block_n: int) -> tuple[Any, Any]:
-    """``values`` and ``offsets`` as views into larger buffers whose extra elements are poison."""
+    """``values`` and ``offsets`` as views into larger buffers whose extra elements are poison:
+    at least ``block_n`` rows before and after the values and a column after each row. The
+    values start 64 bytes into an allocation's alignment whatever their shape: Triton compiles
+    a binary per 16-byte alignment of a pointer, and a start ``block_n * (M + 1)`` elements in
+    (half precision, ``block_n`` 4) compiled one per parity of ``M``."""
     import torch
 
     n, m = values.shape
     fill = special_value(guard, str(values.dtype).replace("torch.", ""))
-    buf = torch.full((n + 2 * block_n, m + 1), fill, dtype=values.dtype, device=values.device)
-    buf[block_n : block_n + n, :m] = values
+    pitch, per_64 = m + 1, max(1, 64 // values.element_size())
+    front = -(-block_n * pitch // per_64) * per_64
+    buf = torch.full(
+        (front + (n + block_n) * pitch,), fill, dtype=values.dtype, device=values.device
+    )
+    view = torch.as_strided(buf, (n, m), (pitch, 1), front)
+    view.copy_(values)
     obuf = torch.empty(offsets.shape[0] + 2, dtype=offsets.dtype, device=offsets.device)
     obuf[0] = -1
     obuf[1:-1] = offsets
     obuf[-1] = n + 1
-    return buf[block_n : block_n + n, :m], obuf[1:-1]
+    return view, obuf[1:-1]
 
 
 def entry(module: types.ModuleType):

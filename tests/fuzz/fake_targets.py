@@ -275,3 +275,76 @@ for bug in (None, "nan"):
             + (f", planted bug {bug}" if bug else ""),
         )
     )
+
+
+# A kernel compiled per exact shape (no buckets), whose cases draw their shape through
+# ``strategies.reuse.reusing``: the tests of reused case structures count its compiles
+# (``EXACT_COMPILES``). Its compiles and launches advance ``CLOCK``, a virtual clock those tests
+# put in place of ``time.perf_counter``, so that what the memo measures is the same everywhere.
+class VirtualClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+CLOCK = VirtualClock()
+EXACT_COMPILE_SECONDS = 1.0
+EXACT_LAUNCH_SECONDS = 0.001
+EXACT_COMPILES: list[tuple[int, int]] = []
+_exact: set[tuple[int, int]] = set()
+
+
+def exact_kernel(bug=None):
+    from fuzz import timing
+
+    base = make_kernel(bug)
+
+    def run(inputs, params, *, out, interpret):
+        x = inputs["x"]
+        if not interpret and tuple(x.shape) not in _exact:
+            timing.compile_starting()
+            CLOCK.now += EXACT_COMPILE_SECONDS
+            EXACT_COMPILES.append(tuple(x.shape))
+            _exact.add(tuple(x.shape))
+            timing.compile_done()
+        CLOCK.now += EXACT_LAUNCH_SECONDS
+        return base(inputs, params, out=out, interpret=interpret)
+
+    return run
+
+
+def exact_cases(scale: str) -> st.SearchStrategy[Case]:
+    from strategies.reuse import reusing
+
+    shape = reusing(st.tuples(st.integers(1, 40), st.integers(1, 60)), key=("fake_exact", scale))
+
+    @st.composite
+    def build(draw):
+        rows, cols = draw(shape, label="structure")
+        seed = draw(st.integers(0, 2**16), label="seed")
+        rng = np.random.default_rng(seed)
+        return Case(
+            {"x": rng.standard_normal((rows, cols)).astype(np.float32)},
+            {"dtype": "float32"},
+            {"seed": seed},
+        )
+
+    return build()
+
+
+for bug in (None, "accuracy"):
+    register(
+        Target(
+            name="fake_exact" + (f"_{bug}" if bug else ""),
+            family="fake",
+            kernels={"fake": exact_kernel(bug)},
+            oracle=oracle,
+            naive=naive,
+            strategy=exact_cases,
+            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+            description="fake target compiled per exact shape, shapes drawn through reusing"
+            + (f", planted bug {bug}" if bug else ""),
+        )
+    )

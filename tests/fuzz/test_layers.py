@@ -26,8 +26,10 @@ CORE = {
     "results",
     "shrink",
     "signatures",
+    "stops",
     "target",
     "timing",
+    "triton_keys",
     "triton_runtime",
 }
 FRONT_ENDS = {"__main__", "bench", "cli", "pytest_plugin", "scoreboard"}

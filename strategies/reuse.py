@@ -1,0 +1,520 @@
+"""Shapes that reuse compiled kernel variants: values are cheap to vary, shapes are not.
+
+A compiled backend builds one kernel per *structure* of a case (dtype, tiles, head dims, flags;
+for a kernel without shape buckets, every length too): on a GPU, or in Pallas interpret mode
+(which compiles an XLA program per new shape), a fresh structure per example spends most of a run
+compiling. Every family strategy draws its structure first, through :func:`reusing`, and then
+its values. While a :class:`StructureMemo` is active (``with memo.active():`` around a hunt),
+most examples *reuse* a structure an earlier example of the run launched, with fresh values, and
+a fraction explores fresh structures; the fraction follows the measured costs so that compiling
+stays near the memo's share of the run's time (:attr:`StructureMemo.explore_rate`).
+
+How a structure is reused, and why shrinking does not notice: the memo keeps the *choices*
+Hypothesis made for each structure it was shown (the choice sequence of the structure's draws),
+and a reusing example has the generator make those same choices again (its primitive provider
+answers the structure's draws from the record). The example's choice sequence is then exactly
+what a fresh draw of that structure makes: replaying it (the database, shrinking) needs no memo,
+and the shrinker walks structures down as it would without one, to the same minimal example.
+(Choosing among remembered structures through a drawn index instead would make a reused
+structure a short choice sequence that a fresh one, longer, can never replace: shrinking would
+stop at the simplest structure the memo happened to hold.)
+
+The one trace of the memo in a choice sequence is a *ticket*: two integers drawn before the
+structure, nothing else. Hypothesis generates each example from a prefix that is new to its
+choice tree, placing that novelty at the first choice it can vary; without a ticket that would
+be a choice of the structure, and most "reused" structures would come out new. Its integer
+draws favour a few values (0, 1, the bounds, constants), so a one-integer ticket repeated in
+about one example of 14, and its first examples zero-extend a prefix and then vary the choice
+after it: the second integer takes both (in a toy run of 1000 examples, 1 structure came out
+of Hypothesis's prefixes instead of 120 with one integer). With no memo active nothing is drawn
+besides the structure's own choices: derandomized runs and every existing test draw the same
+cases as before.
+
+Hypothesis also runs variations of earlier examples (mutations, hill climbing on ``target()``
+scores); while a memo is active they vary values and leave structures alone but at the explore
+rate (:func:`_spare_structures`). What the memo does not choose: the first example (the
+simplest structure) and shrinking.
+
+Relying on Hypothesis internals (the ConjectureData a draw runs on, its provider and choice
+nodes), every step checks what it uses and, where something is missing, draws fresh: reuse is
+an optimisation, never a change of what can be drawn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import math
+import random
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+# Share of a run's time that compiling may take, unless a memo is told otherwise (the issue's goal
+# for a GPU campaign), and the least share of examples that draw a fresh structure.
+DEFAULT_TARGET_SHARE = 0.25
+DEFAULT_MIN_EXPLORE = 0.03
+
+_TICKET = st.integers(0, 2**64 - 1)
+# The span label of a structure drawn through a memo (Hypothesis's mutator spares such spans).
+_STRUCTURE_LABEL = "kernel-fuzz structure"
+_ACTIVE: contextvars.ContextVar[StructureMemo | None] = contextvars.ContextVar(
+    "kernel_fuzz_structure_memo", default=None
+)
+_KINDS = ("integer", "boolean", "float", "string", "bytes")
+
+
+def _check_fraction(name: str, value: Any, *, lo_open: bool = True) -> float:
+    interval = "(0, 1]" if lo_open else "[0, 1]"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise InvalidArgument(f"{name}={value!r} must be a number in {interval}")
+    if not ((value > 0 if lo_open else value >= 0) and value <= 1):
+        raise InvalidArgument(f"{name}={value!r} must be in {interval}")
+    return float(value)
+
+
+def _check_seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidArgument(f"{name}={value!r} must be a number of seconds >= 0")
+    return float(value)
+
+
+@dataclass
+class _Entry:
+    """One structure the memo may offer: the choices its draws made (type, value, constraints)."""
+
+    nodes: tuple[tuple[str, Any, dict[str, Any]], ...]
+    reuses: int = 0
+
+
+@dataclass
+class _Drawn:
+    """A structure drawn in the example now running (until :meth:`StructureMemo.observe`)."""
+
+    data: Any
+    key: Hashable
+    nodes: tuple[tuple[str, Any, dict[str, Any]], ...]
+    mode: str  # "explore", "reuse": the memo chose; "fresh", "replay": Hypothesis chose
+
+
+class _Replay:
+    """A primitive provider that answers a structure's draws from a record, and passes any draw
+    that does not match the record (or comes after it) to the provider it stands in for."""
+
+    def __init__(self, inner: Any, nodes: tuple[tuple[str, Any, dict[str, Any]], ...]) -> None:
+        self.inner, self.nodes, self.served, self.matched = inner, nodes, 0, True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _serve(self, kind: str, args: tuple[Any, ...], constraints: dict[str, Any]) -> Any:
+        if self.matched and not args and self.served < len(self.nodes):
+            recorded_kind, value, recorded = self.nodes[self.served]
+            if recorded_kind == kind and recorded == constraints:
+                self.served += 1
+                return value
+        self.matched = False
+        return getattr(self.inner, f"draw_{kind}")(*args, **constraints)
+
+    def draw_integer(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("integer", args, constraints)
+
+    def draw_boolean(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("boolean", args, constraints)
+
+    def draw_float(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("float", args, constraints)
+
+    def draw_string(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("string", args, constraints)
+
+    def draw_bytes(self, *args: Any, **constraints: Any) -> Any:
+        return self._serve("bytes", args, constraints)
+
+    @property
+    def complete(self) -> bool:
+        return self.matched and self.served == len(self.nodes)
+
+
+def _identity(nodes: tuple[tuple[str, Any, dict[str, Any]], ...]) -> tuple[Any, ...]:
+    """A recorded structure's identity: its choices' kinds and values."""
+    return tuple((kind, value) for kind, value, _ in nodes)
+
+
+def _choice_data(draw: Callable[..., Any]) -> Any:
+    """The ConjectureData behind a composite's ``draw`` (None where it is not what reuse needs)."""
+    data = getattr(draw, "__self__", None)
+    needed = ("nodes", "provider", "prefix", "index")
+    if data is None or not all(hasattr(data, a) for a in needed):
+        return None
+    return data
+
+
+def _generating(data: Any) -> bool:
+    """Whether the next draws of ``data`` come from its provider (generation), not from a given
+    choice sequence (a replay, a shrink step, a mutation of an earlier example)."""
+    prefix = data.prefix
+    return prefix is not None and data.index >= len(prefix)
+
+
+@dataclass
+class _Costs:
+    """What the memo has measured, summed over the examples that drew a structure through it.
+
+    Attributes:
+        new, new_compile: examples whose structure launched for the first time, and their
+            compile seconds (a fresh structure that lands on a variant compiled already, in a
+            shape bucket, counts with its 0 s: that is what exploring costs);
+        known, known_compile: the same for structures launched before;
+        chosen: examples whose structure the memo chose (explored or reused);
+        other_compile: compile seconds of the others (Hypothesis chose the structure: its first
+            example, its mutations, hill climbing, shrinking, the database);
+        run_seconds: every example's seconds besides compiling.
+    """
+
+    new: int = 0
+    new_compile: float = 0.0
+    known: int = 0
+    known_compile: float = 0.0
+    chosen: int = 0
+    other_compile: float = 0.0
+    run_seconds: float = 0.0
+
+
+@dataclass
+class StructureMemo:
+    """The structures a run has launched, reused by the family strategies (:func:`reusing`).
+
+    Attributes:
+        target_share: the share of a run's time compiling may take; the explore rate is set to
+            keep it there (:attr:`explore_rate`).
+        min_explore: the least explore rate: new structures are always explored.
+        explore: a fixed explore rate (tests, benchmarks); None: from the measured costs.
+        seed: seeds the memo's own choices (explore or reuse, and which structure).
+        costs: what it has measured (examples and compile seconds by how their structure was
+            drawn, and the seconds besides compiling).
+        counts: structures drawn ``explored`` (the memo chose a fresh one, or had none to
+            offer), ``reused``, ``fresh`` (Hypothesis's generator chose the structure's first
+            choices), ``replayed`` (all its choices given: mutations, hill climbing, shrinking,
+            the database); ``offered`` for reuse, ``stale`` (records dropped: the strategy no
+            longer draws them), examples ``observed``.
+
+    Use one memo per (target, backend), across the runs (hunts) of it that one process makes:
+    ``with memo.active():`` around the run, ``memo.observe(...)`` after each example. Structures
+    are remembered per strategy (:func:`reusing`'s ``key``), so a run narrowed differently
+    reuses only its own.
+    """
+
+    target_share: float = DEFAULT_TARGET_SHARE
+    min_explore: float = DEFAULT_MIN_EXPLORE
+    explore: float | None = None
+    seed: int = 0
+    costs: _Costs = field(default_factory=_Costs, init=False)
+    counts: dict[str, int] = field(default_factory=dict, init=False)
+    _pools: dict[Hashable, list[_Entry]] = field(default_factory=dict, init=False, repr=False)
+    _known: dict[Hashable, set[tuple[Any, ...]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _drawn: list[_Drawn] = field(default_factory=list, init=False, repr=False)
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.target_share, bool) or not isinstance(self.target_share, (int, float)):
+            raise InvalidArgument(f"target_share={self.target_share!r} must be a number in (0, 1)")
+        if not 0 < self.target_share < 1:
+            raise InvalidArgument(f"target_share={self.target_share!r} must be in (0, 1)")
+        self.min_explore = _check_fraction("min_explore", self.min_explore)
+        if self.explore is not None:
+            self.explore = _check_fraction("explore", self.explore, lo_open=False)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InvalidArgument(f"seed={self.seed!r} must be an int")
+        self._rng = random.Random(self.seed)
+        for k in ("explored", "reused", "fresh", "replayed", "offered", "stale", "observed"):
+            self.counts[k] = 0
+
+    # The hunt's side ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[StructureMemo]:
+        """Inside it, :func:`reusing` strategies draw through this memo (in this thread and
+        context)."""
+        _spare_structures()
+        token = _ACTIVE.set(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.reset(token)
+
+    def observe(
+        self, compile_seconds: float, example_seconds: float, *, offer: bool = True
+    ) -> None:
+        """Tells the memo how the example now running went: ``compile_seconds`` of its
+        ``example_seconds`` went into compiling (``fuzz.timing``'s measure: launches that
+        compiled), and whether to ``offer`` its structure for reuse (it launched; a structure
+        whose example failed may be left out, so as not to hit a known bug again and again).
+        An example whose structure the memo did not draw (no :func:`reusing` strategy) is only
+        counted."""
+        compile_seconds = _check_seconds("compile_seconds", compile_seconds)
+        example_seconds = _check_seconds("example_seconds", example_seconds)
+        drawn, self._drawn = self._drawn, []
+        self.counts["observed"] += 1
+        if not drawn:
+            return
+        c = self.costs
+        first = drawn[0]
+        if _identity(first.nodes) in self._known.get(first.key, ()):
+            c.known += 1
+            c.known_compile += compile_seconds
+        else:
+            c.new += 1
+            c.new_compile += compile_seconds
+        if first.mode in ("explore", "reuse"):
+            c.chosen += 1
+        else:
+            c.other_compile += compile_seconds
+        c.run_seconds += max(0.0, example_seconds - compile_seconds)
+        if offer:
+            for d in drawn:
+                self._offer(d.key, d.nodes)
+
+    @property
+    def explore_rate(self) -> float:
+        """The share of the examples the memo chooses for that draw a fresh structure.
+
+        With ``c`` the mean compile seconds of an example whose structure launched for the first
+        time (a fresh structure may land on a variant compiled already: that is in the mean),
+        ``r`` that of one whose structure launched before, ``n`` the examples the memo chose
+        the structure of, ``p`` the compile seconds of the others (Hypothesis's own choices)
+        and ``E`` the seconds of all of them besides compiling, exploring a share ``f`` spends
+        about ``p + n (f c + (1 - f) r)`` seconds compiling; ``f`` is the largest share that
+        keeps that within ``target_share`` of the run, ``s / (1 - s) E``, clamped to
+        ``[min_explore, 1]``. 1 until a new structure has been measured, and where it costs no
+        more to compile than a known one (Triton's interpreter compiles nothing).
+        """
+        if self.explore is not None:
+            return self.explore
+        c = self.costs
+        if not c.new:
+            return 1.0
+        new_cost = c.new_compile / c.new
+        known_cost = c.known_compile / c.known if c.known else 0.0
+        if new_cost <= known_cost:
+            return 1.0
+        budget = self.target_share / (1 - self.target_share) * c.run_seconds
+        f = ((budget - c.other_compile) / max(c.chosen, 1) - known_cost) / (new_cost - known_cost)
+        return min(1.0, max(self.min_explore, f))
+
+    def structures(self, key: Hashable | None = None) -> int:
+        """How many structures the memo offers (for one strategy ``key``; None: all)."""
+        if key is None:
+            return sum(len(p) for p in self._pools.values())
+        return len(self._pools.get(key, ()))
+
+    # The strategies' side -----------------------------------------------------------------------
+
+    def _offer(self, key: Hashable, nodes: tuple[tuple[str, Any, dict[str, Any]], ...]) -> None:
+        ident = _identity(nodes)
+        known = self._known.setdefault(key, set())
+        if ident in known:
+            return
+        known.add(ident)
+        self._pools.setdefault(key, []).append(_Entry(nodes))
+        self.counts["offered"] += 1
+
+    def _draw(
+        self, draw: Callable[..., Any], strategy: st.SearchStrategy[Any], key: Hashable
+    ) -> Any:
+        # Two labels: spans of one label would be a group for Hypothesis's mutator, which would
+        # copy one ticket over the other and run the same case again.
+        draw(_TICKET, label="structure ticket")
+        draw(_TICKET, label="structure ticket, second")
+        data = _choice_data(draw)
+        if data is None:
+            return draw(strategy)
+        # Structures drawn by an example that never reached observe (rejected) are forgotten.
+        self._drawn = [d for d in self._drawn if d.data is data]
+        entry = None
+        generating = _generating(data)
+        if generating:
+            pool = self._pools.get(key)
+            if pool and self._rng.random() >= self.explore_rate:
+                entry = self._rng.choice(pool)
+        start = len(data.nodes)
+        if entry is None:
+            value = draw(strategy, label=_STRUCTURE_LABEL)
+            # Choices given for the whole structure: a replay (shrinking, the database, a
+            # mutation of an earlier example); for its beginning only: Hypothesis's generator
+            # chose a prefix reaching into it, the rest is fresh.
+            mode = "explore" if generating else "fresh" if _generating(data) else "replay"
+        else:
+            replay = _Replay(data.provider, entry.nodes)
+            data.provider = replay
+            try:
+                value = draw(strategy, label=_STRUCTURE_LABEL)
+            finally:
+                data.provider = replay.inner
+            if replay.complete:
+                mode, entry.reuses = "reuse", entry.reuses + 1
+            else:  # the strategy no longer draws this structure: drop it
+                mode = "explore"
+                self.counts["stale"] += 1
+                self._pools[key] = [e for e in self._pools[key] if e is not entry]
+        names = {"explore": "explored", "reuse": "reused", "fresh": "fresh", "replay": "replayed"}
+        self.counts[names[mode]] += 1
+        # The choices a provider makes: not the forced ones (a list's least length), which the
+        # strategy makes itself again.
+        nodes = tuple(
+            (n.type, n.value, dict(n.constraints))
+            for n in data.nodes[start:]
+            if getattr(n, "type", None) in _KINDS and not getattr(n, "was_forced", False)
+        )
+        self._drawn.append(_Drawn(data, key, nodes, mode))
+        return value
+
+
+def structure_key(*parts: Any) -> tuple[Any, ...]:
+    """A :func:`reusing` key from a strategy factory's name and arguments: lists and tuples as
+    tuples, sets as frozensets, mappings as sorted item tuples (recursively), anything else as
+    it is."""
+
+    def frozen(x: Any) -> Any:
+        if isinstance(x, (list, tuple)):
+            return tuple(frozen(v) for v in x)
+        if isinstance(x, (set, frozenset)):
+            return frozenset(frozen(v) for v in x)
+        if isinstance(x, dict):
+            return tuple(sorted((k, frozen(v)) for k, v in x.items()))
+        return x
+
+    return tuple(frozen(p) for p in parts)
+
+
+def _structure_ranges(spans: Any) -> list[tuple[int, int]]:
+    """The choice index ranges of the structures drawn through a memo, from an example's spans
+    (empty where the spans are not what this reads)."""
+    try:
+        return [(span.start, span.end) for span in spans if span.label == _STRUCTURE_LABEL]
+    except Exception:
+        return []
+
+
+def _spare_structures() -> None:
+    """Has Hypothesis's own variations of an example leave its structure alone, but at the
+    active memo's explore rate.
+
+    Besides the examples it generates, Hypothesis runs variations of earlier ones: mutations
+    (after each generated example, a few copies of one span's choices over another span with the
+    same label: the same value at two places) and hill climbing on ``target()`` scores (one
+    choice at a time, up and down). Applied to a structure, each makes a new one (rows copied
+    over columns, a length one longer: a new shape) on examples the memo never chose to
+    explore; with a memo most examples of a run were such variations, and an exact-shape fake
+    kernel compiled three times what the memo allowed. While a memo is active, mutations leave
+    out the spans that overlap a structure (``Spans.mutator_groups``) and the hill climber's
+    steps into a structure are refused (as an overrun: it moves on to the next choice), but on
+    a share ``explore_rate`` of them: values are varied as before. Installed once, guarded (a
+    Hypothesis without these keeps its own); without an active memo they are Hypothesis's own.
+    """
+    try:
+        from hypothesis.internal.conjecture.data import Overrun, Spans
+        from hypothesis.internal.conjecture.optimiser import Optimiser
+    except ImportError:
+        return
+    original = Spans.__dict__.get("mutator_groups")
+    compute = getattr(original, "func", None)
+    if compute is not None and not getattr(original, "_kernel_fuzz", False):
+
+        def mutator_groups(self: Any) -> Any:
+            groups = compute(self)
+            memo = _ACTIVE.get()
+            if memo is None or not groups:
+                return groups
+            structures = _structure_ranges(self)
+            if not structures or memo._rng.random() < memo.explore_rate:
+                return groups
+            spared = []
+            for group in groups:
+                kept = {
+                    (a, b)
+                    for a, b in group
+                    if not any(a < end and b > start for start, end in structures)
+                }
+                if len(kept) >= 2:
+                    spared.append(kept)
+            return spared
+
+        patched = functools.cached_property(mutator_groups)
+        patched.__set_name__(Spans, "mutator_groups")
+        patched._kernel_fuzz = True  # type: ignore[attr-defined]
+        Spans.mutator_groups = patched  # type: ignore[assignment]
+
+    run = Optimiser.__dict__.get("run")
+    if run is not None and not getattr(run, "_kernel_fuzz", False):
+
+        def guarded_run(self: Any) -> Any:
+            memo = _ACTIVE.get()
+            engine: Any = getattr(self, "engine", None)
+            test = getattr(engine, "cached_test_function", None)
+            if memo is None or engine is None or test is None:
+                return run(self)
+
+            def step(choices: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    base = self.current_data.choices
+                    structures = _structure_ranges(self.current_data.spans)
+                    at = next(
+                        (i for i, (a, b) in enumerate(zip(choices, base, strict=False)) if a != b),
+                        min(len(choices), len(base)),
+                    )
+                except Exception:
+                    return test(choices, *args, **kwargs)
+                inside = any(start <= at < end for start, end in structures)
+                if inside and memo._rng.random() >= memo.explore_rate:
+                    return Overrun
+                return test(choices, *args, **kwargs)
+
+            engine.cached_test_function = step
+            try:
+                return run(self)
+            finally:
+                del engine.cached_test_function
+
+        guarded_run._kernel_fuzz = True  # type: ignore[attr-defined]
+        Optimiser.run = guarded_run  # type: ignore[method-assign]
+
+
+def current_memo() -> StructureMemo | None:
+    """The memo active in this context (None: structures are drawn fresh)."""
+    return _ACTIVE.get()
+
+
+def reusing(strategy: st.SearchStrategy[Any], *, key: Hashable) -> st.SearchStrategy[Any]:
+    """``strategy`` (a case's structure), drawn through the active :class:`StructureMemo`.
+
+    With no memo active, exactly ``strategy``: the same choices, nothing drawn besides. With one,
+    a ticket (two integers) and then either a fresh draw of ``strategy`` (explore) or a structure
+    the memo has seen launched, drawn by making its choices again (reuse): see the module's
+    docstring. ``key`` names ``strategy`` among the memo's pools (hashable, stable across
+    rebuilds of the same strategy: its factory's name and arguments); structures recorded under
+    a key are only offered to the same key.
+
+    Shrinks as ``strategy`` does (the ticket toward 0 first, which changes nothing).
+    """
+    if not isinstance(strategy, st.SearchStrategy):
+        raise InvalidArgument(f"strategy={strategy!r} must be a SearchStrategy")
+    try:
+        hash(key)
+    except TypeError:
+        raise InvalidArgument(f"key={key!r} must be hashable") from None
+    return _reusing(strategy, key)
+
+
+@st.composite
+def _reusing(draw: st.DrawFn, strategy: st.SearchStrategy[Any], key: Hashable) -> Any:
+    memo = _ACTIVE.get()
+    if memo is None:
+        return draw(strategy)
+    return memo._draw(draw, strategy, key)

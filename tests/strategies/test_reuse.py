@@ -1,0 +1,416 @@
+"""Structures that reuse compiled kernel variants (``strategies.reuse``): the combinator draws
+exactly as its strategy without a memo; with one, it reuses launched structures at the memo's
+rate, shrinking still reaches the fresh path's minimal example, and the explore rate follows the
+measured costs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, target
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.control import current_build_context
+from hypothesis.errors import InvalidArgument
+
+from strategies import attention_cases, jagged_softmax_cases, softmax_cases
+from strategies.reuse import StructureMemo, current_memo, reusing, structure_key
+from strategies.simple_gla import simple_gla_bwd_cases
+
+# A structure of several choices (as a case's: dtype, tiles, lengths), and values after it.
+STRUCTURE = st.tuples(st.integers(0, 100), st.integers(0, 100), st.sampled_from("abc"))
+
+
+@st.composite
+def toy_cases(draw, structure=STRUCTURE, key="toy"):
+    s = draw(reusing(structure, key=key), label="structure")
+    return s, draw(st.integers(0, 1000), label="value")
+
+
+def _run(strategy, body, *, examples, seed=0, phases=(Phase.generate,)):
+    """``body(value)`` on ``examples`` draws of ``strategy`` with a fixed seed."""
+
+    def test(value):
+        body(value)
+
+    test = given(strategy)(test)
+    test = settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=phases,
+        suppress_health_check=list(HealthCheck),
+    )(test)
+    hypothesis_seed(seed)(test)()
+
+
+def _draws(strategy, examples=40, seed=0):
+    """(value, choices) of each example drawn."""
+    out = []
+    _run(
+        strategy,
+        lambda v: out.append((repr(v), tuple(current_build_context().data.choices))),
+        examples=examples,
+        seed=seed,
+    )
+    return out
+
+
+# Without a memo ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        STRUCTURE,
+        st.lists(st.integers(0, 5), max_size=4),
+        st.one_of(st.none(), st.floats(-1, 1), st.booleans()),
+    ],
+    ids=["tuple", "list", "one_of"],
+)
+def test_without_a_memo_reusing_draws_exactly_its_strategy(strategy):
+    assert current_memo() is None
+    assert _draws(reusing(strategy, key="k")) == _draws(strategy)
+
+
+# With a memo -------------------------------------------------------------------------------------
+
+
+def _mode(memo, before):
+    """How the running example's structure was drawn: the memo count that moved since
+    ``before`` (its counts after the previous example)."""
+    modes = ("explored", "reused", "fresh", "replayed")
+    return next((k for k in modes if memo.counts[k] > before[k]), None)
+
+
+def _hunt_like(memo, strategy, *, examples, seed=0, check=None):
+    """Runs ``strategy`` under ``memo`` as a hunt does (observe after each example), recording
+    per example how its structure was drawn (the memo's count that moved) and the structure."""
+    log = []
+    # counts move during the draw, before the body: compare with the previous example's
+    prev = dict(memo.counts)
+
+    def body_with_prev(case):
+        nonlocal prev
+        mode = _mode(memo, prev)
+        log.append((mode, case[0]))
+        try:
+            if check is not None:
+                check(case)
+        finally:
+            memo.observe(0.0, 0.001)
+            prev = dict(memo.counts)
+
+    with memo.active():
+        _run(strategy, body_with_prev, examples=examples, seed=seed)
+    return log
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_a_memo_reuses_launched_structures_at_its_rate(rate):
+    memo = StructureMemo(explore=rate, seed=3)
+    log = _hunt_like(memo, toy_cases(), examples=400)
+    launched = set()
+    for mode, structure in log:
+        if mode == "reused":
+            assert structure in launched  # only structures an earlier example launched
+        launched.add(structure)
+    decided = [m for m, _ in log if m in ("explored", "reused")]
+    explored = decided.count("explored") / len(decided)
+    # Seeded (Hypothesis and the memo): deterministic; the bounds are the binomial's, wide.
+    assert len(decided) >= 100
+    assert abs(explored - rate) < 0.1, (explored, rate, len(decided))
+    assert memo.counts["stale"] == 0
+    assert memo.structures("toy") == len(launched)
+
+
+def test_reused_structures_come_with_fresh_values():
+    memo = StructureMemo(explore=0.0)
+    values = {}
+    log = _hunt_like(
+        memo,
+        toy_cases(),
+        examples=300,
+        check=lambda c: values.setdefault(c[0], set()).add(c[1]),
+    )
+    reused = {s for m, s in log if m == "reused"}
+    assert reused
+    assert max(len(values[s]) for s in reused) > 5
+
+
+def test_hypothesis_variations_of_an_example_keep_its_structure():
+    """Hypothesis's mutations of generated examples and its hill climbing on ``target()`` scores
+    vary values, not structures, but at the explore rate: with a rate of 0 no structure comes
+    from them. (Without the guard, 27 of this run's structures came from them.)"""
+    memo = StructureMemo(explore=1.0)
+    first = _hunt_like(memo, toy_cases(), examples=100)  # structures to reuse
+    memo.explore = 0.0
+    log = _hunt_like(memo, toy_cases(), examples=300, seed=1, check=lambda c: target(float(c[1])))
+    seen, new = {s for _, s in first}, []
+    for mode, structure in log:
+        if structure not in seen:
+            new.append(mode)
+        seen.add(structure)
+    assert memo.counts["replayed"] > 30 and memo.counts["reused"] > 100
+    assert new == [], new
+
+
+def test_a_failing_structure_is_not_offered():
+    memo = StructureMemo(explore=0.0)
+    with memo.active():
+
+        def body(case):
+            memo.observe(0.0, 0.001, offer=case[0][0] % 2 == 0)
+
+        _run(toy_cases(), body, examples=200)
+    assert memo.structures("toy") > 0
+    assert all(e.nodes[0][1] % 2 == 0 for e in memo._pools["toy"])
+
+
+def test_structures_are_offered_only_to_their_own_key():
+    memo = StructureMemo(explore=0.0)
+    _hunt_like(memo, toy_cases(key="one"), examples=100)
+    assert memo.structures("one") > 0 and memo.structures("two") == 0
+    log = _hunt_like(memo, toy_cases(key="two"), examples=100)
+    launched = set()  # only structures of key "two" are reused in its run
+    for mode, structure in log:
+        assert mode != "reused" or structure in launched
+        launched.add(structure)
+    assert [m for m, _ in log].count("reused") > 10
+
+
+def test_a_structure_the_strategy_no_longer_draws_is_dropped():
+    """Same key, another strategy (its draws no longer match the record): the structure is drawn
+    fresh from where they differ, and the record is dropped."""
+    memo = StructureMemo(explore=0.0)
+    _hunt_like(memo, toy_cases(key="k"), examples=60)
+    offered = memo.structures("k")
+    narrower = st.tuples(st.integers(0, 50), st.integers(0, 100), st.sampled_from("abc"))
+    log = _hunt_like(memo, toy_cases(structure=narrower, key="k"), examples=60)
+    assert memo.counts["stale"] > 0
+    assert all(s[0] <= 50 for _, s in log)
+    assert memo.structures("k") < offered + 60
+
+
+# Shrinking ---------------------------------------------------------------------------------------
+
+
+def test_shrinking_a_failure_found_on_a_reused_structure_reaches_the_fresh_minimal():
+    """A failure first met on a reused structure shrinks as it would without a memo: to the
+    simplest structure that fails, which no example drew and the memo never held."""
+    memo = StructureMemo(explore=1.0)
+    # Fill the memo with structures (a passing run).
+    _hunt_like(memo, toy_cases(), examples=150)
+    held = {tuple(v for _, v, _ in e.nodes) for e in memo._pools["toy"]}
+    assert held
+    memo.explore = 0.0  # from now on every generated example reuses one of them
+    failures = []
+
+    def check(case):
+        (a, _, _), value = case
+        if a >= 10 and value >= 3:
+            failures.append((case, memo.counts["reused"]))
+            raise AssertionError(case)
+
+    with pytest.raises(AssertionError):
+        _run_phases(memo, check)
+    first, minimal = failures[0][0], failures[-1][0]
+    assert first[0] != (10, 0, "a")
+    assert minimal == ((10, 0, "a"), 3)
+    # The minimal structure is none the memo held (it was only ever reached by shrinking).
+    assert (10, 0, 0) not in held
+
+
+def _run_phases(memo, check):
+    prev = dict(memo.counts)
+    first_mode = []
+
+    def body(case):
+        nonlocal prev
+        mode = _mode(memo, prev)
+        try:
+            check(case)
+        except AssertionError:
+            first_mode.append(mode)
+            raise
+        finally:
+            memo.observe(0.0, 0.001)
+            prev = dict(memo.counts)
+
+    try:
+        with memo.active():
+            _run(toy_cases(), body, examples=300, seed=1, phases=(Phase.generate, Phase.shrink))
+    finally:
+        # The failure was first met on a structure the memo gave (not a fresh draw).
+        assert first_mode and first_mode[0] == "reused", first_mode
+
+
+# The explore rate --------------------------------------------------------------------------------
+
+
+def _memo_with(**costs):
+    memo = StructureMemo(target_share=0.25, min_explore=0.02)
+    for k, v in costs.items():
+        setattr(memo.costs, k, v)
+    return memo
+
+
+def test_the_explore_rate_keeps_compiling_at_the_target_share():
+    # c = 1 s per new structure, e = 1 s per example: f c / (f c + e) = 1/4 at f = 1/3.
+    costs = {"new": 10, "new_compile": 10.0, "known": 90, "chosen": 100, "run_seconds": 100.0}
+    memo = _memo_with(**costs)
+    assert memo.explore_rate == pytest.approx(1 / 3)
+    f = memo.explore_rate
+    assert f * 1.0 / (f * 1.0 + 1.0) == pytest.approx(0.25)
+    # What Hypothesis's own choices compiled (mutations, hill climbing) takes its part first.
+    memo = _memo_with(**costs, other_compile=20.0)
+    assert memo.explore_rate == pytest.approx((100 / 3 - 20) / 100)
+    # A known structure that still compiles (a value the kernel compiles for) costs too.
+    memo = _memo_with(**costs, known_compile=9.0)
+    assert memo.explore_rate == pytest.approx((1 / 3 - 0.1) / (1.0 - 0.1))
+
+
+@pytest.mark.parametrize(
+    "costs, rate",
+    [
+        ({}, 1.0),  # nothing measured yet: explore
+        ({"new": 5, "chosen": 5, "run_seconds": 5.0}, 1.0),  # compiling costs nothing
+        ({"new": 5, "new_compile": 50.0, "known": 95, "chosen": 100, "run_seconds": 1.0}, 0.02),
+        ({"new": 5, "new_compile": 0.01, "known": 95, "chosen": 100, "run_seconds": 100.0}, 1.0),
+        ({"new": 5, "new_compile": 5.0, "known": 95, "chosen": 100, "other_compile": 99.0}, 0.02),
+    ],
+)
+def test_the_explore_rate_is_clamped(costs, rate):
+    assert _memo_with(**costs).explore_rate == pytest.approx(rate)
+
+
+def test_observe_measures_new_and_known_structures():
+    memo = StructureMemo(target_share=0.25)
+    launched, other, prev = set(), 0.0, dict(memo.counts)
+
+    def body(case):
+        nonlocal prev, other
+        mode = _mode(memo, prev)
+        seconds = 0.0 if case[0] in launched else 2.0  # a new structure compiles for 2 s
+        launched.add(case[0])
+        memo.observe(seconds, seconds + 0.1)
+        prev = dict(memo.counts)
+        if mode in ("fresh", "replayed"):  # Hypothesis chose the structure
+            other += seconds
+
+    with memo.active():
+        _run(toy_cases(), body, examples=200)
+    c, n = memo.costs, memo.counts
+    assert c.new == len(launched) and c.new_compile == pytest.approx(2.0 * len(launched))
+    assert c.known == n["observed"] - len(launched) and c.known_compile == 0.0
+    assert c.chosen == n["explored"] + n["reused"]
+    assert c.other_compile == pytest.approx(other)
+    assert c.run_seconds == pytest.approx(0.1 * n["observed"])
+    # 2 s per new structure against 0.1 s of fuzzing: the floor, or close to it.
+    assert memo.explore_rate < 0.1
+
+
+def test_the_rate_learns_from_structures_hypothesis_chose():
+    """Explored examples that never report back (refused before compiling, past the profile's
+    compile share) do not hold the rate at 1: the first launch of any structure, Hypothesis's
+    first example included, measures what a new one costs."""
+    memo = StructureMemo(target_share=0.25)
+    launched, prev = set(), dict(memo.counts)
+
+    def body(case):
+        nonlocal prev
+        mode = _mode(memo, prev)
+        prev = dict(memo.counts)
+        if mode == "explored":
+            return  # refused: no observe
+        seconds = 0.0 if case[0] in launched else 1.0
+        launched.add(case[0])
+        memo.observe(seconds, seconds + 0.01)
+
+    with memo.active():
+        _run(toy_cases(), body, examples=200)
+    assert memo.explore_rate == memo.min_explore
+    assert memo.counts["reused"] > 100
+
+
+# Families ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        softmax_cases("small"),
+        jagged_softmax_cases("small"),
+        attention_cases("small", features=frozenset({"causal", "key_padding"})),
+        simple_gla_bwd_cases("small"),
+    ],
+    ids=["softmax", "jagged_softmax", "attention", "simple_gla_bwd"],
+)
+def test_families_reuse_their_structures(strategy):
+    """A family's reused case has an earlier case's shapes and static params, fresh values."""
+    memo = StructureMemo(explore=0.0)
+    seen, reused = {}, 0
+    prev = dict(memo.counts)
+
+    def body(case):
+        nonlocal prev, reused
+        structure = (
+            tuple(sorted((k, a.shape, str(a.dtype)) for k, a in case.inputs.items())),
+            repr(sorted(case.params.items())),
+        )
+        if memo.counts["reused"] > prev["reused"]:
+            reused += 1
+            assert structure in seen
+        seen.setdefault(structure, set()).add(repr(case.recipe))
+        memo.observe(0.0, 0.001)
+        prev = dict(memo.counts)
+
+    with memo.active():
+        _run(strategy, body, examples=60)
+    assert reused >= 10
+    assert memo.counts["stale"] == 0
+
+
+# Arguments ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"target_share": 0}, "target_share=0 must be in (0, 1)"),
+        ({"target_share": 1.0}, "target_share=1.0 must be in (0, 1)"),
+        ({"target_share": "a"}, "target_share='a' must be a number"),
+        ({"target_share": True}, "target_share=True must be a number"),
+        ({"min_explore": 0}, "min_explore=0 must be in (0, 1]"),
+        ({"min_explore": 1.5}, "min_explore=1.5 must be in (0, 1]"),
+        ({"explore": -0.1}, "explore=-0.1 must be in [0, 1]"),
+        ({"explore": math.nan}, "explore=nan must be a number"),
+        ({"seed": "x"}, "seed='x' must be an int"),
+    ],
+)
+def test_invalid_memo_arguments_name_the_argument(kwargs, message):
+    with pytest.raises(InvalidArgument) as info:
+        StructureMemo(**kwargs)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: reusing(3, key="k"), "strategy=3 must be a SearchStrategy"),
+        (lambda: reusing(st.none(), key=[1]), "key=[1] must be hashable"),
+        (lambda: StructureMemo().observe(-1.0, 1.0), "compile_seconds=-1.0 must be"),
+        (lambda: StructureMemo().observe(0.0, math.nan), "example_seconds=nan must be"),
+    ],
+)
+def test_invalid_arguments_name_the_argument(call, message):
+    with pytest.raises(InvalidArgument) as info:
+        call()
+    assert message in str(info.value)
+
+
+def test_structure_key_freezes_arguments():
+    key = structure_key("f", [1, [2]], {"b", "a"}, {"x": [1]}, None)
+    assert key == ("f", (1, (2,)), frozenset({"a", "b"}), (("x", (1,)),), None)
+    hash(key)
