@@ -30,6 +30,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import multiprocessing
@@ -68,7 +69,8 @@ from fuzz.results import status_of
 from fuzz.signatures import Bug, bug_key, same_bug, signature
 from fuzz.target import Target, plugins, target_plugin
 
-NEW_CLASS_WEIGHT = 10.0  # a new failure class counts as much as ten new coverage features
+NEW_CLASS_WEIGHT = 10.0  # a new bug counts as much as ten new coverage features
+CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
 
 
 @dataclass
@@ -290,8 +292,16 @@ class CampaignConfig:
 
     @functools.cached_property
     def options(self) -> HuntOptions:
-        """What every hunt of the campaign runs under (its workers', its reproducers')."""
-        return HuntOptions.of(self.profile)
+        """What every hunt of the campaign runs under (its workers', its reproducers'). A
+        campaign is not a derandomized CI run: whatever its profile, its hunts reuse case
+        structures (``strategies.reuse``) and keep compiling to ``CAMPAIGN_COMPILE_SHARE`` of
+        their time, unless the profile sets its own shares."""
+        options = HuntOptions.of(self.profile)
+        return dataclasses.replace(
+            options,
+            reuse_share=options.reuse_share or CAMPAIGN_COMPILE_SHARE,
+            compile_share=options.compile_share or CAMPAIGN_COMPILE_SHARE,
+        )
 
 
 def visible_gpus() -> list[str]:
