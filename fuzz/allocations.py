@@ -366,6 +366,33 @@ def _record(label: str, shape: tuple[int, ...], full: tuple[int, ...]) -> Callab
     return record
 
 
+def _checked(got: Any, plans: list[Any]) -> Any:
+    """The outputs of a guarded ``pallas_call``, cut back to their shapes, each guard region
+    checked by a host callback (:func:`_record`)."""
+    import jax
+    import jax.numpy as jnp
+
+    outs, out_tree = jax.tree_util.tree_flatten(got)
+    res = []
+    for out, plan in zip(outs, plans, strict=True):
+        if plan is None:
+            res.append(out)
+            continue
+        shape, ends, full, label = plan
+        outside = jnp.zeros(full, bool)
+        for axis, end in enumerate(ends):
+            outside = outside | (jax.lax.broadcasted_iota(jnp.int32, full, axis) >= end)
+        if jnp.issubdtype(out.dtype, jnp.floating):
+            written = outside & ~jnp.isnan(out)
+        else:
+            written = outside & (out != jnp.iinfo(out.dtype).min)
+        jax.debug.callback(
+            _record(label, shape, full), written.sum(), jnp.argmax(written.reshape(-1))
+        )
+        res.append(out[tuple(slice(0, n) for n in shape)])
+    return jax.tree_util.tree_unflatten(out_tree, res)
+
+
 def _guarded_call(original: Callable[..., Any]) -> Callable[..., Any]:
     """``pallas_call`` with guard regions around the outputs that have block shapes (interpret
     mode only; see the module docstring)."""
@@ -417,29 +444,12 @@ def _guarded_call(original: Callable[..., Any]) -> Callable[..., Any]:
             full = tuple(e + b for e, b in zip(ends, blocks, strict=True))  # type: ignore[operator]
             new_shapes.append(jax.ShapeDtypeStruct(full, sds.dtype))
             plans.append((shape, ends, full, f"output {i} of pallas_call {name!r} {list(shape)}"))
-        got = original(kernel, jax.tree_util.tree_unflatten(tree, new_shapes), **kwargs)
-        outs, out_tree = jax.tree_util.tree_flatten(got)
-        res = []
-        for out, plan in zip(outs, plans, strict=True):
-            if plan is None:
-                res.append(out)
-                continue
-            shape, ends, full, label = plan
-            outside = jnp.zeros(full, bool)
-            for axis, end in enumerate(ends):
-                idx = jax.lax.broadcasted_iota(jnp.int32, full, axis)
-                outside = outside | (idx >= end)
-            if jnp.issubdtype(out.dtype, jnp.floating):
-                written = outside & ~jnp.isnan(out)
-            else:
-                written = outside & (out != jnp.iinfo(out.dtype).min)
-            jax.debug.callback(
-                _record(label, shape, full),
-                written.sum(),
-                jnp.argmax(written.reshape(-1)),
-            )
-            res.append(out[tuple(slice(0, n) for n in shape)])
-        return jax.tree_util.tree_unflatten(out_tree, res)
+        launch = original(kernel, jax.tree_util.tree_unflatten(tree, new_shapes), **kwargs)
+
+        def run(*inputs: Any, **named: Any) -> Any:
+            return _checked(launch(*inputs, **named), plans)
+
+        return run
 
     call._fuzz_guarded = True  # type: ignore[attr-defined]
     return call

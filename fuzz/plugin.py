@@ -794,9 +794,10 @@ class _KindRules:
                 for axis, n in zip(family.layouts[tensor], x.shape, strict=False):
                     if axis in family.dims and int(n) not in caps.head_dims:
                         raise Unsupported(f"head dim {axis} not among {list(caps.head_dims)}")
-        if caps.features is not None:
+        if caps.features is not None:  # a feature whose data the kernel would not be passed
             for feature, uses in family.uses.items():
-                if feature not in caps.features and uses(case):
+                gated = feature in family.keywords or feature == "gqa"
+                if gated and feature not in caps.features and uses(case):
                     raise Unsupported(f"feature {feature} not declared")
         if caps.lengths:
             measured = family.measure(case)
@@ -810,7 +811,14 @@ class _KindRules:
         for c in caps.constraints:
             if c.feature is not None and not family.uses[c.feature](case):
                 continue
-            if not c.when(host):
+            try:
+                holds = c.when(host)
+            except Exception as e:
+                raise RuntimeError(
+                    f"fuzz.Constraint({c.reason!r}) raised {type(e).__name__}: {e} (its predicate "
+                    "sees case.inputs, host arrays in the family's layout, and case.params)"
+                ) from e
+            if not holds:
                 raise Unsupported(c.reason)
 
 
@@ -834,6 +842,13 @@ class _PluginKernel:
         self.label = getattr(kernel, "__name__", "kernel")
         self.__name__ = f"plugin entry of {self.label}()"
 
+    def supports(self, feature: str, interpret: bool) -> bool:
+        """Whether the kernel declares optional ``feature`` on the interpreted (or compiled)
+        backend kind (a property deriving a launch for a sibling asks)."""
+        rules = self.rules.get("interpreted" if interpret else "compiled")
+        features = None if rules is None else rules.caps.features
+        return features is None or feature in features
+
     def _to_kernel(self, name: str, x: Any) -> Any:
         fam, lay = self.family, self.layout
         if x is None or name not in fam.layouts or not _is_array(x):
@@ -848,13 +863,14 @@ class _PluginKernel:
         kind = "interpreted" if interpret else "compiled"
         rules = self.rules.get(kind) or next(iter(self.rules.values()))
         rules.check(fam, _View(inputs, params), _View(_HostInputs(inputs), params))
-        values = fam.values(_View(inputs, params))
+        given = inputs
+        if fam.guard_inputs is not None and _framework(next(iter(inputs.values()))) == "triton":
+            given = fam.guard_inputs(inputs, params)
+        values = fam.values(_View(given, params))
         kw = {k: self._to_kernel(k, values[k]) for k in rules.keywords}
         if self.language == "pallas":
             kw["interpret"] = interpret
-        if fam.guard_inputs is not None and _framework(next(iter(inputs.values()))) == "triton":
-            inputs = fam.guard_inputs(inputs, params)
-        args = [self._to_kernel(name, inputs.get(name)) for name in fam.tensors]
+        args = [self._to_kernel(name, given.get(name)) for name in fam.tensors]
         with _language_scope(self.language, interpret) as guards:
             got = self.kernel(*args, **kw)
             res = _outputs_of(got, fam, self.conventions, self.layout, self.language, self.label)

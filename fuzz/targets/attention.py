@@ -787,6 +787,10 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     inputs["q"] = np.repeat(case.inputs["q"][b : b + 1], rows, axis=2)
     inputs["k"] = case.inputs["k"][b : b + 1, :, :n]
     inputs["v"] = case.inputs["v"][b : b + 1, :, :n]
+    supports = getattr(entry, "supports", None)  # a plugin's sibling: what it declares
+    if supports is not None and not supports("gqa", ctx.backend.interpret):
+        group = case.inputs["q"].shape[1] // case.inputs["k"].shape[1]  # GQA = heads repeated
+        inputs["k"], inputs["v"] = (np.repeat(inputs[t], group, axis=1) for t in ("k", "v"))
     params = {k: v for k, v in case.params.items() if k != "num_splits"}
     params.update(causal=True, block_q=bk, block_k=bk)
     run = ctx.derived(
