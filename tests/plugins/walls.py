@@ -274,6 +274,43 @@ fuzz.fuzz_kernel(
 )
 
 
+# Simple GLA (plain torch, the token recurrence, fp32) ----------------------------------------------
+
+
+def gla_dots_in(convert):
+    """The recurrence ``h_t = exp(gamma) h_{t-1} + k_t^T v_t``, ``o_t = scale q_t h_t`` with the
+    operands of its products (k and v, q and h) passed through ``convert``."""
+
+    def kernel(q, k, v, *, g_gamma, scale, output_final_state):
+        b, t, heads, kd = q.shape
+        h = torch.zeros(b, heads, kd, v.shape[-1])
+        o = torch.empty_like(v)
+        decay = torch.exp(g_gamma)[None, :, None, None]
+        for i in range(t):
+            kv = convert(k[:, i, :, :, None]) * convert(v[:, i, :, None, :])
+            h = decay * h + kv
+            o[:, i] = scale * (convert(q[:, i, :, None, :]) @ convert(h))[:, :, 0]
+        return o, h if output_final_state else None
+
+    kernel.__name__ = f"gla_{convert.__name__}_dots"
+    return kernel
+
+
+GLA = fuzz.Capabilities(dtypes=("float32",), features={"g_gamma", "scale", "final_state"})
+for name, convert, dots in (
+    ("walls_gla_tf32", tf32, "tf32"),
+    ("walls_gla_tf32_undeclared", tf32, "ieee"),
+    ("walls_gla_bf16_dots", bf16, "tf32"),
+):
+    fuzz.fuzz_kernel(
+        name,
+        family="simple_gla_fwd",
+        kernel=gla_dots_in(convert),
+        capabilities=GLA,
+        conventions=fuzz.Conventions(fp32_dots=dots),
+    )
+
+
 # Pallas ---------------------------------------------------------------------------------------------
 
 
