@@ -417,7 +417,7 @@ def _q_longer(case: Case) -> str | None:
     if not _causal(case):
         return None
     n = sum(lq > lk for _, _, lq, _, lk in seqs(case))
-    return f"{n} causal sequence(s) with more queries than keys (bottom-right)" if n else None
+    return f"{n} causal sequence(s) with more queries than keys ({_align(case)})" if n else None
 
 
 def _gqa(case: Case) -> str | None:

@@ -656,3 +656,39 @@ def test_fuzz_list_shows_conventions_siblings_disabled_properties_and_rules():
         "Tq above a key length (else no key_padding)",
     ):
         assert text in out, text
+
+
+def test_the_markdown_report_lists_what_the_kernels_declined():
+    from fuzz.campaign.report import _markdown_declined
+
+    results = [
+        {"target": "a", "backend": "b", "events": {"unsupported: odd rows": 3, "hazard x": 1}},
+        {"target": "c", "backend": "b", "events": {"failure nan": 2}},
+    ]
+    lines = _markdown_declined(results)
+    assert lines[0] == "## Declined by the kernels (fuzz.Unsupported)"
+    assert "| a | b | odd rows | 3 |" in lines and not any("| c |" in x for x in lines)
+    assert _markdown_declined(results[1:]) == []
+
+
+def test_a_reproducer_the_kernel_now_declines_cannot_replay_and_says_why(tmp_path, capsys):
+    from fuzz import reproducer
+    from fuzz.failures import Finding
+
+    t = get("walls_softmax_declines")
+    path = reproducer.write(
+        tmp_path,
+        target=t,
+        backend="triton-interpret",
+        case=_softmax_case(rows=1, cols=3),
+        params={},
+        finding=Finding("crash", "crash", "recorded before the kernel declined such rows"),
+        ref_device="cpu",
+        differential=False,
+    )
+    meta, data = reproducer.load(path)
+    assert reproducer.report_replay(meta, data) == 2
+    out = capsys.readouterr().out
+    assert (
+        "cannot replay: the kernel declines this case (unsupported: rows of an odd length)" in out
+    )
