@@ -81,25 +81,47 @@ class TorchAllocations:
         output of ``outputs`` (by name) lives in labelled ``output <name>``."""
         import torch
 
-        from fuzz.backends import _torch_guard
-
         owners: dict[int, str] = {}
         for name, t in outputs.items():
             if isinstance(t, torch.Tensor):
                 with contextlib.suppress(Exception):
                     owners.setdefault(t.untyped_storage().data_ptr(), f"output {name}")
+        changed = [self._changed(buf) for buf in self.buffers]
+        if not changed:
+            return {}
+        hits = [False] * len(changed)
+        by_device: dict[Any, list[int]] = {}
+        for i, c in enumerate(changed):
+            by_device.setdefault(c.device, []).append(i)
+        for idx in by_device.values():  # one sync per device, not per buffer
+            flags = torch.stack([changed[i].any() for i in idx]).cpu().tolist()
+            for i, hit in zip(idx, flags, strict=True):
+                hits[i] = hit
         found: dict[str, list[str]] = {}
-        for buf in self.buffers:
-            pattern, as_int = _torch_guard(dtype_name(buf.storage.dtype))
-            now = buf.storage.view(as_int) if as_int is not None else buf.storage
-            outside = torch.ones(buf.storage.numel(), dtype=torch.bool, device=buf.storage.device)
-            torch.as_strided(outside, buf.shape, buf.strides, GUARD_ELEMENTS).fill_(False)
-            changed = torch.nonzero((now != pattern) & outside).flatten().cpu().numpy()
-            if changed.size:
-                label = owners.get(buf.storage.untyped_storage().data_ptr(), buf.label)
-                where = [_where(int(o) - GUARD_ELEMENTS, buf.span) for o in changed[:8]]
-                found[label] = [f"{changed.size} element(s) changed; first: {where[0]}", *where[1:]]
+        for buf, mask, hit in zip(self.buffers, changed, hits, strict=True):
+            if not hit:
+                continue
+            offsets = torch.nonzero(mask).flatten().cpu().numpy()
+            label = owners.get(buf.storage.untyped_storage().data_ptr(), buf.label)
+            where = [_where(int(o) - GUARD_ELEMENTS, buf.span) for o in offsets[:8]]
+            found[label] = [f"{offsets.size} element(s) changed; first: {where[0]}", *where[1:]]
         return found
+
+    @staticmethod
+    def _changed(buf: _Buffer) -> Any:
+        """bool over ``buf``'s storage: guard elements whose bits changed."""
+        import torch
+
+        from fuzz.backends import _torch_guard
+
+        pattern, as_int = _torch_guard(dtype_name(buf.storage.dtype))
+        now = buf.storage.view(as_int) if as_int is not None else buf.storage
+        outside = torch.ones(now.numel(), dtype=torch.bool, device=now.device)
+        if buf.span == math.prod(buf.shape):  # dense: the guards are the two ends
+            outside[GUARD_ELEMENTS : GUARD_ELEMENTS + buf.span] = False
+        else:
+            torch.as_strided(outside, buf.shape, buf.strides, GUARD_ELEMENTS).fill_(False)
+        return (now != pattern) & outside
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:

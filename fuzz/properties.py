@@ -188,6 +188,7 @@ class Context:
         self.adapter = adapter_for(backend)
         self._inputs: dict[tuple[int, str], dict[str, Any]] = {}
         self._memo: dict[Hashable, Any] = {}
+        self._runs: dict[str, Launch] = {}  # the clean and the repeated run, once launched
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, computed once per context (one case on one backend) and kept with it: what
@@ -314,25 +315,27 @@ class Context:
             self._inputs[key] = inputs
         return inputs
 
-    @functools.cached_property
-    def _clean(self) -> Launch:
-        return self.launch(fill=POISON_NAN)
-
-    @functools.cached_property
-    def _repeat(self) -> Launch:
-        return self.launch(fill=POISON_FINITE)
-
     @property
     def clean(self) -> Launch:
-        """The first run (outputs poisoned with NaN); raises ``Unsupported`` where the kernel
-        declined the case (the whole example is declined)."""
-        return _accepted(self._clean)
+        """The first run (outputs poisoned with NaN), launched once; raises ``Unsupported`` where
+        the kernel declined the case (the whole example is declined)."""
+        launch = self._runs.get("clean")
+        if launch is None:
+            launch = self._runs["clean"] = self.launch(fill=POISON_NAN)
+        if launch.declined is not None:
+            raise launch.declined
+        return launch
 
     @property
     def repeat(self) -> Launch:
-        """The second run (outputs poisoned with ``POISON_FINITE``); raises ``Unsupported`` as
-        :attr:`clean` does."""
-        return _accepted(self._repeat)
+        """The second run (outputs poisoned with ``POISON_FINITE``), launched once; raises
+        ``Unsupported`` as :attr:`clean` does."""
+        launch = self._runs.get("repeat")
+        if launch is None:
+            launch = self._runs["repeat"] = self.launch(fill=POISON_FINITE)
+        if launch.declined is not None:
+            raise launch.declined
+        return launch
 
     def metrics(self, name: str) -> Metrics:
         return self._metrics[name]
@@ -425,12 +428,6 @@ class Context:
             f"{what}: {exception_summary(e)}",
             details={"exception": type(e).__name__, "text": str(e)[:4000], "derived": what},
         )
-
-
-def _accepted(launch: Launch) -> Launch:
-    if launch.declined is not None:
-        raise launch.declined
-    return launch
 
 
 def exception_summary(e: BaseException) -> str:

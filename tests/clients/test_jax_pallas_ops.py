@@ -32,6 +32,13 @@ def _plugin():
     load_plugin("fuzz.clients.jax_pallas_ops")
 
 
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    """The direct calls below run where the ``pallas-interpret`` backend does (a GPU host too)."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
 def x64() -> contextlib.AbstractContextManager[None]:
     """JAX's float64 mode, where this JAX has it (``jax.enable_x64``, or the older
     ``jax.experimental.enable_x64``)."""
