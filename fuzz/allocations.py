@@ -450,20 +450,22 @@ def _guarded_call(original: Callable[..., Any]) -> Callable[..., Any]:
             if _ACTIVE:
                 _ACTIVE[-1].unguarded.append(f"pallas_call {name!r}: {why}")
             return original(kernel, out_shape, *args, **kwargs)
-        new_shapes, plans = [], []
+        new_shapes: list[Any] = []
+        plans: list[Any] = []
         for i, (sds, spec) in enumerate(zip(shapes, spec_list, strict=True)):
             shape = tuple(int(n) for n in sds.shape)
             block = getattr(spec, "block_shape", None)
-            blocks = None if block is None else [_block(b) for b in block]
+            found = [] if block is None else [_block(b) for b in block]
             numeric = jnp.issubdtype(sds.dtype, jnp.floating) or jnp.issubdtype(
                 sds.dtype, jnp.integer
             )
-            if blocks is None or None in blocks or len(blocks) != len(shape) or not numeric:
+            blocks = [b for b in found if b is not None]
+            if block is None or len(blocks) != len(shape) or not numeric:
                 new_shapes.append(sds)
                 plans.append(None)
                 continue
             ends = tuple(math.ceil(n / b) * b for n, b in zip(shape, blocks, strict=True))
-            full = tuple(e + b for e, b in zip(ends, blocks, strict=True))  # type: ignore[operator]
+            full = tuple(e + b for e, b in zip(ends, blocks, strict=True))
             new_shapes.append(jax.ShapeDtypeStruct(full, sds.dtype))
             plans.append((shape, ends, full, f"output {i} of pallas_call {name!r} {list(shape)}"))
         launch = original(kernel, jax.tree_util.tree_unflatten(tree, new_shapes), **kwargs)

@@ -306,16 +306,15 @@ class _Hunter:
             self.result.events["rejected: would compile"] += 1
             reject()
         except Unsupported as e:  # the kernel declined the example: never a finding
-            outcome = None
-            declined = [e.reason]
-        else:
-            declined = outcome.declined  # properties skipped: a launch they derive was declined
-        for reason in declined:
+            self._declined([e.reason])
+            reject()
+        self._declined(outcome.declined)  # properties skipped: a launch they derive was declined
+        return outcome
+
+    def _declined(self, reasons: list[str]) -> None:
+        for reason in reasons:
             self.result.events[f"unsupported: {reason}"] += 1
             event("unsupported", reason)
-        if outcome is None:
-            reject()
-        return outcome
 
     def run_one(self, case: Case, data: st.DataObject) -> None:
         final = current_build_context().is_final

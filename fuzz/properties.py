@@ -831,7 +831,7 @@ def _tf32_hint(ctx: Context, name: str, err: np.ndarray) -> str:
     ):
         return ""
     try:
-        alt = ctx.target.error_bound(ctx.case.replace(**{FP32_DOTS: "tf32"}), ctx.ref_device)
+        alt = ctx.target.error_bound(ctx.case.replace(fp32_dots="tf32"), ctx.ref_device)
     except Exception:  # a hint must never fail an example
         return ""
     if name not in alt:

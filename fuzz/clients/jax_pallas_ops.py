@@ -42,14 +42,16 @@ Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed seque
 splits). Not run here: ``pallas-gpu`` (the lead's GPU session).
 """
 
+from typing import Any
+
 import jax.numpy as jnp
 from jax.experimental.pallas.ops.gpu import attention, decode_attention
 
 import fuzz
 
 SIZES, GPU_DIMS = (16, 32, 64), (16, 32, 64, 128)  # compiled: dots of sides >= 16
-CONV = dict(fp32_dots="tf32-compiled", masked_inputs="finite")
-PALLAS = dict(language="pallas", layout=fuzz.Layout("BTHD"))
+CONV: dict[str, Any] = dict(fp32_dots="tf32-compiled", masked_inputs="finite")
+PALLAS: dict[str, Any] = dict(language="pallas", layout=fuzz.Layout("BTHD"))
 
 
 def lengths(gpu, same=None):  # interpreted: a multiple of the tile or shorter; GPU: powers of two
@@ -89,7 +91,7 @@ def gqa(q, k, v, *, scale, cache_len, block_k, num_splits, interpret):
 
 
 mha_conv = fuzz.Conventions(causal="top-left", lse="base2", **CONV)
-mha_kw = dict(kernel=mha, conventions=mha_conv, **PALLAS)
+mha_kw: dict[str, Any] = dict(kernel=mha, conventions=mha_conv, **PALLAS)
 dense_caps = caps(
     "key_padding", constraints=[fuzz.Constraint(padded, "Tq > a key length", "key_padding")]
 )
@@ -102,9 +104,15 @@ decode = fuzz.Capabilities(
     lengths={"k": splits[0]},  # each split of the cache whole key tiles
     compiled=fuzz.Capabilities(head_dims=GPU_DIMS, lengths={"k": splits[1]}),
 )
-gqa_kw = dict(kernel=gqa, language="pallas", capabilities=decode, siblings={"attention": dense})
+gqa_kw: dict[str, Any] = dict(kernel=gqa, language="pallas", capabilities=decode)
 gqa_conv = fuzz.Conventions(lse="split", **CONV)
 layout = fuzz.Layout(k="BTHD", v="BTHD")
+sibling = {"attention": dense}
 fuzz.fuzz_kernel(
-    "jax_gqa_decode", family="attention_decode", conventions=gqa_conv, layout=layout, **gqa_kw
+    "jax_gqa_decode",
+    family="attention_decode",
+    conventions=gqa_conv,
+    layout=layout,
+    siblings=sibling,
+    **gqa_kw,
 )
