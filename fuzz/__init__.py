@@ -1,12 +1,12 @@
 """A property-based numerical fuzzing harness for GPU kernels.
 
 Public surface. Fuzzing your own kernel against a built-in family (``fuzz.plugin``):
-:func:`fuzz_kernel` with :class:`Capabilities`, :class:`Conventions` and :class:`Layout`;
-:func:`autograd_backward`; :class:`Property` for checks of your own; :class:`KnownFailure` for
-failures your library accepts. Lower level: targets
-(:class:`Target` with its :class:`Library`, :class:`Search`, :class:`Baselines` and
-:class:`MutantOf` records, :func:`register`), cases, tolerance policy, the hunt loop and
-profiles. See README.md for the command line.
+:func:`fuzz_kernel` with :class:`Capabilities` (and its :class:`Lengths` and
+:class:`Constraint` rules), :class:`Conventions` and :class:`Layout`; :class:`Unsupported`,
+raised by a kernel that declines a case; :func:`autograd_backward`; :class:`Property` for checks
+of your own; :class:`KnownFailure` for failures your library accepts. Lower level: targets (:class:`Target` with its :class:`Library`, :class:`Search`,
+:class:`Baselines` and :class:`MutantOf` records, :func:`register`), cases, tolerance policy,
+the hunt loop and profiles. See README.md for the command line.
 """
 
 from typing import Any
@@ -15,8 +15,17 @@ from fuzz.backends import Backend, backends, get_backend, register_backend
 from fuzz.case import Case
 from fuzz.compare import Metrics, Tolerance, measure
 from fuzz.engine import HuntResult, check, hunt
-from fuzz.failures import CLASSES, Finding
-from fuzz.plugin import Capabilities, Conventions, Layout, autograd_backward, fuzz_kernel
+from fuzz.failures import CLASSES, Finding, Unsupported
+from fuzz.plugin import (
+    Capabilities,
+    Constraint,
+    Conventions,
+    Layout,
+    Lengths,
+    PluginWarning,
+    autograd_backward,
+    fuzz_kernel,
+)
 from fuzz.profiles import PROFILES, Profile, get_profile
 from fuzz.properties import Context, Property, check_case
 from fuzz.signatures import KnownFailure
@@ -41,6 +50,7 @@ __all__ = [
     "Baselines",
     "Capabilities",
     "Case",
+    "Constraint",
     "Context",
     "Conventions",
     "Finding",
@@ -48,14 +58,17 @@ __all__ = [
     "HuntResult",
     "KnownFailure",
     "Layout",
+    "Lengths",
     "Library",
     "Metrics",
     "MutantOf",
+    "PluginWarning",
     "Profile",
     "Property",
     "Search",
     "Target",
     "Tolerance",
+    "Unsupported",
     "all_targets",
     "autograd_backward",
     "backends",

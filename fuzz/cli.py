@@ -300,7 +300,59 @@ def cmd_list(args: argparse.Namespace) -> int:
         ]
         tt.add_row(t.name, ", ".join(t.kernels), mut, t.source, "; ".join(never), t.description)
     console.print(tt)
+    declared = [t for t in all_targets() if _declarations(t)]
+    if declared:
+        dt = Table(title="what plugins declare (fuzz.fuzz_kernel)")
+        for col in (
+            "target",
+            "conventions",
+            "siblings",
+            "disabled properties",
+            "rules",
+            "known failures",
+        ):
+            dt.add_column(col, no_wrap=col == "target")
+        for t in declared:
+            dt.add_row(t.name, *(_declarations(t) or ()))
+        console.print(dt)
     return EXIT_OK
+
+
+def _declarations(t: Any) -> tuple[str, str, str, str, str] | None:
+    """A plugin target's declarations as ``python -m fuzz list`` shows them: the conventions that
+    differ from the family's, the siblings (or the property off without one), the properties
+    switched off with their reasons, the rules per backend kind and the known failures; None for
+    a built-in target that declares nothing."""
+    from fuzz.plugin import Conventions
+
+    lib = t.library
+    if not (
+        lib.conventions or lib.siblings or lib.disabled or lib.capabilities or lib.known_failures
+    ):
+        return None
+    default = Conventions()
+    conv = [f"{k}={v}" for k, v in lib.conventions.items() if getattr(default, k, v) != v]
+    sibs = [
+        f"{fam}: {getattr(e, '__name__', 'kernel') if e is not None else 'none'}"
+        for fam, e in lib.siblings.items()
+    ]
+    off = [f"{p} ({why})" for p, why in lib.disabled.items()]
+    rules = []
+    for kind, caps in lib.capabilities.items():
+        parts = [f"{n}: {r.describe()}" for n, r in (caps.lengths or {}).items()]
+        parts += [
+            f"{c.reason}" + (f" (else no {c.feature})" if c.feature else "")
+            for c in caps.constraints
+        ]
+        if parts:
+            rules.append(f"{kind}: " + "; ".join(parts))
+    return (
+        ", ".join(conv) or "the family's",
+        "; ".join(sibs) or "-",
+        "; ".join(off) or "-",
+        " | ".join(rules) or "-",
+        "; ".join(k.describe() for k in lib.known_failures) or "-",
+    )
 
 
 def _select_backends(pattern: str, profile_backends: Sequence[str]) -> list[str]:

@@ -28,7 +28,7 @@ from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase, choice
 from fuzz import reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
-from fuzz.failures import NONDETERMINISM, KernelFailure, raise_for
+from fuzz.failures import NONDETERMINISM, KernelFailure, Unsupported, raise_for
 from fuzz.families import variant_space
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
@@ -329,7 +329,11 @@ class _Hunter:
             raise OutOfTime
 
     def narrow(self, narrowing: dict[str, tuple[Any, ...]]) -> None:
-        """Draws this hunt's cases from the target's strategy narrowed to ``narrowing``."""
+        """Draws this hunt's cases from the target's strategy narrowed to ``narrowing``; a
+        strategy whose cases depend on the backend's kind (a plugin's rules per kind) is given
+        the kind, kept with the narrowing so that a shrink stage on the twin replays alike."""
+        if getattr(self.target.strategy, "per_kind", False) and "kind" not in narrowing:
+            narrowing = {**narrowing, "kind": ("interpreted" if self.b.interpret else "compiled",)}
         self.narrowing = narrowing
         self.result.variants = {k: list(v) for k, v in narrowing.items()}
         self.strategy = self.target.strategy(self.options.scale, **narrowing)
@@ -353,7 +357,7 @@ class _Hunter:
         scope = no_new_compiles() if only_compiled else contextlib.nullcontext()
         try:
             with scope:
-                return check_case(
+                outcome = check_case(
                     self.target,
                     self.b,
                     case,
@@ -367,6 +371,16 @@ class _Hunter:
         except NewCompile:
             self.result.events["rejected: would compile"] += 1
             reject()
+        except Unsupported as e:  # the kernel declined the example: never a finding
+            self._declined([e.reason])
+            reject()
+        self._declined(outcome.declined)  # properties skipped: a launch they derive was declined
+        return outcome
+
+    def _declined(self, reasons: list[str]) -> None:
+        for reason in reasons:
+            self.result.events[f"unsupported: {reason}"] += 1
+            event("unsupported", reason)
 
     def run_one(self, case: Case, data: st.DataObject) -> None:
         final = current_build_context().is_final

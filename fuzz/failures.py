@@ -134,3 +134,22 @@ def failure_type(cls: str, key: str | None = None) -> type[KernelFailure]:
 
 def raise_for(finding: Finding, key: str | None = None) -> None:
     raise failure_type(finding.cls, key)(finding)
+
+
+class Unsupported(Exception):
+    """Raised by a kernel (a plugin's, or the harness's check of its declarations) that declines a
+    case: a documented refusal ("Pallas Triton lowering needs power-of-two shapes", a library's
+    guard against a known miscompile). Never a finding: a declined example is counted per reason
+    (``unsupported: <reason>`` in a hunt's events and Hypothesis's statistics) and Hypothesis draws
+    another; a launch a property derives from the case that is declined skips that property for
+    the example (counted the same way).
+
+    Args:
+        reason: why, in a few words (the counter's key: keep it free of case-specific numbers).
+    """
+
+    def __init__(self, reason: str) -> None:
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"Unsupported(reason={reason!r}): give the reason as a non-empty str")
+        super().__init__(reason)
+        self.reason = reason.strip()

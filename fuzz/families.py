@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,20 @@ class Family:
         space: ``space(scale) -> {strategy keyword: choices}``: the strategy's compile-time
             dimensions (dtype, tiles, head dims: each value a kernel binary of its own) and the
             choices it draws from at ``scale``, simplest first.
+        lengths: the lengths a kernel may restrict (``fuzz.Lengths``), by name, each with what it
+            measures; the strategy draws them within a kernel's rules (its ``lengths`` keyword:
+            ``{name: fit}``, ``fit(n, tiles) -> n'`` mapping a drawn length to an allowed one).
+        measure: ``measure(case) -> {length name: value}`` (framework arrays or host arrays).
+        same_lengths: ``same_lengths(case) -> bool``: whether each sequence has as many keys as
+            queries (the ``same_as`` rule; the strategy's ``same_lengths`` keyword draws so);
+            None where the family has no such pair.
+        uses: ``{feature: uses(case) -> bool}``: whether a case uses an optional feature.
+        drop: ``{feature: drop(case) -> case}``: the case without the feature, for the features
+            a case can lose without changing its other draws (``fuzz.Constraint`` with a
+            feature).
+        guard_inputs: ``guard_inputs(inputs, params) -> inputs``: torch inputs as views into
+            poisoned guard buffers, as the family's own entry points pass them (the jagged
+            family's guard rows: the masked-poison property swaps their poison).
     """
 
     name: str
@@ -67,6 +81,12 @@ class Family:
     narrowing: Callable[[Any], dict[str, Any]]
     empty_rows: Callable[[Case], Mapping[str, np.ndarray]] | None = None
     space: Callable[[str], dict[str, tuple[Any, ...]]] = lambda scale: {}
+    lengths: Mapping[str, str] = field(default_factory=dict)
+    measure: Callable[[Any], dict[str, int]] = lambda case: {}
+    same_lengths: Callable[[Any], bool] | None = None
+    uses: Mapping[str, Callable[[Any], bool]] = field(default_factory=dict)
+    drop: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
+    guard_inputs: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
 
     def passed(self, features: frozenset[str], tiles: frozenset[str]) -> tuple[str, ...]:
         """The keywords a kernel supporting ``features`` and taking ``tiles`` is called with."""
@@ -76,6 +96,35 @@ class Family:
             if key is None or key in features or key in tiles
             for kw in names
         )
+
+
+def _host(x: Any) -> np.ndarray:
+    """A host copy of a small integer array (torch, JAX or NumPy)."""
+    if hasattr(x, "detach"):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _without(name: str) -> Callable[[Case], Case]:
+    """The case without input ``name``."""
+
+    def drop(case: Case) -> Case:
+        return Case({k: v for k, v in case.inputs.items() if k != name}, case.params, case.recipe)
+
+    return drop
+
+
+def _param(name: str, value: Any) -> Callable[[Case], Case]:
+    """The case with param ``name`` set to ``value``."""
+    return lambda case: case.replace(**{name: value})
+
+
+def _has(name: str) -> Callable[[Any], bool]:
+    return lambda case: case.inputs.get(name) is not None
+
+
+def _set(name: str) -> Callable[[Any], bool]:
+    return lambda case: case.params.get(name) is not None
 
 
 def _scale(case: Any, dim: int) -> float:
@@ -112,6 +161,10 @@ def _softmax_empty(case: Case) -> dict[str, np.ndarray]:
 
     live = np.isfinite(logits64(case)).any(axis=-1, keepdims=True)
     return {"y": np.broadcast_to(~live, case.inputs["x"].shape)}
+
+
+_SOFTMAX_USES = {"mask": _has("mask"), "bias": _has("bias"), "scale": _set("scale")}
+_SOFTMAX_DROP = {"mask": _without("mask"), "bias": _without("bias"), "scale": _param("scale", None)}
 
 
 def _softmax_narrowing(caps: Any) -> dict[str, Any]:
@@ -159,6 +212,49 @@ def _attention_empty(case: Case) -> dict[str, np.ndarray]:
     return dict(fixed_outputs(case))
 
 
+def _attention_measure(case: Any) -> dict[str, int]:
+    """``q``: the query rows of the array (packed: every sequence's), ``k``: the key rows (packed:
+    with the guard rows after the last sequence; decode: the cache)."""
+    return {"q": int(case.inputs["q"].shape[2]), "k": int(case.inputs["k"].shape[2])}
+
+
+def _attention_same(case: Any) -> bool:
+    """Each sequence has as many keys as queries (dense: ``Tq == Tk``; packed: per sequence, the
+    guard rows after the last sequence aside)."""
+    i = case.inputs
+    if i.get("cu_seqlens_q") is not None:
+        cq, ck = _host(i["cu_seqlens_q"]), _host(i["cu_seqlens_k"])
+        return bool(np.array_equal(np.diff(cq), np.diff(ck)))
+    return int(i["q"].shape[2]) == int(i["k"].shape[2])
+
+
+_ATTN_USES: dict[str, Callable[[Any], bool]] = {
+    "causal": lambda case: bool(case.params.get("causal")),
+    "window": _set("window"),
+    "key_padding": _has("key_lengths"),
+    "alibi": _set("alibi"),
+    "softcap": _set("softcap"),
+    "gqa": lambda case: int(case.inputs["q"].shape[1]) != int(case.inputs["k"].shape[1]),
+    "scale": _set("scale"),
+    "splits": lambda case: int(case.params.get("num_splits") or 1) > 1,
+}
+
+
+def _drop_alibi(case: Case) -> Case:
+    return _without("alibi_slopes")(case).replace(alibi=None)
+
+
+_ATTN_DROP: dict[str, Callable[[Case], Case]] = {
+    "causal": _param("causal", False),
+    "window": _param("window", None),
+    "key_padding": _without("key_lengths"),
+    "alibi": _drop_alibi,
+    "softcap": _param("softcap", None),
+    "scale": _param("scale", None),
+    "splits": _param("num_splits", 1),
+}
+
+
 def _attention_narrowing(caps: Any) -> dict[str, Any]:
     kw: dict[str, Any] = {
         "dtypes": caps.dtypes,
@@ -195,12 +291,13 @@ def _attention_family(
     narrowing: Callable[[Any], dict[str, Any]],
     space: Callable[[str], dict[str, tuple[Any, ...]]],
     always: tuple[str, ...] = (),
-    conventions: tuple[str, ...] = ("causal", "empty_rows", "lse"),
+    conventions: tuple[str, ...] = ("causal", "empty_rows", "lse", "fp32_dots", "masked_inputs"),
 ) -> Family:
     keywords: dict[str | None, tuple[str, ...]] = {
         k: v for k, v in _ATTN_KEYWORDS.items() if k is None or k in features or k in tiles
     }
     keywords[None] = (*keywords[None], *always)  # the family's own inputs: offsets, cache lengths
+    decode = "splits" in features
     return Family(
         name=name,
         tensors=("q", "k", "v"),
@@ -216,6 +313,20 @@ def _attention_family(
         narrowing=narrowing,
         empty_rows=_attention_empty,
         space=space,
+        lengths=(
+            {"k": "the cache's length (Tmax)"}
+            if decode
+            else {
+                "q": "the query rows (Tq; packed: all sequences')",
+                "k": "the key rows (Tk; packed: all sequences' and the guard rows after them)",
+            }
+        ),
+        measure=(lambda case: {"k": _attention_measure(case)["k"]})
+        if decode
+        else _attention_measure,
+        same_lengths=None if decode else _attention_same,
+        uses={f: u for f, u in _ATTN_USES.items() if f in features},
+        drop={f: d for f, d in _ATTN_DROP.items() if f in features},
     )
 
 
@@ -242,6 +353,18 @@ def _jagged_values(case: Any) -> dict[str, Any]:
 
 def _jagged_narrowing(caps: Any) -> dict[str, Any]:
     return {"dtypes": caps.dtypes, **caps.tile_kwargs()}
+
+
+def _jagged_guards(inputs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` and ``offsets`` as views into guard buffers holding the case's ``guard`` poison
+    (``fuzz.targets.jagged_softmax``: rows before and after, a column after every row, offsets
+    -1 and N + 1 around), as the family's own entry points get them."""
+    from fuzz.targets.jagged_softmax import _guarded_torch
+
+    values, offsets = _guarded_torch(
+        inputs["values"], inputs["offsets"], params["guard"], params["block_n"]
+    )
+    return {**inputs, "values": values, "offsets": offsets}
 
 
 # simple GLA ---------------------------------------------------------------------------------------
@@ -273,6 +396,27 @@ def _gla_values(case: Any) -> dict[str, Any]:
     }
 
 
+_GLA_USES: dict[str, Callable[[Any], bool]] = {
+    "g": _has("g"),
+    "g_gamma": _has("g_gamma"),
+    "varlen": _has("cu_seqlens"),
+    "initial_state": _has("h0"),
+    "final_state": lambda case: bool(case.params.get("output_final_state")),
+    "dht": _has("dht"),
+    "scale": _set("scale"),
+    "padding_tokens": lambda case: (
+        case.inputs.get("cu_seqlens") is not None
+        and int(_host(case.inputs["cu_seqlens"])[-1]) < int(case.inputs["q"].shape[1])
+    ),
+}
+_GLA_DROP: dict[str, Callable[[Case], Case]] = {
+    "initial_state": _without("h0"),
+    "final_state": _param("output_final_state", False),
+    "dht": _without("dht"),
+    "scale": _param("scale", None),
+}
+
+
 def _gla_narrowing(caps: Any) -> dict[str, Any]:
     tiles = dict(caps.tiles or {})
     return {
@@ -284,6 +428,9 @@ def _gla_narrowing(caps: Any) -> dict[str, Any]:
 
 
 _GLA_LAYOUTS = {
+    "initial_state": "NHKV",
+    "dht": "NHKV",
+    "g": "BTH",
     "q": "BTHK",
     "k": "BTHK",
     "v": "BTHV",
@@ -296,6 +443,13 @@ _GLA_LAYOUTS = {
     "dg": "BTH",
     "dh0": "NHKV",
 }
+
+
+_GLA_LENGTHS = {"T": "the token axis (packed: all sequences' and the padding tokens after them)"}
+
+
+def _gla_measure(case: Any) -> dict[str, int]:
+    return {"T": int(case.inputs["q"].shape[1])}
 
 
 def _space(module: str, **dims: str) -> Callable[[str], dict[str, tuple[Any, ...]]]:
@@ -341,11 +495,13 @@ def _families() -> dict[str, Family]:
             dims=(),
             keywords=_SOFTMAX_KEYWORDS,
             values=_softmax_values,
-            conventions=("empty_rows",),
+            conventions=("empty_rows", "masked_inputs"),
             strategy=softmax_cases,
             narrowing=_softmax_narrowing,
             empty_rows=_softmax_empty,
             space=_space("strategies.softmax", block_m="block_m", block_n="block_n"),
+            uses=_SOFTMAX_USES,
+            drop=_SOFTMAX_DROP,
         ),
         Family(
             name="jagged_softmax",
@@ -357,10 +513,11 @@ def _families() -> dict[str, Family]:
             dims=(),
             keywords=_JAGGED_KEYWORDS,
             values=_jagged_values,
-            conventions=(),
+            conventions=("masked_inputs",),
             strategy=jagged_softmax_cases,
             narrowing=_jagged_narrowing,
             space=_space("strategies.jagged_softmax", block_n="block_n", block_m="block_m"),
+            guard_inputs=_jagged_guards,
         ),
         _attention_family(
             "attention",
@@ -386,7 +543,7 @@ def _families() -> dict[str, Family]:
             decode_cases,
             _decode_narrowing,
             always=("cache_len",),
-            conventions=("empty_rows", "lse"),
+            conventions=("empty_rows", "lse", "fp32_dots", "masked_inputs"),
             space=_space("strategies.attention", blocks_k="blocks_k", head_dims="head_dims"),
         ),
         Family(
@@ -397,12 +554,16 @@ def _families() -> dict[str, Family]:
             features=tuple(f for f in GLA_FEATURES if f != "dht"),
             tiles=("chunk_size",),
             dims=("K", "V"),
-            conventions=(),
+            conventions=("fp32_dots", "masked_inputs"),
             space=gla_space,
             keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "dht"},
             values=_gla_values,
             strategy=simple_gla_fwd_cases,
             narrowing=_gla_narrowing,
+            lengths=_GLA_LENGTHS,
+            measure=_gla_measure,
+            uses={f: u for f, u in _GLA_USES.items() if f != "dht"},
+            drop={f: d for f, d in _GLA_DROP.items() if f != "dht"},
         ),
         Family(
             name="simple_gla_bwd",
@@ -412,12 +573,16 @@ def _families() -> dict[str, Family]:
             features=tuple(f for f in GLA_FEATURES if f != "final_state"),
             tiles=("chunk_size",),
             dims=("K", "V"),
-            conventions=(),
+            conventions=("fp32_dots", "masked_inputs"),
             strategy=simple_gla_bwd_cases,
             space=gla_space,
             keywords={k: v for k, v in _GLA_KEYWORDS.items() if k != "final_state"},
             values=_gla_values,
             narrowing=_gla_narrowing,
+            lengths=_GLA_LENGTHS,
+            measure=_gla_measure,
+            uses={f: u for f, u in _GLA_USES.items() if f != "final_state"},
+            drop={f: d for f, d in _GLA_DROP.items() if f != "final_state"},
         ),
     ]
     return {f.name: f for f in fams}

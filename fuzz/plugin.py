@@ -28,6 +28,12 @@ and, as keywords, only what its capabilities declare (the always-present ones su
 besides); it returns the family's outputs as a dict, a tuple in ``Family.outputs`` order, or a
 single tensor. Triton kernels the library launches itself run in Triton's interpreter on the
 interpreted backend, autotuned ones with one drawn config per example (``fuzz.triton_runtime``).
+
+What the library allocates is poisoned and guarded (``fuzz.allocations``): its torch
+allocations, and on ``pallas-interpret`` the outputs of its ``pallas_call``\\ s; a store past an
+output's end is an ``out-of-bounds-write``. A kernel declines a case it does not support by
+raising :class:`fuzz.Unsupported` (counted, never a finding); rules known up front are declared
+(:class:`Lengths`, :class:`Constraint`, per backend kind) and the strategies draw within them.
 """
 
 from __future__ import annotations
@@ -36,16 +42,19 @@ import contextlib
 import dataclasses
 import inspect
 import math
+import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
 
 from fuzz.case import Case
-from fuzz.failures import MASKING, Finding
+from fuzz.failures import MASKING, Finding, Unsupported
 from fuzz.families import Family, get_family
-from fuzz.properties import Context, Property
+from fuzz.properties import GUARD_REPORTS, Context, Property, launch_fill
 from fuzz.signatures import KnownFailure
 from fuzz.target import Baselines, Library, Target, get, register
 
@@ -54,6 +63,15 @@ BACKEND_KINDS = ("compiled", "interpreted")
 CAUSAL = ("bottom-right", "top-left")
 EMPTY_ROWS = ("zeros", "nan")
 LSE = ("natural", "base2", "none", "split")
+FP32_DOTS = ("ieee", "tf32", "tf32-compiled")
+MASKED_INPUTS = ("any", "finite")
+# The poisons of masked-out inputs a kernel that needs them finite is checked with.
+FINITE_POISONS = ("max", "-max")
+
+
+class PluginWarning(UserWarning):
+    """A declaration that is legal but probably not what the plugin meant (said at
+    registration)."""
 
 
 def _tuple(name: str, value: Any) -> tuple[Any, ...] | None:
@@ -65,6 +83,134 @@ def _tuple(name: str, value: Any) -> tuple[Any, ...] | None:
     if not value:
         raise ValueError(f"{name} must not be empty (None: everything the family draws)")
     return value
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and not n & (n - 1)
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Which lengths of one of a family's length axes a kernel takes (``Capabilities.lengths``,
+    by the family's length name: attention ``q`` and ``k``, decode ``k``, simple GLA ``T``;
+    ``Family.lengths``). The strategy draws within the rule: each drawn length is mapped to the
+    smallest allowed length at or above it (so shrinking still goes down), never rejected.
+
+    Attributes:
+        multiple_of: lengths are multiples of this: an int, a tile parameter of the family
+            (``"block_q"``: the drawn tile of the case), or a tuple of them (their product:
+            ``("num_splits", "block_k")``).
+        shorter: lengths below one multiple are allowed too (a kernel that takes a tile of the
+            whole length when it is shorter than one: ``block = min(block, T)``).
+        power_of_two: lengths are powers of two (a lowering that needs power-of-two arrays).
+        at_least: the shortest length.
+        same_as: ``"q"`` for ``k``: every sequence has as many keys as queries (dense: ``Tk ==
+            Tq``; packed: per sequence, with guard rows after the last one).
+    """
+
+    multiple_of: int | str | tuple[int | str, ...] = 1
+    shorter: bool = False
+    power_of_two: bool = False
+    at_least: int = 1
+    same_as: str | None = None
+
+    def __post_init__(self) -> None:
+        parts = self.multiple_of if isinstance(self.multiple_of, tuple) else (self.multiple_of,)
+        for p in parts:
+            if isinstance(p, bool) or not (
+                (isinstance(p, int) and p >= 1) or (isinstance(p, str) and p)
+            ):
+                raise ValueError(
+                    f"Lengths.multiple_of={self.multiple_of!r}: give an int >= 1, a tile "
+                    "parameter's name, or a tuple of them"
+                )
+        if isinstance(self.at_least, bool) or not (
+            isinstance(self.at_least, int) and self.at_least >= 0
+        ):
+            raise ValueError(f"Lengths.at_least={self.at_least!r} must be an int >= 0")
+        if self.same_as is not None and not isinstance(self.same_as, str):
+            raise ValueError(f"Lengths.same_as={self.same_as!r} must be a length name or None")
+
+    def tiles(self) -> tuple[str, ...]:
+        """The tile parameters the rule reads."""
+        parts = self.multiple_of if isinstance(self.multiple_of, tuple) else (self.multiple_of,)
+        return tuple(p for p in parts if isinstance(p, str))
+
+    def unit(self, tiles: Mapping[str, Any]) -> int:
+        """The multiple for a case whose tile parameters are ``tiles``."""
+        parts = self.multiple_of if isinstance(self.multiple_of, tuple) else (self.multiple_of,)
+        return math.prod(int(tiles[p]) if isinstance(p, str) else p for p in parts)
+
+    def allows(self, n: int, tiles: Mapping[str, Any]) -> bool:
+        """Whether length ``n`` is one the kernel takes."""
+        m = self.unit(tiles)
+        if n < self.at_least or (self.power_of_two and not _is_pow2(n)):
+            return False
+        return n % m == 0 or (self.shorter and n < m)
+
+    def fit(self, n: int, tiles: Mapping[str, Any]) -> int:
+        """The smallest length at or above ``n`` that the rule allows (``n`` itself if none
+        is found: the kernel's check then declines the case)."""
+        m = self.unit(tiles)
+        start = max(int(n), self.at_least)
+        if self.allows(start, tiles):
+            return start
+        if self.power_of_two:
+            p = 1 << max(start - 1, 0).bit_length()
+            for _ in range(64):
+                if self.allows(p, tiles):
+                    return p
+                p *= 2
+            return start
+        c = -(-start // m) * m
+        return c if self.allows(c, tiles) else start
+
+    def describe(self) -> str:
+        parts = []
+        if self.multiple_of != 1:
+            what = (
+                " * ".join(map(str, self.multiple_of))
+                if isinstance(self.multiple_of, tuple)
+                else str(self.multiple_of)
+            )
+            parts.append(f"a multiple of {what}" + (" or shorter" if self.shorter else ""))
+        if self.power_of_two:
+            parts.append("a power of two")
+        if self.at_least != 1:
+            parts.append(f">= {self.at_least}")
+        if self.same_as:
+            parts.append(f"as long as {self.same_as} (per sequence)")
+        return ", ".join(parts) or "any"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule a case must satisfy for the kernel to take it (``Capabilities.constraints``).
+
+    ``when(case) -> bool`` sees the case as the family draws it (``case.inputs``: NumPy arrays in
+    the family's layout, ``case.params``). With ``feature``, the rule conditions that feature:
+    where it does not hold, the strategy draws the case without the feature (``Family.drop``:
+    e.g. ``final_state`` only when the length is a multiple of the chunk). Without one, a case
+    where it does not hold is declined (``unsupported: <reason>``, counted): prefer
+    :class:`Lengths` or a feature rule, which the strategy draws within.
+
+    Attributes:
+        when: the predicate.
+        reason: why, in a few words (the count's key, and the message of a declined case).
+        feature: the optional feature the rule conditions (None: the whole case).
+    """
+
+    when: Callable[[Any], bool]
+    reason: str
+    feature: str | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(self.when):
+            raise ValueError(f"Constraint.when={self.when!r} must be callable: when(case) -> bool")
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise ValueError(f"Constraint.reason={self.reason!r} must be a non-empty str")
+        if self.feature is not None and not isinstance(self.feature, str):
+            raise ValueError(f"Constraint.feature={self.feature!r} must be a feature name or None")
 
 
 @dataclass(frozen=True)
@@ -83,6 +229,14 @@ class Capabilities:
             attention); None: all of them.
         backends: ``compiled`` (the GPU), ``interpreted`` (Triton's interpreter or Pallas
             interpret mode on CPU arrays), or both.
+        lengths: rules on the family's lengths (:class:`Lengths`, by ``Family.lengths`` name);
+            the strategy draws within them.
+        constraints: further rules (:class:`Constraint`): a feature's condition, drawn within,
+            or a predicate on the case, declined where it fails.
+        compiled, interpreted: what differs on that backend kind: a ``Capabilities`` whose
+            fields that are not None replace these (its ``constraints`` add to them; its
+            ``backends`` is ignored). A lowering's rules (power-of-two arrays, matrix dims >= 16
+            on the GPU) go in ``compiled``.
     """
 
     dtypes: Sequence[str] | None = None
@@ -90,6 +244,10 @@ class Capabilities:
     head_dims: Sequence[int] | None = None
     features: Sequence[str] | frozenset[str] | set[str] | None = None
     backends: Sequence[str] = BACKEND_KINDS
+    lengths: Mapping[str, Lengths] | None = None
+    constraints: Sequence[Constraint] = ()
+    compiled: Capabilities | None = None
+    interpreted: Capabilities | None = None
 
     def __post_init__(self) -> None:
         from fuzz.arrays import FLOAT_DTYPES
@@ -124,23 +282,107 @@ class Capabilities:
                 f"Capabilities.backends={self.backends!r}: choose from {BACKEND_KINDS}"
             )
         object.__setattr__(self, "backends", backends)
+        if self.lengths is not None:
+            if not isinstance(self.lengths, Mapping):
+                raise ValueError(
+                    f"Capabilities.lengths={self.lengths!r} must map length names to fuzz.Lengths"
+                )
+            for k, rule in self.lengths.items():
+                if not isinstance(rule, Lengths):
+                    raise ValueError(f"Capabilities.lengths[{k!r}]={rule!r} must be a fuzz.Lengths")
+            object.__setattr__(self, "lengths", dict(self.lengths))
+        if isinstance(self.constraints, Constraint) or not isinstance(
+            self.constraints, (Sequence, set, frozenset)
+        ):
+            raise ValueError(
+                f"Capabilities.constraints={self.constraints!r} must be a sequence of "
+                "fuzz.Constraint"
+            )
+        for c in self.constraints:
+            if not isinstance(c, Constraint):
+                raise ValueError(f"Capabilities.constraints has {c!r}: not a fuzz.Constraint")
+        object.__setattr__(self, "constraints", tuple(self.constraints))
+        for kind in BACKEND_KINDS:
+            sub = getattr(self, kind)
+            if sub is None:
+                continue
+            if not isinstance(sub, Capabilities):
+                raise ValueError(f"Capabilities.{kind}={sub!r} must be a fuzz.Capabilities")
+            if sub.compiled is not None or sub.interpreted is not None:
+                raise ValueError(
+                    f"Capabilities.{kind} sets compiled= or interpreted= itself: one level only"
+                )
 
-    def check(self, family: Family) -> None:
+    def for_kind(self, kind: str) -> Capabilities:
+        """These capabilities on backend kind ``kind`` (``compiled`` or ``interpreted``): the
+        kind's own fields in place of these, its constraints added."""
+        sub = getattr(self, kind)
+        base = dataclasses.replace(self, compiled=None, interpreted=None)
+        if sub is None:
+            return base
+        changes = {
+            f: getattr(sub, f)
+            for f in ("dtypes", "tiles", "head_dims", "features", "lengths")
+            if getattr(sub, f) is not None
+        }
+        return dataclasses.replace(
+            base, **changes, constraints=(*self.constraints, *sub.constraints)
+        )
+
+    def check(self, family: Family, where: str = "Capabilities") -> None:
         """Raises ``ValueError`` naming the field where these capabilities do not fit ``family``."""
         unknown = sorted(set(self.features or ()) - set(family.features))
         if unknown:
             raise ValueError(
-                f"Capabilities.features has {unknown}, which family {family.name!r} does not "
+                f"{where}.features has {unknown}, which family {family.name!r} does not "
                 f"have; its features are {list(family.features)}"
             )
         unknown = sorted(set(self.tiles or {}) - set(family.tiles))
         if unknown:
             raise ValueError(
-                f"Capabilities.tiles has {unknown}, which family {family.name!r} does not draw; "
+                f"{where}.tiles has {unknown}, which family {family.name!r} does not draw; "
                 f"its tile parameters are {list(family.tiles)}"
             )
         if self.head_dims is not None and not family.dims:
-            raise ValueError(f"Capabilities.head_dims: family {family.name!r} has no head dim")
+            raise ValueError(f"{where}.head_dims: family {family.name!r} has no head dim")
+        for name, rule in (self.lengths or {}).items():
+            if name not in family.lengths:
+                raise ValueError(
+                    f"{where}.lengths names {name!r}; family {family.name!r} has lengths "
+                    f"{list(family.lengths) or 'none'}"
+                )
+            bad = sorted(set(rule.tiles()) - set(family.tiles))
+            if bad:
+                raise ValueError(
+                    f"{where}.lengths[{name!r}].multiple_of names {bad}: family "
+                    f"{family.name!r}'s tile parameters are {list(family.tiles)}"
+                )
+            if rule.same_as is not None and (
+                family.same_lengths is None or (name, rule.same_as) != ("k", "q")
+            ):
+                raise ValueError(
+                    f"{where}.lengths[{name!r}].same_as={rule.same_as!r}: family "
+                    f"{family.name!r} "
+                    + (
+                        "draws keys as long as queries with lengths={'k': Lengths(same_as='q')}"
+                        if family.same_lengths is not None
+                        else "has no such pair of lengths"
+                    )
+                )
+        for c in self.constraints:
+            if c.feature is None:
+                continue
+            if c.feature not in family.features:
+                raise ValueError(
+                    f"{where}.constraints: feature {c.feature!r} is not one of family "
+                    f"{family.name!r}'s {list(family.features)}"
+                )
+            if c.feature not in family.drop:
+                raise ValueError(
+                    f"{where}.constraints: feature {c.feature!r} cannot be left out of a drawn "
+                    f"case (family {family.name!r} can leave out {sorted(family.drop)}); give "
+                    "the rule without feature= to decline the cases where it fails"
+                )
 
     def tile_kwargs(self) -> dict[str, tuple[int, ...]]:
         return {k: tuple(v) for k, v in (self.tiles or {}).items()}
@@ -160,26 +402,55 @@ class Conventions:
         lse: the log-sum-exp output: ``natural``, ``base2`` (``log2 sum 2^(s log2 e)``, as
             kernels folding ``log2 e`` into the scale keep it), ``split`` (outputs ``m`` and
             ``l``, the row max and the sum of ``exp(s - m)``), or ``none`` (no such output).
+        fp32_dots: how dot products of fp32 operands round them: ``ieee`` (not at all),
+            ``tf32`` (to TF32, 10 explicit mantissa bits: unit roundoff 2^-11 per operand, the
+            GPU's default in Triton and JAX), ``tf32-compiled`` (TF32 on the compiled backends,
+            IEEE in the interpreters). The error bound then allows each dot operand's rounding
+            (derived as for half inputs' rounded operands); without it, an fp32 failure within
+            that bound says TF32 is the likely cause.
+        masked_inputs: what masked-out inputs may hold: ``any`` (NaN, Inf, huge values: the
+            masked-poison property tries all of them) or ``finite`` (the kernel multiplies a
+            masked value by a zero probability, as JAX's kernels and references do: only the
+            largest finite values are tried, on exactly the masked inputs).
     """
 
     causal: str = "bottom-right"
     empty_rows: str = "zeros"
     lse: str = "natural"
+    fp32_dots: str = "ieee"
+    masked_inputs: str = "any"
 
     def __post_init__(self) -> None:
-        for name, allowed in (("causal", CAUSAL), ("empty_rows", EMPTY_ROWS), ("lse", LSE)):
+        for name, allowed in (
+            ("causal", CAUSAL),
+            ("empty_rows", EMPTY_ROWS),
+            ("lse", LSE),
+            ("fp32_dots", FP32_DOTS),
+            ("masked_inputs", MASKED_INPUTS),
+        ):
             value = getattr(self, name)
             if value not in allowed:
                 raise ValueError(f"Conventions.{name}={value!r}: choose one of {allowed}")
 
     def check(self, family: Family) -> None:
         default = Conventions()
-        for name in ("causal", "empty_rows", "lse"):
+        for f in dataclasses.fields(self):
+            name = f.name
             if getattr(self, name) != getattr(default, name) and name not in family.conventions:
                 raise ValueError(
                     f"Conventions.{name}={getattr(self, name)!r} means nothing for family "
                     f"{family.name!r} (its conventions: {list(family.conventions) or 'none'})"
                 )
+
+    def of(self, family: Family) -> dict[str, str]:
+        """The conventions that mean something for ``family``, by name."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k in family.conventions}
+
+    def dots(self, kind: str) -> str:
+        """How fp32 dots round on backend kind ``kind``: ``ieee`` or ``tf32``."""
+        if self.fp32_dots == "tf32-compiled":
+            return "tf32" if kind == "compiled" else "ieee"
+        return self.fp32_dots
 
 
 @dataclass(frozen=True)
@@ -263,66 +534,49 @@ def _pad(x: Any, axes: str, dims: tuple[str, ...], multiple: int) -> Any:
     return jnp.pad(x, widths)
 
 
-@contextlib.contextmanager
-def poisoned_allocations() -> Iterator[None]:
-    """Inside it, memory a library allocates uninitialized (``torch.empty``, ``empty_like``,
-    ``empty_strided``, ``Tensor.new_empty``) holds NaN (floats) or ``-0x5A5A`` (ints): an output
-    or scratch buffer read before it is written shows, as the harness's own outputs do when they
-    are poisoned before each launch."""
-    import torch
-
-    saved = {n: getattr(torch, n) for n in ("empty", "empty_like", "empty_strided")}
-    saved_new = torch.Tensor.new_empty
-
-    def poison(t: Any) -> Any:
-        if t.is_floating_point():
-            t.fill_(float("nan"))
-        elif t.dtype not in (torch.bool,) and not t.is_complex():
-            info = torch.iinfo(t.dtype)  # a pattern the type holds (int8: -0x5B, uint8: 0xA5)
-            t.fill_(-0x5A5A if info.min <= -0x5A5A else (-0x5B if info.min < 0 else 0xA5))
-        return t
-
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return lambda *a, **k: poison(fn(*a, **k))
-
-    for n, fn in saved.items():
-        setattr(torch, n, wrap(fn))
-    torch.Tensor.new_empty = lambda self, *a, **k: poison(saved_new(self, *a, **k))  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        for n, fn in saved.items():
-            setattr(torch, n, fn)
-        torch.Tensor.new_empty = saved_new  # type: ignore[method-assign]
-
-
-def _accepts(fn: Callable[..., Any]) -> tuple[set[str], bool, list[str]]:
-    """``fn``'s keyword parameters, whether it takes ``**kwargs``, and its required positional
-    parameters."""
+def _accepts(fn: Callable[..., Any], n_tensors: int) -> tuple[set[str], bool, list[str], list[str]]:
+    """``fn``'s keyword parameters, whether it takes ``**kwargs``, its required positional
+    parameters, and its required parameters the first ``n_tensors`` positional slots (the
+    family's tensors) do not fill."""
     sig = inspect.signature(fn)
     names = set()
     var_kw = False
-    positional = []
+    positional, required = [], []
+    slot = 0
     for p in sig.parameters.values():
         if p.kind is p.VAR_KEYWORD:
             var_kw = True
         elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             names.add(p.name)
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
-            positional.append(p.name)
-    return names, var_kw, positional
+        filled = False
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            filled = slot < n_tensors
+            slot += 1
+            if p.default is p.empty:
+                positional.append(p.name)
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue
+        if p.default is p.empty and not filled:
+            required.append(p.name)
+    return names, var_kw, positional, required
 
 
 def _check_signature(
-    kernel: Callable[..., Any], family: Family, caps: Capabilities
+    kernel: Callable[..., Any],
+    family: Family,
+    caps: Capabilities,
+    where: str = "",
+    language: str = "triton",
 ) -> frozenset[str]:
     """The tile parameters ``kernel`` takes (it is passed the drawn ones); raises naming what
-    does not fit: required positional arguments beyond the family's tensors, or keywords its
-    capabilities make the family pass that the function does not take."""
+    does not fit: required positional arguments beyond the family's tensors, keywords its
+    capabilities make the family pass that the function does not take, or required keywords
+    they never pass. Warns (:class:`PluginWarning`) where a ``**kwargs`` kernel is not passed
+    tile parameters its capabilities do not declare."""
     if not callable(kernel):
         raise ValueError(f"kernel={kernel!r} must be callable")
     try:
-        names, var_kw, positional = _accepts(kernel)
+        names, var_kw, positional, required = _accepts(kernel, len(family.tensors))
     except (TypeError, ValueError):  # a builtin without a signature: trust it
         return frozenset()
     label = getattr(kernel, "__name__", "kernel")
@@ -332,14 +586,40 @@ def _check_signature(
             f"{family.name!r} passes {list(family.tensors)} (the rest as keywords)"
         )
     feats = frozenset(family.features if caps.features is None else caps.features)
-    missing = sorted(k for k in family.passed(feats, frozenset()) if k not in names)
+    passed = family.passed(feats, frozenset())
+    missing = sorted(k for k in passed if k not in names)
     if missing and not var_kw:
         raise ValueError(
-            f"kernel {label}() takes no {missing} argument(s), which Capabilities.features="
+            f"kernel {label}() takes no {missing} argument(s), which Capabilities{where}.features="
             f"{sorted(feats)} make family {family.name!r} pass; add them to the function or "
             "narrow Capabilities.features"
         )
-    return frozenset(t for t in family.tiles if t in names or (var_kw and t in (caps.tiles or {})))
+    tiles = frozenset(t for t in family.tiles if t in names or (var_kw and t in (caps.tiles or {})))
+    given = {*passed, *tiles, *(("interpret",) if language == "pallas" else ())}
+    never = [r for r in required if r not in given]
+    if never:
+        unlocks = {kw: key for key, kws in family.keywords.items() if key is not None for kw in kws}
+        hints = [
+            f"{r!r} (declare feature {unlocks[r]!r})"
+            if r in unlocks and unlocks[r] in family.features
+            else f"{r!r} (declare tile {unlocks[r]!r} in Capabilities.tiles)"
+            if r in unlocks
+            else f"{r!r} (family {family.name!r} has no such argument)"
+            for r in never
+        ]
+        raise ValueError(
+            f"kernel {label}() requires {', '.join(hints)}, which Capabilities{where} never "
+            "make the family pass: every example would crash; declare it or give it a default"
+        )
+    undeclared = sorted(t for t in family.tiles if var_kw and t not in names and t not in tiles)
+    if undeclared:
+        warnings.warn(
+            f"kernel {label}() takes **kwargs: the family's tile parameter(s) {undeclared} are "
+            f"not passed to it unless declared in Capabilities{where}.tiles",
+            PluginWarning,
+            stacklevel=4,
+        )
+    return tiles
 
 
 def autograd_backward(forward: Callable[..., Any]) -> Callable[..., Any]:
@@ -378,27 +658,71 @@ def autograd_backward(forward: Callable[..., Any]) -> Callable[..., Any]:
     return backward
 
 
-def _outputs_of(got: Any, family: Family, conventions: Conventions) -> dict[str, Any]:
-    """The kernel's result as the family's outputs by name (conventions applied)."""
+def _names(family: Family, conventions: Conventions) -> tuple[str, ...]:
+    """The outputs a kernel returning a tuple returns, in order."""
+    if family.name.startswith("attention") and conventions.lse == "split":
+        return ("o", "m", "l")
+    if family.name.startswith("attention") and conventions.lse == "none":
+        return ("o",)
+    return family.outputs
+
+
+def _outputs_of(
+    got: Any, family: Family, conventions: Conventions, layout: Layout, language: str, label: str
+) -> dict[str, Any]:
+    """The kernel's result as the family's outputs by name (before the layout is undone and
+    the conventions applied); raises naming what does not fit the family's contract."""
+    names = _names(family, conventions)
     if isinstance(got, Mapping):
         out = dict(got)
-    elif isinstance(got, (tuple, list)):
-        names = family.outputs
-        if family.name.startswith("attention") and conventions.lse == "split":
-            names = ("o", "m", "l")
-        elif family.name.startswith("attention") and conventions.lse == "none":
-            names = ("o",)
+    elif isinstance(got, (tuple, list)) and not _is_array(got):
+        if len(got) > len(names):
+            raise TypeError(
+                f"kernel {label}() returned {len(got)} values; family {family.name!r} returns "
+                f"{len(names)}: {list(names)} (in this order, or as a dict by name)"
+            )
         out = dict(zip(names, got, strict=False))
     else:
-        out = {family.outputs[0]: got}
+        out = {names[0]: got}
     out = {k: v for k, v in out.items() if v is not None}
-    if family.name.startswith("attention"):
-        if conventions.lse == "base2" and "lse" in out:
-            out["lse"] = out["lse"] * math.log(2.0)
-        elif conventions.lse == "split":
-            m, ell = out.pop("m"), out.pop("l")
-            out["lse"] = m + (ell.log() if hasattr(ell, "log") else _jlog(ell))
+    want = "torch tensors" if language == "triton" else "JAX arrays"
+    for name, x in out.items():
+        if not _is_array(x) or _framework(x) != language:
+            raise TypeError(
+                f"kernel {label}() returned {name} as a {type(x).__module__}.{type(x).__name__}: "
+                f"a {language} kernel returns {want}"
+            )
+        axes = family.layouts.get("lse" if name in ("m", "l") else name)
+        if axes is None:
+            continue
+        mine = layout.axes(family, "lse" if name in ("m", "l") else name)
+        if len(x.shape) != len(axes):
+            raise TypeError(
+                f"kernel {label}() returned {name} with shape {list(x.shape)}; family "
+                f"{family.name!r}'s {name} is [{', '.join(mine)}] in the kernel's layout: are the "
+                f"outputs in the order {list(names)} (or a dict by name)?"
+            )
     return out
+
+
+def _is_array(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (tuple, list))
+
+
+def _framework(x: Any) -> str:
+    """``triton`` for a torch tensor, ``pallas`` for a JAX array, else the type's module."""
+    module = type(x).__module__.split(".")[0]
+    return {"torch": "triton", "jax": "pallas", "jaxlib": "pallas"}.get(module, module)
+
+
+def _conventions_applied(out: dict[str, Any], family: Family, conventions: Conventions) -> None:
+    if not family.name.startswith("attention"):
+        return
+    if conventions.lse == "base2" and "lse" in out:
+        out["lse"] = out["lse"] * math.log(2.0)
+    elif conventions.lse == "split" and "m" in out and "l" in out:
+        m, ell = out.pop("m"), out.pop("l")
+        out["lse"] = m + (ell.log() if hasattr(ell, "log") else _jlog(ell))
 
 
 def _jlog(x: Any) -> Any:
@@ -407,52 +731,158 @@ def _jlog(x: Any) -> Any:
     return jnp.log(x)
 
 
-def _entry(
-    kernel: Callable[..., Any],
-    family: Family,
-    caps: Capabilities,
-    conventions: Conventions,
-    layout: Layout,
-    tiles: frozenset[str],
-    language: str,
-) -> Callable[..., Any]:
-    """The harness's entry point (``Target.kernels``) around a plugin's kernel function."""
-    feats = frozenset(family.features if caps.features is None else caps.features)
-    keywords = family.passed(feats, tiles)
+class _HostInputs(Mapping[str, Any]):
+    """A launch's inputs as host NumPy arrays, converted when first read (the rules read shapes
+    and small integer arrays; a large GPU tensor is never copied unless a predicate reads it)."""
 
-    def run(
-        inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Any, interpret: bool
-    ) -> dict[str, Any]:
-        values = family.values(_CaseView(inputs, params))
-        kw = {k: values[k] for k in keywords}
-        if language == "pallas":
-            kw["interpret"] = interpret
-        args = []
-        for name in family.tensors:
-            x = inputs.get(name)
-            if x is not None:
-                axes = layout.axes(family, name)
-                x = _pad(
-                    _permute(x, family.layouts[name], axes), axes, family.dims, layout.pad_head_dim
-                )
-            args.append(x)
-        with _language_scope(language, interpret):
-            got = kernel(*args, **kw)
-        res = _outputs_of(got, family, conventions)
-        for name, x in list(res.items()):
-            if name in family.layouts:
-                x = _permute(x, layout.axes(family, name), family.layouts[name])
-                res[name] = _unpad(x, family, name, inputs)
-        return res
+    def __init__(self, inputs: Mapping[str, Any]) -> None:
+        self._inputs = inputs
+        self._host: dict[str, np.ndarray] = {}
 
-    return run
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._host:
+            x = self._inputs[name]
+            if x is None:
+                raise KeyError(name)
+            if hasattr(x, "detach"):
+                from fuzz.backends import TorchAdapter
+
+                self._host[name] = TorchAdapter("cpu").get(x)
+            else:
+                self._host[name] = np.asarray(x)
+        return self._host[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, v in self._inputs.items() if v is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
-class _CaseView:
-    """A case's inputs (framework arrays) and params, for ``Family.kwargs``."""
+class _View:
+    """A case's inputs and params for ``Family.values``, ``Family.measure`` and the rules."""
 
     def __init__(self, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> None:
         self.inputs, self.params = inputs, params
+
+
+@dataclass(frozen=True)
+class _KindRules:
+    """A kernel's declarations resolved for one backend kind."""
+
+    caps: Capabilities
+    keywords: tuple[str, ...]
+    tiles: frozenset[str]
+
+    def check(self, family: Family, case: _View, host: _View) -> None:
+        """Raises ``Unsupported`` where ``case`` (a launch's: the clean one, or one a property
+        derives) is outside what was declared: the strategies draw within it, but a property
+        may derive a case that is not. ``host``: the same case with host arrays, for the
+        plugin's own predicates."""
+        caps = self.caps
+        dtype = case.params.get("dtype")
+        if caps.dtypes is not None and dtype is not None and dtype not in caps.dtypes:
+            raise Unsupported(f"dtype {dtype} not declared")
+        for tile, sizes in (caps.tiles or {}).items():
+            value = case.params.get(tile)
+            if value is not None and int(value) not in sizes:
+                raise Unsupported(f"{tile} not among {list(sizes)}")
+        if caps.head_dims is not None and family.dims:
+            for tensor in family.tensors:
+                x = case.inputs.get(tensor)
+                if x is None:
+                    continue
+                for axis, n in zip(family.layouts[tensor], x.shape, strict=False):
+                    if axis in family.dims and int(n) not in caps.head_dims:
+                        raise Unsupported(f"head dim {axis} not among {list(caps.head_dims)}")
+        if caps.features is not None:  # a feature whose data the kernel would not be passed
+            for feature, uses in family.uses.items():
+                gated = feature in family.keywords or feature == "gqa"
+                if gated and feature not in caps.features and uses(case):
+                    raise Unsupported(f"feature {feature} not declared")
+        if caps.lengths:
+            measured = family.measure(case)
+            tiles = case.params
+            for name, rule in caps.lengths.items():
+                if name in measured and not rule.allows(measured[name], tiles):
+                    raise Unsupported(f"{name} length not {rule.describe()}")
+                if rule.same_as and family.same_lengths is not None:
+                    if not family.same_lengths(case):
+                        raise Unsupported(f"{name} length not {rule.describe()}")
+        for c in caps.constraints:
+            if c.feature is not None and not family.uses[c.feature](case):
+                continue
+            try:
+                holds = c.when(host)
+            except Exception as e:
+                raise RuntimeError(
+                    f"fuzz.Constraint({c.reason!r}) raised {type(e).__name__}: {e} (its predicate "
+                    "sees case.inputs, host arrays in the family's layout, and case.params)"
+                ) from e
+            if not holds:
+                raise Unsupported(c.reason)
+
+
+class _PluginKernel:
+    """The harness's entry point (``Target.kernels``) around a plugin's kernel function: checks
+    the case against the declarations of the launch's backend kind, converts the layout, calls
+    the kernel with what the library allocates poisoned and guarded, and returns the family's
+    outputs (with :data:`fuzz.properties.GUARD_REPORTS`)."""
+
+    def __init__(
+        self,
+        kernel: Callable[..., Any],
+        family: Family,
+        rules: Mapping[str, _KindRules],
+        conventions: Conventions,
+        layout: Layout,
+        language: str,
+    ) -> None:
+        self.kernel, self.family, self.rules = kernel, family, dict(rules)
+        self.conventions, self.layout, self.language = conventions, layout, language
+        self.label = getattr(kernel, "__name__", "kernel")
+        self.__name__ = f"plugin entry of {self.label}()"
+
+    def supports(self, feature: str, interpret: bool) -> bool:
+        """Whether the kernel declares optional ``feature`` on the interpreted (or compiled)
+        backend kind (a property deriving a launch for a sibling asks)."""
+        rules = self.rules.get("interpreted" if interpret else "compiled")
+        features = None if rules is None else rules.caps.features
+        return features is None or feature in features
+
+    def _to_kernel(self, name: str, x: Any) -> Any:
+        fam, lay = self.family, self.layout
+        if x is None or name not in fam.layouts or not _is_array(x):
+            return x
+        axes = lay.axes(fam, name)
+        return _pad(_permute(x, fam.layouts[name], axes), axes, fam.dims, lay.pad_head_dim)
+
+    def __call__(
+        self, inputs: Mapping[str, Any], params: Mapping[str, Any], *, out: Any, interpret: bool
+    ) -> dict[str, Any]:
+        fam = self.family
+        kind = "interpreted" if interpret else "compiled"
+        rules = self.rules.get(kind) or next(iter(self.rules.values()))
+        rules.check(fam, _View(inputs, params), _View(_HostInputs(inputs), params))
+        given = inputs
+        if fam.guard_inputs is not None and _framework(next(iter(inputs.values()))) == "triton":
+            given = fam.guard_inputs(inputs, params)
+        values = fam.values(_View(given, params))
+        kw = {k: self._to_kernel(k, values[k]) for k in rules.keywords}
+        if self.language == "pallas":
+            kw["interpret"] = interpret
+        args = [self._to_kernel(name, given.get(name)) for name in fam.tensors]
+        with _language_scope(self.language, interpret) as guards:
+            got = self.kernel(*args, **kw)
+            res = _outputs_of(got, fam, self.conventions, self.layout, self.language, self.label)
+            notes = guards(res)
+        _conventions_applied(res, fam, self.conventions)
+        for name, x in list(res.items()):
+            if name in fam.layouts:
+                x = _permute(x, self.layout.axes(fam, name), fam.layouts[name])
+                res[name] = _unpad(x, fam, name, inputs)
+        res[GUARD_REPORTS] = notes
+        return res
 
 
 def _unpad(x: Any, family: Family, name: str, inputs: Mapping[str, Any]) -> Any:
@@ -473,19 +903,36 @@ def _unpad(x: Any, family: Family, name: str, inputs: Mapping[str, Any]) -> Any:
 
 
 @contextlib.contextmanager
-def _language_scope(language: str, interpret: bool) -> Iterator[None]:
-    """Around a plugin kernel's call: poisoned allocations (torch), and on the interpreted Triton
-    backend, Triton's interpreter for every launch the library makes."""
+def _language_scope(language: str, interpret: bool) -> Iterator[Callable[[Mapping[str, Any]], Any]]:
+    """Around a plugin kernel's call: its torch allocations poisoned with the launch's poison and
+    guarded; on the interpreted Triton backend, Triton's interpreter for every launch the library
+    makes; on the interpreted Pallas backend, guard regions around its ``pallas_call`` outputs.
+    Yields ``report(outputs) -> {buffer: [where, ...]}``, what was written outside them."""
+    from fuzz import allocations
+
     with contextlib.ExitStack() as stack:
+        torch_state = None
         try:
             import torch  # noqa: F401
         except ImportError:
             pass
         else:
-            stack.enter_context(poisoned_allocations())
+            torch_state = stack.enter_context(allocations.torch_allocations(launch_fill()))
+        pallas_state = None
         if interpret and language == "triton":
             stack.enter_context(_interpreting())
-        yield
+        if interpret and language == "pallas":
+            pallas_state = stack.enter_context(allocations.pallas_guards())
+
+        def report(outputs: Mapping[str, Any]) -> dict[str, list[str]]:
+            found: dict[str, list[str]] = {}
+            if torch_state is not None:
+                found.update(torch_state.report(outputs))
+            if pallas_state is not None:
+                found.update(pallas_state.report())
+            return found
+
+        yield report
 
 
 def _interpreting() -> Any:
@@ -504,7 +951,7 @@ def fuzz_kernel(
     capabilities: Capabilities | None = None,
     conventions: Conventions | None = None,
     layout: Layout | None = None,
-    siblings: Mapping[str, Callable[..., Any]] | None = None,
+    siblings: Mapping[str, Callable[..., Any] | Target] | None = None,
     properties: Sequence[Property] = (),
     disable: Mapping[str, str] | None = None,
     known_failures: Sequence[KnownFailure] = (),
@@ -515,7 +962,8 @@ def fuzz_kernel(
     Args:
         name: the target's name (letters, digits, ``_``, ``-``, ``.``).
         family: a built-in family (``fuzz.families.family_names()``).
-        kernel: the kernel function (see the module docstring for how it is called).
+        kernel: the kernel function (see the module docstring for how it is called). It may
+            raise :class:`fuzz.Unsupported` to decline a case (counted, never a finding).
         language: ``triton`` (torch tensors; backends ``triton``, ``triton-interpret``) or
             ``pallas`` (JAX arrays, called with ``interpret=``; ``pallas-gpu``,
             ``pallas-interpret``).
@@ -524,7 +972,9 @@ def fuzz_kernel(
         layout: its tensor layout where not the family's (:class:`Layout`).
         siblings: the library's kernels of other families that a property compares with (e.g.
             ``{"attention": dense}`` for decode's "a decode step is the last row of a causal
-            prefill"); a property whose sibling is missing is switched off, and
+            prefill"): the target ``fuzz_kernel`` returned for that kernel (its own
+            capabilities, conventions and layout apply), or a kernel function (taken with this
+            kernel's declarations); a property whose sibling is missing is switched off, and
             ``python -m fuzz list`` says so.
         properties: extra :class:`fuzz.Property` checks.
         disable: generic or family properties switched off, each with the reason (e.g.
@@ -538,8 +988,6 @@ def fuzz_kernel(
         ValueError: naming the field, for an unknown family, capability, convention or layout,
             an impossible combination, or a kernel whose signature does not fit.
     """
-    import re
-
     fam = get_family(family)
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise ValueError(f"name={name!r} must be letters, digits, '_', '-' or '.'")
@@ -555,15 +1003,12 @@ def fuzz_kernel(
     ):
         if not isinstance(value, cls):
             raise ValueError(f"{what}={value!r} must be a fuzz.{cls.__name__}")
-    caps.check(fam)
     conv.check(fam)
     lay.check(fam)
-    tiles = _check_signature(kernel, fam, caps)
+    rules = _rules(kernel, fam, caps, language)
     base = get(fam.name)
-    narrowing = fam.narrowing(caps)
-    params = {"align": conv.causal} if conv.causal != Conventions().causal else {}
-    strategy = _narrowed_strategy(fam, narrowing, params)
-    entry = _entry(kernel, fam, caps, conv, lay, tiles, language)
+    strategy = _narrowed_strategy(fam, rules, conv)
+    entry = _PluginKernel(kernel, fam, rules, conv, lay, language)
     sibling_entries = _sibling_entries(fam, siblings or {}, caps, conv, lay, language)
     disabled = dict(disable or {})
     for prop, sibling in SIBLING_PROPERTIES.get(fam.name, {}).items():
@@ -586,6 +1031,7 @@ def fuzz_kernel(
         properties,
         disabled,
         description,
+        {kind: r.caps for kind, r in rules.items()},
     )
     if known:
         for k in known:
@@ -596,6 +1042,21 @@ def fuzz_kernel(
     return register(target)
 
 
+def _rules(
+    kernel: Callable[..., Any], fam: Family, caps: Capabilities, language: str
+) -> dict[str, _KindRules]:
+    """The kernel's declarations resolved for each backend kind it runs on, each checked."""
+    rules = {}
+    for kind in caps.backends:
+        where = f".{kind}" if getattr(caps, kind) is not None else ""
+        resolved = caps.for_kind(kind)
+        resolved.check(fam, f"Capabilities{where}")
+        tiles = _check_signature(kernel, fam, resolved, where, language)
+        feats = frozenset(fam.features if resolved.features is None else resolved.features)
+        rules[kind] = _KindRules(resolved, fam.passed(feats, tiles), tiles)
+    return rules
+
+
 # Family properties that compare a kernel with another kernel of its library, by the family of
 # that sibling: they run the plugin's own kernels, never the project's.
 SIBLING_PROPERTIES = {"attention_decode": {"decode-equals-last-causal-row": "attention"}}
@@ -603,15 +1064,17 @@ SIBLING_PROPERTIES = {"attention_decode": {"decode-equals-last-causal-row": "att
 
 def _sibling_entries(
     fam: Family,
-    siblings: Mapping[str, Callable[..., Any]],
+    siblings: Mapping[str, Callable[..., Any] | Target],
     caps: Capabilities,
     conv: Conventions,
     lay: Layout,
     language: str,
 ) -> dict[str, Any]:
-    """The harness's entries around a plugin's sibling kernels (same conventions and layout; the
-    features the sibling's family has of the kernel's), and None for each sibling family a
-    property needs but the plugin did not give."""
+    """The harness's entries around a plugin's sibling kernels, and None for each sibling family
+    a property needs but the plugin did not give. A sibling given as its own target brings its
+    own declarations (capabilities, conventions, layout: its entry checks and declines what it
+    does not support); a function is taken with this kernel's (the features the sibling's family
+    has of the kernel's)."""
     needed = set(SIBLING_PROPERTIES.get(fam.name, {}).values())
     unknown = sorted(set(siblings) - needed)
     if unknown:
@@ -621,6 +1084,16 @@ def _sibling_entries(
         )
     out: dict[str, Any] = {n: None for n in needed}
     for sib_name, kernel in siblings.items():
+        if isinstance(kernel, Target):
+            impl = LANGUAGES[language]
+            if kernel.family != sib_name or impl not in kernel.kernels:
+                raise ValueError(
+                    f"siblings[{sib_name!r}] is target {kernel.name!r} of family "
+                    f"{kernel.family!r} in {sorted(kernel.kernels)}: give a {language} kernel of "
+                    f"family {sib_name!r}"
+                )
+            out[sib_name] = kernel.kernels[impl]
+            continue
         sib = get_family(sib_name)
         own = set(fam.features if caps.features is None else caps.features)
         sib_caps = Capabilities(
@@ -629,32 +1102,80 @@ def _sibling_entries(
             features=own & set(sib.features) | {"causal"},
             backends=caps.backends,
         )
-        tiles = _check_signature(kernel, sib, sib_caps)
-        out[sib_name] = _entry(kernel, sib, sib_caps, conv, lay, tiles, language)
+        out[sib_name] = _PluginKernel(
+            kernel, sib, _rules(kernel, sib, sib_caps, language), conv, lay, language
+        )
     return out
 
 
 def _narrowed_strategy(
-    fam: Family, narrowing: Mapping[str, Any], params: Mapping[str, Any]
+    fam: Family, rules: Mapping[str, _KindRules], conv: Conventions
 ) -> Callable[..., Any]:
-    """The family's strategy narrowed to a kernel's capabilities, its cases carrying ``params``
-    (a convention the oracle reads: the causal alignment as ``align``)."""
-    kw = {
-        k: (frozenset(v) if k == "features" and v is not None else v)
-        for k, v in narrowing.items()
-        if v is not None
-    }
+    """The family's strategy narrowed to a kernel's capabilities on a backend kind (the hunt's:
+    ``kind=("compiled",)``; without one, the compiled kind's where the kernel runs compiled),
+    drawing within its length and feature rules, its cases carrying the conventions the oracle
+    and the bounds read (the causal alignment as ``align``, TF32 dots as ``fp32_dots``)."""
     strategy = fam.strategy
+    default = "compiled" if "compiled" in rules else next(iter(rules))
 
-    def make(scale: str, **more: Any) -> Any:
-        """The family's cases narrowed to the kernel's capabilities (and to ``more``: a run's
-        own narrowing within them)."""
-        cases = strategy(scale, **{**kw, **more})
-        return cases.map(lambda c: c.replace(**params)) if params else cases
+    def narrowing(kind: str) -> dict[str, Any]:
+        caps = rules[kind].caps
+        kw = {
+            k: (frozenset(v) if k == "features" and v is not None else v)
+            for k, v in fam.narrowing(caps).items()
+            if v is not None
+        }
+        if caps.lengths:
+            kw["lengths"] = {n: r.fit for n, r in caps.lengths.items()}
+            if any(r.same_as for r in caps.lengths.values()):
+                kw["same_lengths"] = True
+        return kw
+
+    def params(kind: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if conv.causal != Conventions().causal:
+            out["align"] = conv.causal
+        if conv.dots(kind) != "ieee":
+            out["fp32_dots"] = conv.dots(kind)
+        return out
+
+    def make(scale: str, kind: tuple[str, ...] | None = None, **more: Any) -> Any:
+        """The family's cases narrowed to the kernel's capabilities on ``kind`` (and to
+        ``more``: a run's own narrowing within them)."""
+        k = default if not kind else kind[0]
+        if k not in rules:
+            k = default
+        constraints = [c for c in rules[k].caps.constraints if c.feature is not None]
+        extra = params(k)
+        cases = strategy(scale, **{**narrowing(k), **more})
+
+        def within(case: Case) -> Case:
+            for c in constraints:
+                if fam.uses[c.feature](case) and not c.when(case):  # type: ignore[index]
+                    case = fam.drop[c.feature](case)  # type: ignore[index]
+            return case.replace(**extra) if extra else case
+
+        return cases.map(within) if constraints or extra else cases
 
     make.__name__ = f"{fam.name}_cases"
-    make.narrowing = kw  # type: ignore[attr-defined]
+    make.narrowing = narrowing(default)  # type: ignore[attr-defined]
+    make.per_kind = True  # type: ignore[attr-defined]
     return make
+
+
+def _masked_poison_finite() -> Property:
+    """The masked-poison property for a kernel whose masked inputs must be finite: the same
+    check (on exactly the masked inputs) with the largest finite values only."""
+    from fuzz.properties import _masked_poison
+
+    return Property(
+        "masked-poison",
+        _masked_poison,
+        st.sampled_from(FINITE_POISONS),
+        applies=lambda ctx: ctx.target.poison is not None,
+        description="the largest finite values in masked-out inputs change no output bit "
+        "(declared: masked inputs are finite)",
+    )
 
 
 def _build_target(
@@ -670,12 +1191,15 @@ def _build_target(
     properties: Sequence[Property],
     disable: Mapping[str, str],
     description: str,
+    capabilities: Mapping[str, Capabilities],
 ) -> Target:
     oracle, naive = base.oracle, base.naive
     extra: list[Property] = list(properties)
     if conv.empty_rows != "zeros" and fam.empty_rows is not None:
         oracle, naive, prop = _empty_rows_convention(fam, conv, base)
         extra.append(prop)
+    if conv.masked_inputs == "finite" and all(p.name != "masked-poison" for p in extra):
+        extra.append(_masked_poison_finite())
     outputs = base.outputs
     if fam.name.startswith("attention") and conv.lse == "none":
         oracle, naive = _without(oracle, "lse"), _without(naive, "lse")
@@ -705,9 +1229,11 @@ def _build_target(
             backends=backends,
             writes_out=False,
             autotune=language == "triton",
-            conventions=dataclasses.asdict(conv),
+            conventions=conv.of(fam),
             siblings=dict(siblings),
             disabled=dict(disable),
+            allocates=True,
+            capabilities=dict(capabilities),
         ),
         baselines=Baselines(),
         mutant=None,

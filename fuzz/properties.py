@@ -27,11 +27,16 @@ What a family's properties share:
   of a derived run that does not agree with the clean one;
 * :meth:`Context.memo`: anything else computed once per example and shared. Data that depends on
   the case alone is cached per case (``fuzz.kit.per_case``).
+
+A kernel may decline a case (``fuzz.Unsupported``): declined in its clean run, the example is
+not checked (:func:`check_case` raises; the hunt counts it and draws another); declined in a
+launch a property derives, that property is skipped for the example (``Outcome.declined``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -45,7 +50,7 @@ from fuzz import failures as F
 from fuzz.arrays import POISON_KINDS, bits, dtype_name, to_float64
 from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_for, get_backend
 from fuzz.compare import Metrics, measure, measure_naive
-from fuzz.failures import Finding
+from fuzz.failures import Finding, Unsupported
 from fuzz.stops import is_fault, noting_stops
 from fuzz.timing import LaunchTimer
 
@@ -74,17 +79,50 @@ class Property:
     description: str = ""
 
 
+# The key under which an entry point that allocates its outputs itself (``Library.allocates``: a
+# plugin's) reports, beside its outputs, what it found written outside the buffers it allocated
+# with guard regions: ``{buffer label: [where, ...]}`` (empty or absent: nothing).
+GUARD_REPORTS = "__guard_reports__"
+
+# The poison a launch fills its outputs with (NaN for the clean run, POISON_FINITE for the
+# repeat), for an entry point that allocates its outputs itself (read through launch_fill()).
+_LAUNCH_FILL: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "launch_fill", default=POISON_NAN
+)
+
+
+def launch_fill() -> float:
+    """The poison of the launch running now (:meth:`Context.launch`'s ``fill``): what an entry
+    point that allocates its own outputs fills them with, as the harness fills the outputs it
+    allocates."""
+    return _LAUNCH_FILL.get()
+
+
 @dataclass
 class Launch:
-    """One kernel launch: outputs on the host, guard violations, timing, or the exception."""
+    """One kernel launch: outputs on the host, guard violations, timing, or the exception (or
+    the kernel's refusal: ``declined``, never a finding)."""
 
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     guards: dict[str, np.ndarray] = field(default_factory=dict)
+    guard_notes: dict[str, list[str]] = field(default_factory=dict)
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
     error: BaseException | None = None
+    declined: Unsupported | None = None
     seconds: float = 0.0
     compiled: bool = False
     input_writes: dict[str, str] = field(default_factory=dict)  # input -> what changed in it
+
+
+class PropertyDeclined(Exception):
+    """A launch a property derived from the case was declined by the kernel (``Unsupported``):
+    the property is skipped for this example (:func:`check_case` counts it in
+    ``Outcome.declined``)."""
+
+    def __init__(self, prop: str, reason: str) -> None:
+        super().__init__(f"{prop}: {reason}")
+        self.prop, self.reason = prop, reason
 
 
 @dataclass
@@ -153,6 +191,7 @@ class Context:
         self.stats = stats if stats is not None else Stats()
         self.adapter = adapter_for(backend)
         self._memo: dict[Hashable, Any] = {}
+        self._runs: dict[str, Launch] = {}  # the clean and the repeated run, once launched
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, computed once per context (one case on one backend) and kept with it: what
@@ -233,22 +272,31 @@ class Context:
                 }
                 writes_out = self.target.library.writes_out
                 out = {k: b.array for k, b in bufs.items()} if writes_out else None
-                with LaunchTimer() as timer, np.errstate(all="ignore"):
-                    got = entry(inputs, dict(case.params), out=out, interpret=backend.interpret)
-                    adapter.synchronize()
+                token = _LAUNCH_FILL.set(fill)
+                try:
+                    with LaunchTimer() as timer, np.errstate(all="ignore"):
+                        got = entry(inputs, dict(case.params), out=out, interpret=backend.interpret)
+                        adapter.synchronize()
+                finally:
+                    _LAUNCH_FILL.reset(token)
                 result.seconds, result.compiled = timer.seconds, timer.compiled
                 result.input_writes = input_writes(adapter, inputs, case)
+                result.guard_notes = dict(got.get(GUARD_REPORTS) or {})
                 missing = set(outputs) - set(got)
                 if missing:
                     raise RuntimeError(
-                        f"kernel returned {sorted(got)}; expected outputs {sorted(outputs)}"
+                        f"kernel returned {sorted(k for k in got if k != GUARD_REPORTS)}; "
+                        f"expected outputs {sorted(outputs)}"
                     )
                 for name, (_, dtype) in outputs.items():
                     result.outputs[name] = adapter.get(got[name])
                     result.shapes[name] = tuple(result.outputs[name].shape)
+                    result.dtypes[name] = dtype_name(result.outputs[name].dtype)
                     _check_output_dtype(name, result.outputs[name], dtype)
-                    if adapter.guards:
+                    if adapter.guards and out is not None:
                         result.guards[name] = adapter.guard_violations(bufs[name])
+            except Unsupported as e:  # the kernel declines the case: never a finding
+                result.declined = e
             except BaseException as e:
                 # A crash: whatever the kernel raised, SystemExit, GeneratorExit and a
                 # KeyboardInterrupt of its own included; a stop from outside (Ctrl-C, SIGTERM)
@@ -273,13 +321,27 @@ class Context:
         adapter = adapter_for(backend)
         return {k: adapter.put(np.array(v, copy=True)) for k, v in case.inputs.items()}
 
-    @functools.cached_property
+    @property
     def clean(self) -> Launch:
-        return self.launch(fill=POISON_NAN)
+        """The first run (outputs poisoned with NaN), launched once; raises ``Unsupported`` where
+        the kernel declined the case (the whole example is declined)."""
+        launch = self._runs.get("clean")
+        if launch is None:
+            launch = self._runs["clean"] = self.launch(fill=POISON_NAN)
+        if launch.declined is not None:
+            raise launch.declined
+        return launch
 
-    @functools.cached_property
+    @property
     def repeat(self) -> Launch:
-        return self.launch(fill=POISON_FINITE)
+        """The second run (outputs poisoned with ``POISON_FINITE``), launched once; raises
+        ``Unsupported`` as :attr:`clean` does."""
+        launch = self._runs.get("repeat")
+        if launch is None:
+            launch = self._runs["repeat"] = self.launch(fill=POISON_FINITE)
+        if launch.declined is not None:
+            raise launch.declined
+        return launch
 
     def metrics(self, name: str) -> Metrics:
         return self._metrics[name]
@@ -361,6 +423,8 @@ class Context:
             return self.launch(case, fill=fill, backend=backend, outputs=outputs, entry=entry)
 
         launch = run() if share is None else self.memo(("derived", share), run)
+        if launch.declined is not None:
+            raise PropertyDeclined(prop, launch.declined.reason)
         if launch.error is None:
             wrote = input_write_finding(self, launch, prop, what)
             return launch if wrote is None else wrote
@@ -448,6 +512,17 @@ def _crash(ctx: Context, _: Any) -> Finding | None:
                 f"output {name} has shape {shape}, expected {ctx.oracle[name].shape}",
                 output=name,
             )
+    spec = ctx.output_spec(ctx.case)
+    for name, got in ctx.clean.dtypes.items():
+        want = spec[name][1] if name in spec else None
+        if want is not None and got != want:
+            return ctx.finding(
+                F.CRASH,
+                "crash",
+                f"output {name} has dtype {got}, expected {want} (the family's output dtype for "
+                f"{ctx.case.params.get('dtype', 'these')} inputs)",
+                output=name,
+            )
     return None
 
 
@@ -466,6 +541,14 @@ def describe_offset(off: int, shape: tuple[int, ...]) -> str:
 
 def _guard_bands(ctx: Context, _: Any) -> Finding | None:
     for launch in (ctx.clean, ctx.repeat):
+        for label, where in launch.guard_notes.items():
+            if where:
+                return ctx.finding(
+                    F.OOB_WRITE,
+                    "guard-bands",
+                    f"written outside {label}: " + "; ".join(where[:4]),
+                    details={"buffer": label, "where": list(where[:64])},
+                )
         for name, offsets in launch.guards.items():
             if offsets.size:
                 shape = ctx.oracle[name].shape
@@ -780,11 +863,14 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
     where = f"{name}[{', '.join(map(str, idx))}]"
     what = "masked/fixed element" if cls == F.MASKING else "worst element"
     naive = f", naive max error {_fmt(m.naive_max_abs)}" if m.naive_max_abs is not None else ""
+    hint = _tf32_hint(ctx, name, err) if cls == F.ACCURACY else ""
+    if hint:
+        details["likely_cause"] = "tf32"
     return ctx.finding(
         cls,
         prop,
         f"{what} {where} = {_fmt(kv)}, oracle {_fmt(ov)}: error {_fmt(ev)} > tolerance {_fmt(tv)} "
-        f"({_fmt(float(ratio[idx]))}x){naive}",
+        f"({_fmt(float(ratio[idx]))}x){naive}{hint}",
         output=name,
         index=idx,
         kernel_value=kv,
@@ -792,6 +878,41 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
         error=ev,
         tolerance=tv,
         details={**details, "excess": float(ratio[idx])},
+    )
+
+
+# The case parameter under which a family's error bound lets fp32 dot products round their
+# operands to TF32 (``fuzz.Conventions(fp32_dots=...)``; the attention and simple GLA bounds).
+FP32_DOTS = "fp32_dots"
+
+
+def _tf32_hint(ctx: Context, name: str, err: np.ndarray) -> str:
+    """For an accuracy failure of fp32 inputs in a kernel whose library did not declare TF32 dot
+    products (a plugin's: ``Conventions(fp32_dots=...)``): a sentence saying that every error of
+    ``name`` is within the bound of the same computation with TF32 dot operands, when it is (the
+    GPU's default for fp32 dots in Triton and JAX); else ''."""
+    conventions = ctx.target.library.conventions
+    if (
+        FP32_DOTS not in conventions
+        or ctx.case.params.get("dtype") != "float32"
+        or ctx.case.params.get(FP32_DOTS, "ieee") != "ieee"
+        or ctx.target.error_bound is None
+    ):
+        return ""
+    try:
+        alt = ctx.target.error_bound(ctx.case.replace(fp32_dots="tf32"), ctx.ref_device)
+    except Exception:  # a hint must never fail an example
+        return ""
+    if name not in alt:
+        return ""
+    bound = np.broadcast_to(np.asarray(alt[name], np.float64), err.shape)
+    bound = bound + ctx.target.tolerance_for(name).atol
+    if not np.all(np.isfinite(err)) or excess(err, bound).max(initial=0.0) > 1.0:
+        return ""
+    return (
+        "; every error is within the bound of fp32 dot products with TF32 operands: TF32 (the "
+        "GPU's default for fp32 dots in Triton and JAX) is the likely cause; if the library "
+        "computes them so, declare fuzz.Conventions(fp32_dots='tf32')"
     )
 
 
@@ -890,7 +1011,9 @@ GENERIC: tuple[Property, ...] = (
     Property(
         "guard-bands",
         _guard_bands,
-        applies=lambda ctx: ctx.adapter.guards and ctx.target.library.writes_out,
+        applies=lambda ctx: (
+            (ctx.adapter.guards and ctx.target.library.writes_out) or ctx.target.library.allocates
+        ),
         description="memory before, between the rows of, and after each output keeps its bits",
     ),
     Property(
@@ -901,7 +1024,7 @@ GENERIC: tuple[Property, ...] = (
     Property(
         "poisoned-output",
         _poisoned_output,
-        applies=lambda ctx: ctx.target.library.writes_out,
+        applies=lambda ctx: ctx.target.library.writes_out or ctx.target.library.allocates,
         description="every output element is written",
     ),
     Property(
@@ -941,11 +1064,13 @@ def properties_of(target: Target) -> tuple[Property, ...]:
 
 @dataclass
 class Outcome:
-    """The result of checking one case: the first finding (if any) and the parameters drawn."""
+    """The result of checking one case: the first finding (if any), the parameters drawn, and the
+    properties skipped because the kernel declined a launch they derive (``property: reason``)."""
 
     finding: Finding | None
     params: dict[str, Any]
     context: Context
+    declined: list[str] = field(default_factory=list)
 
 
 def check_case(
@@ -975,6 +1100,11 @@ def check_case(
     class (a racy kernel may show its race before the accuracy bug it was saved for), the
     remaining properties are still checked and a failure of the preferred class is returned if
     one shows. A crash ends the check at once.
+
+    Raises:
+        Unsupported: the kernel declined the case itself (its clean run): the example is not
+            checked. A launch a property derives that the kernel declines skips that property
+            (``Outcome.declined``).
     """
     ctx = Context(
         target,
@@ -1005,6 +1135,7 @@ def _check_properties(
     prefer: str | None,
 ) -> Outcome:
     first: Finding | None = None
+    declined: list[str] = []
     for prop in properties_of(ctx.target):
         if not prop.applies(ctx):
             continue
@@ -1018,22 +1149,28 @@ def _check_properties(
                 value = draw(prop.params_strategy, prop.name)
             used[prop.name] = value
         t0 = time.perf_counter()
-        if first is None:
-            finding = prop.check(ctx, value)
-        else:
-            try:  # past the first failure, only looking for the preferred class
+        try:
+            if first is None:
                 finding = prop.check(ctx, value)
-            except Exception:
-                finding = None
+            else:
+                try:  # past the first failure, only looking for the preferred class
+                    finding = prop.check(ctx, value)
+                except (PropertyDeclined, Unsupported):
+                    raise
+                except Exception:
+                    finding = None
+        except PropertyDeclined as e:  # a launch the property derives was declined: skipped
+            declined.append(f"{e.reason} ({e.prop})")
+            finding = None
         spent = ctx.stats.property_seconds
         spent[prop.name] = spent.get(prop.name, 0.0) + time.perf_counter() - t0
         if finding is None:
             continue
         if prefer is None or finding.cls == prefer or (first is None and finding.cls == F.CRASH):
-            return Outcome(finding, used, ctx)
+            return Outcome(finding, used, ctx, declined)
         if first is None:
             first = finding
-    return Outcome(first, used, ctx)
+    return Outcome(first, used, ctx, declined)
 
 
 # Picks of the autotuned kernels' configs: a list of integers drawn with the example, each

@@ -592,8 +592,13 @@ def report_replay(
     head = f"{meta['target']} on {backend or meta['backend']}"
     if (meta.get("isolate") or isolate) and path is not None and not in_process:
         return _report_isolated(meta, data, head, backend=backend, quiet=quiet, path=path)
+    from fuzz.failures import Unsupported
+
     try:
         outcome = replay(meta, data, backend=backend)
+    except Unsupported as e:
+        print(f"{head}: cannot replay: the kernel declines this case (unsupported: {e.reason})")
+        return 2
     except Exception as e:
         print(f"{head}: cannot replay: {type(e).__name__}: {e}")
         return 2

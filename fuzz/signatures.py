@@ -22,11 +22,12 @@ new, and the hunt goes on looking for other bugs.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fuzz.failures import CLASSES, Finding
+from fuzz.failures import CLASSES, CRASH, Finding
 
 if TYPE_CHECKING:
     from fuzz.case import Case
@@ -34,8 +35,15 @@ if TYPE_CHECKING:
 
 
 def bug_key(finding: Finding, dtype: str | None) -> str:
-    """The key of a failing example (see the module docstring): class, property, output, dtype."""
-    return "|".join((finding.cls, finding.prop, finding.output or "-", dtype or "-"))
+    """The key of a failing example (see the module docstring): class, property, output, dtype.
+    A kernel that raised is told apart by what it raised instead of the dtype (its exception
+    type and message, numbers left out): one refusal met in every dtype is one bug, two
+    exceptions are two."""
+    last = dtype or "-"
+    if finding.cls == CRASH and finding.details.get("exception"):
+        text = re.sub(r"\d+", "#", str(finding.details.get("text", "")))[:80]
+        last = f"{finding.details['exception']}: {text}"
+    return "|".join((finding.cls, finding.prop, finding.output or "-", last))
 
 
 def key_class(key: str) -> str:

@@ -170,6 +170,16 @@ class Library:
         known_failures: failures the library knows about and accepts
             (``fuzz.signatures.KnownFailure``): matching examples are counted under their reason,
             never shrunk nor reported as bugs, and never end a hunt.
+        allocates: the entry points allocate the outputs themselves (a plugin's kernel, which
+            never takes ``out``): they poison what the library allocates with the launch's
+            poison and guard it, and report writes outside it with the outputs
+            (``fuzz.properties.GUARD_REPORTS``), so the guard-band and poisoned-output
+            properties run on them too.
+        capabilities: what the kernel supports on each backend kind (``compiled``,
+            ``interpreted``): a plugin's ``fuzz.Capabilities`` resolved per kind. Family
+            properties that derive launches read it (a state continuation needs the initial and
+            final states, a chunk-size comparison the chunk sizes declared). Empty for the
+            built-in kernels: everything their family draws.
     """
 
     backends: tuple[str, ...] | None = None
@@ -179,6 +189,23 @@ class Library:
     siblings: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     disabled: Mapping[str, str] = field(default_factory=dict)
     known_failures: Sequence[Any] = ()
+    allocates: bool = False
+    capabilities: Mapping[str, Any] = field(default_factory=dict)
+
+    def supports(self, feature: str, backend: Any) -> bool:
+        """Whether the kernel supports optional ``feature`` on ``backend`` (a
+        ``fuzz.backends.Backend``): always for a built-in kernel."""
+        caps = self.capabilities.get("interpreted" if backend.interpret else "compiled")
+        features = None if caps is None else caps.features
+        return features is None or feature in features
+
+    def tiles(self, tile: str, backend: Any) -> tuple[int, ...] | None:
+        """The sizes of tile parameter ``tile`` the kernel declares on ``backend`` (None: the
+        family's own)."""
+        caps = self.capabilities.get("interpreted" if backend.interpret else "compiled")
+        if caps is None or not caps.tiles or tile not in caps.tiles:
+            return None
+        return tuple(caps.tiles[tile])
 
 
 @dataclass(frozen=True)
@@ -316,7 +343,8 @@ _LOADED_PLUGINS: dict[str, str] = {}
 
 def register(target: Target) -> Target:
     """Adds ``target`` to the registry (re-registering the same name from a reloaded plugin
-    replaces it); returns it so that it can be used as an expression."""
+    replaces it; the same name twice while one plugin loads is an error); returns it so that it
+    can be used as an expression."""
     if not isinstance(target, Target):
         raise TypeError(f"register() takes a Target, got {type(target).__name__}")
     if target.source == "builtin" and _loading:
@@ -326,6 +354,14 @@ def register(target: Target) -> Target:
         raise ValueError(
             f"target {target.name!r} from {target.source} is already registered by {old.source}"
         )
+    if _loading:
+        names = _loaded_names[-1]
+        if target.name in names:
+            raise ValueError(
+                f"target {target.name!r} is registered twice by plugin {_loading[-1]}: the second "
+                "would replace the first; give each kernel its own name"
+            )
+        names.add(target.name)
     _TARGETS[target.name] = target
     return target
 
@@ -370,6 +406,7 @@ def all_targets() -> list[Target]:
 
 
 _loading: list[str] = []
+_loaded_names: list[set[str]] = []  # the names registered so far by each plugin loading now
 
 
 def load_plugin(spec: str) -> str:
@@ -397,6 +434,7 @@ def load_plugin(spec: str) -> str:
     if key in _LOADED_PLUGINS:
         return _LOADED_PLUGINS[key]
     _loading.append(spec)
+    _loaded_names.append(set())
     try:
         if is_file:
             digest = hashlib.sha1(path.encode()).hexdigest()[:8]
@@ -419,6 +457,7 @@ def load_plugin(spec: str) -> str:
                 raise
     finally:
         _loading.pop()
+        _loaded_names.pop()
     _LOADED_PLUGINS[key] = spec
     return spec
 

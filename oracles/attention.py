@@ -351,6 +351,7 @@ def attention_error_bound(
     num_splits: int = 0,
     min_tile: int = 16,
     max_chunk: int = 1 << 21,
+    dot_unit: float = 0.0,
 ) -> AttentionBound[torch.Tensor]:
     """The error bound of each output of attention computed with fp32 statistics.
 
@@ -358,6 +359,12 @@ def attention_error_bound(
     name), ``num_splits`` (a split-KV decode merging that many partial results; 0: none) and
     ``min_tile`` (the fewest keys an implementation takes per online step). Computed in float64
     on the inputs' device, a block of query rows at a time (at most ``max_chunk`` scores).
+    ``dot_unit``: for fp32 inputs, the relative error to which the operands of both dots are
+    converted before their products (TF32: ``error_model.TF32_UNIT``; 0: fp32 operands as they
+    are). Each product of two converted operands then moves by ``(2 c + c^2) |a b|`` (plus a
+    subnormal step of either operand times the other), which the logit perturbation
+    ``delta_ij`` takes for ``q . k`` and the output for ``P . V`` as it takes ``P`` rounded to a
+    half input dtype.
 
     Per logit ``s_ij`` (row max ``m_i``, ``n_i`` visible keys) the perturbation of any fp32
     implementation is at most ``delta_ij``: the dot product ``(D + C_DOT) U scale sum_d |q_d k_d|``
@@ -383,6 +390,7 @@ def attention_error_bound(
     q64, k64, v64 = (t.to(f64) for t in (q, k, v))
     u_in = em.conversion_error(dtype) if dtype != "float32" else 0.0
     eta_in = em.subnormal_spacing(dtype) if dtype == "float16" else 0.0
+    u_dot = float(dot_unit) if dtype == "float32" else 0.0
     bound_o = torch.zeros(batch, hq, tq, d, dtype=f64, device=dev)
     bound_lse = torch.zeros(batch, hq, tq, dtype=f64, device=dev)
     row_sum = torch.zeros(batch, hq, tq, dtype=f64, device=dev)
@@ -400,7 +408,7 @@ def attention_error_bound(
         step = max(1, max_chunk // max(1, hq * lk))
         for i0 in range(0, lq, step):
             i1 = min(lq, i0 + step)
-            got = seq.rows(i0, i1, lq, keep[i0:i1], num_splits, min_tile, u_in, eta_in)
+            got = seq.rows(i0, i1, lq, keep[i0:i1], num_splits, min_tile, u_in, eta_in, u_dot)
             bound_o[b, :, qs + i0 : qs + i1] = got.o
             bound_lse[b, :, qs + i0 : qs + i1] = got.lse
             row_sum[b, :, qs + i0 : qs + i1] = got.row_sum
@@ -434,9 +442,10 @@ class _Sequence:
         self.q_sub, self.k_sub = q_sub, k_sub
 
     def rows(
-        self, i0, i1, lq, keep, num_splits, min_tile, u_in, eta_in
+        self, i0, i1, lq, keep, num_splits, min_tile, u_in, eta_in, u_dot=0.0
     ) -> AttentionBound[torch.Tensor]:
-        """The bounds of query rows ``[i0, i1)`` (``keep``: their visibility ``[i1 - i0, Lk]``)."""
+        """The bounds of query rows ``[i0, i1)`` (``keep``: their visibility ``[i1 - i0, Lk]``;
+        ``u_dot``: the conversion error of fp32 dot operands, see ``attention_error_bound``)."""
         U = em.U
         q, qa = self.q[:, i0:i1], self.q_abs[:, i0:i1]
         lk, d = self.k.shape[1], self.q.shape[-1]
@@ -448,6 +457,15 @@ class _Sequence:
                 + qa @ self.k_sub.transpose(-1, -2)
             )
         delta += self.scale * d * em.TINY + em.TINY  # flushed products and the flushed sum
+        g_dot = (1.0 + u_dot) ** 2 - 1.0  # a product of two converted operands, relative
+        if u_dot:
+            delta += self.scale * (
+                g_dot * (qa @ self.k_abs.transpose(-1, -2))
+                + em.TINY
+                * u_dot
+                * (1.0 + u_dot)
+                * (qa.sum(-1)[..., None] + self.k_abs.sum(-1)[:, None, :])
+            )
         s = s0
         if self.softcap is not None:
             cap = float(self.softcap)
@@ -514,6 +532,12 @@ class _Sequence:
         # P rounded to the input dtype before P . V (FlashAttention's convention for fp16/bf16;
         # exact model: a faithful conversion of each p' = p + (p' - p), |p' - p| <= w).
         p_round = u_in * (pv + w @ self.v_abs) + eta_in * n * self.v_top
+        if u_dot:  # P and V converted: p' v' - p v, with p' within w of p (as for P rounded)
+            p_round = (
+                p_round
+                + g_dot * (pv + w @ self.v_abs)
+                + 2.0 * em.TINY * u_dot * n * (self.v_top + 1.0)
+            )
         err = comp + p_round
         u_out = em.conversion_error(self.dtype)
         bound_o = err + u_out * (o.abs() + err) + em.subnormal_spacing(self.dtype)
@@ -531,6 +555,7 @@ class _Sequence:
             rows = rows + (2.0 * splits + em.C_EXP) * U
         rows = em.SAFETY * rows
         rows = rows + u_in * (1.0 + rows)  # P rounded to the input dtype (a value column of 1)
+        rows = rows + u_dot * (1.0 + rows) + n * em.TINY * u_dot  # P converted (1 is exact)
         row_sum = rows + u_out * (1.0 + rows) + n * (em.TINY + eta_in) + 2.0 * em.TINY
         row_sum = row_sum + em.subnormal_spacing(self.dtype)
         live = ~empty

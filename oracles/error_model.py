@@ -89,6 +89,14 @@ def ceil_div(n: int, d: int) -> int:
     return -(-n // d)
 
 
+# fp32 dot operands rounded to TF32 (10 explicit mantissa bits, fp32's exponent range), what GPUs
+# do to fp32 dots by default in Triton and JAX: a faithful conversion, one TF32 ulp relative
+# (2^-10; tensor cores drop the 13 low bits of an operand not rounded before; rounded to nearest
+# it is 2^-11), as conversion_error takes one ulp of a half dtype; below fp32's normal range an
+# operand moves by at most a TF32 subnormal step, TINY * TF32_UNIT.
+TF32_UNIT = 2.0**-10
+
+
 def subnormal_spacing(dtype: str) -> float:
     """The subnormal spacing of ``dtype``: the absolute part of a faithful conversion to it."""
     return _SUBNORMAL_SPACING[dtype]

@@ -86,3 +86,27 @@ def check_sizes(name: str, values: Any, default: tuple[Any, ...]) -> tuple[Any, 
         else:
             check_int(name, v, lo=1)
     return values
+
+
+def check_lengths(lengths: Any, allowed: Iterable[str]) -> dict[str, Any]:
+    """``lengths`` (a kernel's length rules: ``{name: fit}``, ``fit(n, tiles) -> int`` mapping a
+    drawn length to the nearest one the kernel takes at or above it; None: none) as a dict whose
+    names are among ``allowed``."""
+    allowed = tuple(allowed)
+    if lengths is None:
+        return {}
+    if not hasattr(lengths, "items"):
+        raise InvalidArgument(f"lengths={lengths!r} must map length names {allowed} to fits")
+    bad = sorted(set(lengths) - set(allowed))
+    if bad:
+        raise InvalidArgument(f"lengths names {bad}; this strategy's lengths are {allowed}")
+    for name, fit in lengths.items():
+        if not callable(fit):
+            raise InvalidArgument(f"lengths[{name!r}]={fit!r} must be callable: fit(n, tiles)")
+    return dict(lengths)
+
+
+def fitted(lengths: dict[str, Any], name: str, n: int, tiles: dict[str, Any]) -> int:
+    """``n`` mapped by the rule of length ``name`` (itself without one)."""
+    fit = lengths.get(name)
+    return n if fit is None else int(fit(n, tiles))

@@ -49,7 +49,14 @@ from hypothesis import strategies as st
 from fuzz.arrays import FLOAT_DTYPES, np_dtype
 from fuzz.case import Case
 from strategies import alibi, shapes
-from strategies._validate import check_features, check_scale, check_sizes, check_subset
+from strategies._validate import (
+    check_features,
+    check_lengths,
+    check_scale,
+    check_sizes,
+    check_subset,
+    fitted,
+)
 from strategies.reuse import reusing, structure_key
 from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize, occasionally
 
@@ -452,6 +459,8 @@ def attention_cases(
     block_pairs: tuple[tuple[int, int], ...] | None = None,
     head_dims: tuple[int, ...] | None = None,
     features: frozenset[str] | None = None,
+    lengths: dict[str, Any] | None = None,
+    same_lengths: bool = False,
 ) -> st.SearchStrategy[Case]:
     """Dense batched attention cases.
 
@@ -465,11 +474,14 @@ def attention_cases(
 
     ``block_pairs`` and ``head_dims`` replace the scale's (a kernel's own tiles are not cut to the
     tile budget) and ``features`` (from ``FEATURES``; None: all) leaves out what a kernel does not
-    support: the cases a kernel's capabilities admit, and only those.
+    support: the cases a kernel's capabilities admit, and only those. ``lengths`` (``{"q": fit,
+    "k": fit}``, each ``fit(n, tiles) -> int``) maps each drawn length to one a kernel takes (the
+    smallest at or above it: shrinking still goes down), and ``same_lengths`` draws ``Tk = Tq``.
     """
     lim, fit = _limits(scale, block_pairs=block_pairs, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
     feats = check_features(features, FEATURES)
+    rules = check_lengths(lengths, ("q", "k"))
 
     @st.composite
     def structure(draw: st.DrawFn) -> dict[str, Any]:
@@ -488,13 +500,18 @@ def attention_cases(
             batch = draw(st.integers(1, max_batch), label="B")
         d = draw(occasionally(lim.head_dims, lim.rare_head_dims), label="D")
         block_q, block_k = fit(block_q, d), fit(block_k, d)
+        tiles = {"block_q": block_q, "block_k": block_k}
         n_q = max(1, min(lim.max_tiles + 1, lim.max_programs // (batch * hq)))
         tq = draw(
             tiled_sizes(block_q, max_size=n_q * block_q - 1 if n_q > 1 else block_q), label="Tq"
         )
-        max_tk = (lim.max_tiles + 1) * block_k - 1
-        max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
-        tk = draw(key_sizes(block_k, max_size=max_tk), label="Tk")
+        tq = fitted(rules, "q", tq, tiles)
+        if same_lengths:
+            tk = fitted(rules, "k", tq, tiles)
+        else:
+            max_tk = (lim.max_tiles + 1) * block_k - 1
+            max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
+            tk = fitted(rules, "k", draw(key_sizes(block_k, max_size=max_tk), label="Tk"), tiles)
         causal = _flag(draw, feats, "causal")
         window = _window(draw, feats)
         key_lengths = None
@@ -516,7 +533,9 @@ def attention_cases(
             "score": _score_modifiers(draw, hq, feats),
         }
 
-    key = structure_key("attention", scale, dtypes, block_pairs, head_dims, feats)
+    key = structure_key(
+        "attention", scale, dtypes, block_pairs, head_dims, feats, rules, same_lengths
+    )
     structure_st = reusing(structure(), key=key)
 
     @st.composite
@@ -554,6 +573,8 @@ def varlen_cases(
     block_pairs: tuple[tuple[int, int], ...] | None = None,
     head_dims: tuple[int, ...] | None = None,
     features: frozenset[str] | None = None,
+    lengths: dict[str, Any] | None = None,
+    same_lengths: bool = False,
 ) -> st.SearchStrategy[Case]:
     """Packed variable-length cases: ``N`` sequences in a batch of one.
 
@@ -564,11 +585,14 @@ def varlen_cases(
     Per-sequence query and key lengths are drawn first (zero-length and length-1 sequences
     included), then accumulated into offsets. Shrinks toward one sequence of one query and one
     key, no guard rows, and the simplest modifiers and values. ``block_pairs``, ``head_dims``
-    and ``features`` (from ``VARLEN_FEATURES``) as for :func:`attention_cases`.
+    and ``features`` (from ``VARLEN_FEATURES``) as for :func:`attention_cases`; ``lengths``
+    fits the query rows (``"q"``: the last sequence takes the extra queries) and the key rows
+    (``"k"``: more guard rows), ``same_lengths`` gives each sequence as many keys as queries.
     """
     lim, fit = _limits(scale, block_pairs=block_pairs, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
     feats = check_features(features, VARLEN_FEATURES)
+    rules = check_lengths(lengths, ("q", "k"))
 
     @st.composite
     def structure(draw: st.DrawFn) -> dict[str, Any]:
@@ -599,13 +623,23 @@ def varlen_cases(
                 max(1, math.ceil(a / block_q)) * max(1, math.ceil(b / block_k)) for a, b in ps
             )
 
+        if same_lengths:
+            pairs = [(a, a) for a, _ in pairs]
         while len(pairs) > 1 and (
             sum(a * b for a, b in pairs) * hq > lim.max_scores or work(pairs) > lim.max_work
         ):
             pairs.pop()
+        tiles = {"block_q": block_q, "block_k": block_k}
+        total = sum(a for a, _ in pairs)
+        extra = fitted(rules, "q", total, tiles) - total  # the last sequence takes them
+        if extra:
+            a, b = pairs[-1]
+            pairs[-1] = (a + extra, b + extra if same_lengths else b)
         lq = np.array([p[0] for p in pairs], np.int64)
         lk = np.array([p[1] for p in pairs], np.int64)
         tail = draw(st.sampled_from((0, 1, 3, block_k)), label="guard rows")
+        keys = int(lk.sum())
+        tail = fitted(rules, "k", keys + tail, tiles) - keys
         return {
             "dtype": dtype,
             "block_q": block_q,
@@ -621,7 +655,9 @@ def varlen_cases(
             "score": _score_modifiers(draw, hq, feats),
         }
 
-    key = structure_key("attention_varlen", scale, dtypes, block_pairs, head_dims, feats)
+    key = structure_key(
+        "attention_varlen", scale, dtypes, block_pairs, head_dims, feats, rules, same_lengths
+    )
     structure_st = reusing(structure(), key=key)
 
     @st.composite
@@ -660,6 +696,7 @@ def decode_cases(
     num_splits: tuple[int, ...] | None = None,
     head_dims: tuple[int, ...] | None = None,
     features: frozenset[str] | None = None,
+    lengths: dict[str, Any] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Decode steps: one query per sequence against a cache with per-batch ``cache_len``.
 
@@ -674,11 +711,12 @@ def decode_cases(
     Shrinks toward one batch element, one head, a cache of one key, one split, and the simplest
     modifiers and values. ``blocks_k``, ``num_splits`` and ``head_dims`` replace the scale's;
     ``features`` (from ``DECODE_FEATURES``; ``splits``: more than one split) as for
-    :func:`attention_cases`.
+    :func:`attention_cases`; ``lengths`` fits the cache's length (``"k"``).
     """
     lim, fit = _limits(scale, blocks_k=blocks_k, head_dims=head_dims)
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
     feats = check_features(features, DECODE_FEATURES)
+    rules = check_lengths(lengths, ("k",))
     default_splits = tuple(s for s in (1, 2, 4, 8, 16) if s <= lim.max_splits)
     splits_st = (
         occasionally(default_splits, lim.rare_splits, one_in=8)
@@ -707,6 +745,7 @@ def decode_cases(
             tmax = draw(shapes.few(min(LONG_CACHE_MIN, top), top), label="Tmax")
         else:
             tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
+        tmax = fitted(rules, "k", tmax, {"block_k": block_k, "num_splits": splits})
         return {
             "dtype": dtype,
             "block_k": block_k,
@@ -721,7 +760,9 @@ def decode_cases(
             "score": _score_modifiers(draw, hq, feats),
         }
 
-    key = structure_key("attention_decode", scale, dtypes, blocks_k, num_splits, head_dims, feats)
+    key = structure_key(
+        "attention_decode", scale, dtypes, blocks_k, num_splits, head_dims, feats, rules
+    )
     structure_st = reusing(structure(), key=key)
 
     @st.composite

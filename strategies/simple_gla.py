@@ -45,7 +45,14 @@ from hypothesis.errors import InvalidArgument
 from fuzz.arrays import FLOAT_DTYPES, finfo, np_dtype
 from fuzz.case import Case
 from strategies._cache import cached_factory
-from strategies._validate import check_features, check_scale, check_sizes, check_subset
+from strategies._validate import (
+    check_features,
+    check_lengths,
+    check_scale,
+    check_sizes,
+    check_subset,
+    fitted,
+)
 from strategies.alibi import SlopeRecipe, slope_recipes, standard_slopes
 from strategies.reuse import reusing, structure_key
 from strategies.shapes import few
@@ -424,6 +431,7 @@ def simple_gla_cases(
     varlen: bool | None = None,
     head_dims: tuple[int, ...] | None = None,
     features: frozenset[str] | None = None,
+    lengths: dict[str, Any] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Simple GLA cases (forward inputs; with ``grads`` also ``do`` and maybe ``dht``).
 
@@ -436,6 +444,9 @@ def simple_gla_cases(
         head_dims: allowed K and V (default: the scale's).
         features: the optional features a kernel supports (from ``FEATURES``; None: all):
             the cases its capabilities admit, and only those.
+        lengths: ``{"T": fit}``, ``fit(n, tiles) -> int``: the token axis mapped to a length a
+            kernel takes (the smallest at or above the drawn one); a packed batch gets the extra
+            tokens as padding tokens where the kernel takes them, else in its last sequence.
 
     Structure is drawn before values: dtype, chunk size, heads, K, V, decay form, varlen or not,
     the lengths (chunk count then tail per sequence, so tails shrink to 0 and empty sequences
@@ -463,6 +474,7 @@ def simple_gla_cases(
         varlen_choices = (False,)
     dims = check_sizes("head_dims", head_dims, lim.dims)
     scales = SCALES if "scale" in feats else (None,)
+    rules = check_lengths(lengths, ("T",))
 
     @st.composite
     def structure(draw: st.DrawFn) -> dict[str, Any]:
@@ -491,11 +503,18 @@ def simple_gla_cases(
             # tokens of no sequence after cu_seqlens[-1] (a packed batch padded to a size)
             if "padding_tokens" in feats:
                 padding = draw(weighted(((0, 3), (1, 1), (5, 1), (chunk - 1, 1))), label="padding")
+            total = sum(lengths) + padding
+            extra = fitted(rules, "T", total, {"chunk_size": chunk}) - total
+            if "padding_tokens" in feats:
+                padding += extra
+            else:
+                lengths[-1] += extra
             batch, length = 1, sum(lengths) + padding
             cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
         else:
             batch = draw(st.integers(1, lim.max_batch), label="batch")
             length = draw(chunked_lengths(chunk, max_size=max(1, max_len // batch)), label="T")
+            length = fitted(rules, "T", length, {"chunk_size": chunk})
             cu = None
             lengths = [length] * batch
         # the backward's dh0 exists with an initial state only: it gets twice the weight there
@@ -528,7 +547,7 @@ def simple_gla_cases(
         }
 
     key = structure_key(
-        "simple_gla", scale, grads, dtypes, forms, chunks, varlen, head_dims, features
+        "simple_gla", scale, grads, dtypes, forms, chunks, varlen, head_dims, features, rules
     )
     structure_st = reusing(structure(), key=key)
 

@@ -439,6 +439,7 @@ def markdown(data: dict[str, Any], out: Path) -> str:
             + (f" {_hosts_cell(r)} |" if data.get("merged") else "")
         )
     lines.append("")
+    lines += _markdown_declined(data["results"])
     problems = data["database"]["problems"]
     if problems or data["notes"]:
         lines += ["## Warnings", ""] + [f"- {p}" for p in [*data["notes"], *problems]] + [""]
@@ -507,6 +508,26 @@ def _markdown_hosts(data: dict[str, Any]) -> list[str]:
             f"| {h['folder']} |"
         )
     return [*lines, ""]
+
+
+def _markdown_declined(results: list[dict[str, Any]]) -> list[str]:
+    """The examples (and derived launches) each pair's kernel declined (``fuzz.Unsupported``,
+    counted as ``unsupported: <reason>`` events), by reason: never findings, but what was not
+    checked."""
+    rows = [
+        f"| {r['target']} | {r['backend']} | {key.split(': ', 1)[1]} | {n} |"
+        for r in results
+        for key, n in sorted(r.get("events", {}).items())
+        if key.startswith("unsupported: ")
+    ]
+    if not rows:
+        return []
+    head = [
+        "## Declined by the kernels (fuzz.Unsupported)",
+        "",
+        "| target | backend | reason | count |",
+    ]
+    return [*head, "| --- | --- | --- | ---: |", *rows, ""]
 
 
 def _markdown_summary(data: dict[str, Any]) -> list[str]:

@@ -31,6 +31,7 @@ import numpy as np
 from fuzz.arrays import dtype_name, finfo
 from fuzz.case import Case
 from fuzz.kit import per_case, torch_inputs
+from oracles.error_model import TF32_UNIT
 
 U32 = 2.0**-24  # fp32 unit roundoff
 U64 = 2.0**-53
@@ -214,14 +215,19 @@ def operand_rounding(
     """What rounding the matmul operands to a half input dtype may add (``OPERAND_ROUNDINGS``
     along a path, each ``u_in`` relative or ``eta_in`` below the dtype's normal range):
     ``gamma_in (M0 + fp32 bound) + r eta_in S`` (``S``: :func:`operand_sensitivity`). Zero for
-    fp32 inputs, whose operands are already fp32."""
+    fp32 inputs, whose operands are already fp32, unless the case's ``fp32_dots`` is ``tf32``
+    (a plugin's ``Conventions(fp32_dots=...)``): then the same with the operands converted to
+    TF32 (``oracles.error_model.TF32_UNIT``)."""
     dtype = dtype_name(case.inputs["q"].dtype)
     u_in = STORE_UNIT.get(dtype, 0.0)
+    eta_in = finfo(dtype).tiny * u_in
+    if dtype == "float32" and case.params.get("fp32_dots") == "tf32":
+        # fp32 operands converted to TF32 (fp32's exponent range, one TF32 ulp relative)
+        u_in, eta_in = TF32_UNIT, TINY32 * TF32_UNIT
     if not u_in:
         return 0.0
     r = OPERAND_ROUNDINGS[output]
     g_in = (1.0 + u_in) ** r - 1.0
-    eta_in = finfo(dtype).tiny * u_in
     return g_in * (m0 + fp32) + r * eta_in * operand_sensitivity(case, output)
 
 

@@ -57,6 +57,7 @@ from oracles.attention import (
     query_offset,
     sequences,
 )
+from oracles.error_model import TF32_UNIT
 from strategies.attention import attention_cases, decode_cases, varlen_cases
 
 FP32_EXP_MAX = finfo("float32").log_max  # 88.72
@@ -309,7 +310,9 @@ def naive(case: Case, device: str) -> dict[str, np.ndarray]:
 @per_case
 def analysis(case: Case, device: str = "cpu") -> AttentionBound[np.ndarray]:
     """The case's error bounds (``oracles.attention.attention_error_bound``: the derivation is in
-    ``kernels/attention/README.md``), as NumPy arrays; cached per case and device."""
+    ``kernels/attention/README.md``), as NumPy arrays; cached per case and device. A case whose
+    ``fp32_dots`` param is ``tf32`` (a plugin's ``Conventions(fp32_dots=...)``) gets the bound of
+    fp32 dots on TF32 operands."""
     t = torch_inputs(case, device)
     got = attention_error_bound(
         t["q"],
@@ -319,6 +322,7 @@ def analysis(case: Case, device: str = "cpu") -> AttentionBound[np.ndarray]:
         dtype=case.params["dtype"],
         num_splits=int(case.params.get("num_splits") or 0),
         min_tile=MIN_TILE,
+        dot_unit=TF32_UNIT if case.params.get("fp32_dots") == "tf32" else 0.0,
     )
     return AttentionBound(*(a.cpu().numpy() for a in got))
 
@@ -413,7 +417,7 @@ def _q_longer(case: Case) -> str | None:
     if not _causal(case):
         return None
     n = sum(lq > lk for _, _, lq, _, lk in seqs(case))
-    return f"{n} causal sequence(s) with more queries than keys (bottom-right)" if n else None
+    return f"{n} causal sequence(s) with more queries than keys ({_align(case)})" if n else None
 
 
 def _gqa(case: Case) -> str | None:
@@ -763,7 +767,9 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
 
     The last ``min(cache_len[b], block_k)`` queries of the prefill only: bottom-right alignment
     puts them at the cache's last positions whatever the query count, so their rows are the full
-    prefill's last rows, and a cache of thousands of keys costs one query tile, not a prefill."""
+    prefill's last rows, and a cache of thousands of keys costs one query tile, not a prefill.
+    A sibling aligned top-left (a plugin's, ``Conventions(causal="top-left")``) runs the whole
+    prefill: ``cache_len[b]`` queries, the last one at the last key."""
     case = ctx.case
     lens = case.inputs["cache_len"]
     batch = lens.shape[0]
@@ -773,15 +779,20 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     b = live[0]
     n = int(lens[b])
     bk = case.params["block_k"]
-    rows = min(n, bk)
+    entry = _dense_entry(ctx)
+    assert entry is not None
+    top_left = getattr(getattr(entry, "conventions", None), "causal", None) == "top-left"
+    rows = n if top_left else min(n, bk)
     inputs = {k: v for k, v in case.inputs.items() if k != "cache_len"}
     inputs["q"] = np.repeat(case.inputs["q"][b : b + 1], rows, axis=2)
     inputs["k"] = case.inputs["k"][b : b + 1, :, :n]
     inputs["v"] = case.inputs["v"][b : b + 1, :, :n]
+    supports = getattr(entry, "supports", None)  # a plugin's sibling: what it declares
+    if supports is not None and not supports("gqa", ctx.backend.interpret):
+        group = case.inputs["q"].shape[1] // case.inputs["k"].shape[1]  # GQA = heads repeated
+        inputs["k"], inputs["v"] = (np.repeat(inputs[t], group, axis=1) for t in ("k", "v"))
     params = {k: v for k, v in case.params.items() if k != "num_splits"}
     params.update(causal=True, block_q=bk, block_k=bk)
-    entry = _dense_entry(ctx)
-    assert entry is not None
     run = ctx.derived(
         Case(inputs, params, case.recipe),
         prop="decode-equals-last-causal-row",

@@ -493,9 +493,12 @@ def _nonfinite(ctx: Context, got: Mapping[str, np.ndarray], prop: str, what: str
 
 
 def _chunk_sizes(ctx: Context) -> tuple[int, ...]:
+    """The other chunk sizes a case is run at: the backend's pool, of them those the kernel
+    declares (a plugin's ``Capabilities.tiles["chunk_size"]``)."""
     own = ctx.case.params["chunk_size"]
     pool = INTERPRETER_CHUNKS if ctx.backend.interpret else CHUNK_SIZES
-    return tuple(c for c in pool if c != own)
+    declared = ctx.target.library.tiles("chunk_size", ctx.backend)
+    return tuple(c for c in pool if c != own and (declared is None or c in declared))
 
 
 def _chunk_runs(ctx: Context, selector: int, prop: str) -> dict[int, Launch] | Finding:
@@ -609,6 +612,14 @@ def _state_continuation(ctx: Context, params: Any) -> Finding | None:
 
 
 _PROP_CONTINUATION = "state-continuation"
+
+
+def _continuable(ctx: Context) -> bool:
+    """Whether the kernel can run the pieces of a state continuation on this backend: it takes
+    an initial state, and returns the final state (forward) or takes its gradient (backward); a
+    plugin's kernel may declare neither (``Library.capabilities``)."""
+    needs = ("initial_state", "final_state" if kind_of(ctx.case) == "fwd" else "dht")
+    return all(ctx.target.library.supports(f, ctx.backend) for f in needs)
 
 
 @dataclasses.dataclass
@@ -909,7 +920,9 @@ PROPERTIES = (
         _state_continuation,
         st.tuples(_SELECTOR, st.sampled_from((0.5, 0.25, 0.75))),
         applies=lambda ctx: (
-            "cu_seqlens" not in ctx.case.inputs and ctx.case.inputs["q"].shape[1] >= 2
+            "cu_seqlens" not in ctx.case.inputs
+            and ctx.case.inputs["q"].shape[1] >= 2
+            and _continuable(ctx)
         ),
         description="running T1 then T2 from the returned state equals running T1 + T2",
     ),

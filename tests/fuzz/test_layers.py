@@ -9,6 +9,7 @@ import pytest
 
 FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
 CORE = {
+    "allocations",
     "arrays",
     "backends",
     "case",

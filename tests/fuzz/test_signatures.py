@@ -236,3 +236,19 @@ def test_a_campaign_reports_both_bugs_each_with_its_own_reproducer(tmp_path):
         timeout=600,
     )
     assert replay.returncode == 1 and replay.stdout.count("FAIL accuracy") == 2, replay.stdout
+
+
+def test_fuzz_list_shows_the_known_failures_a_plugin_declares():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "list", "--plugin", TWO_BUGS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "COLUMNS": "400"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    said = "class=accuracy dtype=float32: float32 inputs are rounded to TF32"
+    assert any(ln.startswith("│ tf32_softmax ") and said in ln for ln in proc.stdout.splitlines())

@@ -1,0 +1,118 @@
+"""JAX's Pallas GPU attention ops (``jax.experimental.pallas.ops.gpu``): ``attention.mha``
+(dense; key padding and packed sequences through ``segment_ids``) and ``decode_attention.gqa``,
+compiled (``pallas-gpu``) or in interpret mode (``pallas-interpret``), against the attention
+families. ``--plugin fuzz.clients.jax_pallas_ops``.
+
+Declared from their signatures and source: ``mha`` aligns causal masking top-left (query i sees
+keys up to i), returns a base-2 log-sum-exp (``m + log2 l`` of ``exp2`` logits), takes one
+``segment_ids`` row per batch element that queries and keys share (so key padding only where
+every query is in the first segment, Tq <= each key length, and packed sequences of as many keys
+as queries), lengths that are multiples of their tile or shorter than one (on the GPU: powers of
+two, Triton's lowering), no GQA; ``gqa`` takes a cache whose splits are whole key tiles and
+returns the split form ``(l, m)``. Both multiply a masked key's probability 0 by its value (as
+their references do): masked inputs are declared finite. fp32 dots are TF32 on the GPU.
+
+Findings (JAX 0.10.2, interpret mode on the CPU; each against JAX's own references in float64,
+``tests/clients/test_jax_pallas_ops.py``):
+
+1. **Bug** (``mha``): causal with more queries than keys reads key blocks past the keys. The loop
+   bound ``(block_q (i + 1) + block_k - 1) / block_k`` is not capped at the key blocks, so with
+   ``Tq > Tk`` the last query blocks load blocks past ``Tk``: NaN in interpret mode (NaN
+   padding), whatever memory lies there on a GPU. Tq = 2, Tk = 1: o is NaN in both rows;
+   ``mha_reference`` (float64) gives v.
+2. **Bug** (``mha``, low severity): at logits of magnitude 2^24 and more, the exponent
+   ``qk * scale - m`` is formed by the compiler as one FMA (XLA's CPU backend does; Triton fuses
+   by default too), so the largest key gets ``exp2`` of its scaled logit's rounding error (up to
+   half an ulp: 2^64 at 1e9) instead of 1: the keys' weights are off by such factors, and P cast
+   to fp16 overflows. fp16 q = 31616, k = -31616 (logit -1e9): o = inf, reference 1.88; the
+   kernel's formulation (scale folded after the max) invites it.
+3. **Bug** (``gqa``): the output is float32 for fp16/bf16 inputs (``o / (l + eps)`` promotes with
+   a float32 ``eps``); ``gqa_reference`` returns the input dtype. The adapter casts it back so
+   that the numerics are checked.
+4. **Bug shared with its reference** (``gqa``): a cache entry past ``kv_seq_len`` enters the
+   logits additively (``qk + (~mask) 0.7 min``): a finite key of fp32 or bf16 magnitude near the
+   maximum overflows ``q . k`` to inf, which the mask does not cancel: o = NaN. ``gqa_reference``
+   (even given float64 inputs: it casts to float32) does the same; the first keys alone give the
+   right answer. Masked inputs must keep ``q . k`` finite, which no convention can declare.
+5. **Bug** (``gqa``, fp16): each split's unnormalized output is stored in the input dtype before
+   the merge divides it: values near fp16's largest (v = 6e4 + N(0, 1) over 16 keys, output 6e4)
+   give inf; the reference gives 60000.
+
+Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
+splits). Not run here: ``pallas-gpu`` (the lead's GPU session).
+"""
+
+from typing import Any
+
+import jax.numpy as jnp
+from jax.experimental.pallas.ops.gpu import attention, decode_attention
+
+import fuzz
+
+SIZES, GPU_DIMS = (16, 32, 64), (16, 32, 64, 128)  # compiled: dots of sides >= 16
+CONV: dict[str, Any] = dict(fp32_dots="tf32-compiled", masked_inputs="finite")
+PALLAS: dict[str, Any] = dict(language="pallas", layout=fuzz.Layout("BTHD"))
+
+
+def lengths(gpu, same=None):  # interpreted: a multiple of the tile or shorter; GPU: powers of two
+    q, k = (fuzz.Lengths(f"block_{n}", not gpu, gpu) for n in "qk")
+    return {"q": q, "k": fuzz.Lengths(k.multiple_of, not gpu, gpu, same_as=same)}
+
+
+def caps(*feats, same=None, **kw):
+    gpu = fuzz.Capabilities(head_dims=GPU_DIMS, lengths=lengths(True, same))
+    tiles, feats = {"block_q": SIZES, "block_k": SIZES}, {"causal", "scale", *feats}
+    return fuzz.Capabilities(
+        tiles=tiles, features=feats, lengths=lengths(False, same), compiled=gpu, **kw
+    )
+
+
+def padded(case):  # key padding: every query in the first segment
+    return case.inputs["q"].shape[2] <= case.inputs["key_lengths"].min()
+
+
+def mha(q, k, v, *, scale, causal, block_q, block_k, interpret, key_lengths=None, **varlen):
+    seg, cu = None, varlen.get("cu_seqlens_k")
+    if key_lengths is not None:  # keys of segment 1, padding 0
+        seg = (jnp.arange(k.shape[1]) < key_lengths[:, None]).astype(jnp.int32)
+    elif cu is not None:  # a key's sequence; the guard rows after the last one
+        seg = jnp.searchsorted(cu, jnp.arange(k.shape[1]), side="right")[None]
+    sizes = attention.BlockSizes(block_q=block_q, block_k=block_k)
+    kw = dict(sm_scale=scale, causal=causal, block_sizes=sizes, interpret=interpret)
+    return attention.mha(q, k, v, seg, return_residuals=True, **kw)
+
+
+def gqa(q, k, v, *, scale, cache_len, block_k, num_splits, interpret):
+    kw = dict(sm_scale=scale, block_k=block_k, k_splits=num_splits, interpret=interpret)
+    o, (l_sum, m) = decode_attention.gqa(
+        q[:, :, 0], k, v, kv_seq_len=cache_len, return_residuals=True, **kw
+    )
+    return o[:, :, None].astype(q.dtype), m[:, :, None], l_sum[:, :, None]  # finding 3
+
+
+mha_conv = fuzz.Conventions(causal="top-left", lse="base2", **CONV)
+mha_kw: dict[str, Any] = dict(kernel=mha, conventions=mha_conv, **PALLAS)
+dense_caps = caps(
+    "key_padding", constraints=[fuzz.Constraint(padded, "Tq > a key length", "key_padding")]
+)
+dense = fuzz.fuzz_kernel("jax_mha", family="attention", capabilities=dense_caps, **mha_kw)
+fuzz.fuzz_kernel("jax_mha_varlen", family="attention_varlen", capabilities=caps(same="q"), **mha_kw)
+splits = [fuzz.Lengths(("num_splits", "block_k"), power_of_two=gpu) for gpu in (False, True)]
+decode = fuzz.Capabilities(
+    tiles={"block_k": SIZES, "num_splits": (1, 2, 4)},
+    features={"gqa", "scale", "splits"},
+    lengths={"k": splits[0]},  # each split of the cache whole key tiles
+    compiled=fuzz.Capabilities(head_dims=GPU_DIMS, lengths={"k": splits[1]}),
+)
+gqa_kw: dict[str, Any] = dict(kernel=gqa, language="pallas", capabilities=decode)
+gqa_conv = fuzz.Conventions(lse="split", **CONV)
+layout = fuzz.Layout(k="BTHD", v="BTHD")
+sibling = {"attention": dense}
+fuzz.fuzz_kernel(
+    "jax_gqa_decode",
+    family="attention_decode",
+    conventions=gqa_conv,
+    layout=layout,
+    siblings=sibling,
+    **gqa_kw,
+)
