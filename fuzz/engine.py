@@ -353,7 +353,11 @@ class _Hunter:
                 self.hooks.on_draw(label, value)
             return value
 
-        only_compiled = self.stage.only_compiled or self._over_compile_budget()
+        # Hypothesis's final replay of a failing example reproduces it whatever it compiles: a
+        # rejection there is no shrink step refused but a failure lost (it ended the compiled
+        # shrink stages of several GPU findings with "UnsatisfiedAssumption", unshrunk).
+        final = current_build_context().is_final
+        only_compiled = (self.stage.only_compiled or self._over_compile_budget()) and not final
         scope = no_new_compiles() if only_compiled else contextlib.nullcontext()
         try:
             with scope:

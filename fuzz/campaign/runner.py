@@ -71,6 +71,8 @@ from fuzz.target import Target, plugins, target_plugin
 
 NEW_CLASS_WEIGHT = 10.0  # a new bug counts as much as ten new coverage features
 CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
+MAX_WARMS = 4  # warm-ups of one pair at most (each draws twice as long as the one before)
+REWARM_AFTER = 2.0  # seconds its fuzzing compiled since its last warm-up that call for another
 
 
 @dataclass
@@ -103,7 +105,10 @@ class PairState:
     # "warming" meanwhile, "ready" after (and from the start where nothing compiles ahead).
     warm: str = "ready"
     warm_seconds: float = 0.0  # wall time of its warm-up slices (off the fuzzing path)
+    warm_count: int = 0  # warm-ups run
+    compile_at_warm: float = 0.0  # its fuzzing path's compile seconds at its last warm-up
     narrowing: dict[str, Any] | None = None  # its compile-time choices for the whole campaign
+    structures: list[Any] = field(default_factory=list)  # its warm-ups' (strategies.reuse)
 
     @property
     def key(self) -> str:
@@ -447,9 +452,25 @@ class Campaign:
 
     def _pick_cold(self) -> PairState | None:
         """The pair a compile worker warms up next: one not compiled yet, real targets first,
-        in the first round's order (``interleave``)."""
+        in the first round's order (``interleave``); once every pair is warmed up, again the one
+        whose fuzzing paid the most compile seconds since its last warm-up (its variants are not
+        all compiled: the next warm-up draws more of them), up to ``MAX_WARMS`` times."""
         cold = [p for p in self.pairs if p.warm == "cold" and not p.retired and not p.running]
-        return min(cold, key=lambda p: p.target.is_mutant) if cold else None
+        if cold:
+            return min(cold, key=lambda p: p.target.is_mutant)
+        again = [
+            p
+            for p in self.pairs
+            if p.warm == "ready"
+            and 0 < p.warm_count < MAX_WARMS
+            and not p.retired
+            and not p.running
+            and not self._done(p)
+            and p.stats["compile_seconds"] - p.compile_at_warm >= REWARM_AFTER
+        ]
+        return max(
+            again, key=lambda p: p.stats["compile_seconds"] - p.compile_at_warm, default=None
+        )
 
     def _compiling_ahead(self) -> bool:
         """Whether a compile worker is there to warm pairs up (else fuzz workers compile)."""
@@ -546,7 +567,8 @@ class Campaign:
             "reuse": pair.slices == 0 and not warm,
             "narrowing": pair.narrowing,
             "warm": warm,
-            "quiet": self.config.warm_quiet,
+            "quiet": self.config.warm_quiet * 2**pair.warm_count,  # each warm-up draws longer
+            "structures": [] if warm else pair.structures,
         }
         w.conn.send(("hunt", task))
         return True
@@ -673,6 +695,10 @@ class Campaign:
         secs = summary.get("seconds", time.perf_counter() - sl.started)
         if sl.warm:  # off the fuzzing path: its time and compiles are the pair's setup
             pair.warm = "ready"
+            pair.warm_count += 1
+            pair.compile_at_warm = pair.stats["compile_seconds"]
+            # What it compiled: the workers that fuzz the pair reuse these structures first.
+            pair.structures = list(summary.get("structures") or pair.structures)
             pair.warm_seconds += secs
             pair.stats["precompile_seconds"] += summary.get("compile_seconds", 0.0)
             summary = {**summary, "compile_seconds": 0.0, "seconds": 0.0}
@@ -883,6 +909,7 @@ class Campaign:
         pair.examples += pair.live_examples
         if sl.warm:  # a warm-up that died: its fuzz workers take it as it is
             pair.warm = "ready"
+            pair.warm_count = MAX_WARMS  # and no warm-up again
             pair.warm_seconds += time.perf_counter() - sl.started
             pair.stats["precompile_seconds"] += pair.live_compile
         else:

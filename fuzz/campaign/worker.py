@@ -32,6 +32,7 @@ too and tells a death near the limit (or after an out-of-memory message) from a 
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import faulthandler
 import json
@@ -406,11 +407,17 @@ def _hunt(
         backend=get_backend(task["backend"]),
     )
     problems_before = len(db.problems) if db is not None else 0
+    memo = _memo(config.options, task["target"], task["backend"])
+    if memo is not None and task.get("structures"):
+        memo.take_in(task["structures"])  # compiled ahead by a compile worker
+    options = config.options
+    if task.get("warm"):  # a warm-up is there to compile: no compile share holds it back
+        options = dataclasses.replace(options, compile_share=None)
     try:
         result = engine.hunt(
             target,
             sl.backend,
-            config.options,
+            options,
             max_examples=task.get("max_examples") or 10**9,
             seed=task["seed"],
             database=db,
@@ -419,7 +426,7 @@ def _hunt(
             hard_limit=task["hard_limit"],
             known=[Bug.of(k) if isinstance(k, dict) else k for k in task["known"]],
             narrowing=task.get("narrowing"),
-            memo=_memo(config.options, task["target"], task["backend"]),
+            memo=memo,
             reuse=task["reuse"],
             hooks=sl.hooks(),
         )
@@ -436,6 +443,8 @@ def _hunt(
     started.value = 0.0
     clear_inflight(config.inflight)
     summary = sl.summary(result)
+    if memo is not None and task.get("warm"):
+        summary["structures"] = memo.export()  # for the workers that fuzz the pair
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []
     if sl.maps.check(now=True):
         summary["recycle"] = {"maps": sl.maps.recycle, "limit": sl.maps.limit}

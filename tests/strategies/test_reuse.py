@@ -156,6 +156,22 @@ def test_hypothesis_variations_of_an_example_keep_its_structure():
     assert new == [], new
 
 
+def test_structures_another_process_launched_are_reused_first():
+    """A campaign's compile worker launches a pair's structures (their kernels compiled into the
+    caches on disk) and hands them over (``export``); the fuzzing worker's memo takes them in
+    and reuses them before any structure of its own."""
+    ahead = StructureMemo(explore=1.0)
+    warmed = {s for _, s in _hunt_like(ahead, toy_cases(), examples=60)}
+    handed = ahead.export()
+    assert len(handed) == ahead.structures("toy") == len(warmed)
+    fuzzing = StructureMemo(explore=0.0)
+    assert fuzzing.take_in(handed) == len(handed)
+    assert fuzzing.take_in(handed) == 0  # offered once
+    log = _hunt_like(fuzzing, toy_cases(), examples=200, seed=2)
+    reused = [s for m, s in log if m == "reused"]
+    assert reused and set(reused) <= warmed
+
+
 def test_a_failing_structure_is_not_offered():
     memo = StructureMemo(explore=0.0)
     with memo.active():
