@@ -423,7 +423,7 @@ class _Hunter:
         # is, unshrunk (its reproducer replays in a fresh process), even of a known class.
         context_lost = reproducer.kills_context(f)
         dtype = case.params.get("dtype")
-        key = bug_key(f, dtype)
+        key = bug_key(f)
         holds = conditions(target, case, outcome.context.hazards)
         if not context_lost:
             accepted = declared(self.declared, f, dtype, holds)

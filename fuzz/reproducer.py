@@ -82,7 +82,7 @@ def signature(target: str, finding: Finding) -> str:
         return str(sig)
     from fuzz import signatures
 
-    key = signatures.bug_key(finding, finding.details.get("dtype"))
+    key = signatures.bug_key(finding)
     return signatures.signature(target, key, finding.details.get("triggers", ()))
 
 

@@ -1,12 +1,13 @@
 """Failure signatures: when two failing examples are the same bug.
 
 A kernel can have several bugs, and a hunt reports each once, with its own minimal reproducer. What
-identifies a bug is its **key** -- the failure class, the property that failed, the output it
-concerns and the input dtype -- and its **triggers**: the conditions of its minimal example (the
-declared input hazards that hold there, and the optional features it uses), which shrinking could
-not take away. The key is stable while Hypothesis shrinks an example (each key is an exception type
-of its own, so Hypothesis shrinks two keys as two bugs); the triggers are read once the example is
-minimal.
+identifies a bug is its **key** -- the failure class, the property that failed and the output it
+concerns (for a kernel that raised, what it raised) -- and its **triggers**: the conditions of its
+minimal example (the declared input hazards that hold there, a half-precision input dtype, and the
+optional features it uses), which shrinking could not take away. The key is stable while
+Hypothesis shrinks an example (each key is an exception type of its own, so Hypothesis shrinks two
+keys as two bugs, each toward float32 where it fails there too); the triggers are read once the
+example is minimal.
 
 A failing example is a *hit* of a known bug when it has the bug's key and every one of its
 triggers holds for it: it is counted, not shrunk again, and the search goes on. An example whose
@@ -34,12 +35,14 @@ if TYPE_CHECKING:
     from fuzz.target import Target
 
 
-def bug_key(finding: Finding, dtype: str | None) -> str:
-    """The key of a failing example (see the module docstring): class, property, output, dtype.
-    A kernel that raised is told apart by what it raised instead of the dtype (its exception
-    type and message, numbers left out): one refusal met in every dtype is one bug, two
-    exceptions are two."""
-    last = dtype or "-"
+def bug_key(finding: Finding) -> str:
+    """The key of a failing example (see the module docstring): class, property, output, and
+    for a kernel that raised, what it raised (its exception type and message, numbers left
+    out): one refusal met in every dtype is one bug, two exceptions are two. The input dtype is
+    a condition (:func:`conditions`), not part of the key: Hypothesis shrinks a bug toward
+    float32 where it fails there too, and a bug of half precision only keeps its dtype as a
+    trigger."""
+    last = "-"
     if finding.cls == CRASH and finding.details.get("exception"):
         text = re.sub(r"\d+", "#", str(finding.details.get("text", "")))[:80]
         last = f"{finding.details['exception']}: {text}"
@@ -53,10 +56,14 @@ def key_class(key: str) -> str:
 
 def conditions(target: Target | None, case: Case, hazards: Iterable[str]) -> frozenset[str]:
     """What holds for ``case``: the names of the declared hazards (``hazards``: ``"name:
-    detail"`` strings, as a finding carries them) and, for a family kernel, ``feature NAME`` for
+    detail"`` strings, as a finding carries them), ``dtype NAME`` for a half-precision input
+    dtype (float32 is the simplest: no condition) and, for a family kernel, ``feature NAME`` for
     each optional feature the case uses (a non-empty value of one of the feature's keywords as
     drawn, or of a parameter named as the feature)."""
     out = {h.split(":", 1)[0].strip() for h in hazards}
+    dtype = case.params.get("dtype")
+    if isinstance(dtype, str) and dtype != "float32":  # float32: the simplest, no condition
+        out.add(f"dtype {dtype}")
     fam = _family(target)
     if fam is not None:
         try:

@@ -847,9 +847,9 @@ class Campaign:
             hazards=pair.target.hazards_of(case),
             details={"process": message, "log": log_tail},
         )
-        key = bug_key(finding, case.params.get("dtype"))
+        key = bug_key(finding)
         # A death cannot be shrunk in the worker: its conditions are those of whatever example
-        # died, so it is told apart by its key alone (one crash per class and dtype).
+        # died, so it is told apart by its key alone (one crash, one hang per pair).
         sig = signature(pair.target.name, key, ())
         finding.details.update(signature=sig, bug_key=key, triggers=[])
         path = self._isolated_reproducer(
@@ -1163,7 +1163,7 @@ class Campaign:
             hazards=target.hazards_of(case),
             details={"process": message},
         )
-        key = bug_key(finding, case.params.get("dtype"))
+        key = bug_key(finding)
         sig = signature(target.name, key, ())  # as a death's (see _death_record)
         finding.details.update(signature=sig, bug_key=key, triggers=[])
         path = self._isolated_reproducer(target, backend, case, params, finding)

@@ -25,11 +25,17 @@ def _registry():
     load_plugin(TWO_BUGS)
 
 
-def test_a_key_is_class_property_output_and_dtype():
+def test_a_key_is_class_property_and_output_and_a_dtype_is_a_condition():
     f = Finding("nan", "oracle", "m", output="y")
-    assert bug_key(f, "float16") == "nan|oracle|y|float16"
-    assert bug_key(Finding("crash", "crash", "m"), None) == "crash|crash|-|-"
-    assert bug_key(f, "float16") != bug_key(f, "float32")  # a dtype separates bugs
+    assert bug_key(f) == "nan|oracle|y|-"
+    raised = Finding("crash", "crash", "m", details={"exception": "ValueError", "text": "row 3"})
+    assert bug_key(raised) == "crash|crash|-|ValueError: row #"  # what it raised, not a number
+    softmax = get("softmax")
+    case = Case({"x": np.zeros((1, 2), np.float16)}, {"dtype": "float16", "scale": None}, {})
+    assert "dtype float16" in conditions(softmax, case, [])  # a half dtype separates bugs
+    assert not any(
+        c.startswith("dtype") for c in conditions(softmax, case.replace(dtype="float32"), [])
+    )
 
 
 def test_conditions_are_hazard_names_and_the_features_a_case_uses():
@@ -37,7 +43,7 @@ def test_conditions_are_hazard_names_and_the_features_a_case_uses():
     x = np.zeros((2, 20), np.float32)
     case = Case({"x": x}, {"dtype": "float32", "scale": 0.5, "block_m": 1, "block_n": 16}, {})
     holds = conditions(softmax, case, ["multi-tile: 20 columns over 16", "partial-tile: 4 of 16"])
-    assert holds == {"multi-tile", "partial-tile", "feature scale"}
+    assert holds == {"multi-tile", "partial-tile", "feature scale"}  # float32: no condition
     with_bias = case.replace(inputs={"x": x, "bias": np.ones_like(x)})
     assert "feature bias" in conditions(softmax, with_bias, [])
     no_scale = case.replace(scale=None)
@@ -45,13 +51,13 @@ def test_conditions_are_hazard_names_and_the_features_a_case_uses():
 
 
 def test_an_example_is_a_hit_of_a_bug_whose_every_trigger_holds():
-    a = Bug("accuracy|oracle|y|float32", frozenset({"feature bias"}), "a")
-    b = Bug("accuracy|oracle|y|float32", frozenset({"multi-tile"}), "b")
-    key = "accuracy|oracle|y|float32"
+    a = Bug("accuracy|oracle|y|-", frozenset({"feature bias"}), "a")
+    b = Bug("accuracy|oracle|y|-", frozenset({"multi-tile"}), "b")
+    key = "accuracy|oracle|y|-"
     assert covering([a, b], key, {"feature bias", "partial-tile"}) is a
     assert covering([a, b], key, {"multi-tile"}) is b
     assert covering([a, b], key, {"partial-tile"}) is None  # neither: a new bug
-    assert covering([a, b], "nan|oracle|y|float32", {"feature bias"}) is None  # another key
+    assert covering([a, b], "nan|oracle|y|-", {"feature bias"}) is None  # another key
     both = covering(
         [a, b, Bug(key, frozenset({"feature bias", "multi-tile"}), "c")],
         key,
