@@ -198,7 +198,8 @@ def _run_rows(
                 repro_dir=repro_dir,
                 stop_when=lambda r, m=m: m.expected_class in r.classes,
             )
-            f = r.found.get(m.expected_class or "") or next(iter(r.found.values()), None)
+            mine = r.of_class(m.expected_class or "")
+            f = min(mine, key=lambda f: f.case.size) if mine else next(iter(r.found.values()), None)
             harness = {
                 "found": f is not None,
                 "class": f.finding.cls if f else None,

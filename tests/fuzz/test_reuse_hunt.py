@@ -114,7 +114,8 @@ def test_the_bench_passes_of_a_pair_share_one_memo(exact, monkeypatch):
     assert [r.examples for r in passes] == [100, 100, 100]
     assert len(made) == 1 and made[0].target_share == 0.25
     assert made[0].counts["observed"] == 300
-    assert made[0].counts["reused"] > 100
+    # Passes 2 and 3 reuse what pass 1 launched: far more reuses than explorations.
+    assert made[0].counts["reused"] > 2 * made[0].counts["explored"]
     # Without reuse in the profile, no memo.
     fuzz.bench._passes("fake_exact", "fake-compiled", HuntOptions.of(profile), 10, 0)
     assert len(made) == 1
