@@ -180,7 +180,7 @@ def _statistics(callback: Callable[[dict[str, Any]], None]) -> Any:
         if outer is not None:
             outer(stats)
 
-    with collector.with_value(both):
+    with collector.with_value(both):  # type: ignore[arg-type]
         yield
 
 
@@ -628,8 +628,10 @@ class _Hunter:
                     self.known_bugs = [b for b in self.known_bugs if b != bug_of(old)]
                     self.known_bugs.append(bug)
                 return
-        label = self.labels.get(f.key)
-        if label is None or label in result.found:
+        mine = self.labels.get(f.key)
+        if mine is not None and mine not in result.found:
+            label = mine
+        else:
             n = len(result.of_class(f.finding.cls))
             label = f.finding.cls if n == 0 else f"{f.finding.cls}@{n + 1}"
             while label in result.found:

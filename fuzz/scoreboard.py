@@ -33,6 +33,7 @@ from fuzz.engine import hunt
 from fuzz.files import atomic_write_text
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import check_case, properties_of
+from fuzz.results import Found, HuntResult
 from fuzz.target import Target
 
 RANDN_TRIALS = 5
@@ -165,6 +166,15 @@ def row_line(row: dict[str, Any]) -> str:
     return f"done {row['mutant']} on {row['backend']}: harness {found}; {base}"
 
 
+def _size(found: Found) -> int:
+    return found.case.size
+
+
+def _found_class(cls: str | None) -> Callable[[HuntResult], bool]:
+    """A hunt's stop: once the mutant's class is found (the scoreboard measures its first)."""
+    return lambda r: cls in r.classes
+
+
 def _run_rows(
     row_done: Callable[[dict[str, Any]], None],
     mutants: Sequence[Target],
@@ -196,10 +206,10 @@ def _run_rows(
                 database=None,
                 time_limit=budget,
                 repro_dir=repro_dir,
-                stop_when=lambda r, m=m: m.expected_class in r.classes,
+                stop_when=_found_class(m.expected_class),
             )
-            mine = r.of_class(m.expected_class or "")
-            f = min(mine, key=lambda f: f.case.size) if mine else next(iter(r.found.values()), None)
+            mine = sorted(r.of_class(m.expected_class or ""), key=_size)
+            f = mine[0] if mine else next(iter(r.found.values()), None)
             harness = {
                 "found": f is not None,
                 "class": f.finding.cls if f else None,

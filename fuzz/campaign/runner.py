@@ -39,7 +39,7 @@ import os
 import signal
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,7 +99,7 @@ class PairState:
     events: Counter[str] = field(default_factory=Counter)
     known_hits: Counter[str] = field(default_factory=Counter)  # signature -> examples hitting it
     declared_hits: Counter[str] = field(default_factory=Counter)  # declared failure -> examples
-    stats: Counter[str] = field(default_factory=Counter)
+    stats: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     slice_new: float = 0.0
     # Compiling ahead (compile workers): "cold" until a compile worker has run its warm-up,
     # "warming" meanwhile, "ready" after (and from the start where nothing compiles ahead).
