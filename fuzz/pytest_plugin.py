@@ -71,10 +71,6 @@ def workers_per_gpu(workers: int, devices: int) -> int:
     return max(1, -(-workers // max(devices, 1)))
 
 
-# Of one worker's 1/k of the GPU: most for torch (inputs, fp64 oracle, Triton), the rest for XLA.
-TORCH_SHARE, XLA_SHARE = 0.55, 0.35
-
-
 def share_gpu_memory() -> float | None:
     """XLA's memory fraction for this worker, set before JAX starts; returns torch's fraction,
     applied in ``pytest_configure`` (None when this worker has the GPU to itself)."""
@@ -105,6 +101,7 @@ _XDIST_DEVICE = map_xdist_worker_to_gpu()  # at import: before any test module t
 _TORCH_FRACTION = share_gpu_memory()
 
 import fuzz.profiles  # noqa: E402
+from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE  # noqa: E402
 from fuzz.profiles import Profile, get_profile, gpu_missing_message, with_scale  # noqa: E402
 
 

@@ -413,11 +413,21 @@ class Campaign:
                 db_shared=list(c.db_shared),
                 db_fallback=c.db_fallback,
                 cuda_device=device,
+                gpu_share=self._sharing(device),
                 parent_pid=os.getpid(),
             )
             w = WorkerHandle(slot, device, wc, role="fuzz" if slot < c.workers else "compile")
             self._start_worker(w)
             self.workers.append(w)
+
+    def _sharing(self, device: str | None) -> int:
+        """How many of the campaign's processes (fuzzing and compile workers) run on ``device``
+        (1 off a GPU: nothing to split)."""
+        c = self.config
+        if device is None:
+            return 1
+        slots = range(c.workers + c.compile_workers)
+        return sum(1 for s in slots if c.devices[s % len(c.devices)] == device)
 
     def _kill(self, w: WorkerHandle, reason: str) -> None:
         w.kill_reason = reason

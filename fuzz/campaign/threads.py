@@ -25,6 +25,11 @@ POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 SWITCH = "KERNEL_FUZZ_THREADS"
 
 
+# Of one process's 1/k of a GPU that k processes share (xdist workers, a campaign's workers): most
+# for torch (inputs, fp64 oracle, Triton), the rest for XLA.
+TORCH_SHARE, XLA_SHARE = 0.55, 0.35
+
+
 def cpu_count() -> int:
     """The CPUs this process may run on (its affinity mask where the OS has one)."""
     try:

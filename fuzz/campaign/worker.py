@@ -72,6 +72,7 @@ class WorkerConfig:
     db_shared: list[str] = field(default_factory=list)
     db_fallback: str | None = None  # a folder for a server ``db`` while it does not answer
     cuda_device: str | None = None  # CUDA_VISIBLE_DEVICES for this worker
+    gpu_share: int = 1  # processes of the campaign on this worker's GPU (its memory is split)
     parent_pid: int | None = None  # the campaign's process: the worker dies with it
 
 
@@ -254,6 +255,7 @@ class MapBudget:
 def _setup(config: WorkerConfig) -> None:
     if config.cuda_device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = config.cuda_device
+    torch_share = _share_gpu_memory(config.gpu_share)
     # The parent handles Ctrl-C for the whole campaign; a worker finishes or is killed.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     log = open(config.log, "a", buffering=1)
@@ -268,6 +270,8 @@ def _setup(config: WorkerConfig) -> None:
     load_builtin()
     for spec in config.plugins:
         load_plugin(spec)
+    if torch_share is not None:
+        _cap_torch_memory(torch_share)
 
 
 # Dying with the campaign ------------------------------------------------------------------------
@@ -326,6 +330,31 @@ def die_with_campaign(parent_pid: int | None) -> None:
         stderr=subprocess.DEVNULL,
         close_fds=True,
     )
+
+
+def _share_gpu_memory(k: int) -> float | None:
+    """Splits one GPU's memory between the ``k`` campaign processes on it (fuzzing and compile
+    workers), as the pytest plugin splits it between xdist workers: XLA's fraction is set here,
+    before JAX starts; torch's is returned, to be applied once torch is loaded. On an H100 with
+    13 processes and no split, JAX grew until a kernel launch failed with CUDA_ERROR_OUT_OF_MEMORY
+    and a correct kernel read as a crash. ``KERNEL_FUZZ_GPU_SHARE=off`` leaves the allocators
+    alone."""
+    from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE
+
+    if k <= 1 or os.environ.get("KERNEL_FUZZ_GPU_SHARE") == "off":
+        return None
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE / k:.4f}")
+    return TORCH_SHARE / k
+
+
+def _cap_torch_memory(fraction: float) -> None:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.set_per_process_memory_fraction(fraction)
+    except Exception as e:  # a cap is a courtesy to the other processes: never fatal
+        print(f"GPU memory share not applied: {type(e).__name__}: {e}", file=sys.stderr)
 
 
 def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:

@@ -223,3 +223,21 @@ def test_idle_compile_workers_warm_again_the_pair_whose_fuzzing_compiles_most():
     assert c._pick_cold() is b  # a had its warm-ups
     b.compile_at_warm = 2.0  # 1 s since: not worth another
     assert c._pick_cold() is None
+
+
+def test_the_processes_on_one_gpu_split_its_memory(monkeypatch):
+    """A campaign's fuzzing and compile workers on one GPU split its memory, as xdist workers
+    do (13 processes with no split ran a correct kernel out of memory on an H100)."""
+    from fuzz.campaign import worker
+
+    c = Campaign.__new__(Campaign)
+    c.config = SimpleNamespace(workers=5, compile_workers=4, devices=["0", "1"])
+    assert [c._sharing(d) for d in ("0", "1", None)] == [5, 4, 1]
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
+    monkeypatch.delenv("KERNEL_FUZZ_GPU_SHARE", raising=False)
+    assert worker._share_gpu_memory(1) is None
+    torch_share = worker._share_gpu_memory(5)
+    assert torch_share == pytest.approx(0.55 / 5)
+    assert float(__import__("os").environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) == pytest.approx(0.07)
+    monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "off")
+    assert worker._share_gpu_memory(5) is None
