@@ -29,6 +29,8 @@ from typing import Any
 
 import pytest
 
+from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE
+
 
 def _nvidia_smi_gpus() -> list[str]:
     import shutil
@@ -80,7 +82,10 @@ def share_gpu_memory() -> float | None:
     if not os.environ.get("PYTEST_XDIST_WORKER") or not count.isdigit():
         return None
     env = os.environ.get("KERNEL_FUZZ_VISIBLE_GPUS", "")  # as seen before the worker's mapping
-    k = workers_per_gpu(int(count), len([d for d in env.split(",") if d]) or 1)
+    gpus = len([d for d in env.split(",") if d])
+    if gpus == 0:  # a CPU machine: nothing to share
+        return None
+    k = workers_per_gpu(int(count), gpus)
     if k <= 1:
         return None
     os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE / k:.4f}")
@@ -101,7 +106,6 @@ _XDIST_DEVICE = map_xdist_worker_to_gpu()  # at import: before any test module t
 _TORCH_FRACTION = share_gpu_memory()
 
 import fuzz.profiles  # noqa: E402
-from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE  # noqa: E402
 from fuzz.profiles import Profile, get_profile, gpu_missing_message, with_scale  # noqa: E402
 
 

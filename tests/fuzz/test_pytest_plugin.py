@@ -114,6 +114,9 @@ def test_xdist_workers_sharing_a_gpu_split_its_memory(monkeypatch):
     assert share_gpu_memory() is None  # not under xdist: the allocators are left alone
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "8")
+    monkeypatch.setenv("KERNEL_FUZZ_VISIBLE_GPUS", "")
+    assert share_gpu_memory() is None  # a CPU machine (CI's): no GPU, nothing to split
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ
     monkeypatch.setenv("KERNEL_FUZZ_VISIBLE_GPUS", "0,1")
     torch_fraction = share_gpu_memory()
     assert torch_fraction is not None and 0 < torch_fraction <= 0.25
