@@ -259,6 +259,8 @@ class _Pins:
     record: list[Choice] = dataclasses.field(default_factory=list)
     memo: dict[str, int] = dataclasses.field(default_factory=dict)
     tuned: set[tuple[str, tuple[Any, ...]]] = dataclasses.field(default_factory=set)
+    # Configs the device could not run (kernel -> indices): skipped as the autotuner skips them.
+    unfit: dict[str, set[int]] = dataclasses.field(default_factory=dict)
 
 
 @contextlib.contextmanager
@@ -346,6 +348,11 @@ def _choose(
     if pins is None or len(candidates) == 1:
         return candidates[0].config
     kernel = autotuned_name(autotuner)
+    unfit = pins.unfit.get(kernel)
+    if unfit:
+        candidates = [c for c in candidates if c.index not in unfit]
+        if len(candidates) == 1:
+            return candidates[0].config
     held = pins.memo.get(kernel)
     for candidate in candidates:
         if candidate.index == held:
@@ -376,10 +383,44 @@ def _tuning_key(
 _original_autotuner_run = Autotuner.run
 
 
+def _unfit_errors() -> tuple[type[BaseException], ...]:
+    """What the autotuner takes as "this config cannot run on this device" while benchmarking
+    (and skips the config): too much shared memory or registers, a failed ptxas, a
+    compile-time assertion of the config."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+    from triton.runtime import errors
+
+    found = (getattr(errors, name, None) for name in ("OutOfResources", "PTXASError"))
+    return (CompileTimeAssertionFailure, *(e for e in found if isinstance(e, type)))
+
+
 def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
     pins = _innermost_pins()
     if pins is None and _interp.routes(args, kwargs) is None:
         return _original_autotuner_run(self, *args, **kwargs)
+    if pins is None or len(self.configs) == 1:
+        return _run_config(self, pins, args, kwargs)
+    # A pinned config the device cannot run is one the autotuner never picks (its benchmark
+    # skips it): another is chosen among the rest, and only a launch that no candidate can run
+    # fails (a library whose every config overflows the device has a bug).
+    kernel = autotuned_name(self)
+    while True:
+        made = len(pins.record)
+        try:
+            return _run_config(self, pins, args, kwargs)
+        except _unfit_errors():
+            held = pins.memo.pop(kernel, None)
+            rest = _candidates(self, dict(zip(self.arg_names, args, strict=False)), kwargs)
+            unfit = pins.unfit.setdefault(kernel, set())
+            if held is None or all(c.index in unfit | {held} for c in rest):
+                raise
+            unfit.add(held)
+            del pins.record[made:]  # the record names the configs that ran
+
+
+def _run_config(
+    self: Autotuner, pins: _Pins | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     nargs = dict(zip(self.arg_names, args, strict=False))
     self.nargs = nargs
     try:

@@ -373,6 +373,46 @@ def test_config_pre_hooks_run_before_the_launch():
     assert seen == [33]
 
 
+def _unfit_on_device(blocks):
+    """Configs whose launch fails as one the device cannot hold does (Triton's OutOfResources
+    before anything runs), for the BLOCKs given."""
+    from triton.runtime.errors import OutOfResources
+
+    def hook(block):
+        def check(args):
+            if block in blocks:
+                raise OutOfResources(393216, 232448, "shared memory")
+
+        return check
+
+    return [
+        triton.Config(c.kwargs, num_warps=c.num_warps, pre_hook=hook(c.kwargs["BLOCK"]))
+        for c in CONFIGS
+    ]
+
+
+def test_a_pinned_config_the_device_cannot_run_is_skipped_as_the_autotuner_skips_it():
+    from triton.runtime.errors import OutOfResources
+
+    original = _sum_kernel.configs
+    try:
+        _sum_kernel.configs = _unfit_on_device({64})
+        x = torch.ones(100)
+        with interpreting(), pinned_configs(positions([2, 1])) as choices:
+            out, (block, _) = library_sum(x)
+            assert block == 32 and out.item() == 100.0  # 64 cannot run: the next pick, 32
+            assert library_sum(x)[1][0] == 32  # held for the kernel, 64 never tried again
+        assert [c.index for c in choices] == [1]  # the record names the config that ran
+        with interpreting(), pinned_configs(replay([c.record() for c in choices])):
+            assert library_sum(x)[1][0] == 32
+        _sum_kernel.configs = _unfit_on_device({16, 32, 64})
+        with interpreting(), pinned_configs(positions([2])):
+            with pytest.raises(OutOfResources):  # no config fits: the library's bug to report
+                library_sum(x)
+    finally:
+        _sum_kernel.configs = original
+
+
 @pytest.mark.parametrize(
     "chooser, error",
     [
