@@ -1,0 +1,136 @@
+"""Evidence for fla-core's chunked simple GLA findings (fuzz.clients.fla_simple_gla's docstring).
+
+    python .ci/fla_evidence.py          on a GPU: compiled (Triton); without one: Triton's interpreter
+
+1. The forward's final state is NaN when a sequence's last chunk is short and |g_gamma| is large:
+   ``chunk_fwd_kernel_h`` scales the padded rows of the chunk by exp2(b_g_last - b_g) before they
+   are masked (b_g = gamma * (row + 1) for every row, b_v = 0 there): inf * 0.
+2. The backward's case from an H100 campaign (rebuilt from its recipe: bf16, 16 heads, K 16, V 128,
+   g_gamma = -8, four packed sequences of 65, 63, 13 and 79 tokens, key bursts of 2^8, an initial
+   state), its gradients against the float64 oracle, with each config of the dq kernel pinned.
+"""
+
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, ".")
+from fla.ops.simple_gla import chunk_simple_gla
+
+import fuzz.clients.fla_simple_gla  # noqa: F401  (the interpreter adapter)
+from fuzz import triton_runtime as tr
+from oracles.simple_gla import simple_gla_reference, simple_gla_reference_grads
+from strategies.simple_gla import TokenRecipe, _reseed
+from strategies.values import ValueRecipe, materialize
+
+GPU = torch.cuda.is_available()
+DEV = "cuda" if GPU else "cpu"
+WHERE = f"compiled on {torch.cuda.get_device_name()}" if GPU else "Triton's interpreter"
+
+
+def scope():
+    return tr.interpreting() if not GPU else _null()
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def forward_nan():
+    print(f"1. forward, final state, one 64-token chunk ({WHERE})")
+    torch.manual_seed(0)
+    for length in (1, 63, 65):
+        for gamma in (-1.40, -1.41, -5.0):
+            q, k, v = (torch.randn(1, length, 1, 16, device=DEV) for _ in range(3))
+            with scope():
+                _, ht = chunk_simple_gla(
+                    q,
+                    k,
+                    v,
+                    g_gamma=torch.tensor([gamma], device=DEV),
+                    output_final_state=True,
+                    chunk_size=64,
+                )
+            _, want = simple_gla_reference(q.cpu(), k.cpu(), v.cpu(), g_gamma=torch.tensor([gamma]))
+            bad = int((~torch.isfinite(ht)).sum())
+            err = (ht.cpu().double() - want).abs().max().item()
+            tail = length % 64
+            print(
+                f"   T={length:3} (tail {tail:2}) g_gamma={gamma:5}: exponent of the padded rows "
+                f"{abs(gamma) * (64 - tail) if tail else 0:6.2f} (overflow > 88.72): "
+                f"non-finite {bad:3}/256, max error {err:.3g}"
+            )
+
+
+def backward_case():
+    heads, kd, vd, dtype, lengths = 16, 16, 128, "bfloat16", [65, 63, 13, 79]
+    length = sum(lengths)
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    recipe = ValueRecipe(seed=63618893, distribution="normal", magnitude=3.0)
+    shape = (1, length, heads)
+    arrays = {
+        n: materialize(_reseed(recipe, i), (*shape, d), dtype)
+        for i, (n, d) in enumerate((("q", kd), ("k", kd), ("v", vd), ("do", vd)))
+    }
+    bounds = [(int(cu[i]), int(cu[i + 1])) for i in range(len(lengths))]
+    arrays = TokenRecipe("key_burst", 8, 0).apply(arrays, bounds, length)
+    t = {
+        n: torch.from_numpy(np.asarray(a, np.float32)).to(torch.bfloat16) for n, a in arrays.items()
+    }
+    h0 = torch.from_numpy(materialize(_reseed(recipe, 4), (4, heads, kd, vd), "float32"))
+    return t, h0, torch.full((heads,), -8.0), torch.from_numpy(cu)
+
+
+# dq elements the H100 campaign reported wrong (the worst, and the first it printed)
+SEEN = ((0, 97, 1, 7), (0, 32, 1, 1))
+
+
+def backward(picks_for_dq):
+    t, h0, gg, cu = backward_case()
+    ref = simple_gla_reference_grads(
+        t["q"], t["k"], t["v"], t["do"], g_gamma=gg, initial_state=h0, cu_seqlens=cu.tolist()
+    )
+    dq_kernel = "fla.ops.common.chunk_o.chunk_bwd_kernel_dqkwg"
+    print(f"2. backward of the H100 campaign's case ({WHERE}), by config of {dq_kernel}")
+    for pick in picks_for_dq:
+
+        def chooser(kernel, candidates, pick=pick):
+            return pick % len(candidates) if kernel == dq_kernel else 0
+
+        leaves = [t[n].to(DEV).clone().requires_grad_() for n in ("q", "k", "v")]
+        with scope(), tr.pinned_configs(chooser) as choices:
+            o, _ = chunk_simple_gla(
+                *leaves,
+                g_gamma=gg.to(DEV),
+                initial_state=h0.to(DEV),
+                cu_seqlens=cu.to(DEV),
+                chunk_size=64,
+            )
+            o.backward(t["do"].to(DEV))
+        config = next((str(c.config) for c in choices if c.kernel == dq_kernel), "(one config)")
+        errs = []
+        for name, got, want in zip(
+            "qkv", (x.grad for x in leaves), (ref.dq, ref.dk, ref.dv), strict=True
+        ):
+            e = (got.cpu().double() - want).abs()
+            i = int(e.argmax())
+            errs.append(
+                f"d{name} {e.max().item():9.3g} (got {got.flatten()[i].item():.4g}, "
+                f"want {want.flatten()[i].item():.4g})"
+            )
+        print(f"   [{config}] " + "; ".join(errs))
+        dq = leaves[0].grad.cpu().double()
+        at = "; ".join(
+            f"dq{list(i)} = {dq[i].item():.4g} (oracle {ref.dq[i].item():.4g})" for i in SEEN
+        )
+        print(f"      where the H100 campaign saw dq wrong: {at}")
+
+
+if __name__ == "__main__":
+    forward_nan()
+    backward(range(8) if GPU else (0, 3))
