@@ -11,7 +11,20 @@ the compiled backend. The gated (per-token ``g``) backward refuses to run on Hop
 < 3.7.1 (fla #640, a miscompile): declined there (``fuzz.Unsupported``, counted), and the
 interpreter adapter below lifts the guard only where nothing is compiled. In the CPU interpreter
 every config of its six autotuned kernels stays within the bounds (fp32, fp16, bf16; both decay
-forms; states; packed sequences).
+forms; states; packed sequences), but for two findings:
+
+- A bug (CPU interpreter and H100): the forward's final state is NaN when a sequence's last chunk
+  is short and the per-head decay is strong, |g_gamma| (tail 1) > 88.72 / 63 = 1.408:
+  ``chunk_fwd_kernel_h`` scales the chunk's padded rows by ``exp2(b_g_last - b_g)`` (chunk_h.py,
+  the g_gamma branch) before they are masked, Inf times their zero values. Shrunk to one token
+  (16 elements) on the H100 through the interpreter, its NaN traced to that line.
+- On the H100 only (Triton 3.6): the backward's dq of one case is wrong by up to 450 (bf16,
+  g_gamma = -8, four packed sequences of 65, 63, 13 and 79 tokens, key bursts of 2^8, an initial
+  state): dq[0, 97, 1, 7] = 450 against 0.5043 in float64, dq[0, 32, 1, 1] = -65 against 0.00126.
+  Not TF32 (it fails as well under ``TRITON_F32_DEFAULT=ieee``); the same case rebuilt from its
+  recipe is right in the interpreter under three configs of the dq kernel (0.5039, 0.001259), so
+  a compiled-only error, of the kind fla refuses on Hopper for the gated form (#640) but not
+  for g_gamma. Which kernel and config: ``python .ci/fla_evidence.py`` on the GPU (not yet run).
 """
 
 import contextlib
