@@ -39,7 +39,10 @@ Findings (JAX 0.10.2, interpret mode on the CPU; each against JAX's own referenc
    give inf; the reference gives 60000.
 
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
-splits). Not run here: ``pallas-gpu`` (the lead's GPU session).
+splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
+plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
+near the maximum past ``kv_seq_len`` (4), and ``mha``'s reads past the keys (1), there as an
+accuracy failure and nondeterminism (what lies past the keys changes between runs), not NaN.
 """
 
 from typing import Any
