@@ -610,11 +610,71 @@ class _Hunter:
                 database.save(db_key, choices_to_bytes(found[key].choices))
             if self.hooks.on_found is not None and found[key].final:
                 self.hooks.on_found(result, found[key])
-        result.seconds = time.perf_counter() - self.t0
         if not result.stopped:
             result.stopped = "examples"
         for f in found.values():
-            self.settle(f)
+            twin = self.duplicate_of(f)
+            if twin is None:
+                self.settle(f)
+                continue
+            result.known_hits[twin.signature] += 1
+            result.duplicates.append(
+                {
+                    "round": self.round,
+                    "bug_key": f.key,
+                    "signature": bug_of(f).signature,
+                    "twin": twin.signature,
+                }
+            )
+        result.seconds = time.perf_counter() - self.t0
+
+    def duplicate_of(self, f: Found) -> Bug | None:
+        """The known bug that new bug ``f`` is after all, or None.
+
+        An example of a known bug's key counts as a hit of it only where all of the bug's
+        triggers hold, and a bug's triggers are those of its minimal example, some of them
+        incidental (a partial tile from 33 columns where 32 fail too). An example of the same
+        fault without one of them is new, and its shrinking cannot reach the known bug's examples
+        (they are hits). So ``f``, where its key has known bugs whose triggers do not nest with
+        its own, is shrunk once more with those bugs' examples counted as failures: if it ends
+        as one of them it is that bug (a hit), else it is a bug of its own."""
+        if self.stage.only is not None or self.stage.start or not f.choices or not f.key:
+            return None  # a shrink stage's own result, or nothing to replay
+        bug = bug_of(f)
+        twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
+        if not twins:
+            return None
+        seconds = self.options.shrink_seconds
+        if self.hard_at is not None:
+            left = self.hard_at + self.result.stats.compile_seconds - time.perf_counter()
+            seconds = min(seconds, left)
+        if seconds <= 0:
+            return None
+        others = [b for b in self.known_bugs if b.key != bug.key]
+        stage = Stage(
+            start=(f.choices,),
+            phases=SHRINK_PHASES,
+            only_compiled=not self.b.interpret,
+            shrink_seconds=seconds,
+            only=bug.key,
+        )
+        run = hunt(
+            self.target,
+            self.b,
+            self.options,
+            database=None,
+            known=[*others, *self.known_classes],
+            hard_limit=max(1.0, seconds),
+            stage=stage,
+            narrowing=self.narrowing,
+        )
+        self.result.stats.merge(run.stats)
+        self.result.shrink_examples += run.examples
+        shrunk = next((g for g in run.found.values() if g.key == bug.key), None)
+        if shrunk is None:
+            return None
+        end = bug_of(shrunk)
+        return next((b for b in twins if same_bug(b, end)), None)
 
     def settle(self, f: Found) -> None:
         """Adds bug ``f`` to the result, or in place of an earlier one it is the same bug as

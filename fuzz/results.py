@@ -111,6 +111,9 @@ class HuntResult:
     reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
     shrink_examples: int = 0  # examples run by shrink stages after the search (fuzz.shrink)
     variants: dict[str, list[Any]] = field(default_factory=dict)  # the run's compile-time choices
+    # bugs first seen as new that shrank, with the known bugs of their key no longer excluded,
+    # to one of those: {"round", "bug_key", "signature" (first seen as), "twin" (the known one)}
+    duplicates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def classes(self) -> list[str]:
@@ -161,5 +164,6 @@ class HuntResult:
             "events": dict(self.events),
             "known_hits": dict(self.known_hits),
             "declared_hits": dict(self.declared_hits),
+            "duplicates": list(self.duplicates),
             "findings": [f.as_dict() for f in self.found.values()],
         }

@@ -651,6 +651,22 @@ class Campaign:
         self._write_report(throttle=True)
         return new
 
+    def _retract(self, pair: PairState, origin: str, dup: dict[str, Any]) -> None:
+        """A bug the slice streamed as new (``origin``) turned out, shrunk once more, to be
+        known bug ``dup["twin"]`` (``fuzz.engine``'s duplicate check): its record goes, its
+        example counts as a hit of the twin (in the slice's ``known_hits``)."""
+        sig, twin = pair.origins.get(origin), dup["twin"]
+        if sig is None or sig == twin or sig not in pair.found or twin not in pair.found:
+            return
+        rec = pair.found.pop(sig)
+        self._supersede(rec, pair.found[twin])
+        pair.origins[origin] = twin
+        self.log(
+            f"{pair.target.name} on {pair.backend}: the {rec['class']} first seen as new "
+            f"({sig}) shrank to the bug found before ({twin}): one bug"
+        )
+        self._write_report(throttle=True)
+
     def _supersede(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Marks ``old``'s reproducer for removal at the end, unless ``new`` uses the same file."""
         if old.get("reproducer") and old.get("reproducer") != new.get("reproducer"):
@@ -718,6 +734,8 @@ class Campaign:
             pair.seconds += secs
         for rec in summary.get("found", []):
             self._record(pair, rec, origin=_origin(sl.id, rec))
+        for dup in summary.get("duplicates", []):
+            self._retract(pair, _origin(sl.id, {"details": dup, "bug_key": dup["bug_key"]}), dup)
         for k in (
             "launches",
             "launch_seconds",

@@ -138,6 +138,23 @@ def test_a_bug_found_again_is_a_hit_and_a_smaller_example_of_it_takes_its_place(
     assert {s.name for s in c._superseded} >= {"a.py", "a3.py", "a2.py"}
 
 
+def test_a_bug_streamed_as_new_that_shrank_to_a_known_one_is_retracted():
+    from fuzz.campaign.runner import _origin
+
+    p = _pair("p")
+    c = _campaign([p])
+    assert c._record(p, _rec("r", key="accuracy|oracle|y|-", triggers=("partial-tile",)))
+    # A slice streams a bug whose triggers do not nest with the known one's: new, for now.
+    dup = _rec("n", key="accuracy|oracle|y|-", triggers=("multi-tile",), details={"round": 0})
+    assert c._record(p, dup, origin=_origin(7, dup))
+    assert sorted(p.found) == ["n", "r"]
+    # Its hunt's duplicate check shrank it into the known bug: one bug, its reproducer goes.
+    said = {"round": 0, "bug_key": "accuracy|oracle|y|-", "signature": "n", "twin": "r"}
+    c._retract(p, _origin(7, {"details": said, "bug_key": said["bug_key"]}), said)
+    assert list(p.found) == ["r"] and p.as_dict()["bugs"] == 1
+    assert "n.py" in {s.name for s in c._superseded}
+
+
 def test_deaths_retire_a_pair_only_when_they_repeat_a_bug_found_before():
     p = _pair("p")
     c = _campaign([p])

@@ -165,6 +165,30 @@ def test_a_hunt_reports_two_bugs_of_one_class_each_with_its_own_minimal_example(
     assert r.known_hits  # later examples of either were counted, not shrunk again
 
 
+def test_a_bug_that_shrinks_into_a_known_one_is_that_bug():
+    """A known bug whose triggers include one its fault does not need (here: the rescale bug
+    known from examples with a partial tile): an example of the fault without it is not a hit,
+    and looks new. Shrunk once more with the known bug's examples counted as failures, it ends
+    among them: a hit of the known bug, not a second bug. (On an H100 a campaign reported the
+    rescale bug twice so: its second signature had a bias and no partial tile.)"""
+    key = "accuracy|oracle|y|-"
+    known = Bug(key, frozenset({"partial-tile"}), "known-rescale")
+    r = fuzz.hunt(
+        get("two_bugs_softmax"),
+        "triton-interpret",
+        fuzz.get_profile("ci"),
+        max_examples=150,
+        seed=1,
+        database=None,
+        known=[known],
+    )
+    assert r.error is None
+    assert not [f.triggers for f in r.found.values() if f.key == key]  # no second bug of it
+    assert r.duplicates and {d["twin"] for d in r.duplicates} == {"known-rescale"}
+    assert all(d["bug_key"] == key and d["signature"] != "known-rescale" for d in r.duplicates)
+    assert r.known_hits["known-rescale"] >= len(r.duplicates)
+
+
 def test_a_declared_known_failure_never_ends_the_hunt_for_the_other_bug():
     """tf32_softmax fails every float32 case (inputs rounded to TF32), which its library
     declares; its other bug (NaN for a row with no valid key) is still found, and the accuracy
