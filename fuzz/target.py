@@ -384,6 +384,30 @@ def get(name: str) -> Target:
         ) from None
 
 
+def draw_cases(target: Target, scale: str, examples: int, seed: int) -> list[Any]:
+    """Up to ``examples`` cases of ``target``'s strategy at ``scale``, as Hypothesis generates
+    them from ``seed`` (generation only: no database, no shrinking): for tools that study what
+    a target's search draws."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    out: list[Any] = []
+
+    def keep(case: Any) -> None:
+        out.append(case)
+
+    test = given(target.strategy(scale))(keep)
+    test = settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )(test)
+    hypothesis_seed(seed)(test)()
+    return out
+
+
 def select(patterns: str | Sequence[str] = "*", *, mutants: bool | None = False) -> list[Target]:
     """Targets whose names match any glob in ``patterns`` (comma-separated or a list).
 

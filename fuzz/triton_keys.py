@@ -30,12 +30,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
-
 from fuzz.backends import TorchAdapter
 from fuzz.families import family_of
-from fuzz.target import Target, select
+from fuzz.target import Target, draw_cases, select
 
 _binders: dict[int, Any] = {}
 
@@ -70,24 +67,6 @@ def recording_keys(into: list[tuple[str, tuple[str, ...], tuple[Any, ...]]]) -> 
         yield
     finally:
         JITFunction.run = original  # type: ignore[method-assign]
-
-
-def draw_cases(target: Target, scale: str, examples: int, seed: int) -> list[Any]:
-    out: list[Any] = []
-
-    def keep(case: Any) -> None:
-        out.append(case)
-
-    test = given(target.strategy(scale))(keep)
-    test = settings(
-        max_examples=examples,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )(test)
-    hypothesis_seed(seed)(test)()
-    return out
 
 
 @dataclass

@@ -13,32 +13,11 @@ import argparse
 import statistics
 import time
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
-
 from fuzz.backends import adapter_for, get_backend
 from fuzz.profiles import get_profile
-from fuzz.target import get
+from fuzz.target import draw_cases, get
 
 COMPILED = 0.15  # a first launch this much slower than the second one compiled something
-
-
-def cases(target, scale: str, n: int, seed: int) -> list:
-    drawn: list = []
-
-    def keep(case):
-        drawn.append(case)
-
-    test = given(target.strategy(scale))(keep)
-    test = settings(
-        max_examples=n,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )(test)
-    hypothesis_seed(seed)(test)()
-    return drawn[:n]
 
 
 def main() -> None:
@@ -56,7 +35,7 @@ def main() -> None:
     )
     for name in args.targets.split(","):
         t = get(name)
-        drawn = cases(t, profile.scale, args.examples, args.seed)
+        drawn = draw_cases(t, profile.scale, args.examples, args.seed)
         for bname in args.backends.split(","):
             b = get_backend(bname)
             if b.unavailable_reason():

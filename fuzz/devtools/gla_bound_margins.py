@@ -22,31 +22,10 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hyp_seed
 
 from fuzz.backends import get_backend
 from fuzz.properties import Context, excess
-from fuzz.target import select
-
-
-def draw_cases(target, scale: str, n: int, seed: int) -> list:
-    cases = []
-
-    @hyp_seed(seed)
-    @settings(
-        max_examples=n,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(target.strategy(scale))
-    def collect(case):
-        cases.append(case)
-
-    collect()
-    return cases
+from fuzz.target import draw_cases, select
 
 
 def ratios(target, backend, case) -> dict[str, float] | None:
