@@ -33,7 +33,7 @@ from fuzz.families import variant_space
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
-from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_compiled
+from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_again, shrink_compiled
 from fuzz.signatures import Bug, bug_key, conditions, covering, declared, same_bug, signature
 from fuzz.stops import is_fault
 from fuzz.target import Target
@@ -600,9 +600,7 @@ class _Hunter:
                 found[key],
                 hunt=hunt,
                 into=result,
-                hard_at=None
-                if self.hard_at is None
-                else self.hard_at + result.stats.compile_seconds,
+                hard_at=self.shrink_hard_at(),
                 narrowing=self.narrowing,
             )
             db_key = database_key(self.target.name, self.b.name)
@@ -628,6 +626,11 @@ class _Hunter:
             )
         result.seconds = time.perf_counter() - self.t0
 
+    def shrink_hard_at(self) -> float | None:
+        """``time.perf_counter()`` at which the hard limit ends a shrink stage run now (the
+        limit counts fuzzing: the compiling so far moves it on)."""
+        return None if self.hard_at is None else self.hard_at + self.result.stats.compile_seconds
+
     def duplicate_of(self, f: Found) -> Bug | None:
         """The known bug that new bug ``f`` is after all, or None.
 
@@ -644,33 +647,16 @@ class _Hunter:
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         if not twins:
             return None
-        seconds = self.options.shrink_seconds
-        if self.hard_at is not None:
-            left = self.hard_at + self.result.stats.compile_seconds - time.perf_counter()
-            seconds = min(seconds, left)
-        if seconds <= 0:
-            return None
-        others = [b for b in self.known_bugs if b.key != bug.key]
-        stage = Stage(
-            start=(f.choices,),
-            phases=SHRINK_PHASES,
-            only_compiled=not self.b.interpret,
-            shrink_seconds=seconds,
-            only=bug.key,
-        )
-        run = hunt(
+        shrunk = shrink_again(
             self.target,
             self.b,
             self.options,
-            database=None,
-            known=[*others, *self.known_classes],
-            hard_limit=max(1.0, seconds),
-            stage=stage,
+            f,
+            hunt=hunt,
+            into=self.result,
+            hard_at=self.shrink_hard_at(),
             narrowing=self.narrowing,
         )
-        self.result.stats.merge(run.stats)
-        self.result.shrink_examples += run.examples
-        shrunk = next((g for g in run.found.values() if g.key == bug.key), None)
         if shrunk is None:
             return None
         end = bug_of(shrunk)
