@@ -228,13 +228,15 @@ def table(report: dict[str, Any]) -> None:
     print("pairs", len(rows), "examples", r["summary"]["examples"], "seconds", r["seconds"])
     tot_s = sum(x["seconds"] for x in rows)
     tot_c = sum(x["compile_seconds"] for x in rows)
+    loads = sum(x.get("cache_load_seconds", 0) for x in rows)
     print(
-        f"fuzz-path seconds {tot_s:.0f} compile {tot_c:.0f} precompile {sum(x.get('precompile_seconds', 0) for x in rows):.0f} warm {sum(x.get('warm_seconds', 0) for x in rows):.0f}"
+        f"fuzz-path seconds {tot_s:.0f} compile {tot_c:.0f} (of it loading what another process "
+        f"compiled: {loads:.0f} in {sum(x.get('cache_loads', 0) for x in rows)} launches) precompile {sum(x.get('precompile_seconds', 0) for x in rows):.0f} warm {sum(x.get('warm_seconds', 0) for x in rows):.0f}"
     )
     print("-- top compile on fuzz path")
     for x in sorted(rows, key=lambda x: -x["compile_seconds"])[:22]:
         print(
-            f"{x['target'][:44]:44} {x['backend']:10} ex {x['examples']:5} s {x['seconds']:6.1f} c {x['compile_seconds']:6.1f} n {x.get('compiles', 0):4} pre {x.get('precompile_seconds', 0):5.1f} {x['status']:7} {x['retired'] or ''}"
+            f"{x['target'][:44]:44} {x['backend']:10} ex {x['examples']:5} s {x['seconds']:6.1f} c {x['compile_seconds']:6.1f} n {x.get('compiles', 0):4} loads {x.get('cache_loads', 0):3} {x.get('cache_load_seconds', 0):5.1f} pre {x.get('precompile_seconds', 0):5.1f} {x['status']:7} {x['retired'] or ''}"
         )
     print("-- not retired, < 200 examples")
     for x in sorted(rows, key=lambda x: x["examples"]):

@@ -272,8 +272,12 @@ class _Hunter:
         on_example: Callable[[HuntResult], None] | None,
         stage: Stage,
         memo: StructureMemo | None = None,
+        compile_spent: tuple[float, float] = (0.0, 0.0),
     ) -> None:
         self.target, self.b, self.options = target, backend, options
+        # (compile seconds, seconds) the pair spent before this hunt (a campaign's earlier
+        # slices): the compile share holds over them all, not afresh in every slice.
+        self.compile_spent = compile_spent
         self.result, self.hooks = result, hooks
         # Classes known as a whole (a shrink stage's other classes), and bugs found before.
         self.known_classes = frozenset(k for k in known if isinstance(k, str))
@@ -339,12 +343,16 @@ class _Hunter:
         self.strategy = self.target.strategy(self.options.scale, **narrowing)
 
     def _over_compile_budget(self) -> bool:
-        """Whether compiling now would take this run's compile time past its share."""
+        """Whether compiling now would take the pair's compile time past its share: this run's
+        and what ``compile_spent`` says earlier runs spent (a campaign's slices). The first
+        compile is never refused: nothing has compiled yet."""
         share = self.options.compile_share
         stats = self.result.stats
-        if share is None or stats.compiles == 0:
+        before, before_seconds = self.compile_spent
+        compiled = before + stats.compile_seconds
+        if share is None or compiled == 0:
             return False
-        return stats.compile_seconds > share * (time.perf_counter() - self.t0)
+        return compiled > share * (before_seconds + time.perf_counter() - self.t0)
 
     def _check(self, case: Case, data: st.DataObject) -> Any:
         def draw(s: SearchStrategy[Any], label: str) -> Any:
@@ -357,7 +365,14 @@ class _Hunter:
         # rejection there is no shrink step refused but a failure lost (it ended the compiled
         # shrink stages of several GPU findings with "UnsatisfiedAssumption", unshrunk).
         final = current_build_context().is_final
-        only_compiled = (self.stage.only_compiled or self._over_compile_budget()) and not final
+        # Over the share, an example whose structure is new is refused where it would compile;
+        # one whose structure launched before (here, or in the compile worker that warmed the
+        # pair up) at most loads what is compiled already.
+        over_budget = self._over_compile_budget()
+        over = over_budget and not (self.memo is not None and self.memo.drawn_known())
+        if self.memo is not None:
+            self.memo.over_budget = over_budget  # the next examples explore less
+        only_compiled = (self.stage.only_compiled or over) and not final
         scope = no_new_compiles() if only_compiled else contextlib.nullcontext()
         try:
             with scope:
@@ -749,6 +764,19 @@ def run_narrowing(
     return narrowing
 
 
+def _check_spent(spent: Any) -> tuple[float, float]:
+    ok = (
+        isinstance(spent, (tuple, list))
+        and len(spent) == 2
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in spent)
+    )
+    if not ok:
+        raise ValueError(
+            f"compile_spent={spent!r} must be (compile seconds, seconds): two numbers >= 0"
+        )
+    return float(spent[0]), float(spent[1])
+
+
 def _refusal(target: Target, b: Backend, options: HuntOptions) -> str | None:
     """Why a hunt of ``target`` on ``b`` cannot run here (None if it can)."""
     reason = b.unavailable_reason()
@@ -785,6 +813,7 @@ def hunt(
     narrowing: dict[str, tuple[Any, ...]] | None = None,
     stop_when: Callable[[HuntResult], bool] | None = None,
     memo: StructureMemo | None = None,
+    compile_spent: tuple[float, float] = (0.0, 0.0),
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns the minimal example of each
     distinct bug (failure signature, ``fuzz.signatures``) it found.
@@ -826,6 +855,9 @@ def hunt(
             profile reuses them (``Profile.reuse_share``); None: a new one for this hunt. Pass
             the same memo to the hunts of one target and backend that a process runs: it keeps
             the structures they launched and what compiling them cost.
+        compile_spent: (compile seconds, seconds) of earlier hunts of the same target and backend
+            (a campaign's slices): ``Profile.compile_share`` bounds the compile time of them and
+            this hunt together.
 
     On a compiled backend whose profile shrinks in the interpreter (``Profile.interpreter_shrink``)
     a new failure ends the search unshrunk and is shrunk by :func:`fuzz.shrink.shrink_compiled`:
@@ -858,6 +890,7 @@ def hunt(
         on_example=on_example,
         stage=stage or Stage(hand_off=hands_off(b, options)),
         memo=memo,
+        compile_spent=_check_spent(compile_spent),
     )
     n = options.max_examples if max_examples is None else max_examples
     seed = _settle_seed(target, b, options, seed, n, database)

@@ -112,6 +112,7 @@ class Launch:
     declined: Unsupported | None = None
     seconds: float = 0.0
     compiled: bool = False
+    loaded: bool = False  # every compile it made was a persistent-cache hit
     input_writes: dict[str, str] = field(default_factory=dict)  # input -> what changed in it
 
 
@@ -133,6 +134,10 @@ class Stats:
     launch_seconds: float = 0.0
     compiles: int = 0  # launches during which a kernel was compiled
     compile_seconds: float = 0.0
+    # Of those, launches whose every compile was answered from a persistent cache (a kernel
+    # compiled by another process, loaded into this one) and their seconds.
+    cache_loads: int = 0
+    cache_load_seconds: float = 0.0
     twin_launches: int = 0  # launches on the twin backend (the differential)
     twin_seconds: float = 0.0
     reference_seconds: float = 0.0  # the fp64 oracle and the naive reference
@@ -145,6 +150,8 @@ class Stats:
             "launch_seconds",
             "compiles",
             "compile_seconds",
+            "cache_loads",
+            "cache_load_seconds",
             "twin_launches",
             "twin_seconds",
             "reference_seconds",
@@ -159,6 +166,9 @@ class Stats:
         if launch.compiled:
             self.compiles += 1
             self.compile_seconds += launch.seconds
+            if launch.loaded:
+                self.cache_loads += 1
+                self.cache_load_seconds += launch.seconds
         if twin:
             self.twin_launches += 1
             self.twin_seconds += launch.seconds
@@ -280,6 +290,7 @@ class Context:
                 finally:
                     _LAUNCH_FILL.reset(token)
                 result.seconds, result.compiled = timer.seconds, timer.compiled
+                result.loaded = timer.loaded
                 result.input_writes = input_writes(adapter, inputs, case)
                 result.guard_notes = dict(got.get(GUARD_REPORTS) or {})
                 missing = set(outputs) - set(got)

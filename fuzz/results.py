@@ -155,6 +155,8 @@ class HuntResult:
             "compile_share": round(self.stats.compile_seconds / self.seconds, 3)
             if self.seconds
             else 0.0,
+            "cache_loads": self.stats.cache_loads,
+            "cache_load_seconds": round(self.stats.cache_load_seconds, 3),
             "twin_launches": self.stats.twin_launches,
             "twin_seconds": round(self.stats.twin_seconds, 3),
             "error": self.error,

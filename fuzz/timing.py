@@ -19,6 +19,8 @@ from typing import Any
 @dataclass
 class _Counter:
     events: int = 0
+    hits: int = 0  # compiles answered from a persistent cache (Triton's, JAX's)
+    misses: int = 0  # compiles that ran the compiler
 
 
 _counter = _Counter()
@@ -104,6 +106,7 @@ def install() -> None:
 
         def listener(**kwargs: Any) -> None:
             _bump()
+            _cached(kwargs.get("cache_hit"))
             _ended()
             if previous is not None:
                 previous(**kwargs)
@@ -125,13 +128,31 @@ def install() -> None:
             if "compile" in event or "trace" in event or "lower" in event:
                 _bump()
             if "backend_compile" in event:
+                _cached(False)
                 _ended()
             elif "to_mlir" in event or "lower" in event:
                 compile_starting()
 
+        def on_event(event: str, **kwargs: Any) -> None:
+            if event == "/jax/compilation_cache/cache_hits":
+                _cached(True)
+
         jax.monitoring.register_event_duration_secs_listener(on_duration)
+        jax.monitoring.register_event_listener(on_event)
     except Exception:
         pass
+
+
+def _cached(hit: Any) -> None:
+    """Counts a compile answered from a persistent cache (``hit``), or one that compiled (False);
+    None: not known."""
+    if hit is None:
+        return
+    with _lock:
+        if hit:
+            _counter.hits += 1
+        else:
+            _counter.misses += 1
 
 
 def events() -> int:
@@ -139,15 +160,26 @@ def events() -> int:
         return _counter.events
 
 
+def cache_counts() -> tuple[int, int]:
+    """(compiles answered from a persistent cache, compiles that ran the compiler) so far."""
+    with _lock:
+        return _counter.hits, _counter.misses
+
+
 class LaunchTimer:
-    """Times one launch and tells whether a compilation happened during it."""
+    """Times one launch and tells whether a compilation happened during it (``compiled``), and
+    whether every compile it made was answered from a persistent cache (``loaded``: a kernel
+    another process compiled, loaded into this one)."""
 
     def __enter__(self) -> LaunchTimer:
         install()
         self._events = events()
+        self._cache = cache_counts()
         self._t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.seconds = time.perf_counter() - self._t0
         self.compiled = events() > self._events
+        hits, misses = cache_counts()
+        self.loaded = self.compiled and hits > self._cache[0] and misses == self._cache[1]

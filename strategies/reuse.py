@@ -217,6 +217,10 @@ class StructureMemo:
     min_explore: float = DEFAULT_MIN_EXPLORE
     explore: float | None = None
     seed: int = 0
+    # Set by the hunt while its compile time is over its share (``Profile.compile_share``):
+    # examples of new structures that would compile are refused then, so exploring more than
+    # ``min_explore`` would only draw examples to throw away.
+    over_budget: bool = field(default=False, init=False)
     costs: _Costs = field(default_factory=_Costs, init=False)
     counts: dict[str, int] = field(default_factory=dict, init=False)
     _pools: dict[Hashable, list[_Entry]] = field(default_factory=dict, init=False, repr=False)
@@ -297,10 +301,14 @@ class StructureMemo:
         about ``p + n (f c + (1 - f) r)`` seconds compiling; ``f`` is the largest share that
         keeps that within ``target_share`` of the run, ``s / (1 - s) E``, clamped to
         ``[min_explore, 1]``. 1 until a new structure has been measured, and where it costs no
-        more to compile than a known one (Triton's interpreter compiles nothing).
+        more to compile than a known one (Triton's interpreter compiles nothing);
+        ``min_explore`` while the hunt says its compile time is over its share
+        (:attr:`over_budget`).
         """
         if self.explore is not None:
             return self.explore
+        if self.over_budget:
+            return self.min_explore
         c = self.costs
         if not c.new:
             return 1.0
@@ -311,6 +319,18 @@ class StructureMemo:
         budget = self.target_share / (1 - self.target_share) * c.run_seconds
         f = ((budget - c.other_compile) / max(c.chosen, 1) - known_cost) / (new_cost - known_cost)
         return min(1.0, max(self.min_explore, f))
+
+    def drawn_known(self) -> bool:
+        """Whether every structure the example now running drew through the memo is one it knows
+        (launched before in this process, or taken in from a compile worker that compiled it):
+        launching it compiles nothing new, at most loads a kernel from the caches on disk.
+        False where the example drew none through it."""
+        if not self._drawn:
+            return False
+        data = self._drawn[-1].data
+        return all(
+            _identity(d.nodes) in self._known.get(d.key, ()) for d in self._drawn if d.data is data
+        )
 
     def structures(self, key: Hashable | None = None) -> int:
         """How many structures the memo offers (for one strategy ``key``; None: all)."""

@@ -40,6 +40,7 @@ _SUMMED = (
     "worker_deaths",
     "resource_exhaustions",
     "launches",
+    "cache_loads",
     "twin_launches",
 )
 _SUMMED_SECONDS = (
@@ -47,6 +48,7 @@ _SUMMED_SECONDS = (
     "fuzz_seconds",
     "launch_seconds",
     "compile_seconds",
+    "cache_load_seconds",
     "precompile_seconds",
     "warm_seconds",
 )

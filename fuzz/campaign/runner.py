@@ -72,7 +72,14 @@ from fuzz.target import Target, plugins, target_plugin
 NEW_CLASS_WEIGHT = 10.0  # a new bug counts as much as ten new coverage features
 CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
 MAX_WARMS = 4  # warm-ups of one pair at most (each draws twice as long as the one before)
+COLD_WAIT = 30.0  # a fuzzing worker takes a cold pair whose warm-up is further away than this
+WARM_SECONDS = 20.0  # a pair's first warm-up ends after this many seconds (the next, twice as many)
+AFFINITY = 0.8  # the weight of a pair another worker has loaded, once every floor is met
 REWARM_AFTER = 2.0  # seconds its fuzzing compiled since its last warm-up that call for another
+# ...or examples of new structures it refused since (its compile share spent: they would have
+# compiled on the fuzzing path), which call for another warm-up to compile them ahead.
+REWARM_REFUSED = 10
+REFUSED = "rejected: would compile"
 
 
 @dataclass
@@ -107,6 +114,7 @@ class PairState:
     warm_seconds: float = 0.0  # wall time of its warm-up slices (off the fuzzing path)
     warm_count: int = 0  # warm-ups run
     compile_at_warm: float = 0.0  # its fuzzing path's compile seconds at its last warm-up
+    refused_at_warm: int = 0  # its examples refused for their compile at its last warm-up
     narrowing: dict[str, Any] | None = None  # its compile-time choices for the whole campaign
     structures: list[Any] = field(default_factory=list)  # its warm-ups' (strategies.reuse)
 
@@ -173,6 +181,9 @@ class PairState:
             "launch_seconds": round(self.stats["launch_seconds"], 3),
             "compiles": int(self.stats["compiles"]),
             "compile_seconds": round(self.stats["compile_seconds"], 3),
+            # Of those, launches that only loaded kernels another process had compiled.
+            "cache_loads": int(self.stats["cache_loads"]),
+            "cache_load_seconds": round(self.stats["cache_load_seconds"], 3),
             "precompile_seconds": round(self.stats["precompile_seconds"], 3),
             "warm_seconds": round(self.warm_seconds, 3),
             "warm": self.warm,
@@ -257,6 +268,9 @@ class WorkerHandle:
     log_offset: int = 0  # the size of its log when its current slice began
     recycles: int = 0
     role: str = "fuzz"  # or "compile": warms pairs up (compiles their variants) ahead
+    # Pairs its process has fuzzed: their kernels are loaded in it (a slice of one of them costs
+    # no compile, where another worker would load or trace them again).
+    loaded: set[str] = field(default_factory=set)
 
 
 def refund_cap(budget: float) -> float:
@@ -395,6 +409,7 @@ class Campaign:
         w.busy = None
         w.kill_reason = None
         w.maps, w.maps_sampled = 0, 0.0  # the new process's own, from its first sample on
+        w.loaded = set()  # a new process has loaded nothing
 
     def _make_workers(self) -> None:
         c = self.config
@@ -463,8 +478,9 @@ class Campaign:
     def _pick_cold(self) -> PairState | None:
         """The pair a compile worker warms up next: one not compiled yet, real targets first,
         in the first round's order (``interleave``); once every pair is warmed up, again the one
-        whose fuzzing paid the most compile seconds since its last warm-up (its variants are not
-        all compiled: the next warm-up draws more of them), up to ``MAX_WARMS`` times."""
+        whose fuzzing paid the most compile seconds since its last warm-up, or refused the most
+        examples that would have compiled (its variants are not all compiled: the next warm-up
+        draws more of them), up to ``MAX_WARMS`` times."""
         cold = [p for p in self.pairs if p.warm == "cold" and not p.retired and not p.running]
         if cold:
             return min(cold, key=lambda p: p.target.is_mutant)
@@ -476,43 +492,79 @@ class Campaign:
             and not p.retired
             and not p.running
             and not self._done(p)
-            and p.stats["compile_seconds"] - p.compile_at_warm >= REWARM_AFTER
+            and (
+                p.stats["compile_seconds"] - p.compile_at_warm >= REWARM_AFTER
+                or p.events[REFUSED] - p.refused_at_warm >= REWARM_REFUSED
+            )
         ]
         return max(
-            again, key=lambda p: p.stats["compile_seconds"] - p.compile_at_warm, default=None
+            again,
+            key=lambda p: (
+                p.stats["compile_seconds"] - p.compile_at_warm,
+                p.events[REFUSED] - p.refused_at_warm,
+            ),
+            default=None,
         )
 
     def _compiling_ahead(self) -> bool:
         """Whether a compile worker is there to warm pairs up (else fuzz workers compile)."""
         return any(w.role == "compile" and w.process is not None for w in self.workers)
 
-    def _pick(self) -> PairState | None:
+    def _pick(self, w: WorkerHandle | None = None) -> PairState | None:
         """The pair the next slice fuzzes: every pair once (real targets before mutants), then
-        every pair to its floor (real targets first, the least fuzzed first), then the pairs
-        that found new bugs or coverage lately, per fuzzing second, with an exploration bonus
-        (UCB). Compile time is a setup cost: it counts neither toward a floor nor against a
-        pair's rate."""
+        every pair to its floor (real targets first, then those worker ``w`` has fuzzed before,
+        the least fuzzed first), then the pairs that found new bugs or coverage lately, per
+        fuzzing second, with an exploration bonus (UCB; a pair another worker has loaded counts
+        at ``AFFINITY``). Compile time is a setup cost: it counts neither toward a floor nor
+        against a pair's rate. Where a pair's slices run matters on a compiled backend: a
+        process that fuzzed the pair has its kernels loaded, another loads them again from the
+        caches on disk (JAX traces and lowers them again), which is compile time on the fuzzing
+        path."""
+        loaded = w.loaded if w is not None else set()
         ahead = self._compiling_ahead()
-        active = [
-            p
-            for p in self.pairs
-            if not p.retired
-            and not p.running
-            and not self._done(p)
-            and (p.warm == "ready" or not ahead)
-        ]
+        free = [p for p in self.pairs if not p.retired and not p.running and not self._done(p)]
+        active = [p for p in free if p.warm == "ready" or not ahead]
+        if not active and ahead:
+            active = self._far_from_warm(free)
         if not active:
             return None
         under = [p for p in active if self.floor_progress(p) < 1.0]
         if under:
             return min(
                 under,
-                key=lambda p: (p.slices > 0, p.target.is_mutant, self.floor_progress(p), p.slices),
+                key=lambda p: (
+                    p.slices > 0,
+                    p.target.is_mutant,
+                    p.slices > 0 and p.key not in loaded,
+                    self.floor_progress(p),
+                    p.slices,
+                ),
             )
         total = sum(p.slices for p in self.pairs) + 1
         return max(
-            active, key=lambda p: p.rate + 0.5 * math.sqrt(math.log(total + 1) / (p.slices + 1))
+            active,
+            key=lambda p: (
+                (1.0 if p.key in loaded else AFFINITY)
+                * (p.rate + 0.5 * math.sqrt(math.log(total + 1) / (p.slices + 1)))
+            ),
         )
+
+    def _far_from_warm(self, free: list[PairState]) -> list[PairState]:
+        """The cold pairs of ``free`` whose warm-up is more than ``COLD_WAIT`` seconds away, by
+        their place in the compile workers' queue and the warm-ups measured so far (none before
+        one has ended): a fuzzing worker with no pair warmed up takes one rather than wait idle,
+        and compiles what it draws, within the compile share."""
+        done = [p.warm_seconds / p.warm_count for p in self.pairs if p.warm_count]
+        n = sum(1 for x in self.workers if x.role == "compile" and x.process is not None)
+        if not done or not n:
+            return []
+        mean = sum(done) / len(done)
+        queue = sorted(
+            (p for p in self.pairs if p.warm == "cold" and not p.retired and not p.running),
+            key=lambda p: p.target.is_mutant,  # _pick_cold's order
+        )
+        far = {p.key for k, p in enumerate(queue) if (k // n + 1) * mean > COLD_WAIT}
+        return [p for p in free if p.key in far]
 
     def _done(self, pair: PairState) -> bool:
         """Whether ``pair`` has run the examples the campaign asked of each pair (``--examples``)."""
@@ -548,9 +600,11 @@ class Campaign:
         if left < 0.5 or self.stop_reason:
             return False
         warm = w.role == "compile"
-        pair = self._pick_cold() if warm else self._pick()
+        pair = self._pick_cold() if warm else self._pick(w)
         if pair is None:
             return False
+        if not warm:
+            w.loaded.add(pair.key)
         self.slice_ids += 1
         limit = min(self.slice_seconds, left)
         shrink = max(30.0, 2 * self.slice_seconds)  # shrinking a new class may take a while
@@ -578,7 +632,10 @@ class Campaign:
             "narrowing": pair.narrowing,
             "warm": warm,
             "quiet": self.config.warm_quiet * 2**pair.warm_count,  # each warm-up draws longer
+            "warm_limit": WARM_SECONDS * 2**pair.warm_count,
             "structures": [] if warm else pair.structures,
+            # The pair's fuzzing so far: its compile share holds over the whole campaign.
+            "compile_spent": [0.0, 0.0] if warm else [pair.stats["compile_seconds"], pair.seconds],
         }
         w.conn.send(("hunt", task))
         return True
@@ -723,6 +780,7 @@ class Campaign:
             pair.warm = "ready"
             pair.warm_count += 1
             pair.compile_at_warm = pair.stats["compile_seconds"]
+            pair.refused_at_warm = pair.events[REFUSED]
             # What it compiled: the workers that fuzz the pair reuse these structures first.
             pair.structures = list(summary.get("structures") or pair.structures)
             pair.warm_seconds += secs
@@ -741,6 +799,8 @@ class Campaign:
             "launch_seconds",
             "compiles",
             "compile_seconds",
+            "cache_loads",
+            "cache_load_seconds",
             "twin_launches",
             "twin_seconds",
         ):

@@ -440,8 +440,11 @@ def _hunt(
     if memo is not None and task.get("structures"):
         memo.take_in(task["structures"])  # compiled ahead by a compile worker
     options = config.options
+    explore = memo.explore if memo is not None else None
     if task.get("warm"):  # a warm-up is there to compile: no compile share holds it back
         options = dataclasses.replace(options, compile_share=None)
+        if memo is not None:  # and every example draws a fresh structure (variants to compile)
+            memo.explore = 1.0
     try:
         result = engine.hunt(
             target,
@@ -456,10 +459,13 @@ def _hunt(
             known=[Bug.of(k) if isinstance(k, dict) else k for k in task["known"]],
             narrowing=task.get("narrowing"),
             memo=memo,
+            compile_spent=tuple(task.get("compile_spent") or (0.0, 0.0)),
             reuse=task["reuse"],
             hooks=sl.hooks(),
         )
     except BaseException as e:  # the harness itself: report, keep the worker alive
+        if memo is not None:
+            memo.explore = explore
         started.value = 0.0
         conn.send(
             (
@@ -469,6 +475,8 @@ def _hunt(
             )
         )
         return
+    if memo is not None:
+        memo.explore = explore
     started.value = 0.0
     clear_inflight(config.inflight)
     summary = sl.summary(result)
@@ -522,6 +530,10 @@ class _Slice:
         # A warm-up slice (a compile worker's) ends once ``quiet`` examples in a row compiled
         # nothing new: the variants the pair's fuzzing draws are compiled (in the caches on disk).
         self.quiet = task.get("quiet") if task.get("warm") else None
+        # ...or once it has run this many seconds, compiling included: the pair is not fuzzed
+        # while it warms up, and a kernel with hundreds of variants would keep it from its
+        # fuzzing for minutes (the next warm-up, if its fuzzing calls for one, compiles on).
+        self.warm_limit = task.get("warm_limit") if task.get("warm") else None
         self.compiles = 0
         self.calm = 0
         self.warmed = False
@@ -580,7 +592,10 @@ class _Slice:
             compiled = result.stats.compiles > self.compiles
             self.compiles = result.stats.compiles
             self.calm = 0 if compiled else self.calm + 1
-            if self.calm >= self.quiet:
+            out_of_time = (
+                self.warm_limit is not None and time.perf_counter() - self.t0 > self.warm_limit
+            )
+            if self.calm >= self.quiet or out_of_time:
                 self.warmed = True
                 result.stopped = "warmed"
         now = time.perf_counter()

@@ -119,3 +119,100 @@ def test_the_bench_passes_of_a_pair_share_one_memo(exact, monkeypatch):
     # Without reuse in the profile, no memo.
     fuzz.bench._passes("fake_exact", "fake-compiled", HuntOptions.of(profile), 10, 0)
     assert len(made) == 1
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_compile_share_holds_over_a_pairs_earlier_slices(exact, seed):
+    """A campaign's slice of a pair whose earlier slices already spent its compile share
+    (``compile_spent``) compiles no new structure: it fuzzes the structures its memo knows (taken
+    in from the slice that launched them, as a campaign's compile worker hands them over), each
+    of them at most loaded again in this process; new ones are refused before compiling, and
+    the memo explores at its floor. Where the earlier slices left room, it explores."""
+    run, profile = exact
+    mod = _plugin_module()
+    profile = dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25)
+    first = StructureMemo(target_share=0.25, seed=seed)
+    warm_up = dataclasses.replace(profile, compile_share=None)  # a compile worker's slice
+    run(warm_up, seed=seed, memo=first, max_examples=60)
+    known = set(mod.EXACT_COMPILES)
+    assert len(known) >= 2
+
+    def later_slice(spent):
+        memo = StructureMemo(target_share=0.25, seed=seed + 1)  # another worker process
+        assert memo.take_in(first.export()) == first.structures()
+        result, _ = run(profile, seed=seed + 100, memo=memo, max_examples=150, compile_spent=spent)
+        return result, set(mod.EXACT_COMPILES), memo
+
+    # 100 virtual seconds in 110 spent compiling: far over the share of 0.25.
+    held, compiled, memo = later_slice((100.0, 110.0))
+    assert held.examples - held.events["rejected: would compile"] == 150
+    assert compiled <= known, compiled - known  # loads of known structures only
+    assert held.events["rejected: would compile"] > 0
+    assert memo.over_budget and memo.explore_rate == memo.min_explore
+    assert memo.counts["reused"] > memo.counts["explored"]
+    # Earlier slices that fuzzed 1000 s compiling nothing leave room: new structures compile.
+    _, compiled, _ = later_slice((0.0, 1000.0))
+    assert compiled - known
+
+
+def test_compile_spent_is_checked(exact):
+    run, profile = exact
+    for bad in ((1.0,), (-1.0, 2.0), ("a", 1.0), (True, 1.0), None):
+        with pytest.raises(ValueError, match="compile_spent"):
+            run(profile, seed=0, compile_spent=bad, max_examples=1)
+
+
+def test_a_warm_up_draws_a_fresh_structure_every_example(exact, tmp_path):
+    """A compile worker's warm-up is there to compile the variants the pair's fuzzing will draw:
+    its examples all explore (a reusing memo would end it after a few structures, as soon as
+    ``quiet`` examples in a row reused one), and it hands every structure it launched to the
+    workers that fuzz. The worker's memo explores as before once the warm-up is done."""
+    from fuzz.campaign import worker
+    from fuzz.profiles import HuntOptions
+
+    _, profile = exact
+    mod = _plugin_module()
+    mod.EXACT_COMPILES.clear()
+    mod._exact.clear()
+    options = HuntOptions.of(dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25))
+    config = worker.WorkerConfig(
+        slot=0,
+        plugins=[],
+        options=options,
+        repro_dir=str(tmp_path / "repro"),
+        inflight=str(tmp_path / "inflight"),
+        log=str(tmp_path / "log"),
+    )
+    sent = []
+    conn = types.SimpleNamespace(send=sent.append)
+    started = types.SimpleNamespace(value=0.0)
+    task = {
+        "slice": 1,
+        "target": "fake_exact",
+        "backend": "fake-compiled",
+        "seed": 3,
+        "time_limit": 10**6,
+        "hard_limit": 10**6,
+        "max_examples": 40,
+        "known": [],
+        "reuse": False,
+        "warm": True,
+        "quiet": 8,
+        "structures": [],
+    }
+    worker._MEMOS.clear()
+    worker._hunt(conn, config, None, started, task)
+    summary = next(m[2] for m in sent if m[0] == "done")
+    # It ran until 8 examples in a row compiled nothing new (a reusing memo stopped there after
+    # 6 structures), and every structure it compiled is handed over.
+    assert summary["stopped"] == "warmed" and summary["compiles"] >= 12, summary
+    assert len(summary["structures"]) == summary["compiles"]
+    memo = worker._MEMOS[("fake_exact", "fake-compiled")]
+    assert memo.explore is None and memo.counts["reused"] == 0
+    # A warm-up also ends at its time limit (compiling included): the pair waits for it.
+    worker._MEMOS.clear()
+    sent.clear()
+    worker._hunt(conn, config, None, started, {**task, "slice": 2, "warm_limit": 0.0})
+    summary = next(m[2] for m in sent if m[0] == "done")
+    assert summary["stopped"] == "warmed" and summary["examples"] <= 2, summary
+    worker._MEMOS.clear()

@@ -84,6 +84,79 @@ def test_compile_time_counts_toward_no_floor_and_no_rate():
     assert row["examples_per_second"] == pytest.approx(5.0)  # per fuzzing second
 
 
+def test_a_worker_fuzzes_the_pairs_it_has_loaded_first():
+    """Each pair once, real targets first, whatever a worker has loaded; then, under their
+    floors, a worker's own pairs (their kernels loaded in its process) before the others', the
+    least fuzzed first; past the floors another worker's pair counts at ``AFFINITY``."""
+    from fuzz.campaign.runner import AFFINITY, WorkerHandle
+
+    mine = _pair("mine", examples=150, seconds=2.0)
+    theirs = _pair("theirs", examples=20, seconds=1.0)  # less fuzzed, loaded by another worker
+    fresh = _pair("fresh", slices=0, mutant=True, expected="nan")
+    c = _campaign([mine, theirs, fresh])
+    w = WorkerHandle(0, None, None)
+    w.loaded = {mine.key}
+    assert c._pick(w) is fresh  # never run: first, in any worker
+    fresh.slices, fresh.examples = 1, 300
+    assert c._pick(w) is mine  # its kernels are loaded here
+    assert c._pick() is theirs  # no worker named: the least fuzzed
+    assert c._pick(WorkerHandle(1, None, None, loaded={theirs.key})) is theirs
+    mine.examples = theirs.examples = fresh.examples = 300  # every floor met
+    mine.rate, theirs.rate = 1.0, 1.0 / AFFINITY + 0.5  # theirs pays its reload and still wins
+    mine.slices = theirs.slices = fresh.slices = 5
+    assert c._pick(w) is theirs
+    theirs.rate = 1.0 / AFFINITY - 0.1
+    assert c._pick(w) is mine
+
+
+def test_a_fuzzing_worker_takes_a_cold_pair_rather_than_wait():
+    """With compile workers, fuzzing workers take the pairs they warmed up; where none is ready
+    they take a cold pair whose warm-up is more than ``COLD_WAIT`` seconds away (by its place in
+    the compile workers' queue and the warm-ups measured so far), rather than wait idle."""
+    from fuzz.campaign.runner import COLD_WAIT, WorkerHandle
+
+    ready = _pair("ready", examples=100, seconds=5.0)
+    next_up = _pair("next", examples=0, slices=0)
+    later = _pair("later", examples=0, slices=0, mutant=True, expected="nan")  # warmed up last
+    for p in (next_up, later):
+        p.warm = "cold"
+    c = _campaign([later, ready, next_up])
+    c.workers = [WorkerHandle(9, None, None, process=object(), role="compile")]
+    assert c._pick() is ready  # the others never ran, but are not warmed up
+    ready.running = True
+    assert c._pick() is None  # no warm-up measured yet: wait
+    ready.warm_count, ready.warm_seconds = 1, 0.75 * COLD_WAIT
+    assert c._pick() is later  # "next" is warmed up in 0.75 COLD_WAIT, "later" in 1.5
+    later.running = True
+    assert c._pick() is None
+    c.workers = []  # no compile worker: every pair is fuzzed as it is
+    assert c._pick() is next_up
+
+
+def test_a_slice_carries_its_pairs_compile_time_so_far(tmp_path):
+    """A fuzzing slice is told the compile and wall seconds its pair spent before
+    (``compile_spent``): the profile's compile share holds over the campaign; a warm-up (a
+    compile worker's) is there to compile and is told nothing."""
+    from fuzz.campaign.runner import WorkerHandle
+
+    p = _pair("p", examples=50, seconds=40.0, compile_seconds=12.0)
+    c = _campaign([p])
+    c.replay_queue, c.stop_reason, c.slice_ids, c.slice_seconds = [], None, 0, 5.0
+    c.remaining = lambda: 100.0
+    c.config.seed, c.config.warm_quiet = 1, 4
+    sent = []
+    conn = SimpleNamespace(send=sent.append)
+    log = tmp_path / "log"
+    log.write_text("")
+    for role in ("fuzz", "compile"):
+        w = WorkerHandle(0, None, SimpleNamespace(log=str(log)), conn=conn, role=role)
+        p.running, p.warm = False, "cold" if role == "compile" else "ready"
+        assert c._dispatch(w)
+    (_, fuzz_task), (_, warm_task) = sent
+    assert fuzz_task["compile_spent"] == [12.0, 40.0]
+    assert warm_task["compile_spent"] == [0.0, 0.0] and warm_task["warm"]
+
+
 @pytest.mark.parametrize(
     "summary, mutant, found, retired",
     [
@@ -239,6 +312,14 @@ def test_idle_compile_workers_warm_again_the_pair_whose_fuzzing_compiles_most():
     a.warm_count = 4
     assert c._pick_cold() is b  # a had its warm-ups
     b.compile_at_warm = 2.0  # 1 s since: not worth another
+    assert c._pick_cold() is None
+    # Its compile share spent, b's fuzzing refuses new structures instead of compiling them:
+    # ten refusals since its warm-up call for another.
+    b.events["rejected: would compile"] = 9
+    assert c._pick_cold() is None
+    b.events["rejected: would compile"] = 10
+    assert c._pick_cold() is b
+    b.refused_at_warm = 10
     assert c._pick_cold() is None
 
 

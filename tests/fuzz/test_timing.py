@@ -1,0 +1,58 @@
+"""What ``fuzz.timing`` counts: a launch that compiled, and whether its compiles were answered
+from a persistent cache (a kernel another process compiled, only loaded into this one: what a
+campaign's fuzzing path pays for the kernels its compile workers compiled ahead)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fuzz import timing
+
+
+def _triton_compile(hit):
+    import triton.knobs as knobs
+
+    timing.install()
+    knobs.compilation.listener(src=None, metadata={}, metadata_group={}, times=None, cache_hit=hit)
+
+
+def _jax_compile(hit):
+    import jax.monitoring
+
+    timing.install()
+    jax.monitoring.record_event_duration_secs("/jax/core/compile/tracing_duration", 0.01)
+    if hit:
+        jax.monitoring.record_event("/jax/compilation_cache/cache_hits")
+    else:
+        jax.monitoring.record_event_duration_secs("/jax/core/compile/backend_compile_duration", 0.5)
+
+
+@pytest.mark.parametrize("compile_", [_triton_compile, _jax_compile])
+def test_a_launch_that_only_loaded_from_a_cache_is_told_apart(compile_):
+    with timing.LaunchTimer() as t:
+        pass
+    assert not t.compiled and not t.loaded
+    with timing.LaunchTimer() as t:
+        compile_(True)
+    assert t.compiled and t.loaded
+    with timing.LaunchTimer() as t:
+        compile_(False)
+    assert t.compiled and not t.loaded
+    with timing.LaunchTimer() as t:  # one kernel loaded, another compiled: a compile
+        compile_(True)
+        compile_(False)
+    assert t.compiled and not t.loaded
+
+
+def test_stats_count_cache_loads_among_compiles():
+    from fuzz.properties import Launch, Stats
+
+    s = Stats()
+    s.add(Launch(seconds=2.0, compiled=True))
+    s.add(Launch(seconds=0.25, compiled=True, loaded=True))
+    s.add(Launch(seconds=0.01))
+    assert (s.compiles, s.compile_seconds) == (2, 2.25)
+    assert (s.cache_loads, s.cache_load_seconds) == (1, 0.25)
+    other = Stats()
+    other.merge(s)
+    assert (other.cache_loads, other.cache_load_seconds) == (1, 0.25)
