@@ -272,11 +272,12 @@ class _Hunter:
         on_example: Callable[[HuntResult], None] | None,
         stage: Stage,
         memo: StructureMemo | None = None,
-        compile_spent: tuple[float, float] = (0.0, 0.0),
+        compile_spent: tuple[float, float, float] = (0.0, 0.0, 0.0),
     ) -> None:
         self.target, self.b, self.options = target, backend, options
         # (compile seconds, seconds) the pair spent before this hunt (a campaign's earlier
-        # slices): the compile share holds over them all, not afresh in every slice.
+        # slices): the compile share holds over them all, not afresh in every slice; and what
+        # one compile of it is expected to cost (0: not known).
         self.compile_spent = compile_spent
         self.result, self.hooks = result, hooks
         # Classes known as a whole (a shrink stage's other classes), and bugs found before.
@@ -348,11 +349,18 @@ class _Hunter:
         compile is never refused: nothing has compiled yet."""
         share = self.options.compile_share
         stats = self.result.stats
-        before, before_seconds = self.compile_spent
+        before, before_seconds, cost = self.compile_spent
         compiled = before + stats.compile_seconds
         if share is None or compiled == 0:
             return False
-        return compiled > share * (before_seconds + time.perf_counter() - self.t0)
+        # What one more compile costs: the campaign's estimate, else this run's compiles so far
+        # (a launch that only loaded a kernel compiled elsewhere is no measure of it). A compile
+        # is refused where it would take the share past its bound, not only once it has: one
+        # backward GLA compile took 43 s on an H200 in a slice of 7 s.
+        n = stats.compiles - stats.cache_loads
+        if not cost and n > 0:
+            cost = (stats.compile_seconds - stats.cache_load_seconds) / n
+        return compiled + cost > share * (before_seconds + time.perf_counter() - self.t0)
 
     def _check(self, case: Case, data: st.DataObject) -> Any:
         def draw(s: SearchStrategy[Any], label: str) -> Any:
@@ -764,17 +772,18 @@ def run_narrowing(
     return narrowing
 
 
-def _check_spent(spent: Any) -> tuple[float, float]:
+def _check_spent(spent: Any) -> tuple[float, float, float]:
     ok = (
         isinstance(spent, (tuple, list))
-        and len(spent) == 2
+        and len(spent) in (2, 3)
         and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in spent)
     )
     if not ok:
         raise ValueError(
-            f"compile_spent={spent!r} must be (compile seconds, seconds): two numbers >= 0"
+            f"compile_spent={spent!r} must be (compile seconds, seconds[, seconds per compile]): "
+            "numbers >= 0"
         )
-    return float(spent[0]), float(spent[1])
+    return float(spent[0]), float(spent[1]), float(spent[2]) if len(spent) == 3 else 0.0
 
 
 def _refusal(target: Target, b: Backend, options: HuntOptions) -> str | None:
@@ -813,7 +822,7 @@ def hunt(
     narrowing: dict[str, tuple[Any, ...]] | None = None,
     stop_when: Callable[[HuntResult], bool] | None = None,
     memo: StructureMemo | None = None,
-    compile_spent: tuple[float, float] = (0.0, 0.0),
+    compile_spent: tuple[float, ...] = (0.0, 0.0),
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns the minimal example of each
     distinct bug (failure signature, ``fuzz.signatures``) it found.
@@ -856,8 +865,10 @@ def hunt(
             the same memo to the hunts of one target and backend that a process runs: it keeps
             the structures they launched and what compiling them cost.
         compile_spent: (compile seconds, seconds) of earlier hunts of the same target and backend
-            (a campaign's slices): ``Profile.compile_share`` bounds the compile time of them and
-            this hunt together.
+            (a campaign's slices), and optionally the seconds one compile of its kernels is
+            expected to take (else measured by this hunt): ``Profile.compile_share`` bounds the
+            compile time of them and this hunt together, and refuses a compile that would take
+            it past that bound.
 
     On a compiled backend whose profile shrinks in the interpreter (``Profile.interpreter_shrink``)
     a new failure ends the search unshrunk and is shrunk by :func:`fuzz.shrink.shrink_compiled`:

@@ -41,6 +41,7 @@ _SUMMED = (
     "resource_exhaustions",
     "launches",
     "cache_loads",
+    "precompiles",
     "twin_launches",
 )
 _SUMMED_SECONDS = (

@@ -40,7 +40,7 @@ import signal
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -73,7 +73,7 @@ NEW_CLASS_WEIGHT = 10.0  # a new bug counts as much as ten new coverage features
 CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
 MAX_WARMS = 4  # warm-ups of one pair at most (each draws twice as long as the one before)
 COLD_WAIT = 30.0  # a fuzzing worker takes a cold pair whose warm-up is further away than this
-WARM_SECONDS = 20.0  # a pair's first warm-up ends after this many seconds (the next, twice as many)
+WARM_SECONDS = 8.0  # a pair's first warm-up ends after this many seconds (the next, twice as many)
 AFFINITY = 0.8  # the weight of a pair another worker has loaded, once every floor is met
 REWARM_AFTER = 2.0  # seconds its fuzzing compiled since its last warm-up that call for another
 # ...or examples of new structures it refused since (its compile share spent: they would have
@@ -184,6 +184,7 @@ class PairState:
             # Of those, launches that only loaded kernels another process had compiled.
             "cache_loads": int(self.stats["cache_loads"]),
             "cache_load_seconds": round(self.stats["cache_load_seconds"], 3),
+            "precompiles": int(self.stats["precompiles"]),  # compiles of its warm-ups
             "precompile_seconds": round(self.stats["precompile_seconds"], 3),
             "warm_seconds": round(self.warm_seconds, 3),
             "warm": self.warm,
@@ -524,8 +525,8 @@ class Campaign:
         ahead = self._compiling_ahead()
         free = [p for p in self.pairs if not p.retired and not p.running and not self._done(p)]
         active = [p for p in free if p.warm == "ready" or not ahead]
-        if not active and ahead:
-            active = self._far_from_warm(free)
+        if ahead:  # and the cold pairs whose warm-up is far away: none waits for its turn
+            active += self._far_from_warm(free)
         if not active:
             return None
         under = [p for p in active if self.floor_progress(p) < 1.0]
@@ -549,11 +550,35 @@ class Campaign:
             ),
         )
 
+    def compile_cost(self, pair: PairState) -> float:
+        """The seconds one compile of ``pair``'s kernels is expected to take: the mean of its
+        compiles so far (warm-ups included; loads of kernels compiled elsewhere not), else of
+        the pairs of its family on its backend (a mutant's kernels are its target's, edited);
+        0 where nothing is known."""
+
+        def totals(ps: Iterable[PairState]) -> tuple[float, float]:
+            secs = n = 0.0
+            for p in ps:
+                st = p.stats
+                secs += st["compile_seconds"] - st["cache_load_seconds"] + st["precompile_seconds"]
+                n += st["compiles"] - st["cache_loads"] + st["precompiles"]
+            return secs, n
+
+        secs, n = totals([pair])
+        if n <= 0:
+            secs, n = totals(
+                p
+                for p in self.pairs
+                if p.backend == pair.backend and p.target.family == pair.target.family
+            )
+        return secs / n if n > 0 else 0.0
+
     def _far_from_warm(self, free: list[PairState]) -> list[PairState]:
         """The cold pairs of ``free`` whose warm-up is more than ``COLD_WAIT`` seconds away, by
         their place in the compile workers' queue and the warm-ups measured so far (none before
-        one has ended): a fuzzing worker with no pair warmed up takes one rather than wait idle,
-        and compiles what it draws, within the compile share."""
+        one has ended): a fuzzing worker may take one (never fuzzed, it comes first) and
+        compiles what it draws, within the compile share, rather than leave it unfuzzed until
+        the compile workers reach it (an H200 campaign left 40 mutant pairs unfuzzed so)."""
         done = [p.warm_seconds / p.warm_count for p in self.pairs if p.warm_count]
         n = sum(1 for x in self.workers if x.role == "compile" and x.process is not None)
         if not done or not n:
@@ -635,7 +660,9 @@ class Campaign:
             "warm_limit": WARM_SECONDS * 2**pair.warm_count,
             "structures": [] if warm else pair.structures,
             # The pair's fuzzing so far: its compile share holds over the whole campaign.
-            "compile_spent": [0.0, 0.0] if warm else [pair.stats["compile_seconds"], pair.seconds],
+            "compile_spent": [0.0, 0.0, 0.0]
+            if warm
+            else [pair.stats["compile_seconds"], pair.seconds, self.compile_cost(pair)],
         }
         w.conn.send(("hunt", task))
         return True
@@ -785,7 +812,15 @@ class Campaign:
             pair.structures = list(summary.get("structures") or pair.structures)
             pair.warm_seconds += secs
             pair.stats["precompile_seconds"] += summary.get("compile_seconds", 0.0)
-            summary = {**summary, "compile_seconds": 0.0, "seconds": 0.0}
+            pair.stats["precompiles"] += summary.get("compiles", 0) - summary.get("cache_loads", 0)
+            summary = {
+                **summary,
+                "compile_seconds": 0.0,
+                "seconds": 0.0,
+                "compiles": 0,
+                "cache_loads": 0,
+                "cache_load_seconds": 0.0,
+            }
             secs = 0.0
         else:
             pair.slices += 1

@@ -153,6 +153,11 @@ def test_the_compile_share_holds_over_a_pairs_earlier_slices(exact, seed):
     # Earlier slices that fuzzed 1000 s compiling nothing leave room: new structures compile.
     _, compiled, _ = later_slice((0.0, 1000.0))
     assert compiled - known
+    # 5 s of 100 compiling leaves room for 1 s compiles (measured), not for 30 s ones (told).
+    _, compiled, _ = later_slice((5.0, 100.0))
+    assert compiled - known
+    held, compiled, _ = later_slice((5.0, 100.0, 30.0))
+    assert compiled <= known and held.events["rejected: would compile"] > 0
 
 
 def test_compile_spent_is_checked(exact):

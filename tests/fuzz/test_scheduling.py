@@ -109,10 +109,10 @@ def test_a_worker_fuzzes_the_pairs_it_has_loaded_first():
     assert c._pick(w) is mine
 
 
-def test_a_fuzzing_worker_takes_a_cold_pair_rather_than_wait():
-    """With compile workers, fuzzing workers take the pairs they warmed up; where none is ready
-    they take a cold pair whose warm-up is more than ``COLD_WAIT`` seconds away (by its place in
-    the compile workers' queue and the warm-ups measured so far), rather than wait idle."""
+def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
+    """With compile workers, fuzzing workers take the pairs they warmed up, and a cold pair only
+    where its warm-up is more than ``COLD_WAIT`` seconds away (by its place in the compile
+    workers' queue and the warm-ups measured so far): never fuzzed, it then comes first."""
     from fuzz.campaign.runner import COLD_WAIT, WorkerHandle
 
     ready = _pair("ready", examples=100, seconds=5.0)
@@ -125,12 +125,28 @@ def test_a_fuzzing_worker_takes_a_cold_pair_rather_than_wait():
     assert c._pick() is ready  # the others never ran, but are not warmed up
     ready.running = True
     assert c._pick() is None  # no warm-up measured yet: wait
+    ready.running = False
     ready.warm_count, ready.warm_seconds = 1, 0.75 * COLD_WAIT
     assert c._pick() is later  # "next" is warmed up in 0.75 COLD_WAIT, "later" in 1.5
     later.running = True
-    assert c._pick() is None
+    assert c._pick() is ready
     c.workers = []  # no compile worker: every pair is fuzzed as it is
     assert c._pick() is next_up
+
+
+def test_a_compiles_expected_cost_comes_from_the_pair_else_its_family():
+    """The seconds one compile is expected to take, for the compile share's refusals: the mean
+    of the pair's compiles (its warm-ups' too, not loads of kernels compiled elsewhere), else
+    of its family's pairs on its backend; 0 where none has compiled."""
+    a = _pair("a", compile_seconds=10.0)
+    a.stats.update(compiles=3, cache_loads=1, cache_load_seconds=0.5, precompiles=2)
+    a.stats["precompile_seconds"] = 6.5
+    b = _pair("b", slices=0)
+    other = PairState(_target("o"), "other")
+    c = _campaign([a, b, other])
+    assert c.compile_cost(a) == pytest.approx((10.0 - 0.5 + 6.5) / (3 - 1 + 2))
+    assert c.compile_cost(b) == c.compile_cost(a)  # the same family ("fake") on "fake"
+    assert c.compile_cost(other) == 0.0
 
 
 def test_a_slice_carries_its_pairs_compile_time_so_far(tmp_path):
@@ -153,8 +169,8 @@ def test_a_slice_carries_its_pairs_compile_time_so_far(tmp_path):
         p.running, p.warm = False, "cold" if role == "compile" else "ready"
         assert c._dispatch(w)
     (_, fuzz_task), (_, warm_task) = sent
-    assert fuzz_task["compile_spent"] == [12.0, 40.0]
-    assert warm_task["compile_spent"] == [0.0, 0.0] and warm_task["warm"]
+    assert fuzz_task["compile_spent"] == [12.0, 40.0, 0.0]  # no compile counted: cost unknown
+    assert warm_task["compile_spent"] == [0.0, 0.0, 0.0] and warm_task["warm"]
 
 
 @pytest.mark.parametrize(
@@ -286,11 +302,12 @@ def test_compile_workers_compile_ahead_and_the_fuzzing_path_does_not_pay(tmp_pat
         assert r["examples"] >= 120
     assert rows["fake_cached_nan"]["status"] == "fail"  # warm-ups find bugs too: none is lost
     # Without compile workers the fuzzing worker pays each variant's compile it draws (0.3 s each;
-    # the campaign's compile share bound keeps that to a few); with one, most of the slow compiles
-    # happen in the compile worker (one process) and the fuzzing worker pays fewer.
+    # the campaign's compile share bound keeps that to a few: one per pair, the first); with
+    # one, most of the slow compiles happen in the compile worker (one process) and the fuzzing
+    # worker pays fewer.
     paid_alone = sum(r["compile_seconds"] for r in alone["results"])
     paid_ahead = sum(r["compile_seconds"] for r in ahead["results"])
-    assert paid_alone >= 3 * 0.3 and len(alone_pids) >= 3, (paid_alone, alone_pids)
+    assert paid_alone >= 2 * 0.3 and len(alone_pids) >= 2, (paid_alone, alone_pids)
     top = max(set(ahead_pids), key=ahead_pids.count)
     on_the_path = len(ahead_pids) - ahead_pids.count(top)
     assert ahead_pids.count(top) > on_the_path, ahead_pids
