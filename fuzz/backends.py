@@ -190,7 +190,12 @@ def enable_jax_compilation_cache() -> None:
 
     try:
         jax.config.update("jax_compilation_cache_dir", os.path.join(cache_dir(), "jax"))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
+        # Every compile, however short: a Pallas wrapper's eager ops (reshapes, pads, slices)
+        # compile a small XLA program each per new shape, 9-15 of them per launch of the
+        # attention kernel, each under JAX's default threshold; left out of the cache, every
+        # campaign process compiled them again (0.4-0.7 s a structure on an H100, more with
+        # the host's cores busy), on top of the kernel it loaded.
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     except Exception:  # an older or newer JAX without these options: run uncached
         pass

@@ -375,9 +375,11 @@ class _Hunter:
         final = current_build_context().is_final
         # Over the share, an example whose structure is new is refused where it would compile;
         # one whose structure launched before (here, or in the compile worker that warmed the
-        # pair up) at most loads what is compiled already.
+        # pair up) at most loads what is compiled already, where such loads have been cheap.
         over_budget = self._over_compile_budget()
-        over = over_budget and not (self.memo is not None and self.memo.drawn_known())
+        over = over_budget and not (
+            self.memo is not None and self.memo.drawn_known() and self.memo.known_is_cheap()
+        )
         if self.memo is not None:
             self.memo.over_budget = over_budget  # the next examples explore less
         only_compiled = (self.stage.only_compiled or over) and not final

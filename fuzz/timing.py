@@ -127,8 +127,7 @@ def install() -> None:
         def on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
             if "compile" in event or "trace" in event or "lower" in event:
                 _bump()
-            if "backend_compile" in event:
-                _cached(False)
+            if "backend_compile" in event:  # recorded for a persistent-cache hit too
                 _ended()
             elif "to_mlir" in event or "lower" in event:
                 compile_starting()
@@ -136,6 +135,8 @@ def install() -> None:
         def on_event(event: str, **kwargs: Any) -> None:
             if event == "/jax/compilation_cache/cache_hits":
                 _cached(True)
+            elif event == "/jax/compilation_cache/cache_misses":  # a compile written to it
+                _cached(False)
 
         jax.monitoring.register_event_duration_secs_listener(on_duration)
         jax.monitoring.register_event_listener(on_event)

@@ -63,6 +63,10 @@ from hypothesis.errors import InvalidArgument
 DEFAULT_TARGET_SHARE = 0.25
 DEFAULT_MIN_EXPLORE = 0.15
 
+# What launching a known structure may cost on average and still count as a load of kernels
+# compiled already (0.06-0.16 s a launch on an H100 in a second process, from the caches on disk).
+LOAD_SECONDS = 0.25
+
 _TICKET = st.integers(0, 2**64 - 1)
 # The span label of a structure drawn through a memo (Hypothesis's mutator spares such spans).
 _STRUCTURE_LABEL = "kernel-fuzz structure"
@@ -184,6 +188,7 @@ class _Costs:
     new_compile: float = 0.0
     known: int = 0
     known_compile: float = 0.0
+    known_compiling: int = 0  # examples of known structures that compiled (loaded) something
     chosen: int = 0
     other_compile: float = 0.0
     run_seconds: float = 0.0
@@ -277,6 +282,7 @@ class StructureMemo:
         if _identity(first.nodes) in self._known.get(first.key, ()):
             c.known += 1
             c.known_compile += compile_seconds
+            c.known_compiling += compile_seconds > 0
         else:
             c.new += 1
             c.new_compile += compile_seconds
@@ -319,6 +325,19 @@ class StructureMemo:
         budget = self.target_share / (1 - self.target_share) * c.run_seconds
         f = ((budget - c.other_compile) / max(c.chosen, 1) - known_cost) / (new_cost - known_cost)
         return min(1.0, max(self.min_explore, f))
+
+    def known_is_cheap(self) -> bool:
+        """Whether launching a structure this memo knows has cost little to compile here, where
+        it compiled (or loaded) anything: at most ``LOAD_SECONDS`` or a tenth of a new
+        structure's compile on average (none measured yet: assumed so). A kernel compiled once per variant (Triton's, declared with
+        ``jit_any_size``) only loads a known structure that another process compiled; one that
+        compiles per length (a Pallas kernel on a GPU) compiles a known structure with new
+        lengths again, and then a known structure is no cheaper than a new one."""
+        c = self.costs
+        if not c.known_compiling:
+            return True
+        known = c.known_compile / c.known_compiling  # per launch that compiled or loaded
+        return known <= max(LOAD_SECONDS, 0.1 * (c.new_compile / c.new if c.new else 0.0))
 
     def drawn_known(self) -> bool:
         """Whether every structure the example now running drew through the memo is one it knows

@@ -430,3 +430,26 @@ def test_structure_key_freezes_arguments():
     key = structure_key("f", [1, [2]], {"b", "a"}, {"x": [1]}, None)
     assert key == ("f", (1, (2,)), frozenset({"a", "b"}), (("x", (1,)),), None)
     hash(key)
+
+
+def test_a_known_structure_is_cheap_while_its_launches_only_load():
+    """Known structures are spared the compile share's refusals while launching them costs about
+    a load (at most ``LOAD_SECONDS`` or a tenth of a new structure's compile on average): not
+    where a kernel compiles per length and a known structure compiles again."""
+    from strategies.reuse import LOAD_SECONDS, StructureMemo
+
+    memo = StructureMemo()
+    assert memo.known_is_cheap()  # nothing measured
+    c = memo.costs
+    c.new, c.new_compile = 4, 40.0  # 10 s a new structure
+    c.known, c.known_compiling, c.known_compile = 30, 10, 0.6  # 0.06 s a load, 20 launched here
+    assert memo.known_is_cheap()
+    c.known_compile = 10 * 0.9  # 0.9 s: under a tenth of 10 s
+    assert memo.known_is_cheap()
+    c.known_compile = 10 * 2.0
+    assert not memo.known_is_cheap()
+    c.new, c.new_compile = 0, 0.0  # no new one measured: LOAD_SECONDS is the bound
+    c.known_compile = 10 * LOAD_SECONDS
+    assert memo.known_is_cheap()
+    c.known_compile = 10 * 2 * LOAD_SECONDS
+    assert not memo.known_is_cheap()
