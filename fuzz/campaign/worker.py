@@ -464,8 +464,6 @@ def _hunt(
             hooks=sl.hooks(),
         )
     except BaseException as e:  # the harness itself: report, keep the worker alive
-        if memo is not None:
-            memo.explore = explore
         started.value = 0.0
         conn.send(
             (
@@ -475,8 +473,9 @@ def _hunt(
             )
         )
         return
-    if memo is not None:
-        memo.explore = explore
+    finally:
+        if memo is not None:
+            memo.explore = explore  # a warm-up's "every example explores" ends with it
     started.value = 0.0
     clear_inflight(config.inflight)
     summary = sl.summary(result)
