@@ -178,7 +178,7 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         metavar="N",
         help="processes that compile each pair's kernel variants ahead, while the workers fuzz "
         "what is compiled (default: with a compiled backend, the host's spare cores, at most "
-        "4; else 0)",
+        "6; else 0)",
     )
     run.add_argument(
         "--examples",
@@ -481,7 +481,7 @@ def _campaign_config(
     workers = args.workers or (len(gpus) * max(1, cores // (3 * len(gpus))) if gpus else 1)
     compile_workers = args.compile_workers
     if compile_workers is None:  # the host's spare cores (each compile is single-threaded)
-        compile_workers = min(4, max(1, cores - workers - 1)) if compiled else 0
+        compile_workers = min(6, max(1, cores - workers - 1)) if compiled else 0
     elif compile_workers < 0:
         raise ValueError(f"--compile-workers={compile_workers} must be >= 0")
     config = CampaignConfig(

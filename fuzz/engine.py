@@ -384,6 +384,10 @@ class _Hunter:
             self.memo.over_budget = over_budget  # the next examples explore less
         only_compiled = (self.stage.only_compiled or over) and not final
         scope = no_new_compiles() if only_compiled else contextlib.nullcontext()
+        # A launch a property derives has shapes of its own (one sequence of a packed batch, a
+        # truncated batch element), which a kernel compiled per shape compiles even where the
+        # case's structure is known: over the share that property is skipped, not the example.
+        spare = (over_budget or self.stage.only_compiled) and not final
         try:
             with scope:
                 outcome = check_case(
@@ -396,6 +400,7 @@ class _Hunter:
                     stats=self.result.stats,
                     race_repeats=self.race_repeats,
                     note=self.hooks.on_draw,
+                    spare_derived=spare,
                 )
         except NewCompile:
             self.result.events["rejected: would compile"] += 1
@@ -404,6 +409,8 @@ class _Hunter:
             self._declined([e.reason])
             reject()
         self._declined(outcome.declined)  # properties skipped: a launch they derive was declined
+        for prop in outcome.spared:  # ... or would have compiled past the share
+            self.result.events[f"spared: {prop} (would compile)"] += 1
         return outcome
 
     def _declined(self, reasons: list[str]) -> None:
@@ -414,11 +421,14 @@ class _Hunter:
     def run_one(self, case: Case, data: st.DataObject) -> None:
         final = current_build_context().is_final
         self._check_time(final)
-        self.result.examples += 1
         if self.hooks.before_example is not None:
             self.hooks.before_example(case)
         t0, compiled = time.perf_counter(), self.result.stats.compile_seconds
         outcome = self._check(case, data)
+        # Counted once checked: an example refused before its launch (it would compile past the
+        # share) or declined by the kernel is an event, not an example (one pair reported 285
+        # examples of which 258 were refused).
+        self.result.examples += 1
         if self.memo is not None:
             compiled = self.result.stats.compile_seconds - compiled
             offer = outcome.finding is None  # a failing structure would only hit its bug again

@@ -52,7 +52,7 @@ from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_f
 from fuzz.compare import Metrics, measure, measure_naive
 from fuzz.failures import Finding, Unsupported
 from fuzz.stops import is_fault, noting_stops
-from fuzz.timing import LaunchTimer
+from fuzz.timing import LaunchTimer, NewCompile, no_new_compiles
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -114,6 +114,16 @@ class Launch:
     compiled: bool = False
     loaded: bool = False  # every compile it made was a persistent-cache hit
     input_writes: dict[str, str] = field(default_factory=dict)  # input -> what changed in it
+
+
+class PropertySpared(Exception):
+    """A launch a property derived from the case would compile a kernel variant not compiled yet
+    while the pair's compile share is spent (:attr:`Context.spare_derived`): the property is
+    skipped for this example (``Outcome.spared``), the example itself still checked."""
+
+    def __init__(self, prop: str) -> None:
+        super().__init__(f"{prop}: would compile")
+        self.prop = prop
 
 
 class PropertyDeclined(Exception):
@@ -189,8 +199,14 @@ class Context:
         differential_every: int = 1,
         stats: Stats | None = None,
         race_repeats: int = 0,
+        spare_derived: bool = False,
     ) -> None:
         self.target = target
+        # Launches derived from the case (a truncated sequence, one sequence alone, repeated
+        # heads: shapes of their own, each a compile where a kernel compiles per shape) run only
+        # where nothing new compiles (``PropertySpared`` otherwise): a known structure is let
+        # through a spent compile share because its own launches only load, not its properties'.
+        self.spare_derived = spare_derived
         self.race_repeats = max(0, int(race_repeats))
         self.differential_every = max(1, int(differential_every))
         self.differential_max_cost = differential_max_cost
@@ -431,7 +447,15 @@ class Context:
         one (:meth:`memo`); each gets the crash finding of its own property."""
 
         def run() -> Launch:
-            return self.launch(case, fill=fill, backend=backend, outputs=outputs, entry=entry)
+            if not self.spare_derived:
+                return self.launch(case, fill=fill, backend=backend, outputs=outputs, entry=entry)
+            try:
+                with no_new_compiles():
+                    return self.launch(
+                        case, fill=fill, backend=backend, outputs=outputs, entry=entry
+                    )
+            except NewCompile:
+                raise PropertySpared(prop) from None
 
         launch = run() if share is None else self.memo(("derived", share), run)
         if launch.declined is not None:
@@ -1075,13 +1099,15 @@ def properties_of(target: Target) -> tuple[Property, ...]:
 
 @dataclass
 class Outcome:
-    """The result of checking one case: the first finding (if any), the parameters drawn, and the
-    properties skipped because the kernel declined a launch they derive (``property: reason``)."""
+    """The result of checking one case: the first finding (if any), the parameters drawn, the
+    properties skipped because the kernel declined a launch they derive (``property: reason``),
+    and those skipped because a launch they derive would have compiled (``spared``)."""
 
     finding: Finding | None
     params: dict[str, Any]
     context: Context
     declined: list[str] = field(default_factory=list)
+    spared: list[str] = field(default_factory=list)
 
 
 def check_case(
@@ -1099,6 +1125,7 @@ def check_case(
     race_repeats: int = 0,
     prefer: str | None = None,
     note: Callable[[str, Any], None] | None = None,
+    spare_derived: bool = False,
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
@@ -1107,6 +1134,8 @@ def check_case(
     (the autotuned kernels' configs, as each launch chooses one: what a replay takes), before the
     launch that uses it.
     ``race_repeats``: extra runs for the determinism property (see :func:`_determinism`).
+    ``spare_derived``: a property whose derived launch would compile is skipped
+    (``Outcome.spared``; see :class:`Context`).
     ``prefer``: a failure class (a replay's recorded one): when the first failure is of another
     class (a racy kernel may show its race before the accuracy bug it was saved for), the
     remaining properties are still checked and a failure of the preferred class is returned if
@@ -1127,6 +1156,7 @@ def check_case(
         differential_every=differential_every,
         stats=stats,
         race_repeats=race_repeats,
+        spare_derived=spare_derived,
     )
     used: dict[str, Any] = {}
     with _pinned_configs(target, draw, params, note) as choices:
@@ -1147,6 +1177,7 @@ def _check_properties(
 ) -> Outcome:
     first: Finding | None = None
     declined: list[str] = []
+    spared: list[str] = []
     for prop in properties_of(ctx.target):
         if not prop.applies(ctx):
             continue
@@ -1166,22 +1197,25 @@ def _check_properties(
             else:
                 try:  # past the first failure, only looking for the preferred class
                     finding = prop.check(ctx, value)
-                except (PropertyDeclined, Unsupported):
+                except (PropertyDeclined, PropertySpared, Unsupported):
                     raise
                 except Exception:
                     finding = None
         except PropertyDeclined as e:  # a launch the property derives was declined: skipped
             declined.append(f"{e.reason} ({e.prop})")
             finding = None
+        except PropertySpared as e:  # ... or would compile past the share: skipped
+            spared.append(e.prop)
+            finding = None
         spent = ctx.stats.property_seconds
         spent[prop.name] = spent.get(prop.name, 0.0) + time.perf_counter() - t0
         if finding is None:
             continue
         if prefer is None or finding.cls == prefer or (first is None and finding.cls == F.CRASH):
-            return Outcome(finding, used, ctx, declined)
+            return Outcome(finding, used, ctx, declined, spared)
         if first is None:
             first = finding
-    return Outcome(first, used, ctx, declined)
+    return Outcome(first, used, ctx, declined, spared)
 
 
 # Picks of the autotuned kernels' configs: a list of integers drawn with the example, each

@@ -93,6 +93,8 @@ class HuntResult:
     backend: str
     mutant_of: str | None
     expected_class: str | None
+    # examples checked (refused or declined ones are events: "rejected: would compile",
+    # "unsupported: <reason>")
     examples: int = 0
     seconds: float = 0.0
     stats: Stats = field(default_factory=Stats)

@@ -289,14 +289,11 @@ _attention_padded = jit_twins(_attention_padded, ("static", "group", "interpret"
 
 
 # Host-side layout. The kernel needs padded power-of-two arrays; building them with jnp ops costs
-# an XLA compilation per input shape (tens of ms each), so for arrays that live on the CPU (the
-# interpreter) the layout is done with NumPy, and only the kernel itself is compiled, once per
-# shape bucket. On an accelerator the same code runs with jax.numpy.
-
-
-def _xp(a: jax.Array):
-    """NumPy for arrays on the CPU, jax.numpy elsewhere (the two share the calls used here)."""
-    return np if all(dev.platform == "cpu" for dev in a.devices()) else jnp
+# an XLA compilation per exact input shape (9-15 small programs a launch, tens of ms each on a
+# GPU, loaded again from the persistent cache in every process), so the layout is done with
+# NumPy wherever the arrays live, and only the kernel itself is compiled, once per shape bucket:
+# a new length in a known bucket compiles nothing. On a GPU that costs a copy of the inputs to the
+# host and of the padded arrays back.
 
 
 def _put(a, like: jax.Array) -> jax.Array:
@@ -331,13 +328,14 @@ def _index_array(name: str, a) -> np.ndarray:
     return to_host(name, a)
 
 
-def _slopes(alibi_slopes, n_heads: int) -> jax.Array | None:
+def _slopes(alibi_slopes, n_heads: int) -> np.ndarray | None:
+    """The ALiBi slopes as a host array (checked there: no XLA program per head count)."""
     if alibi_slopes is None:
         return None
     if isinstance(alibi_slopes, str):
         if alibi_slopes != "standard":
             raise ValueError(f"alibi_slopes={alibi_slopes!r} must be 'standard', an array or None")
-        return jnp.asarray(standard_alibi_slopes(n_heads), jnp.float32)
+        return np.asarray(standard_alibi_slopes(n_heads), np.float32)
     a = _check_array("alibi_slopes", alibi_slopes)
     if tuple(a.shape) != (n_heads,):
         raise ValueError(
@@ -345,9 +343,10 @@ def _slopes(alibi_slopes, n_heads: int) -> jax.Array | None:
         )
     if not jnp.issubdtype(a.dtype, jnp.floating):
         raise ValueError(f"alibi_slopes.dtype={a.dtype} must be a floating dtype")
-    if not bool(jnp.isfinite(a).all()):
+    host = np.asarray(a)
+    if not np.isfinite(host.astype(np.float64)).all():
         raise ValueError("alibi_slopes must be finite")
-    return a.astype(jnp.float32)
+    return host.astype(np.float32)
 
 
 def _check_out(name: str, a, shape: tuple[int, ...], dtype) -> jax.Array | None:
@@ -452,7 +451,7 @@ def attention(
         o_empty = out if out is not None else jnp.zeros(q.shape, q.dtype)
         return o_empty, lse_out if lse_out is not None else jnp.zeros((batch, hq, 0), jnp.float32)
 
-    xp = _xp(q)
+    xp = np  # the host-side layout (above)
     qx, kx, vx = xp.asarray(q), xp.asarray(k), xp.asarray(v)
     ox = xp.zeros(q.shape, q.dtype) if out is None else xp.asarray(out)
     lx = xp.zeros((batch, hq, tq), jnp.float32) if lse_out is None else xp.asarray(lse_out)

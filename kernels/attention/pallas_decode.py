@@ -39,7 +39,6 @@ from kernels.attention.pallas import (
     _put,
     _slopes,
     _tanh,
-    _xp,
     bucket,
     gpu_compiler_params,
     jit_twins,
@@ -236,7 +235,7 @@ def attention_decode(
     g_p = max(16, next_pow2(group))
     dp = padded_head_dim(d, MIN_HEAD_BUCKET)
     tk_p = bucket(tmax, block_k, interpret)
-    xp = _xp(q)
+    xp = np  # the host-side layout (kernels.attention.pallas)
 
     def heads_layout(a) -> jax.Array:  # [B, Hq, 1, D'] -> [B, Hkv, G_pad, D_pad]
         a = a.reshape(batch, hkv, group, a.shape[-1])

@@ -147,11 +147,15 @@ def _check_num_programs(num_programs, n_segments: int) -> int:
     return min(num_programs, max(n_segments, 1))
 
 
-def _pad2(a: jax.Array, rows: int, cols: int, value) -> jax.Array:
-    r, c = a.shape
+# The padding and the cut of the result are done with NumPy, arrays go to the device with
+# ``jax.device_put``: jnp ops compile an XLA program per exact shape (tens of ms each on a GPU),
+# while the kernel compiles once per bucket (tests/kernels/test_pallas_buckets.py).
+def _pad2(a: jax.Array, rows: int, cols: int, value) -> np.ndarray:
+    host = np.asarray(a)
+    r, c = host.shape
     if (r, c) == (rows, cols):
-        return a
-    return jnp.pad(a, ((0, rows - r), (0, cols - c)), constant_values=value)
+        return host
+    return np.pad(host, ((0, rows - r), (0, cols - c)), constant_values=value)
 
 
 def jagged_softmax(
@@ -221,13 +225,14 @@ def jagged_softmax(
     offsets_p = np.full(segs_p, n_rows, np.int32)
     offsets_p[: n_segments + 1] = host
     static = _Static(block_n=block_n, block_m=block_m, aliased_out=out is not None)
+    device = next(iter(values.devices()))
     y = _jagged_softmax_padded(
-        jnp.array([n_segments, n_cols, programs, 0], jnp.int32),  # (4,): a power of two
-        jnp.asarray(offsets_p),
-        _pad2(values, rows_p, cols_p, pad_value),
-        None if out is None else _pad2(out, rows_p, cols_p, pad_value),
+        jax.device_put(np.array([n_segments, n_cols, programs, 0], np.int32), device),  # (4,)
+        jax.device_put(offsets_p, device),
+        jax.device_put(_pad2(values, rows_p, cols_p, pad_value), device),
+        None if out is None else jax.device_put(_pad2(out, rows_p, cols_p, pad_value), device),
         static=static,
         programs=segs_p,
         interpret=interpret,
     )
-    return y[:n_rows, :n_cols]
+    return jax.device_put(np.asarray(y)[:n_rows, :n_cols], device)

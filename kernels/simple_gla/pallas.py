@@ -347,8 +347,12 @@ def _layout(p: Problem) -> _Layout:
     return _Layout(lengths, gather, live, seq_of, pos_of, used, lp, np_, hp)
 
 
-def _xp(host: bool):
-    return np if host else jnp
+# The layout (gathering sequences, padding to buckets, scattering back) is done with NumPy
+# wherever the arrays live, and arrays go to the device with ``jax.device_put``: jnp ops (and
+# ``jnp.asarray``) compile an XLA program per exact input shape (on a GPU, tens of ms each,
+# loaded again in every process), while the kernels compile once per bucket
+# (tests/kernels/test_pallas_buckets.py). On a GPU that costs a copy of the inputs to the host
+# and of the padded arrays back.
 
 
 def _to_padded(x, lay: _Layout, dp: int | None, host: bool):
@@ -360,42 +364,45 @@ def _to_padded(x, lay: _Layout, dp: int | None, host: bool):
     instead (the same round-to-nearest-even), so the numbers are identical and one compiled
     interpreter serves all three input dtypes.
     """
-    xp = _xp(host)
-    x = np.asarray(x).astype(np.float32) if host else x
+    x = np.asarray(x).astype(np.float32) if host else np.asarray(x)
     flat = x.reshape((-1, *x.shape[2:]))
-    y = xp.take(flat, lay.gather, axis=0)  # [N, Lp, H, ...]
+    y = np.take(flat, lay.gather, axis=0)  # [N, Lp, H, ...]
     mask = lay.live.reshape(lay.live.shape + (1,) * (y.ndim - 2))
-    y = xp.where(mask, y, xp.zeros((), y.dtype))
-    y = xp.moveaxis(y, 2, 1)  # [N, H, Lp, ...]
+    y = np.where(mask, y, np.zeros((), y.dtype))
+    y = np.moveaxis(y, 2, 1)  # [N, H, Lp, ...]
     pads = [(0, lay.np_ - y.shape[0]), (0, lay.hp - y.shape[1])] + [(0, 0)] * (y.ndim - 2)
     if dp is not None:
         pads[-1] = (0, dp - y.shape[-1])
-    return jnp.asarray(xp.pad(y, pads))
+    return jax.device_put(np.pad(y, pads))
 
 
-def _from_padded(y, lay: _Layout, shape, dtype, host: bool):
+def _from_padded(y, lay: _Layout, shape, dtype):
     """``[Np, Hp, Lp, Dp]`` (or ``[Np, Hp, Lp]``) -> ``shape`` (``[B, T, H, D]`` / ``[B, T, H]``)
     in ``dtype``; tokens of no sequence (past ``cu_seqlens[-1]``) are 0."""
-    xp = _xp(host)
-    y = np.asarray(y) if host else y
-    y = xp.moveaxis(y[:, : shape[2]], 1, 2)  # [Np, Lp, H, ...]
+    y = np.moveaxis(np.asarray(y)[:, : shape[2]], 1, 2)  # [Np, Lp, H, ...]
     flat = y[lay.seq_of, lay.pos_of]  # [B*T, H, ...]
     if not lay.used.all():
         used = lay.used.reshape((-1,) + (1,) * (flat.ndim - 1))
-        flat = xp.where(used, flat, xp.zeros((), flat.dtype))
+        flat = np.where(used, flat, np.zeros((), flat.dtype))
     if len(shape) == 4:
         flat = flat[..., : shape[-1]]
-    return jnp.asarray(flat.reshape(shape)).astype(dtype)
+    # The host's fp32 results are rounded here (round to nearest even, as the kernel's stores
+    # would round); a compiled kernel's are in their dtype already.
+    return jax.device_put(flat.reshape(shape).astype(dtype, copy=False))
 
 
-def _state_to_padded(x, lay: _Layout, kp: int, vp: int, host: bool):
+def _state_to_padded(x, lay: _Layout, kp: int, vp: int):
     """``[N, H, K, V]`` -> ``[Np, Hp, Kp, Vp]`` (zeros for None)."""
-    xp = _xp(host)
     if x is None:
         return jnp.zeros((lay.np_, lay.hp, kp, vp), F32)
-    x = np.asarray(x) if host else x
+    x = np.asarray(x)
     n, h, k, v = x.shape
-    return jnp.asarray(xp.pad(x, ((0, lay.np_ - n), (0, lay.hp - h), (0, kp - k), (0, vp - v))))
+    return jax.device_put(np.pad(x, ((0, lay.np_ - n), (0, lay.hp - h), (0, kp - k), (0, vp - v))))
+
+
+def _state_from_padded(x, p: Problem):
+    """``[Np, Hp, Kp, Vp]`` -> ``[N, H, K, V]``."""
+    return jax.device_put(np.asarray(x)[: p.n_seqs, : p.heads, : p.k_dim, : p.v_dim])
 
 
 # XLA's CPU backend spends most of an interpreted kernel's first call optimising the host loop that
@@ -571,7 +578,7 @@ def _on_host(*arrays) -> bool:
 
 def _operands(p: Problem, lay: _Layout, host: bool, q, k, v, g, g_gamma):
     kp, vp = p.block_k, p.block_v
-    lengths = jnp.asarray(lay.lengths)
+    lengths = jax.device_put(lay.lengths)
     scale = jnp.array([p.scale], F32)
     gamma = np.zeros(lay.hp, np.float32)
     if g_gamma is not None:
@@ -583,7 +590,7 @@ def _operands(p: Problem, lay: _Layout, host: bool, q, k, v, g, g_gamma):
     return (
         lengths,
         scale,
-        jnp.asarray(gamma),
+        jax.device_put(gamma),
         _to_padded(q, lay, kp, host),
         _to_padded(k, lay, kp, host),
         _to_padded(v, lay, vp, host),
@@ -632,13 +639,13 @@ def chunk_simple_gla_fwd(
     host = _on_host(q, k, v, g, g_gamma, initial_state, out, out_ht)
     kp, vp = p.block_k, p.block_v
     lengths, sc, gamma, qp, kpad, vpad, gp = _operands(p, lay, host, q, k, v, g, g_gamma)
-    h0 = _state_to_padded(initial_state, lay, kp, vp, host)
+    h0 = _state_to_padded(initial_state, lay, kp, vp)
     o_init = (
         _to_padded(out, lay, vp, host)
         if out is not None
         else jnp.zeros((lay.np_, lay.hp, lay.lp, vp), qp.dtype)
     )
-    ht_init = _state_to_padded(out_ht if output_final_state else None, lay, kp, vp, host)
+    ht_init = _state_to_padded(out_ht if output_final_state else None, lay, kp, vp)
     static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret))
     o_p, ht_p = _fwd_padded(
         lengths,
@@ -654,12 +661,10 @@ def chunk_simple_gla_fwd(
         static=static,
         interpret=interpret,
     )
-    o = _from_padded(o_p, lay, o_shape, q.dtype, host)
+    o = _from_padded(o_p, lay, o_shape, q.dtype)
     ht = None
     if output_final_state:
-        ht = jnp.asarray(
-            (np.asarray(ht_p) if host else ht_p)[: p.n_seqs, : p.heads, : p.k_dim, : p.v_dim]
-        )
+        ht = _state_from_padded(ht_p, p)
     return o, ht
 
 
@@ -726,7 +731,7 @@ def chunk_simple_gla_bwd(
     host = _on_host(q, k, v, do, g, g_gamma, initial_state, dht, *outs.values())
     kp, vp = p.block_k, p.block_v
     lengths, sc, gamma, qp, kpad, vpad, gp = _operands(p, lay, host, q, k, v, g, g_gamma)
-    h0 = _state_to_padded(initial_state, lay, kp, vp, host)
+    h0 = _state_to_padded(initial_state, lay, kp, vp)
     fwd_static = _Static(
         per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret), states=True
     )
@@ -745,7 +750,7 @@ def chunk_simple_gla_bwd(
         interpret=interpret,
     )
     dop = _to_padded(do, lay, vp, host)
-    dhtp = _state_to_padded(dht, lay, kp, vp, host)
+    dhtp = _state_to_padded(dht, lay, kp, vp)
     dims = {"dq": kp, "dk": kp, "dv": vp, "dg": None}
     inits = []
     for name in ("dq", "dk", "dv", "dg"):
@@ -756,7 +761,7 @@ def chunk_simple_gla_bwd(
             d = () if dims[name] is None else (dims[name],)
             dt = qp.dtype if name != "dg" else F32
             inits.append(jnp.zeros((lay.np_, lay.hp, lay.lp, *d), dt))
-    inits.append(_state_to_padded(outs["dh0"] if want_dh0 else None, lay, kp, vp, host))
+    inits.append(_state_to_padded(outs["dh0"] if want_dh0 else None, lay, kp, vp))
     static = _Static(per_token=p.per_token, chunk=p.chunk_size, tile=_tile_for(p, interpret))
     dq_p, dk_p, dv_p, dg_p, dh0_p = _bwd_padded(
         lengths,
@@ -773,13 +778,11 @@ def chunk_simple_gla_bwd(
         static=static,
         interpret=interpret,
     )
-    dq = _from_padded(dq_p, lay, (*x_shape, p.k_dim), q.dtype, host)
-    dk = _from_padded(dk_p, lay, (*x_shape, p.k_dim), q.dtype, host)
-    dv = _from_padded(dv_p, lay, (*x_shape, p.v_dim), q.dtype, host)
-    dg = _from_padded(dg_p, lay, x_shape, F32, host) if want_dg else None
+    dq = _from_padded(dq_p, lay, (*x_shape, p.k_dim), q.dtype)
+    dk = _from_padded(dk_p, lay, (*x_shape, p.k_dim), q.dtype)
+    dv = _from_padded(dv_p, lay, (*x_shape, p.v_dim), q.dtype)
+    dg = _from_padded(dg_p, lay, x_shape, F32) if want_dg else None
     dh0 = None
     if want_dh0:
-        dh0 = jnp.asarray(
-            (np.asarray(dh0_p) if host else dh0_p)[: p.n_seqs, : p.heads, : p.k_dim, : p.v_dim]
-        )
+        dh0 = _state_from_padded(dh0_p, p)
     return dq, dk, dv, dg, dh0

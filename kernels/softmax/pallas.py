@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.experimental import pallas as pl
 
 from kernels._validate import check_block, check_scale, grown_bucket
@@ -92,23 +93,29 @@ def _softmax_padded(n_cols, scale, x, mask, bias, init, *, static: _Static, inte
     )(n_cols, scale, x, mask, bias, init)
 
 
-def _pad2(a: jax.Array, rows: int, cols: int, value=0) -> jax.Array:
+# The layout (broadcasting, padding to the buckets, cutting the result out) is done with NumPy
+# and arrays go to the device with ``jax.device_put``: jnp ops compile an XLA program per exact
+# shape (tens of ms each on a GPU), while the kernel compiles once per bucket
+# (tests/kernels/test_pallas_buckets.py).
+
+
+def _pad2(a: np.ndarray, rows: int, cols: int, value=0) -> np.ndarray:
     r, c = a.shape
     if (r, c) == (rows, cols):
         return a
-    return jnp.pad(a, ((0, rows - r), (0, cols - c)), constant_values=value)
+    return np.pad(a, ((0, rows - r), (0, cols - c)), constant_values=value)
 
 
-def _rows_of(name: str, a, shape: tuple[int, ...]):
+def _rows_of(name: str, a, shape: tuple[int, ...]) -> np.ndarray | None:
     if a is None:
         return None
     if not isinstance(a, jax.Array):
         raise TypeError(f"{name} must be a jax.Array or None, got {type(a).__name__}")
     try:
-        a = jnp.broadcast_to(a, shape)
+        host = np.broadcast_to(np.asarray(a), shape)
     except ValueError:
         raise ValueError(f"{name}.shape={a.shape} does not broadcast to x.shape={shape}") from None
-    return a.reshape(-1, shape[-1])
+    return host.reshape(-1, shape[-1])
 
 
 def softmax(
@@ -159,7 +166,8 @@ def softmax(
                 f"out is {out.dtype}{list(out.shape)}; expected x's {x.dtype}{list(x.shape)}"
             )
     n_cols = x.shape[-1]
-    x2 = x.reshape(-1, n_cols)
+    device = next(iter(x.devices()))
+    x2 = np.asarray(x).reshape(-1, n_cols)
     n_rows = x2.shape[0]
     mask2 = _rows_of("mask", mask, x.shape)
     bias2 = _rows_of("bias", bias, x.shape)
@@ -178,19 +186,26 @@ def softmax(
     # the output buffer always starts from an aliased array (the caller's ``out``, or zeros).
     # Fewer kernel variants: one per dtype, tiles and bucket.
     shape = (rows_p, cols_p)
-    mask_p = jnp.ones(shape, jnp.int8) if mask2 is None else _pad2(mask2.astype(jnp.int8), *shape)
+    mask_p = np.ones(shape, np.int8) if mask2 is None else _pad2(mask2.astype(np.int8), *shape)
     bias_p = (
-        jnp.zeros(shape, jnp.float32) if bias2 is None else _pad2(bias2.astype(jnp.float32), *shape)
+        np.zeros(shape, np.float32) if bias2 is None else _pad2(bias2.astype(np.float32), *shape)
     )
-    init = jnp.zeros(shape, x.dtype) if out is None else _pad2(out.reshape(-1, n_cols), *shape)
-    y = _softmax_padded(
-        jnp.array([n_cols], jnp.int32),
-        jnp.array([scale], jnp.float32),
+    init = (
+        np.zeros(shape, x2.dtype)
+        if out is None
+        else _pad2(np.asarray(out).reshape(-1, n_cols), *shape)
+    )
+    operands = (
+        np.array([n_cols], np.int32),
+        np.array([scale], np.float32),
         _pad2(x2, *shape),
         mask_p,
         bias_p,
         init,
+    )
+    y = _softmax_padded(
+        *(jax.device_put(a, device) for a in operands),
         static=_Static(block_m=block_m, block_n=block_n),
         interpret=interpret,
     )
-    return y[:n_rows, :n_cols].reshape(x.shape)
+    return jax.device_put(np.asarray(y)[:n_rows, :n_cols].reshape(x.shape), device)

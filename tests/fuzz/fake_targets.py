@@ -348,3 +348,48 @@ for bug in (None, "accuracy"):
             + (f", planted bug {bug}" if bug else ""),
         )
     )
+
+
+# The same kernel with a property that derives a launch of a shape of its own (the first k rows,
+# k drawn with the example's values, as attention's packed-sequence and key-padding properties
+# derive one sequence or a truncated batch element): under a spent compile share such a launch
+# is skipped (``fuzz.properties.PropertySpared``), not compiled, even where the case's own
+# structure is known.
+def _first_rows(ctx, k):
+    from fuzz.failures import Finding as _Finding
+
+    x = ctx.case.inputs["x"]
+    k = 1 + k % x.shape[0]
+    launch = ctx.derived(
+        ctx.case.replace(inputs={"x": x[:k]}),
+        prop="first-rows",
+        what=f"the first {k} rows",
+        outputs={"y": ((k, x.shape[1]), "float32")},
+    )
+    if isinstance(launch, _Finding):
+        return launch
+    if not np.array_equal(launch.outputs["y"], ctx.clean.outputs["y"][:k]):
+        return ctx.finding("accuracy", "first-rows", f"the first {k} rows alone differ")
+    return None
+
+
+def _register_derived():
+    from fuzz.properties import Property
+
+    register(
+        Target(
+            name="fake_exact_derived",
+            family="fake",
+            kernels={"fake": exact_kernel()},
+            oracle=oracle,
+            naive=naive,
+            strategy=exact_cases,
+            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+            properties=(Property("first-rows", _first_rows, st.integers(0, 2**16)),),
+            description="fake target compiled per exact shape, with a property that launches "
+            "the first k rows alone",
+        )
+    )
+
+
+_register_derived()

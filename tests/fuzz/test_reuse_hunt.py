@@ -145,7 +145,7 @@ def test_the_compile_share_holds_over_a_pairs_earlier_slices(exact, seed):
 
     # 100 virtual seconds in 110 spent compiling: far over the share of 0.25.
     held, compiled, memo = later_slice((100.0, 110.0))
-    assert held.examples - held.events["rejected: would compile"] == 150
+    assert held.examples == 150  # examples checked: the refused ones are events
     assert compiled <= known, compiled - known  # loads of known structures only
     # Here a known structure compiles again in the new process (the fake has no disk cache, as
     # a kernel compiled per length has none for new lengths): no cheaper than a new one, after
@@ -162,6 +162,48 @@ def test_the_compile_share_holds_over_a_pairs_earlier_slices(exact, seed):
     assert compiled - known
     held, compiled, _ = later_slice((5.0, 100.0, 30.0))
     assert compiled <= known and held.events["rejected: would compile"] > 0
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_spent_share_skips_the_derived_launches_that_would_compile(exact, seed):
+    """Past its compile share a slice still fuzzes the structures its memo knows (they only
+    load), but a property's derived launch has a shape of its own (here the first k rows, k drawn
+    with the values): it would compile, so the property is skipped for that example and counted
+    (``spared``), and the example is still checked. Under the share the same launches compile."""
+    _, profile = exact
+    mod = _plugin_module()
+    profile = dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25)
+    target = get("fake_exact_derived")
+
+    def run(profile, **kw):
+        return hunt(target, "fake-compiled", profile, database=None, **kw)
+
+    mod.EXACT_COMPILES.clear()
+    mod._exact.clear()
+    first = StructureMemo(target_share=0.25, seed=seed)
+    run(dataclasses.replace(profile, compile_share=None), seed=seed, memo=first, max_examples=60)
+    # The cases' own shapes and the first-rows shapes compiled so far.
+    known = set(mod.EXACT_COMPILES)
+    assert first.structures() >= 2
+
+    memo = StructureMemo(target_share=0.25, seed=seed + 1)
+    memo.take_in(first.export())
+    mod.EXACT_COMPILES.clear()
+    held = run(profile, seed=seed + 100, memo=memo, max_examples=150, compile_spent=(100.0, 110.0))
+    compiled = set(mod.EXACT_COMPILES)
+    assert held.examples == 150
+    # Nothing new compiled: every launch was of a shape compiled before.
+    assert not compiled - known, compiled - known
+    assert held.stats.compiles == 0
+    spared = held.events["spared: first-rows (would compile)"]
+    assert spared > 0, dict(held.events)
+    # Most examples of known structures are checked, their derived launch skipped where new.
+    assert held.events["rejected: would compile"] < held.examples, dict(held.events)
+    # Under the share (earlier slices compiled nothing in 1000 s), the derived launches compile.
+    mod.EXACT_COMPILES.clear()
+    free = run(profile, seed=seed + 100, memo=memo, max_examples=150, compile_spent=(0.0, 1000.0))
+    assert free.events["spared: first-rows (would compile)"] == 0
+    assert free.stats.compiles > 0
 
 
 def test_compile_spent_is_checked(exact):

@@ -177,7 +177,7 @@ def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
     assert set(a) == {"dtypes", "block_pairs", "head_dims"}
     assert all(len(v) == 2 for v in a.values())
     assert a["dtypes"][0] == "float32" and a["block_pairs"][0] == (64, 64)
-    assert a["head_dims"][0] == 64
+    assert a["head_dims"][0] == 16
     assert any(run_narrowing(target, gpu, s) != a for s in range(8))
     assert run_narrowing(target, get_profile("ci"), 7) == {}
     result = hunt(
