@@ -207,8 +207,10 @@ class _Shrinker:
             self.deadline = min(self.deadline, hard_at)
         self.notes: list[str] = []
         self.cost = target.search.cost
-        self.max_cost = options.interpreter_max_cost
         self.twin = _twin(backend)
+        # The profile's bound is in Triton-interpreter units; a faster interpreter takes more.
+        speedup = self.twin.cost_speedup if self.twin is not None else 1.0
+        self.max_cost = options.interpreter_max_cost * speedup
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()

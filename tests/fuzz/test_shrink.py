@@ -76,6 +76,23 @@ def test_a_case_too_costly_for_the_interpreter_is_cut_on_the_compiled_backend_fi
     assert found.case.inputs["x"].shape == (1, 5)
 
 
+def test_a_faster_interpreter_takes_costlier_cases(fake_plugin, compiled_profile, monkeypatch):
+    """The profile's cost bound is in Triton-interpreter units: a twin that runs a unit faster
+    (``Backend.cost_speedup``: Pallas's interpreter, which XLA compiles) takes the same case
+    without a cut on the compiled backend."""
+    import importlib
+
+    backends = importlib.import_module("fuzz.backends")  # (fuzz.backends is also a function)
+    fast = dataclasses.replace(backends.get_backend("fake"), cost_speedup=1000.0)
+    monkeypatch.setitem(backends._BACKENDS, "fake", fast)
+    profile = dataclasses.replace(compiled_profile, interpreter_max_cost=8.0)
+    result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=0, database=None)
+    found = result.found["nan"]
+    assert not any(n.startswith("cut on") for n in found.shrink_notes), found.shrink_notes
+    assert found.shrink_path == "interpreter"
+    assert found.case.inputs["x"].shape == (1, 5)
+
+
 def test_interpreter_backends_shrink_in_place(fake_plugin, fake_profile):
     """On an interpreter nothing changes: Hypothesis shrinks the failure where it was found."""
     result = hunt(get("fake_slow_nan"), "fake", fake_profile, seed=0, database=None)

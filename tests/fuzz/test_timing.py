@@ -57,3 +57,66 @@ def test_stats_count_cache_loads_among_compiles():
     other = Stats()
     other.merge(s)
     assert (other.cache_loads, other.cache_load_seconds) == (1, 0.25)
+
+
+_CACHE_PROBE = """
+import sys
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+from fuzz import timing
+
+timing.install()
+f = jax.jit(lambda x: jnp.sin(x) * 2 + 1)
+x5 = jax.device_put(np.ones((5,), np.float32))
+if sys.argv[2] == "compile":
+    f(x5).block_until_ready()
+    print("compiled")
+    sys.exit(0)
+try:
+    with timing.no_new_compiles():
+        f(x5).block_until_ready()
+    print("loaded")
+except timing.NewCompile:
+    print("refused a load")
+try:
+    with timing.no_new_compiles():
+        f(jax.device_put(np.ones((7,), np.float32))).block_until_ready()
+    print("compiled a new shape")
+except timing.NewCompile:
+    print("refused a new shape")
+"""
+
+
+def test_a_program_another_process_compiled_loads_where_nothing_may_compile(tmp_path):
+    """With JAX's persistent cache on, a program another process compiled is a load, not a
+    compile: inside ``no_new_compiles`` it runs (a fresh campaign worker refused every load of
+    what the warm-up compiled), and a program of a new shape is still refused, at the cache's
+    miss, before XLA compiles it."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text(_CACHE_PROBE)
+    cache = str(tmp_path / "cache")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root}
+
+    def run(mode):
+        out = subprocess.run(
+            [sys.executable, str(script), cache, mode],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.split()
+
+    assert run("compile") == ["compiled"]
+    assert " ".join(run("check")) == "loaded refused a new shape"

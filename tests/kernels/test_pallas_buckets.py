@@ -82,9 +82,7 @@ def new_lengths(launch, interpret: bool = True) -> list[tuple[int, float, bool]]
     return rows
 
 
-@pytest.mark.parametrize(
-    "launch", LAUNCHES, ids=lambda f: f.__name__
-)
+@pytest.mark.parametrize("launch", LAUNCHES, ids=lambda f: f.__name__)
 def test_a_new_length_in_a_compiled_bucket_compiles_nothing(launch):
     for t, _, compiled in new_lengths(launch)[1:]:
         assert not compiled, f"length {t} compiled again"
