@@ -590,10 +590,21 @@ class _Hunter:
                     continue
                 if _is_flaky(e):
                     continue
+                if self._refused_out(e):
+                    result.stopped = "refused"
+                    continue
                 if result.error is None:
                     result.error = f"{type(e).__name__}: {e}"[:2000]
             return _is_flaky(exc)
         return False
+
+    def _refused_out(self, e: BaseException) -> bool:
+        """Whether ``e`` is Hypothesis giving up because the harness refused its examples (each
+        would have compiled past the share): the run ends, with no error. A campaign slice whose
+        every example would compile was reported as a harness error, and its pair retired."""
+        from hypothesis.errors import Unsatisfiable
+
+        return isinstance(e, Unsatisfiable) and self.result.events["rejected: would compile"] > 0
 
     def search(self, *, max_examples: int, database: Any, seed: int | None, phases: Any) -> None:
         """Runs the search (or the shrink stage). A failure whose replay was flaky (a race: a GPU

@@ -108,7 +108,8 @@ class HuntResult:
     # examples that failed as a failure the library declared it knows (by its description)
     declared_hits: collections.Counter[str] = field(default_factory=collections.Counter)
     features: set[str] = field(default_factory=set)  # coverage: hazard combinations, events
-    # why the hunt ended: "time", "examples", "exhausted", "hard-limit", "context-lost"
+    # why the hunt ended: "time", "examples", "exhausted", "hard-limit", "context-lost",
+    # "refused" (every example it drew would have compiled past the compile share)
     stopped: str = ""
     reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
     shrink_examples: int = 0  # examples run by shrink stages after the search (fuzz.shrink)

@@ -206,6 +206,21 @@ def test_a_spent_share_skips_the_derived_launches_that_would_compile(exact, seed
     assert free.stats.compiles > 0
 
 
+def test_a_slice_whose_every_example_would_compile_ends_refused_not_in_error(exact):
+    """A slice that knows no structure, with its pair's share spent: every example it draws would
+    compile and is refused, and Hypothesis gives up. The slice ends "refused" with nothing
+    checked, not as a harness error (that retired a Pallas pair of a GPU campaign)."""
+    run, profile = exact
+    profile = dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25)
+    result, compiles = run(
+        profile, seed=0, memo=StructureMemo(target_share=0.25), compile_spent=(100.0, 110.0)
+    )
+    assert result.error is None, result.error
+    assert result.stopped == "refused"
+    assert compiles == 0 and result.examples == 0
+    assert result.events["rejected: would compile"] > 0
+
+
 def test_compile_spent_is_checked(exact):
     run, profile = exact
     for bad in ((1.0,), (-1.0, 2.0), ("a", 1.0), (True, 1.0), None):
