@@ -198,7 +198,10 @@ def enable_jax_compilation_cache() -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     except Exception:  # an older or newer JAX without these options: run uncached
-        pass
+        return
+    from fuzz import timing
+
+    timing.note_jax_cache()  # a compile refused inside no_new_compiles waits for the cache's miss
 
 
 class JaxAdapter(Adapter):

@@ -72,13 +72,22 @@ def compile_starting(*, lowering: bool = False) -> None:
 
 
 _jax_miss_hook = False  # JAX tells us of a persistent-cache miss before it compiles
+_jax_cache = False  # the harness turned JAX's persistent cache on (fuzz.backends)
+
+
+def note_jax_cache() -> None:
+    """Says that JAX's persistent compilation cache is on in this process."""
+    global _jax_cache
+    _jax_cache = True
 
 
 def _jax_defers() -> bool:
     """Whether a JAX compile is refused at its persistent-cache miss rather than at lowering."""
     if not _jax_miss_hook:
         return False
-    try:
+    if _jax_cache:
+        return True
+    try:  # a cache the caller turned on (option names of JAX 0.4-0.10)
         import jax
 
         config: Any = jax.config

@@ -65,11 +65,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-jax.config.update("jax_compilation_cache_dir", sys.argv[1])
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 from fuzz import timing
+from fuzz.backends import enable_jax_compilation_cache
 
+enable_jax_compilation_cache()  # as a campaign process on a GPU does (KERNEL_FUZZ_CACHE_DIR)
 timing.install()
 f = jax.jit(lambda x: jnp.sin(x) * 2 + 1)
 x5 = jax.device_put(np.ones((5,), np.float32))
@@ -105,7 +104,7 @@ def test_a_program_another_process_compiled_loads_where_nothing_may_compile(tmp_
     script.write_text(_CACHE_PROBE)
     cache = str(tmp_path / "cache")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": root}
+    env = {**os.environ, "PYTHONPATH": root, "KERNEL_FUZZ_CACHE_DIR": cache}
 
     def run(mode):
         out = subprocess.run(
