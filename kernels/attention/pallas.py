@@ -300,19 +300,19 @@ def _put(a, like: jax.Array) -> jax.Array:
     return jax.device_put(a, next(iter(like.devices()))) if isinstance(a, np.ndarray) else a
 
 
-def _pad_to(xp, a, shape: tuple[int, ...]):
+def _pad_to(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if tuple(a.shape) == tuple(shape):
         return a
-    return xp.pad(a, [(0, s - d) for s, d in zip(shape, a.shape, strict=True)])
+    return np.pad(a, [(0, s - d) for s, d in zip(shape, a.shape, strict=True)])
 
 
-def _gather_rows(xp, x, index: np.ndarray, ok: np.ndarray):
+def _gather_rows(x: np.ndarray, index: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """Packed ``x [1, H, T, ...]`` -> ``[N, H, L, ...]``: row ``index[n, r]`` where ``ok``, else 0."""
     if x.shape[2] == 0:  # nothing packed (every sequence empty): all padding
-        return xp.zeros((index.shape[0], x.shape[1], index.shape[1], *x.shape[3:]), x.dtype)
-    g = xp.moveaxis(x[0][:, index], 0, 1)  # [N, H, L, ...]
+        return np.zeros((index.shape[0], x.shape[1], index.shape[1], *x.shape[3:]), x.dtype)
+    g = np.moveaxis(x[0][:, index], 0, 1)  # [N, H, L, ...]
     keep = ok.reshape(ok.shape[:1] + (1,) + ok.shape[1:] + (1,) * (g.ndim - 3))
-    return xp.where(keep, g, xp.zeros((), g.dtype))
+    return np.where(keep, g, np.zeros((), g.dtype))
 
 
 def _check_array(name: str, a) -> jax.Array:
@@ -451,10 +451,9 @@ def attention(
         o_empty = out if out is not None else jnp.zeros(q.shape, q.dtype)
         return o_empty, lse_out if lse_out is not None else jnp.zeros((batch, hq, 0), jnp.float32)
 
-    xp = np  # the host-side layout (above)
-    qx, kx, vx = xp.asarray(q), xp.asarray(k), xp.asarray(v)
-    ox = xp.zeros(q.shape, q.dtype) if out is None else xp.asarray(out)
-    lx = xp.zeros((batch, hq, tq), jnp.float32) if lse_out is None else xp.asarray(lse_out)
+    qx, kx, vx = np.asarray(q), np.asarray(k), np.asarray(v)
+    ox = np.zeros(q.shape, q.dtype) if out is None else np.asarray(out)
+    lx = np.zeros((batch, hq, tq), jnp.float32) if lse_out is None else np.asarray(lse_out)
     # Buckets: lengths and the head dim are padded to powers of two; sequences x heads are
     # flattened into rows (q row n * Hq + h reads kv row n * Hkv + h // group) and the kv rows
     # padded to a power of two, so batch and head counts do not each need their own kernel.
@@ -468,16 +467,16 @@ def attention(
         tk_p = bucket(int(k_lens.max()) if n else 0, block_k, interpret)
         qi, q_ok = _seq_index(cu_q, n, tq_p)
         ki, k_ok = _seq_index(cu_k, n, tk_p)
-        qx, ox = _gather_rows(xp, qx, qi, q_ok), _gather_rows(xp, ox, qi, q_ok)
-        lx = _gather_rows(xp, lx[..., None], qi, q_ok)[..., 0]
-        kx, vx = _gather_rows(xp, kx, ki, k_ok), _gather_rows(xp, vx, ki, k_ok)
+        qx, ox = _gather_rows(qx, qi, q_ok), _gather_rows(ox, qi, q_ok)
+        lx = _gather_rows(lx[..., None], qi, q_ok)[..., 0]
+        kx, vx = _gather_rows(kx, ki, k_ok), _gather_rows(vx, ki, k_ok)
     else:
         # Dense keys keep the caller's rows (the kernel masks those past a key length itself).
         tk_p = bucket(tk, block_k, interpret)
 
     def rows(a, n_rows: int, length: int, width: int | None = None):
         flat = a.reshape((a.shape[0] * a.shape[1], *a.shape[2:]))
-        return _pad_to(xp, flat, (n_rows, length) + ((width,) if width else ()))
+        return _pad_to(flat, (n_rows, length) + ((width,) if width else ()))
 
     qx, ox = rows(qx, rows_q_p, tq_p, dp), rows(ox, rows_q_p, tq_p, dp)
     lx = rows(lx, rows_q_p, tq_p)
@@ -507,13 +506,13 @@ def attention(
         group=group,
         interpret=interpret,
     )
-    o_pad = xp.asarray(o_pad)[:rows_q].reshape(n, hq, tq_p, dp)
-    lse_pad = xp.asarray(lse_pad)[:rows_q].reshape(n, hq, tq_p)
+    o_pad = np.asarray(o_pad)[:rows_q].reshape(n, hq, tq_p, dp)
+    lse_pad = np.asarray(lse_pad)[:rows_q].reshape(n, hq, tq_p)
     if not varlen:
         return _put(o_pad[:batch, :, :tq, :d], q), _put(lse_pad[:batch, :, :tq], q)
     # Scatter back: packed row t belongs to sequence seq[t], at offset t - cu_q[seq[t]].
     seq = np.searchsorted(cu_q, np.arange(tq), side="right") - 1
     off = np.arange(tq) - cu_q[seq]
-    o = xp.moveaxis(o_pad[seq, :, off, :d], 0, 1)[None]  # [1, Hq, Tq, D]
-    lse = xp.moveaxis(lse_pad[seq, :, off], 0, 1)[None]  # [1, Hq, Tq]
+    o = np.moveaxis(o_pad[seq, :, off, :d], 0, 1)[None]  # [1, Hq, Tq, D]
+    lse = np.moveaxis(lse_pad[seq, :, off], 0, 1)[None]  # [1, Hq, Tq]
     return _put(o, q), _put(lse, q)

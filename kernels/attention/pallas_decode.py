@@ -235,15 +235,14 @@ def attention_decode(
     g_p = max(16, next_pow2(group))
     dp = padded_head_dim(d, MIN_HEAD_BUCKET)
     tk_p = bucket(tmax, block_k, interpret)
-    xp = np  # the host-side layout (kernels.attention.pallas)
 
     def heads_layout(a) -> jax.Array:  # [B, Hq, 1, D'] -> [B, Hkv, G_pad, D_pad]
         a = a.reshape(batch, hkv, group, a.shape[-1])
-        return _pad_to(xp, a, (batch, hkv, g_p, dp))
+        return _pad_to(a, (batch, hkv, g_p, dp))
 
-    slope_rows = np.zeros(hq, np.float32) if slopes is None else xp.asarray(slopes)
-    o_init = xp.zeros(q.shape, q.dtype) if out is None else xp.asarray(out)
-    lse_init = xp.zeros((batch, hq, 1), jnp.float32) if lse_out is None else xp.asarray(lse_out)
+    slope_rows = np.zeros(hq, np.float32) if slopes is None else np.asarray(slopes)
+    o_init = np.zeros(q.shape, q.dtype) if out is None else np.asarray(out)
+    lse_init = np.zeros((batch, hq, 1), jnp.float32) if lse_out is None else np.asarray(lse_out)
     iparams = [opts.window_left, int(opts.softcap is not None)]
     o, lse = _decode_padded(
         *(
@@ -252,18 +251,18 @@ def attention_decode(
                 np.asarray(lens, np.int32),
                 np.array([opts.scale, opts.softcap or 1.0], np.float32),
                 np.array(iparams, np.int32),
-                _pad_to(xp, xp.asarray(slope_rows).reshape(hkv, group), (hkv, g_p)),
-                heads_layout(xp.asarray(q)),
-                _pad_to(xp, xp.asarray(k_cache), (batch, hkv, tk_p, dp)),
-                _pad_to(xp, xp.asarray(v_cache), (batch, hkv, tk_p, dp)),
+                _pad_to(np.asarray(slope_rows).reshape(hkv, group), (hkv, g_p)),
+                heads_layout(np.asarray(q)),
+                _pad_to(np.asarray(k_cache), (batch, hkv, tk_p, dp)),
+                _pad_to(np.asarray(v_cache), (batch, hkv, tk_p, dp)),
                 heads_layout(o_init),
-                _pad_to(xp, lse_init.reshape(batch, hkv, group), (batch, hkv, g_p)),
+                _pad_to(lse_init.reshape(batch, hkv, group), (batch, hkv, g_p)),
             )
         ),
         static=_Static(block_k, num_splits),
         interpret=interpret,
     )
-    o, lse = xp.asarray(o), xp.asarray(lse)
+    o, lse = np.asarray(o), np.asarray(lse)
     o = o[:, :, :group, :d].reshape(batch, hq, 1, d)
     lse = lse[:, :, :group].reshape(batch, hq, 1)
     return _put(o, q), _put(lse, q)
