@@ -259,6 +259,13 @@ class Backend:
     probe: Callable[[], str | None]
     cost_speedup: float = 1.0
 
+    def __post_init__(self) -> None:
+        c = self.cost_speedup
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < float("inf"):
+            raise ValueError(
+                f"Backend {self.name!r}: cost_speedup={c!r} must be a positive finite number"
+            )
+
     def unavailable_reason(self) -> str | None:
         return _probe_cached(self.name, self.probe)
 

@@ -97,3 +97,13 @@ def test_the_cpu_interpreter_leaves_jax_s_persistent_cache_off():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "None"
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), True, "32"])
+def test_a_backend_names_a_bad_cost_speedup(bad):
+    import dataclasses
+
+    from fuzz.backends import get_backend
+
+    with pytest.raises(ValueError, match=r"cost_speedup=.* must be a positive finite number"):
+        dataclasses.replace(get_backend("pallas-interpret"), name="x", cost_speedup=bad)
