@@ -776,22 +776,34 @@ def _settle_seed(
 
 
 def run_narrowing(
-    target: Target, profile: Profile | HuntOptions, seed: int | None
+    target: Target, profile: Profile | HuntOptions, seed: int | None, *, widen: int = 0
 ) -> dict[str, tuple[Any, ...]]:
     """This run's compile-time choices (``Profile.variant_choices``): per dimension of the
-    target's variant space, the simplest value and others drawn with ``seed``, in the space's
-    order. Empty where the profile draws from everything or the family is not built in."""
+    target's variant space with more values than that, the simplest value first, then others
+    drawn with ``seed``. Empty where the profile draws from everything or the family is not
+    built in.
+
+    ``widen`` adds that many more values per dimension (while the space has them), after the
+    choices of a smaller ``widen`` with the same seed: a campaign pair that has had its floor
+    with its choices grows them (``fuzz.campaign``), and what it recorded still means what it
+    meant (strategies draw a choice by its place: a reused structure, a saved example)."""
     k = profile.variant_choices
     if k is None:
         return {}
+    if not isinstance(widen, int) or isinstance(widen, bool) or widen < 0:
+        raise ValueError(f"widen={widen!r} must be an integer >= 0")
     # A seeded run (derandomized, or a campaign's slice) picks the same values again; an unseeded
     # one (Hypothesis's own randomness) other values each time.
     rng = random.Random(f"{target.name}|{seed}") if seed is not None else random.Random()
     narrowing = {}
     for dim, choices in variant_space(target, profile.scale).items():
-        if len(choices) > k:
-            picked = {choices[0], *rng.sample(choices[1:], k - 1)}
-            narrowing[dim] = tuple(c for c in choices if c in picked)
+        # Distinct values after the simplest (a space lists a value twice to weight its draws),
+        # in an order of the seed's: the first k - 1 + widen of them are taken.
+        rest = [c for i, c in enumerate(choices) if c != choices[0] and c not in choices[:i]]
+        if len(rest) + 1 <= k:
+            continue
+        rng.shuffle(rest)
+        narrowing[dim] = (choices[0], *rest[: k - 1 + widen])
     return narrowing
 
 

@@ -6,9 +6,11 @@ GPU reproducers of millions of elements, cut at the time limit. So a compiled ba
 hands a new failure over unshrunk (:attr:`Stage.hand_off`), and :func:`shrink_compiled`
 shrinks it in stages, each a Hypothesis run that replays the failing example and shrinks it::
 
-    cut          the interpreter would take too long on the case (``Search.cost``
-                 above ``Profile.interpreter_max_cost``): shrink on the compiled backend, through
-                 kernel variants compiled already, until it would not
+    cut          the case is costly for an interpreter (``Search.cost`` above
+                 ``Profile.interpreter_max_cost``): shrink on the compiled backend through kernel
+                 variants compiled already until it is not; then through new variants while
+                 the twin still would not take it (a faster twin takes costlier cases:
+                 ``Backend.cost_speedup``)
     interpreter  the same kernel source in its interpreter (the backend's twin, on the GPU host
                  too): if the case fails there with the same class, shrink it there, where a new
                  variant costs no compile
@@ -208,8 +210,12 @@ class _Shrinker:
         self.notes: list[str] = []
         self.cost = target.search.cost
         self.twin = _twin(backend)
-        # The profile's bound is in Triton-interpreter units; a faster interpreter takes more.
+        # The profile's bound is in Triton-interpreter units; a faster interpreter takes more
+        # (``max_cost``), but what compiled variants can cut for nothing is cut first: the
+        # interpreter of a compiled language (Pallas's) pays a compile per shape it shrinks
+        # through, so the fewer steps left to it the better.
         speedup = self.twin.cost_speedup if self.twin is not None else 1.0
+        self.cut_cost = options.interpreter_max_cost
         self.max_cost = options.interpreter_max_cost * speedup
 
     def left(self) -> float:
@@ -227,6 +233,12 @@ class _Shrinker:
         """Replays ``current`` on ``backend`` and shrinks it (its class only) for at most
         ``seconds``; returns the smallest failing example of the class (None if it did not fail
         so) and the run, whose numbers the search's result takes in."""
+        if not only_compiled:
+            # The stage's compiles are the price of shrinking there (Pallas's interpreter has
+            # XLA compile a program per shape, and every shrink step is a new shape): the
+            # search's compile share refused them all and left a GPU finding of 458,752
+            # elements unshrunk. The stage's time bounds them.
+            options = dataclasses.replace(options, compile_share=None)
         stage = Stage(
             start=(self.current.choices,),
             phases=SHRINK_PHASES,
@@ -253,18 +265,19 @@ class _Shrinker:
         return (_of_key(run, self.key) if self.key else run.found.get(self.cls)), run
 
     def cut(self) -> None:
-        """Shrinks on the compiled backend until the interpreter would take the case (compiled
-        variants first; new ones if that is not enough)."""
-        cost, max_cost = self.cost, self.max_cost
-        for only_compiled in (True, False):
-            if self.twin is None or cost(self.current.case) <= max_cost or self.left() <= 0:
-                break
+        """Shrinks on the compiled backend through compiled variants until the case is cheap in
+        any interpreter (``cut_cost``); then through new variants, if the interpreter still
+        would not take it (``max_cost``)."""
+        cost = self.cost
+        for only_compiled, bound in ((True, self.cut_cost), (False, self.max_cost)):
+            if self.twin is None or cost(self.current.case) <= bound or self.left() <= 0:
+                continue
             cut, run = self.stage(
                 self.backend,
                 self.options,
                 seconds=self.left() / 2,
                 only_compiled=only_compiled,
-                goal=lambda c: cost(c) <= max_cost,
+                goal=lambda c, bound=bound: cost(c) <= bound,
             )
             if cut is not None:
                 self.current = cut

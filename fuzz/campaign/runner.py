@@ -115,7 +115,9 @@ class PairState:
     warm_count: int = 0  # warm-ups run
     compile_at_warm: float = 0.0  # its fuzzing path's compile seconds at its last warm-up
     refused_at_warm: int = 0  # its examples refused for their compile at its last warm-up
-    narrowing: dict[str, Any] | None = None  # its compile-time choices for the whole campaign
+    narrowing: dict[str, Any] | None = None  # its compile-time choices (kernel variants) now
+    widened: int = 0  # times its choices grew (``Campaign._widen``)
+    widened_at: tuple[int, float] = (0, 0.0)  # its examples and fuzzing seconds then
     structures: list[Any] = field(default_factory=list)  # its warm-ups' (strategies.reuse)
 
     @property
@@ -189,6 +191,7 @@ class PairState:
             "warm_seconds": round(self.warm_seconds, 3),
             "warm": self.warm,
             "variants": self.narrowing or {},
+            "variants_widened": self.widened,
             "compile_share": round(self.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
             "twin_launches": int(self.stats["twin_launches"]),
             "error": self.error,
@@ -352,8 +355,9 @@ class Campaign:
             [PairState(t, b) for t in config.targets for b in config.backends if self._runs(t, b)]
         )
         for p in self.pairs:
-            # One set of compile-time choices per pair for the whole campaign: each variant is
-            # compiled once (ahead, by a compile worker), and every slice reuses it.
+            # A few compile-time choices per pair (dtype, tiles, head dims: each a kernel
+            # variant), compiled once (ahead, by a compile worker) and reused by every slice;
+            # they grow each time the pair has had another floor's worth with them (_widen).
             p.narrowing = run_narrowing(p.target, config.options, config.seed)
             if config.compile_workers and get_backend(p.backend).compiled:
                 p.warm = "cold"
@@ -849,6 +853,8 @@ class Campaign:
                 pair.slice_new += 1.0
         self.note_db_problems(summary.get("db_problems", []))
         self._retire(pair, summary)
+        if not sl.warm:
+            self._widen(pair)
         if summary.get("recycle"):
             r = summary["recycle"]
             w.recycles += 1
@@ -895,6 +901,38 @@ class Campaign:
             pair.retired = "search space exhausted"
         elif pair.mutant_done():
             pair.retired = "mutant found and shrunk"
+
+    def _widen(self, pair: PairState) -> None:
+        """Adds one more value per compile-time dimension to ``pair``'s choices once it has had
+        another floor's worth of fuzzing (examples or seconds, as ``floor_progress``) with the
+        ones it has: a bug that needs a variant the first choices lack (a causal loop bound
+        wrong only where block_q > block_k) was otherwise never met, campaign after campaign
+        with the same seed. The choices it had stay among them (what it compiled is reused);
+        where compiling goes ahead the pair is warmed up again, for the new variants."""
+        c = self.config
+        if pair.retired or not pair.narrowing:
+            return
+        examples, seconds = pair.widened_at
+        if (
+            pair.examples - examples < c.floor_examples
+            and pair.fuzz_seconds - seconds < c.floor_seconds
+        ):
+            return
+        wider = run_narrowing(pair.target, c.options, c.seed, widen=pair.widened + 1)
+        if wider == pair.narrowing:
+            return  # every value of every dimension already
+        added = {dim: values[len(pair.narrowing[dim]) :] for dim, values in wider.items()}
+        pair.narrowing = wider
+        pair.widened += 1
+        pair.widened_at = (pair.examples, pair.fuzz_seconds)
+        if pair.warm == "ready" and self.config.compile_workers and pair.warm_count:
+            pair.warm = "cold"  # a compile worker compiles the new variants ahead
+            pair.warm_count = 0
+        said = "; ".join(f"{d} + {', '.join(map(str, v))}" for d, v in added.items() if v)
+        self.log(
+            f"{pair.target.name} on {pair.backend}: kernel variants widened ({pair.widened}): "
+            f"{said or 'nothing new'}"
+        )
 
     # Deaths and hangs ------------------------------------------------------------------------------
 

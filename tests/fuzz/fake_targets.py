@@ -154,6 +154,10 @@ for bug in BUGS:
 COMPILES: list[tuple[str, int]] = []
 COMPILE_SECONDS = 0.02
 _compiled: set[tuple[str, int]] = set()
+# Whether the interpreter compiles too, per exact shape (as Pallas's interpret mode has XLA compile
+# a program per shape); its compiles go to ``INTERPRETER_COMPILES``.
+INTERPRETER_COMPILES: list[tuple[str, tuple[int, ...]]] = []
+interpreter_compiles = False
 
 
 def slow_kernel(bug):
@@ -173,6 +177,11 @@ def slow_kernel(bug):
                 COMPILES.append(key)
                 _compiled.add(key)
                 timing.compile_done()
+        elif interpreter_compiles and (bug, tuple(x.shape)) not in INTERPRETER_COMPILES:
+            timing.compile_starting()
+            time.sleep(COMPILE_SECONDS)
+            INTERPRETER_COMPILES.append((bug, tuple(x.shape)))
+            timing.compile_done()
         res = base(inputs, params, out=out, interpret=interpret)
         y = res["y"]
         if bug == "nan" and x.shape[1] >= 5:

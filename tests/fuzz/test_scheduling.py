@@ -356,3 +356,59 @@ def test_the_processes_on_one_gpu_split_its_memory(monkeypatch):
     assert float(__import__("os").environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) == pytest.approx(0.07)
     monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "off")
     assert worker._share_gpu_memory(5) is None
+
+
+def test_a_pair_widens_its_kernel_variants_after_each_floor():
+    """A pair's compile-time choices (a few per dimension, compiled once) grow by a value per
+    dimension each time it has had another floor's worth with them, until they are the whole
+    space: a mutant whose bug needs block_q > block_k was missed by every GPU campaign whose
+    choices for it lacked such a pair. The earlier choices stay first (what the pair recorded
+    still means the same), and a compile worker warms the pair up again."""
+    from fuzz.engine import run_narrowing
+    from fuzz.families import variant_space
+    from fuzz.profiles import HuntOptions, get_profile
+    from fuzz.target import get
+
+    target = get("attention_mutant_causal_loop_bound")
+    options = HuntOptions.of(get_profile("gpu"))
+    space = variant_space(target, options.scale)
+    pair = PairState(target, "triton", slices=1)
+    pair.narrowing = run_narrowing(target, options, 1)
+    pair.warm, pair.warm_count = "ready", 1
+    c = _campaign([pair])
+    c.config.options, c.config.seed, c.config.compile_workers = options, 1, 1
+    lines = []
+    c.log = lines.append
+    pair.examples = 199
+    c._widen(pair)
+    assert pair.widened == 0 and not lines  # under a floor's worth: nothing changes
+    seen = [pair.narrowing]
+    while pair.widened < 20:
+        pair.examples += 200
+        c._widen(pair)
+        if pair.narrowing == seen[-1]:
+            break
+        before, now = seen[-1], pair.narrowing
+        for dim, values in now.items():
+            assert values[: len(before[dim])] == before[dim]  # the earlier choices first
+            assert len(values) == min(len(before[dim]) + 1, len(set(space[dim])))
+        assert pair.warm == "cold" and pair.warm_count == 0  # warmed up again, ahead
+        assert "kernel variants widened" in lines[-1]
+        pair.warm, pair.warm_count = "ready", 1
+        seen.append(now)
+    assert all(set(seen[-1][d]) == set(space[d]) for d in seen[-1])  # the whole space, in the end
+    assert any(q > k for q, k in seen[-1]["block_pairs"])
+    assert pair.as_dict()["variants_widened"] == pair.widened == len(seen) - 1
+    # Fuzzing seconds count as the floor does (compiling not counted).
+    fresh = PairState(target, "triton", slices=1, seconds=40.0)
+    fresh.narrowing = run_narrowing(target, options, 1)
+    fresh.stats["compile_seconds"] = 15.0
+    c._widen(fresh)
+    assert fresh.widened == 0  # 25 s of fuzzing
+    fresh.seconds = 46.0
+    c._widen(fresh)
+    assert fresh.widened == 1
+    fresh.retired = "mutant found and shrunk"
+    fresh.seconds = 200.0
+    c._widen(fresh)
+    assert fresh.widened == 1  # a retired pair is left as it is

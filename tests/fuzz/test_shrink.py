@@ -79,7 +79,7 @@ def test_a_case_too_costly_for_the_interpreter_is_cut_on_the_compiled_backend_fi
 def test_a_faster_interpreter_takes_costlier_cases(fake_plugin, compiled_profile, monkeypatch):
     """The profile's cost bound is in Triton-interpreter units: a twin that runs a unit faster
     (``Backend.cost_speedup``: Pallas's interpreter, which XLA compiles) takes the same case
-    without a cut on the compiled backend."""
+    without compiling new variants on the compiled backend to cut it."""
     import importlib
 
     backends = importlib.import_module("fuzz.backends")  # (fuzz.backends is also a function)
@@ -88,7 +88,47 @@ def test_a_faster_interpreter_takes_costlier_cases(fake_plugin, compiled_profile
     profile = dataclasses.replace(compiled_profile, interpreter_max_cost=8.0)
     result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=0, database=None)
     found = result.found["nan"]
-    assert not any(n.startswith("cut on") for n in found.shrink_notes), found.shrink_notes
+    assert not any("through any variant" in n for n in found.shrink_notes), found.shrink_notes
+    assert found.shrink_path == "interpreter"
+    assert found.case.inputs["x"].shape == (1, 5)
+
+
+def test_an_interpreter_that_compiles_per_shape_shrinks_past_the_compile_share(
+    fake_plugin, compiled_profile
+):
+    """Pallas's interpret mode has XLA compile a program per new shape, and every shrink step
+    is a new shape: the compile share that keeps a search fuzzing refused them all, and a GPU
+    finding of 458,752 elements came back from the interpreter unshrunk. A shrink stage's
+    compiles are what shrinking costs there, bounded by its time."""
+    mod = _plugin_module()
+    mod.INTERPRETER_COMPILES.clear()
+    mod.interpreter_compiles = True
+    try:
+        profile = dataclasses.replace(compiled_profile, compile_share=0.05)
+        result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=0, database=None)
+    finally:
+        mod.interpreter_compiles = False
+    found = result.found["nan"]
+    assert found.shrink_path == "interpreter", found.shrink_notes
+    assert found.case.inputs["x"].shape == (1, 5), found.shrink_notes
+    assert len(mod.INTERPRETER_COMPILES) > 2  # it compiled as it shrank
+
+
+def test_a_faster_interpreter_still_shrinks_what_compiled_variants_can_cut(
+    fake_plugin, compiled_profile, monkeypatch
+):
+    """A twin that takes costlier cases (``Backend.cost_speedup``) is no reason to skip what the
+    compiled backend shrinks for nothing: its compiled variants cut the case to the plain bound
+    first (Pallas's interpreter pays a compile per shape it shrinks through)."""
+    import importlib
+
+    backends = importlib.import_module("fuzz.backends")
+    fast = dataclasses.replace(backends.get_backend("fake"), cost_speedup=1000.0)
+    monkeypatch.setitem(backends._BACKENDS, "fake", fast)
+    profile = dataclasses.replace(compiled_profile, interpreter_max_cost=8.0)
+    result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=1, database=None)
+    found = result.found["nan"]
+    assert found.shrink_notes[0].startswith("cut on fake-compiled through compiled variants")
     assert found.shrink_path == "interpreter"
     assert found.case.inputs["x"].shape == (1, 5)
 
@@ -197,6 +237,10 @@ def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
     assert a["head_dims"][0] == 16
     assert any(run_narrowing(target, gpu, s) != a for s in range(8))
     assert run_narrowing(target, get_profile("ci"), 7) == {}
+    wide = run_narrowing(target, gpu, 7, widen=1)
+    assert all(wide[d][:2] == a[d] and len(wide[d]) == 3 for d in a)
+    with pytest.raises(ValueError, match="widen=-1 must be an integer >= 0"):
+        run_narrowing(target, gpu, 7, widen=-1)
     result = hunt(
         target,
         "triton-interpret",
