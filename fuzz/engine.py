@@ -55,6 +55,13 @@ class _ContextLost(BaseException):
     the simplest example and report it in place of the one that did the damage."""
 
 
+class _DeviceMemory(BaseException):
+    """Ends a hunt whose example ran the GPU out of memory (``reproducer.device_out_of_memory``):
+    the harness's resources (a campaign runs a dozen processes on one GPU), not the kernel's
+    bug; later launches of the process would fail alike. The hunt stops with ``stopped`` =
+    ``"device-memory"`` and an error that says so; a campaign worker exits for a fresh one."""
+
+
 # What lost this process's CUDA context, once something has: later hunts that need the GPU refuse
 # to run (their failures would be this one's) and say so.
 _context_lost: list[str] = []
@@ -448,6 +455,8 @@ class _Hunter:
     def _failed(self, case: Case, outcome: Any, final: bool) -> None:
         f = outcome.finding
         result, target = self.result, self.target
+        if reproducer.out_of_device_memory(f):
+            self._out_of_memory(f"{f.prop}: {f.message}")
         elapsed = time.perf_counter() - self.t0
         if f.cls == NONDETERMINISM:
             self.race_repeats = reproducer.RACE_REPEATS
@@ -514,6 +523,16 @@ class _Hunter:
             raise _HandOff
         raise_for(f, key)
 
+    def _out_of_memory(self, what: str) -> None:
+        result = self.result
+        result.events["device out of memory"] += 1
+        result.stopped = "device-memory"
+        result.error = (
+            f"the GPU ran out of memory ({what[:300]}): the harness's resources, not a kernel "
+            "finding; nothing more runs in this process"
+        )
+        raise _DeviceMemory
+
     # Hypothesis --------------------------------------------------------------------------------
 
     def build(self, *, max_examples: int, database: Any, seed: int | None, phases: Any) -> Any:
@@ -574,6 +593,8 @@ class _Hunter:
             ):
                 test()
             self.exhausted = _exhausted(stats, bool(self.first))
+        except _DeviceMemory:
+            pass
         except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
             if self.harness_error is not None and result.error is None:
                 result.error = self.harness_error  # cut while shrinking it: still an error
@@ -586,12 +607,24 @@ class _Hunter:
             for e in _exceptions(exc):
                 if isinstance(e, KeyboardInterrupt):
                     raise e from exc
-                if isinstance(e, (KernelFailure, OutOfTime, _ContextLost, _HandOff, _GoalReached)):
+                if isinstance(
+                    e,
+                    (KernelFailure, OutOfTime, _ContextLost, _DeviceMemory, _HandOff, _GoalReached),
+                ):
                     continue
                 if _is_flaky(e):
                     continue
                 if self._refused_out(e):
                     result.stopped = "refused"
+                    continue
+                if reproducer.device_out_of_memory(f"{type(e).__name__}: {e}"):
+                    # the references' or the twin's: the same exhaustion, outside a launch
+                    result.events["device out of memory"] += 1
+                    result.stopped = "device-memory"
+                    result.error = (
+                        f"the GPU ran out of memory ({type(e).__name__}: {str(e)[:300]}): the "
+                        "harness's resources, not a kernel finding"
+                    )
                     continue
                 if result.error is None:
                     result.error = f"{type(e).__name__}: {e}"[:2000]
@@ -638,6 +671,8 @@ class _Hunter:
         example to ``database`` and hands it to ``on_found``; then settles the round's bugs into
         the result (each a known bug of the rounds that follow)."""
         result, found = self.result, self.found()
+        if result.stopped == "device-memory":
+            self.handed_off = []  # nothing more runs here: they were streamed unshrunk
         for key in self.handed_off:
             found[key] = shrink_compiled(
                 self.target,

@@ -356,6 +356,33 @@ def sticky_cuda_error(text: str) -> bool:
     return any(s.lower() in text.lower() for s in STICKY_CUDA_ERRORS)
 
 
+# The device's memory ran out (PyTorch's caching allocator, a JAX/XLA buffer or launch, Triton's
+# launcher, the driver): in a campaign of a dozen processes on one GPU, the harness's doing.
+DEVICE_MEMORY_ERRORS = (
+    "CUDA out of memory",
+    "CUDA error: out of memory",
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    "Triton Error [CUDA]: out of memory",
+    "OutOfMemoryError",
+    "RESOURCE_EXHAUSTED: Out of memory",
+    "cudaErrorMemoryAllocation",
+)
+
+
+def device_out_of_memory(text: str) -> bool:
+    """Whether ``text`` (an exception's) says the GPU's memory ran out: not a shared-memory
+    limit of a kernel's tiles (Triton's ``OutOfResources``), which is the kernel's."""
+    low = text.lower()
+    return any(s.lower() in low for s in DEVICE_MEMORY_ERRORS)
+
+
+def out_of_device_memory(finding: Finding) -> bool:
+    """A crash whose exception says the GPU's memory ran out: the harness's resources, not a
+    finding (a campaign restarts the worker; ``fuzz.engine``)."""
+    text = f"{finding.message} {finding.details.get('text', '')}"
+    return finding.cls == "crash" and device_out_of_memory(text)
+
+
 def kills_context(finding: Finding) -> bool:
     """A crash whose exception is a sticky CUDA error (an illegal address...): the process that
     saw it can launch nothing more, so its reproducer replays in a child process."""

@@ -269,6 +269,10 @@ class _Shrinker:
         any interpreter (``cut_cost``); then through new variants, if the interpreter still
         would not take it (``max_cost``)."""
         cost = self.cost
+
+        def within(bound: float) -> Callable[[Case], bool]:
+            return lambda c: cost(c) <= bound
+
         for only_compiled, bound in ((True, self.cut_cost), (False, self.max_cost)):
             if self.twin is None or cost(self.current.case) <= bound or self.left() <= 0:
                 continue
@@ -277,7 +281,7 @@ class _Shrinker:
                 self.options,
                 seconds=self.left() / 2,
                 only_compiled=only_compiled,
-                goal=lambda c, bound=bound: cost(c) <= bound,
+                goal=within(bound),
             )
             if cut is not None:
                 self.current = cut

@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -258,8 +258,12 @@ def _limits(
     blocks_k: tuple[int, ...] | None = None,
     head_dims: tuple[int, ...] | None = None,
 ) -> tuple[Limits, Callable[[int, int], int]]:
-    """The scale's limits with a kernel's own tiles and head dims in place of the scale's, and the
-    tile fitting to use: the tile budget cuts the scale's tiles, never a kernel's own."""
+    """The scale's limits with a kernel's own tiles and head dims (or a run's narrowing of the
+    scale's) in place of the scale's, and the tile fitting to use: the tile budget cuts a tile
+    for a large head dim, to the largest of the given tile sizes within it (the smallest where
+    none is), never to a size not given. Narrowed tiles fitted so: a campaign drew fp32 tiles of
+    128 x 128 with head dim 256 and Triton needed 344 KB of shared memory, above an H100's
+    227 KB."""
     lim = LIMITS[check_scale(scale)]
     own_tiles = block_pairs is not None or blocks_k is not None
     lim = dataclasses.replace(
@@ -273,14 +277,23 @@ def _limits(
         rare_head_dims=lim.rare_head_dims if head_dims is None else (),
     )
     if own_tiles:
-        return lim, lambda block, d: block
+        sizes = sorted({b for pair in lim.block_pairs for b in pair} | set(lim.blocks_k))
+        return lim, lambda block, d: _fit(block, d, lim, sizes)
     return lim, lambda block, d: _fit(block, d, lim)
 
 
-def _fit(block: int, d: int, lim: Limits) -> int:
-    """``block``, cut so that ``block * D_pad <= tile_elements`` (never below 16)."""
+def _fit(block: int, d: int, lim: Limits, sizes: Sequence[int] | None = None) -> int:
+    """``block``, cut so that ``block * D_pad <= tile_elements``: to the largest of ``sizes``
+    within that (the smallest of them where none is), or without ``sizes`` to that bound (never
+    below 16)."""
     d_pad = max(16, 1 << max(d - 1, 0).bit_length())
-    return max(16, min(block, lim.tile_elements // d_pad))
+    most = lim.tile_elements // d_pad
+    if block <= most:
+        return block
+    if sizes is None:
+        return max(16, most)
+    within = [b for b in sizes if b <= most]
+    return max(within) if within else min(sizes)
 
 
 def _heads(draw: st.DrawFn, lim: Limits, feats: frozenset[str]) -> tuple[int, int]:

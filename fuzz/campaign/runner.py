@@ -53,6 +53,7 @@ from fuzz.campaign.threads import children_share_cpus
 from fuzz.campaign.worker import (
     EXHAUSTED_AT,
     EXIT_CONTEXT_LOST,
+    EXIT_DEVICE_MEMORY,
     EXIT_RECYCLE,
     WorkerConfig,
     clear_inflight,
@@ -1092,6 +1093,8 @@ class Campaign:
         """Why the death of worker ``w`` (exit ``code``) was the harness process running out of
         memory maps or memory rather than a kernel crash, or None: killed by a fault signal with
         its memory maps near the limit, or after an out-of-resources message in its log."""
+        if code == EXIT_DEVICE_MEMORY:
+            return "the GPU ran out of memory"
         limit = self.map_limit
         faulted = code is not None and code < 0 and -code in FAULT_SIGNALS
         if faulted and limit and w.maps >= EXHAUSTED_AT * limit:
@@ -1782,6 +1785,8 @@ def _exit_text(code: int | None, reason: str | None) -> str:
         return "exited after losing its CUDA context"
     if code == EXIT_RECYCLE:
         return "was recycled (too many memory maps)"
+    if code == EXIT_DEVICE_MEMORY:
+        return "exited after the GPU ran out of memory"
     if _stop_signal(code):
         return f"was stopped by {_stop_signal(code)}"
     if code < 0:

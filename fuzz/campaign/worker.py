@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 EXIT_CONTEXT_LOST = 86
 EXIT_RECYCLE = 87  # a worker that ends itself to be replaced by a fresh process (memory maps)
+EXIT_DEVICE_MEMORY = 88  # a worker whose GPU memory ran out: a fresh process takes over
 
 # Fractions of the memory-map limit: clear JAX's compile caches, recycle the worker, and (the
 # parent) call a worker's death by a signal at this count a resource exhaustion, not a crash.
@@ -478,6 +479,12 @@ def _hunt(
             memo.explore = explore  # a warm-up's "every example explores" ends with it
     started.value = 0.0
     clear_inflight(config.inflight)
+    if result.stopped == "device-memory":
+        # The harness's resources, not a finding: the parent books an exhaustion and starts a
+        # fresh process (what this slice found was streamed already).
+        print(f"device out of memory: {result.error}", file=sys.stderr, flush=True)
+        os._exit(EXIT_DEVICE_MEMORY)
+    _release_device_cache()
     summary = sl.summary(result)
     if memo is not None and task.get("warm"):
         summary["structures"] = memo.export()  # for the workers that fuzz the pair
@@ -488,6 +495,18 @@ def _hunt(
     if sl.disk_was_full:
         summary["stopped"] = "disk full"  # neither
     conn.send(("done", sl.id, summary))
+
+
+def _release_device_cache() -> None:
+    """Hands the GPU memory PyTorch's allocator holds cached back to the driver after a slice: a
+    dozen processes share the GPU, and blocks one kept for its largest case ran another's
+    kernel launches out of memory (CUDA_ERROR_OUT_OF_MEMORY on an H100)."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+    except Exception:  # a courtesy: never fatal
+        pass
 
 
 _MEMOS: dict[tuple[str, str], Any] = {}

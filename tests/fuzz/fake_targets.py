@@ -7,6 +7,8 @@ twin), so the compiled-vs-interpreted differential is testable without a GPU.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from hypothesis import strategies as st
@@ -146,6 +148,26 @@ def target(name, bug=None):
 register(target("fake_double"))
 for bug in BUGS:
     register(target(f"fake_double_{bug}", bug))
+
+
+# A kernel whose launches on rows of >= 3 columns fail as a GPU whose memory ran out does (JAX's
+# words on an H100 shared by a campaign's dozen processes): the harness's resources, never a
+# finding (``fuzz.reproducer.device_out_of_memory``).
+def _oom_kernel():
+    base = make_kernel(None)
+
+    def run(inputs, params, *, out, interpret):
+        if inputs["x"].shape[1] >= 3:
+            raise RuntimeError(
+                "RESOURCE_EXHAUSTED: Failed to launch CUDA kernel: _kernel; shared memory size: "
+                "49152: CUDA_ERROR_OUT_OF_MEMORY: out of memory"
+            )
+        return base(inputs, params, out=out, interpret=interpret)
+
+    return run
+
+
+register(dataclasses.replace(target("fake_device_oom"), kernels={"fake": _oom_kernel()}))
 
 
 # A kernel whose compiled runs pay a (fake) compile per variant, for the tests of shrinking a

@@ -8,6 +8,7 @@ budget: the budgets are safety nets only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -678,6 +679,7 @@ def test_database_entries_get_the_mode_the_umask_gives(tmp_path):
 
 FILLER = """
 import dataclasses
+import functools
 from pathlib import Path
 from fuzz.target import get, load_plugin, register
 load_plugin({fake!r})
@@ -935,3 +937,92 @@ def test_a_replaced_reproducer_is_gone_even_after_a_kill_9(tmp_path):
     named = {f["reproducer"] for f in report_of(out)["findings"]}
     assert first not in named, "no replaced reproducer: this seed does not exercise the case"
     assert {str(p) for p in (out / "reproducers").glob("*.py")} == named
+
+
+# The GPU's memory running out is the harness's, not the kernel's -----------------------------------
+
+DEVICE_OOM = {
+    "torch": "CUDA out of memory. Tried to allocate 2.00 GiB",
+    "jax": "RESOURCE_EXHAUSTED: : CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    "triton": "Triton Error [CUDA]: out of memory",
+}
+
+
+@pytest.mark.parametrize("words", sorted(DEVICE_OOM))
+def test_a_launch_that_runs_the_gpu_out_of_memory_stops_the_hunt_without_a_finding(
+    fake_plugin, fake_profile, words
+):
+    """Eleven campaign processes on one H100 ran launches out of memory, and correct kernels
+    read as crashes (`JaxRuntimeError: RESOURCE_EXHAUSTED ... CUDA_ERROR_OUT_OF_MEMORY`). The hunt
+    stops with an error that says whose resources ran out; a kernel that needs more shared memory
+    than the GPU has (Triton's `OutOfResources`) is still the kernel's crash."""
+    from fuzz import engine
+    from fuzz.target import get
+
+    base = get("fake_double")
+    run = base.kernels["fake"]
+
+    class OutOfResources(Exception):
+        pass
+
+    def kernel(inputs, params, *, out, interpret, raises):
+        if inputs["x"].shape[1] >= 3:
+            raise raises
+        return run(inputs, params, out=out, interpret=interpret)
+
+    oom = dataclasses.replace(
+        base,
+        name="fake_oom",
+        kernels={"fake": functools.partial(kernel, raises=RuntimeError(DEVICE_OOM[words]))},
+    )
+    result = engine.hunt(oom, "fake", fake_profile, max_examples=200, seed=1, database=None)
+    assert not result.found, result.found
+    assert result.stopped == "device-memory"
+    assert "the GPU ran out of memory" in result.error and "not a kernel finding" in result.error
+    assert result.events["device out of memory"] == 1
+    smem = dataclasses.replace(
+        base,
+        name="fake_smem",
+        kernels={
+            "fake": functools.partial(
+                kernel,
+                raises=OutOfResources(
+                    "out of resource: shared memory, Required: 344320, Hardware limit: 232448"
+                ),
+            )
+        },
+    )
+    result = engine.hunt(smem, "fake", fake_profile, max_examples=200, seed=1, database=None)
+    assert result.error is None and list(result.found) == ["crash"]
+
+
+def test_a_campaign_worker_out_of_gpu_memory_is_an_exhaustion_not_a_crash(tmp_path):
+    """In a campaign the worker exits for a fresh process (its memory with it), the pair books a
+    resource exhaustion, and twice retires it so: no crash finding, a note that says why."""
+    out = tmp_path / "out"
+    proc = fuzz_cli(
+        "run",
+        "--profile",
+        "ci",
+        "--plugin",
+        FAKE,
+        "--targets",
+        "fake_device_oom",
+        "--backends",
+        "fake",
+        "--budget",
+        "600",
+        "--examples",
+        "200",
+        "--seed",
+        "2",
+        "--out",
+        str(out),
+    )
+    report = report_of(out)
+    (row,) = report["results"]
+    assert row["findings"] == [] and row["worker_deaths"] == 0, row["findings"]
+    assert row["resource_exhaustions"] == 2 and row["retired"] == "resource exhaustion", row
+    assert any("the GPU ran out of memory" in n for n in report["notes"]), report["notes"]
+    assert "the GPU ran out of memory" in row["error"], row["error"]
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]

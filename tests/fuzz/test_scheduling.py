@@ -352,8 +352,12 @@ def test_the_processes_on_one_gpu_split_its_memory(monkeypatch):
     monkeypatch.delenv("KERNEL_FUZZ_GPU_SHARE", raising=False)
     assert worker._share_gpu_memory(1) is None
     torch_share = worker._share_gpu_memory(5)
-    assert torch_share == pytest.approx(0.55 / 5)
-    assert float(__import__("os").environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) == pytest.approx(0.07)
+    assert torch_share == pytest.approx(0.45 / 5)
+    assert float(__import__("os").environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) == pytest.approx(0.06)
+    # A quarter of the GPU stays outside both pools (CUDA contexts, loaded kernel modules).
+    from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE
+
+    assert TORCH_SHARE + XLA_SHARE <= 0.75
     monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "off")
     assert worker._share_gpu_memory(5) is None
 

@@ -105,3 +105,28 @@ def test_jagged_with_its_own_tiles(case):
 def test_bad_capabilities_are_errors_naming_them(make, message):
     with pytest.raises(InvalidArgument, match=message):
         make().example()
+
+
+@FEW
+@given(
+    attention_cases(
+        "large",
+        dtypes=("float32",),
+        block_pairs=((128, 128), (64, 32)),
+        head_dims=(256, 128, 16),
+    )
+)
+def test_given_tiles_are_fitted_to_the_head_dim_among_themselves(case):
+    """Tiles given to the strategy (a kernel's own, or a campaign's narrowing of the scale's)
+    are cut for a large head dim as the scale's are (fp32 tiles of 128 x 128 with head dim 256
+    overflowed an H100's shared memory), to the largest given size within the budget, never to
+    a size not given."""
+    d = case.inputs["q"].shape[-1]
+    bq, bk = case.params["block_q"], case.params["block_k"]
+    assert {bq, bk} <= {128, 64, 32}
+    if d == 256:  # 8192 / 256 = 32: only 32 fits
+        assert (bq, bk) == (32, 32)
+    elif d == 128:
+        assert bq <= 64 and bk <= 64
+    else:
+        assert (bq, bk) in ((128, 128), (64, 32))
