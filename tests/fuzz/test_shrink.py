@@ -3,6 +3,7 @@ compiled backend that pays a compile per shape bucket (``fake_targets.slow_kerne
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from fuzz.engine import hunt
@@ -250,3 +251,33 @@ def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
         max_examples=5,
     )
     assert result.variants == {"dtypes": ["float32"], "block_pairs": [(16, 16)], "head_dims": [1]}
+
+
+def test_an_interpreter_minimal_larger_than_its_start_is_not_taken(
+    fake_plugin, compiled_profile, monkeypatch
+):
+    """Hypothesis orders examples by their choices, not their elements: an interpreter's minimal
+    case can be larger than the compiled cut it started from (10,374 elements came back as
+    122,880 on an H100). The smaller one stays."""
+    from fuzz import shrink
+
+    real_stage = shrink._Shrinker.stage
+
+    def stage(self, backend, options, **kw):
+        found, run = real_stage(self, backend, options, **kw)
+        if backend.interpret and found is not None:  # the twin's answer, made larger
+            x = np.zeros((7, 9), np.float32)
+            found = dataclasses.replace(
+                found, case=dataclasses.replace(found.case, inputs={"x": x})
+            )
+        return found, run
+
+    monkeypatch.setattr(shrink._Shrinker, "stage", stage)
+    profile = dataclasses.replace(compiled_profile, interpreter_max_cost=8.0)
+    result = hunt(get("fake_slow_nan"), "fake-compiled", profile, seed=0, database=None)
+    found = result.found["nan"]
+    assert any("is larger than the one it started from" in n for n in found.shrink_notes), (
+        found.shrink_notes
+    )
+    assert found.shrink_path == "compiled"
+    assert found.case.inputs["x"].size <= 8  # the cut's, shrunk on on the compiled backend
