@@ -978,6 +978,7 @@ def hunt(
     hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
     db = _example_database(target, b, options, database, hunter.stage)
     rounds = time_limit is not None and stage is None
+    drawn_before = dict(memo.counts) if memo is not None else {}
     for round_ in itertools.count():
         before = result.examples
         hunter.search(
@@ -996,6 +997,11 @@ def hunt(
         if stop_when is not None and stop_when(result):
             break
         hunter.next_round()
+    if memo is not None:  # how the structures were drawn (reuse at work, or not)
+        for k in ("explored", "reused", "fresh", "replayed", "stale"):
+            n = memo.counts.get(k, 0) - drawn_before.get(k, 0)
+            if n:
+                result.events[f"structures {k}"] += n
     if repro_dir is not None:
         for f in result.found.values():
             f.reproducer = write_reproducer(repro_dir, target, b.name, f, options)
