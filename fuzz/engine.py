@@ -390,6 +390,19 @@ class _Hunter:
         if self.memo is not None:
             self.memo.over_budget = over_budget  # the next examples explore less
         only_compiled = (self.stage.only_compiled or over) and not final
+        if (
+            only_compiled
+            and self.memo is not None
+            and not self.memo.drawn_known()
+            and self.memo.new_would_compile()
+        ):
+            # A structure no process here launched, where new ones mostly compile: refused
+            # before its launch. At the compile it would have paid JAX's tracing and lowering
+            # first (0.3-1 s for a Pallas attention kernel, the refused examples of a GPU
+            # campaign's Pallas pairs outnumbering the checked ones 5 to 1).
+            self.result.events["rejected: would compile"] += 1
+            self.memo.refused()
+            reject()
         scope = no_new_compiles() if only_compiled else contextlib.nullcontext()
         # A launch a property derives has shapes of its own (one sequence of a packed batch, a
         # truncated batch element), which a kernel compiled per shape compiles even where the
@@ -411,6 +424,8 @@ class _Hunter:
                 )
         except NewCompile:
             self.result.events["rejected: would compile"] += 1
+            if self.memo is not None:
+                self.memo.refused()
             reject()
         except Unsupported as e:  # the kernel declined the example: never a finding
             self._declined([e.reason])

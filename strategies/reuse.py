@@ -181,7 +181,10 @@ class _Costs:
         chosen: examples whose structure the memo chose (explored or reused);
         other_compile: compile seconds of the others (Hypothesis chose the structure: its first
             example, its mutations, hill climbing, shrinking, the database);
-        run_seconds: every example's seconds besides compiling.
+        run_seconds: every example's seconds besides compiling;
+        new_compiling: examples of new structures that compiled (or loaded) something, and
+        new_refused: examples of new structures refused because they would have compiled
+            (``refused``): how often a new structure needs a compile (``new_would_compile``).
     """
 
     new: int = 0
@@ -191,7 +194,14 @@ class _Costs:
     known_compiling: int = 0  # examples of known structures that compiled (loaded) something
     chosen: int = 0
     other_compile: float = 0.0
+    new_compiling: int = 0
+    new_refused: int = 0
     run_seconds: float = 0.0
+
+
+# The examples of new structures a memo must have seen before it judges whether a new one will
+# need a compile (``StructureMemo.new_would_compile``).
+NEW_SEEN = 4
 
 
 @dataclass
@@ -286,6 +296,7 @@ class StructureMemo:
         else:
             c.new += 1
             c.new_compile += compile_seconds
+            c.new_compiling += compile_seconds > 0
         if first.mode in ("explore", "reuse"):
             c.chosen += 1
         else:
@@ -325,6 +336,24 @@ class StructureMemo:
         budget = self.target_share / (1 - self.target_share) * c.run_seconds
         f = ((budget - c.other_compile) / max(c.chosen, 1) - known_cost) / (new_cost - known_cost)
         return min(1.0, max(self.min_explore, f))
+
+    def refused(self) -> None:
+        """Tells the memo that the example now running was refused before it ran because it
+        would have compiled: where it drew a structure the memo does not know, that counts
+        toward how often a new structure needs a compile."""
+        if self._drawn and not self.drawn_known():
+            self.costs.new_refused += 1
+        self._drawn = []
+
+    def new_would_compile(self) -> bool:
+        """Whether a structure the memo does not know will most likely need a compile here: of
+        the examples of new structures (at least ``NEW_SEEN``), most compiled or were refused
+        for it. True of a kernel compiled per shape bucket (a Pallas kernel on a GPU), false of
+        one compiled per variant (a Triton kernel declared with ``jit_any_size``), whose new
+        structures mostly land on variants compiled already."""
+        c = self.costs
+        n = c.new + c.new_refused
+        return n >= NEW_SEEN and c.new_compiling + c.new_refused > n / 2
 
     def known_is_cheap(self) -> bool:
         """Whether launching a structure this memo knows has cost little to compile here, where

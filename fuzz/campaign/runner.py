@@ -117,6 +117,7 @@ class PairState:
     compile_at_warm: float = 0.0  # its fuzzing path's compile seconds at its last warm-up
     refused_at_warm: int = 0  # its examples refused for their compile at its last warm-up
     narrowing: dict[str, Any] | None = None  # its compile-time choices (kernel variants) now
+    refused_seconds: float = 0.0  # seconds of its slices that checked nothing, all refused
     widened: int = 0  # times its choices grew (``Campaign._widen``)
     widened_at: tuple[int, float] = (0, 0.0)  # its examples and fuzzing seconds then
     structures: list[Any] = field(default_factory=list)  # its warm-ups' (strategies.reuse)
@@ -135,8 +136,10 @@ class PairState:
 
     @property
     def fuzz_seconds(self) -> float:
-        """Seconds it was fuzzed, compiling not counted (a setup cost, not held against it)."""
-        return max(0.0, self.seconds - self.stats["compile_seconds"])
+        """Seconds it was fuzzed, compiling not counted (a setup cost, not held against it), nor
+        slices whose every example was refused for its compile (they fuzzed nothing: a GPU
+        campaign's Pallas pair met its 30 s floor with 16 examples so)."""
+        return max(0.0, self.seconds - self.stats["compile_seconds"] - self.refused_seconds)
 
     @property
     def classes(self) -> set[str]:
@@ -175,6 +178,7 @@ class PairState:
             "examples": ex,
             "seconds": round(secs, 3),
             "fuzz_seconds": round(fuzz, 3),
+            "refused_seconds": round(self.refused_seconds, 3),
             "examples_per_second": round(ex / fuzz, 2) if fuzz > 0 else 0.0,
             "slices": self.slices,
             "worker_deaths": self.deaths,
@@ -830,6 +834,9 @@ class Campaign:
         else:
             pair.slices += 1
             pair.seconds += secs
+            refused = (summary.get("events") or {}).get(REFUSED, 0)
+            if not summary.get("examples") and (refused or summary.get("stopped") == "refused"):
+                pair.refused_seconds += max(0.0, secs - summary.get("compile_seconds", 0.0))
         for rec in summary.get("found", []):
             self._record(pair, rec, origin=_origin(sl.id, rec))
         for dup in summary.get("duplicates", []):

@@ -282,3 +282,32 @@ def test_a_warm_up_draws_a_fresh_structure_every_example(exact, tmp_path):
     summary = next(m[2] for m in sent if m[0] == "done")
     assert summary["stopped"] == "warmed" and summary["examples"] <= 2, summary
     worker._MEMOS.clear()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_over_its_share_a_new_structure_is_refused_before_its_launch(exact, seed):
+    """Where new structures mostly compile (a kernel compiled per shape bucket), a slice over its
+    share refuses a structure no process launched before it calls the kernel: a refusal at the
+    compile comes after JAX's tracing and lowering, which cost a Pallas attention kernel
+    0.3-1 s each, and a GPU campaign's Pallas pairs refused 5 examples for each one checked.
+    Until the memo has seen a few new structures, they are tried (a compiled-per-variant kernel
+    loads most new structures)."""
+    from strategies.reuse import NEW_SEEN
+
+    run, profile = exact
+    mod = _plugin_module()
+    profile = dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25)
+    first = StructureMemo(target_share=0.25, seed=seed)
+    run(dataclasses.replace(profile, compile_share=None), seed=seed, memo=first, max_examples=40)
+    known = set(mod.EXACT_COMPILES)
+    memo = StructureMemo(target_share=0.25, seed=seed + 1)
+    memo.take_in(first.export())
+    memo.explore = 0.5  # many new structures drawn
+    mod.EXACT_CALLS.clear()
+    held, _ = run(profile, seed=seed + 7, memo=memo, max_examples=150, compile_spent=(100.0, 110.0))
+    refused = held.events["rejected: would compile"]
+    called_new = [s for s in mod.EXACT_CALLS if s not in known]
+    assert refused > 3 * NEW_SEEN, dict(held.events)
+    assert len(called_new) <= NEW_SEEN + 1, (len(called_new), refused)
+    assert memo.new_would_compile()
+    assert held.examples == 150  # the known structures are fuzzed meanwhile

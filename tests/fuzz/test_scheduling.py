@@ -416,3 +416,25 @@ def test_a_pair_widens_its_kernel_variants_after_each_floor():
     fresh.seconds = 200.0
     c._widen(fresh)
     assert fresh.widened == 1  # a retired pair is left as it is
+
+
+def test_a_slice_that_only_refused_is_no_fuzzing_toward_the_floor():
+    """A slice whose every example was refused (it would have compiled past the share) checked
+    nothing: its seconds count toward no floor (a GPU campaign's Pallas pair met the 30 s floor
+    with 16 examples checked, and had its variants widened on it)."""
+    pair = _pair("p", examples=10, seconds=5.0)
+    c = _campaign([pair])
+    c._retire = lambda p, s: None
+    c._widen = lambda p: None
+    c.note_db_problems = lambda problems: None
+    w = SimpleNamespace(busy=SimpleNamespace(warm=False, id=1, started=0.0), recycles=0, ready=True)
+    pair.running = True
+    refused = {"rejected: would compile": 30}  # a slice cut by its time, every example refused
+    c._slice_done(w, pair, {"examples": 0, "seconds": 40.0, "stopped": "time", "events": refused})
+    assert pair.seconds == 45.0 and pair.fuzz_seconds == pytest.approx(5.0)
+    assert c.floor_progress(pair) < 1.0
+    pair.running = True
+    w.busy = SimpleNamespace(warm=False, id=2, started=0.0)
+    c._slice_done(w, pair, {"examples": 3, "seconds": 30.0, "stopped": "refused"})
+    assert pair.fuzz_seconds == pytest.approx(35.0)  # it checked some: fuzzing
+    assert pair.as_dict()["refused_seconds"] == 40.0
