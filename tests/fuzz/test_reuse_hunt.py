@@ -311,3 +311,42 @@ def test_over_its_share_a_new_structure_is_refused_before_its_launch(exact, seed
     assert len(called_new) <= NEW_SEEN + 1, (len(called_new), refused)
     assert memo.new_would_compile()
     assert held.examples == 150  # the known structures are fuzzed meanwhile
+
+
+def test_structures_taken_in_from_a_warm_up_launch_its_kernel_programs(monkeypatch):
+    """What a campaign's compile worker compiles is what the fuzzing workers launch: a structure
+    taken in from a warm-up's memo gives a case whose Pallas program (the padded shapes, tiles and
+    group of ``_attention_padded``) the warm-up launched. (On an H100 the fuzzing workers of
+    ``attention_reverse_kv`` loaded nothing a warm-up compiled; here the programs match, so the
+    misses are the GPU cache's.)"""
+    from fuzz.campaign.worker import checked_strategy
+    from fuzz.profiles import HuntOptions, get_profile
+    from kernels.attention.reformulations import REFORMULATIONS
+
+    mod = next(r for r in REFORMULATIONS if r.name == "reverse_kv").module("pallas")
+    launched: list[tuple] = []
+    real = mod._attention_padded
+
+    def recording(*args, static, group, interpret):
+        launched.append((tuple((a.shape, str(a.dtype)) for a in args), static, group))
+        return real(*args, static=static, group=group, interpret=interpret)
+
+    monkeypatch.setattr(mod, "_attention_padded", recording)
+    target = checked_strategy(get("attention_reverse_kv"))
+    options = dataclasses.replace(
+        HuntOptions.of(get_profile("ci")), reuse_share=0.25, compile_share=None, max_examples=30
+    )
+    warm = StructureMemo(target_share=0.25, seed=1)
+    warm.explore = 1.0  # a warm-up: every example a fresh structure
+    hunt(target, "pallas-interpret", options, max_examples=8, seed=5, database=None, memo=warm)
+    compiled = set(launched)
+    assert warm.structures() >= 4
+    launched.clear()
+    fuzz = StructureMemo(target_share=0.25, seed=2)  # another process's
+    fuzz.take_in(warm.export())
+    fuzz.explore = 0.0  # reuse only
+    result = hunt(target, "pallas-interpret", options, max_examples=30, seed=9, database=None,
+                  memo=fuzz)  # fmt: skip
+    assert result.error is None and fuzz.counts["reused"] >= 10, fuzz.counts
+    new = set(launched) - compiled
+    assert not new, new
