@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import itertools
 import random
+import threading
 import time
 import unittest
 from collections.abc import Callable, Collection
@@ -151,6 +152,42 @@ def _shrink_budget(seconds: float) -> Any:
         yield
     finally:
         conjecture.MAX_SHRINKING_SECONDS = saved  # type: ignore[attr-defined]
+
+
+# The phase of the Hypothesis run in progress in this thread ("generate", "shrink"...), where
+# Hypothesis's runner says (``_track_phases``); None elsewhere.
+_phase = threading.local()
+
+
+def _track_phases() -> None:
+    """Has Hypothesis's runner note the phase it enters (its ``_log_phase_statistics``), so that
+    an example can tell a shrink step from a fresh one (idempotent; a Hypothesis without that
+    method leaves every example unmarked)."""
+    try:
+        from hypothesis.internal.conjecture.engine import ConjectureRunner
+    except ImportError:
+        return
+    logged = ConjectureRunner.__dict__.get("_log_phase_statistics")
+    if logged is None or getattr(logged, "_kernel_fuzz", False):
+        return
+
+    @contextlib.contextmanager
+    def noted(self: Any, phase: str) -> Any:
+        before = getattr(_phase, "name", None)
+        _phase.name = phase
+        try:
+            with logged(self, phase):
+                yield
+        finally:
+            _phase.name = before
+
+    noted._kernel_fuzz = True  # type: ignore[attr-defined]
+    ConjectureRunner._log_phase_statistics = noted  # type: ignore[method-assign,assignment]
+
+
+def _shrinking() -> bool:
+    """Whether the example now running is a step of Hypothesis's shrinking."""
+    return getattr(_phase, "name", None) == "shrink"
 
 
 @contextlib.contextmanager
@@ -383,7 +420,10 @@ class _Hunter:
         # Over the share, an example whose structure is new is refused where it would compile;
         # one whose structure launched before (here, or in the compile worker that warmed the
         # pair up) at most loads what is compiled already, where such loads have been cheap.
-        over_budget = self._over_compile_budget()
+        # Shrinking a failure compiles what its steps need, within Hypothesis's shrink time:
+        # the share refused every step of a CPU campaign's Pallas interpreter (an XLA program
+        # per shape) and left its reproducers 5x the size the same kernel's Triton twin reached.
+        over_budget = not _shrinking() and self._over_compile_budget()
         over = over_budget and not (
             self.memo is not None and self.memo.drawn_known() and self.memo.known_is_cheap()
         )
@@ -393,7 +433,7 @@ class _Hunter:
         if (
             only_compiled
             and self.memo is not None
-            and not self.memo.drawn_known()
+            and not self.memo.drawn_launched()
             and self.memo.new_would_compile()
         ):
             # A structure no process here launched, where new ones mostly compile: refused
@@ -598,6 +638,7 @@ class _Hunter:
         """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
         result = self.result
         stats: list[dict[str, Any]] = []
+        _track_phases()
         try:
             memo = self.memo.active() if self.memo is not None else contextlib.nullcontext()
             with (

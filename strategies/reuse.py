@@ -243,6 +243,10 @@ class StructureMemo:
         default_factory=dict, init=False, repr=False
     )
     _drawn: list[_Drawn] = field(default_factory=list, init=False, repr=False)
+    # Every structure an example launched here, offered or not (one that failed is not).
+    _launched: set[tuple[Hashable, tuple[Any, ...]]] = field(
+        default_factory=set, init=False, repr=False
+    )
     _rng: random.Random = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -302,6 +306,7 @@ class StructureMemo:
         else:
             c.other_compile += compile_seconds
         c.run_seconds += max(0.0, example_seconds - compile_seconds)
+        self._launched.update((d.key, _identity(d.nodes)) for d in drawn)
         if offer:
             for d in drawn:
                 self._offer(d.key, d.nodes)
@@ -339,11 +344,26 @@ class StructureMemo:
 
     def refused(self) -> None:
         """Tells the memo that the example now running was refused before it ran because it
-        would have compiled: where it drew a structure the memo does not know, that counts
-        toward how often a new structure needs a compile."""
-        if self._drawn and not self.drawn_known():
+        would have compiled: where it drew a structure never launched here, that counts toward
+        how often a new structure needs a compile."""
+        if self._drawn and not self.drawn_launched():
             self.costs.new_refused += 1
         self._drawn = []
+
+    def drawn_launched(self) -> bool:
+        """Whether every structure the example now running drew through the memo was launched
+        before: one it knows (:meth:`drawn_known`), or one an example launched here that was not
+        offered for reuse (it failed). A replay of a failing example (Hypothesis's, while it
+        shrinks) draws the latter. False where the example drew none through it."""
+        if not self._drawn:
+            return False
+        data = self._drawn[-1].data
+        return all(
+            _identity(d.nodes) in self._known.get(d.key, ())
+            or (d.key, _identity(d.nodes)) in self._launched
+            for d in self._drawn
+            if d.data is data
+        )
 
     def new_would_compile(self) -> bool:
         """Whether a structure the memo does not know will most likely need a compile here: of

@@ -350,3 +350,58 @@ def test_structures_taken_in_from_a_warm_up_launch_its_kernel_programs(monkeypat
     assert result.error is None and fuzz.counts["reused"] >= 10, fuzz.counts
     new = set(launched) - compiled
     assert not new, new
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_failing_structure_replays_over_the_share(exact, seed, monkeypatch):
+    """An example that failed is not offered for reuse (it would only hit its bug again), but it
+    launched: replaying it over the share must not be refused as a structure no process
+    launched, or the hunt ends in `UnsatisfiedAssumption` (a CPU campaign of
+    attention_mutant_causal_loop_bound on pallas-interpret did). Shrinking itself is exempt from
+    the share (the test after this one); here it is not, so that its replays meet the share as
+    replays outside it do (the database's, a flaky failure's re-shrinks)."""
+    monkeypatch.setattr(engine, "_shrinking", lambda: False)
+    _, profile = exact
+    mod = _plugin_module()
+    profile = dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25)
+    mod.EXACT_COMPILES.clear()
+    mod._exact.clear()
+    memo = StructureMemo(target_share=0.25, seed=seed)
+    result = hunt(
+        get("fake_exact_accuracy"),
+        "fake-compiled",
+        profile,
+        seed=seed,
+        database=None,
+        memo=memo,
+        max_examples=200,
+        compile_spent=(0.0, 20.0),  # room for about 5 compiles of 1 s, then over the share
+    )
+    assert result.error is None, result.error
+    assert "accuracy" in result.found, dict(result.events)
+    assert result.events["rejected: would compile"] > 0  # it was over the share
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shrinking_a_failure_compiles_past_the_share(exact, seed):
+    """Hypothesis's shrink steps of a failure are new shapes, which a kernel compiled per shape
+    compiles: the compile share refused them all, and a CPU campaign's Pallas-interpreter
+    reproducers stayed 5x the size of the Triton interpreter's. Shrinking compiles what it needs
+    (bounded by its time); the search around it keeps to the share."""
+    _, profile = exact
+    mod = _plugin_module()
+    profile = dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25)
+    mod.EXACT_COMPILES.clear()
+    mod._exact.clear()
+    result = hunt(
+        get("fake_exact_accuracy"),
+        "fake-compiled",
+        profile,
+        seed=seed,
+        database=None,
+        memo=StructureMemo(target_share=0.25, seed=seed),
+        max_examples=200,
+        compile_spent=(0.0, 20.0),  # room for about 5 compiles of 1 s, then over the share
+    )
+    assert result.error is None, result.error
+    assert result.found["accuracy"].case.inputs["x"].shape == (1, 2)  # the least that fails
