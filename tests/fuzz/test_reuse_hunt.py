@@ -352,6 +352,24 @@ def test_structures_taken_in_from_a_warm_up_launch_its_kernel_programs(monkeypat
     assert not new, new
 
 
+def _buggy_over_the_share(profile, seed):
+    """A hunt of a kernel compiled per exact shape whose launches of two or more columns fail,
+    with room for about 5 compiles of 1 s before its compile share is spent."""
+    mod = _plugin_module()
+    mod.EXACT_COMPILES.clear()
+    mod._exact.clear()
+    return hunt(
+        get("fake_exact_accuracy"),
+        "fake-compiled",
+        dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25),
+        seed=seed,
+        database=None,
+        memo=StructureMemo(target_share=0.25, seed=seed),
+        max_examples=200,
+        compile_spent=(0.0, 20.0),
+    )
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_failing_structure_replays_over_the_share(exact, seed, monkeypatch):
     """An example that failed is not offered for reuse (it would only hit its bug again), but it
@@ -361,22 +379,7 @@ def test_a_failing_structure_replays_over_the_share(exact, seed, monkeypatch):
     the share (the test after this one); here it is not, so that its replays meet the share as
     replays outside it do (the database's, a flaky failure's re-shrinks)."""
     monkeypatch.setattr(engine, "_shrinking", lambda: False)
-    _, profile = exact
-    mod = _plugin_module()
-    profile = dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25)
-    mod.EXACT_COMPILES.clear()
-    mod._exact.clear()
-    memo = StructureMemo(target_share=0.25, seed=seed)
-    result = hunt(
-        get("fake_exact_accuracy"),
-        "fake-compiled",
-        profile,
-        seed=seed,
-        database=None,
-        memo=memo,
-        max_examples=200,
-        compile_spent=(0.0, 20.0),  # room for about 5 compiles of 1 s, then over the share
-    )
+    result = _buggy_over_the_share(exact[1], seed)
     assert result.error is None, result.error
     assert "accuracy" in result.found, dict(result.events)
     assert result.events["rejected: would compile"] > 0  # it was over the share
@@ -388,20 +391,6 @@ def test_shrinking_a_failure_compiles_past_the_share(exact, seed):
     compiles: the compile share refused them all, and a CPU campaign's Pallas-interpreter
     reproducers stayed 5x the size of the Triton interpreter's. Shrinking compiles what it needs
     (bounded by its time); the search around it keeps to the share."""
-    _, profile = exact
-    mod = _plugin_module()
-    profile = dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25)
-    mod.EXACT_COMPILES.clear()
-    mod._exact.clear()
-    result = hunt(
-        get("fake_exact_accuracy"),
-        "fake-compiled",
-        profile,
-        seed=seed,
-        database=None,
-        memo=StructureMemo(target_share=0.25, seed=seed),
-        max_examples=200,
-        compile_spent=(0.0, 20.0),  # room for about 5 compiles of 1 s, then over the share
-    )
+    result = _buggy_over_the_share(exact[1], seed)
     assert result.error is None, result.error
     assert result.found["accuracy"].case.inputs["x"].shape == (1, 2)  # the least that fails
