@@ -1,8 +1,12 @@
 """Why fuzzing workers miss JAX's persistent cache where a compile worker compiled: a short
-campaign of Pallas pairs with ``JAX_LOG_COMPILES=1`` (every persistent-cache hit and miss is
-logged with its key), then, per module, the keys each process looked up or wrote.
+campaign of Pallas pairs with every persistent-cache hit logged (``JAX_LOG_COMPILES=1``), every
+compiled miss with its key (``JAX_EXPLAIN_CACHE_MISSES=1``) and every compile refused at the
+cache's miss with its key (``KERNEL_FUZZ_LOG_REFUSED_KEYS=1``); then, per module, how many
+refused keys some process compiled (the same key: its entry was not there when looked up, or
+not written) and the programs each process lowered.
 
-    JAX_LOG_COMPILES=1 python -m fuzz run --profile gpu --targets T --backends pallas-gpu \\
+    JAX_LOG_COMPILES=1 JAX_EXPLAIN_CACHE_MISSES=1 KERNEL_FUZZ_LOG_REFUSED_KEYS=1 \
+        python -m fuzz run --profile gpu --targets T --backends pallas-gpu \
         --budget 90 --workers 2 --compile-workers 1 --seed 1 --out OUT
     python .ci/pallas_cache_diag.py OUT
 """
@@ -42,6 +46,28 @@ for fn, by_proc in sorted(lowered.items()):
     for proc, sigs in sorted(by_proc.items()):
         others = set().union(*(v for k, v in by_proc.items() if k != proc))
         print(f"   {proc}: {len(sigs)} programs, {len(sigs & others)} also lowered elsewhere")
+# Keys: compiled (a miss JAX compiled and wrote) and refused (a miss the harness refused).
+key_pat = re.compile(
+    r"(PERSISTENT COMPILATION CACHE MISS for|refused at the persistent cache's miss: module) "
+    r"'([^']+)'(?: with)? key '([^']+)'"
+)
+compiled_keys: dict[str, set[str]] = collections.defaultdict(set)
+refused_keys: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+for log in sorted((out / "workers").glob("*.log")):
+    for line in log.read_text(errors="replace").splitlines():
+        m = key_pat.search(line)
+        if m and m.group(1).startswith("PERSISTENT"):
+            compiled_keys[m.group(2)].add(m.group(3))
+        elif m:
+            refused_keys[m.group(2)][m.group(3)] += 1
+for module in sorted(set(compiled_keys) | set(refused_keys)):
+    refused = refused_keys[module]
+    same = sum(n for k, n in refused.items() if k in compiled_keys[module])
+    print(
+        f"== keys of {module}: {len(compiled_keys[module])} compiled; refused "
+        f"{sum(refused.values())} lookups of {len(refused)} keys, {same} of them with a key "
+        "some process compiled"
+    )
 for module, by_proc in sorted(seen.items()):
     print(f"== {module}")
     for proc, keys in sorted(by_proc.items()):

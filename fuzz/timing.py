@@ -9,6 +9,8 @@ monitoring events (tracing, lowering and backend compilation).
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -96,10 +98,33 @@ def _jax_defers() -> bool:
         return False
 
 
+# Where set, a compile refused at the persistent cache's miss says which program and cache key
+# on stderr (JAX logs a miss only after this point, and only where it compiles): compared with
+# the keys a compile worker wrote (``JAX_EXPLAIN_CACHE_MISSES=1`` logs them), it tells a key that
+# differs between processes from a program nobody compiled (``.ci/pallas_cache_diag.py``).
+LOG_REFUSED_KEYS = "KERNEL_FUZZ_LOG_REFUSED_KEYS"
+
+
+def _refused_key() -> str:
+    """``module 'NAME' key 'KEY'`` of the JAX compile now asking the cache (from the frame that
+    looked it up), or what could be found."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        names = frame.f_locals
+        if "cache_key" in names and "module_name" in names:
+            return f"module {names['module_name']!r} key {names['cache_key']!r}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "module and key not found"
+
+
 def _on_jax_cache_miss() -> None:
     """A lowered JAX program is not in the persistent cache: it is about to compile."""
     if getattr(_forbid, "on", False) and _jax_defers():
         _ended()  # the compile its lowering announced does not happen
+        if os.environ.get(LOG_REFUSED_KEYS):
+            print(f"refused at the persistent cache's miss: {_refused_key()}", file=sys.stderr)
         raise NewCompile
 
 

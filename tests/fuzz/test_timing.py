@@ -104,7 +104,13 @@ def test_a_program_another_process_compiled_loads_where_nothing_may_compile(tmp_
     script.write_text(_CACHE_PROBE)
     cache = str(tmp_path / "cache")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": root, "KERNEL_FUZZ_CACHE_DIR": cache}
+    env = {
+        **os.environ,
+        "PYTHONPATH": root,
+        "KERNEL_FUZZ_CACHE_DIR": cache,
+        timing.LOG_REFUSED_KEYS: "1",
+    }
+    said = []
 
     def run(mode):
         out = subprocess.run(
@@ -115,7 +121,13 @@ def test_a_program_another_process_compiled_loads_where_nothing_may_compile(tmp_
             timeout=300,
         )
         assert out.returncode == 0, out.stderr[-2000:]
+        said.append(out.stderr)
         return out.stdout.split()
 
     assert run("compile") == ["compiled"]
     assert " ".join(run("check")) == "loaded refused a new shape"
+    # The refused compile says which program and cache key (a diagnosis of keys that differ
+    # between processes: .ci/pallas_cache_diag.py); the load said nothing.
+    refused = [ln for ln in said[1].splitlines() if "refused at the persistent cache's miss" in ln]
+    assert len(refused) == 1 and "module 'jit__lambda" in refused[0], said[1][-2000:]
+    assert "key '" in refused[0] and "not found" not in refused[0]
