@@ -578,7 +578,9 @@ class _Hunter:
             raise _HandOff
         raise_for(f, key)
 
-    def _out_of_memory(self, what: str) -> None:
+    def _note_out_of_memory(self, what: str) -> None:
+        """Records that the GPU ran out of memory (``what`` raised it): the hunt ends, with an
+        error saying whose resources ran out."""
         result = self.result
         result.events["device out of memory"] += 1
         result.stopped = "device-memory"
@@ -586,6 +588,9 @@ class _Hunter:
             f"the GPU ran out of memory ({what[:300]}): the harness's resources, not a kernel "
             "finding; nothing more runs in this process"
         )
+
+    def _out_of_memory(self, what: str) -> None:
+        self._note_out_of_memory(what)
         raise _DeviceMemory
 
     # Hypothesis --------------------------------------------------------------------------------
@@ -673,14 +678,10 @@ class _Hunter:
                 if self._refused_out(e):
                     result.stopped = "refused"
                     continue
-                if reproducer.device_out_of_memory(f"{type(e).__name__}: {e}"):
+                what = f"{type(e).__name__}: {e}"
+                if reproducer.device_out_of_memory(what):
                     # the references' or the twin's: the same exhaustion, outside a launch
-                    result.events["device out of memory"] += 1
-                    result.stopped = "device-memory"
-                    result.error = (
-                        f"the GPU ran out of memory ({type(e).__name__}: {str(e)[:300]}): the "
-                        "harness's resources, not a kernel finding"
-                    )
+                    self._note_out_of_memory(what)
                     continue
                 if result.error is None:
                     result.error = f"{type(e).__name__}: {e}"[:2000]

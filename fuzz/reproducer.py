@@ -351,9 +351,21 @@ STICKY_CUDA_ERRORS = (
 )
 
 
+def _mentions(text: str, phrases: tuple[str, ...]) -> bool:
+    low = text.lower()
+    return any(s.lower() in low for s in phrases)
+
+
+def _crash_text(finding: Finding) -> str | None:
+    """The exception's words of a ``crash`` finding (None for a finding of another class)."""
+    if finding.cls != "crash":
+        return None
+    return f"{finding.message} {finding.details.get('text', '')}"
+
+
 def sticky_cuda_error(text: str) -> bool:
     """Whether ``text`` (an exception's, a replay's output) names a sticky CUDA error."""
-    return any(s.lower() in text.lower() for s in STICKY_CUDA_ERRORS)
+    return _mentions(text, STICKY_CUDA_ERRORS)
 
 
 # The device's memory ran out (PyTorch's caching allocator, a JAX/XLA buffer or launch, Triton's
@@ -372,22 +384,21 @@ DEVICE_MEMORY_ERRORS = (
 def device_out_of_memory(text: str) -> bool:
     """Whether ``text`` (an exception's) says the GPU's memory ran out: not a shared-memory
     limit of a kernel's tiles (Triton's ``OutOfResources``), which is the kernel's."""
-    low = text.lower()
-    return any(s.lower() in low for s in DEVICE_MEMORY_ERRORS)
+    return _mentions(text, DEVICE_MEMORY_ERRORS)
 
 
 def out_of_device_memory(finding: Finding) -> bool:
     """A crash whose exception says the GPU's memory ran out: the harness's resources, not a
     finding (a campaign restarts the worker; ``fuzz.engine``)."""
-    text = f"{finding.message} {finding.details.get('text', '')}"
-    return finding.cls == "crash" and device_out_of_memory(text)
+    text = _crash_text(finding)
+    return text is not None and device_out_of_memory(text)
 
 
 def kills_context(finding: Finding) -> bool:
     """A crash whose exception is a sticky CUDA error (an illegal address...): the process that
     saw it can launch nothing more, so its reproducer replays in a child process."""
-    text = f"{finding.message} {finding.details.get('text', '')}"
-    return finding.cls == "crash" and sticky_cuda_error(text)
+    text = _crash_text(finding)
+    return text is not None and sticky_cuda_error(text)
 
 
 def replay_attempts(meta: dict[str, Any]) -> int:

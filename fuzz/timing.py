@@ -108,8 +108,6 @@ LOG_REFUSED_KEYS = "KERNEL_FUZZ_LOG_REFUSED_KEYS"
 def _refused_key() -> str:
     """``module 'NAME' key 'KEY'`` of the JAX compile now asking the cache (from the frame that
     looked it up), or what could be found."""
-    import sys
-
     frame = sys._getframe(1)
     while frame is not None:
         names = frame.f_locals

@@ -355,14 +355,11 @@ class StructureMemo:
         before: one it knows (:meth:`drawn_known`), or one an example launched here that was not
         offered for reuse (it failed). A replay of a failing example (Hypothesis's, while it
         shrinks) draws the latter. False where the example drew none through it."""
-        if not self._drawn:
-            return False
-        data = self._drawn[-1].data
-        return all(
+        drawn = self._current_draws()
+        return bool(drawn) and all(
             _identity(d.nodes) in self._known.get(d.key, ())
             or (d.key, _identity(d.nodes)) in self._launched
-            for d in self._drawn
-            if d.data is data
+            for d in drawn
         )
 
     def new_would_compile(self) -> bool:
@@ -393,12 +390,15 @@ class StructureMemo:
         (launched before in this process, or taken in from a compile worker that compiled it):
         launching it compiles nothing new, at most loads a kernel from the caches on disk.
         False where the example drew none through it."""
+        drawn = self._current_draws()
+        return bool(drawn) and all(_identity(d.nodes) in self._known.get(d.key, ()) for d in drawn)
+
+    def _current_draws(self) -> list[_Drawn]:
+        """The structures the example now running drew through the memo (empty: none)."""
         if not self._drawn:
-            return False
+            return []
         data = self._drawn[-1].data
-        return all(
-            _identity(d.nodes) in self._known.get(d.key, ()) for d in self._drawn if d.data is data
-        )
+        return [d for d in self._drawn if d.data is data]
 
     def structures(self, key: Hashable | None = None) -> int:
         """How many structures the memo offers (for one strategy ``key``; None: all)."""
