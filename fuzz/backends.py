@@ -202,6 +202,35 @@ def enable_jax_compilation_cache() -> None:
     from fuzz import timing
 
     timing.note_jax_cache()  # a compile refused inside no_new_compiles waits for the cache's miss
+    settle_jax_tracing_context()
+
+
+def settle_jax_tracing_context() -> None:
+    """Lowers (never compiles) an interpreted ``pallas_call`` once, unwatched, so that the JAX
+    modules its first lowering imports are in before any kernel is lowered. One of them adds a
+    value to JAX's tracing context (JAX 0.11.2 on an H100: 50 values, then 51 after the first
+    interpreted launch, a twin's check on the GPU): every program a process had compiled was
+    then lowered again, and the workers that had or had not met an interpreted launch yet
+    asked the persistent cache for different keys (a fuzzing worker refused 345 lookups of
+    programs the compile worker had compiled under other keys)."""
+    from fuzz import timing
+
+    try:
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import pallas as pl
+
+        def copy(x_ref: Any, o_ref: Any) -> None:
+            o_ref[...] = x_ref[...]
+
+        def launch(x: Any) -> Any:
+            out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+            return pl.pallas_call(copy, out_shape=out, interpret=True)(x)
+
+        with timing.unwatched():
+            jax.jit(launch).lower(jax.ShapeDtypeStruct((8,), jnp.float32))
+    except Exception:  # a JAX without Pallas, or whose interpreter lowers otherwise: as before
+        pass
 
 
 class JaxAdapter(Adapter):

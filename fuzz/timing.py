@@ -34,6 +34,8 @@ _watchers: list[tuple[Callable[[], None], Callable[[], None]]] = []
 
 
 def _bump(*_: Any, **__: Any) -> None:
+    if getattr(_quiet, "on", False):
+        return
     with _lock:
         _counter.events += 1
 
@@ -60,6 +62,21 @@ def no_new_compiles() -> Iterator[None]:
         _forbid.on = before
 
 
+_quiet = threading.local()
+
+
+@contextlib.contextmanager
+def unwatched() -> Iterator[None]:
+    """Inside it, compiles are the harness's own (settling a compiler's state at start-up): no
+    watcher hears of them, none is counted or refused."""
+    before = getattr(_quiet, "on", False)
+    _quiet.on = True
+    try:
+        yield
+    finally:
+        _quiet.on = before
+
+
 def compile_starting(*, lowering: bool = False) -> None:
     """Notifies the watchers that a compilation begins (the compilers' hooks call it; so may a
     plugin whose kernels compile through another route, or a test's fake compiler). Raises
@@ -68,6 +85,8 @@ def compile_starting(*, lowering: bool = False) -> None:
     the refusal waits for the cache's answer (:func:`_on_jax_cache_miss`). A fresh campaign
     worker refused every load of what a warm-up compiled: 300 of 357 examples of a Pallas pair
     on an H100."""
+    if getattr(_quiet, "on", False):
+        return
     if getattr(_forbid, "on", False) and not (lowering and _jax_defers()):
         raise NewCompile
     _started()
@@ -119,7 +138,7 @@ def _refused_key() -> str:
 
 def _on_jax_cache_miss() -> None:
     """A lowered JAX program is not in the persistent cache: it is about to compile."""
-    if getattr(_forbid, "on", False) and _jax_defers():
+    if getattr(_forbid, "on", False) and _jax_defers() and not getattr(_quiet, "on", False):
         _ended()  # the compile its lowering announced does not happen
         if os.environ.get(LOG_REFUSED_KEYS):
             print(f"refused at the persistent cache's miss: {_refused_key()}", file=sys.stderr)
@@ -134,11 +153,15 @@ def compile_done() -> None:
 
 
 def _started() -> None:
+    if getattr(_quiet, "on", False):
+        return
     for start, _ in list(_watchers):
         start()
 
 
 def _ended() -> None:
+    if getattr(_quiet, "on", False):
+        return
     for _, end in list(_watchers):
         end()
 
@@ -225,7 +248,7 @@ def install() -> None:
 def _cached(hit: Any) -> None:
     """Counts a compile answered from a persistent cache (``hit``), or one that compiled (False);
     None: not known."""
-    if hit is None:
+    if hit is None or getattr(_quiet, "on", False):
         return
     with _lock:
         if hit:

@@ -242,6 +242,9 @@ class MapBudget:
         jax = sys.modules.get("jax")
         if jax is not None:
             jax.clear_caches()
+        programs = sys.modules.get("kernels._programs")
+        if programs is not None:  # the executables the project's Pallas wrappers keep
+            programs.clear()
         gc.collect()
         after = count_maps() or before
         self.cleared_at = after

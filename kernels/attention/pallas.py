@@ -31,6 +31,7 @@ try:  # the Triton lowering's options (pallas on GPU); the interpreter ignores t
 except ImportError:  # pragma: no cover - a JAX without the Triton backend
     _pl_triton = None  # type: ignore[assignment]
 
+from kernels._programs import compiled_programs
 from kernels._validate import grown_bucket, next_pow2
 from kernels.alibi import alibi_slopes as standard_alibi_slopes
 from kernels.attention._common import (
@@ -206,10 +207,8 @@ _options_ok = [True]
 def jit_twins(fn, static_argnames: tuple[str, ...]):
     """``fn`` jitted twice: for compiled calls, and with ``INTERPRET_COMPILER_OPTIONS`` for
     ``interpret=True`` calls; returns a function that picks by its ``interpret`` argument."""
-    plain = jax.jit(fn, static_argnames=static_argnames)
-    quick = jax.jit(
-        fn, static_argnames=static_argnames, compiler_options=INTERPRET_COMPILER_OPTIONS
-    )
+    plain = compiled_programs(fn, static_argnames)
+    quick = compiled_programs(fn, static_argnames, compiler_options=INTERPRET_COMPILER_OPTIONS)
 
     @functools.wraps(fn)
     def call(*args, interpret: bool, **kw):

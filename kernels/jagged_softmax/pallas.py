@@ -35,6 +35,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 
 from kernels._offsets import check_offsets_host
+from kernels._programs import compiled_programs
 from kernels._validate import check_block, next_pow2
 
 DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
@@ -112,7 +113,7 @@ def _jagged_softmax_kernel(meta_ref, offsets_ref, values_ref, *refs, static: _St
     jax.lax.fori_loop(0, n_mine, segment, 0)
 
 
-@functools.partial(jax.jit, static_argnames=("static", "programs", "interpret"))
+@functools.partial(compiled_programs, static_argnames=("static", "programs", "interpret"))
 def _jagged_softmax_padded(
     meta, offsets, values, init, *, static: _Static, programs: int, interpret: bool
 ):

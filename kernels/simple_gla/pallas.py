@@ -39,6 +39,7 @@ try:  # the Triton lowering's options (absent from a JAX without GPU Pallas)
 except ImportError:  # pragma: no cover
     _pl_triton = None  # type: ignore[assignment]
 
+from kernels._programs import compiled_programs
 from kernels._validate import next_pow2
 from kernels.simple_gla._common import Problem, check_like, check_problem
 
@@ -411,9 +412,9 @@ _INTERPRET_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
 def _jit(fn):
-    compiled = jax.jit(fn, static_argnames=("static", "interpret"))
-    interpreted = jax.jit(
-        fn, static_argnames=("static", "interpret"), compiler_options=_INTERPRET_OPTIONS
+    compiled = compiled_programs(fn, ("static", "interpret"))
+    interpreted = compiled_programs(
+        fn, ("static", "interpret"), compiler_options=_INTERPRET_OPTIONS
     )
 
     @functools.wraps(fn)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
+from kernels._programs import compiled_programs
 from kernels._validate import check_block, check_scale, grown_bucket
 
 DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
@@ -77,7 +78,7 @@ def _softmax_kernel(n_ref, scale_ref, x_ref, mask_ref, bias_ref, init_ref, o_ref
     jax.lax.fori_loop(0, n_tiles, write, 0)
 
 
-@functools.partial(jax.jit, static_argnames=("static", "interpret"))
+@functools.partial(compiled_programs, static_argnames=("static", "interpret"))
 def _softmax_padded(n_cols, scale, x, mask, bias, init, *, static: _Static, interpret: bool):
     rows, cols = x.shape
     row_block = pl.BlockSpec((static.block_m, cols), lambda i: (i, 0))

@@ -131,3 +131,36 @@ def test_a_program_another_process_compiled_loads_where_nothing_may_compile(tmp_
     refused = [ln for ln in said[1].splitlines() if "refused at the persistent cache's miss" in ln]
     assert len(refused) == 1 and "module 'jit__lambda" in refused[0], said[1][-2000:]
     assert "key '" in refused[0] and "not found" not in refused[0]
+
+
+def test_settling_jax_at_start_up_is_no_compile_of_a_kernel():
+    """The harness lowers an interpreted ``pallas_call`` once at start-up (the JAX modules its
+    first lowering imports add a value to JAX's tracing context: lowered later, between kernel
+    launches, it made every program launched before it a new one). That lowering is the
+    harness's own: no watcher hears of it, it is not counted, and inside ``no_new_compiles``
+    it is not refused."""
+    from fuzz.backends import settle_jax_tracing_context
+
+    timing.install()
+    heard: list[str] = []
+
+    def start() -> None:
+        heard.append("start")
+
+    def end() -> None:
+        heard.append("end")
+
+    timing.watch_compiles(start, end)
+    try:
+        events = timing.events()
+        with timing.no_new_compiles():
+            settle_jax_tracing_context()
+        assert heard == [] and timing.events() == events
+        # Outside it, the same lowering is heard (the test would pass without the hooks).
+        import jax
+        import jax.numpy as jnp
+
+        jax.jit(lambda x: x * 3).lower(jax.ShapeDtypeStruct((5,), jnp.float32))
+        assert "start" in heard and timing.events() > events
+    finally:
+        timing._watchers.remove((start, end))
