@@ -19,16 +19,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import jax  # noqa: E402
+import jax
 
-from fuzz import timing  # noqa: E402
-from fuzz.backends import enable_jax_compilation_cache  # noqa: E402
-from fuzz.campaign.worker import checked_strategy  # noqa: E402
-from fuzz.engine import hunt  # noqa: E402
-from fuzz.profiles import HuntOptions, get_profile  # noqa: E402
-from fuzz.target import get  # noqa: E402
-from kernels.attention.reformulations import REFORMULATIONS  # noqa: E402
-from strategies.reuse import StructureMemo  # noqa: E402
+from fuzz import timing
+from fuzz.backends import enable_jax_compilation_cache
+from fuzz.campaign.worker import checked_strategy
+from fuzz.engine import hunt
+from fuzz.profiles import HuntOptions, get_profile
+from fuzz.target import get
+from kernels.attention.reformulations import REFORMULATIONS
+from strategies.reuse import StructureMemo
 
 backend = sys.argv[1] if len(sys.argv) > 1 else "pallas-gpu"
 n_examples = int(sys.argv[2]) if len(sys.argv) > 2 else 80
@@ -65,7 +65,7 @@ try:
             print(f"config state {name!r} defined (in the tracing context) from {where}")
 
     _jax_config.State.__init__ = _noting_init
-except Exception as e:  # noqa: BLE001
+except Exception as e:
     print("config states not watched:", e)
 fastpath: collections.Counter = collections.Counter()
 try:  # whether JAX's C++ dispatch takes over a program after its first call
@@ -79,7 +79,7 @@ try:  # whether JAX's C++ dispatch takes over a program after its first call
         return data
 
     _pjit._get_fastpath_data = _counting_fastpath
-except Exception as e:  # noqa: BLE001
+except Exception as e:
     print("fast path not counted:", e)
 mod = next(r for r in REFORMULATIONS if r.name == "reverse_kv").module("pallas")
 real = mod._attention_padded
@@ -93,7 +93,7 @@ def context_values() -> list[str]:
         from jax._src import config
 
         return [repr(v)[:200] for v in config.trace_context()]
-    except Exception:  # noqa: BLE001
+    except Exception:
         return []
 
 
@@ -161,8 +161,9 @@ def report(title: str) -> None:
         f"{len(again)} programs lowered more than once; trace context {trace_context_size()}"
     )
     for sig, (n, low, ref) in sorted(again.items(), key=lambda kv: -kv[1][1])[:6]:
-        print(f"   launched {n}, lowered {low}, refused {ref}: {sig[1]} group {sig[2]} "
-              f"q {sig[0][5]}")
+        print(
+            f"   launched {n}, lowered {low}, refused {ref}: {sig[1]} group {sig[2]} q {sig[0][5]}"
+        )
     print("  ", cache_info(), "; fast-path data:", dict(fastpath))
     fastpath.clear()
     calls.clear()
@@ -187,8 +188,13 @@ first = hunt(
     database=None,
     memo=warm,
 )
-print("hunt 1:", first.examples, "examples", first.error or "",
-      {k: v for k, v in first.events.items() if not k.startswith("hazard")})
+print(
+    "hunt 1:",
+    first.examples,
+    "examples",
+    first.error or "",
+    {k: v for k, v in first.events.items() if not k.startswith("hazard")},
+)
 report("hunt 1 (no share)")
 memo = StructureMemo(target_share=0.25, seed=2)
 memo.take_in(warm.export())
@@ -203,6 +209,11 @@ second = hunt(
     memo=memo,
     compile_spent=(100.0, 110.0),
 )
-print("hunt 2:", second.examples, "examples", second.error or "",
-      {k: v for k, v in second.events.items() if not k.startswith("hazard")})
+print(
+    "hunt 2:",
+    second.examples,
+    "examples",
+    second.error or "",
+    {k: v for k, v in second.events.items() if not k.startswith("hazard")},
+)
 report("hunt 2 (share spent: refusals between launches)")

@@ -17,13 +17,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("KERNEL_FUZZ_CACHE_DIR", tempfile.mkdtemp())
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax._src import config as jax_config  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax._src import config as jax_config
 
-from fuzz import timing  # noqa: E402
-from fuzz.backends import enable_jax_compilation_cache  # noqa: E402
+from fuzz import timing
+from fuzz.backends import enable_jax_compilation_cache
 
 enable_jax_compilation_cache()
 timing.install()
@@ -43,7 +43,7 @@ def local_states() -> dict[str, str]:
             continue
         try:
             value = get_local()
-        except Exception:  # noqa: BLE001
+        except Exception:
             continue
         if value is not getattr(jax_config, "unset", object()) and repr(value) != "<unset>":
             out[name] = repr(value)[:160]

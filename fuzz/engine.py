@@ -1093,7 +1093,20 @@ def _phases(options: HuntOptions, stage: Stage, reuse: bool) -> tuple[Phase, ...
 def write_reproducer(
     repro_dir: str | Path, target: Target, backend: str, found: Found, options: HuntOptions
 ) -> Path:
-    """Writes the reproducer script of ``found`` (atomically) and returns its path."""
+    """Writes the reproducer script of ``found`` (atomically) and returns its path; and that of
+    its smaller example in the twin interpreter, where it has one (``Found.interpreted``), into
+    ``found.interpreted.reproducer``."""
+    small = found.interpreted
+    if small is not None and found.interpreted_on:
+        small.reproducer = reproducer.write(
+            repro_dir,
+            target=target,
+            backend=found.interpreted_on,
+            case=small.case,
+            params=small.params,
+            finding=small.finding,
+            **dataclasses.replace(options, differential=False).check_kwargs(),
+        )
     return reproducer.write(
         repro_dir,
         target=target,

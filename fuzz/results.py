@@ -54,6 +54,11 @@ class Found:
     shrink_path: str = ""
     shrink_notes: list[str] = field(default_factory=list)
     key: str = ""  # its bug key (fuzz.signatures.bug_key)
+    # A smaller minimal example of the same bug in the twin interpreter (same kernel source),
+    # which the backend that found it did not confirm (a case outside what it runs): its own
+    # reproducer, for that interpreter (``interpreted_on``).
+    interpreted: Found | None = None
+    interpreted_on: str = ""
 
     @property
     def signature(self) -> str:
@@ -84,6 +89,17 @@ class Found:
             "triggers": self.triggers,
             "reproducer": str(self.reproducer) if self.reproducer else None,
             "plots": self.plots,
+            "interpreter_minimal": None
+            if self.interpreted is None
+            else {
+                "backend": self.interpreted_on,
+                "case": repr(self.interpreted.case),
+                "case_size": self.interpreted.case.size,
+                "shrunk": self.interpreted.final,
+                "reproducer": str(self.interpreted.reproducer)
+                if self.interpreted.reproducer
+                else None,
+            },
         }
 
 

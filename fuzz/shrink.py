@@ -16,6 +16,11 @@ shrinks it in stages, each a Hypothesis run that replays the failing example and
                  variant costs no compile
     confirm      the interpreter's minimal case on the compiled backend, same class: the
                  reproducer is written for the backend that found it
+    own space    where the search was narrowed (a GPU pair's few tiles and head dims) and the
+                 confirmed case is still over ``SMALL_ENOUGH`` elements: the twin searches its
+                 whole variant space at the interpreters' scale for the same bug afresh; a
+                 smaller example confirmed on the compiled backend replaces the case, one it
+                 does not run is kept beside it with the interpreter's reproducer
     compiled     otherwise (races, TF32 or fast exp, compiled-only divergence, illegal addresses,
                  or the minimal case did not confirm): shrink on the compiled backend, through
                  compiled variants first, then any, within what is left of the time
@@ -37,7 +42,7 @@ from hypothesis import Phase
 
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
-from fuzz.failures import CLASSES
+from fuzz.failures import CLASSES, Unsupported
 from fuzz.profiles import HuntOptions
 from fuzz.properties import check_case
 from fuzz.results import Found, HuntResult
@@ -74,6 +79,9 @@ class Stage:
 
 
 SHRINK_PHASES = (Phase.reuse, Phase.shrink)
+# A minimal case of at most this many elements (one row at the smallest GPU head dim) is small
+# enough: no further search for a smaller one in the twin's own space (``_Shrinker.in_own_space``).
+SMALL_ENOUGH = 64
 
 
 def hands_off(backend: Backend, options: HuntOptions) -> bool:
@@ -109,15 +117,19 @@ def _said(run: HuntResult, cls: str, key: str = "") -> str:
 
 def _confirm(target: Target, backend: Backend, options: HuntOptions, small: Found) -> Found | None:
     """``small`` (shrunk elsewhere) checked on ``backend``: the finding there if its class is the
-    same, else None."""
-    outcome = check_case(
-        target,
-        backend,
-        small.case,
-        params=small.params,
-        **options.check_kwargs(),
-        prefer=small.finding.cls,
-    )
+    same, else None (also where the backend's kernel declines the case: a tile or head dim the
+    compiled kernel does not take)."""
+    try:
+        outcome = check_case(
+            target,
+            backend,
+            small.case,
+            params=small.params,
+            **options.check_kwargs(),
+            prefer=small.finding.cls,
+        )
+    except Unsupported:
+        return None
     f = outcome.finding
     if f is None or f.cls != small.finding.cls:
         return None
@@ -151,8 +163,11 @@ def shrink_compiled(
         target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at, narrowing=narrowing
     )
     s.cut()
-    confirmed = s.in_interpreter()
+    own_space = s.own_space_differs()
+    confirmed = s.in_interpreter(share=0.5 if own_space else 1.0)
     if confirmed is not None:
+        if own_space:
+            confirmed = s.in_own_space(confirmed)
         return s.finish(confirmed, "interpreter")
     s.on_compiled()
     return s.finish(s.current, "compiled")
@@ -293,9 +308,65 @@ class _Shrinker:
                 f"{cost(self.current.case):.3g}"
             )
 
-    def in_interpreter(self) -> Found | None:
-        """Shrinks ``current`` in the twin interpreter; returns the minimal case confirmed on the
-        compiled backend with the same class (None: no twin, too costly, or not confirmed)."""
+    def own_space_differs(self) -> bool:
+        """Whether the twin could search a space the search's narrowing left out (its compile-time
+        choices: a GPU pair's two or three tile pairs and head dims)."""
+        return self.twin is not None and bool(self.key) and any(k != "kind" for k in self.narrowing)
+
+    def in_own_space(self, best: Found) -> Found:
+        """Looks for a smaller example of the same bug in the twin interpreter over its whole
+        variant space at the interpreters' scale (``small``), where the search's narrowing held
+        the replayed stages to the tiles and head dims it drew: a GPU pair of a mutant that needs
+        two key tiles shrank to 1,056 and 2,080 elements with 16-key tiles and a head dim of 16,
+        against 50 on the CPU with a head dim of 1. Replaying cannot get there (a narrowed
+        choice is an index into the narrowed values), so this stage searches afresh for the bug's
+        key. A smaller example confirmed on the compiled backend replaces ``best``; one that is
+        not (a case the compiled kernel does not run) is kept beside it, with a reproducer for
+        the interpreter (:attr:`Found.interpreted`). Cases of at most ``SMALL_ENOUGH`` elements
+        are left as they are."""
+        twin, backend = self.twin, self.backend
+        if twin is None or best.case.size <= SMALL_ENOUGH or self.left() <= 1.0:
+            return best
+        seconds = self.left()
+        options = dataclasses.replace(
+            HuntOptions.of(self.options, scale="small", differential=False), compile_share=None
+        )
+        run = self.hunt(
+            self.target,
+            twin,
+            options,
+            database=None,
+            known=(),
+            hard_limit=max(1.0, seconds),
+            stage=Stage(shrink_seconds=seconds, only=self.key),
+            narrowing={},
+        )
+        main = self.into
+        main.stats.merge(run.stats)
+        main.shrink_examples += run.examples
+        for key, count in run.events.items():
+            main.events[f"shrink: own space: {key}"] += count
+        small = _of_key(run, self.key)
+        said = f"{run.examples} examples, " + (
+            f"{small.case.size} elements" if small is not None else _said(run, self.cls, self.key)
+        )
+        self.notes.append(f"{twin.name} over its own variant space: {said}")
+        if small is None or small.case.size >= best.case.size:
+            return best
+        confirmed = _confirm(self.target, backend, self.options, small)
+        if confirmed is not None:
+            self.notes.append(f"confirmed on {backend.name}: {small.case.size} elements")
+            return confirmed
+        self.notes.append(
+            f"not confirmed on {backend.name}: the {small.case.size}-element case is kept as "
+            f"{twin.name}'s reproducer beside the {best.case.size}-element one"
+        )
+        return dataclasses.replace(best, interpreted=small, interpreted_on=twin.name)
+
+    def in_interpreter(self, share: float = 1.0) -> Found | None:
+        """Shrinks ``current`` in the twin interpreter, within ``share`` of the time left; returns
+        the minimal case confirmed on the compiled backend with the same class (None: no twin, too
+        costly, or not confirmed)."""
         twin, backend, cls = self.twin, self.backend, self.cls
         if twin is None:
             self.notes.append(f"no interpreter of {backend.name}'s kernel source runs here")
@@ -307,7 +378,7 @@ class _Shrinker:
             )
             return None
         plain = HuntOptions.of(self.options, differential=False)  # no twin to run there
-        small, run = self.stage(twin, plain, seconds=self.left())
+        small, run = self.stage(twin, plain, seconds=self.left() * share)
         self.notes.append(f"{twin.name} said: {_said(run, cls, self.key)}")
         if small is None:
             return None

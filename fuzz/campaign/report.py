@@ -577,6 +577,14 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         lines.append(
             f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
         )
+    small = f.get("interpreter_minimal")
+    if small:
+        repro = f": `python {_rel(small['reproducer'], out)}`" if small.get("reproducer") else ""
+        lines.append(
+            f"- smaller in {small['backend']} (the same kernel source; a case "
+            f"{f.get('backends', ['its backend'])[0]} did not confirm): "
+            f"{small['case_size']} elements{repro}"
+        )
     for h in f.get("hazards", []):
         lines.append(f"- hazard: {h}")
     if f.get("triggers"):
@@ -735,6 +743,12 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
     if f.get("case"):
         parts.append(
             f"<p>minimal case ({_e(f.get('case_size'))} elements): <code>{_e(f['case'][:400])}</code></p>"
+        )
+    small = f.get("interpreter_minimal")
+    if small:
+        parts.append(
+            f"<p>smaller in {_e(small['backend'])} (the same kernel source): "
+            f"{_e(small['case_size'])} elements: <code>{_e(small['case'][:400])}</code></p>"
         )
     for h in f.get("hazards", []):
         parts.append(f"<p>hazard: {_e(h)}</p>")

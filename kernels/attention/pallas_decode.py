@@ -236,7 +236,7 @@ def attention_decode(
     dp = padded_head_dim(d, MIN_HEAD_BUCKET)
     tk_p = bucket(tmax, block_k, interpret)
 
-    def heads_layout(a) -> jax.Array:  # [B, Hq, 1, D'] -> [B, Hkv, G_pad, D_pad]
+    def heads_layout(a) -> np.ndarray:  # [B, Hq, 1, D'] -> [B, Hkv, G_pad, D_pad]
         a = a.reshape(batch, hkv, group, a.shape[-1])
         return _pad_to(a, (batch, hkv, g_p, dp))
 

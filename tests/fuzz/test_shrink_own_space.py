@@ -1,0 +1,154 @@
+"""A compiled backend's finding shrunk past its search's narrowing: the twin interpreter searches
+its own variant space for a smaller example of the same bug (``fuzz.shrink``'s
+``_Shrinker.in_own_space``). On an H100 a mutant needing two key tiles stayed at 1,056 and
+2,080 elements (tiles and head dims narrowed to 16), against 50 on the CPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from fuzz.case import Case
+from fuzz.compare import Tolerance
+from fuzz.engine import hunt
+from fuzz.failures import Unsupported
+from fuzz.target import Search, Target, get, register
+
+DECLINE_NARROW = [False]  # the compiled kernel declines columns that are not a multiple of 8
+
+
+def _plugin():
+    return next(m for n, m in sys.modules.items() if n.startswith("fuzz_plugin_fake_targets"))
+
+
+def _widths_cases(scale: str, widths: tuple[int, ...] | None = None) -> st.SearchStrategy[Case]:
+    """Columns are a multiple of a compile-time width (a narrowing dimension, as a GPU pair's
+    tiles and head dims): at the interpreters' scale the simplest width is the smallest, at the
+    GPU's a large one, as the attention family's head dims are 1 first and 16 first."""
+    if widths is None:
+        widths = (5, 96) if scale == "small" else (96, 5)
+
+    @st.composite
+    def build(draw):
+        width = draw(st.sampled_from(widths))
+        rows = draw(st.integers(1, 4))
+        cols = width * draw(st.integers(1, 3))
+        seed = draw(st.integers(0, 2**16))
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal((rows, cols)).astype(np.float32)
+        return Case({"x": x}, {"dtype": "float32"}, {"seed": seed})
+
+    return build()
+
+
+def _kernel(base):
+    def run(inputs, params, *, out, interpret):
+        x = inputs["x"]
+        if not interpret and DECLINE_NARROW[0] and x.shape[1] % 8:
+            raise Unsupported("columns must be a multiple of 8 here")
+        res = base(inputs, params, out=out, interpret=interpret)
+        if x.shape[1] >= 5:
+            res["y"][0, 4] = float("nan")
+        return res
+
+    return run
+
+
+@pytest.fixture
+def wide_target(fake_plugin):
+    mod = _plugin()
+    name = "fake_narrowed_nan"
+    try:
+        return get(name)
+    except Exception:
+        pass
+    register(
+        Target(
+            name=name,
+            family="fake",
+            kernels={"fake": _kernel(mod.make_kernel(None))},
+            oracle=mod.oracle,
+            naive=mod.naive,
+            strategy=_widths_cases,
+            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+            search=Search(interpret_cost=lambda case: float(case.inputs["x"].shape[0])),
+            description="fake target whose small failures need a width its narrowing leaves out",
+        )
+    )
+    return get(name)
+
+
+@pytest.fixture
+def compiled_profile(fake_profile):
+    return dataclasses.replace(
+        fake_profile, backends=("fake-compiled",), max_examples=100, scale="large"
+    )
+
+
+def _found(target, profile, seed, tmp_path=None):
+    result = hunt(
+        target,
+        "fake-compiled",
+        profile,
+        seed=seed,
+        database=None,
+        narrowing={"widths": (96,)},  # the search's compile-time choices: the simplest width
+        repro_dir=tmp_path,
+    )
+    assert result.error is None, result.error
+    return result.found["nan"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_twin_finds_the_bug_smaller_outside_the_narrowing_and_it_is_confirmed(
+    wide_target, compiled_profile, seed
+):
+    DECLINE_NARROW[0] = False
+    found = _found(wide_target, compiled_profile, seed)
+    assert any("over its own variant space" in n for n in found.shrink_notes), found.shrink_notes
+    assert found.shrink_path == "interpreter"
+    assert found.case.inputs["x"].shape == (1, 5), found.shrink_notes  # not (1, 96)
+    assert found.interpreted is None
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_smaller_case_the_compiled_kernel_declines_is_kept_beside_the_confirmed_one(
+    wide_target, compiled_profile, seed, tmp_path
+):
+    DECLINE_NARROW[0] = True
+    try:
+        found = _found(wide_target, compiled_profile, seed, tmp_path)
+    finally:
+        DECLINE_NARROW[0] = False
+    assert found.case.inputs["x"].shape == (1, 96), found.shrink_notes
+    small = found.interpreted
+    assert small is not None and found.interpreted_on == "fake", found.shrink_notes
+    assert small.case.inputs["x"].shape == (1, 5)
+    assert any("not confirmed on fake-compiled" in n for n in found.shrink_notes)
+    record = found.as_dict()["interpreter_minimal"]
+    assert record["case_size"] == 5 and record["backend"] == "fake"
+    # Both reproducers are written; the interpreter's replays there.
+    from fuzz import reproducer
+
+    assert found.reproducer is not None and small.reproducer is not None
+    meta, data = reproducer.load(small.reproducer)
+    assert meta["backend"] == "fake"
+    outcome = reproducer.replay(meta, data)
+    assert outcome.finding is not None and outcome.finding.cls == "nan"
+
+
+def test_a_small_enough_finding_is_not_searched_again(wide_target, compiled_profile):
+    found = hunt(
+        wide_target,
+        "fake-compiled",
+        compiled_profile,
+        seed=0,
+        database=None,
+        narrowing={"widths": (5,)},
+    ).found["nan"]
+    assert found.case.inputs["x"].shape == (1, 5)
+    assert not any("own variant space" in n for n in found.shrink_notes), found.shrink_notes
