@@ -895,8 +895,41 @@ def run_narrowing(
         if len(rest) + 1 <= k:
             continue
         rng.shuffle(rest)
-        narrowing[dim] = (choices[0], *rest[: k - 1 + widen])
+        narrowing[dim] = (choices[0], *_relations_first(choices[0], rest)[: k - 1 + widen])
     return narrowing
+
+
+def _relation(value: Any) -> tuple[int, ...] | None:
+    """How the parts of a tuple of numbers compare, in order (-1, 0, 1 each: a tile pair's
+    ``block_q`` below, at or above its ``block_k``); None for anything else."""
+    if not isinstance(value, tuple) or len(value) < 2:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return None
+    return tuple((a > b) - (a < b) for a, b in itertools.pairwise(value))
+
+
+def _relations_first(simplest: Any, rest: list[Any]) -> list[Any]:
+    """``rest`` (in the seed's order) reordered so that each relation between a value's parts
+    (:func:`_relation`) comes in once before any comes twice, those unlike the simplest's
+    first: the few values a run takes then hold a tile pair with ``block_q > block_k`` and one
+    with ``block_q < block_k``, where a bug of the loop bounds at the causal diagonal needs the
+    former (a campaign's pairs met one only once widened, if at all). Values without parts to
+    compare keep the seed's order."""
+    if _relation(simplest) is None or any(_relation(v) is None for v in rest):
+        return rest
+    groups: dict[tuple[int, ...], list[Any]] = {}
+    for v in rest:
+        groups.setdefault(_relation(v), []).append(v)  # type: ignore[arg-type]
+    taken = dict.fromkeys(groups, 0)
+    taken[_relation(simplest)] = 1  # type: ignore[index]
+    order = list(groups)  # the seed's order among relations taken as often
+    out: list[Any] = []
+    while any(groups.values()):
+        r = min((r for r in order if groups[r]), key=lambda r: taken[r])
+        out.append(groups[r].pop(0))
+        taken[r] += 1
+    return out
 
 
 def _check_spent(spent: Any) -> tuple[float, float, float]:
