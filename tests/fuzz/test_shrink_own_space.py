@@ -152,3 +152,43 @@ def test_a_small_enough_finding_is_not_searched_again(wide_target, compiled_prof
     ).found["nan"]
     assert found.case.inputs["x"].shape == (1, 5)
     assert not any("own variant space" in n for n in found.shrink_notes), found.shrink_notes
+
+
+def test_a_real_mutant_narrowed_as_a_gpu_pair_shrinks_to_its_interpreter_bound():
+    """The project's own mutant that needs two key tiles, searched as a GPU pair is (its head dim
+    and tiles narrowed to 16): the narrowed minimal case is over the mutant's shrink bound, and
+    the twin's own-space search brings it within (on the Triton interpreter standing in for both
+    sides here)."""
+    from fuzz import shrink
+    from fuzz.backends import get_backend
+    from fuzz.profiles import HuntOptions, get_profile
+    from fuzz.results import HuntResult
+
+    target = get("attention_mutant_no_rescale")
+    interp = get_backend("triton-interpret")
+    ci = get_profile("ci")
+    narrowing = {"head_dims": (16,), "block_pairs": ((16, 16),), "dtypes": ("float32",)}
+    result = hunt(target, interp, ci, database=None, narrowing=narrowing)
+    found = min(result.of_class(target.expected_class), key=lambda f: f.case.size)
+    # The GPU goal: at most twice the CPU campaign's reproducer (.ci/cpu-reproducer-sizes.json).
+    import json
+    from pathlib import Path
+
+    sizes = Path(__file__).resolve().parents[2] / ".ci" / "cpu-reproducer-sizes.json"
+    cpu = json.loads(sizes.read_text())["attention_mutant_no_rescale|triton-interpret"]
+    assert found.case.size > max(2 * cpu, shrink.SMALL_ENOUGH), found.case  # the narrowing's floor
+    s = shrink._Shrinker(
+        target,
+        interp,
+        HuntOptions.of(ci),
+        found,
+        hunt=hunt,
+        into=HuntResult(target.name, interp.name, None, None),
+        hard_at=None,
+        narrowing=narrowing,
+    )
+    s.twin = interp  # the interpreter is its own twin here
+    small = s.in_own_space(found)
+    assert small.case.size <= 2 * cpu, (small.case, s.notes)
+    assert small.case.size <= target.shrink_limit(small.case)
+    assert small.finding.cls == target.expected_class and small.key == found.key
