@@ -172,8 +172,20 @@ def shrink_compiled(
         if own_space:
             confirmed = s.in_own_space(confirmed)
         return s.finish(confirmed, "interpreter")
+    interpreted = None
+    if own_space and s.too_costly:
+        # The compiled cut left the case too costly for the interpreter, but the bug may show
+        # there all the same, small (a GLA backward mutant stayed at 4,224 elements on an H100,
+        # its cost 720 against the interpreter's 512).
+        got = s.in_own_space(s.current, share=0.5)
+        if got is not s.current and got.interpreted is None:
+            return s.finish(got, "interpreter")
+        interpreted = got.interpreted
     s.on_compiled()
-    return s.finish(s.current, "compiled")
+    best = s.current
+    if interpreted is not None and interpreted.case.size < best.case.size:
+        best = dataclasses.replace(best, interpreted=interpreted, interpreted_on=s.twin.name)  # type: ignore[union-attr]
+    return s.finish(best, "compiled")
 
 
 def shrink_again(
@@ -235,6 +247,7 @@ class _Shrinker:
         speedup = self.twin.cost_speedup if self.twin is not None else 1.0
         self.cut_cost = options.interpreter_max_cost
         self.max_cost = options.interpreter_max_cost * speedup
+        self.too_costly = False  # the interpreter stage was not tried: the case cost too much
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -316,7 +329,7 @@ class _Shrinker:
         choices: a GPU pair's two or three tile pairs and head dims)."""
         return self.twin is not None and bool(self.key) and any(k != "kind" for k in self.narrowing)
 
-    def in_own_space(self, best: Found) -> Found:
+    def in_own_space(self, best: Found, share: float = 1.0) -> Found:
         """Looks for a smaller example of the same bug in the twin interpreter over its whole
         variant space, where the search's narrowing held the replayed stages to the tiles and
         head dims it drew: a GPU pair of a mutant that needs two key tiles shrank to 1,056 and
@@ -328,7 +341,8 @@ class _Shrinker:
         proves every planted bug is found so). A smaller example confirmed on the compiled
         backend replaces ``best``; one that is not (a case the compiled kernel does not run) is
         kept beside it, with a reproducer for the interpreter (:attr:`Found.interpreted`).
-        Cases of at most ``SMALL_ENOUGH`` elements are left as they are."""
+        Cases of at most ``SMALL_ENOUGH`` elements are left as they are. It takes ``share`` of
+        the time left."""
         from fuzz.engine import derandomized_seed
         from fuzz.profiles import get_profile
 
@@ -339,8 +353,9 @@ class _Shrinker:
             HuntOptions.of(get_profile("ci"), differential=False), compile_share=None
         )
         small, examples, said = None, 0, "passes"
+        until = time.perf_counter() + self.left() * share
         for attempt in range(1 + OWN_SPACE_RETRIES):
-            seconds = self.left()
+            seconds = min(self.left(), until - time.perf_counter())
             if seconds <= 1.0:
                 break
             seed = None if attempt == 0 else derandomized_seed(self.target.name, twin.name)
@@ -390,6 +405,7 @@ class _Shrinker:
             self.notes.append(f"no interpreter of {backend.name}'s kernel source runs here")
             return None
         if self.cost(self.current.case) > self.max_cost:
+            self.too_costly = True
             self.notes.append(
                 f"interpreter not tried: cost {self.cost(self.current.case):.3g} "
                 f"> {self.max_cost:g}"

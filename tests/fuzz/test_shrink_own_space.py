@@ -192,3 +192,17 @@ def test_a_real_mutant_narrowed_as_a_gpu_pair_shrinks_to_its_interpreter_bound()
     assert small.case.size <= 2 * cpu, (small.case, s.notes)
     assert small.case.size <= target.shrink_limit(small.case)
     assert small.finding.cls == target.expected_class and small.key == found.key
+
+
+def test_a_case_too_costly_for_the_interpreter_is_still_looked_for_small_in_its_own_space(
+    wide_target, compiled_profile
+):
+    """The compiled cut could not bring the case within the interpreter's cost (a GLA backward
+    mutant stayed at 4,224 elements on an H100): the twin still searches its own space, and a
+    small example confirmed on the compiled backend is the reproducer."""
+    DECLINE_NARROW[0] = False
+    profile = dataclasses.replace(compiled_profile, interpreter_max_cost=0.5)
+    found = _found(wide_target, profile, 0)
+    assert any("interpreter not tried" in n for n in found.shrink_notes), found.shrink_notes
+    assert found.shrink_path == "interpreter", found.shrink_notes
+    assert found.case.inputs["x"].shape == (1, 5)
