@@ -172,6 +172,13 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         help="... or S seconds of fuzzing, compiling not counted (default 30)",
     )
     run.add_argument(
+        "--real-floor-seconds",
+        type=_positive_float,
+        default=60.0,
+        metavar="S",
+        help="the seconds floor of a real (non-mutant) target's pairs (default 60)",
+    )
+    run.add_argument(
         "--compile-workers",
         type=int,
         default=None,
@@ -502,6 +509,7 @@ def _campaign_config(
         compile_timeout=args.compile_timeout,
         floor_examples=args.floor_examples,
         floor_seconds=args.floor_seconds,
+        real_floor_seconds=args.real_floor_seconds,
         slice_seconds=args.slice,
         examples=args.examples,
         argv=sys.argv[1:],

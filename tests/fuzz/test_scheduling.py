@@ -37,6 +37,7 @@ def _campaign(pairs, **config):
     c.config = SimpleNamespace(
         floor_examples=config.get("floor_examples", 200),
         floor_seconds=config.get("floor_seconds", 30.0),
+        real_floor_seconds=config.get("real_floor_seconds", 60.0),
         examples=config.get("examples"),
         max_deaths=2,
     )
@@ -53,7 +54,7 @@ def test_every_pair_once_then_to_its_floor_then_the_productive_ones():
     fresh_real = _pair("r", slices=0)
     low = _pair("low", examples=50, seconds=2.0)  # under both floors
     fast = _pair("fast", examples=250, seconds=1.0)  # 200 examples: floor met, fast or not
-    slow = _pair("slow", examples=20, seconds=31.0)  # 30 s of fuzzing: floor met
+    slow = _pair("slow", examples=20, seconds=61.0)  # 60 s of fuzzing: a real target's floor
     busy = _pair("busy", examples=300, seconds=40.0, rate=9.0)  # finding new things lately
     c = _campaign([fast, slow, busy, low, fresh_mutant, fresh_real])
     assert c._pick() is fresh_real  # nothing is left unrun; real targets first
@@ -73,8 +74,10 @@ def test_every_pair_once_then_to_its_floor_then_the_productive_ones():
 
 def test_compile_time_counts_toward_no_floor_and_no_rate():
     # 60 s in its slices, 58 of them compiling: 2 s of fuzzing, far from the 30 s floor.
-    compiled = _pair("compiled", examples=10, seconds=60.0, compile_seconds=58.0)
-    other = _pair("other", examples=100, seconds=20.0)
+    compiled = _pair(
+        "compiled", examples=10, seconds=60.0, compile_seconds=58.0, mutant=True, expected="nan"
+    )
+    other = _pair("other", examples=100, seconds=20.0, mutant=True, expected="nan")
     c = _campaign([compiled, other])
     assert compiled.fuzz_seconds == pytest.approx(2.0)
     assert c.floor_progress(compiled) == pytest.approx(max(10 / 200, 2 / 30))
@@ -259,6 +262,20 @@ def test_deaths_retire_a_pair_only_when_they_repeat_a_bug_found_before():
 def test_campaign_config_floors_default_to_the_issue_numbers():
     fields = CampaignConfig.__dataclass_fields__
     assert fields["floor_examples"].default == 200 and fields["floor_seconds"].default == 30.0
+    assert fields["real_floor_seconds"].default == 60.0
+
+
+def test_a_real_target_has_a_longer_seconds_floor_than_a_mutant():
+    """What the nightly job is for gets twice the fuzzing seconds before the bandit: a GPU
+    campaign's real Pallas attention pair met a 30 s floor at 164 examples."""
+    real = _pair("real", examples=50, seconds=31.0)
+    mutant = _pair("mut", examples=50, seconds=31.0, mutant=True, expected="nan")
+    c = _campaign([real, mutant])
+    assert c.floor_progress(mutant) >= 1.0
+    assert c.floor_progress(real) == pytest.approx(31.0 / 60.0)
+    assert c._pick() is real  # still under its floor
+    real.seconds = 61.0
+    assert c.floor_progress(real) >= 1.0
 
 
 FAKE = str(Path(__file__).parent / "fake_targets.py")
