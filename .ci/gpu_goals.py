@@ -167,6 +167,19 @@ def economics_goals(report: dict[str, Any], cpu: dict[str, int]) -> tuple[list[s
         f"{', '.join(unfinished[:12]) or '-'}",
         not unfinished,
     )
+    # The issue gives the GLA pairs (seconds per example) a goal of their own (>= 100, below):
+    # the floor of the others, printed beside the literal count above.
+    is_gla = {(r["target"], r["backend"]): r["family"].startswith("simple_gla") for r in rows}
+    other_under = [
+        f"{t} on {b} ({n})"
+        for n, t, b in few
+        if n < 200 and retired[(t, b)] not in FINISHED and not is_gla[(t, b)]
+    ]
+    n_other = sum(not g for g in is_gla.values())
+    lines.append(
+        f"pairs other than GLA fuzzed to the floor: {n_other - len(other_under)}/{n_other}; "
+        f"under it, not finished: {', '.join(other_under) or '-'}"
+    )
     gla = [r for r in rows if r["family"].startswith("simple_gla")]
     gla_few = [
         f"{r['target']} on {r['backend']} ({r['examples']})" for r in gla if r["examples"] < 100
