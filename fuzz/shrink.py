@@ -347,7 +347,10 @@ class _Shrinker:
         from fuzz.profiles import get_profile
 
         twin, backend = self.twin, self.backend
-        if twin is None or best.case.size <= SMALL_ENOUGH or self.left() <= 1.0:
+        if twin is None or best.case.size <= SMALL_ENOUGH:
+            return best
+        if self.left() * share <= 1.0:
+            self.notes.append(f"{twin.name} over its own variant space: no time left")
             return best
         options = dataclasses.replace(
             HuntOptions.of(get_profile("ci"), differential=False), compile_share=None
