@@ -389,9 +389,8 @@ class _Shrinker:
         )
         if small is None or small.case.size >= best.case.size:
             return best
-        confirmed = _confirm(self.target, backend, self.options, small)
+        confirmed = self.confirmed(small)
         if confirmed is not None:
-            self.notes.append(f"confirmed on {backend.name}: {small.case.size} elements")
             return confirmed
         self.notes.append(
             f"not confirmed on {backend.name}: the {small.case.size}-element case is kept as "
@@ -427,15 +426,21 @@ class _Shrinker:
                 f"one it started from ({self.current.case.size}): not taken"
             )
             return None
-        confirmed = _confirm(self.target, backend, self.options, small)
+        confirmed = self.confirmed(small)
         if confirmed is not None:
-            self.notes.append(f"confirmed on {backend.name}: {small.case.size} elements")
             return confirmed
         self.notes.append(
             f"{twin.name}'s minimal case ({small.case.size} elements) does not "
             f"fail with {cls} on {backend.name}"
         )
         return None
+
+    def confirmed(self, small: Found) -> Found | None:
+        """``small`` (the twin's) confirmed on the compiled backend (:func:`_confirm`), noted."""
+        confirmed = _confirm(self.target, self.backend, self.options, small)
+        if confirmed is not None:
+            self.notes.append(f"confirmed on {self.backend.name}: {small.case.size} elements")
+        return confirmed
 
     def on_compiled(self) -> None:
         """Shrinks ``current`` on the compiled backend within what is left of the time: through

@@ -54,27 +54,30 @@ def no_new_compiles() -> Iterator[None]:
     raises :class:`NewCompile` before the compiler runs: shrinking on a compiled backend steps
     only to kernel variants that are compiled already. A persistent-cache hit still counts as a
     compile (it is not known before the lookup)."""
-    before = getattr(_forbid, "on", False)
-    _forbid.on = True
-    try:
+    with _raised(_forbid):
         yield
-    finally:
-        _forbid.on = before
 
 
 _quiet = threading.local()
 
 
 @contextlib.contextmanager
-def unwatched() -> Iterator[None]:
-    """Inside it, compiles are the harness's own (settling a compiler's state at start-up): no
-    watcher hears of them, none is counted or refused."""
-    before = getattr(_quiet, "on", False)
-    _quiet.on = True
+def _raised(flag: threading.local) -> Iterator[None]:
+    """Sets a thread's ``flag.on`` inside it (and what it was after)."""
+    before = getattr(flag, "on", False)
+    flag.on = True
     try:
         yield
     finally:
-        _quiet.on = before
+        flag.on = before
+
+
+@contextlib.contextmanager
+def unwatched() -> Iterator[None]:
+    """Inside it, compiles are the harness's own (settling a compiler's state at start-up): no
+    watcher hears of them, none is counted or refused."""
+    with _raised(_quiet):
+        yield
 
 
 def compile_starting(*, lowering: bool = False) -> None:
