@@ -83,42 +83,53 @@ def test_run_writes_report_and_reproducers_and_fails_on_a_real_target(tmp_path):
     assert proc.returncode == 1 and "FAIL nan" in proc.stdout
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["run", "--budget", "-3", "--out", "x"], "--budget='-3' must be > 0 seconds"),
-        (["run", "--budget", "soon", "--out", "x"], "--budget='soon' must be a number of seconds"),
-        (
-            ["run", "--targets", "nothing*", "--out", "{tmp}/new"],
-            "--targets='nothing*' matches no target",
-        ),
-        (["run", "--profile", "warp", "--out", "{tmp}"], "profile='warp' is unknown"),
-        (
-            ["run", "--backends", "cuda-only", "--out", "{tmp}/new"],
-            "--backends='cuda-only' matches no backend",
-        ),
-        (["mutants", "--backends", "nope"], "--backends='nope' matches no backend"),
-        (["mutants", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
-        (["run", "--workers", "0", "--out", "{tmp}"], "argument --workers: 0 must be >= 1"),
-        (["run", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
-        (["run", "--out", "{file}/sub"], "--out='{file}/sub' cannot be created: {file} is a file"),
-        (["run", "--out", "{tmp}", "--repro-dir", "{file}"], "--repro-dir='{file}' is a file"),
-        (
-            ["run", "--out", "{tmp}/new", "--plugin", "{syntax}"],
-            "--plugin='{syntax}' failed to import: SyntaxError: invalid syntax",
-        ),
-        (
-            ["run", "--out", "{tmp}/new", "--plugin", "{raises}"],
-            "--plugin='{raises}' failed to import: SystemExit: exit from a plugin",
-        ),
-        (["list", "--plugin", "no/such/file.py"], "--plugin='no/such/file.py': no such file"),
-        (["replay", "no-such-path"], "'no-such-path' is neither a file nor a folder"),
-        (["replay", "{file}", "/no/such/file.py"], "'/no/such/file.py' is neither a file nor"),
-    ],
-)
-def test_bad_arguments_get_clear_errors(tmp_path, args, message):
-    # Usage errors: one line naming the argument, exit status 2 (never 1, which means a real
-    # target or a reproducer fails), before any work starts.
+BAD_ARGUMENTS = [
+    (["run", "--budget", "-3", "--out", "x"], "--budget='-3' must be > 0 seconds"),
+    (["run", "--budget", "soon", "--out", "x"], "--budget='soon' must be a number of seconds"),
+    (
+        ["run", "--targets", "nothing*", "--out", "{tmp}/new"],
+        "--targets='nothing*' matches no target",
+    ),
+    (["run", "--profile", "warp", "--out", "{tmp}"], "profile='warp' is unknown"),
+    (
+        ["run", "--backends", "cuda-only", "--out", "{tmp}/new"],
+        "--backends='cuda-only' matches no backend",
+    ),
+    (["mutants", "--backends", "nope"], "--backends='nope' matches no backend"),
+    (["mutants", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
+    (["run", "--workers", "0", "--out", "{tmp}"], "argument --workers: 0 must be >= 1"),
+    (["run", "--out", "{file}"], "--out='{file}' is a file; it must name a folder"),
+    (["run", "--out", "{file}/sub"], "--out='{file}/sub' cannot be created: {file} is a file"),
+    (["run", "--out", "{tmp}", "--repro-dir", "{file}"], "--repro-dir='{file}' is a file"),
+    (
+        ["run", "--out", "{tmp}/new", "--plugin", "{syntax}"],
+        "--plugin='{syntax}' failed to import: SyntaxError: invalid syntax",
+    ),
+    (
+        ["run", "--out", "{tmp}/new", "--plugin", "{raises}"],
+        "--plugin='{raises}' failed to import: SystemExit: exit from a plugin",
+    ),
+    (["list", "--plugin", "no/such/file.py"], "--plugin='no/such/file.py': no such file"),
+    (["replay", "no-such-path"], "'no-such-path' is neither a file nor a folder"),
+    (["replay", "{file}", "/no/such/file.py"], "'/no/such/file.py' is neither a file nor"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_argument_runs(tmp_path_factory, cli_batch):
+    """Every command line of ``BAD_ARGUMENTS``, each with a folder of its own, run in one
+    process (``cli_batch``): ``(folder, result)`` per case."""
+    folders, argvs = [], []
+    for args, _message in BAD_ARGUMENTS:
+        folder = tmp_path_factory.mktemp("bad-arguments")
+        fill = _bad_argument_files(folder)
+        folders.append((folder, fill))
+        argvs.append([fill(a) for a in args])
+    results = cli_batch(argvs, tmp_path_factory.mktemp("bad-arguments-batch"))
+    return list(zip(folders, results, strict=True))
+
+
+def _bad_argument_files(tmp_path):
     files = {
         "{file}": tmp_path / "a-file",
         "{syntax}": tmp_path / "syntax_error.py",
@@ -133,7 +144,15 @@ def test_bad_arguments_get_clear_errors(tmp_path, args, message):
             text = text.replace(key, str(path))
         return text
 
-    proc = fuzz_cli(*map(fill, args))
+    return fill
+
+
+@pytest.mark.parametrize("args, message", BAD_ARGUMENTS)
+def test_bad_arguments_get_clear_errors(bad_argument_runs, args, message):
+    # Usage errors: one line naming the argument, exit status 2 (never 1, which means a real
+    # target or a reproducer fails), before any work starts. The command lines run in one
+    # process, each through the entry point `python -m fuzz` calls (fuzz.cli.main).
+    (tmp_path, fill), proc = bad_argument_runs[BAD_ARGUMENTS.index((args, message))]
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert fill(message) in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr

@@ -828,7 +828,7 @@ def test_bad_profile_and_plugin_folder_are_usage_errors(tmp_path):
     assert folder.returncode == 2 and "is a folder; give the plugin's .py file" in folder.stderr
 
 
-def test_a_reproducer_edited_outside_the_contract_cannot_replay(tmp_path):
+def test_a_reproducer_edited_outside_the_contract_cannot_replay(tmp_path, cli_batch):
     # Integer data or a negative tile replayed as "FAIL crash": a verdict on the edit, not on the
     # kernel.
     from hypothesis import find
@@ -856,18 +856,23 @@ def test_a_reproducer_edited_outside_the_contract_cannot_replay(tmp_path):
         )
 
     as_int = case.replace(inputs={"x": case.inputs["x"].astype(np.int64)})
-    for name, edited, why in (
+    edits = (
         ("int64", as_int, "input x is int64, not the case's float32"),
         ("block", case.replace(block_m=-4), "params['block_m']=-4 is not a positive integer"),
         ("dtype", case.replace(dtype="float64"), "params['dtype']='float64' is not one of"),
-    ):
-        proc = fuzz_cli("replay", str(written(name, edited)))
+    )
+    # `python -m fuzz replay FILE` for each file, one after the other in one process.
+    *procs, honest = cli_batch(
+        [["replay", written(name, edited)] for name, edited, _ in edits]
+        + [["replay", written("honest", case)]],
+        tmp_path,
+    )
+    for proc, (_name, _edited, why) in zip(procs, edits, strict=True):
         assert proc.returncode == 2, proc.stdout
         assert "cannot replay: ValueError: its case is outside what target softmax is fuzzed" in (
             proc.stdout
         )
         assert why in proc.stdout, proc.stdout
-    honest = fuzz_cli("replay", str(written("honest", case)))
     assert honest.returncode == 0 and "softmax on triton-interpret: PASS" in honest.stdout
 
 
