@@ -145,7 +145,9 @@ def test_a_selection_of_nothing_or_a_bad_plugin_is_a_usage_error(pytester, tmp_p
     broken.write_text("def broken(:\n")
     pytester.makepyfile(TEST_FILE)
     args = [a.replace("{broken}", str(broken)) for a in ["--plugin", FAKE, *args]]
-    result = pytester.runpytest_subprocess(*args)
+    # In this process: the session stops in the plugin's pytest_configure, before any test (a
+    # subprocess would pay a fresh interpreter's imports of torch, JAX and the kernels).
+    result = pytester.runpytest_inprocess(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stdout.str() + result.stderr.str()
     assert message.replace("{broken}", str(broken)) in text
