@@ -20,6 +20,7 @@ import importlib
 import inspect
 import linecache
 import sys
+import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,12 +42,15 @@ class Edit:
 
 
 _cache: dict[tuple[str, str], types.ModuleType] = {}
+_running = threading.RLock()  # one thread runs a copy's code; the others wait for it
 
 
 def mutate(
     module: types.ModuleType, name: str, edits: Sequence[Edit], *, kind: str = "mutant"
 ) -> types.ModuleType:
     """Returns ``module`` re-executed with ``edits`` applied, as module ``<module>__<kind>_<name>``.
+
+    The edits are checked here; the copy's code runs when the module is first used.
 
     ``kind`` names what the copy is in module names, tracebacks and NaN-origin reports:
     ``'mutant'`` (a planted bug) or ``'reformulation'`` (a correct rewrite of the computation).
@@ -72,11 +76,26 @@ def mutate(
     mod.__file__ = filename
     mod.__package__ = module.__package__
     sys.modules[mod_name] = mod
-    try:
-        exec(compile(src, filename, "exec"), mod.__dict__)
-    except BaseException:
-        del sys.modules[mod_name]
-        raise
+    # The copy's code runs when it is first used (an attribute it does not have yet is asked
+    # for: PEP 562's module __getattr__), not here: a process registers every mutant but runs
+    # few of them, and running one (compiling it, building its @triton.jit functions) costs
+    # ~20 ms, ~1.7 s for all of them at each process start.
+    initial = dict(mod.__dict__)
+
+    def run_once(attr: str) -> Any:
+        with _running:
+            if mod.__dict__.get("__getattr__") is run_once:
+                del mod.__dict__["__getattr__"]
+                try:
+                    exec(compile(src, filename, "exec"), mod.__dict__)
+                except BaseException:
+                    mod.__dict__.clear()
+                    mod.__dict__.update(initial)
+                    raise
+        return object.__getattribute__(mod, attr)
+
+    mod.__dict__["__getattr__"] = run_once
+    initial["__getattr__"] = run_once
     _cache[key] = mod
     return mod
 

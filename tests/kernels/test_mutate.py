@@ -27,6 +27,19 @@ def test_edit_that_does_not_match_exactly_once_is_an_error():
         _mutate.mutate(ktriton, "many", [_mutate.Edit("tl.", "tl .")])
 
 
+def test_a_copy_runs_its_code_at_its_first_use():
+    # A process registers every mutant and runs few: the copy's code (a compile, its
+    # @triton.jit functions) runs when the module is first used, once, and a copy that cannot
+    # run says so there, each time it is used.
+    module = _mutate.mutate(ktriton, "lazy_probe", [_mutate.Edit("y = tl.exp(", "y = tl.exp(")])
+    assert "softmax" not in vars(module)
+    assert module.softmax is module.softmax and "softmax" in vars(module)
+    broken = _mutate.mutate(ktriton, "broken_probe", [_mutate.Edit("y = tl.exp(", "y = tl.exp((")])
+    for _ in range(2):
+        with pytest.raises(SyntaxError):
+            broken.softmax  # noqa: B018
+
+
 def test_mutant_source_is_visible_to_tracebacks():
     import linecache
 
