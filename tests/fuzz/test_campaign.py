@@ -1,6 +1,7 @@
 """Campaigns: worker processes survive kernels that raise, segfault or hang; nothing found is lost;
 SIGTERM ends with a complete report; triage against the previous report; GPU slots per worker."""
 
+import fcntl
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -41,32 +43,45 @@ def fuzz_popen(*args, **popen):
 @pytest.fixture(scope="module")
 def fault_campaign(tmp_path_factory):
     """One short CPU campaign over the fault-injection mutants, their correct base kernel and two
-    fake targets (a correct one and a planted NaN)."""
-    out = tmp_path_factory.mktemp("faults") / "out"
-    proc = fuzz_cli(
-        "run",
-        "--profile",
-        "ci",
-        "--plugin",
-        FAULTS,
-        "--plugin",
-        FAKE,
-        "--mutants",
-        "--targets",
-        "faults*,fake_double,fake_double_nan",
-        "--backends",
-        "triton-interpret,fake",
-        "--examples",
-        "40",
-        "--budget",
-        "900",
-        "--example-timeout",
-        "2",
-        "--seed",
-        "1",
-        "--out",
-        str(out),
-    )
+    fake targets (a correct one and a planted NaN). Run once per test session: under
+    `pytest -n N` the first worker to need it runs it and the others read its output (the tests
+    only read it)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's folder, above each worker's own
+    folder = shared / "fault-campaign"
+    folder.mkdir(exist_ok=True)
+    out, ran = folder / "out", folder / "campaign.json"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a worker that comes second waits for the first
+        if not ran.exists():
+            proc = fuzz_cli(
+                "run",
+                "--profile",
+                "ci",
+                "--plugin",
+                FAULTS,
+                "--plugin",
+                FAKE,
+                "--mutants",
+                "--targets",
+                "faults*,fake_double,fake_double_nan",
+                "--backends",
+                "triton-interpret,fake",
+                "--examples",
+                "40",
+                "--budget",
+                "900",
+                "--example-timeout",
+                "2",
+                "--seed",
+                "1",
+                "--out",
+                str(out),
+            )
+            ran.write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+    returncode, stdout, stderr = json.loads(ran.read_text())
+    proc = SimpleNamespace(returncode=returncode, stdout=stdout, stderr=stderr)
     report = json.loads((out / "report.json").read_text())
     return proc, out, report
 

@@ -637,19 +637,22 @@ def _release(path: Path) -> None:
         path.chmod(0o755)
 
 
-def test_database_folders_that_cannot_work_are_usage_errors(tmp_path):
+def test_database_folders_that_cannot_work_are_usage_errors(tmp_path, cli_batch):
     # --db on a read-only folder and --db-shared on a missing one ran with no warning, saving or
     # reading nothing.
     read_only = _read_only_folder(tmp_path / "ro")
     try:
         base = ["run", "--profile", "ci", "--plugin", FAKE, "--targets", "fake_double"]
         base += ["--backends", "fake", "--examples", "1", "--out", str(tmp_path / "out")]
-        bad = fuzz_cli(*base, "--db", str(read_only))
+        missing = tmp_path / "team-db"
+        # The two command lines one after the other in one process (`python -m fuzz` each).
+        bad, bad_shared = cli_batch(
+            [[*base, "--db", read_only], [*base, "--db-shared", missing]], tmp_path
+        )
         assert bad.returncode == 2 and "Traceback" not in bad.stderr
         assert f"error: --db={str(read_only)!r} is not writable" in bad.stderr
-        missing = tmp_path / "team-db"
-        bad = fuzz_cli(*base, "--db-shared", str(missing))
-        assert bad.returncode == 2 and f"--db-shared={str(missing)!r} does not exist" in bad.stderr
+        assert bad_shared.returncode == 2
+        assert f"--db-shared={str(missing)!r} does not exist" in bad_shared.stderr
         assert not (tmp_path / "out").exists()  # a usage error touches nothing
     finally:
         _release(read_only)
