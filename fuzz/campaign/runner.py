@@ -497,9 +497,9 @@ class Campaign:
         whose fuzzing paid the most compile seconds since its last warm-up, or refused the most
         examples that would have compiled (its variants are not all compiled: the next warm-up
         draws more of them), up to ``MAX_WARMS`` times."""
-        cold = [p for p in self.pairs if p.warm == "cold" and not p.retired and not p.running]
+        cold = self._cold_queue()
         if cold:
-            return min(cold, key=lambda p: p.target.is_mutant)
+            return cold[0]
         again = [
             p
             for p in self.pairs
@@ -522,6 +522,18 @@ class Campaign:
             default=None,
         )
 
+    def _cold_queue(self) -> list[PairState]:
+        """The pairs not warmed up yet, in the order the compile workers take them: real targets
+        first, then the costliest to compile (``compile_cost``: their family's compiles on their
+        backend so far; of a family none has compiled yet, first) first, else the first round's
+        order (``interleave``). A pair far down
+        the queue may be fuzzed cold (``_far_from_warm``), compiling on the fuzzing path, so it
+        is best one whose compiles are cheap: a GPU campaign that warmed its pairs in the first
+        round's order left ten GLA mutant pairs (20-60 s of compiles each) to fuzzing workers,
+        a third of its compile seconds on the fuzzing path."""
+        cold = [p for p in self.pairs if p.warm == "cold" and not p.retired and not p.running]
+        return sorted(cold, key=lambda p: (p.target.is_mutant, -self.compile_cost(p, math.inf)))
+
     def _compiling_ahead(self) -> bool:
         """Whether a compile worker is there to warm pairs up (else fuzz workers compile)."""
         return any(w.role == "compile" and w.process is not None for w in self.workers)
@@ -529,7 +541,7 @@ class Campaign:
     def _pick(self, w: WorkerHandle | None = None) -> PairState | None:
         """The pair the next slice fuzzes: every pair once (real targets before mutants), then
         every pair to its floor (real targets first, then those worker ``w`` has fuzzed before,
-        the least fuzzed first), then the pairs that found new bugs or coverage lately, per
+        the least fuzzed first; of cold pairs, those that compile cheapest first), then the pairs that found new bugs or coverage lately, per
         fuzzing second, with an exploration bonus (UCB; a pair another worker has loaded counts
         at ``AFFINITY``). Compile time is a setup cost: it counts neither toward a floor nor
         against a pair's rate. Where a pair's slices run matters on a compiled backend: a
@@ -551,6 +563,8 @@ class Campaign:
                 key=lambda p: (
                     p.slices > 0,
                     p.target.is_mutant,
+                    # it compiles as it goes: the cheapest first, one of unknown cost last
+                    self.compile_cost(p, math.inf) if p.warm == "cold" else 0.0,
                     p.slices > 0 and p.key not in loaded,
                     self.floor_progress(p),
                     p.slices,
@@ -565,11 +579,11 @@ class Campaign:
             ),
         )
 
-    def compile_cost(self, pair: PairState) -> float:
+    def compile_cost(self, pair: PairState, unknown: float = 0.0) -> float:
         """The seconds one compile of ``pair``'s kernels is expected to take: the mean of its
         compiles so far (warm-ups included; loads of kernels compiled elsewhere not), else of
         the pairs of its family on its backend (a mutant's kernels are its target's, edited);
-        0 where nothing is known."""
+        ``unknown`` where nothing is known."""
 
         def totals(ps: Iterable[PairState]) -> tuple[float, float]:
             secs = n = 0.0
@@ -586,7 +600,7 @@ class Campaign:
                 for p in self.pairs
                 if p.backend == pair.backend and p.target.family == pair.target.family
             )
-        return secs / n if n > 0 else 0.0
+        return secs / n if n > 0 else unknown
 
     def _far_from_warm(self, free: list[PairState]) -> list[PairState]:
         """The cold pairs of ``free`` whose warm-up is more than ``COLD_WAIT`` seconds away, by
@@ -599,10 +613,7 @@ class Campaign:
         if not done or not n:
             return []
         mean = sum(done) / len(done)
-        queue = sorted(
-            (p for p in self.pairs if p.warm == "cold" and not p.retired and not p.running),
-            key=lambda p: p.target.is_mutant,  # _pick_cold's order
-        )
+        queue = self._cold_queue()  # _pick_cold's order
         far = {p.key for k, p in enumerate(queue) if (k // n + 1) * mean > COLD_WAIT}
         return [p for p in free if p.key in far]
 

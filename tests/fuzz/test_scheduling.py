@@ -137,6 +137,52 @@ def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
     assert c._pick() is next_up
 
 
+def test_compile_workers_warm_the_costliest_compiles_first_and_fuzzing_takes_the_cheap_cold():
+    """Real targets are warmed up first, then the mutants whose family compiles slowest on their
+    backend: a cold pair far down that queue, the one a fuzzing worker may take and compile on
+    the fuzzing path, is then one whose compiles are cheap."""
+    from fuzz.campaign.runner import COLD_WAIT, WorkerHandle
+
+    slow = _pair("slow", examples=100, seconds=5.0, compile_seconds=40.0)  # 10 s a compile
+    fast = _pair("fast", examples=100, seconds=5.0, compile_seconds=2.0)  # 0.5 s a compile
+    slow.stats["compiles"], fast.stats["compiles"] = 4, 4
+    slow.target.family, fast.target.family = "slow", "fast"
+    fast.warm_count, fast.warm_seconds = 1, 0.75 * COLD_WAIT
+    cheap = [_pair(f"cheap{i}", slices=0, mutant=True, expected="nan") for i in range(2)]
+    costly = [_pair(f"costly{i}", slices=0, mutant=True, expected="nan") for i in range(2)]
+    real = _pair("real", slices=0)
+    for p in cheap:
+        p.target.family = "fast"
+    for p in costly:
+        p.target.family = "slow"
+    for p in (*cheap, *costly, real):
+        p.warm = "cold"
+    c = _campaign([slow, fast, *cheap, *costly, real])  # the first round's order: cheap first
+    assert c._cold_queue() == [real, *costly, *cheap]
+    assert c._pick_cold() is real
+    c.workers = [WorkerHandle(9, None, None, process=object(), role="compile")]
+    # One compile worker, warm-ups of 0.75 COLD_WAIT: the queue's first is 0.75 COLD_WAIT away,
+    # the second 1.5: every pair from the second on may be fuzzed cold.
+    # and of those, the fuzzing worker takes the one that compiles cheapest.
+    slow.running = fast.running = True
+    c.pairs = [slow, fast, *costly, *cheap, real]
+    assert c._pick() is cheap[0]
+    for p in cheap:
+        p.running = True
+    assert c._pick() is costly[0]  # far away too: taken once no cheaper cold pair is left
+    # A family none has compiled yet may compile dear: warmed up first, fuzzed cold last.
+    unknown = _pair("unknown", slices=0, mutant=True, expected="nan")
+    unknown.target.family, unknown.warm = "new", "cold"
+    c.pairs.append(unknown)
+    assert c._cold_queue()[:2] == [real, unknown]
+    for p in costly:
+        p.running = False
+    assert c._pick() is costly[0]
+    for p in costly:
+        p.running = True
+    assert c._pick() is unknown
+
+
 def test_a_compiles_expected_cost_comes_from_the_pair_else_its_family():
     """The seconds one compile is expected to take, for the compile share's refusals: the mean
     of the pair's compiles (its warm-ups' too, not loads of kernels compiled elsewhere), else
