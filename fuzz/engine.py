@@ -461,6 +461,7 @@ class _Hunter:
                     race_repeats=self.race_repeats,
                     note=self.hooks.on_draw,
                     spare_derived=spare,
+                    prefer=self.stage.only,  # the one bug a shrink stage shrinks
                 )
         except NewCompile:
             self.result.events["rejected: would compile"] += 1

@@ -1136,10 +1136,12 @@ def check_case(
     ``race_repeats``: extra runs for the determinism property (see :func:`_determinism`).
     ``spare_derived``: a property whose derived launch would compile is skipped
     (``Outcome.spared``; see :class:`Context`).
-    ``prefer``: a failure class (a replay's recorded one): when the first failure is of another
-    class (a racy kernel may show its race before the accuracy bug it was saved for), the
-    remaining properties are still checked and a failure of the preferred class is returned if
-    one shows. A crash ends the check at once.
+    ``prefer``: a failure class (a replay's recorded one), or a bug key
+    (``fuzz.signatures.bug_key``: a shrink stage's one bug): when the first failure is of
+    another class or key (a racy kernel may show its race before the accuracy bug it was saved
+    for; a small case fails the oracle before the metamorphic property a large one failed
+    alone), the remaining properties are still checked and a failure of the preferred class or
+    key is returned if one shows. A crash ends the check at once.
 
     Raises:
         Unsupported: the kernel declined the case itself (its clean run): the example is not
@@ -1168,6 +1170,15 @@ def check_case(
 
 # Past its first failure a check draws nothing more (it would only lengthen what Hypothesis
 # shrinks); a replay that did not record a property's parameters skips that property.
+def _preferred(finding: Finding, prefer: str) -> bool:
+    """Whether ``finding`` is of class ``prefer`` or, where ``prefer`` is a bug key, has it."""
+    if "|" not in prefer:
+        return finding.cls == prefer
+    from fuzz.signatures import bug_key
+
+    return bug_key(finding) == prefer
+
+
 def _check_properties(
     ctx: Context,
     draw: Callable[[SearchStrategy[Any], str], Any] | None,
@@ -1211,7 +1222,11 @@ def _check_properties(
         spent[prop.name] = spent.get(prop.name, 0.0) + time.perf_counter() - t0
         if finding is None:
             continue
-        if prefer is None or finding.cls == prefer or (first is None and finding.cls == F.CRASH):
+        if (
+            prefer is None
+            or _preferred(finding, prefer)
+            or (first is None and finding.cls == F.CRASH)
+        ):
             return Outcome(finding, used, ctx, declined, spared)
         if first is None:
             first = finding

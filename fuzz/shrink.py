@@ -130,7 +130,7 @@ def _confirm(target: Target, backend: Backend, options: HuntOptions, small: Foun
             small.case,
             params=small.params,
             **options.check_kwargs(),
-            prefer=small.finding.cls,
+            prefer=small.key or small.finding.cls,  # its bug's property, where it fails too
         )
     except Unsupported:
         return None
@@ -305,13 +305,16 @@ class _Shrinker:
         def within(bound: float) -> Callable[[Case], bool]:
             return lambda c: cost(c) <= bound
 
+        # Where the twin can search its own space, the cut through new variants (each a
+        # compile) leaves it more time: that search finds small cases the narrowing keeps out.
+        share = 1 / 3 if self.own_space_differs() else 1 / 2
         for only_compiled, bound in ((True, self.cut_cost), (False, self.max_cost)):
             if self.twin is None or cost(self.current.case) <= bound or self.left() <= 0:
                 continue
             cut, run = self.stage(
                 self.backend,
                 self.options,
-                seconds=self.left() / 2,
+                seconds=self.left() * (1 / 2 if only_compiled else share),
                 only_compiled=only_compiled,
                 goal=within(bound),
             )

@@ -75,6 +75,9 @@ NEW_CLASS_WEIGHT = 10.0  # a new bug counts as much as ten new coverage features
 CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
 MAX_WARMS = 4  # warm-ups of one pair at most (each draws twice as long as the one before)
 COLD_WAIT = 30.0  # a fuzzing worker takes a cold pair whose warm-up is further away than this
+SHRINK_COMPILES = 12  # a slice's time to shrink a new bug is at least this many of its compiles
+SHRINK_MAX = 90.0  # ... up to this many seconds
+COLD_COMPILE_FACTOR = 3.0  # ... and than this many times the compile seconds of its warm-up
 WARM_SECONDS = 8.0  # a pair's first warm-up ends after this many seconds (the next, twice as many)
 AFFINITY = 0.8  # the weight of a pair another worker has loaded, once every floor is met
 REWARM_AFTER = 2.0  # seconds its fuzzing compiled since its last warm-up that call for another
@@ -115,6 +118,7 @@ class PairState:
     warm: str = "ready"
     warm_seconds: float = 0.0  # wall time of its warm-up slices (off the fuzzing path)
     warm_count: int = 0  # warm-ups run
+    first_warm_compile: float | None = None  # compile seconds of its first warm-up
     compile_at_warm: float = 0.0  # its fuzzing path's compile seconds at its last warm-up
     refused_at_warm: int = 0  # its examples refused for their compile at its last warm-up
     narrowing: dict[str, Any] | None = None  # its compile-time choices (kernel variants) now
@@ -603,19 +607,39 @@ class Campaign:
         return secs / n if n > 0 else unknown
 
     def _far_from_warm(self, free: list[PairState]) -> list[PairState]:
-        """The cold pairs of ``free`` whose warm-up is more than ``COLD_WAIT`` seconds away, by
-        their place in the compile workers' queue and the warm-ups measured so far (none before
-        one has ended): a fuzzing worker may take one (never fuzzed, it comes first) and
+        """The cold pairs of ``free`` whose warm-up is more than ``COLD_WAIT`` seconds away, and
+        more than ``COLD_COMPILE_FACTOR`` times the compile seconds of its family's warm-ups,
+        by their place in the compile workers' queue and the warm-ups measured so far (none
+        before one has ended): a fuzzing worker may take one (never fuzzed, it comes first) and
         compiles what it draws, within the compile share, rather than leave it unfuzzed until
-        the compile workers reach it (an H200 campaign left 40 mutant pairs unfuzzed so)."""
+        the compile workers reach it (an H200 campaign left 40 mutant pairs unfuzzed so). A
+        pair that compiles dear waits longer: on an H100, GLA mutant pairs taken cold paid
+        20-60 s of compiles each on the fuzzing path, a third of the campaign's there."""
         done = [p.warm_seconds / p.warm_count for p in self.pairs if p.warm_count]
         n = sum(1 for x in self.workers if x.role == "compile" and x.process is not None)
         if not done or not n:
             return []
         mean = sum(done) / len(done)
         queue = self._cold_queue()  # _pick_cold's order
-        far = {p.key for k, p in enumerate(queue) if (k // n + 1) * mean > COLD_WAIT}
+        far = {
+            p.key
+            for k, p in enumerate(queue)
+            if (k // n + 1) * mean > max(COLD_WAIT, COLD_COMPILE_FACTOR * self._warm_compile(p))
+        }
         return [p for p in free if p.key in far]
+
+    def _warm_compile(self, pair: PairState) -> float:
+        """The compile seconds a warm-up of ``pair`` is expected to take: the mean of the first
+        warm-ups of its family's pairs on its backend (what fuzzing it cold would compile on the
+        fuzzing path); infinite where none has ended (it may be dear: it waits its turn)."""
+        firsts = [
+            p.first_warm_compile
+            for p in self.pairs
+            if p.backend == pair.backend
+            and p.target.family == pair.target.family
+            and p.first_warm_compile is not None
+        ]
+        return sum(firsts) / len(firsts) if firsts else math.inf
 
     def _done(self, pair: PairState) -> bool:
         """Whether ``pair`` has run the examples the campaign asked of each pair (``--examples``)."""
@@ -658,7 +682,12 @@ class Campaign:
             w.loaded.add(pair.key)
         self.slice_ids += 1
         limit = min(self.slice_seconds, left)
-        shrink = max(30.0, 2 * self.slice_seconds)  # shrinking a new class may take a while
+        # Shrinking a new bug may take a while, and longer where each new shape compiles: a
+        # GLA pair (5 s a compile on an H100) spent its 30 s in two cut stages on the compiled
+        # backend and left none for the interpreter's search (665,600 elements, CPU: 272).
+        shrink = max(
+            30.0, 2 * self.slice_seconds, min(SHRINK_MAX, SHRINK_COMPILES * self.compile_cost(pair))
+        )
         now = time.perf_counter()
         sl = Slice(self.slice_ids, pair, now, limit, now + limit + shrink, warm=warm)
         if warm:
@@ -838,6 +867,8 @@ class Campaign:
             pair.structures = list(summary.get("structures") or pair.structures)
             pair.warm_seconds += secs
             pair.stats["precompile_seconds"] += summary.get("compile_seconds", 0.0)
+            if pair.first_warm_compile is None:
+                pair.first_warm_compile = summary.get("compile_seconds", 0.0)
             pair.stats["precompiles"] += summary.get("compiles", 0) - summary.get("cache_loads", 0)
             summary = {
                 **summary,

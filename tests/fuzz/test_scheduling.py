@@ -130,6 +130,7 @@ def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
     assert c._pick() is None  # no warm-up measured yet: wait
     ready.running = False
     ready.warm_count, ready.warm_seconds = 1, 0.75 * COLD_WAIT
+    ready.first_warm_compile = 1.0  # its family's warm-ups compile for a second
     assert c._pick() is later  # "next" is warmed up in 0.75 COLD_WAIT, "later" in 1.5
     later.running = True
     assert c._pick() is ready
@@ -139,17 +140,21 @@ def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
 
 def test_compile_workers_warm_the_costliest_compiles_first_and_fuzzing_takes_the_cheap_cold():
     """Real targets are warmed up first, then the mutants whose family compiles slowest on their
-    backend: a cold pair far down that queue, the one a fuzzing worker may take and compile on
-    the fuzzing path, is then one whose compiles are cheap."""
-    from fuzz.campaign.runner import COLD_WAIT, WorkerHandle
+    backend. A fuzzing worker takes a cold pair only where its warm-up is further away than
+    ``COLD_WAIT`` and than ``COLD_COMPILE_FACTOR`` times its family's warm-up compiles (what
+    fuzzing it cold would compile on the fuzzing path), the cheapest to compile first; a pair
+    of a family none has compiled yet is warmed up first and never fuzzed cold."""
+    from fuzz.campaign.runner import COLD_COMPILE_FACTOR, COLD_WAIT, WorkerHandle
 
     slow = _pair("slow", examples=100, seconds=5.0, compile_seconds=40.0)  # 10 s a compile
     fast = _pair("fast", examples=100, seconds=5.0, compile_seconds=2.0)  # 0.5 s a compile
     slow.stats["compiles"], fast.stats["compiles"] = 4, 4
     slow.target.family, fast.target.family = "slow", "fast"
-    fast.warm_count, fast.warm_seconds = 1, 0.75 * COLD_WAIT
+    fast.warm_count, fast.warm_seconds = 1, 0.75 * COLD_WAIT  # the mean warm-up
+    fast.first_warm_compile = 1.0
+    slow.first_warm_compile = 2.5 * COLD_WAIT / COLD_COMPILE_FACTOR  # 2.5 COLD_WAIT, fuzzed cold
     cheap = [_pair(f"cheap{i}", slices=0, mutant=True, expected="nan") for i in range(2)]
-    costly = [_pair(f"costly{i}", slices=0, mutant=True, expected="nan") for i in range(2)]
+    costly = [_pair(f"costly{i}", slices=0, mutant=True, expected="nan") for i in range(3)]
     real = _pair("real", slices=0)
     for p in cheap:
         p.target.family = "fast"
@@ -161,26 +166,25 @@ def test_compile_workers_warm_the_costliest_compiles_first_and_fuzzing_takes_the
     assert c._cold_queue() == [real, *costly, *cheap]
     assert c._pick_cold() is real
     c.workers = [WorkerHandle(9, None, None, process=object(), role="compile")]
-    # One compile worker, warm-ups of 0.75 COLD_WAIT: the queue's first is 0.75 COLD_WAIT away,
-    # the second 1.5: every pair from the second on may be fuzzed cold.
-    # and of those, the fuzzing worker takes the one that compiles cheapest.
     slow.running = fast.running = True
-    c.pairs = [slow, fast, *costly, *cheap, real]
+    # One compile worker, 0.75 COLD_WAIT a warm-up: the queue's k-th pair is (k + 1) 0.75
+    # COLD_WAIT away. The cheap ones (places 4 and 5) are far; of the costly ones, only the
+    # third (3 COLD_WAIT away) is further than its warm-up's compiles times the factor.
+    c.pairs = [slow, fast, *costly, *cheap, real]  # no help from the order
     assert c._pick() is cheap[0]
     for p in cheap:
         p.running = True
-    assert c._pick() is costly[0]  # far away too: taken once no cheaper cold pair is left
-    # A family none has compiled yet may compile dear: warmed up first, fuzzed cold last.
+    assert c._pick() is costly[2]
+    costly[2].running = True
+    assert c._pick() is None  # the other costly ones wait for their warm-up
+    # A family none has compiled yet may compile dear: warmed up first, never fuzzed cold.
     unknown = _pair("unknown", slices=0, mutant=True, expected="nan")
     unknown.target.family, unknown.warm = "new", "cold"
     c.pairs.append(unknown)
-    assert c._cold_queue()[:2] == [real, unknown]
-    for p in costly:
-        p.running = False
-    assert c._pick() is costly[0]
-    for p in costly:
-        p.running = True
-    assert c._pick() is unknown
+    assert c._cold_queue() == [real, unknown, *costly[:2]]
+    assert c._pick() is costly[1]  # now 3 COLD_WAIT away; "unknown", 1.5 away, is never far
+    costly[1].running = True
+    assert c._pick() is None
 
 
 def test_a_compiles_expected_cost_comes_from_the_pair_else_its_family():
@@ -220,6 +224,17 @@ def test_a_slice_carries_its_pairs_compile_time_so_far(tmp_path):
     (_, fuzz_task), (_, warm_task) = sent
     assert fuzz_task["compile_spent"] == [12.0, 40.0, 0.0]  # no compile counted: cost unknown
     assert warm_task["compile_spent"] == [0.0, 0.0, 0.0] and warm_task["warm"]
+    # Its time to shrink a new bug: at least 30 s, and SHRINK_COMPILES of its compiles, up to
+    # SHRINK_MAX seconds.
+    from fuzz.campaign.runner import SHRINK_COMPILES, SHRINK_MAX
+
+    assert fuzz_task["hard_limit"] == 5.0 + 30.0
+    for per_compile, shrink in ((4.0, SHRINK_COMPILES * 4.0), (60.0, SHRINK_MAX)):
+        p.stats["compiles"], p.stats["compile_seconds"] = 3, 3 * per_compile
+        p.running = False
+        assert c._dispatch(w := WorkerHandle(0, None, SimpleNamespace(log=str(log)), conn=conn))
+        assert sent[-1][1]["hard_limit"] == pytest.approx(5.0 + shrink)
+        assert w.busy.hard_deadline == pytest.approx(w.busy.started + 5.0 + shrink)
 
 
 @pytest.mark.parametrize(

@@ -206,3 +206,128 @@ def test_a_case_too_costly_for_the_interpreter_is_still_looked_for_small_in_its_
     assert any("interpreter not tried" in n for n in found.shrink_notes), found.shrink_notes
     assert found.shrink_path == "interpreter", found.shrink_notes
     assert found.case.inputs["x"].shape == (1, 5)
+
+
+def _row_mean_is_small(ctx, value):
+    """A property of the target's own, checked after the oracle: row 0's mean stays under 10."""
+    mean = float(np.mean(ctx.clean.outputs["y"][0]))
+    if abs(mean) < 10.0:
+        return None
+    return ctx.finding("accuracy", "row-mean", f"row 0's mean is {mean:.3g}", output="y")
+
+
+def _shifted_row(base):
+    def run(inputs, params, *, out, interpret):
+        res = base(inputs, params, out=out, interpret=interpret)
+        res["y"][0] += 100.0  # row 0's mean is 100 off: the later property fails on every case
+        return res
+
+    return run
+
+
+def _blind_oracle(oracle):
+    """The oracle misses the bug on wide cases (columns a multiple of 96), as an fp64 oracle
+    within its tolerance missed what a metamorphic property caught on an H100 (an attention
+    mutant's rows-sum-to-one at 1,040 and 6,144 elements): there the later property fails alone,
+    while a narrow case fails the oracle first, with the same class."""
+
+    def run(case, device):
+        y = oracle(case, device)["y"]
+        if case.inputs["x"].shape[1] % 96 == 0:
+            y = y.copy()
+            y[0] += 100.0
+        return {"y": y}
+
+    return run
+
+
+@pytest.fixture
+def later_property_target(fake_plugin):
+    from fuzz.properties import Property
+
+    mod = _plugin()
+    name = "fake_later_property"
+    try:
+        return get(name)
+    except Exception:
+        pass
+    register(
+        Target(
+            name=name,
+            family="fake",
+            kernels={"fake": _shifted_row(mod.make_kernel(None))},
+            oracle=_blind_oracle(mod.oracle),
+            naive=mod.naive,
+            strategy=_widths_cases,
+            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+            search=Search(interpret_cost=lambda case: float(case.inputs["x"].shape[0])),
+            properties=(Property("row-mean", _row_mean_is_small),),
+            description="fake target whose wide cases fail a property after the oracle alone",
+        )
+    )
+    return get(name)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_bug_of_a_later_property_is_shrunk_where_the_oracle_fails_first(
+    later_property_target, compiled_profile, seed
+):
+    """A compiled backend's finding of a property checked after the oracle: in the twin's own
+    space the small cases fail the oracle first (same class, another key). The search for the
+    bug's key checks on past that failure and takes the case where its property fails too, and
+    the compiled backend confirms it."""
+    result = hunt(
+        later_property_target,
+        "fake-compiled",
+        compiled_profile,
+        seed=seed,
+        database=None,
+        narrowing={"widths": (96,)},
+    )
+    assert result.error is None, result.error
+    found = next(f for f in result.found.values() if f.key == "accuracy|row-mean|y|-")
+    assert found.case.inputs["x"].shape == (1, 5), found.shrink_notes  # not (1, 96)
+    assert found.shrink_path == "interpreter" and found.interpreted is None, found.shrink_notes
+    assert found.finding.prop == "row-mean", found.finding
+
+
+@pytest.mark.parametrize("narrowing, share", [({"widths": (96,)}, 1 / 3), ({}, 1 / 2)])
+def test_the_cut_through_new_variants_leaves_the_own_space_search_its_time(
+    wide_target, compiled_profile, narrowing, share
+):
+    """The compiled backend's cut through new variants (each a compile: 5 s for a GLA kernel on
+    an H100) takes a third of the time left where the twin can search its own space after it,
+    half where it cannot."""
+    from fuzz import shrink
+    from fuzz.backends import get_backend
+    from fuzz.profiles import HuntOptions
+    from fuzz.results import HuntResult
+
+    found = _found(wide_target, compiled_profile, 0)
+    big = dataclasses.replace(
+        found, case=Case({"x": np.ones((40, 96), np.float32)}, {"dtype": "float32"}, {})
+    )
+    asked = []
+
+    def hunt_stub(*args, stage, hard_limit, **kw):
+        asked.append((stage.only_compiled, hard_limit))
+        return HuntResult(wide_target.name, "fake-compiled", None, None)
+
+    options = dataclasses.replace(HuntOptions.of(compiled_profile), shrink_seconds=60.0)
+    s = shrink._Shrinker(
+        wide_target,
+        get_backend("fake-compiled"),
+        options,
+        big,
+        hunt=hunt_stub,
+        into=HuntResult(wide_target.name, "fake-compiled", None, None),
+        hard_at=None,
+        narrowing=narrowing,
+    )
+    s.max_cost = 2 * s.cut_cost  # the interpreter takes less than the case costs: both cuts run
+    s.cut()
+    (first, a), (second, b) = asked
+    assert first and not second
+    # Half of the 60 s left for the cut through compiled variants (it returned at once here),
+    # then the share of what is left for the one through new variants.
+    assert a == pytest.approx(30.0, abs=0.5) and b == pytest.approx(share * 60.0, abs=0.5)
