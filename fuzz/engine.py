@@ -461,7 +461,7 @@ class _Hunter:
                     race_repeats=self.race_repeats,
                     note=self.hooks.on_draw,
                     spare_derived=spare,
-                    prefer=self.stage.only,  # the one bug a shrink stage shrinks
+                    prefer=self.stage.only if self.stage.past_first else None,
                 )
         except NewCompile:
             self.result.events["rejected: would compile"] += 1
@@ -741,6 +741,7 @@ class _Hunter:
                 into=result,
                 hard_at=self.shrink_hard_at(),
                 narrowing=self.narrowing,
+                known_keys={b.key for b in self.known_bugs} | {k for k in found if k != key},
             )
             db_key = database_key(self.target.name, self.b.name)
             if database is not None and found[key].choices:

@@ -6,6 +6,7 @@ Hypothesis treats two classes as two distinct bugs and shrinks each one separate
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -153,3 +154,17 @@ class Unsupported(Exception):
             raise ValueError(f"Unsupported(reason={reason!r}): give the reason as a non-empty str")
         super().__init__(reason)
         self.reason = reason.strip()
+
+
+def bug_key(finding: Finding) -> str:
+    """The key of a failing example (see the module docstring): class, property, output, and
+    for a kernel that raised, what it raised (its exception type and message, numbers left
+    out): one refusal met in every dtype is one bug, two exceptions are two. The input dtype is
+    a condition (:func:`conditions`), not part of the key: Hypothesis shrinks a bug toward
+    float32 where it fails there too, and a bug of half precision only keeps its dtype as a
+    trigger."""
+    last = "-"
+    if finding.cls == CRASH and finding.details.get("exception"):
+        text = re.sub(r"\d+", "#", str(finding.details.get("text", "")))[:80]
+        last = f"{finding.details['exception']}: {text}"
+    return "|".join((finding.cls, finding.prop, finding.output or "-", last))

@@ -1168,17 +1168,13 @@ def check_case(
     return outcome
 
 
-# Past its first failure a check draws nothing more (it would only lengthen what Hypothesis
-# shrinks); a replay that did not record a property's parameters skips that property.
 def _preferred(finding: Finding, prefer: str) -> bool:
     """Whether ``finding`` is of class ``prefer`` or, where ``prefer`` is a bug key, has it."""
-    if "|" not in prefer:
-        return finding.cls == prefer
-    from fuzz.signatures import bug_key
-
-    return bug_key(finding) == prefer
+    return finding.cls == prefer if "|" not in prefer else F.bug_key(finding) == prefer
 
 
+# Past its first failure a check draws nothing more (it would only lengthen what Hypothesis
+# shrinks); a replay that did not record a property's parameters skips that property.
 def _check_properties(
     ctx: Context,
     draw: Callable[[SearchStrategy[Any], str], Any] | None,
@@ -1227,6 +1223,8 @@ def _check_properties(
             or _preferred(finding, prefer)
             or (first is None and finding.cls == F.CRASH)
         ):
+            if first is not None:  # what the case failed first: it is an example of that too
+                finding.details["fails_first"] = F.bug_key(first)
             return Outcome(finding, used, ctx, declined, spared)
         if first is None:
             first = finding

@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +68,10 @@ class Stage:
         shrink_seconds: Hypothesis's cap on shrinking one failure (None: the profile's).
         only: the bug key (``fuzz.signatures.bug_key``) a shrink stage shrinks; failures of other
             keys count as hits (None: every key).
+        past_first: with ``only``, an example's check goes on past a failure of another key
+            (an earlier property's) for a failure of ``only`` (a fresh search for one bug, where
+            a small case fails the oracle before the metamorphic property a large one failed
+            alone); the finding says what the case failed first (``fails_first``).
     """
 
     start: tuple[tuple[Any, ...], ...] = ()
@@ -77,6 +81,7 @@ class Stage:
     hand_off: bool = False
     shrink_seconds: float | None = None
     only: str | None = None
+    past_first: bool = False
 
 
 SHRINK_PHASES = (Phase.reuse, Phase.shrink)
@@ -153,6 +158,7 @@ def shrink_compiled(
     into: HuntResult,
     hard_at: float | None,
     narrowing: dict[str, Any],
+    known_keys: Collection[str] = (),
 ) -> Found:
     """Shrinks ``found`` (a failure ``backend``, a compiled backend, found and handed over
     unshrunk) in the stages of the module docstring, within ``options.shrink_seconds``.
@@ -162,10 +168,13 @@ def shrink_compiled(
         into: the search's result, which counts the stages' examples, launches and events.
         hard_at: ``time.perf_counter()`` at which the search's hard limit ends shrinking too.
         narrowing: the search's compile-time choices: its examples replay under no other.
+        known_keys: the keys of the bugs the search knows: a small case of the own-space
+            search that fails one of them first is that bug's example, not this one's.
     """
     s = _Shrinker(
         target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at, narrowing=narrowing
     )
+    s.known_keys = frozenset(known_keys)
     s.cut()
     own_space = s.own_space_differs()
     confirmed = s.in_interpreter(share=0.5 if own_space else 1.0)
@@ -249,6 +258,7 @@ class _Shrinker:
         self.cut_cost = options.interpreter_max_cost
         self.max_cost = options.interpreter_max_cost * speedup
         self.too_costly = False  # the interpreter stage was not tried: the case cost too much
+        self.known_keys: frozenset[str] = frozenset()  # the bugs the search knows
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -374,7 +384,7 @@ class _Shrinker:
                 database=None,
                 known=(),
                 hard_limit=seconds,
-                stage=Stage(shrink_seconds=seconds, only=self.key),
+                stage=Stage(shrink_seconds=seconds, only=self.key, past_first=True),
                 narrowing={},
                 seed=None if seed is None else seed + attempt,
             )
@@ -392,6 +402,12 @@ class _Shrinker:
             f"{twin.name} over its own variant space: {examples} examples, "
             + (f"{small.case.size} elements" if small is not None else said)
         )
+        first = small.finding.details.get("fails_first") if small is not None else None
+        if first is not None and first in self.known_keys:
+            # The small case fails a known bug's property first (a bug of two properties, found
+            # as each where the other held): it is that bug's example, not a smaller one of this.
+            self.notes.append(f"its small case fails {first} first: a known bug's example")
+            return best
         if small is None or small.case.size >= best.case.size:
             return best
         confirmed = self.confirmed(small)

@@ -23,30 +23,15 @@ new, and the hunt goes on looking for other bugs.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fuzz.failures import CLASSES, CRASH, Finding
+from fuzz.failures import CLASSES, Finding, bug_key
 
 if TYPE_CHECKING:
     from fuzz.case import Case
     from fuzz.target import Target
-
-
-def bug_key(finding: Finding) -> str:
-    """The key of a failing example (see the module docstring): class, property, output, and
-    for a kernel that raised, what it raised (its exception type and message, numbers left
-    out): one refusal met in every dtype is one bug, two exceptions are two. The input dtype is
-    a condition (:func:`conditions`), not part of the key: Hypothesis shrinks a bug toward
-    float32 where it fails there too, and a bug of half precision only keeps its dtype as a
-    trigger."""
-    last = "-"
-    if finding.cls == CRASH and finding.details.get("exception"):
-        text = re.sub(r"\d+", "#", str(finding.details.get("text", "")))[:80]
-        last = f"{finding.details['exception']}: {text}"
-    return "|".join((finding.cls, finding.prop, finding.output or "-", last))
 
 
 def key_class(key: str) -> str:

@@ -331,3 +331,27 @@ def test_the_cut_through_new_variants_leaves_the_own_space_search_its_time(
     # Half of the 60 s left for the cut through compiled variants (it returned at once here),
     # then the share of what is left for the one through new variants.
     assert a == pytest.approx(30.0, abs=0.5) and b == pytest.approx(share * 60.0, abs=0.5)
+
+
+def test_a_small_case_that_fails_a_known_bug_first_is_that_bugs_example(
+    later_property_target, compiled_profile
+):
+    """Where the bug the later property's small case fails first (the oracle's) is known, the
+    small case is that bug's example: the finding keeps its own case and says why (a plugin with
+    a planted bug seen through two properties was reported twice with one 33-element case)."""
+    from fuzz.signatures import Bug
+
+    oracle_bug = Bug("accuracy|oracle|y|-", frozenset(), "0123456789ab")
+    result = hunt(
+        later_property_target,
+        "fake-compiled",
+        compiled_profile,
+        seed=0,
+        database=None,
+        narrowing={"widths": (96,)},
+        known=[oracle_bug],
+    )
+    assert result.error is None, result.error
+    found = next(f for f in result.found.values() if f.key == "accuracy|row-mean|y|-")
+    assert found.case.inputs["x"].shape[1] == 96, found.shrink_notes
+    assert any("fails accuracy|oracle|y|- first" in n for n in found.shrink_notes)
