@@ -543,9 +543,10 @@ class Campaign:
         return any(w.role == "compile" and w.process is not None for w in self.workers)
 
     def _pick(self, w: WorkerHandle | None = None) -> PairState | None:
-        """The pair the next slice fuzzes: every pair once (real targets before mutants), then
-        every pair to its floor (real targets first, then those worker ``w`` has fuzzed before,
-        the least fuzzed first; of cold pairs, those that compile cheapest first), then the pairs that found new bugs or coverage lately, per
+        """The pair the next slice fuzzes: every pair compiled ahead once (real targets before
+        mutants), then every pair to its floor (real targets first, then those worker ``w`` has
+        fuzzed before, the least fuzzed first; pairs not compiled ahead last, those that compile
+        cheapest first), then the pairs that found new bugs or coverage lately, per
         fuzzing second, with an exploration bonus (UCB; a pair another worker has loaded counts
         at ``AFFINITY``). Compile time is a setup cost: it counts neither toward a floor nor
         against a pair's rate. Where a pair's slices run matters on a compiled backend: a
@@ -565,9 +566,13 @@ class Campaign:
             return min(
                 under,
                 key=lambda p: (
-                    p.slices > 0,
+                    # A cold pair compiles as it goes, on the fuzzing path: it comes after the
+                    # first slice of every pair compiled ahead, and among the pairs under their
+                    # floor after the real targets and the warmed-up mutants, the cheapest first
+                    # (on an H100, GLA mutant pairs taken cold while warmed-up pairs were under
+                    # their floor paid a third of the campaign's compiles on the fuzzing path).
+                    p.slices > 0 or p.warm == "cold",
                     p.target.is_mutant,
-                    # it compiles as it goes: the cheapest first, one of unknown cost last
                     self.compile_cost(p, math.inf) if p.warm == "cold" else 0.0,
                     p.slices > 0 and p.key not in loaded,
                     self.floor_progress(p),

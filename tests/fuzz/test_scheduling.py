@@ -115,7 +115,8 @@ def test_a_worker_fuzzes_the_pairs_it_has_loaded_first():
 def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
     """With compile workers, fuzzing workers take the pairs they warmed up, and a cold pair only
     where its warm-up is more than ``COLD_WAIT`` seconds away (by its place in the compile
-    workers' queue and the warm-ups measured so far): never fuzzed, it then comes first."""
+    workers' queue and the warm-ups measured so far), and after the warmed-up pairs under their
+    floor: it would compile on the fuzzing path."""
     from fuzz.campaign.runner import COLD_WAIT, WorkerHandle
 
     ready = _pair("ready", examples=100, seconds=5.0)
@@ -131,6 +132,8 @@ def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
     ready.running = False
     ready.warm_count, ready.warm_seconds = 1, 0.75 * COLD_WAIT
     ready.first_warm_compile = 1.0  # its family's warm-ups compile for a second
+    assert c._pick() is ready  # under its floor, and compiled ahead
+    ready.examples, ready.seconds = 300, 40.0  # at its floor
     assert c._pick() is later  # "next" is warmed up in 0.75 COLD_WAIT, "later" in 1.5
     later.running = True
     assert c._pick() is ready
