@@ -732,6 +732,7 @@ class _Hunter:
         if result.stopped == "device-memory":
             self.handed_off = []  # nothing more runs here: they were streamed unshrunk
         for key in self.handed_off:
+            shrinking = self._shrinking()
             found[key] = shrink_compiled(
                 self.target,
                 self.b,
@@ -743,6 +744,7 @@ class _Hunter:
                 narrowing=self.narrowing,
                 known_keys={b.key for b in self.known_bugs} | {k for k in found if k != key},
             )
+            shrinking()
             db_key = database_key(self.target.name, self.b.name)
             if database is not None and found[key].choices:
                 database.save(db_key, choices_to_bytes(found[key].choices))
@@ -766,6 +768,18 @@ class _Hunter:
             )
         result.seconds = time.perf_counter() - self.t0
 
+    def _shrinking(self) -> Callable[[], None]:
+        """Starts timing a shrink stage; the function returned adds its seconds, compiling not
+        counted, to the result's ``shrink_seconds`` (a campaign's floors count fuzzing, not
+        shrinking: a GPU pair met its 30 s floor with 42 examples, most of it shrinking)."""
+        t0, c0 = time.perf_counter(), self.result.stats.compile_seconds
+
+        def done() -> None:
+            spent = time.perf_counter() - t0 - (self.result.stats.compile_seconds - c0)
+            self.result.shrink_seconds += max(0.0, spent)
+
+        return done
+
     def shrink_hard_at(self) -> float | None:
         """``time.perf_counter()`` at which the hard limit ends a shrink stage run now (the
         limit counts fuzzing: the compiling so far moves it on)."""
@@ -787,6 +801,7 @@ class _Hunter:
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         if not twins:
             return None
+        shrinking = self._shrinking()
         shrunk = shrink_again(
             self.target,
             self.b,
@@ -797,6 +812,7 @@ class _Hunter:
             hard_at=self.shrink_hard_at(),
             narrowing=self.narrowing,
         )
+        shrinking()
         if shrunk is None:
             return None
         end = bug_of(shrunk)

@@ -129,6 +129,7 @@ class HuntResult:
     stopped: str = ""
     reshrinks: int = 0  # times a flaky failure (a race) was shrunk again from where it stopped
     shrink_examples: int = 0  # examples run by shrink stages after the search (fuzz.shrink)
+    shrink_seconds: float = 0.0  # their seconds, compiling not counted (shrinking, not fuzzing)
     variants: dict[str, list[Any]] = field(default_factory=dict)  # the run's compile-time choices
     # bugs first seen as new that shrank, with the known bugs of their key no longer excluded,
     # to one of those: {"round", "bug_key", "signature" (first seen as), "twin" (the known one)}
@@ -181,6 +182,7 @@ class HuntResult:
             "error": self.error,
             "stopped": self.stopped,
             "shrink_examples": self.shrink_examples,
+            "shrink_seconds": round(self.shrink_seconds, 3),
             "variants": self.variants,
             "events": dict(self.events),
             "known_hits": dict(self.known_hits),

@@ -52,6 +52,8 @@ _SUMMED_SECONDS = (
     "cache_load_seconds",
     "precompile_seconds",
     "warm_seconds",
+    "refused_seconds",
+    "shrink_seconds",
 )
 
 

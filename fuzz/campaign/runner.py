@@ -143,8 +143,15 @@ class PairState:
     def fuzz_seconds(self) -> float:
         """Seconds it was fuzzed, compiling not counted (a setup cost, not held against it), nor
         slices whose every example was refused for its compile (they fuzzed nothing: a GPU
-        campaign's Pallas pair met its 30 s floor with 16 examples so)."""
-        return max(0.0, self.seconds - self.stats["compile_seconds"] - self.refused_seconds)
+        campaign's Pallas pair met its 30 s floor with 16 examples so), nor shrinking its bugs
+        after the search (a GPU pair met it with 42 examples so)."""
+        return max(
+            0.0,
+            self.seconds
+            - self.stats["compile_seconds"]
+            - self.refused_seconds
+            - self.stats["shrink_seconds"],
+        )
 
     @property
     def classes(self) -> set[str]:
@@ -184,6 +191,7 @@ class PairState:
             "seconds": round(secs, 3),
             "fuzz_seconds": round(fuzz, 3),
             "refused_seconds": round(self.refused_seconds, 3),
+            "shrink_seconds": round(self.stats["shrink_seconds"], 3),
             "examples_per_second": round(ex / fuzz, 2) if fuzz > 0 else 0.0,
             "slices": self.slices,
             "worker_deaths": self.deaths,
@@ -903,6 +911,7 @@ class Campaign:
             "cache_load_seconds",
             "twin_launches",
             "twin_seconds",
+            "shrink_seconds",
         ):
             pair.stats[k] += summary.get(k, 0)
         pair.events.update(summary.get("events", {}))

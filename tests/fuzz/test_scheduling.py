@@ -87,6 +87,22 @@ def test_compile_time_counts_toward_no_floor_and_no_rate():
     assert row["examples_per_second"] == pytest.approx(5.0)  # per fuzzing second
 
 
+def test_shrinking_counts_toward_no_floor():
+    """A slice's seconds of shrinking its bugs after the search (compiling not counted:
+    ``HuntResult.shrink_seconds``) are not fuzzing: a GPU pair met its 30 s floor with 42
+    examples, most of its seconds shrinking."""
+    p = _pair("p", examples=0, seconds=0.0, slices=0, mutant=True, expected="nan")
+    c = _campaign([p])
+    sl = SimpleNamespace(id=1, warm=False, started=0.0)
+    w = SimpleNamespace(busy=sl, recycles=0, ready=True, slot=0)
+    c.note_db_problems = lambda problems: None
+    summary = {"examples": 40, "seconds": 50.0, "compile_seconds": 6.0, "shrink_seconds": 36.0}
+    c._slice_done(w, p, summary)
+    assert p.fuzz_seconds == pytest.approx(8.0)  # 50 - 6 compiling - 36 shrinking
+    assert c.floor_progress(p) == pytest.approx(max(40 / 200, 8 / 30))
+    assert p.as_dict()["shrink_seconds"] == pytest.approx(36.0)
+
+
 def test_a_worker_fuzzes_the_pairs_it_has_loaded_first():
     """Each pair once, real targets first, whatever a worker has loaded; then, under their
     floors, a worker's own pairs (their kernels loaded in its process) before the others', the

@@ -355,3 +355,20 @@ def test_a_small_case_that_fails_a_known_bug_first_is_that_bugs_example(
     found = next(f for f in result.found.values() if f.key == "accuracy|row-mean|y|-")
     assert found.case.inputs["x"].shape[1] == 96, found.shrink_notes
     assert any("fails accuracy|oracle|y|- first" in n for n in found.shrink_notes)
+
+
+def test_a_hunt_reports_its_shrink_stages_seconds_apart(wide_target, compiled_profile):
+    """The seconds the shrink stages took after the search (compiling not counted) are the
+    result's ``shrink_seconds``, which a campaign's floors leave out."""
+    DECLINE_NARROW[0] = False
+    result = hunt(
+        wide_target,
+        "fake-compiled",
+        compiled_profile,
+        seed=0,
+        database=None,
+        narrowing={"widths": (96,)},
+    )
+    assert result.found["nan"].shrink_notes  # it went through the shrink stages
+    assert 0.0 < result.shrink_seconds <= result.seconds
+    assert result.as_dict()["shrink_seconds"] == pytest.approx(result.shrink_seconds, abs=1e-3)
