@@ -58,28 +58,36 @@ def _kernel(base):
     return run
 
 
-@pytest.fixture
-def wide_target(fake_plugin):
-    mod = _plugin()
-    name = "fake_narrowed_nan"
+def _widths_target(name, description, kernel=_kernel, oracle=None, properties=()):
+    """A fake target drawing ``_widths_cases``, registered once per session."""
     try:
         return get(name)
     except Exception:
         pass
+    mod = _plugin()
     register(
         Target(
             name=name,
             family="fake",
-            kernels={"fake": _kernel(mod.make_kernel(None))},
-            oracle=mod.oracle,
+            kernels={"fake": kernel(mod.make_kernel(None))},
+            oracle=mod.oracle if oracle is None else oracle(mod.oracle),
             naive=mod.naive,
             strategy=_widths_cases,
             tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
             search=Search(interpret_cost=lambda case: float(case.inputs["x"].shape[0])),
-            description="fake target whose small failures need a width its narrowing leaves out",
+            properties=properties,
+            description=description,
         )
     )
     return get(name)
+
+
+@pytest.fixture
+def wide_target(fake_plugin):
+    return _widths_target(
+        "fake_narrowed_nan",
+        "fake target whose small failures need a width its narrowing leaves out",
+    )
 
 
 @pytest.fixture
@@ -245,27 +253,13 @@ def _blind_oracle(oracle):
 def later_property_target(fake_plugin):
     from fuzz.properties import Property
 
-    mod = _plugin()
-    name = "fake_later_property"
-    try:
-        return get(name)
-    except Exception:
-        pass
-    register(
-        Target(
-            name=name,
-            family="fake",
-            kernels={"fake": _shifted_row(mod.make_kernel(None))},
-            oracle=_blind_oracle(mod.oracle),
-            naive=mod.naive,
-            strategy=_widths_cases,
-            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
-            search=Search(interpret_cost=lambda case: float(case.inputs["x"].shape[0])),
-            properties=(Property("row-mean", _row_mean_is_small),),
-            description="fake target whose wide cases fail a property after the oracle alone",
-        )
+    return _widths_target(
+        "fake_later_property",
+        "fake target whose wide cases fail a property after the oracle alone",
+        kernel=_shifted_row,
+        oracle=_blind_oracle,
+        properties=(Property("row-mean", _row_mean_is_small),),
     )
-    return get(name)
 
 
 @pytest.mark.parametrize("seed", range(2))
