@@ -111,18 +111,35 @@ class _Drawn:
 
 class _Replay:
     """A primitive provider that answers a structure's draws from a record, and passes any draw
-    that does not match the record (or comes after it) to the provider it stands in for."""
+    that does not match the record (or comes after it) to the provider it stands in for.
+    ``widened``: an integer draw whose bounds differ from the record's (and nothing else of its
+    constraints) matches where the recorded value lies within them (a record of a narrower
+    strategy: see :meth:`StructureMemo._borrowable`)."""
 
-    def __init__(self, inner: Any, nodes: tuple[tuple[str, Any, dict[str, Any]], ...]) -> None:
+    def __init__(
+        self, inner: Any, nodes: tuple[tuple[str, Any, dict[str, Any]], ...], widened: bool = False
+    ) -> None:
         self.inner, self.nodes, self.served, self.matched = inner, nodes, 0, True
+        self.widened = widened
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
+    def _fits(self, kind: str, value: Any, recorded: dict[str, Any], now: dict[str, Any]) -> bool:
+        if recorded == now:
+            return True
+        if not self.widened or kind != "integer" or recorded.keys() != now.keys():
+            return False
+        bounds = ("min_value", "max_value")
+        if any(recorded[k] != now[k] for k in now if k not in bounds):
+            return False
+        lo, hi = now.get("min_value"), now.get("max_value")
+        return (lo is None or value >= lo) and (hi is None or value <= hi)
+
     def _serve(self, kind: str, args: tuple[Any, ...], constraints: dict[str, Any]) -> Any:
         if self.matched and not args and self.served < len(self.nodes):
             recorded_kind, value, recorded = self.nodes[self.served]
-            if recorded_kind == kind and recorded == constraints:
+            if recorded_kind == kind and self._fits(kind, value, recorded, constraints):
                 self.served += 1
                 return value
         self.matched = False
@@ -220,12 +237,14 @@ class StructureMemo:
             offer), ``reused``, ``fresh`` (Hypothesis's generator chose the structure's first
             choices), ``replayed`` (all its choices given: mutations, hill climbing, shrinking,
             the database); ``offered`` for reuse, ``stale`` (records dropped: the strategy no
-            longer draws them), examples ``observed``.
+            longer draws them), examples ``observed``; ``borrowed``: reused structures
+            recorded under another strategy (:meth:`_borrowable`).
 
     Use one memo per (target, backend), across the runs (hunts) of it that one process makes:
     ``with memo.active():`` around the run, ``memo.observe(...)`` after each example. Structures
     are remembered per strategy (:func:`reusing`'s ``key``), so a run narrowed differently
-    reuses only its own.
+    reuses its own; one with none of its own yet borrows the others' where they replay
+    (:meth:`_borrowable`).
     """
 
     target_share: float = DEFAULT_TARGET_SHARE
@@ -243,6 +262,10 @@ class StructureMemo:
         default_factory=dict, init=False, repr=False
     )
     _drawn: list[_Drawn] = field(default_factory=list, init=False, repr=False)
+    # Per strategy key, the other strategies' structures it does not draw (``_borrowable``).
+    _unborrowable: dict[Hashable, set[tuple[Any, ...]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
     # Every structure an example launched here, offered or not (one that failed is not).
     _launched: set[tuple[Hashable, tuple[Any, ...]]] = field(
         default_factory=set, init=False, repr=False
@@ -260,7 +283,16 @@ class StructureMemo:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InvalidArgument(f"seed={self.seed!r} must be an int")
         self._rng = random.Random(self.seed)
-        for k in ("explored", "reused", "fresh", "replayed", "offered", "stale", "observed"):
+        for k in (
+            "explored",
+            "reused",
+            "fresh",
+            "replayed",
+            "offered",
+            "stale",
+            "observed",
+            "borrowed",
+        ):
             self.counts[k] = 0
 
     # The hunt's side ----------------------------------------------------------------------------
@@ -448,10 +480,13 @@ class StructureMemo:
         self._drawn = [d for d in self._drawn if d.data is data]
         entry = None
         generating = _generating(data)
+        borrowed = False
         if generating:
-            pool = self._pools.get(key)
+            own = self._pools.get(key, [])
+            pool = own + self._borrowable(key)
             if pool and self._rng.random() >= self.explore_rate:
                 entry = self._rng.choice(pool)
+                borrowed = not any(e is entry for e in own)
         start = len(data.nodes)
         if entry is None:
             value = draw(strategy, label=_STRUCTURE_LABEL)
@@ -460,7 +495,7 @@ class StructureMemo:
             # chose a prefix reaching into it, the rest is fresh.
             mode = "explore" if generating else "fresh" if _generating(data) else "replay"
         else:
-            replay = _Replay(data.provider, entry.nodes)
+            replay = _Replay(data.provider, entry.nodes, widened=borrowed)
             data.provider = replay
             try:
                 value = draw(strategy, label=_STRUCTURE_LABEL)
@@ -468,6 +503,10 @@ class StructureMemo:
                 data.provider = replay.inner
             if replay.complete:
                 mode, entry.reuses = "reuse", entry.reuses + 1
+            elif borrowed:  # another strategy's structure this one does not draw
+                mode = "explore"
+                self.counts["stale"] += 1
+                self._unborrowable.setdefault(key, set()).add(_identity(entry.nodes))
             else:  # the strategy no longer draws this structure: drop it
                 mode = "explore"
                 self.counts["stale"] += 1
@@ -481,8 +520,30 @@ class StructureMemo:
             for n in data.nodes[start:]
             if getattr(n, "type", None) in _KINDS and not getattr(n, "was_forced", False)
         )
+        if borrowed and mode == "reuse":
+            self.counts["borrowed"] += 1
+            self._offer(key, nodes)  # known from now on under this strategy's key too
         self._drawn.append(_Drawn(data, key, nodes, mode))
         return value
+
+    def _borrowable(self, key: Hashable) -> list[_Entry]:
+        """The structures of the memo's other strategies that strategy ``key`` may reuse too: a
+        campaign widens a pair's compile-time choices (another tile pair, head dim, dtype)
+        keeping the earlier ones first, so a structure recorded under the narrower strategy,
+        replayed with its integer draws' bounds widened, is the same structure, its kernels
+        compiled. Without them every example of a widened pair drew a fresh structure, and where
+        its compile share was spent nearly all were refused (1,398 examples of a GLA pair on an
+        H100, 58 s). Left out: those ``key`` knows already (a borrowed one is offered under it)
+        and those it did not draw (``stale``: another scale's, say)."""
+        known = self._known.get(key, set())
+        skip = self._unborrowable.get(key, set())
+        return [
+            e
+            for k, pool in self._pools.items()
+            if k != key
+            for e in pool
+            if _identity(e.nodes) not in known and _identity(e.nodes) not in skip
+        ]
 
 
 def structure_key(*parts: Any) -> tuple[Any, ...]:

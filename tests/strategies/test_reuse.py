@@ -196,6 +196,30 @@ def test_structures_are_offered_only_to_their_own_key():
     assert [m for m, _ in log].count("reused") > 10
 
 
+def test_a_widened_strategy_reuses_the_narrower_ones_structures():
+    """A campaign widens a pair's compile-time choices keeping the earlier ones first (another
+    key: the strategy names its choices): the structures launched under the narrower strategy
+    are reused under the wider one (their kernels are compiled), as the same structures."""
+    memo = StructureMemo(explore=1.0, seed=1)
+    narrow = st.tuples(st.integers(0, 100), st.sampled_from([16, 32]))
+    wide = st.tuples(st.integers(0, 100), st.sampled_from([16, 32, 64]))
+    first = _hunt_like(memo, toy_cases(structure=narrow, key=("k", (16, 32))), examples=40)
+    launched = {structure for _, structure in first}
+    assert len(launched) > 10
+    memo.explore = 0.0
+    log = _hunt_like(memo, toy_cases(structure=wide, key=("k", (16, 32, 64))), examples=60)
+    assert memo.counts["borrowed"] > 5 and memo.counts["stale"] == 0
+    reused = [structure for mode, structure in log if mode == "reused"]
+    assert set(reused) <= launched  # nothing drawn afresh: every one compiled before
+    assert len(set(reused)) > 5  # not just the first one it launched
+    # A strategy whose draws the records do not fit (another scale, say) draws afresh, and
+    # tries each record once.
+    other = st.tuples(st.integers(200, 300), st.sampled_from([16, 32]))
+    memo.explore = 0.0
+    _hunt_like(memo, toy_cases(structure=other, key=("k", "other")), examples=60)
+    assert 0 < memo.counts["stale"] <= memo.structures() - memo.structures(("k", "other"))
+
+
 def test_a_structure_the_strategy_no_longer_draws_is_dropped():
     """Same key, another strategy (its draws no longer match the record): the structure is drawn
     fresh from where they differ, and the record is dropped."""
