@@ -978,9 +978,10 @@ class Campaign:
         ones it has: a bug that needs a variant the first choices lack (a causal loop bound
         wrong only where block_q > block_k) was otherwise never met, campaign after campaign
         with the same seed. The choices it had stay first among them (a recorded choice keeps
-        its meaning; the kernels compiled for them stay in the caches, though the structure
-        memos start a new pool, their strategy's key naming its choices); where compiling goes
-        ahead the pair is warmed up again, for the new variants."""
+        its meaning; the kernels compiled for them stay in the caches, and the structure memos
+        reuse the structures launched before, borrowed from the narrower strategy's pool:
+        ``strategies.reuse.StructureMemo``); where compiling goes ahead the pair is warmed up
+        again, for the new variants."""
         c = self.config
         if pair.retired or not pair.narrowing:
             return
