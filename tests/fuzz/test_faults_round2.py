@@ -208,10 +208,15 @@ def test_a_ctrl_c_during_a_kernel_still_stops_the_hunt(fake_plugin, fake_profile
     # the user's stop, as before.
     from fuzz import engine
 
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    with pytest.raises(KeyboardInterrupt):
-        engine.hunt(_faulty("ctrl-c"), "fake", fake_profile, max_examples=50, database=None)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    # Python's own Ctrl-C handler, as in a terminal (a process of the suite may have been left
+    # another by what ran in it before).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.hunt(_faulty("ctrl-c"), "fake", fake_profile, max_examples=50, database=None)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_a_slice_timer_never_swallows_an_error_of_the_harness(fake_plugin, fake_profile):
