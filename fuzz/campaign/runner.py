@@ -75,9 +75,9 @@ NEW_CLASS_WEIGHT = 10.0  # a new bug counts as much as ten new coverage features
 CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
 MAX_WARMS = 4  # warm-ups of one pair at most (each draws twice as long as the one before)
 COLD_WAIT = 30.0  # a fuzzing worker takes a cold pair whose warm-up is further away than this
+COLD_COMPILE_FACTOR = 3.0  # ... and than this many times the compile seconds of its warm-up
 SHRINK_COMPILES = 12  # a slice's time to shrink a new bug is at least this many of its compiles
 SHRINK_MAX = 90.0  # ... up to this many seconds
-COLD_COMPILE_FACTOR = 3.0  # ... and than this many times the compile seconds of its warm-up
 WARM_SECONDS = 8.0  # a pair's first warm-up ends after this many seconds (the next, twice as many)
 AFFINITY = 0.8  # the weight of a pair another worker has loaded, once every floor is met
 REWARM_AFTER = 2.0  # seconds its fuzzing compiled since its last warm-up that call for another
@@ -538,11 +538,11 @@ class Campaign:
         """The pairs not warmed up yet, in the order the compile workers take them: real targets
         first, then the costliest to compile (``compile_cost``: their family's compiles on their
         backend so far; of a family none has compiled yet, first) first, else the first round's
-        order (``interleave``). A pair far down
-        the queue may be fuzzed cold (``_far_from_warm``), compiling on the fuzzing path, so it
-        is best one whose compiles are cheap: a GPU campaign that warmed its pairs in the first
-        round's order left ten GLA mutant pairs (20-60 s of compiles each) to fuzzing workers,
-        a third of its compile seconds on the fuzzing path."""
+        order (``interleave``). A pair far down the queue may be fuzzed cold
+        (``_far_from_warm``), compiling on the fuzzing path, so it is best one whose compiles
+        are cheap: a GPU campaign that warmed its pairs in the first round's order left ten GLA
+        mutant pairs (20-60 s of compiles each) to fuzzing workers, a third of its compile
+        seconds on the fuzzing path."""
         cold = [p for p in self.pairs if p.warm == "cold" and not p.retired and not p.running]
         return sorted(cold, key=lambda p: (p.target.is_mutant, -self.compile_cost(p, math.inf)))
 
@@ -623,8 +623,8 @@ class Campaign:
         """The cold pairs of ``free`` whose warm-up is more than ``COLD_WAIT`` seconds away, and
         more than ``COLD_COMPILE_FACTOR`` times the compile seconds of its family's warm-ups,
         by their place in the compile workers' queue and the warm-ups measured so far (none
-        before one has ended): a fuzzing worker may take one (never fuzzed, it comes first) and
-        compiles what it draws, within the compile share, rather than leave it unfuzzed until
+        before one has ended): a fuzzing worker may take one (after the warmed-up pairs under
+        their floor, see ``_pick``) and compiles what it draws, within the compile share, rather than leave it unfuzzed until
         the compile workers reach it (an H200 campaign left 40 mutant pairs unfuzzed so). A
         pair that compiles dear waits longer: on an H100, GLA mutant pairs taken cold paid
         20-60 s of compiles each on the fuzzing path, a third of the campaign's there."""
