@@ -157,10 +157,10 @@ class Unsupported(Exception):
 
 
 def bug_key(finding: Finding) -> str:
-    """The key of a failing example (see the module docstring): class, property, output, and
+    """The key of a failing example (see ``fuzz.signatures``): class, property, output, and
     for a kernel that raised, what it raised (its exception type and message, numbers left
     out): one refusal met in every dtype is one bug, two exceptions are two. The input dtype is
-    a condition (:func:`conditions`), not part of the key: Hypothesis shrinks a bug toward
+    a condition (``fuzz.signatures.conditions``), not part of the key: Hypothesis shrinks a bug toward
     float32 where it fails there too, and a bug of half precision only keeps its dtype as a
     trigger."""
     last = "-"

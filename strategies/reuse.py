@@ -242,9 +242,9 @@ class StructureMemo:
 
     Use one memo per (target, backend), across the runs (hunts) of it that one process makes:
     ``with memo.active():`` around the run, ``memo.observe(...)`` after each example. Structures
-    are remembered per strategy (:func:`reusing`'s ``key``), so a run narrowed differently
-    reuses its own; one with none of its own yet borrows the others' where they replay
-    (:meth:`_borrowable`).
+    are remembered per strategy (:func:`reusing`'s ``key``); a strategy reuses its own and
+    those of the memo's other strategies that replay under it (:meth:`_borrowable`: a run whose
+    compile-time choices were widened).
     """
 
     target_share: float = DEFAULT_TARGET_SHARE
@@ -485,8 +485,8 @@ class StructureMemo:
             own = self._pools.get(key, [])
             pool = own + self._borrowable(key)
             if pool and self._rng.random() >= self.explore_rate:
-                entry = self._rng.choice(pool)
-                borrowed = not any(e is entry for e in own)
+                i = self._rng.randrange(len(pool))
+                entry, borrowed = pool[i], i >= len(own)
         start = len(data.nodes)
         if entry is None:
             value = draw(strategy, label=_STRUCTURE_LABEL)
