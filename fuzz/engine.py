@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase, choices_to_bytes
 
-from fuzz import reproducer
+from fuzz import origin, reproducer
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.failures import NONDETERMINISM, KernelFailure, Unsupported, raise_for
@@ -35,7 +35,16 @@ from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
 from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_again, shrink_compiled
-from fuzz.signatures import Bug, bug_key, conditions, covering, declared, same_bug, signature
+from fuzz.signatures import (
+    Bug,
+    bug_key,
+    conditions,
+    covering,
+    declared,
+    same_bug,
+    signature,
+    site,
+)
 from fuzz.stops import is_fault
 from fuzz.target import Target
 from fuzz.timing import NewCompile, no_new_compiles
@@ -753,10 +762,11 @@ class _Hunter:
         if not result.stopped:
             result.stopped = "examples"
         for f in found.values():
-            twin = self.duplicate_of(f)
-            if twin is None:
+            dup = self.duplicate_of(f)
+            if dup is None:
                 self.settle(f)
                 continue
+            twin, how = dup
             result.known_hits[twin.signature] += 1
             result.duplicates.append(
                 {
@@ -764,6 +774,8 @@ class _Hunter:
                     "bug_key": f.key,
                     "signature": bug_of(f).signature,
                     "twin": twin.signature,
+                    "triggers": sorted(f.triggers),
+                    "how": how,
                 }
             )
         result.seconds = time.perf_counter() - self.t0
@@ -785,8 +797,10 @@ class _Hunter:
         limit counts fuzzing: the compiling so far moves it on)."""
         return None if self.hard_at is None else self.hard_at + self.result.stats.compile_seconds
 
-    def duplicate_of(self, f: Found) -> Bug | None:
-        """The known bug that new bug ``f`` is after all, or None.
+    def duplicate_of(self, f: Found) -> tuple[Bug, str] | None:
+        """The known bug that new bug ``f`` is after all, and how that was told (``"site"``: its
+        NaN or Inf is born at the same kernel expression; ``"shrink"``: shrunk once more, it
+        became the known bug's example), or None.
 
         An example of a known bug's key counts as a hit of it only where all of the bug's
         triggers hold, and a bug's triggers are those of its minimal example, some of them
@@ -801,6 +815,9 @@ class _Hunter:
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         if not twins:
             return None
+        twin = self.same_site(f, twins)
+        if twin is not None:
+            return twin, "site"
         shrinking = self._shrinking()
         shrunk = shrink_again(
             self.target,
@@ -816,7 +833,43 @@ class _Hunter:
         if shrunk is None:
             return None
         end = bug_of(shrunk)
-        return next((b for b in twins if same_bug(b, end)), None)
+        twin = next((b for b in twins if same_bug(b, end)), None)
+        return None if twin is None else (twin, "shrink")
+
+    def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:
+        """The bug of ``twins`` whose NaN or Inf is born where ``f``'s is (``fuzz.signatures.site``),
+        or None. Their origins are traced here where no one traced them yet (a campaign's slice
+        traces each bug it sends, so a known bug of an earlier slice comes with its site). ``f``
+        is then that bug reached through other conditions: they are kept as another way to it, so
+        that later examples through them are hits, not shrunk again."""
+        if f.finding.cls not in ("nan", "inf"):
+            return None
+        here = site(self.traced(f))
+        if here is None:
+            return None
+        for b in twins:
+            there = b.site
+            if there is None:
+                old = next(
+                    (o for o in self.result.found.values() if o.signature == b.signature), None
+                )
+                there = None if old is None else site(self.traced(old))
+            if there == here:
+                self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
+                return b
+        return None
+
+    def traced(self, f: Found) -> dict[str, Any] | None:
+        """``f``'s origin (``fuzz.origin.trace_finding``), traced once and kept in its details."""
+        if "origin" not in f.finding.details:
+            try:
+                f.finding.details["origin"] = origin.trace_finding(
+                    self.target, self.b.name, f.case, f.params
+                )
+            except Exception as e:  # a diagnosis: never lose the finding over it
+                f.finding.details["origin"] = {"error": f"{type(e).__name__}: {e}"}
+        o = f.finding.details["origin"]
+        return o if isinstance(o, dict) else None
 
     def settle(self, f: Found) -> None:
         """Adds bug ``f`` to the result, or in place of an earlier one it is the same bug as
@@ -861,7 +914,12 @@ class _Hunter:
 
 def bug_of(f: Found) -> Bug:
     """The bug a finding is (its key, triggers and signature)."""
-    return Bug(f.key or f.finding.cls, frozenset(f.triggers), f.signature)
+    return Bug(
+        f.key or f.finding.cls,
+        frozenset(f.triggers),
+        f.signature,
+        site(f.finding.details.get("origin")),
+    )
 
 
 def _settle_seed(

@@ -13,7 +13,12 @@ A failing example is a *hit* of a known bug when it has the bug's key and every 
 triggers holds for it: it is counted, not shrunk again, and the search goes on. An example whose
 key is known but that lacks a trigger of every known bug of that key is a new bug: it is shrunk
 with the known ones counted as hits, so its minimal example avoids their triggers. Two bugs of one
-key whose trigger sets nest are one bug (the smaller set is kept: :func:`same_bug`).
+key whose trigger sets nest are one bug (the smaller set is kept: :func:`same_bug`), and so are two
+NaN or Inf bugs of one key whose non-finite values are born at the same kernel expression
+(:func:`site`, from ``fuzz.origin``): a row with no valid key reached through ``-inf`` inputs in
+one minimal example and through a mask in another is one division ``0 / 0``, whatever the
+conditions of each. The other trigger sets of such a bug are kept with it (``Bug`` records with
+its signature), so that later examples through them are hits.
 
 A plugin declares failures it knows about (:class:`KnownFailure`: fp32 dot products computed in
 TF32, say); examples matching one are counted under its reason and never shrunk nor reported as
@@ -87,6 +92,17 @@ def _used(value: Any) -> bool:
     return True
 
 
+def site(origin: Mapping[str, Any] | None) -> str | None:
+    """Where a NaN or Inf was born (``fuzz.origin``'s trace of a finding): the kernel file, line
+    and expression (the line's source where the column range is unknown); None where the trace
+    found nothing or did not run. The kind of the birth is left out: ``0 / 0`` and ``1 / 0`` at one
+    division are one bug's examples."""
+    if not isinstance(origin, Mapping) or not origin.get("found"):
+        return None
+    expr = origin.get("expression") or str(origin.get("source", "")).strip()
+    return f"{origin.get('file')}:{origin.get('line')}: {expr}"
+
+
 def signature(target: str, key: str, triggers: Collection[str]) -> str:
     """The identifier of one bug of ``target`` (stable across runs and hosts: reports deduplicate
     and triage by it)."""
@@ -96,28 +112,43 @@ def signature(target: str, key: str, triggers: Collection[str]) -> str:
 
 @dataclass(frozen=True)
 class Bug:
-    """A distinct bug found earlier: its key, its triggers and its signature."""
+    """A distinct bug found earlier: its key, its triggers and its signature, and for a NaN or Inf
+    bug whose origin was traced, its :func:`site`. One bug reached through other conditions too
+    is several of these with one signature."""
 
     key: str
     triggers: frozenset[str]
     signature: str
+    site: str | None = None
 
     def covers(self, key: str, holds: Collection[str]) -> bool:
         """Whether an example of ``key`` for which ``holds`` hold is a hit of this bug."""
         return key == self.key and self.triggers <= frozenset(holds)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "triggers": sorted(self.triggers), "signature": self.signature}
+        d = {"key": self.key, "triggers": sorted(self.triggers), "signature": self.signature}
+        return d if self.site is None else {**d, "site": self.site}
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Bug:
-        return cls(str(d["key"]), frozenset(d.get("triggers", ())), str(d.get("signature", "")))
+        site = d.get("site")
+        return cls(
+            str(d["key"]),
+            frozenset(d.get("triggers", ())),
+            str(d.get("signature", "")),
+            None if site is None else str(site),
+        )
 
 
 def same_bug(a: Bug, b: Bug) -> bool:
     """Whether two bugs are one: one key, and one's triggers contain the other's (an example of
-    the bug with fewer triggers that happened to have more conditions, or the other way round)."""
-    return a.key == b.key and (a.triggers <= b.triggers or b.triggers <= a.triggers)
+    the bug with fewer triggers that happened to have more conditions, or the other way round),
+    or their NaN or Inf is born at one :func:`site`."""
+    if a.key != b.key:
+        return False
+    if a.site is not None and a.site == b.site:
+        return True
+    return a.triggers <= b.triggers or b.triggers <= a.triggers
 
 
 def covering(bugs: Iterable[Bug], key: str, holds: Collection[str]) -> Bug | None:
@@ -245,4 +276,5 @@ __all__ = [
     "key_class",
     "same_bug",
     "signature",
+    "site",
 ]

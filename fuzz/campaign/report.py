@@ -589,6 +589,9 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         lines.append(f"- hazard: {h}")
     if f.get("triggers"):
         lines.append(f"- what sets it apart: {', '.join(f['triggers'])}")
+    for t in f.get("also_triggers", []):
+        said = ", ".join(t) or "no condition"
+        lines.append(f"- also reached through: {said} (its NaN/Inf born at the same line)")
     if f.get("hits"):
         lines.append(f"- hit again by {f['hits']} more example(s)")
     for o in _origin_text(f):

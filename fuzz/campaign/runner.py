@@ -68,7 +68,7 @@ from fuzz.engine import run_narrowing
 from fuzz.failures import Finding
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.results import status_of
-from fuzz.signatures import Bug, bug_key, same_bug, signature
+from fuzz.signatures import Bug, bug_key, same_bug, signature, site
 from fuzz.target import Target, plugins, target_plugin
 
 NEW_CLASS_WEIGHT = 10.0  # a new bug counts as much as ten new coverage features
@@ -164,7 +164,11 @@ class PairState:
 
     def bugs(self) -> list[Bug]:
         """The distinct bugs found so far (known to its next slices)."""
-        return [_bug(rec) for rec in self.found.values()]
+        return [
+            _bug(rec, t)
+            for rec in self.found.values()
+            for t in [rec.get("triggers", ()), *rec.get("also_triggers", [])]
+        ]
 
     def mutant_done(self) -> bool:
         """A mutant whose expected class was found and shrunk: the harness proved itself on it."""
@@ -231,11 +235,24 @@ def _origin(slice_id: int, rec: dict[str, Any]) -> str:
     return f"{slice_id}:{rec.get('details', {}).get('round', 0)}:{rec.get('bug_key')}"
 
 
-def _bug(rec: dict[str, Any]) -> Bug:
-    """The bug a finding record is."""
+def _bug(rec: dict[str, Any], triggers: Any = None) -> Bug:
+    """The bug a finding record is (reached through ``triggers``: its own by default)."""
     return Bug(
-        rec.get("bug_key") or rec["class"], frozenset(rec.get("triggers", ())), rec["signature"]
+        rec.get("bug_key") or rec["class"],
+        frozenset(rec.get("triggers", ()) if triggers is None else triggers),
+        rec["signature"],
+        site((rec.get("details") or {}).get("origin")),
     )
+
+
+def _also(keep: dict[str, Any], triggers: Any) -> None:
+    """Notes on record ``keep`` that its bug is also reached through ``triggers`` (the conditions
+    of another minimal example of it, with its NaN born at the same site), where examples with
+    them would not already be hits of it."""
+    t = sorted(triggers or ())
+    if set(keep.get("triggers", ())) <= set(t) or t in keep.get("also_triggers", []):
+        return
+    keep["also_triggers"] = [*keep.get("also_triggers", []), t]
 
 
 def interleave(pairs: list[PairState]) -> list[PairState]:
@@ -775,6 +792,14 @@ class Campaign:
             seen = True
             if len(bug.triggers) >= len(other.get("triggers", ())):
                 pair.known_hits[other_sig] += 1  # an example of a bug found before
+                _also(other, rec.get("triggers"))
+                if prev == sig and sig in pair.found:  # its first sight, streamed as new
+                    self._supersede(pair.found.pop(sig), other)
+                    pair.known_hits[other_sig] += pair.known_hits.pop(sig, 0)
+                    self.log(
+                        f"{pair.target.name} on {pair.backend}: the {rec['class']} first seen as "
+                        f"new ({sig}) is the bug found before ({other_sig}): one bug"
+                    )
                 self._supersede(rec, other)
                 if origin is not None:
                     pair.origins[origin] = other_sig
@@ -782,6 +807,8 @@ class Campaign:
                 return False
             pair.found.pop(other_sig)  # this example of it needs fewer conditions: keep it
             self._supersede(other, rec)
+            rec = {**rec, "also_triggers": list(other.get("also_triggers", []))}
+            _also(rec, other.get("triggers"))
             pair.known_hits[sig] += 1 + pair.known_hits.pop(other_sig, 0)
         old = pair.found.get(sig)
         if old is not None and prev is None:  # the same bug from another slice or death: a hit
@@ -804,14 +831,18 @@ class Campaign:
         return new
 
     def _retract(self, pair: PairState, origin: str, dup: dict[str, Any]) -> None:
-        """A bug the slice streamed as new (``origin``) turned out, shrunk once more, to be
-        known bug ``dup["twin"]`` (``fuzz.engine``'s duplicate check): its record goes, its
-        example counts as a hit of the twin (in the slice's ``known_hits``)."""
+        """A bug the slice streamed as new (``origin``) turned out to be known bug
+        ``dup["twin"]`` (``fuzz.engine``'s duplicate check: shrunk once more, it became the
+        twin's example, or its NaN is born at the twin's site): its record goes, its example
+        counts as a hit of the twin (in the slice's ``known_hits``), and a twin by site notes its
+        conditions as another way to it (``also_triggers``: passed on as known)."""
         sig, twin = pair.origins.get(origin), dup["twin"]
         if sig is None or sig == twin or sig not in pair.found or twin not in pair.found:
             return
         rec = pair.found.pop(sig)
         self._supersede(rec, pair.found[twin])
+        if dup.get("how") == "site":  # (a shrunk twin's first conditions may hold for others)
+            _also(pair.found[twin], dup.get("triggers"))
         pair.origins[origin] = twin
         self.log(
             f"{pair.target.name} on {pair.backend}: the {rec['class']} first seen as new "

@@ -662,8 +662,8 @@ class _Slice:
         for f in result.found.values():
             if not f.plots:  # the best example so far when shrinking was cut short: plot it too
                 f.plots = _plots(self.target, self.backend, f)
-            if f.finding.cls in ("nan", "inf"):
-                _attach_origin(f, self.target, self.backend.name)
+            if f.finding.cls in ("nan", "inf") and "origin" not in f.finding.details:
+                _attach_origin(f, self.target, self.backend.name)  # (the hunt traced some)
             f.reproducer = self.try_reproducer(f) or f.reproducer
             found.append(_found_dict(f))
         summary: dict[str, Any] = result.as_dict()

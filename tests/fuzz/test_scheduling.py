@@ -535,3 +535,36 @@ def test_a_slice_that_only_refused_is_no_fuzzing_toward_the_floor():
     c._slice_done(w, pair, {"examples": 3, "seconds": 30.0, "stopped": "refused"})
     assert pair.fuzz_seconds == pytest.approx(35.0)  # it checked some: fuzzing
     assert pair.as_dict()["refused_seconds"] == 40.0
+
+
+def test_a_nan_born_where_a_known_ones_is_counts_as_it_and_its_conditions_as_another_way():
+    """Two records of one NaN key whose trigger sets do not nest, traced to one kernel
+    expression: one bug. Its slice streamed the second as new before its origin was traced; the
+    traced record of it takes that back. Later slices know both ways to the bug."""
+    from fuzz.campaign.runner import _origin
+
+    at = {"origin": {"found": True, "file": "k.py", "line": 76, "expression": "e / l"}}
+    p = _pair("p")
+    c = _campaign([p])
+    assert c._record(p, _rec("neg", triggers=("unmasked-neg-inf",), details=at))
+    streamed = _rec("mask", triggers=("feature mask",), details={"round": 2})
+    assert c._record(p, streamed, origin=_origin(5, streamed))  # no origin yet: new for now
+    traced = _rec("mask", triggers=("feature mask",), details={"round": 2, **at}, shrunk=True)
+    assert not c._record(p, traced, origin=_origin(5, traced))
+    assert list(p.found) == ["neg"] and p.as_dict()["bugs"] == 1
+    assert p.found["neg"]["also_triggers"] == [["feature mask"]]
+    assert p.known_hits["neg"] >= 1 and "mask.py" in {s.name for s in c._superseded}
+    ways = {b.triggers for b in p.bugs()}
+    assert ways == {frozenset({"unmasked-neg-inf"}), frozenset({"feature mask"})}
+    assert {b.signature for b in p.bugs()} == {"neg"}
+    # Born elsewhere: another bug, though its key is the same.
+    elsewhere = {"origin": {**at["origin"], "line": 90}}
+    assert c._record(p, _rec("late", triggers=("multi-tile",), details=elsewhere))
+    # A slice's own duplicate check said "born at the site": its conditions are kept too.
+    dup = _rec("pad", triggers=("feature pad",), details={"round": 0})
+    assert c._record(p, dup, origin=_origin(8, dup))
+    said = {"round": 0, "bug_key": dup["bug_key"], "signature": "pad", "twin": "neg",
+            "triggers": ["feature pad"], "how": "site"}  # fmt: skip
+    c._retract(p, _origin(8, {"details": said, "bug_key": said["bug_key"]}), said)
+    assert sorted(p.found) == ["late", "neg"]
+    assert p.found["neg"]["also_triggers"] == [["feature mask"], ["feature pad"]]

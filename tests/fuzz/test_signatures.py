@@ -282,3 +282,60 @@ def test_fuzz_list_shows_the_known_failures_a_plugin_declares():
     assert proc.returncode == 0, proc.stderr
     said = "class=accuracy dtype=float32: float32 inputs are rounded to TF32"
     assert any(ln.startswith("│ tf32_softmax ") and said in ln for ln in proc.stdout.splitlines())
+
+
+def _tf32_case(**inputs):
+    params = {"dtype": "float32", "scale": None, "block_m": 16, "block_n": 16}
+    return Case({k: np.asarray(v) for k, v in inputs.items()}, params)
+
+
+def test_a_nan_born_at_a_known_bugs_site_is_that_bug_whatever_its_conditions():
+    """tf32_softmax divides 0 / 0 for a row with no valid key. Its minimal example with ``-inf``
+    inputs needs no mask; one with a mask needs no ``-inf``: trigger sets that do not nest, and a
+    mask cannot be shrunk away into ``-inf`` inputs. On an H100 a campaign reported the NaN twice
+    so. Born at one kernel expression, it is one bug: the mask's examples are hits of the known
+    one, and their conditions are kept as another way to it."""
+    from fuzz import origin
+    from fuzz.signatures import site
+
+    target = get("tf32_softmax")
+    neg_inf = origin.trace(target, "triton-interpret", _tf32_case(x=[[-np.inf]]))
+    masked = origin.trace(
+        target, "triton-interpret", _tf32_case(x=np.ones((1, 1), np.float32), mask=[[False]])
+    )
+    assert site(neg_inf) is not None and site(neg_inf) == site(masked)  # one division
+    assert site({"found": False, "note": "none"}) is None and site(None) is None
+    key = "nan|oracle|y|-"
+    known = Bug(
+        key,
+        frozenset({"partial-tile", "row-without-valid-key", "unmasked-neg-inf"}),
+        "known-nan",
+        site(neg_inf),
+    )
+    assert Bug.of(known.as_dict()) == known
+    r = fuzz.hunt(
+        target,
+        "triton-interpret",
+        fuzz.get_profile("ci"),
+        max_examples=400,
+        seed=1,
+        database=None,
+        known=[known],
+    )
+    assert r.error is None
+    assert not [f.triggers for f in r.found.values() if f.key == key]  # no second NaN bug
+    by_site = [d for d in r.duplicates if d["how"] == "site"]
+    assert by_site and all(d["twin"] == "known-nan" for d in by_site), r.duplicates
+    assert any("unmasked-neg-inf" not in d["triggers"] for d in by_site)
+    assert r.known_hits["known-nan"] > len(r.duplicates)  # later ones were hits, not shrunk
+
+
+def test_bugs_of_one_key_are_one_where_their_nan_is_born_at_one_site():
+    key = "nan|oracle|y|-"
+    a = Bug(key, frozenset({"feature mask"}), "a", "k.py:76: x / l")
+    b = Bug(key, frozenset({"unmasked-neg-inf"}), "b", "k.py:76: x / l")
+    assert same_bug(a, b) and same_bug(b, a)
+    assert not same_bug(a, Bug(key, frozenset({"unmasked-neg-inf"}), "c", "k.py:80: y / l"))
+    assert not same_bug(a, Bug(key, frozenset({"unmasked-neg-inf"}), "c"))  # untraced
+    assert same_bug(a, Bug(key, frozenset({"feature mask", "x"}), "d", "k.py:80: y"))  # nested
+    assert not same_bug(a, Bug("inf|oracle|y|-", b.triggers, "e", b.site))  # another key
