@@ -591,7 +591,7 @@ class Campaign:
             default=None,
         )
 
-    def _starved(self, p: PairState, *, running: bool = False) -> bool:
+    def _starved(self, p: PairState) -> bool:
         """Whether warmed-up pair ``p`` has fewer than ``POOL_STRUCTURES`` case structures
         compiled for its fuzzing while more warm-ups could add some (fewer than ``MAX_WARMS``
         so far, and the last one added structures): its fuzzing would repeat a few structures,
@@ -602,7 +602,7 @@ class Campaign:
             and p.warm_gain != 0
             and len(p.structures) < POOL_STRUCTURES
             and not p.retired
-            and (running or not p.running)
+            and not p.running
             and not self._done(p)
         )
 
@@ -647,9 +647,6 @@ class Campaign:
             return min(
                 under,
                 key=lambda p: (
-                    # A pair halfway to its floor on too few structures waits for its next
-                    # warm-up (``_starved``: soon), rather than repeat them all its floor.
-                    self._starved(p, running=True) and self.floor_progress(p) >= 0.5,
                     # A cold pair compiles as it goes, on the fuzzing path: it comes after the
                     # first slice of every pair compiled ahead, and among the pairs under their
                     # floor after the real targets and the warmed-up mutants, the cheapest first

@@ -147,7 +147,6 @@ def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
     assert c._pick() is None  # no warm-up measured yet: wait
     ready.running = False
     ready.warm_count, ready.warm_seconds = 1, 0.75 * COLD_WAIT
-    ready.structures = _structures(POOL_STRUCTURES)  # enough to fuzz (not starved)
     ready.first_warm_compile = 1.0  # its family's warm-ups compile for a second
     assert c._pick() is ready  # under its floor, and compiled ahead
     ready.examples, ready.seconds = 300, 40.0  # at its floor
@@ -629,20 +628,3 @@ def test_a_pair_with_few_structures_is_warmed_up_again_first_and_fuzzed_on_its_n
     assert not c._starved(mutant)
     mutant.warm_gain, mutant.warm_count = 2, MAX_WARMS
     assert not c._starved(mutant)
-
-
-def test_a_pair_halfway_to_its_floor_on_few_structures_waits_for_its_next_warm_up():
-    from fuzz.campaign.runner import WorkerHandle
-
-    starved = _pair("starved", examples=120, seconds=5.0)  # 60% of its floor, 3 structures
-    other = _pair("other", examples=150, seconds=5.0, mutant=True, expected="nan")
-    for p in (starved, other):
-        p.warm, p.warm_count, p.warm_gain = "ready", 1, 3
-    starved.structures, other.structures = _structures(3), _structures(POOL_STRUCTURES)
-    c = _campaign([starved, other])
-    c.workers = [WorkerHandle(9, None, None, process=object(), role="compile")]
-    assert c._pick() is other  # a real target, less fuzzed: but it waits for its structures
-    starved.structures = _structures(POOL_STRUCTURES)
-    assert c._pick() is starved
-    starved.structures, starved.examples = _structures(3), 80  # under half: not yet waiting
-    assert c._pick() is starved
