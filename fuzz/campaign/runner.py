@@ -84,13 +84,6 @@ REWARM_AFTER = 2.0  # seconds its fuzzing compiled since its last warm-up that c
 # ...or examples of new structures it refused since (its compile share spent: they would have
 # compiled on the fuzzing path), which call for another warm-up to compile them ahead.
 REWARM_REFUSED = 10
-# A pair's warm-ups hand its fuzzing this many case structures (kernel variants and shapes) at
-# least, where more warm-ups can: fewer, and its examples repeat a few. On an H100 the real
-# attention pairs met their floors within 35 s on the 3 structures of their first warm-up (the
-# simplest among them): 97% of their examples had one key per row, 2% more than one key tile.
-# Such a pair is warmed up again before other pairs' further warm-ups, and a real target's second
-# warm-up comes before the mutants' first ones.
-POOL_STRUCTURES = 8
 REFUSED = "rejected: would compile"
 
 
@@ -133,8 +126,6 @@ class PairState:
     widened: int = 0  # times its choices grew (``Campaign._widen``)
     widened_at: tuple[int, float] = (0, 0.0)  # its examples and fuzzing seconds then
     structures: list[Any] = field(default_factory=list)  # its warm-ups' (strategies.reuse)
-    warm_gain: int = -1  # structures its last warm-up added (-1: none has ended)
-    fresh_structures: int = 0  # structures warmed up since its last fuzzing slice began
 
     @property
     def key(self) -> str:
@@ -223,7 +214,6 @@ class PairState:
             "warm": self.warm,
             "variants": self.narrowing or {},
             "variants_widened": self.widened,
-            "structures": len(self.structures),  # compiled ahead for its fuzzing (its warm-ups)
             "compile_share": round(self.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
             "twin_launches": int(self.stats["twin_launches"]),
             "error": self.error,
@@ -253,23 +243,6 @@ def _bug(rec: dict[str, Any], triggers: Any = None) -> Bug:
         rec["signature"],
         site((rec.get("details") or {}).get("origin")),
     )
-
-
-def _merged(old: list[Any], new: Iterable[Any]) -> list[Any]:
-    """Structure records ``old`` and those of ``new`` not among them (``(strategy key, recorded
-    choices)``, as ``strategies.reuse.StructureMemo.export`` gives them)."""
-
-    def ident(rec: Any) -> Any:
-        key, nodes = rec
-        return repr(key), tuple((n[0], repr(n[1])) for n in nodes)
-
-    seen = {ident(r) for r in old}
-    out = list(old)
-    for r in new:
-        if ident(r) not in seen:
-            seen.add(ident(r))
-            out.append(r)
-    return out
 
 
 def _also(keep: dict[str, Any], triggers: Any) -> None:
@@ -548,27 +521,14 @@ class Campaign:
         )
 
     def _pick_cold(self) -> PairState | None:
-        """The pair a compile worker warms up next: one not compiled yet, real targets first
-        (``_cold_queue``), a real target's second warm-up where its first compiled fewer than
-        ``POOL_STRUCTURES`` structures (``_starved``) before the mutants' first; then the other
-        starved pairs, real targets and the fewest structures first; then again the one whose
-        fuzzing paid the most compile seconds since its last warm-up, or refused the most
+        """The pair a compile worker warms up next: one not compiled yet, real targets first,
+        in the first round's order (``interleave``); once every pair is warmed up, again the one
+        whose fuzzing paid the most compile seconds since its last warm-up, or refused the most
         examples that would have compiled (its variants are not all compiled: the next warm-up
         draws more of them), up to ``MAX_WARMS`` times."""
         cold = self._cold_queue()
-        if cold and not cold[0].target.is_mutant:
-            return cold[0]
-        starved = sorted(
-            (p for p in self.pairs if self._starved(p)),
-            key=lambda p: (p.target.is_mutant, len(p.structures)),
-        )
-        second = [p for p in starved if not p.target.is_mutant and p.warm_count == 1]
-        if second:  # a real target's second warm-up before the mutants' first
-            return second[0]
         if cold:
             return cold[0]
-        if starved:
-            return starved[0]
         again = [
             p
             for p in self.pairs
@@ -591,21 +551,6 @@ class Campaign:
             default=None,
         )
 
-    def _starved(self, p: PairState) -> bool:
-        """Whether warmed-up pair ``p`` has fewer than ``POOL_STRUCTURES`` case structures
-        compiled for its fuzzing while more warm-ups could add some (fewer than ``MAX_WARMS``
-        so far, and the last one added structures): its fuzzing would repeat a few structures,
-        the simplest among them."""
-        return (
-            p.warm == "ready"
-            and 0 < p.warm_count < MAX_WARMS
-            and p.warm_gain != 0
-            and len(p.structures) < POOL_STRUCTURES
-            and not p.retired
-            and not p.running
-            and not self._done(p)
-        )
-
     def _cold_queue(self) -> list[PairState]:
         """The pairs not warmed up yet, in the order the compile workers take them: real targets
         first, then the costliest to compile (``compile_cost``: their family's compiles on their
@@ -626,9 +571,8 @@ class Campaign:
         """The pair the next slice fuzzes: every pair compiled ahead once (real targets before
         mutants), then every pair to its floor (real targets first, then those worker ``w`` has
         fuzzed before, the least fuzzed first; pairs not compiled ahead last, those that compile
-        cheapest first), then a pair with structures warmed up since its last slice (real
-        targets first: its fuzzing had repeated fewer), then the pairs that found new bugs or
-        coverage lately, per fuzzing second, with an exploration bonus (UCB; a pair another worker has loaded counts
+        cheapest first), then the pairs that found new bugs or coverage lately, per
+        fuzzing second, with an exploration bonus (UCB; a pair another worker has loaded counts
         at ``AFFINITY``). Compile time is a setup cost: it counts neither toward a floor nor
         against a pair's rate. Where a pair's slices run matters on a compiled backend: a
         process that fuzzed the pair has its kernels loaded, another loads them again from the
@@ -660,9 +604,6 @@ class Campaign:
                     p.slices,
                 ),
             )
-        fresh = [p for p in active if p.fresh_structures > 0 and p.slices > 0]
-        if fresh:  # structures warmed up since its last slice: fuzz them before the bandit
-            return min(fresh, key=lambda p: (p.target.is_mutant, -p.fresh_structures))
         total = sum(p.slices for p in self.pairs) + 1
         return max(
             active,
@@ -781,8 +722,6 @@ class Campaign:
         sl = Slice(self.slice_ids, pair, now, limit, now + limit + shrink, warm=warm)
         if warm:
             pair.warm = "warming"
-        else:
-            pair.fresh_structures = 0
         pair.running = True
         pair.live_examples = 0
         pair.live_compile = 0.0
@@ -968,13 +907,8 @@ class Campaign:
             pair.warm_count += 1
             pair.compile_at_warm = pair.stats["compile_seconds"]
             pair.refused_at_warm = pair.events[REFUSED]
-            # What it compiled: the workers that fuzz the pair reuse these structures first
-            # (those of its earlier warm-ups too: another compile worker may have run them).
-            before = len(pair.structures)
-            pair.structures = _merged(pair.structures, summary.get("structures") or [])
-            pair.warm_gain = len(pair.structures) - before
-            if pair.slices:
-                pair.fresh_structures += pair.warm_gain
+            # What it compiled: the workers that fuzz the pair reuse these structures first.
+            pair.structures = list(summary.get("structures") or pair.structures)
             pair.warm_seconds += secs
             pair.stats["precompile_seconds"] += summary.get("compile_seconds", 0.0)
             if pair.first_warm_compile is None:

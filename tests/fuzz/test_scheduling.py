@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fuzz.campaign.runner import POOL_STRUCTURES, Campaign, CampaignConfig, PairState
+from fuzz.campaign.runner import Campaign, CampaignConfig, PairState
 
 
 def _target(name, *, mutant=False, expected=None):
@@ -411,17 +411,12 @@ def test_compile_workers_compile_ahead_and_the_fuzzing_path_does_not_pay(tmp_pat
     assert on_the_path < len(alone_pids) and paid_ahead < paid_alone, (ahead_pids, alone_pids)
 
 
-def _structures(n, start=0):
-    return [(("k",), (("integer", i, {"min_value": 0}),)) for i in range(start, start + n)]
-
-
 def test_idle_compile_workers_warm_again_the_pair_whose_fuzzing_compiles_most():
     a = _pair("a", examples=300, seconds=20.0, compile_seconds=9.0)
     b = _pair("b", examples=300, seconds=20.0, compile_seconds=3.0)
     interpreted = _pair("i", examples=300, seconds=20.0, compile_seconds=30.0)  # never warmed
     for p, at in ((a, 1.0), (b, 0.5)):
         p.warm, p.warm_count, p.compile_at_warm = "ready", 1, at
-        p.structures = _structures(POOL_STRUCTURES)  # enough: not starved
     cold = _pair("cold", examples=0, slices=0)
     cold.warm = "cold"
     c = _campaign([a, b, interpreted, cold])
@@ -573,58 +568,3 @@ def test_a_nan_born_where_a_known_ones_is_counts_as_it_and_its_conditions_as_ano
     c._retract(p, _origin(8, {"details": said, "bug_key": said["bug_key"]}), said)
     assert sorted(p.found) == ["late", "neg"]
     assert p.found["neg"]["also_triggers"] == [["feature mask"], ["feature pad"]]
-
-
-def test_a_pair_with_few_structures_is_warmed_up_again_first_and_fuzzed_on_its_new_ones():
-    """On an H100 the real attention pairs met their floors on the 3 structures of their first
-    warm-up (97% of their examples with one key per row). A warmed-up pair with fewer than
-    ``POOL_STRUCTURES`` structures is warmed up again: a real target's second warm-up before the
-    mutants' first, the others before further warm-ups of pairs that have enough. Structures a
-    warm-up adds are fuzzed (a slice) before the bandit's choice; a warm-up that adds none ends
-    it (the pair's variants and shapes are all there)."""
-    from fuzz.campaign.runner import MAX_WARMS, WorkerHandle
-
-    real = _pair("real", examples=300, seconds=20.0)
-    mutant = _pair("mutant", examples=300, seconds=20.0, mutant=True, expected="nan")
-    plenty = _pair("plenty", examples=300, seconds=20.0, compile_seconds=9.0)
-    for p in (real, mutant, plenty):
-        p.warm, p.warm_count, p.warm_gain = "ready", 1, 3
-        p.structures = _structures(3)
-    plenty.structures = _structures(POOL_STRUCTURES)
-    cold = _pair("cold", slices=0, mutant=True, expected="nan")
-    cold.warm = "cold"
-    c = _campaign([cold, plenty, mutant, real])
-    assert c._pick_cold() is real  # before the cold mutant's first warm-up
-    real.warm_count = 2
-    assert c._pick_cold() is cold  # a third one waits for the mutants' first
-    cold.warm = "ready"
-    cold.warm_count, cold.structures = 1, _structures(POOL_STRUCTURES)
-    assert c._pick_cold() is real  # starved, fewest structures, a real target: before plenty
-    real.running = True
-    assert c._pick_cold() is mutant
-    mutant.running = True
-    assert c._pick_cold() is plenty  # compiled 9 s on its fuzzing path: warmed up again
-    real.running = mutant.running = False
-
-    # A warm-up's structures join the earlier ones (another compile worker ran those).
-    c.workers = [WorkerHandle(9, None, None, process=object(), role="compile")]
-    c.slice_seconds, c.slice_ids = 3.0, 0
-    sl = SimpleNamespace(id=1, started=0.0, warm=True)
-    w = SimpleNamespace(busy=sl, recycles=0, ready=True, conn=None)
-    real.running, real.warm = True, "warming"
-    summary = {"examples": 5, "seconds": 16.0, "structures": _structures(6, start=2)}
-    c._slice_done(w, real, summary)
-    assert len(real.structures) == 8 and real.warm_gain == 5 and real.fresh_structures == 5
-    assert not c._starved(real)
-    # Once every floor is met, the pair with structures not fuzzed yet comes first.
-    cold.examples, cold.slices = 300, 1
-    for p in (cold, plenty, mutant):
-        p.rate = 50.0
-    assert c._pick() is real
-    real.fresh_structures = 0  # (a fuzzing slice began)
-    assert c._pick() is not real
-    # A warm-up that adds nothing: its space gave what it has, it is not starved any more.
-    mutant.warm_gain, mutant.warm_count = 0, 2
-    assert not c._starved(mutant)
-    mutant.warm_gain, mutant.warm_count = 2, MAX_WARMS
-    assert not c._starved(mutant)
