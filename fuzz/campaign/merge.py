@@ -149,6 +149,7 @@ def _merged_row(
     row["examples_per_second"] = round(row["examples"] / fuzz, 2) if fuzz > 0 else 0.0
     row["compile_share"] = round(row["compile_seconds"] / secs, 3) if secs > 0 else 0.0
     row["coverage_features"] = max(int(r.get("coverage_features") or 0) for _, r in parts)
+    row["structures"] = max(int(r.get("structures") or 0) for _, r in parts)
     for k in ("events", "known_hits", "declared_hits"):
         total: Counter[str] = Counter()
         for _, r in parts:

@@ -214,6 +214,7 @@ class PairState:
             "warm": self.warm,
             "variants": self.narrowing or {},
             "variants_widened": self.widened,
+            "structures": len(self.structures),  # its last warm-up's, for its fuzzing to reuse
             "compile_share": round(self.stats["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
             "twin_launches": int(self.stats["twin_launches"]),
             "error": self.error,
