@@ -107,6 +107,7 @@ class PairState:
     error: str | None = None
     found: dict[str, dict[str, Any]] = field(default_factory=dict)  # signature -> finding record
     origins: dict[str, str] = field(default_factory=dict)  # "slice:bug key" -> its signature
+    replaced: dict[str, str] = field(default_factory=dict)  # signature -> the record in its place
     features: set[str] = field(default_factory=set)
     events: Counter[str] = field(default_factory=Counter)
     known_hits: Counter[str] = field(default_factory=Counter)  # signature -> examples hitting it
@@ -244,6 +245,18 @@ def _bug(rec: dict[str, Any], triggers: Any = None) -> Bug:
         rec["signature"],
         site((rec.get("details") or {}).get("origin")),
     )
+
+
+def _current(pair: PairState, sig: str) -> str:
+    """The signature of the record that stands for bug ``sig`` of ``pair`` now: a record found
+    again with fewer conditions, or merged into another, was replaced (``PairState.replaced``).
+    On an H100 a slice's duplicate check named a twin whose record had been replaced meanwhile,
+    and the duplicate stayed in the report."""
+    seen = {sig}
+    while sig not in pair.found and sig in pair.replaced and pair.replaced[sig] not in seen:
+        sig = pair.replaced[sig]
+        seen.add(sig)
+    return sig
 
 
 def _also(keep: dict[str, Any], triggers: Any) -> None:
@@ -783,6 +796,7 @@ class Campaign:
             old = pair.found.pop(prev, None) if prev is not None and prev != sig else None
             seen = prev is not None
             if old is not None:
+                pair.replaced[str(prev)] = sig
                 self._supersede(old, rec)
                 rec["first_example"] = old.get("first_example", rec.get("first_example"))
                 rec["first_seconds"] = old.get("first_seconds", rec.get("first_seconds"))
@@ -796,6 +810,7 @@ class Campaign:
                 _also(other, rec.get("triggers"))
                 if prev == sig and sig in pair.found:  # its first sight, streamed as new
                     self._supersede(pair.found.pop(sig), other)
+                    pair.replaced[sig] = other_sig
                     pair.known_hits[other_sig] += pair.known_hits.pop(sig, 0)
                     self.log(
                         f"{pair.target.name} on {pair.backend}: the {rec['class']} first seen as "
@@ -807,6 +822,7 @@ class Campaign:
                 self._write_report(throttle=True)
                 return False
             pair.found.pop(other_sig)  # this example of it needs fewer conditions: keep it
+            pair.replaced[other_sig] = sig
             self._supersede(other, rec)
             rec = {**rec, "also_triggers": list(other.get("also_triggers", []))}
             _also(rec, other.get("triggers"))
@@ -837,10 +853,11 @@ class Campaign:
         twin's example, or its NaN is born at the twin's site): its record goes, its example
         counts as a hit of the twin (in the slice's ``known_hits``), and a twin by site notes its
         conditions as another way to it (``also_triggers``: passed on as known)."""
-        sig, twin = pair.origins.get(origin), dup["twin"]
+        sig, twin = pair.origins.get(origin), _current(pair, dup["twin"])
         if sig is None or sig == twin or sig not in pair.found or twin not in pair.found:
             return
         rec = pair.found.pop(sig)
+        pair.replaced[sig] = twin
         self._supersede(rec, pair.found[twin])
         if dup.get("how") == "site":  # (a shrunk twin's first conditions may hold for others)
             _also(pair.found[twin], dup.get("triggers"))

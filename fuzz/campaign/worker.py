@@ -632,6 +632,14 @@ class _Slice:
     def on_found(self, result: Any, found: Any) -> None:
         from fuzz.reproducer import kills_context
 
+        if (
+            found.final
+            and found.finding.cls in ("nan", "inf")
+            and "origin" not in found.finding.details
+        ):
+            # Its site tells the campaign at once whether it is a known bug reached otherwise
+            # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
+            _attach_origin(found, self.target, self.backend.name)
         found.reproducer = self.try_reproducer(found)
         self.conn.send(("found", self.id, _found_dict(found)))
         f = found.finding

@@ -568,3 +568,61 @@ def test_a_nan_born_where_a_known_ones_is_counts_as_it_and_its_conditions_as_ano
     c._retract(p, _origin(8, {"details": said, "bug_key": said["bug_key"]}), said)
     assert sorted(p.found) == ["late", "neg"]
     assert p.found["neg"]["also_triggers"] == [["feature mask"], ["feature pad"]]
+
+
+def test_a_duplicate_whose_twin_was_replaced_meanwhile_is_still_taken_back():
+    """On an H100 a slice's duplicate check named its twin by the signature it had when the
+    slice began; the campaign had since replaced that record by a smaller example of the bug
+    (fewer conditions), and the duplicate stayed in the report beside it."""
+    from fuzz.campaign.runner import _origin
+
+    p = _pair("p")
+    c = _campaign([p])
+    assert c._record(p, _rec("a", triggers=("partial-tile", "row-without-valid-key")))
+    assert not c._record(p, _rec("a2", triggers=("row-without-valid-key",)))  # in its place
+    assert list(p.found) == ["a2"] and p.replaced == {"a": "a2"}
+    dup = _rec("m", triggers=("feature mask",), details={"round": 1})
+    assert c._record(p, dup, origin=_origin(5, dup))  # streamed as new by a slice
+    said = {"round": 1, "bug_key": dup["bug_key"], "signature": "m", "twin": "a",
+            "triggers": ["feature mask"], "how": "site"}  # fmt: skip
+    c._retract(p, _origin(5, {"details": said, "bug_key": said["bug_key"]}), said)
+    assert list(p.found) == ["a2"] and p.found["a2"]["also_triggers"] == [["feature mask"]]
+
+
+def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
+    """A minimal NaN example goes to the campaign with where its NaN is born, so that a known
+    bug reached through other conditions is told at once (``fuzz.signatures.same_bug``), not
+    only from the slice's summary (a slice may end without one)."""
+    from fuzz import origin
+    from fuzz.campaign.worker import _Slice
+    from fuzz.failures import Finding
+
+    sent = []
+    at = {"found": True, "file": "k.py", "line": 7, "expression": "a / b"}
+    monkeypatch.setattr(origin, "trace_finding", lambda *a, **k: dict(at))
+    me = SimpleNamespace(
+        id=3,
+        target=SimpleNamespace(name="t"),
+        backend=SimpleNamespace(name="triton"),
+        conn=SimpleNamespace(send=sent.append),
+        try_reproducer=lambda found: None,
+    )
+
+    def found(cls, final):
+        return SimpleNamespace(
+            final=final,
+            finding=Finding(cls, "oracle", "m", output="y"),
+            case=None,
+            params={},
+            reproducer=None,
+        )
+
+    monkeypatch.setattr("fuzz.campaign.worker._found_dict", lambda f: dict(f.finding.details))
+    for cls, final, traced in (
+        ("nan", True, True),
+        ("nan", False, False),
+        ("accuracy", True, False),
+    ):
+        sent.clear()
+        _Slice.on_found(me, None, found(cls, final))
+        assert sent[0][0] == "found" and ("origin" in sent[0][2]) == traced, (cls, final)
