@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,6 +58,18 @@ class Case:
 
     def shapes(self) -> dict[str, list[int]]:
         return {k: list(a.shape) for k, a in self.inputs.items()}
+
+    def digest(self) -> str:
+        """A fingerprint of the call: every input's name, dtype, shape and bytes, and the params.
+        Two findings whose minimal examples have one digest are one kernel call failing two
+        properties (``fuzz.engine``: one bug)."""
+        h = hashlib.sha1()
+        for k in sorted(self.inputs):
+            a = np.ascontiguousarray(self.inputs[k])
+            h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+            h.update(a.tobytes())
+        h.update(json.dumps(self.params_json(), sort_keys=True, default=str).encode())
+        return h.hexdigest()[:16]
 
     def params_json(self) -> dict[str, Any]:
         return {k: _jsonable(v, k) for k, v in self.params.items()}

@@ -798,9 +798,10 @@ class _Hunter:
         return None if self.hard_at is None else self.hard_at + self.result.stats.compile_seconds
 
     def duplicate_of(self, f: Found) -> tuple[Bug, str] | None:
-        """The known bug that new bug ``f`` is after all, and how that was told (``"site"``: its
-        NaN or Inf is born at the same kernel expression; ``"shrink"``: shrunk once more, it
-        became the known bug's example), or None.
+        """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
+        minimal example is a known bug's, failing another property; ``"site"``: its NaN or Inf
+        is born at the same kernel expression; ``"shrink"``: shrunk once more, it became the
+        known bug's example), or None.
 
         An example of a known bug's key counts as a hit of it only where all of the bug's
         triggers hold, and a bug's triggers are those of its minimal example, some of them
@@ -812,6 +813,9 @@ class _Hunter:
         if self.stage.only is not None or self.stage.start or not f.choices or not f.key:
             return None  # a shrink stage's own result, or nothing to replay
         bug = bug_of(f)
+        same_call = self.same_call(f)
+        if same_call is not None:
+            return same_call, "case"
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         if not twins:
             return None
@@ -835,6 +839,21 @@ class _Hunter:
         end = bug_of(shrunk)
         twin = next((b for b in twins if same_bug(b, end)), None)
         return None if twin is None else (twin, "shrink")
+
+    def same_call(self, f: Found) -> Bug | None:
+        """The bug found before, of ``f``'s class and another key, whose minimal example is
+        ``f``'s kernel call itself (``Case.digest``), or None: one call failing two properties
+        is one bug. On an H100 two_bugs_softmax's rescale bug came back twice so, through the
+        oracle and through ``rows-sum-to-one``, both shrunk to one 33-column row."""
+        digest = f.case.digest()
+        for old in self.result.found.values():
+            if (
+                old.finding.cls == f.finding.cls
+                and old.key != f.key
+                and old.case.digest() == digest
+            ):
+                return bug_of(old)
+        return None
 
     def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:
         """The bug of ``twins`` whose NaN or Inf is born where ``f``'s is (``fuzz.signatures.site``),

@@ -77,6 +77,7 @@ class Found:
             **self.finding.as_dict(),
             "case": repr(self.case),
             "case_size": self.case.size,
+            "case_digest": self.case.digest(),
             "shapes": self.case.shapes(),
             "params": self.case.params_json(),
             "first_example": self.first_example,

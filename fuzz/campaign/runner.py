@@ -247,6 +247,18 @@ def _bug(rec: dict[str, Any], triggers: Any = None) -> Bug:
     )
 
 
+def _same_call(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two finding records of one class are one kernel call (their minimal examples'
+    ``case_digest``), failing two properties."""
+    return (
+        a.get("class") == b.get("class")
+        and bool(a.get("shrunk"))
+        and bool(b.get("shrunk"))
+        and a.get("case_digest") is not None
+        and a.get("case_digest") == b.get("case_digest")
+    )
+
+
 def _current(pair: PairState, sig: str) -> str:
     """The signature of the record that stands for bug ``sig`` of ``pair`` now: a record found
     again with fewer conditions, or merged into another, was replaced (``PairState.replaced``).
@@ -802,6 +814,18 @@ class Campaign:
                 rec["first_seconds"] = old.get("first_seconds", rec.get("first_seconds"))
         bug = _bug(rec)
         for other_sig, other in list(pair.found.items()):
+            if other_sig != sig and _same_call(rec, other):
+                # Its minimal example is a bug's found before, failing another property: one
+                # kernel call, one bug (``fuzz.engine``'s ``same_call``, across slices).
+                pair.known_hits[other_sig] += 1
+                if prev == sig and sig in pair.found:
+                    self._supersede(pair.found.pop(sig), other)
+                    pair.replaced[sig] = other_sig
+                self._supersede(rec, other)
+                if origin is not None:
+                    pair.origins[origin] = other_sig
+                self._write_report(throttle=True)
+                return False
             if other_sig == sig or not same_bug(bug, _bug(other)):
                 continue
             seen = True

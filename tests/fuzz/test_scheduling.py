@@ -626,3 +626,17 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
         sent.clear()
         _Slice.on_found(me, None, found(cls, final))
         assert sent[0][0] == "found" and ("origin" in sent[0][2]) == traced, (cls, final)
+
+
+def test_a_record_whose_minimal_call_is_a_known_bugs_is_a_hit_of_it():
+    p = _pair("p")
+    c = _campaign([p])
+    assert c._record(p, _rec("o", key="accuracy|oracle|y|-", case_digest="d1", shrunk=True))
+    same = _rec("r", key="accuracy|rows-sum-to-one|y|-", case_digest="d1", shrunk=True)
+    assert not c._record(p, same)
+    assert list(p.found) == ["o"] and p.known_hits["o"] == 1
+    # Not yet shrunk, or another call: a bug of its own for now.
+    assert c._record(p, _rec("r2", key="accuracy|rows-sum-to-one|y|-", case_digest="d1"))
+    assert c._record(
+        p, _rec("r3", key="accuracy|rows-sum-to-one|y|x", case_digest="d2", shrunk=True)
+    )

@@ -339,3 +339,39 @@ def test_bugs_of_one_key_are_one_where_their_nan_is_born_at_one_site():
     assert not same_bug(a, Bug(key, frozenset({"unmasked-neg-inf"}), "c"))  # untraced
     assert same_bug(a, Bug(key, frozenset({"feature mask", "x"}), "d", "k.py:80: y"))  # nested
     assert not same_bug(a, Bug("inf|oracle|y|-", b.triggers, "e", b.site))  # another key
+
+
+def _found(cls, prop, case, key_output="y", triggers=()):
+    from fuzz.results import Found
+
+    f = Finding(cls, prop, "m", output=key_output)
+    key = bug_key(f)
+    f.details.update(bug_key=key, triggers=sorted(triggers), signature=f"{prop}-sig")
+    return Found(f, case, {}, 1, 0.1, choices=(1,), key=key, final=True)
+
+
+def test_one_kernel_call_failing_two_properties_is_one_bug():
+    """A minimal example failing the oracle and ``rows-sum-to-one`` is one bug, whichever
+    property a search met first (on an H100 two_bugs_softmax's rescale bug came back twice so,
+    both records shrunk to one 33-column row). The same shape with other values is not."""
+    from types import SimpleNamespace
+
+    from fuzz.engine import _Hunter
+
+    row = np.linspace(-1, 1, 33, dtype=np.float32)[None]
+    case = Case({"x": row}, {"dtype": "float32", "block_n": 16})
+    assert case.digest() == Case({"x": row.copy()}, dict(case.params)).digest()
+    assert case.digest() != Case({"x": row + 1}, dict(case.params)).digest()
+    assert case.digest() != case.replace(block_n=32).digest()
+    oracle = _found("accuracy", "oracle", case)
+    me = SimpleNamespace(
+        stage=SimpleNamespace(only=None, start=()),
+        result=SimpleNamespace(found={"accuracy": oracle}),
+        known_bugs=[],
+    )
+    me.same_call = lambda f: _Hunter.same_call(me, f)
+    again = _found("accuracy", "rows-sum-to-one", Case({"x": row.copy()}, dict(case.params)))
+    twin, how = _Hunter.duplicate_of(me, again)
+    assert how == "case" and twin.key == oracle.key
+    other = _found("accuracy", "rows-sum-to-one", Case({"x": row + 1}, dict(case.params)))
+    assert _Hunter.duplicate_of(me, other) is None  # its own call: a bug of its own (no twin)
