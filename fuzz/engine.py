@@ -41,6 +41,7 @@ from fuzz.signatures import (
     conditions,
     covering,
     declared,
+    key_class,
     same_bug,
     signature,
     site,
@@ -799,7 +800,8 @@ class _Hunter:
 
     def duplicate_of(self, f: Found) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
-        minimal example is a known bug's, failing another property; ``"site"``: its NaN or Inf
+        minimal example is a known bug's, failing another property; ``"property"``: its minimal
+        example fails a known bug's property too, with that bug's triggers; ``"site"``: its NaN or Inf
         is born at the same kernel expression; ``"shrink"``: shrunk once more, it became the
         known bug's example), or None.
 
@@ -816,6 +818,9 @@ class _Hunter:
         same_call = self.same_call(f)
         if same_call is not None:
             return same_call, "case"
+        also = self.also_fails(f)
+        if also is not None:
+            return also, "property"
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         if not twins:
             return None
@@ -853,6 +858,35 @@ class _Hunter:
                 and old.case.digest() == digest
             ):
                 return bug_of(old)
+        return None
+
+    def also_fails(self, f: Found) -> Bug | None:
+        """The known bug of ``f``'s class and another key whose property ``f``'s minimal example
+        fails too, with every one of that bug's triggers holding for it, or None: ``f`` is an
+        example of that bug that a search met through another property first (a metamorphic
+        property on a large case, whose small cases fail the oracle as well). On an H100
+        two_bugs_softmax's rescale bug came back through ``rows-sum-to-one`` so, shrunk to a
+        33-column row that fails the oracle with the known rescale bug's conditions."""
+        holds = frozenset(f.triggers)
+        mine = [
+            b
+            for b in self.known_bugs
+            if b.key != f.key and key_class(b.key) == f.finding.cls and b.triggers <= holds
+        ]
+        for key in sorted({b.key for b in mine}):
+            try:
+                outcome = check_case(
+                    self.target,
+                    self.b,
+                    f.case,
+                    params=f.params,
+                    **self.options.check_kwargs(),
+                    prefer=key,
+                )
+            except Exception:  # the check of a duplicate: never lose the finding over it
+                continue
+            if outcome.finding is not None and bug_key(outcome.finding) == key:
+                return max((b for b in mine if b.key == key), key=lambda b: len(b.triggers))
         return None
 
     def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:

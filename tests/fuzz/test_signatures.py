@@ -370,8 +370,41 @@ def test_one_kernel_call_failing_two_properties_is_one_bug():
         known_bugs=[],
     )
     me.same_call = lambda f: _Hunter.same_call(me, f)
+    me.also_fails = lambda f: _Hunter.also_fails(me, f)  # (no known bug: nothing to check)
     again = _found("accuracy", "rows-sum-to-one", Case({"x": row.copy()}, dict(case.params)))
     twin, how = _Hunter.duplicate_of(me, again)
     assert how == "case" and twin.key == oracle.key
     other = _found("accuracy", "rows-sum-to-one", Case({"x": row + 1}, dict(case.params)))
     assert _Hunter.duplicate_of(me, other) is None  # its own call: a bug of its own (no twin)
+
+
+def test_a_bug_met_through_another_property_whose_minimal_example_fails_a_known_ones_is_it():
+    """A large case may fail ``rows-sum-to-one`` while the oracle passes it; its minimal example
+    fails the oracle too, with the known rescale bug's conditions (a second tile, a partial
+    one): an example of that bug, not a bug of its own (on an H100 two_bugs_softmax's rescale bug
+    was reported a second time so). A known bug whose conditions do not hold is not it."""
+    from types import SimpleNamespace
+
+    from fuzz.backends import get_backend
+    from fuzz.engine import _Hunter
+    from fuzz.profiles import HuntOptions
+
+    row = np.zeros((1, 33), np.float32)
+    row[0, 20] = 50.0  # the second tile's max far above the first's: the wrong rescale shows
+    case = Case({"x": row}, {"dtype": "float32", "scale": None, "block_m": 16, "block_n": 16})
+    f = _found("accuracy", "rows-sum-to-one", case, triggers=("multi-tile", "partial-tile"))
+    rescale = Bug("accuracy|oracle|y|-", frozenset({"multi-tile", "partial-tile"}), "rescale")
+    bias = Bug("accuracy|oracle|y|-", frozenset({"feature bias", "partial-tile"}), "bias")
+    me = SimpleNamespace(
+        target=get("two_bugs_softmax"),
+        b=get_backend("triton-interpret"),
+        options=HuntOptions.of(fuzz.get_profile("ci")),
+        known_bugs=[bias, rescale],
+    )
+    assert _Hunter.also_fails(me, f) is rescale
+    me.known_bugs = [bias]  # its conditions do not hold: not this example's bug
+    assert _Hunter.also_fails(me, f) is None
+    fine = Case({"x": np.zeros((1, 33), np.float32)}, dict(case.params))  # one max: no failure
+    me.known_bugs = [rescale]
+    g = _found("accuracy", "rows-sum-to-one", fine, triggers=("multi-tile", "partial-tile"))
+    assert _Hunter.also_fails(me, g) is None
