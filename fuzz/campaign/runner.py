@@ -1263,6 +1263,7 @@ class Campaign:
         )
         self.notes.append(text)
         self.log(f"WARNING {text}; restarting it")
+        self._retire(pair, {})  # what it streamed before may have finished it (a mutant)
         if pair.exhaustions >= 2 and not pair.retired:
             pair.error = f"its worker ran out of resources {pair.exhaustions} times (last: {why})"
             pair.retired = "resource exhaustion"

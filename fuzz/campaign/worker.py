@@ -469,6 +469,16 @@ def _hunt(
         )
     except BaseException as e:  # the harness itself: report, keep the worker alive
         started.value = 0.0
+        from fuzz.reproducer import device_out_of_memory
+
+        if isinstance(e, Exception) and device_out_of_memory(f"{type(e).__name__}: {e}"):
+            # The GPU's memory ran out outside an example (a shrink stage's launch, a warm-up's):
+            # the harness's resources, as in an example (``fuzz.engine``), not a harness error
+            # that would retire the pair (on an H100 a GLA mutant's warm-up found and shrank its
+            # bug, then ran out so, and its pair was retired as broken). What it found was
+            # streamed already; a fresh process takes over.
+            print(f"device out of memory: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            os._exit(EXIT_DEVICE_MEMORY)
         conn.send(
             (
                 "done",

@@ -1039,3 +1039,55 @@ def test_a_campaign_worker_out_of_gpu_memory_is_an_exhaustion_not_a_crash(tmp_pa
     assert any("the GPU ran out of memory" in n for n in report["notes"]), report["notes"]
     assert "the GPU ran out of memory" in row["error"], row["error"]
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_gpu_memory_running_out_outside_an_example_is_an_exhaustion_too(monkeypatch, tmp_path):
+    """On an H100 a GLA mutant's warm-up found and shrank its bug, then the GPU's memory ran out
+    outside an example (``torch.OutOfMemoryError``), and the slice ended as a harness error that
+    retired the pair as broken. Out of an example too, it is the harness's resources: the worker
+    exits for a fresh process (the campaign books an exhaustion); another error is still one."""
+    from types import SimpleNamespace
+
+    from fuzz import engine, get_profile
+    from fuzz.campaign import worker
+    from fuzz.profiles import HuntOptions
+    from fuzz.target import load_builtin
+
+    load_builtin()
+    sent = []
+    config = worker.WorkerConfig(
+        slot=0,
+        plugins=[],
+        options=HuntOptions.of(get_profile("ci")),
+        repro_dir=str(tmp_path),
+        inflight=str(tmp_path / "inflight"),
+        log=str(tmp_path / "log"),
+    )
+    task = {"slice": 1, "target": "softmax", "backend": "triton-interpret", "seed": 1,
+            "time_limit": 5.0, "hard_limit": 10.0, "known": [], "reuse": False}  # fmt: skip
+
+    def exits(code):
+        raise SystemExit(code)
+
+    monkeypatch.setattr(worker.os, "_exit", exits)
+    for raised, ends in (
+        (
+            RuntimeError("CUDA out of memory. Tried to allocate 636.00 MiB"),
+            worker.EXIT_DEVICE_MEMORY,
+        ),
+        (ValueError("a harness bug"), None),
+    ):
+
+        def hunt(*a, raised=raised, **k):
+            raise raised
+
+        monkeypatch.setattr(engine, "hunt", hunt)
+        sent.clear()
+        conn = SimpleNamespace(send=sent.append)
+        if ends is None:
+            worker._hunt(conn, config, None, SimpleNamespace(value=0.0), dict(task))
+            assert sent[-1][0] == "done" and "a harness bug" in sent[-1][2]["error"]
+        else:
+            with pytest.raises(SystemExit) as e:
+                worker._hunt(conn, config, None, SimpleNamespace(value=0.0), dict(task))
+            assert e.value.code == ends and not [m for m in sent if m[0] == "done"]

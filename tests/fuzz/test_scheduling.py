@@ -640,3 +640,13 @@ def test_a_record_whose_minimal_call_is_a_known_bugs_is_a_hit_of_it():
     assert c._record(
         p, _rec("r3", key="accuracy|rows-sum-to-one|y|x", case_digest="d2", shrunk=True)
     )
+
+
+def test_a_mutant_found_and_shrunk_before_its_worker_ran_out_of_memory_is_finished():
+    p = _pair("m", mutant=True, expected="nan")
+    c = _campaign([p])
+    c.notes = []
+    w = SimpleNamespace(slot=3)
+    p.found = {"s": {"class": "nan", "shrunk": True, "signature": "s"}}  # streamed before
+    c._exhaustion(w, p, 88, "the GPU ran out of memory")
+    assert p.retired == "mutant found and shrunk" and p.error is None and p.exhaustions == 1
