@@ -897,7 +897,7 @@ class _Hunter:
         that later examples through them are hits, not shrunk again."""
         if f.finding.cls not in ("nan", "inf"):
             return None
-        here = site(self.traced(f))
+        here = site(origin.of_finding(f, self.target, self.b.name))
         if here is None:
             return None
         for b in twins:
@@ -906,23 +906,13 @@ class _Hunter:
                 old = next(
                     (o for o in self.result.found.values() if o.signature == b.signature), None
                 )
-                there = None if old is None else site(self.traced(old))
+                there = (
+                    None if old is None else site(origin.of_finding(old, self.target, self.b.name))
+                )
             if there == here:
                 self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
                 return b
         return None
-
-    def traced(self, f: Found) -> dict[str, Any] | None:
-        """``f``'s origin (``fuzz.origin.trace_finding``), traced once and kept in its details."""
-        if "origin" not in f.finding.details:
-            try:
-                f.finding.details["origin"] = origin.trace_finding(
-                    self.target, self.b.name, f.case, f.params
-                )
-            except Exception as e:  # a diagnosis: never lose the finding over it
-                f.finding.details["origin"] = {"error": f"{type(e).__name__}: {e}"}
-        o = f.finding.details["origin"]
-        return o if isinstance(o, dict) else None
 
     def settle(self, f: Found) -> None:
         """Adds bug ``f`` to the result, or in place of an earlier one it is the same bug as

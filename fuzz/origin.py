@@ -111,6 +111,21 @@ def trace_finding(
     return first or trace(target, backend, case)
 
 
+def of_finding(found: Any, target: Target, backend: str) -> dict[str, Any] | None:
+    """The origin of a finding's NaN or Inf (``found``: a ``fuzz.results.Found``), traced once
+    (:func:`trace_finding`) and kept in its details; a trace that raised is kept as ``{"error":
+    ...}`` (a diagnosis: the finding is never lost over it). None where the kept value is not a
+    dict."""
+    details = found.finding.details
+    if "origin" not in details:
+        try:
+            details["origin"] = trace_finding(target, backend, found.case, found.params)
+        except Exception as e:
+            details["origin"] = {"error": f"{type(e).__name__}: {e}"}
+    o = details["origin"]
+    return o if isinstance(o, dict) else None
+
+
 def _same_array(a: Any, b: Any) -> bool:
     return (
         b is not None and a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()

@@ -817,33 +817,14 @@ class Campaign:
             if other_sig != sig and _same_call(rec, other):
                 # Its minimal example is a bug's found before, failing another property: one
                 # kernel call, one bug (``fuzz.engine``'s ``same_call``, across slices).
-                pair.known_hits[other_sig] += 1
-                if prev == sig and sig in pair.found:
-                    self._supersede(pair.found.pop(sig), other)
-                    pair.replaced[sig] = other_sig
-                self._supersede(rec, other)
-                if origin is not None:
-                    pair.origins[origin] = other_sig
-                self._write_report(throttle=True)
+                self._hit(pair, rec, other_sig, streamed=prev == sig, origin=origin)
                 return False
             if other_sig == sig or not same_bug(bug, _bug(other)):
                 continue
             seen = True
             if len(bug.triggers) >= len(other.get("triggers", ())):
-                pair.known_hits[other_sig] += 1  # an example of a bug found before
-                _also(other, rec.get("triggers"))
-                if prev == sig and sig in pair.found:  # its first sight, streamed as new
-                    self._supersede(pair.found.pop(sig), other)
-                    pair.replaced[sig] = other_sig
-                    pair.known_hits[other_sig] += pair.known_hits.pop(sig, 0)
-                    self.log(
-                        f"{pair.target.name} on {pair.backend}: the {rec['class']} first seen as "
-                        f"new ({sig}) is the bug found before ({other_sig}): one bug"
-                    )
-                self._supersede(rec, other)
-                if origin is not None:
-                    pair.origins[origin] = other_sig
-                self._write_report(throttle=True)
+                _also(other, rec.get("triggers"))  # an example of a bug found before
+                self._hit(pair, rec, other_sig, streamed=prev == sig, origin=origin)
                 return False
             pair.found.pop(other_sig)  # this example of it needs fewer conditions: keep it
             pair.replaced[other_sig] = sig
@@ -870,6 +851,33 @@ class Campaign:
         pair.found[sig] = rec
         self._write_report(throttle=True)
         return new
+
+    def _hit(
+        self,
+        pair: PairState,
+        rec: dict[str, Any],
+        other_sig: str,
+        *,
+        streamed: bool,
+        origin: str | None,
+    ) -> None:
+        """Counts finding ``rec`` of ``pair`` as a hit of the bug recorded as ``other_sig``.
+        ``streamed``: its slice streamed its first sight as new, whose record (and hits) go to
+        that bug."""
+        sig, other = rec["signature"], pair.found[other_sig]
+        pair.known_hits[other_sig] += 1
+        if streamed and sig in pair.found:
+            self._supersede(pair.found.pop(sig), other)
+            pair.replaced[sig] = other_sig
+            pair.known_hits[other_sig] += pair.known_hits.pop(sig, 0)
+            self.log(
+                f"{pair.target.name} on {pair.backend}: the {rec['class']} first seen as "
+                f"new ({sig}) is the bug found before ({other_sig}): one bug"
+            )
+        self._supersede(rec, other)
+        if origin is not None:
+            pair.origins[origin] = other_sig
+        self._write_report(throttle=True)
 
     def _retract(self, pair: PairState, origin: str, dup: dict[str, Any]) -> None:
         """A bug the slice streamed as new (``origin``) turned out to be known bug

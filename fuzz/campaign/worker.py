@@ -640,16 +640,13 @@ class _Slice:
         self.conn.send(("feature", self.id, name))
 
     def on_found(self, result: Any, found: Any) -> None:
+        from fuzz import origin
         from fuzz.reproducer import kills_context
 
-        if (
-            found.final
-            and found.finding.cls in ("nan", "inf")
-            and "origin" not in found.finding.details
-        ):
+        if found.final and found.finding.cls in ("nan", "inf"):
             # Its site tells the campaign at once whether it is a known bug reached otherwise
             # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
-            _attach_origin(found, self.target, self.backend.name)
+            origin.of_finding(found, self.target, self.backend.name)
         found.reproducer = self.try_reproducer(found)
         self.conn.send(("found", self.id, _found_dict(found)))
         f = found.finding
@@ -676,12 +673,14 @@ class _Slice:
     def summary(self, result: Any) -> dict[str, Any]:
         """The slice's summary: the hunt's numbers, and each finding with its pictures, the
         origin of a NaN or Inf, and its reproducer written again (its final minimal example)."""
+        from fuzz import origin
+
         found = []
         for f in result.found.values():
             if not f.plots:  # the best example so far when shrinking was cut short: plot it too
                 f.plots = _plots(self.target, self.backend, f)
-            if f.finding.cls in ("nan", "inf") and "origin" not in f.finding.details:
-                _attach_origin(f, self.target, self.backend.name)  # (the hunt traced some)
+            if f.finding.cls in ("nan", "inf"):
+                origin.of_finding(f, self.target, self.backend.name)  # (once: kept in it)
             f.reproducer = self.try_reproducer(f) or f.reproducer
             found.append(_found_dict(f))
         summary: dict[str, Any] = result.as_dict()
@@ -736,16 +735,6 @@ def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:
         return error_maps(outcome.context)
     except Exception:  # a picture is never worth losing the finding
         return []
-
-
-def _attach_origin(found: Any, target: Any, backend: str) -> None:
-    from fuzz import origin
-
-    try:
-        o = origin.trace_finding(target, backend, found.case, found.params)
-    except Exception as e:  # tracing is a diagnosis: never lose the finding over it
-        o = {"error": f"{type(e).__name__}: {e}"}
-    found.finding.details["origin"] = o
 
 
 def _replay(conn: Any, started: Any, task: dict) -> None:
