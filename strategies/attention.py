@@ -57,7 +57,7 @@ from strategies._validate import (
     check_subset,
     fitted,
 )
-from strategies.reuse import reusing, structure_key
+from strategies.reuse import free_lengths, reusing, structure_key
 from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize, occasionally
 
 LEVELS = (0.0, 100.0, -100.0, 12.0, -1000.0, 1000.0)
@@ -517,21 +517,25 @@ def attention_cases(
         block_q, block_k = fit(block_q, d), fit(block_k, d)
         tiles = {"block_q": block_q, "block_k": block_k}
         n_q = max(1, min(lim.max_tiles + 1, lim.max_programs // (batch * hq)))
-        tq = draw(
-            tiled_sizes(block_q, max_size=n_q * block_q - 1 if n_q > 1 else block_q), label="Tq"
-        )
-        tq = fitted(rules, "q", tq, tiles)
-        if same_lengths:
-            tk = fitted(rules, "k", tq, tiles)
-        else:
-            max_tk = (lim.max_tiles + 1) * block_k - 1
-            max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
-            tk = fitted(rules, "k", draw(key_sizes(block_k, max_size=max_tk), label="Tk"), tiles)
+        with free_lengths(draw):
+            tq = draw(
+                tiled_sizes(block_q, max_size=n_q * block_q - 1 if n_q > 1 else block_q),
+                label="Tq",
+            )
+            tq = fitted(rules, "q", tq, tiles)
+            if same_lengths:
+                tk = fitted(rules, "k", tq, tiles)
+            else:
+                max_tk = (lim.max_tiles + 1) * block_k - 1
+                max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
+                tk = draw(key_sizes(block_k, max_size=max_tk), label="Tk")
+                tk = fitted(rules, "k", tk, tiles)
         causal = _flag(draw, feats, "causal")
         window = _window(draw, feats)
         key_lengths = None
         if length_kinds is not None:
-            key_lengths = _resolve_lengths(draw, length_kinds, tk)
+            with free_lengths(draw):
+                key_lengths = _resolve_lengths(draw, length_kinds, tk)
         return {
             "dtype": dtype,
             "block_q": block_q,
@@ -623,14 +627,15 @@ def varlen_cases(
         max_q = (lim.max_tiles + 1) * block_q - 1
         max_k = (lim.max_tiles + 1) * block_k - 1
 
-        pairs = draw(
-            st.lists(
-                st.tuples(_seq_length(block_q, max_q), _seq_length(block_k, max_k)),
-                min_size=1,
-                max_size=n_max,
-            ),
-            label="sequence lengths",
-        )
+        with free_lengths(draw):
+            pairs = draw(
+                st.lists(
+                    st.tuples(_seq_length(block_q, max_q), _seq_length(block_k, max_k)),
+                    min_size=1,
+                    max_size=n_max,
+                ),
+                label="sequence lengths",
+            )
 
         # Keep the oracle's and the interpreters' work bounded: drop sequences from the end.
         def work(ps: list[tuple[int, int]]) -> int:
@@ -652,7 +657,8 @@ def varlen_cases(
             pairs[-1] = (a + extra, b + extra if same_lengths else b)
         lq = np.array([p[0] for p in pairs], np.int64)
         lk = np.array([p[1] for p in pairs], np.int64)
-        tail = draw(st.sampled_from((0, 1, 3, block_k)), label="guard rows")
+        with free_lengths(draw):
+            tail = draw(st.sampled_from((0, 1, 3, block_k)), label="guard rows")
         keys = int(lk.sum())
         tail = fitted(rules, "k", keys + tail, tiles) - keys
         return {
@@ -754,13 +760,19 @@ def decode_cases(
         block_k = fit(block_k, d)
         room = max(1, lim.max_scores // (batch * hq))
         max_t = (lim.max_tiles + 1) * block_k - 1
-        if lim.long_cache and draw(occasionally((False,), (True,), one_in=16), label="long cache"):
-            # Thousands of keys: long reductions, many tiles per split (within the score bound).
-            top = max(1, min(lim.long_cache, room))
-            tmax = draw(shapes.few(min(LONG_CACHE_MIN, top), top), label="Tmax")
-        else:
-            tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
-        tmax = fitted(rules, "k", tmax, {"block_k": block_k, "num_splits": splits})
+        with free_lengths(draw):
+            long_cache = lim.long_cache and draw(
+                occasionally((False,), (True,), one_in=16), label="long cache"
+            )
+            if long_cache:
+                # Thousands of keys: long reductions, many tiles per split (within the score
+                # bound).
+                top = max(1, min(lim.long_cache, room))
+                tmax = draw(shapes.few(min(LONG_CACHE_MIN, top), top), label="Tmax")
+            else:
+                tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
+            tmax = fitted(rules, "k", tmax, {"block_k": block_k, "num_splits": splits})
+            cache_len = _resolve_lengths(draw, length_kinds, tmax)
         return {
             "dtype": dtype,
             "block_k": block_k,
@@ -770,7 +782,7 @@ def decode_cases(
             "batch": batch,
             "d": d,
             "tmax": tmax,
-            "cache_len": _resolve_lengths(draw, length_kinds, tmax),
+            "cache_len": cache_len,
             "window": _window(draw, feats),
             "score": _score_modifiers(draw, hq, feats),
         }

@@ -13,7 +13,7 @@ from fuzz.arrays import FLOAT_DTYPES
 from fuzz.case import Case
 from strategies._validate import check_scale, check_sizes, check_subset
 from strategies.jagged import offsets_from_lengths, segment_lengths
-from strategies.reuse import reusing, structure_key
+from strategies.reuse import free_lengths, reusing, structure_key
 from strategies.shapes import sizes
 from strategies.values import (
     SENTINEL_VALUES,
@@ -131,10 +131,11 @@ def jagged_softmax_cases(
         block_n = draw(block_n_st, label="block_n")
         block_m = draw(block_m_st, label="block_m")
         num_programs = draw(programs_st, label="num_programs")
-        lengths = draw(lengths_st[block_n], label="segment lengths")
-        n_rows = int(offsets_from_lengths(lengths)[-1])
-        max_cols = max(1, min(lim.max_cols, lim.max_elements // max(n_rows, 1)))
-        n_cols = draw(sizes(max_size=max_cols, blocks=(block_m,)), label="columns")
+        with free_lengths(draw):
+            lengths = draw(lengths_st[block_n], label="segment lengths")
+            n_rows = int(offsets_from_lengths(lengths)[-1])
+            max_cols = max(1, min(lim.max_cols, lim.max_elements // max(n_rows, 1)))
+            n_cols = draw(sizes(max_size=max_cols, blocks=(block_m,)), label="columns")
         return {
             "dtype": dtype,
             "block_n": block_n,

@@ -30,6 +30,19 @@ of Hypothesis's prefixes instead of 120 with one integer). With no memo active n
 besides the structure's own choices: derandomized runs and every existing test draw the same
 cases as before.
 
+Lengths are free: a strategy draws its lengths (sequence lengths, rows, columns) inside
+:func:`free_lengths`, and a reused structure replays every choice but those, which are drawn
+fresh. A structure's *variant* is its choices less its lengths: what a kernel compiles where
+lengths compile nothing (the project's Triton kernels are declared with ``jit_any_size``; a Pallas
+kernel padded to shape buckets compiles once per bucket). Reusing a variant with fresh lengths
+costs no compile there, and the lengths, where bugs hide (a second key tile, a partial last
+tile), vary from example to example: with lengths replayed, a GPU campaign's real attention pairs
+ran 215 of 219 examples on one key per query row, the lengths of their first warm-up. Where
+fresh lengths do compile (a kernel compiled per exact shape, a Pallas bucket not compiled yet),
+the memo measures it: on examples that reused a variant this process launched, with lengths it
+had not launched, most compiling turns fresh lengths off (:attr:`StructureMemo.lengths_free`)
+but for a share ``min_explore`` of reuses, which keep measuring.
+
 Hypothesis also runs variations of earlier examples (mutations, hill climbing on ``target()``
 scores); while a memo is active they vary values and leave structures alone but at the explore
 rate (:func:`_spare_structures`). What the memo does not choose: the first example (the
@@ -91,12 +104,19 @@ def _check_seconds(name: str, value: Any) -> float:
     return float(value)
 
 
+Nodes = tuple[tuple[str, Any, dict[str, Any]], ...]
+Ranges = tuple[tuple[int, int], ...]
+
+
 @dataclass
 class _Entry:
-    """One structure the memo may offer: the choices its draws made (type, value, constraints)."""
+    """One structure the memo may offer: the choices its draws made (type, value, constraints),
+    and the index ranges of those that were lengths (:func:`free_lengths`)."""
 
-    nodes: tuple[tuple[str, Any, dict[str, Any]], ...]
+    nodes: Nodes
     reuses: int = 0
+    free: Ranges = ()
+    unfree: bool = False  # its lengths cannot be drawn fresh: replayed whole
 
 
 @dataclass
@@ -105,8 +125,27 @@ class _Drawn:
 
     data: Any
     key: Hashable
-    nodes: tuple[tuple[str, Any, dict[str, Any]], ...]
+    nodes: Nodes
     mode: str  # "explore", "reuse": the memo chose; "fresh", "replay": Hypothesis chose
+    free: Ranges = ()
+    relengthed: bool = False  # a reuse whose lengths were drawn fresh
+
+
+@dataclass
+class _Open:
+    """The structure being drawn through the memo now: where its choices start in ``data``'s,
+    the ranges of its lengths so far, and the replay that answers its draws (None: drawn
+    fresh)."""
+
+    data: Any
+    start: int
+    replay: _Replay | None
+    free: list[tuple[int, int]] = field(default_factory=list)
+    inside: bool = False  # within free_lengths (they do not nest)
+
+    def count(self) -> int:
+        """The structure's recorded choices so far (as ``StructureMemo._draw`` records them)."""
+        return sum(1 for n in self.data.nodes[self.start :] if _recorded(n))
 
 
 class _Replay:
@@ -117,10 +156,32 @@ class _Replay:
     strategy: see :meth:`StructureMemo._borrowable`)."""
 
     def __init__(
-        self, inner: Any, nodes: tuple[tuple[str, Any, dict[str, Any]], ...], widened: bool = False
+        self,
+        inner: Any,
+        nodes: Nodes,
+        widened: bool = False,
+        free: Ranges | None = None,
     ) -> None:
         self.inner, self.nodes, self.served, self.matched = inner, nodes, 0, True
         self.widened = widened
+        # ``free``: the recorded lengths' ranges, drawn fresh (None: every choice replayed).
+        self.free, self.lengths, self.passing = free, 0, False
+
+    def enter_lengths(self) -> None:
+        """The strategy starts drawing lengths: with fresh lengths, the recorded ones are
+        skipped and the draws pass to the inner provider until :meth:`leave_lengths`."""
+        if self.free is None or not self.matched:
+            return
+        if self.lengths >= len(self.free) or self.free[self.lengths][0] != self.served:
+            self.matched = False  # the strategy's lengths are not where the record has them
+            return
+        self.passing = True
+
+    def leave_lengths(self) -> None:
+        if self.passing:
+            self.served = self.free[self.lengths][1]  # type: ignore[index]
+            self.lengths += 1
+            self.passing = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -137,6 +198,8 @@ class _Replay:
         return (lo is None or value >= lo) and (hi is None or value <= hi)
 
     def _serve(self, kind: str, args: tuple[Any, ...], constraints: dict[str, Any]) -> Any:
+        if self.passing:
+            return getattr(self.inner, f"draw_{kind}")(*args, **constraints)
         if self.matched and not args and self.served < len(self.nodes):
             recorded_kind, value, recorded = self.nodes[self.served]
             if recorded_kind == kind and self._fits(kind, value, recorded, constraints):
@@ -162,12 +225,27 @@ class _Replay:
 
     @property
     def complete(self) -> bool:
-        return self.matched and self.served == len(self.nodes)
+        lengths_done = self.free is None or self.lengths == len(self.free)
+        return self.matched and self.served == len(self.nodes) and lengths_done
 
 
-def _identity(nodes: tuple[tuple[str, Any, dict[str, Any]], ...]) -> tuple[Any, ...]:
+def _recorded(node: Any) -> bool:
+    """Whether a choice node is one a structure's record keeps: the choices a provider makes,
+    not the forced ones (a list's least length), which the strategy makes itself again."""
+    return getattr(node, "type", None) in _KINDS and not getattr(node, "was_forced", False)
+
+
+def _identity(nodes: Nodes) -> tuple[Any, ...]:
     """A recorded structure's identity: its choices' kinds and values."""
     return tuple((kind, value) for kind, value, _ in nodes)
+
+
+def _variant(nodes: Nodes, free: Ranges) -> tuple[Any, ...]:
+    """A recorded structure's variant: its identity less its lengths (``free``), and how many
+    runs of lengths it drew."""
+    inside = {i for a, b in free for i in range(a, b)}
+    kept = tuple((kind, value) for i, (kind, value, _) in enumerate(nodes) if i not in inside)
+    return (kept, len(free))
 
 
 def _choice_data(draw: Callable[..., Any]) -> Any:
@@ -201,7 +279,9 @@ class _Costs:
         run_seconds: every example's seconds besides compiling;
         new_compiling: examples of new structures that compiled (or loaded) something, and
         new_refused: examples of new structures refused because they would have compiled
-            (``refused``): how often a new structure needs a compile (``new_would_compile``).
+            (``refused``): how often a new structure needs a compile (``new_would_compile``);
+        relength, relength_compiling, relength_refused: the same for examples that reused a
+            variant this process launched with lengths it had not (``lengths_free``).
     """
 
     new: int = 0
@@ -214,11 +294,19 @@ class _Costs:
     new_compiling: int = 0
     new_refused: int = 0
     run_seconds: float = 0.0
+    relength: int = 0
+    relength_compiling: int = 0
+    relength_refused: int = 0
 
 
 # The examples of new structures a memo must have seen before it judges whether a new one will
-# need a compile (``StructureMemo.new_would_compile``).
+# need a compile (``StructureMemo.new_would_compile``), and whether fresh lengths do
+# (``StructureMemo.lengths_free``).
 NEW_SEEN = 4
+# How fast the memo's judgement of fresh lengths follows its latest examples (the weight of each
+# in a moving average of "compiled"): a Pallas kernel compiles its first examples' buckets and
+# then few, and the judgement must not stay with its first examples.
+LENGTHS_WEIGHT = 0.2
 
 
 @dataclass
@@ -230,6 +318,8 @@ class StructureMemo:
             keep it there (:attr:`explore_rate`).
         min_explore: the least explore rate: new structures are always explored.
         explore: a fixed explore rate (tests, benchmarks); None: from the measured costs.
+        fresh_lengths: whether reused structures draw their lengths fresh: True always, False
+            never (a structure is replayed whole), None as measured (:attr:`lengths_free`).
         seed: seeds the memo's own choices (explore or reuse, and which structure).
         costs: what it has measured (examples and compile seconds by how their structure was
             drawn, and the seconds besides compiling).
@@ -238,7 +328,9 @@ class StructureMemo:
             choices), ``replayed`` (all its choices given: mutations, hill climbing, shrinking,
             the database); ``offered`` for reuse, ``stale`` (records dropped: the strategy no
             longer draws them), examples ``observed``; ``borrowed``: reused structures
-            recorded under another strategy (:meth:`_borrowable`).
+            recorded under another strategy (:meth:`_borrowable`); ``relengthed``: reused
+            with fresh lengths; ``unfree``: records whose lengths could not be drawn fresh
+            (the strategy's other choices depend on them), replayed whole from then on.
 
     Use one memo per (target, backend), across the runs (hunts) of it that one process makes:
     ``with memo.active():`` around the run, ``memo.observe(...)`` after each example. Structures
@@ -250,6 +342,7 @@ class StructureMemo:
     target_share: float = DEFAULT_TARGET_SHARE
     min_explore: float = DEFAULT_MIN_EXPLORE
     explore: float | None = None
+    fresh_lengths: bool | None = None
     seed: int = 0
     # Set by the hunt while its compile time is over its share (``Profile.compile_share``):
     # examples of new structures that would compile are refused then, so exploring more than
@@ -270,6 +363,18 @@ class StructureMemo:
     _launched: set[tuple[Hashable, tuple[Any, ...]]] = field(
         default_factory=set, init=False, repr=False
     )
+    # Per strategy key, the variants of the structures it offers (``_variant``); the variants
+    # an example launched here.
+    _variants: dict[Hashable, dict[tuple[Any, ...], list[_Entry]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _launched_variants: set[tuple[Hashable, tuple[Any, ...]]] = field(
+        default_factory=set, init=False, repr=False
+    )
+    _open: _Open | None = field(default=None, init=False, repr=False)
+    # A moving average of whether fresh lengths compiled, and how many examples it has seen.
+    _lengths_compile: float = field(default=0.0, init=False, repr=False)
+    _lengths_seen: int = field(default=0, init=False, repr=False)
     _rng: random.Random = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -280,6 +385,10 @@ class StructureMemo:
         self.min_explore = _check_fraction("min_explore", self.min_explore)
         if self.explore is not None:
             self.explore = _check_fraction("explore", self.explore, lo_open=False)
+        if not (self.fresh_lengths is None or isinstance(self.fresh_lengths, bool)):
+            raise InvalidArgument(
+                f"fresh_lengths={self.fresh_lengths!r} must be None, True or False"
+            )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InvalidArgument(f"seed={self.seed!r} must be an int")
         self._rng = random.Random(self.seed)
@@ -292,6 +401,8 @@ class StructureMemo:
             "stale",
             "observed",
             "borrowed",
+            "relengthed",
+            "unfree",
         ):
             self.counts[k] = 0
 
@@ -325,7 +436,7 @@ class StructureMemo:
             return
         c = self.costs
         first = drawn[0]
-        if _identity(first.nodes) in self._known.get(first.key, ()):
+        if self._is_known(first):
             c.known += 1
             c.known_compile += compile_seconds
             c.known_compiling += compile_seconds > 0
@@ -338,10 +449,47 @@ class StructureMemo:
         else:
             c.other_compile += compile_seconds
         c.run_seconds += max(0.0, example_seconds - compile_seconds)
+        if self._relength(drawn):
+            c.relength += 1
+            c.relength_compiling += compile_seconds > 0
+            self._judge_lengths(compile_seconds > 0)
         self._launched.update((d.key, _identity(d.nodes)) for d in drawn)
+        self._launched_variants.update((d.key, _variant(d.nodes, d.free)) for d in drawn)
         if offer:
             for d in drawn:
-                self._offer(d.key, d.nodes)
+                self._offer(d.key, d.nodes, d.free)
+
+    def _is_known(self, d: _Drawn) -> bool:
+        """Whether structure ``d`` is one the memo knows: offered (launched here, or taken in),
+        or, while lengths are free, a known variant's with other lengths."""
+        if _identity(d.nodes) in self._known.get(d.key, ()):
+            return True
+        return self.lengths_free and _variant(d.nodes, d.free) in self._variants.get(d.key, {})
+
+    def _relength(self, drawn: list[_Drawn]) -> bool:
+        """Whether an example's structures include a variant launched in this process with
+        lengths it had not launched: whether such an example compiles tells whether lengths
+        compile here (its kernels are loaded, not only compiled on disk)."""
+        return any(
+            (d.key, _variant(d.nodes, d.free)) in self._launched_variants
+            and (d.key, _identity(d.nodes)) not in self._launched
+            for d in drawn
+        )
+
+    def _judge_lengths(self, compiled: bool) -> None:
+        self._lengths_seen += 1
+        self._lengths_compile += LENGTHS_WEIGHT * (float(compiled) - self._lengths_compile)
+
+    @property
+    def lengths_free(self) -> bool:
+        """Whether a reused structure draws its lengths fresh (:func:`free_lengths`): unless, of
+        the last examples that launched a variant this process had launched with new lengths
+        (at least ``NEW_SEEN``, weighted toward the latest, ``LENGTHS_WEIGHT``), most compiled
+        or were refused because they would have. While not free, a share ``min_explore`` of
+        reuses still draws fresh lengths and keeps measuring. ``fresh_lengths`` set: that."""
+        if self.fresh_lengths is not None:
+            return self.fresh_lengths
+        return self._lengths_seen < NEW_SEEN or self._lengths_compile <= 0.5
 
     @property
     def explore_rate(self) -> float:
@@ -378,7 +526,11 @@ class StructureMemo:
         """Tells the memo that the example now running was refused before it ran because it
         would have compiled: where it drew a structure never launched here, that counts toward
         how often a new structure needs a compile."""
-        if self._drawn and not self.drawn_launched():
+        drawn = self._current_draws()
+        if drawn and self._relength(drawn):
+            self.costs.relength_refused += 1
+            self._judge_lengths(True)
+        elif drawn and not self.drawn_launched():
             self.costs.new_refused += 1
         self._drawn = []
 
@@ -388,9 +540,11 @@ class StructureMemo:
         offered for reuse (it failed). A replay of a failing example (Hypothesis's, while it
         shrinks) draws the latter. False where the example drew none through it."""
         drawn = self._current_draws()
+        free = self.lengths_free
         return bool(drawn) and all(
-            _identity(d.nodes) in self._known.get(d.key, ())
+            self._is_known(d)
             or (d.key, _identity(d.nodes)) in self._launched
+            or (free and (d.key, _variant(d.nodes, d.free)) in self._launched_variants)
             for d in drawn
         )
 
@@ -423,7 +577,7 @@ class StructureMemo:
         launching it compiles nothing new, at most loads a kernel from the caches on disk.
         False where the example drew none through it."""
         drawn = self._current_draws()
-        return bool(drawn) and all(_identity(d.nodes) in self._known.get(d.key, ()) for d in drawn)
+        return bool(drawn) and all(self._is_known(d) for d in drawn)
 
     def _current_draws(self) -> list[_Drawn]:
         """The structures the example now running drew through the memo (empty: none)."""
@@ -438,33 +592,69 @@ class StructureMemo:
             return sum(len(p) for p in self._pools.values())
         return len(self._pools.get(key, ()))
 
-    def export(self) -> list[tuple[Hashable, tuple[tuple[str, Any, dict[str, Any]], ...]]]:
-        """The structures the memo offers, as (strategy key, recorded choices): what another
-        process's memo of the same target takes in with :meth:`take_in` (a campaign's compile
-        worker hands the structures it compiled to the workers that fuzz)."""
-        return [(key, e.nodes) for key, pool in self._pools.items() for e in pool]
+    def variants(self, key: Hashable | None = None) -> int:
+        """How many variants (structures less their lengths) the memo offers (for one strategy
+        ``key``; None: all)."""
+        if key is None:
+            return sum(len(v) for v in self._variants.values())
+        return len(self._variants.get(key, ()))
 
-    def take_in(
-        self, structures: Iterable[tuple[Hashable, tuple[tuple[str, Any, dict[str, Any]], ...]]]
-    ) -> int:
-        """Offers ``structures`` (from :meth:`export`) for reuse; returns how many were new. They
-        are offered as launched: their kernels compiled, in another process of the host, into
-        the caches on disk."""
+    def export(self) -> list[tuple[Hashable, Nodes, Ranges]]:
+        """The structures the memo offers, as (strategy key, recorded choices, ranges of its
+        lengths): what another process's memo of the same target takes in with
+        :meth:`take_in` (a campaign's compile worker hands the structures it compiled to the
+        workers that fuzz)."""
+        return [(key, e.nodes, e.free) for key, pool in self._pools.items() for e in pool]
+
+    def take_in(self, structures: Iterable[tuple[Any, ...]]) -> int:
+        """Offers ``structures`` (from :meth:`export`; a record without its lengths' ranges has
+        none) for reuse; returns how many were new. They are offered as launched: their kernels
+        compiled, in another process of the host, into the caches on disk."""
         before = self.counts["offered"]
-        for key, nodes in structures:
-            self._offer(key, tuple(nodes))
+        for key, nodes, *rest in structures:
+            free = tuple((int(a), int(b)) for a, b in rest[0]) if rest else ()
+            self._offer(key, tuple(nodes), free)
         return self.counts["offered"] - before
 
     # The strategies' side -----------------------------------------------------------------------
 
-    def _offer(self, key: Hashable, nodes: tuple[tuple[str, Any, dict[str, Any]], ...]) -> None:
+    def _offer(self, key: Hashable, nodes: Nodes, free: Ranges = ()) -> None:
         ident = _identity(nodes)
         known = self._known.setdefault(key, set())
         if ident in known:
             return
         known.add(ident)
-        self._pools.setdefault(key, []).append(_Entry(nodes))
+        entry = _Entry(nodes, free=free)
+        self._pools.setdefault(key, []).append(entry)
+        self._variants.setdefault(key, {}).setdefault(_variant(nodes, free), []).append(entry)
         self.counts["offered"] += 1
+
+    def _drop(self, key: Hashable, entry: _Entry) -> None:
+        """Forgets a record the strategy no longer draws."""
+        self._pools[key] = [e for e in self._pools[key] if e is not entry]
+        variants = self._variants.get(key, {})
+        var = _variant(entry.nodes, entry.free)
+        left = [e for e in variants.get(var, []) if e is not entry]
+        if left:
+            variants[var] = left
+        else:
+            variants.pop(var, None)
+
+    def _choose(self, key: Hashable, relength: bool) -> tuple[_Entry | None, bool]:
+        """A structure to reuse (and whether it is another strategy's): any record, or with
+        fresh lengths (``relength``) any variant (its records differ only in lengths, which are
+        drawn again), so that a variant launched with many lengths is not favoured."""
+        own = self._pools.get(key, [])
+        pool = own + self._borrowable(key)
+        if not pool:
+            return None, False
+        if relength:
+            groups: dict[tuple[Any, ...], list[_Entry]] = {}
+            for e in pool:
+                groups.setdefault(_variant(e.nodes, e.free), []).append(e)
+            pool = [g[0] for g in groups.values()]
+        entry = pool[self._rng.randrange(len(pool))]
+        return entry, not any(e is entry for e in own)
 
     def _draw(
         self, draw: Callable[..., Any], strategy: st.SearchStrategy[Any], key: Hashable
@@ -480,50 +670,66 @@ class StructureMemo:
         self._drawn = [d for d in self._drawn if d.data is data]
         entry = None
         generating = _generating(data)
-        borrowed = False
+        borrowed = relength = False
         if generating:
-            own = self._pools.get(key, [])
-            pool = own + self._borrowable(key)
-            if pool and self._rng.random() >= self.explore_rate:
-                i = self._rng.randrange(len(pool))
-                entry, borrowed = pool[i], i >= len(own)
+            if (self._pools.get(key) or self._borrowable(key)) and (
+                self._rng.random() >= self.explore_rate
+            ):
+                relength = self.lengths_free or (
+                    self.fresh_lengths is None and self._rng.random() < self.min_explore
+                )
+                entry, borrowed = self._choose(key, relength)
         start = len(data.nodes)
-        if entry is None:
-            value = draw(strategy, label=_STRUCTURE_LABEL)
+        replay = None
+        if entry is not None:
+            free = entry.free if relength and not entry.unfree else None
+            replay = _Replay(data.provider, entry.nodes, widened=borrowed, free=free)
+        outer, self._open = self._open, _Open(data, start, replay)
+        opened = self._open
+        try:
+            if replay is None:
+                value = draw(strategy, label=_STRUCTURE_LABEL)
+            else:
+                data.provider = replay
+                try:
+                    value = draw(strategy, label=_STRUCTURE_LABEL)
+                finally:
+                    data.provider = replay.inner
+        finally:
+            self._open = outer
+        if entry is None or replay is None:
             # Choices given for the whole structure: a replay (shrinking, the database, a
             # mutation of an earlier example); for its beginning only: Hypothesis's generator
             # chose a prefix reaching into it, the rest is fresh.
             mode = "explore" if generating else "fresh" if _generating(data) else "replay"
-        else:
-            replay = _Replay(data.provider, entry.nodes, widened=borrowed)
-            data.provider = replay
-            try:
-                value = draw(strategy, label=_STRUCTURE_LABEL)
-            finally:
-                data.provider = replay.inner
-            if replay.complete:
-                mode, entry.reuses = "reuse", entry.reuses + 1
-            elif borrowed:  # another strategy's structure this one does not draw
-                mode = "explore"
-                self.counts["stale"] += 1
-                self._unborrowable.setdefault(key, set()).add(_identity(entry.nodes))
-            else:  # the strategy no longer draws this structure: drop it
-                mode = "explore"
-                self.counts["stale"] += 1
-                self._pools[key] = [e for e in self._pools[key] if e is not entry]
+        elif replay.complete:
+            mode, entry.reuses = "reuse", entry.reuses + 1
+        elif replay.free is not None and replay.lengths:
+            # A choice after fresh lengths no longer matched its record: it depends on them.
+            # The record stays, replayed whole from now on.
+            mode = "explore"
+            entry.unfree = True
+            self.counts["unfree"] += 1
+        elif borrowed:  # another strategy's structure this one does not draw
+            mode = "explore"
+            self.counts["stale"] += 1
+            self._unborrowable.setdefault(key, set()).add(_identity(entry.nodes))
+        else:  # the strategy no longer draws this structure: drop it
+            mode = "explore"
+            self.counts["stale"] += 1
+            self._drop(key, entry)
         names = {"explore": "explored", "reuse": "reused", "fresh": "fresh", "replay": "replayed"}
         self.counts[names[mode]] += 1
-        # The choices a provider makes: not the forced ones (a list's least length), which the
-        # strategy makes itself again.
+        relengthed = mode == "reuse" and replay is not None and bool(replay.free)
+        self.counts["relengthed"] += relengthed
         nodes = tuple(
-            (n.type, n.value, dict(n.constraints))
-            for n in data.nodes[start:]
-            if getattr(n, "type", None) in _KINDS and not getattr(n, "was_forced", False)
+            (n.type, n.value, dict(n.constraints)) for n in data.nodes[start:] if _recorded(n)
         )
+        free = tuple(opened.free)
         if borrowed and mode == "reuse":
             self.counts["borrowed"] += 1
-            self._offer(key, nodes)  # known from now on under this strategy's key too
-        self._drawn.append(_Drawn(data, key, nodes, mode))
+            self._offer(key, nodes, free)  # known from now on under this strategy's key too
+        self._drawn.append(_Drawn(data, key, nodes, mode, free, relengthed))
         return value
 
     def _borrowable(self, key: Hashable) -> list[_Entry]:
@@ -654,6 +860,32 @@ def _spare_structures() -> None:
 
         guarded_run._kernel_fuzz = True  # type: ignore[attr-defined]
         Optimiser.run = guarded_run  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def free_lengths(draw: Callable[..., Any]) -> Iterator[None]:
+    """Inside it, the structure a :func:`reusing` strategy draws (``draw``: its composite's)
+    draws lengths: a reused structure draws them fresh while the memo says lengths are free
+    (:attr:`StructureMemo.lengths_free`). Put around the draws of sizes that compile nothing
+    where the kernel's variants are compiled per variant or shape bucket, and nothing else:
+    the choices after them must not depend on them (a record whose later choices do is
+    replayed whole). With no memo active (or outside a structure), nothing: the same draws."""
+    memo = _ACTIVE.get()
+    opened = memo._open if memo is not None else None
+    if opened is None or opened.inside or opened.data is not _choice_data(draw):
+        yield
+        return
+    begin = opened.count()
+    opened.inside = True
+    if opened.replay is not None:
+        opened.replay.enter_lengths()
+    try:
+        yield
+    finally:
+        opened.inside = False
+        if opened.replay is not None:
+            opened.replay.leave_lengths()
+        opened.free.append((begin, opened.count()))
 
 
 def current_memo() -> StructureMemo | None:

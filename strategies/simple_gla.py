@@ -54,7 +54,7 @@ from strategies._validate import (
     fitted,
 )
 from strategies.alibi import SlopeRecipe, slope_recipes, standard_slopes
-from strategies.reuse import reusing, structure_key
+from strategies.reuse import free_lengths, reusing, structure_key
 from strategies.shapes import few
 from strategies.values import ValueRecipe, materialize, value_recipes
 
@@ -490,33 +490,36 @@ def simple_gla_cases(
         is_varlen = draw(st.sampled_from(varlen_choices), label="varlen")
         per_token_elems = heads * max(k_dim, v_dim)
         max_len = lim.max_len(chunk, per_token_elems)
-        padding = 0
-        if is_varlen:
-            n_seqs = draw(st.integers(1, lim.max_seqs), label="sequences")
-            per_seq = max(1, max_len // n_seqs)
-            lengths = [
-                draw(chunked_lengths(chunk, max_size=per_seq, min_size=0), label=f"length {i}")
-                for i in range(n_seqs)
-            ]
-            if sum(lengths) == 0:
-                lengths[-1] = 1  # at least one token in the batch
-            # tokens of no sequence after cu_seqlens[-1] (a packed batch padded to a size)
-            if "padding_tokens" in feats:
-                padding = draw(weighted(((0, 3), (1, 1), (5, 1), (chunk - 1, 1))), label="padding")
-            total = sum(lengths) + padding
-            extra = fitted(rules, "T", total, {"chunk_size": chunk}) - total
-            if "padding_tokens" in feats:
-                padding += extra
+        with free_lengths(draw):
+            padding = 0
+            if is_varlen:
+                n_seqs = draw(st.integers(1, lim.max_seqs), label="sequences")
+                per_seq = max(1, max_len // n_seqs)
+                lengths = [
+                    draw(chunked_lengths(chunk, max_size=per_seq, min_size=0), label=f"length {i}")
+                    for i in range(n_seqs)
+                ]
+                if sum(lengths) == 0:
+                    lengths[-1] = 1  # at least one token in the batch
+                # tokens of no sequence after cu_seqlens[-1] (a packed batch padded to a size)
+                if "padding_tokens" in feats:
+                    padding = draw(
+                        weighted(((0, 3), (1, 1), (5, 1), (chunk - 1, 1))), label="padding"
+                    )
+                total = sum(lengths) + padding
+                extra = fitted(rules, "T", total, {"chunk_size": chunk}) - total
+                if "padding_tokens" in feats:
+                    padding += extra
+                else:
+                    lengths[-1] += extra
+                batch, length = 1, sum(lengths) + padding
+                cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
             else:
-                lengths[-1] += extra
-            batch, length = 1, sum(lengths) + padding
-            cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-        else:
-            batch = draw(st.integers(1, lim.max_batch), label="batch")
-            length = draw(chunked_lengths(chunk, max_size=max(1, max_len // batch)), label="T")
-            length = fitted(rules, "T", length, {"chunk_size": chunk})
-            cu = None
-            lengths = [length] * batch
+                batch = draw(st.integers(1, lim.max_batch), label="batch")
+                length = draw(chunked_lengths(chunk, max_size=max(1, max_len // batch)), label="T")
+                length = fitted(rules, "T", length, {"chunk_size": chunk})
+                cu = None
+                lengths = [length] * batch
         return {
             "dtype": dtype,
             "chunk": chunk,

@@ -14,7 +14,7 @@ from fuzz.case import Case
 from strategies._cache import cached_factory
 from strategies._validate import check_features, check_scale, check_sizes, check_subset
 from strategies.masks import MASK_KINDS, build_mask, mask_recipes
-from strategies.reuse import reusing
+from strategies.reuse import free_lengths, reusing
 from strategies.shapes import sizes, tiled_sizes
 from strategies.values import (
     SENTINEL_VALUES,
@@ -138,9 +138,10 @@ def softmax_cases(
         dtype = draw(dtype_st, label="dtype")
         block_m = draw(block_m_st, label="block_m")
         block_n = draw(block_n_st, label="block_n")
-        rows = draw(sizes(max_size=lim.max_rows, blocks=(block_m,)), label="rows")
-        max_cols = max(1, min(lim.max_tiles * block_n + block_n - 1, lim.max_elements // rows))
-        cols = draw(tiled_sizes(block_n, max_size=max_cols), label="cols")
+        with free_lengths(draw):
+            rows = draw(sizes(max_size=lim.max_rows, blocks=(block_m,)), label="rows")
+            max_cols = max(1, min(lim.max_tiles * block_n + block_n - 1, lim.max_elements // rows))
+            cols = draw(tiled_sizes(block_n, max_size=max_cols), label="cols")
         mask_recipe = draw(mask_st, label="mask")
         bias_kind = draw(bias_st, label="bias")
         bias_seed = 0 if bias_kind in ("none", "alibi") else draw(seed_st, label="bias seed")

@@ -427,3 +427,79 @@ def _register_derived():
 
 
 _register_derived()
+
+
+# Cases whose structure is a kernel variant (an int, as a tile size would be) and its lengths
+# (rows, columns), drawn inside ``strategies.reuse.free_lengths``: a reused structure keeps the
+# variant and draws fresh lengths. Two kernels run them: one compiled per variant, whose lengths
+# compile nothing (as the project's Triton kernels, declared with ``jit_any_size``), and the
+# exact-shape kernel above, whose every new length compiles.
+VARIANT_COMPILES: list[int] = []
+VARIANT_CALLS: list[tuple[int, tuple[int, int]]] = []  # (variant, shape) of each compiled launch
+_variants: set[int] = set()
+
+
+def variant_kernel():
+    from fuzz import timing
+
+    base = make_kernel(None)
+
+    def run(inputs, params, *, out, interpret):
+        v = params["variant"]
+        if not interpret:
+            VARIANT_CALLS.append((v, tuple(inputs["x"].shape)))
+        if not interpret and v not in _variants:
+            timing.compile_starting()
+            CLOCK.now += EXACT_COMPILE_SECONDS
+            VARIANT_COMPILES.append(v)
+            _variants.add(v)
+            timing.compile_done()
+        CLOCK.now += EXACT_LAUNCH_SECONDS
+        return base(inputs, params, out=out, interpret=interpret)
+
+    return run
+
+
+def variant_cases(scale: str) -> st.SearchStrategy[Case]:
+    from strategies.reuse import free_lengths, reusing
+
+    @st.composite
+    def structure(draw):
+        variant = draw(st.integers(0, 15), label="variant")
+        with free_lengths(draw):
+            rows = draw(st.integers(1, 40), label="rows")
+            cols = draw(st.integers(1, 60), label="cols")
+        return variant, rows, cols
+
+    shape = reusing(structure(), key=("fake_variant", scale))
+
+    @st.composite
+    def build(draw):
+        variant, rows, cols = draw(shape, label="structure")
+        seed = draw(st.integers(0, 2**16), label="seed")
+        rng = np.random.default_rng(seed)
+        return Case(
+            {"x": rng.standard_normal((rows, cols)).astype(np.float32)},
+            {"dtype": "float32", "variant": variant},
+            {"seed": seed},
+        )
+
+    return build()
+
+
+for name, kernel, what in (
+    ("fake_variant", variant_kernel(), "compiled per variant (lengths compile nothing)"),
+    ("fake_variant_exact", exact_kernel(), "compiled per exact shape"),
+):
+    register(
+        Target(
+            name=name,
+            family="fake",
+            kernels={"fake": kernel},
+            oracle=oracle,
+            naive=naive,
+            strategy=variant_cases,
+            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+            description=f"fake target {what}, its lengths drawn free of its variant",
+        )
+    )

@@ -13,7 +13,7 @@ import pytest
 from fuzz import engine, timing
 from fuzz.engine import hunt
 from fuzz.target import get
-from strategies.reuse import StructureMemo
+from strategies.reuse import NEW_SEEN, StructureMemo
 
 
 def _plugin_module():
@@ -342,14 +342,33 @@ def test_structures_taken_in_from_a_warm_up_launch_its_kernel_programs(monkeypat
     compiled = set(launched)
     assert warm.structures() >= 4
     launched.clear()
-    fuzz = StructureMemo(target_share=0.25, seed=2)  # another process's
-    fuzz.take_in(warm.export())
-    fuzz.explore = 0.0  # reuse only
-    result = hunt(target, "pallas-interpret", options, max_examples=30, seed=9, database=None,
-                  memo=fuzz)  # fmt: skip
-    assert result.error is None and fuzz.counts["reused"] >= 10, fuzz.counts
-    new = set(launched) - compiled
+    structures = warm.export()
+
+    def fuzz_with(fresh_lengths):
+        launched.clear()
+        fuzz = StructureMemo(target_share=0.25, seed=2, fresh_lengths=fresh_lengths)
+        fuzz.take_in(structures)  # another process's
+        fuzz.explore = 0.0  # reuse only
+        result = hunt(target, "pallas-interpret", options, max_examples=30, seed=9,
+                      database=None, memo=fuzz)  # fmt: skip
+        assert result.error is None and fuzz.counts["reused"] >= 10, fuzz.counts
+        return set(launched), fuzz
+
+    # Replayed whole, a structure launches exactly the program the warm-up compiled.
+    launched_exact, _ = fuzz_with(False)
+    new = launched_exact - compiled
     assert not new, new
+    # With fresh lengths, the same kernel variants (tiles, group, dtypes, head dims) in shape
+    # buckets of their lengths: only the padded lengths may be new.
+    launched_free, fuzz = fuzz_with(True)
+    assert fuzz.counts["relengthed"] == fuzz.counts["reused"]
+
+    def variant(program):
+        arrays, static, group = program
+        return tuple((shape[:1] + shape[2:], dtype) for shape, dtype in arrays), static, group
+
+    assert launched_free - compiled, "fresh lengths launched only the warm-up's lengths"
+    assert {variant(p) for p in launched_free} <= {variant(p) for p in compiled}
 
 
 def _buggy_over_the_share(profile, seed):
@@ -394,3 +413,66 @@ def test_shrinking_a_failure_compiles_past_the_share(exact, seed):
     result = _buggy_over_the_share(exact[1], seed)
     assert result.error is None, result.error
     assert result.found["accuracy"].case.inputs["x"].shape == (1, 2)  # the least that fails
+
+
+def _free_lengths_hunt(exact, name, seed, fresh_lengths=None):
+    """A hunt of a fake target whose structures draw a variant and free lengths, with its
+    compile share spent after about 5 compiles of 1 s: (result, memo, shapes launched)."""
+    _, profile = exact
+    mod = _plugin_module()
+    for registry in (mod.EXACT_COMPILES, mod.EXACT_CALLS, mod.VARIANT_COMPILES, mod.VARIANT_CALLS):
+        registry.clear()
+    mod._exact.clear()
+    mod._variants.clear()
+    memo = StructureMemo(target_share=0.25, seed=seed, fresh_lengths=fresh_lengths)
+    result = hunt(
+        get(name),
+        "fake-compiled",
+        dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25),
+        seed=seed,
+        database=None,
+        memo=memo,
+        max_examples=300,
+        compile_spent=(0.0, 20.0),
+    )
+    calls = mod.VARIANT_CALLS if name == "fake_variant" else mod.EXACT_CALLS
+    shapes = {c[1] if name == "fake_variant" else c for c in calls}
+    return result, memo, shapes
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_reused_variants_draw_fresh_lengths_where_lengths_compile_nothing(exact, seed):
+    """A kernel compiled per variant (as the project's Triton kernels: lengths compile nothing)
+    reuses its few compiled variants with fresh lengths: over its compile share, examples of
+    many shapes run and none compiles. Replayed whole, the same variants ran a handful of shapes
+    (the lengths of the structures first launched)."""
+    free, free_memo, free_shapes = _free_lengths_hunt(exact, "fake_variant", seed)
+    whole, whole_memo, whole_shapes = _free_lengths_hunt(
+        exact, "fake_variant", seed, fresh_lengths=False
+    )
+    mod = _plugin_module()
+    assert free.status == whole.status == "pass"
+    assert free.examples == whole.examples == 300
+    assert free_memo.lengths_free and free_memo.counts["relengthed"] > 100, free_memo.counts
+    assert whole_memo.counts["relengthed"] == 0
+    # The same compiled variants (the share bounds both), many more shapes.
+    assert free.stats.compiles <= whole.stats.compiles + 2
+    assert len(free_shapes) > 3 * len(whole_shapes), (len(free_shapes), len(whole_shapes))
+    assert len(set(mod.VARIANT_COMPILES)) == len(mod.VARIANT_COMPILES)  # each variant once
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_where_fresh_lengths_compile_the_memo_replays_structures_whole(exact, seed):
+    """The same structures on a kernel compiled per exact shape: fresh lengths compile, the memo
+    measures it and turns them off (but for a few, which keep measuring), so the compile share
+    holds as with structures replayed whole."""
+    free, free_memo, _ = _free_lengths_hunt(exact, "fake_variant_exact", seed)
+    whole, _, _ = _free_lengths_hunt(exact, "fake_variant_exact", seed, fresh_lengths=False)
+    assert free.status == whole.status == "pass"
+    assert not free_memo.lengths_free, (free_memo.costs, free_memo.counts)
+    assert free_memo.costs.relength + free_memo.costs.relength_refused >= NEW_SEEN
+    assert free.stats.compiles <= 1.5 * whole.stats.compiles + NEW_SEEN, (
+        free.stats.compiles,
+        whole.stats.compiles,
+    )
+    assert free.examples >= 0.8 * whole.examples, (free.examples, whole.examples)

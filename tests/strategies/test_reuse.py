@@ -15,7 +15,14 @@ from hypothesis.control import current_build_context
 from hypothesis.errors import InvalidArgument
 
 from strategies import attention_cases, jagged_softmax_cases, softmax_cases
-from strategies.reuse import StructureMemo, current_memo, reusing, structure_key
+from strategies.reuse import (
+    NEW_SEEN,
+    StructureMemo,
+    current_memo,
+    free_lengths,
+    reusing,
+    structure_key,
+)
 from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
 
 # A structure of several choices (as a case's: dtype, tiles, lengths), and values after it.
@@ -377,6 +384,90 @@ def test_the_rate_learns_from_structures_hypothesis_chose():
 # Families ----------------------------------------------------------------------------------------
 
 
+# Free lengths ------------------------------------------------------------------------------------
+
+
+@st.composite
+def _variant_and_lengths(draw, dependent=False):
+    """A variant (two choices), lengths (two), and a choice after them: with ``dependent``, its
+    bound is the first length (a record whose lengths cannot be drawn fresh)."""
+    variant = (draw(st.integers(0, 3)), draw(st.sampled_from("ab")))
+    with free_lengths(draw):
+        lengths = (draw(st.integers(1, 50)), draw(st.integers(1, 50)))
+    flag = draw(st.integers(0, lengths[0] if dependent else 7))
+    return variant, lengths, flag
+
+
+def test_without_a_memo_free_lengths_draws_exactly_its_strategy():
+    @st.composite
+    def plain(draw):
+        variant = (draw(st.integers(0, 3)), draw(st.sampled_from("ab")))
+        lengths = (draw(st.integers(1, 50)), draw(st.integers(1, 50)))
+        return variant, lengths, draw(st.integers(0, 7))
+
+    assert _draws(reusing(_variant_and_lengths(), key="k")) == _draws(plain())
+    assert _draws(_variant_and_lengths()) == _draws(plain())
+
+
+def test_a_reused_variant_draws_fresh_lengths():
+    memo = StructureMemo(explore=0.0, seed=1)
+    log = _hunt_like(memo, toy_cases(_variant_and_lengths()), examples=300)
+    first_lengths: dict = {}
+    relengthed = 0
+    for mode, (variant, lengths, _flag) in log:
+        if mode == "reused":
+            assert variant in first_lengths  # a variant an earlier example launched
+            relengthed += lengths != first_lengths[variant]
+        first_lengths.setdefault(variant, lengths)
+    assert memo.counts["reused"] > 100 and memo.counts["relengthed"] == memo.counts["reused"]
+    assert relengthed > 0.8 * memo.counts["reused"], relengthed
+    assert memo.variants("toy") <= 8 < memo.structures("toy")
+    assert memo.counts["stale"] == memo.counts["unfree"] == 0
+
+
+def test_a_record_whose_later_choices_depend_on_its_lengths_is_replayed_whole():
+    memo = StructureMemo(explore=0.0, seed=1)
+    log = _hunt_like(memo, toy_cases(_variant_and_lengths(dependent=True)), examples=300)
+    assert memo.counts["unfree"] > 0  # found out, once a record
+    assert memo.counts["stale"] == 0  # ... and kept
+    launched = set()
+    for mode, structure in log:
+        if mode == "reused" and structure not in launched:
+            assert memo.counts["relengthed"]  # a fresh-length reuse, before its record was found
+        launched.add(structure)
+    unfree = [e for e in memo._pools["toy"] if e.unfree]
+    assert unfree and memo.counts["reused"] > 100
+
+
+def test_the_memo_judges_whether_fresh_lengths_compile():
+    """Fresh lengths are turned off where most of the latest reuses of a launched variant with
+    new lengths compiled (or were refused for it), and on again once they stop compiling (a
+    Pallas kernel's shape buckets, compiled one by one)."""
+    memo = StructureMemo(explore=0.0, seed=2)
+    compiled: set = set()
+
+    def compile_per_length(case):
+        structure = case[0]
+        memo.observe(1.0 if structure not in compiled else 0.0, 1.01)
+        compiled.add(structure)
+
+    def launch_only(case):
+        memo.observe(0.0, 0.01)
+
+    def run(check, examples, seed):
+        with memo.active():
+            _run(toy_cases(_variant_and_lengths()), check, examples=examples, seed=seed)
+
+    assert memo.lengths_free  # nothing measured
+    run(compile_per_length, 120, 0)
+    assert not memo.lengths_free, (memo.costs, memo.counts)
+    assert memo.costs.relength_compiling >= NEW_SEEN
+    before = dict(memo.counts)
+    run(launch_only, 200, 1)  # lengths stop compiling: the few fresh-length reuses say so
+    assert memo.counts["relengthed"] > before["relengthed"]
+    assert memo.lengths_free
+
+
 # What GLA draws with the values, not the structure: runtime arguments of its kernels (an initial
 # state, dht, the final state's flag, the scale), which compile nothing of their own.
 GLA_RUNTIME = ("h0", "dht", "scale", "output_final_state")
@@ -394,32 +485,36 @@ GLA_RUNTIME = ("h0", "dht", "scale", "output_final_state")
     ids=["softmax", "jagged_softmax", "attention", "simple_gla_bwd", "simple_gla_fwd"],
 )
 def test_families_reuse_their_structures(strategy, runtime):
-    """A family's reused case has an earlier case's shapes and static params, fresh values."""
+    """A family's reused case has an earlier case's variant (dtypes, ranks and static params)
+    with fresh lengths and fresh values: lengths are drawn fresh (``free_lengths``)."""
     memo = StructureMemo(explore=0.0)
-    seen, reused = {}, 0
+    seen: dict = {}
+    reused = new_shapes = 0
     prev = dict(memo.counts)
 
     def body(case):
-        nonlocal prev, reused
-        structure = (
-            tuple(
-                sorted(
-                    (k, a.shape, str(a.dtype)) for k, a in case.inputs.items() if k not in runtime
-                )
-            ),
+        nonlocal prev, reused, new_shapes
+        arrays = {k: a for k, a in case.inputs.items() if k not in runtime}
+        variant = (
+            tuple(sorted((k, a.ndim, str(a.dtype)) for k, a in arrays.items())),
             repr(sorted((k, v) for k, v in case.params.items() if k not in runtime)),
         )
+        shapes = tuple(sorted((k, a.shape) for k, a in arrays.items()))
         if memo.counts["reused"] > prev["reused"]:
             reused += 1
-            assert structure in seen
-        seen.setdefault(structure, set()).add(repr(case.recipe))
+            assert variant in seen
+            new_shapes += shapes not in seen[variant]
+        seen.setdefault(variant, set()).add(shapes)
         memo.observe(0.0, 0.001)
         prev = dict(memo.counts)
 
     with memo.active():
         _run(strategy, body, examples=60)
     assert reused >= 10
-    assert memo.counts["stale"] == 0
+    assert memo.counts["relengthed"] == memo.counts["reused"]
+    assert memo.counts["stale"] == memo.counts["unfree"] == 0
+    # Fresh lengths: reused variants come with shapes of their own (with lengths replayed, none).
+    assert new_shapes >= reused // 4, (new_shapes, reused)
 
 
 # Arguments ---------------------------------------------------------------------------------------
@@ -437,6 +532,7 @@ def test_families_reuse_their_structures(strategy, runtime):
         ({"explore": -0.1}, "explore=-0.1 must be in [0, 1]"),
         ({"explore": math.nan}, "explore=nan must be a number"),
         ({"seed": "x"}, "seed='x' must be an int"),
+        ({"fresh_lengths": 1}, "fresh_lengths=1 must be None, True or False"),
     ],
 )
 def test_invalid_memo_arguments_name_the_argument(kwargs, message):
