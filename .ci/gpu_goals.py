@@ -236,16 +236,37 @@ def economics_goals(report: dict[str, Any], cpu: dict[str, int]) -> tuple[list[s
     real = [r for r in rows if not r["mutant"] and r["backend"] in COMPILED]
     pools = sorted(int(r.get("structures") or 0) for r in real)
     att = [r for r in real if r["family"] == "attention" and "decode" not in r["target"]]
-    n_att = max(1, sum(r["examples"] for r in att))
 
-    def share(event: str) -> str:
-        return f"{100 * sum(r['events'].get(event, 0) for r in att) / n_att:.0f}%"
+    def share(event: str, pairs: list[dict] = att) -> str:
+        n = max(1, sum(r["examples"] for r in pairs))
+        return f"{100 * sum(r['events'].get(event, 0) for r in pairs) / n:.0f}%"
 
     lines.append(
         f"real pairs' structures compiled ahead: min {pools[0] if pools else 0}, median "
         f"{pools[len(pools) // 2] if pools else 0}; real attention examples with several key "
         f"tiles: {share('hazard multi-kv-tile')}, with grouped-query heads: {share('hazard gqa')}"
     )
+    for b in COMPILED:
+        on = [r for r in att if r["backend"] == b]
+        if on:
+            lines.append(
+                f"  real attention on {b}: {sum(r['examples'] for r in on)} examples, several "
+                f"key tiles {share('hazard multi-kv-tile', on)}, grouped-query heads "
+                f"{share('hazard gqa', on)}"
+            )
+    for b in COMPILED:
+        on = [r for r in real if r["backend"] == b]
+
+        def total(key: str, pairs: list[dict] = on) -> int:
+            return sum(r["events"].get(key, 0) for r in pairs)
+
+        if on:
+            lines.append(
+                f"  real pairs on {b}: {sum(r['examples'] for r in on)} examples, "
+                f"{total('structures: reused')} on a reused variant, "
+                f"{total('structures: reused with fresh lengths')} of them with fresh lengths, "
+                f"{total('rejected: would compile')} refused (would compile)"
+            )
     compiled = [r for r in rows if r["backend"] in COMPILED]
     spent = sum(r["seconds"] for r in compiled)
     paid = sum(r["compile_seconds"] for r in compiled)

@@ -445,6 +445,7 @@ def _hunt(
         memo.take_in(task["structures"])  # compiled ahead by a compile worker
     options = config.options
     explore = memo.explore if memo is not None else None
+    counts_before = dict(memo.counts) if memo is not None else {}
     if task.get("warm"):  # a warm-up is there to compile: no compile share holds it back
         options = dataclasses.replace(options, compile_share=None)
         if memo is not None:  # and every example draws a fresh structure (variants to compile)
@@ -498,6 +499,15 @@ def _hunt(
         print(f"device out of memory: {result.error}", file=sys.stderr, flush=True)
         os._exit(EXIT_DEVICE_MEMORY)
     _release_device_cache()
+    if memo is not None:
+        # How this slice's structures were drawn, summed per pair in the report's events: how
+        # many reused a compiled variant, and of them how many with fresh lengths.
+        for count, event in (
+            ("reused", "structures: reused"),
+            ("relengthed", "structures: reused with fresh lengths"),
+        ):
+            if memo.counts[count] > counts_before.get(count, 0):
+                result.events[event] += memo.counts[count] - counts_before.get(count, 0)
     summary = sl.summary(result)
     if memo is not None and task.get("warm"):
         summary["structures"] = memo.export()  # for the workers that fuzz the pair
