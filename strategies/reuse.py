@@ -117,6 +117,9 @@ class _Entry:
     reuses: int = 0
     free: Ranges = ()
     unfree: bool = False  # its lengths cannot be drawn fresh: replayed whole
+    # Its example failed: reused only with fresh lengths (replayed whole, it would only hit its
+    # bug again).
+    failing: bool = False
 
 
 @dataclass
@@ -425,7 +428,8 @@ class StructureMemo:
         """Tells the memo how the example now running went: ``compile_seconds`` of its
         ``example_seconds`` went into compiling (``fuzz.timing``'s measure: launches that
         compiled), and whether to ``offer`` its structure for reuse (it launched; a structure
-        whose example failed may be left out, so as not to hit a known bug again and again).
+        whose example failed may be left out, so as not to hit a known bug again and again: then
+        it is kept for reuses with fresh lengths only, where it has lengths).
         An example whose structure the memo did not draw (no :func:`reusing` strategy) is only
         counted."""
         compile_seconds = _check_seconds("compile_seconds", compile_seconds)
@@ -455,9 +459,16 @@ class StructureMemo:
             self._judge_lengths(compile_seconds > 0)
         self._launched.update((d.key, _identity(d.nodes)) for d in drawn)
         self._launched_variants.update((d.key, _variant(d.nodes, d.free)) for d in drawn)
-        if offer:
-            for d in drawn:
+        for d in drawn:
+            if offer:
                 self._offer(d.key, d.nodes, d.free)
+            elif d.free:
+                # Its variant, with other lengths and values, is no repeat of the failure: kept
+                # for reuses with fresh lengths. Where nearly every example failed (a mutant
+                # whose bug most cases reach), none was offered, and over its compile share
+                # every example explored a new structure and was refused: an H200 campaign's
+                # GLA mutant ran 17 examples and refused 5,235.
+                self._offer(d.key, d.nodes, d.free, failing=True)
 
     def _is_known(self, d: _Drawn) -> bool:
         """Whether structure ``d`` is one the memo knows: offered (launched here, or taken in),
@@ -599,32 +610,37 @@ class StructureMemo:
             return sum(len(v) for v in self._variants.values())
         return len(self._variants.get(key, ()))
 
-    def export(self) -> list[tuple[Hashable, Nodes, Ranges]]:
+    def export(self) -> list[tuple[Hashable, Nodes, Ranges, bool]]:
         """The structures the memo offers, as (strategy key, recorded choices, ranges of its
-        lengths): what another process's memo of the same target takes in with
+        lengths, whether its example failed): what another process's memo of the same target takes in with
         :meth:`take_in` (a campaign's compile worker hands the structures it compiled to the
         workers that fuzz)."""
-        return [(key, e.nodes, e.free) for key, pool in self._pools.items() for e in pool]
+        return [
+            (key, e.nodes, e.free, e.failing) for key, pool in self._pools.items() for e in pool
+        ]
 
     def take_in(self, structures: Iterable[tuple[Any, ...]]) -> int:
         """Offers ``structures`` (from :meth:`export`; a record without its lengths' ranges has
-        none) for reuse; returns how many were new. They are offered as launched: their kernels
+        none, one without its failing flag passed) for reuse; returns how many were new. They are offered as launched: their kernels
         compiled, in another process of the host, into the caches on disk."""
         before = self.counts["offered"]
         for key, nodes, *rest in structures:
             free = tuple((int(a), int(b)) for a, b in rest[0]) if rest else ()
-            self._offer(key, tuple(nodes), free)
+            failing = bool(rest[1]) if len(rest) > 1 else False
+            self._offer(key, tuple(nodes), free, failing=failing)
         return self.counts["offered"] - before
 
     # The strategies' side -----------------------------------------------------------------------
 
-    def _offer(self, key: Hashable, nodes: Nodes, free: Ranges = ()) -> None:
+    def _offer(
+        self, key: Hashable, nodes: Nodes, free: Ranges = (), *, failing: bool = False
+    ) -> None:
         ident = _identity(nodes)
         known = self._known.setdefault(key, set())
         if ident in known:
             return
         known.add(ident)
-        entry = _Entry(nodes, free=free)
+        entry = _Entry(nodes, free=free, failing=failing)
         self._pools.setdefault(key, []).append(entry)
         self._variants.setdefault(key, {}).setdefault(_variant(nodes, free), []).append(entry)
         self.counts["offered"] += 1
@@ -646,6 +662,8 @@ class StructureMemo:
         drawn again), so that a variant launched with many lengths is not favoured."""
         own = self._pools.get(key, [])
         pool = own + self._borrowable(key)
+        if not relength:
+            pool = [e for e in pool if not e.failing]
         if not pool:
             return None, False
         if relength:

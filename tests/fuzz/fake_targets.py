@@ -86,6 +86,8 @@ def make_kernel(bug):
         if bug == "accuracy" and x.shape[1] >= 2:
             val = val.clone()
             val[:, 1] *= 1.01
+        if bug == "always":  # every case fails
+            val = val * 1.01
         if bug == "nan" and x.shape[0] >= 2:
             val = val.clone()
             val[1, 0] = float("nan")
@@ -439,10 +441,10 @@ VARIANT_CALLS: list[tuple[int, tuple[int, int]]] = []  # (variant, shape) of eac
 _variants: set[int] = set()
 
 
-def variant_kernel():
+def variant_kernel(bug=None):
     from fuzz import timing
 
-    base = make_kernel(None)
+    base = make_kernel(bug)
 
     def run(inputs, params, *, out, interpret):
         v = params["variant"]
@@ -489,6 +491,11 @@ def variant_cases(scale: str) -> st.SearchStrategy[Case]:
 
 for name, kernel, what in (
     ("fake_variant", variant_kernel(), "compiled per variant (lengths compile nothing)"),
+    (
+        "fake_variant_always",
+        variant_kernel("always"),
+        "compiled per variant, failing on every case",
+    ),
     ("fake_variant_exact", exact_kernel(), "compiled per exact shape"),
 ):
     register(

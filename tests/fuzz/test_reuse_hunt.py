@@ -415,7 +415,7 @@ def test_shrinking_a_failure_compiles_past_the_share(exact, seed):
     assert result.found["accuracy"].case.inputs["x"].shape == (1, 2)  # the least that fails
 
 
-def _free_lengths_hunt(exact, name, seed, fresh_lengths=None):
+def _free_lengths_hunt(exact, name, seed, fresh_lengths=None, **kw):
     """A hunt of a fake target whose structures draw a variant and free lengths, with its
     compile share spent after about 5 compiles of 1 s: (result, memo, shapes launched)."""
     _, profile = exact
@@ -434,9 +434,11 @@ def _free_lengths_hunt(exact, name, seed, fresh_lengths=None):
         memo=memo,
         max_examples=300,
         compile_spent=(0.0, 20.0),
+        **kw,
     )
-    calls = mod.VARIANT_CALLS if name == "fake_variant" else mod.EXACT_CALLS
-    shapes = {c[1] if name == "fake_variant" else c for c in calls}
+    per_variant = name.startswith("fake_variant") and name != "fake_variant_exact"
+    calls = mod.VARIANT_CALLS if per_variant else mod.EXACT_CALLS
+    shapes = {c[1] if per_variant else c for c in calls}
     return result, memo, shapes
 
 
@@ -476,3 +478,19 @@ def test_where_fresh_lengths_compile_the_memo_replays_structures_whole(exact, se
         whole.stats.compiles,
     )
     assert free.examples >= 0.8 * whole.examples, (free.examples, whole.examples)
+
+
+def test_a_kernel_failing_everywhere_still_reuses_its_variants(exact):
+    """A kernel whose bug every case reaches, its bug known (a campaign's slice after the
+    finding): failing structures are not offered for reuse as they
+    are, but their variants are, with fresh lengths; over the compile share the hunt runs its
+    examples on them instead of exploring new structures that are refused (an H200 campaign's
+    GLA mutant: 17 examples, 5,235 refused)."""
+    from fuzz.failures import CLASSES
+
+    result, memo, shapes = _free_lengths_hunt(exact, "fake_variant_always", 0, known=CLASSES)
+    assert result.examples == 300, dict(result.events)
+    assert sum(result.known_hits.values()) == 300
+    assert memo.counts["relengthed"] > 100, memo.counts
+    assert result.events["rejected: would compile"] < 100, dict(result.events)
+    assert len(shapes) > 50

@@ -583,3 +583,32 @@ def test_a_known_structure_is_cheap_while_its_launches_only_load():
     assert memo.known_is_cheap()
     c.known_compile = 10 * 2 * LOAD_SECONDS
     assert not memo.known_is_cheap()
+
+
+def test_a_failing_structure_is_reused_only_with_fresh_lengths():
+    """Where every example fails (a mutant whose bug most cases reach), the variants of failing
+    structures are still reused, with fresh lengths and values (replayed whole they would only
+    hit their bug again), so that over a compile share the memo has something to offer."""
+    memo = StructureMemo(explore=0.0, seed=4)
+    with memo.active():
+        _run(
+            toy_cases(_variant_and_lengths()),
+            lambda case: memo.observe(0.0, 0.001, offer=False),
+            examples=200,
+        )
+    entries = memo._pools["toy"]
+    assert entries and all(e.failing for e in entries)
+    assert memo.counts["reused"] > 50 and memo.counts["relengthed"] == memo.counts["reused"]
+    # Not where lengths are replayed: nothing to offer.
+    whole = StructureMemo(explore=0.0, seed=4, fresh_lengths=False)
+    with whole.active():
+        _run(
+            toy_cases(_variant_and_lengths()),
+            lambda case: whole.observe(0.0, 0.001, offer=False),
+            examples=100,
+        )
+    assert whole.counts["reused"] == 0
+    # Handed to another process's memo with the flag.
+    other = StructureMemo(explore=0.0, fresh_lengths=False)
+    other.take_in(memo.export())
+    assert all(e.failing for e in other._pools["toy"])
