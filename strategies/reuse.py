@@ -307,8 +307,8 @@ class _Costs:
 # (``StructureMemo.lengths_free``).
 NEW_SEEN = 4
 # How fast the memo's judgement of fresh lengths follows its latest examples (the weight of each
-# in a moving average of "compiled"): a Pallas kernel compiles its first examples' buckets and
-# then few, and the judgement must not stay with its first examples.
+# in a moving average of what they compiled): a Pallas kernel compiles its first examples'
+# buckets and then few, and the judgement must not stay with its first examples.
 LENGTHS_WEIGHT = 0.2
 
 
@@ -456,7 +456,7 @@ class StructureMemo:
         if self._relength(drawn):
             c.relength += 1
             c.relength_compiling += compile_seconds > 0
-            self._judge_lengths(compile_seconds > 0)
+            self._judge_lengths(compile_seconds)
         self._launched.update((d.key, _identity(d.nodes)) for d in drawn)
         self._launched_variants.update((d.key, _variant(d.nodes, d.free)) for d in drawn)
         for d in drawn:
@@ -487,17 +487,29 @@ class StructureMemo:
             for d in drawn
         )
 
-    def _judge_lengths(self, compiled: bool) -> None:
+    def _cheap(self) -> float:
+        """What a launch of a structure the memo knows may compile and still count as a load:
+        ``LOAD_SECONDS``, or a tenth of a new structure's mean compile where that is more."""
+        c = self.costs
+        return max(LOAD_SECONDS, 0.1 * (c.new_compile / c.new if c.new else 0.0))
+
+    def _judge_lengths(self, compile_seconds: float | None) -> None:
+        """Adds an example that launched a variant with new lengths to the judgement: its
+        compile seconds against what a load may cost (``_cheap``), as a score in [0, 1] (a load
+        at most 1/2, a compile of twice a load's bound or more 1); None: refused because it
+        would have compiled (1)."""
+        score = 1.0 if compile_seconds is None else min(compile_seconds / self._cheap(), 2.0) / 2
         self._lengths_seen += 1
-        self._lengths_compile += LENGTHS_WEIGHT * (float(compiled) - self._lengths_compile)
+        self._lengths_compile += LENGTHS_WEIGHT * (score - self._lengths_compile)
 
     @property
     def lengths_free(self) -> bool:
         """Whether a reused structure draws its lengths fresh (:func:`free_lengths`): unless, of
         the last examples that launched a variant this process had launched with new lengths
         (at least ``NEW_SEEN``, weighted toward the latest, ``LENGTHS_WEIGHT``), most compiled
-        or were refused because they would have. While not free, a share ``min_explore`` of
-        reuses still draws fresh lengths and keeps measuring. ``fresh_lengths`` set: that."""
+        more than a load (a one-off compile among loads does not count as most) or were refused
+        because they would have. While not free, a share ``min_explore`` of reuses still draws
+        fresh lengths and keeps measuring. ``fresh_lengths`` set: that."""
         if self.fresh_lengths is not None:
             return self.fresh_lengths
         return self._lengths_seen < NEW_SEEN or self._lengths_compile <= 0.5
@@ -540,7 +552,7 @@ class StructureMemo:
         drawn = self._current_draws()
         if drawn and self._relength(drawn):
             self.costs.relength_refused += 1
-            self._judge_lengths(True)
+            self._judge_lengths(None)
         elif drawn and not self.drawn_launched():
             self.costs.new_refused += 1
         self._drawn = []
@@ -572,15 +584,15 @@ class StructureMemo:
     def known_is_cheap(self) -> bool:
         """Whether launching a structure this memo knows has cost little to compile here, where
         it compiled (or loaded) anything: at most ``LOAD_SECONDS`` or a tenth of a new
-        structure's compile on average (none measured yet: assumed so). A kernel compiled once per variant (Triton's, declared with
-        ``jit_any_size``) only loads a known structure that another process compiled; one that
+        structure's compile on average (none measured yet: assumed so). A kernel compiled once
+        per variant (Triton's, declared with ``jit_any_size``) only loads a known structure that another process compiled; one that
         compiles per length (a Pallas kernel on a GPU) compiles a known structure with new
         lengths again, and then a known structure is no cheaper than a new one."""
         c = self.costs
         if not c.known_compiling:
             return True
         known = c.known_compile / c.known_compiling  # per launch that compiled or loaded
-        return known <= max(LOAD_SECONDS, 0.1 * (c.new_compile / c.new if c.new else 0.0))
+        return known <= self._cheap()
 
     def drawn_known(self) -> bool:
         """Whether every structure the example now running drew through the memo is one it knows

@@ -612,3 +612,24 @@ def test_a_failing_structure_is_reused_only_with_fresh_lengths():
     other = StructureMemo(explore=0.0, fresh_lengths=False)
     other.take_in(memo.export())
     assert all(e.failing for e in other._pools["toy"])
+
+
+def test_fresh_lengths_that_only_load_stay_free():
+    """Launches of new lengths that load a kernel (a Triton kernel another process compiled, met
+    for the first time here: 0.06-0.16 s) or compile once among many loads keep lengths free;
+    every one compiling a second turns them off. (Counted as "compiled or not", the loads of an
+    H200 campaign's Triton GLA pair turned them off.)"""
+    from strategies.reuse import LOAD_SECONDS
+
+    def judged(costs):
+        memo = StructureMemo()
+        for cost in costs:
+            memo._judge_lengths(cost)
+        return memo.lengths_free
+
+    assert judged([0.1] * 20)
+    assert judged([0.0] * 5 + [5.0] + [0.1] * 10)  # one compile among loads
+    assert judged([LOAD_SECONDS] * 20)  # at the bound
+    assert not judged([1.0] * 20)
+    assert not judged([None] * 20)  # refused: they would have compiled
+    assert not judged([0.0, 1.0] * 10 + [1.0])  # most of the latest compile
