@@ -9,6 +9,7 @@ reproducer. :func:`check` turns a hunt into a pytest-style assertion.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import itertools
@@ -540,9 +541,7 @@ class _Hunter:
             if accepted is not None:  # the library says it knows: count it, look for others
                 result.declared_hits[accepted.describe()] += 1
                 return
-            if self.stage.only is not None and key != self.stage.only:
-                result.known_hits[key] += 1  # a shrink stage shrinks one bug only
-                return
+            other = self.stage.only is not None and key != self.stage.only
             if f.cls in self.known_classes:
                 result.known_hits[f.cls] += 1
                 return
@@ -550,12 +549,30 @@ class _Hunter:
             if known is not None:  # found and shrunk before: look for something new instead
                 result.known_hits[known.signature] += 1
                 return
-        triggers = holds
-        f.details["dtype"] = dtype
-        f.details["bug_key"] = key
-        f.details["round"] = self.round  # a key is one bug per round: later rounds find others
-        f.details["triggers"] = sorted(triggers)
-        f.details["signature"] = signature(target.name, key, triggers)
+            if other:
+                # A shrink stage shrinks one bug only. Another bug it meets is kept as first
+                # seen (unshrunk), for the hunt that runs the stage to report: dropped, it was
+                # lost (a GPU campaign's mutant met its expected masking bug only while
+                # shrinking an accuracy bug, and ended "wrong class").
+                result.known_hits[key] += 1
+                if key not in result.met_while_shrinking:
+                    self._describe(f, key, holds, dtype)
+                    met = result.met_while_shrinking[key] = Found(
+                        f,
+                        case,
+                        outcome.params,
+                        result.examples,
+                        elapsed,
+                        minimal_seconds=elapsed,
+                        final=False,
+                        choices=_current_choices(),
+                        key=key,
+                    )
+                    listener = _MET.get()
+                    if listener is not None:  # streamed now: the stage may not end in time
+                        listener(met)
+                return
+        self._describe(f, key, holds, dtype)
         is_new = key not in self.first
         if is_new:
             self.first[key] = (result.examples, elapsed)
@@ -588,6 +605,14 @@ class _Hunter:
             self.handed_off.append(key)
             raise _HandOff
         raise_for(f, key)
+
+    def _describe(self, f: Any, key: str, triggers: Collection[str], dtype: Any) -> None:
+        """Writes a finding's bug into its details: key, round, triggers, signature."""
+        f.details["dtype"] = dtype
+        f.details["bug_key"] = key
+        f.details["round"] = self.round  # a key is one bug per round: later rounds find others
+        f.details["triggers"] = sorted(triggers)
+        f.details["signature"] = signature(self.target.name, key, triggers)
 
     def _note_out_of_memory(self, what: str) -> None:
         """Records that the GPU ran out of memory (``what`` raised it): the hunt ends, with an
@@ -741,25 +766,39 @@ class _Hunter:
         result, found = self.result, self.found()
         if result.stopped == "device-memory":
             self.handed_off = []  # nothing more runs here: they were streamed unshrunk
-        for key in self.handed_off:
+        # Bugs its shrink stages met while shrinking others: reported (first seen there) and
+        # shrunk as if the search had handed them off, unless already found or known.
+        queue = list(self.handed_off)
+        main = self.search_stage.only is None  # (a stage's own run leaves them to its hunt)
+        streamed: set[str] = set()
+
+        def stream(met: Found) -> None:  # first seen, as the search streams a new bug
+            if met.key not in streamed and self._new_met(met, found):
+                streamed.add(met.key or "")
+                if self.hooks.on_found is not None:
+                    self.hooks.on_found(result, met)
+
+        while result.stopped != "device-memory" and (queue or (main and self._met(found))):
+            if not queue:
+                key, met = self._met(found)[0]
+                stream(met)
+                found[key] = met
+                queue.append(key)
+            key = queue.pop(0)
             shrinking = self._shrinking()
-            found[key] = shrink_compiled(
-                self.target,
-                self.b,
-                self.options,
-                found[key],
-                hunt=hunt,
-                into=result,
-                hard_at=self.shrink_hard_at(),
-                narrowing=self.narrowing,
-                known_keys={b.key for b in self.known_bugs} | {k for k in found if k != key},
-            )
+            token = _MET.set(stream if main else _MET.get())
+            try:
+                found[key] = self._shrink(key, found)
+            finally:
+                _MET.reset(token)
             shrinking()
             db_key = database_key(self.target.name, self.b.name)
             if database is not None and found[key].choices:
                 database.save(db_key, choices_to_bytes(found[key].choices))
             if self.hooks.on_found is not None and found[key].final:
                 self.hooks.on_found(result, found[key])
+        if main:
+            result.met_while_shrinking.clear()
         if not result.stopped:
             result.stopped = "examples"
         for f in found.values():
@@ -780,6 +819,35 @@ class _Hunter:
                 }
             )
         result.seconds = time.perf_counter() - self.t0
+
+    def _shrink(self, key: str, found: dict[str, Found]) -> Found:
+        """Shrinks the round's bug ``key`` in the compiled shrink stages (``fuzz.shrink``)."""
+        return shrink_compiled(
+            self.target,
+            self.b,
+            self.options,
+            found[key],
+            hunt=hunt,
+            into=self.result,
+            hard_at=self.shrink_hard_at(),
+            narrowing=self.narrowing,
+            known_keys={b.key for b in self.known_bugs} | {k for k in found if k != key},
+        )
+
+    def _met(self, found: dict[str, Found]) -> list[tuple[str, Found]]:
+        """The bugs the shrink stages met that are new: not found by this round, not of a known
+        class, not covered by a known bug."""
+        return [
+            (k, f) for k, f in self.result.met_while_shrinking.items() if self._new_met(f, found)
+        ]
+
+    def _new_met(self, f: Found, found: dict[str, Found]) -> bool:
+        key = f.key or f.finding.cls
+        return (
+            key not in found
+            and f.finding.cls not in self.known_classes
+            and covering(self.known_bugs, key, set(f.triggers)) is None
+        )
 
     def _shrinking(self) -> Callable[[], None]:
         """Starts timing a shrink stage; the function returned adds its seconds, compiling not
@@ -953,6 +1021,13 @@ class _Hunter:
 
     def found(self) -> dict[str, Found]:
         return {**self.last_seen, **self.minimal}
+
+
+# While a hunt shrinks one of its bugs, what a shrink stage's run calls with another bug it
+# meets (the hunt streams it as first seen: the stage may be cut before it ends).
+_MET: contextvars.ContextVar[Callable[[Found], None] | None] = contextvars.ContextVar(
+    "kernel_fuzz_met_while_shrinking", default=None
+)
 
 
 def bug_of(f: Found) -> Bug:

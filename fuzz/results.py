@@ -135,6 +135,9 @@ class HuntResult:
     # bugs first seen as new that shrank, with the known bugs of their key no longer excluded,
     # to one of those: {"round", "bug_key", "signature" (first seen as), "twin" (the known one)}
     duplicates: list[dict[str, Any]] = field(default_factory=list)
+    # bugs a shrink stage met while it shrank another (by bug key, their first example there):
+    # the hunt that ran the stage reports them (``fuzz.engine``)
+    met_while_shrinking: dict[str, Found] = field(default_factory=dict)
 
     @property
     def classes(self) -> list[str]:

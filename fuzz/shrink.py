@@ -300,6 +300,8 @@ class _Shrinker:
             narrowing=self.narrowing,
         )
         main = self.into
+        for key, met in run.met_while_shrinking.items():  # the hunt that runs the stage reports
+            main.met_while_shrinking.setdefault(key, met)
         main.stats.merge(run.stats)
         main.shrink_examples += run.examples
         for key, count in run.events.items():

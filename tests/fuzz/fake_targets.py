@@ -86,6 +86,12 @@ def make_kernel(bug):
         if bug == "accuracy" and x.shape[1] >= 2:
             val = val.clone()
             val[:, 1] *= 1.01
+        if bug == "nan_accuracy" and x.shape[1] >= 2:  # two bugs: accuracy at two columns...
+            val = val.clone()
+            val[:, 1] *= 1.01
+        if bug == "nan_accuracy" and x.shape[0] >= 2:  # ... a NaN at two rows (reported first)
+            val = val.clone()
+            val[1, 0] = float("nan")
         if bug == "always":  # every case fails
             val = val * 1.01
         if bug == "nan" and x.shape[0] >= 2:
@@ -170,6 +176,15 @@ def _oom_kernel():
 
 
 register(dataclasses.replace(target("fake_device_oom"), kernels={"fake": _oom_kernel()}))
+# Two bugs, a NaN (two rows) and an error (two columns): shrinking the NaN of a case that has
+# both passes through cases of one row, which fail with the error only.
+register(
+    dataclasses.replace(
+        target("fake_nan_accuracy"),
+        kernels={"fake": make_kernel("nan_accuracy")},
+        description="fake target with two planted bugs: a NaN at two rows, an error at two columns",
+    )
+)
 
 
 # A kernel whose compiled runs pay a (fake) compile per variant, for the tests of shrinking a

@@ -281,3 +281,38 @@ def test_an_interpreter_minimal_larger_than_its_start_is_not_taken(
     )
     assert found.shrink_path == "compiled"
     assert found.case.inputs["x"].size <= 8  # the cut's, shrunk on on the compiled backend
+
+
+def test_a_bug_met_while_shrinking_another_is_reported_and_shrunk(fake_plugin, fake_profile):
+    """A shrink stage shrinks one bug; another bug it meets on the way is streamed as first seen
+    (the stage may be cut before it ends: a GPU campaign's worker was killed shrinking) and then
+    shrunk as the search's own. Here the first failure has both bugs and reports its NaN (two
+    rows); shrinking the NaN passes through one-row cases that fail with the error (two
+    columns) alone. Dropped as "another bug's example", the error was lost: the hunt found
+    nothing more."""
+    from fuzz.engine import Hooks
+
+    profile = dataclasses.replace(fake_profile, backends=("fake-compiled",), max_examples=200)
+    streamed = []
+
+    def on_found(result, found):
+        streamed.append((found.key, found.final, found.case.inputs["x"].shape))
+
+    result = hunt(
+        get("fake_nan_accuracy"),
+        "fake-compiled",
+        profile,
+        database=None,
+        seed=0,
+        hooks=Hooks(on_found=on_found),
+    )
+    keys = [k for k, _, _ in streamed]
+    assert keys[0].startswith("nan|")  # the search's bug, first seen
+    nan_final = keys.index(keys[0], 1)  # ... and its minimal example
+    met = [i for i, k in enumerate(keys) if k.startswith("accuracy|")]
+    assert met and met[0] < nan_final, streamed  # streamed while the NaN was shrunk
+    assert sorted(result.classes) == ["accuracy", "nan"]
+    (acc,) = result.of_class("accuracy")
+    assert acc.final and acc.case.inputs["x"].shape == (1, 2)
+    (nan,) = result.of_class("nan")
+    assert nan.case.inputs["x"].shape == (2, 1)
