@@ -934,12 +934,20 @@ class _Hunter:
         example of that bug that a search met through another property first (a metamorphic
         property on a large case, whose small cases fail the oracle as well). On an H100
         two_bugs_softmax's rescale bug came back through ``rows-sum-to-one`` so, shrunk to a
-        33-column row that fails the oracle with the known rescale bug's conditions."""
+        33-column row that fails the oracle with the known rescale bug's conditions.
+
+        The other way round too: a known bug whose triggers contain all of ``f``'s is the same
+        bug met under more conditions (had ``f`` come first, it would have been a hit of it),
+        where ``f``'s minimal example fails its property. On an H200 the rescale bug came first
+        through ``rows-sum-to-one`` on values below the finite sentinel, then through the oracle
+        on plain values, and was reported twice."""
         holds = frozenset(f.triggers)
         mine = [
             b
             for b in self.known_bugs
-            if b.key != f.key and key_class(b.key) == f.finding.cls and b.triggers <= holds
+            if b.key != f.key
+            and key_class(b.key) == f.finding.cls
+            and (b.triggers <= holds or holds <= b.triggers)
         ]
         for key in sorted({b.key for b in mine}):
             try:

@@ -408,3 +408,14 @@ def test_a_bug_met_through_another_property_whose_minimal_example_fails_a_known_
     me.known_bugs = [rescale]
     g = _found("accuracy", "rows-sum-to-one", fine, triggers=("multi-tile", "partial-tile"))
     assert _Hunter.also_fails(me, g) is None
+    # The other way round: the bug known first needs more conditions (met through the oracle on
+    # values below the finite sentinel); this example, under fewer, fails its property too.
+    special = Bug(
+        "accuracy|oracle|y|-",
+        frozenset({"below-finite-sentinel", "multi-tile", "partial-tile"}),
+        "rescale, under more conditions",
+    )
+    me.known_bugs = [bias, special]
+    assert _Hunter.also_fails(me, f) is special
+    me.known_bugs = [bias]
+    assert _Hunter.also_fails(me, f) is None
