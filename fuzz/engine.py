@@ -869,9 +869,9 @@ class _Hunter:
     def duplicate_of(self, f: Found) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
         minimal example is a known bug's, failing another property; ``"property"``: its minimal
-        example fails a known bug's property too, with that bug's triggers; ``"site"``: its NaN or Inf
-        is born at the same kernel expression; ``"shrink"``: shrunk once more, it became the
-        known bug's example), or None.
+        example fails a known bug's property too, with that bug's triggers or under fewer of its
+        own; ``"site"``: its NaN or Inf is born at the same kernel expression; ``"shrink"``:
+        shrunk once more, it became the known bug's example), or None.
 
         An example of a known bug's key counts as a hit of it only where all of the bug's
         triggers hold, and a bug's triggers are those of its minimal example, some of them

@@ -585,9 +585,10 @@ class StructureMemo:
         """Whether launching a structure this memo knows has cost little to compile here, where
         it compiled (or loaded) anything: at most ``LOAD_SECONDS`` or a tenth of a new
         structure's compile on average (none measured yet: assumed so). A kernel compiled once
-        per variant (Triton's, declared with ``jit_any_size``) only loads a known structure that another process compiled; one that
-        compiles per length (a Pallas kernel on a GPU) compiles a known structure with new
-        lengths again, and then a known structure is no cheaper than a new one."""
+        per variant (Triton's, declared with ``jit_any_size``) only loads a known structure that
+        another process compiled; one that compiles per length (a Pallas kernel on a GPU)
+        compiles a known structure with new lengths again, and then a known structure is no
+        cheaper than a new one."""
         c = self.costs
         if not c.known_compiling:
             return True
@@ -624,17 +625,18 @@ class StructureMemo:
 
     def export(self) -> list[tuple[Hashable, Nodes, Ranges, bool]]:
         """The structures the memo offers, as (strategy key, recorded choices, ranges of its
-        lengths, whether its example failed): what another process's memo of the same target takes in with
-        :meth:`take_in` (a campaign's compile worker hands the structures it compiled to the
-        workers that fuzz)."""
+        lengths, whether its example failed): what another process's memo of the same target
+        takes in with :meth:`take_in` (a campaign's compile worker hands the structures it
+        compiled to the workers that fuzz)."""
         return [
             (key, e.nodes, e.free, e.failing) for key, pool in self._pools.items() for e in pool
         ]
 
     def take_in(self, structures: Iterable[tuple[Any, ...]]) -> int:
         """Offers ``structures`` (from :meth:`export`; a record without its lengths' ranges has
-        none, one without its failing flag passed) for reuse; returns how many were new. They are offered as launched: their kernels
-        compiled, in another process of the host, into the caches on disk."""
+        none, one without its failing flag passed) for reuse; returns how many were new. They
+        are offered as launched: their kernels compiled, in another process of the host, into
+        the caches on disk."""
         before = self.counts["offered"]
         for key, nodes, *rest in structures:
             free = tuple((int(a), int(b)) for a, b in rest[0]) if rest else ()
