@@ -557,6 +557,7 @@ class _Hunter:
                 result.known_hits[key] += 1
                 if key not in result.met_while_shrinking:
                     self._describe(f, key, holds, dtype)
+                    f.details["met_on"] = self.b.name
                     met = result.met_while_shrinking[key] = Found(
                         f,
                         case,
@@ -569,8 +570,8 @@ class _Hunter:
                         key=key,
                     )
                     listener = _MET.get()
-                    if listener is not None:  # streamed now: the stage may not end in time
-                        listener(met)
+                    if listener is not None and listener[0] == self.b.name:
+                        listener[1](met)  # streamed now: the stage may not end in time
                 return
         self._describe(f, key, holds, dtype)
         is_new = key not in self.first
@@ -780,13 +781,17 @@ class _Hunter:
 
         while result.stopped != "device-memory" and (queue or (main and self._met(found))):
             if not queue:
-                key, met = self._met(found)[0]
+                key, seen = self._met(found)[0]
+                del result.met_while_shrinking[key]
+                met = self._confirmed(seen)
+                if met is None:
+                    continue
                 stream(met)
                 found[key] = met
                 queue.append(key)
             key = queue.pop(0)
             shrinking = self._shrinking()
-            token = _MET.set(stream if main else _MET.get())
+            token = _MET.set((self.b.name, stream) if main else _MET.get())
             try:
                 found[key] = self._shrink(key, found)
             finally:
@@ -840,6 +845,31 @@ class _Hunter:
         return [
             (k, f) for k, f in self.result.met_while_shrinking.items() if self._new_met(f, found)
         ]
+
+    def _confirmed(self, met: Found) -> Found | None:
+        """A bug a shrink stage met, as this hunt's backend fails it: as it is where the stage
+        ran here, else (a stage on the interpreter twin) its example checked here, None where
+        that does not fail with its key (the twin's finding, not this backend's)."""
+        if met.finding.details.get("met_on", self.b.name) == self.b.name:
+            return met
+        try:
+            outcome = check_case(
+                self.target,
+                self.b,
+                met.case,
+                params=met.params,
+                **self.options.check_kwargs(),
+                prefer=met.key,
+            )
+        except Exception:  # a confirmation: never the hunt's error
+            return None
+        f = outcome.finding
+        if f is None or bug_key(f) != met.key:
+            return None
+        holds = conditions(self.target, met.case, outcome.context.hazards)
+        self._describe(f, met.key, holds, met.case.params.get("dtype"))
+        f.details["met_on"] = met.finding.details.get("met_on")
+        return dataclasses.replace(met, finding=f, params=outcome.params)
 
     def _new_met(self, f: Found, found: dict[str, Found]) -> bool:
         key = f.key or f.finding.cls
@@ -1031,9 +1061,11 @@ class _Hunter:
         return {**self.last_seen, **self.minimal}
 
 
-# While a hunt shrinks one of its bugs, what a shrink stage's run calls with another bug it
-# meets (the hunt streams it as first seen: the stage may be cut before it ends).
-_MET: contextvars.ContextVar[Callable[[Found], None] | None] = contextvars.ContextVar(
+# While a hunt shrinks one of its bugs: its backend, and what a shrink stage's run on that
+# backend calls with another bug it meets (the hunt streams it as first seen: the stage may be
+# cut before it ends). A stage on the interpreter twin is another backend's finding, and its
+# own-space search another strategy's: what it meets is not the hunt's.
+_MET: contextvars.ContextVar[tuple[str, Callable[[Found], None]] | None] = contextvars.ContextVar(
     "kernel_fuzz_met_while_shrinking", default=None
 )
 

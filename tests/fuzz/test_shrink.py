@@ -283,20 +283,24 @@ def test_an_interpreter_minimal_larger_than_its_start_is_not_taken(
     assert found.case.inputs["x"].size <= 8  # the cut's, shrunk on on the compiled backend
 
 
-def test_a_bug_met_while_shrinking_another_is_reported_and_shrunk(fake_plugin, fake_profile):
-    """A shrink stage shrinks one bug; another bug it meets on the way is streamed as first seen
-    (the stage may be cut before it ends: a GPU campaign's worker was killed shrinking) and then
-    shrunk as the search's own. Here the first failure has both bugs and reports its NaN (two
-    rows); shrinking the NaN passes through one-row cases that fail with the error (two
-    columns) alone. Dropped as "another bug's example", the error was lost: the hunt found
+@pytest.mark.parametrize("where", ["twin", "compiled"])
+def test_a_bug_met_while_shrinking_another_is_reported_and_shrunk(fake_plugin, fake_profile, where):
+    """A shrink stage shrinks one bug; another bug it meets on the way is reported and then
+    shrunk as the search's own. Here the first failure reports its NaN (two rows); shrinking it
+    meets one-row cases that fail with the error (two columns) alone. Met by a stage on the
+    hunt's own backend, the error is streamed as first seen at once (a campaign's worker may be
+    killed before the stage ends); met on the interpreter twin, its example is checked on the
+    hunt's backend first. Counted as a hit of the NaN, the error was lost: the hunt found
     nothing more."""
     from fuzz.engine import Hooks
 
     profile = dataclasses.replace(fake_profile, backends=("fake-compiled",), max_examples=200)
+    if where == "compiled":  # no case is cheap enough for the twin: shrunk compiled
+        profile = dataclasses.replace(profile, interpreter_max_cost=1e-9)
     streamed = []
 
     def on_found(result, found):
-        streamed.append((found.key, found.final, found.case.inputs["x"].shape))
+        streamed.append((found.key, found.final, found.finding.details.get("met_on")))
 
     result = hunt(
         get("fake_nan_accuracy"),
@@ -309,8 +313,11 @@ def test_a_bug_met_while_shrinking_another_is_reported_and_shrunk(fake_plugin, f
     keys = [k for k, _, _ in streamed]
     assert keys[0].startswith("nan|")  # the search's bug, first seen
     nan_final = keys.index(keys[0], 1)  # ... and its minimal example
-    met = [i for i, k in enumerate(keys) if k.startswith("accuracy|")]
-    assert met and met[0] < nan_final, streamed  # streamed while the NaN was shrunk
+    met = next(i for i, k in enumerate(keys) if k.startswith("accuracy|"))
+    if where == "compiled":
+        assert met < nan_final and streamed[met][2] == "fake-compiled", streamed
+    else:
+        assert met > nan_final and streamed[met][2] == "fake", streamed
     assert sorted(result.classes) == ["accuracy", "nan"]
     (acc,) = result.of_class("accuracy")
     assert acc.final and acc.case.inputs["x"].shape == (1, 2)
