@@ -921,7 +921,7 @@ class _Hunter:
             return also, "property"
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         if not twins:
-            return None
+            return self._under_more(f)
         twin = self.same_site(f, twins)
         if twin is not None:
             return twin, "site"
@@ -941,7 +941,13 @@ class _Hunter:
             return None
         end = bug_of(shrunk)
         twin = next((b for b in twins if same_bug(b, end)), None)
-        return None if twin is None else (twin, "shrink")
+        return self._under_more(f) if twin is None else (twin, "shrink")
+
+    def _under_more(self, f: Found) -> tuple[Bug, str] | None:
+        """The last check of :meth:`duplicate_of`, after those of ``f``'s own key:
+        :meth:`also_fails` the other way round."""
+        also = self.also_fails(f, under_more=True)
+        return None if also is None else (also, "property")
 
     def same_call(self, f: Found) -> Bug | None:
         """The bug found before, of ``f``'s class and another key, whose minimal example is
@@ -958,7 +964,7 @@ class _Hunter:
                 return bug_of(old)
         return None
 
-    def also_fails(self, f: Found) -> Bug | None:
+    def also_fails(self, f: Found, *, under_more: bool = False) -> Bug | None:
         """The known bug of ``f``'s class and another key whose property ``f``'s minimal example
         fails too, with every one of that bug's triggers holding for it, or None: ``f`` is an
         example of that bug that a search met through another property first (a metamorphic
@@ -966,18 +972,19 @@ class _Hunter:
         two_bugs_softmax's rescale bug came back through ``rows-sum-to-one`` so, shrunk to a
         33-column row that fails the oracle with the known rescale bug's conditions.
 
-        The other way round too: a known bug whose triggers contain all of ``f``'s is the same
-        bug met under more conditions (had ``f`` come first, it would have been a hit of it),
-        where ``f``'s minimal example fails its property. On an H200 the rescale bug came first
-        through ``rows-sum-to-one`` on values below the finite sentinel, then through the oracle
-        on plain values, and was reported twice."""
+        ``under_more``: the other way round, a known bug whose triggers contain all of ``f``'s
+        (and more) is the same bug met under more conditions (had ``f`` come first, it would
+        have been a hit of it), where ``f``'s minimal example fails its property. On an H200 the
+        rescale bug came first through ``rows-sum-to-one`` on values below the finite sentinel,
+        then through the oracle on plain values, and was reported twice. (The weaker check:
+        :meth:`duplicate_of` makes it last, after those of ``f``'s own key.)"""
         holds = frozenset(f.triggers)
         mine = [
             b
             for b in self.known_bugs
             if b.key != f.key
             and key_class(b.key) == f.finding.cls
-            and (b.triggers <= holds or holds <= b.triggers)
+            and (holds < b.triggers if under_more else b.triggers <= holds)
         ]
         for key in sorted({b.key for b in mine}):
             try:
