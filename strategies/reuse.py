@@ -120,6 +120,7 @@ class _Entry:
     # Its example failed: reused only with fresh lengths (replayed whole, it would only hit its
     # bug again).
     failing: bool = False
+    variant: tuple[Any, ...] = ()  # ``_variant`` of its nodes and lengths
 
 
 @dataclass
@@ -131,7 +132,6 @@ class _Drawn:
     nodes: Nodes
     mode: str  # "explore", "reuse": the memo chose; "fresh", "replay": Hypothesis chose
     free: Ranges = ()
-    relengthed: bool = False  # a reuse whose lengths were drawn fresh
 
 
 @dataclass
@@ -654,28 +654,28 @@ class StructureMemo:
         if ident in known:
             return
         known.add(ident)
-        entry = _Entry(nodes, free=free, failing=failing)
+        entry = _Entry(nodes, free=free, failing=failing, variant=_variant(nodes, free))
         self._pools.setdefault(key, []).append(entry)
-        self._variants.setdefault(key, {}).setdefault(_variant(nodes, free), []).append(entry)
+        self._variants.setdefault(key, {}).setdefault(entry.variant, []).append(entry)
         self.counts["offered"] += 1
 
     def _drop(self, key: Hashable, entry: _Entry) -> None:
         """Forgets a record the strategy no longer draws."""
         self._pools[key] = [e for e in self._pools[key] if e is not entry]
         variants = self._variants.get(key, {})
-        var = _variant(entry.nodes, entry.free)
-        left = [e for e in variants.get(var, []) if e is not entry]
+        left = [e for e in variants.get(entry.variant, []) if e is not entry]
         if left:
-            variants[var] = left
+            variants[entry.variant] = left
         else:
-            variants.pop(var, None)
+            variants.pop(entry.variant, None)
 
-    def _choose(self, key: Hashable, relength: bool) -> tuple[_Entry | None, bool]:
-        """A structure to reuse (and whether it is another strategy's): any record, or with
-        fresh lengths (``relength``) any variant (its records differ only in lengths, which are
-        drawn again), so that a variant launched with many lengths is not favoured."""
-        own = self._pools.get(key, [])
-        pool = own + self._borrowable(key)
+    def _choose(
+        self, own: list[_Entry], pool: list[_Entry], relength: bool
+    ) -> tuple[_Entry | None, bool]:
+        """A structure of ``pool`` (``own``, the strategy's, and those it may borrow) to reuse,
+        and whether it is another strategy's: any record, or with fresh lengths (``relength``)
+        any variant (its records differ only in lengths, which are drawn again), so that a
+        variant launched with many lengths is not favoured."""
         if not relength:
             pool = [e for e in pool if not e.failing]
         if not pool:
@@ -683,7 +683,7 @@ class StructureMemo:
         if relength:
             groups: dict[tuple[Any, ...], list[_Entry]] = {}
             for e in pool:
-                groups.setdefault(_variant(e.nodes, e.free), []).append(e)
+                groups.setdefault(e.variant, []).append(e)
             pool = [g[0] for g in groups.values()]
         entry = pool[self._rng.randrange(len(pool))]
         return entry, not any(e is entry for e in own)
@@ -704,13 +704,13 @@ class StructureMemo:
         generating = _generating(data)
         borrowed = relength = False
         if generating:
-            if (self._pools.get(key) or self._borrowable(key)) and (
-                self._rng.random() >= self.explore_rate
-            ):
+            own = self._pools.get(key, [])
+            pool = own + self._borrowable(key)
+            if pool and self._rng.random() >= self.explore_rate:
                 relength = self.lengths_free or (
                     self.fresh_lengths is None and self._rng.random() < self.min_explore
                 )
-                entry, borrowed = self._choose(key, relength)
+                entry, borrowed = self._choose(own, pool, relength)
         start = len(data.nodes)
         replay = None
         if entry is not None:
@@ -752,8 +752,7 @@ class StructureMemo:
             self._drop(key, entry)
         names = {"explore": "explored", "reuse": "reused", "fresh": "fresh", "replay": "replayed"}
         self.counts[names[mode]] += 1
-        relengthed = mode == "reuse" and replay is not None and bool(replay.free)
-        self.counts["relengthed"] += relengthed
+        self.counts["relengthed"] += mode == "reuse" and replay is not None and bool(replay.free)
         nodes = tuple(
             (n.type, n.value, dict(n.constraints)) for n in data.nodes[start:] if _recorded(n)
         )
@@ -761,7 +760,7 @@ class StructureMemo:
         if borrowed and mode == "reuse":
             self.counts["borrowed"] += 1
             self._offer(key, nodes, free)  # known from now on under this strategy's key too
-        self._drawn.append(_Drawn(data, key, nodes, mode, free, relengthed))
+        self._drawn.append(_Drawn(data, key, nodes, mode, free))
         return value
 
     def _borrowable(self, key: Hashable) -> list[_Entry]:
