@@ -779,9 +779,12 @@ class _Hunter:
                 if self.hooks.on_found is not None:
                     self.hooks.on_found(result, met)
 
-        while result.stopped != "device-memory" and (queue or (main and self._met(found))):
+        while result.stopped != "device-memory":
             if not queue:
-                key, seen = self._met(found)[0]
+                new = self._met(found) if main else []
+                if not new:
+                    break
+                key, seen = new[0]
                 del result.met_while_shrinking[key]
                 met = self._confirmed(seen)
                 if met is None:
@@ -852,24 +855,30 @@ class _Hunter:
         that does not fail with its key (the twin's finding, not this backend's)."""
         if met.finding.details.get("met_on", self.b.name) == self.b.name:
             return met
-        try:
-            outcome = check_case(
-                self.target,
-                self.b,
-                met.case,
-                params=met.params,
-                **self.options.check_kwargs(),
-                prefer=met.key,
-            )
-        except Exception:  # a confirmation: never the hunt's error
-            return None
-        f = outcome.finding
-        if f is None or bug_key(f) != met.key:
+        outcome = self._check_as(met, met.key)
+        f = None if outcome is None else outcome.finding
+        if outcome is None or f is None or bug_key(f) != met.key:
             return None
         holds = conditions(self.target, met.case, outcome.context.hazards)
         self._describe(f, met.key, holds, met.case.params.get("dtype"))
         f.details["met_on"] = met.finding.details.get("met_on")
         return dataclasses.replace(met, finding=f, params=outcome.params)
+
+    def _check_as(self, f: Found, key: str) -> Any:
+        """The outcome of ``f``'s example on this hunt's backend, the property of bug ``key``
+        checked first; None where the check raised (a check of a bug's identity: never the
+        hunt's error, never the finding lost over it)."""
+        try:
+            return check_case(
+                self.target,
+                self.b,
+                f.case,
+                params=f.params,
+                **self.options.check_kwargs(),
+                prefer=key,
+            )
+        except Exception:
+            return None
 
     def _new_met(self, f: Found, found: dict[str, Found]) -> bool:
         key = f.key or f.finding.cls
@@ -987,18 +996,12 @@ class _Hunter:
             and (holds < b.triggers if under_more else b.triggers <= holds)
         ]
         for key in sorted({b.key for b in mine}):
-            try:
-                outcome = check_case(
-                    self.target,
-                    self.b,
-                    f.case,
-                    params=f.params,
-                    **self.options.check_kwargs(),
-                    prefer=key,
-                )
-            except Exception:  # the check of a duplicate: never lose the finding over it
-                continue
-            if outcome.finding is not None and bug_key(outcome.finding) == key:
+            outcome = self._check_as(f, key)
+            if (
+                outcome is not None
+                and outcome.finding is not None
+                and bug_key(outcome.finding) == key
+            ):
                 return max((b for b in mine if b.key == key), key=lambda b: len(b.triggers))
         return None
 

@@ -373,6 +373,7 @@ def test_one_kernel_call_failing_two_properties_is_one_bug():
     # (no known bug: nothing to check)
     me.also_fails = lambda f, **kw: _Hunter.also_fails(me, f, **kw)
     me._under_more = lambda f: _Hunter._under_more(me, f)
+    me._check_as = lambda f, key: _Hunter._check_as(me, f, key)
     again = _found("accuracy", "rows-sum-to-one", Case({"x": row.copy()}, dict(case.params)))
     twin, how = _Hunter.duplicate_of(me, again)
     assert how == "case" and twin.key == oracle.key
@@ -403,6 +404,7 @@ def test_a_bug_met_through_another_property_whose_minimal_example_fails_a_known_
         options=HuntOptions.of(fuzz.get_profile("ci")),
         known_bugs=[bias, rescale],
     )
+    me._check_as = lambda f, key: _Hunter._check_as(me, f, key)
     assert _Hunter.also_fails(me, f) is rescale
     me.known_bugs = [bias]  # its conditions do not hold: not this example's bug
     assert _Hunter.also_fails(me, f) is None
