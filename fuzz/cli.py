@@ -641,7 +641,8 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
             f["class"] + mark,
             f.get("where", ""),
             err,
-            str(f.get("case_size", "")),
+            str(f.get("case_size", ""))
+            + (f" (not shrunk; maybe {f['maybe_of']})" if f.get("maybe_of") else ""),
             os.path.relpath(repro) if repro else "",
         )
     if report["findings"]:
@@ -650,7 +651,13 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
     real_fail = s["real_failed"]
     problems = report["database"]["problems"]
     console.print(
-        f"{s['examples']} examples; {s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed; "
+        f"{s['examples']} examples; {s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed"
+        + (
+            f" ({s['maybe_known']} of them not shrunk, maybe a bug found before)"
+            if s.get("maybe_known")
+            else ""
+        )
+        + "; "
         + (
             f"[red]failing real targets: {', '.join(real_fail)}[/red]"
             if real_fail

@@ -337,6 +337,8 @@ def _summary(
         "new": sum(f["triage"] == "new" for f in findings),
         "still_failing": sum(f["triage"] == "still failing" for f in findings),
         "fixed": len(fixed),
+        # Of the findings, those not shrunk whose failure key is a shrunk bug's (they may be it).
+        "maybe_known": sum(1 for f in findings if f.get("maybe_of")),
         "real_failed": real_failed,
         "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
         "mutants_total": len(mutants),
@@ -367,6 +369,7 @@ def cell_text(r: dict[str, Any] | None) -> str:
     return (
         f"{r['status']}: {r['examples']} ex, {fuzz:.0f}s fuzz + "
         f"{r.get('compile_seconds', 0.0):.0f}s compile, {bugs} bug{'s' if bugs != 1 else ''}"
+        + (f" (+{m} not shrunk)" if (m := r.get("unshrunk_maybe_known")) else "")
     )
 
 
@@ -577,6 +580,11 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         lines.append(
             f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
         )
+    if f.get("maybe_of"):
+        lines.append(
+            f"- not shrunk (its slice ended first) and failing as bug `{f['maybe_of']}` does "
+            "(one class, property and output): it may be that bug; not counted as a distinct one"
+        )
     small = f.get("interpreter_minimal")
     if small:
         repro = f": `python {_rel(small['reproducer'], out)}`" if small.get("reproducer") else ""
@@ -746,6 +754,11 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
     if f.get("case"):
         parts.append(
             f"<p>minimal case ({_e(f.get('case_size'))} elements): <code>{_e(f['case'][:400])}</code></p>"
+        )
+    if f.get("maybe_of"):
+        parts.append(
+            f"<p>not shrunk (its slice ended first) and failing as bug {_e(f['maybe_of'])} does: "
+            "it may be that bug; not counted as a distinct one</p>"
         )
     small = f.get("interpreter_minimal")
     if small:

@@ -79,6 +79,9 @@ COLD_COMPILE_FACTOR = 3.0  # ... and than this many times the compile seconds of
 SHRINK_COMPILES = 12  # a slice's time to shrink a new bug is at least this many of its compiles
 SHRINK_MAX = 90.0  # ... up to this many seconds
 WARM_SECONDS = 8.0  # a pair's first warm-up ends after this many seconds (the next, twice as many)
+EXAMPLES_FLOOR_FACTOR = (
+    3.0  # a pair short of the floor's examples is fuzzed on to this x its seconds
+)
 AFFINITY = 0.8  # the weight of a pair another worker has loaded, once every floor is met
 REWARM_AFTER = 2.0  # seconds its fuzzing compiled since its last warm-up that call for another
 # ...or examples of new structures it refused since (its compile share spent: they would have
@@ -125,6 +128,10 @@ class PairState:
     narrowing: dict[str, Any] | None = None  # its compile-time choices (kernel variants) now
     refused_seconds: float = 0.0  # seconds of its slices that checked nothing, all refused
     widened: int = 0  # times its choices grew (``Campaign._widen``)
+    # Its widened choices while a compile worker has not yet warmed them up: its fuzzing goes on
+    # with the choices compiled (``narrowing``) until then (``Campaign._widen``).
+    pending: dict[str, Any] | None = None
+    pending_since: int = 0  # the order pending widenings are warmed up in
     widened_at: tuple[int, float] = (0, 0.0)  # its examples and fuzzing seconds then
     structures: list[Any] = field(default_factory=list)  # its warm-ups' (strategies.reuse)
 
@@ -184,6 +191,7 @@ class PairState:
         secs = self.seconds
         ex = self.total_examples
         fuzz = self.fuzz_seconds
+        hits, maybe = self.hits(), self.maybe_known()
         return {
             "target": t.name,
             "backend": self.backend,
@@ -220,14 +228,50 @@ class PairState:
             "twin_launches": int(self.stats["twin_launches"]),
             "error": self.error,
             "events": dict(self.events),
-            "bugs": len(self.found),
-            "known_hits": dict(self.known_hits),
+            "bugs": len(self.found) - len(maybe),
+            "unshrunk_maybe_known": len(maybe),
+            "known_hits": dict(hits),
             "declared_hits": dict(self.declared_hits),
             "coverage_features": len(self.features),
             "findings": sorted(
-                ({**f, "hits": self.known_hits.get(sig, 0)} for sig, f in self.found.items()),
+                (
+                    {
+                        **f,
+                        "hits": hits.get(sig, 0),
+                        **({"maybe_of": maybe[sig]} if sig in maybe else {}),
+                    }
+                    for sig, f in self.found.items()
+                ),
                 key=lambda f: (f["class"], f.get("first_example", 0)),
             ),
+        }
+
+    def hits(self) -> Counter[str]:
+        """Its examples that hit a bug found before, by the record that stands for the bug now
+        (hits counted under a record since replaced go to the one in its place)."""
+        out: Counter[str] = Counter()
+        for sig, n in self.known_hits.items():
+            out[_current(self, sig)] += n
+        return out
+
+    def maybe_known(self) -> dict[str, str]:
+        """Its records not shrunk (their slice ended first: a campaign's budget, a killed
+        worker) whose failure key is a shrunk bug's: signature -> that bug's. Their conditions
+        were not taken down to what the bug needs, so they may be that bug (a GPU campaign's
+        last slice streamed a 6,789-element NaN example and was killed shrinking it: its
+        shrunk twin had 1 element). Kept in the report, with their reproducers, and not counted
+        as distinct bugs."""
+        shrunk = {
+            f.get("bug_key"): sig
+            for sig, f in self.found.items()
+            if f.get("shrunk") and f.get("bug_key")
+        }
+        return {
+            sig: shrunk[f["bug_key"]]
+            for sig, f in self.found.items()
+            if not f.get("shrunk")
+            and f.get("class") not in (F.CRASH, F.HANG)
+            and f.get("bug_key") in shrunk
         }
 
 
@@ -427,6 +471,7 @@ class Campaign:
                 p.warm = "cold"
         self.workers: list[WorkerHandle] = []
         self.slice_ids = 0
+        self.widenings = 0  # pairs widened so far (the order their new variants warm up in)
         self.stop_reason: str | None = None
         self.started_wall = time.time()
         self.t0 = time.perf_counter()
@@ -548,13 +593,25 @@ class Campaign:
 
     def _pick_cold(self) -> PairState | None:
         """The pair a compile worker warms up next: one not compiled yet, real targets first,
-        in the first round's order (``interleave``); once every pair is warmed up, again the one
+        in the first round's order (``interleave``); then a pair whose kernel variants were
+        widened (``_widen``), real targets first, the earliest widened first; then again the one
         whose fuzzing paid the most compile seconds since its last warm-up, or refused the most
         examples that would have compiled (its variants are not all compiled: the next warm-up
         draws more of them), up to ``MAX_WARMS`` times."""
         cold = self._cold_queue()
         if cold:
             return cold[0]
+        wider = [
+            p
+            for p in self.pairs
+            if p.pending is not None
+            and p.warm == "ready"
+            and not p.retired
+            and not p.running
+            and not self._done(p)
+        ]
+        if wider:  # widened choices, compiled ahead before they are fuzzed (``_widen``)
+            return min(wider, key=lambda p: (p.target.is_mutant, p.pending_since))
         again = [
             p
             for p in self.pairs
@@ -597,7 +654,8 @@ class Campaign:
         """The pair the next slice fuzzes: every pair compiled ahead once (real targets before
         mutants), then every pair to its floor (real targets first, then those worker ``w`` has
         fuzzed before, the least fuzzed first; pairs not compiled ahead last, those that compile
-        cheapest first), then the pairs that found new bugs or coverage lately, per
+        cheapest first), then those that met it by seconds short of its examples (for up to
+        ``EXAMPLES_FLOOR_FACTOR`` times its seconds), then the pairs that found new bugs or coverage lately, per
         fuzzing second, with an exploration bonus (UCB; a pair another worker has loaded counts
         at ``AFFINITY``). Compile time is a setup cost: it counts neither toward a floor nor
         against a pair's rate. Where a pair's slices run matters on a compiled backend: a
@@ -630,6 +688,20 @@ class Campaign:
                     p.slices,
                 ),
             )
+        # Then the pairs that met their floor by seconds, short of its examples (a slow pair:
+        # GPU campaign after GPU campaign left a missed GLA mutant pair on Pallas at 130 of 200
+        # examples), up to EXAMPLES_FLOOR_FACTOR times their floor's seconds.
+        short = [p for p in active if self._short_of_examples(p)]
+        if short:
+            return min(
+                short,
+                key=lambda p: (
+                    p.warm == "cold",
+                    p.target.is_mutant,
+                    p.key not in loaded,
+                    p.total_examples,
+                ),
+            )
         total = sum(p.slices for p in self.pairs) + 1
         return max(
             active,
@@ -637,6 +709,17 @@ class Campaign:
                 (1.0 if p.key in loaded else AFFINITY)
                 * (p.rate + 0.5 * math.sqrt(math.log(total + 1) / (p.slices + 1)))
             ),
+        )
+
+    def _short_of_examples(self, pair: PairState) -> bool:
+        """Whether ``pair`` met its floor by fuzzing seconds with fewer than ``floor_examples``
+        examples, and has had less than ``EXAMPLES_FLOOR_FACTOR`` times the floor's seconds: it
+        is fuzzed on to the examples before the productive pairs are favoured."""
+        c = self.config
+        seconds = c.floor_seconds if pair.target.is_mutant else c.real_floor_seconds
+        return (
+            pair.total_examples < c.floor_examples
+            and pair.fuzz_seconds < EXAMPLES_FLOOR_FACTOR * seconds
         )
 
     def compile_cost(self, pair: PairState, unknown: float = 0.0) -> float:
@@ -753,6 +836,8 @@ class Campaign:
         pair.live_compile = 0.0
         pair.slice_new = 0.0
         w.busy = sl
+        # A warm-up of widened choices is a first warm-up of them.
+        level = 0 if warm and pair.pending is not None else pair.warm_count
         task = {
             "slice": sl.id,
             "target": pair.target.name,
@@ -765,10 +850,10 @@ class Campaign:
             else self.config.examples - pair.examples,
             "known": [b.as_dict() for b in pair.bugs()],
             "reuse": pair.slices == 0 and not warm,
-            "narrowing": pair.narrowing,
+            "narrowing": pair.pending if warm and pair.pending is not None else pair.narrowing,
             "warm": warm,
-            "quiet": self.config.warm_quiet * 2**pair.warm_count,  # each warm-up draws longer
-            "warm_limit": WARM_SECONDS * 2**pair.warm_count,
+            "quiet": self.config.warm_quiet * 2**level,  # each warm-up draws longer
+            "warm_limit": WARM_SECONDS * 2**level,
             "structures": [] if warm else pair.structures,
             # The pair's fuzzing so far: its compile share holds over the whole campaign.
             "compile_spent": [0.0, 0.0, 0.0]
@@ -955,6 +1040,8 @@ class Campaign:
         if sl.warm:  # off the fuzzing path: its time and compiles are the pair's setup
             pair.warm = "ready"
             pair.warm_count += 1
+            if pair.pending is not None:  # its widened choices are compiled: fuzzed from now
+                pair.narrowing, pair.pending, pair.warm_count = pair.pending, None, 1
             pair.compile_at_warm = pair.stats["compile_seconds"]
             pair.refused_at_warm = pair.events[REFUSED]
             # What it compiled: the workers that fuzz the pair reuse these structures first.
@@ -1061,10 +1148,15 @@ class Campaign:
         with the same seed. The choices it had stay first among them (a recorded choice keeps
         its meaning; the kernels compiled for them stay in the caches, and the structure memos
         reuse the structures launched before, borrowed from the narrower strategy's pool:
-        ``strategies.reuse.StructureMemo``); where compiling goes ahead the pair is warmed up
-        again, for the new variants."""
+        ``strategies.reuse.StructureMemo``). Where compiling goes ahead, a compile worker warms
+        the pair up again for the new variants, after the first warm-ups of every pair (``_pick_cold``),
+        and its fuzzing goes on with the variants compiled till then (``pending``): in a GPU
+        campaign that stopped fuzzing a widened pair until its new variants were compiled, and
+        put those warm-ups first, the widened real targets took 1,164 s of the compile workers'
+        2,200, the first warm-ups of 25 of 73 mutant pairs never came, and those pairs compiled
+        on the fuzzing path (a compile share of 27%)."""
         c = self.config
-        if pair.retired or not pair.narrowing:
+        if pair.retired or not pair.narrowing or pair.pending is not None:
             return
         examples, seconds = pair.widened_at
         if (
@@ -1076,12 +1168,14 @@ class Campaign:
         if wider == pair.narrowing:
             return  # every value of every dimension already
         added = {dim: values[len(pair.narrowing[dim]) :] for dim, values in wider.items()}
-        pair.narrowing = wider
         pair.widened += 1
         pair.widened_at = (pair.examples, pair.fuzz_seconds)
         if pair.warm == "ready" and self.config.compile_workers and pair.warm_count:
-            pair.warm = "cold"  # a compile worker compiles the new variants ahead
-            pair.warm_count = 0
+            pair.pending = wider  # a compile worker compiles the new variants ahead
+            self.widenings += 1
+            pair.pending_since = self.widenings
+        else:
+            pair.narrowing = wider
         said = "; ".join(f"{d} + {', '.join(map(str, v))}" for d, v in added.items() if v)
         self.log(
             f"{pair.target.name} on {pair.backend}: kernel variants widened ({pair.widened}): "
@@ -1225,6 +1319,8 @@ class Campaign:
         if sl.warm:  # a warm-up that died: its fuzz workers take it as it is
             pair.warm = "ready"
             pair.warm_count = MAX_WARMS  # and no warm-up again
+            if pair.pending is not None:  # (its widened choices compile as they are drawn)
+                pair.narrowing, pair.pending = pair.pending, None
             pair.warm_seconds += time.perf_counter() - sl.started
             pair.stats["precompile_seconds"] += pair.live_compile
         else:

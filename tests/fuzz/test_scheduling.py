@@ -46,6 +46,7 @@ def _campaign(pairs, **config):
     c.log = lambda line: None
     c._superseded = []
     c._write_report = lambda **kw: {}
+    c.widenings = 0
     return c
 
 
@@ -67,9 +68,17 @@ def test_every_pair_once_then_to_its_floor_then_the_productive_ones():
     low.examples = 200
     assert c._pick() is fresh_mutant
     fresh_mutant.examples = 200
-    assert c._pick() is busy  # floors met: the pair that found new bugs or coverage lately
     for p in (fast, slow):
         assert c.floor_progress(p) >= 1.0
+    # Floors met; one by its seconds with 20 examples: fuzzed on to the floor's examples, up to
+    # three times its seconds.
+    assert c._pick() is slow
+    slow.examples = 200
+    assert c._pick() is busy  # then the pair that found new bugs or coverage lately
+    slow.examples, slow.seconds = 20, 179.0
+    assert c._pick() is slow
+    slow.seconds = 180.0
+    assert c._pick() is busy
 
 
 def test_compile_time_counts_toward_no_floor_and_no_rate():
@@ -288,6 +297,44 @@ def _rec(sig, key="nan|oracle|y|-", triggers=(), **kw):
     }
 
 
+def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct_bug(tmp_path):
+    """A slice killed while shrinking leaves its first sight of a bug unshrunk; where a shrunk
+    bug of the pair has its failure key, it may be that bug (a GPU campaign's last slice left a
+    6,789-element NaN example beside its 1-element twin): kept with its reproducer, marked, and
+    not counted as a distinct bug. Hits counted under a record since replaced go to the one in
+    its place."""
+    from fuzz.campaign import report
+
+    p = _pair("p")
+    c = _campaign([p])
+    assert c._record(p, _rec("small", triggers=("unmasked-neg-inf",), shrunk=True))
+    assert c._record(p, _rec("big", triggers=("feature mask", "subnormal"), shrunk=False))
+    assert c._record(p, _rec("acc", key="accuracy|oracle|y|-", triggers=("multi-tile",)))
+    crash = _rec("crash", key="crash|process|-|-", shrunk=False)
+    assert c._record(p, crash)
+    row = p.as_dict()
+    assert row["bugs"] == 3 and row["unshrunk_maybe_known"] == 1  # small, acc, crash
+    by = {f["signature"]: f for f in row["findings"]}
+    assert by["big"]["maybe_of"] == "small" and set(by) == {"small", "big", "acc", "crash"}
+    assert all("maybe_of" not in by[s] for s in ("small", "acc", "crash"))
+    assert "(+1 not shrunk)" in report.cell_text({**row, "status": "fail"})
+    s = report.summary_of(
+        [{**row, "status": "fail"}],
+        [{**f, "triage": "new", "mutant": False, "target": "p"} for f in row["findings"]],
+        [],
+        [],
+    )
+    assert s["maybe_known"] == 1
+    # Once shrunk (another slice), it is a bug of its own or the known one: no longer marked.
+    p.found["big"]["shrunk"] = True
+    assert p.as_dict()["bugs"] == 4 and "maybe_of" not in str(p.as_dict()["findings"])
+    # Hits under a replaced record's signature count for the record in its place.
+    p.known_hits.update({"gone": 5, "small": 2})
+    p.replaced["gone"] = "small"
+    assert p.as_dict()["known_hits"] == {"small": 7}
+    assert {f["signature"]: f["hits"] for f in p.as_dict()["findings"]}["small"] == 7
+
+
 def test_a_bug_found_again_is_a_hit_and_a_smaller_example_of_it_takes_its_place():
     p = _pair("p")
     c = _campaign([p])
@@ -487,15 +534,21 @@ def test_a_pair_widens_its_kernel_variants_after_each_floor():
     while pair.widened < 20:
         pair.examples += 200
         c._widen(pair)
-        if pair.narrowing == seen[-1]:
+        if pair.pending is None:
             break
+        # Compiled ahead before its fuzzing draws them: it fuzzes on with those it has, and
+        # widens no more, until its warm-up of them.
+        assert pair.narrowing == seen[-1] and pair.warm == "ready"
+        pair.examples += 200
+        c._widen(pair)
+        assert pair.narrowing == seen[-1]
+        assert c._pick_cold() is pair
+        pair.narrowing, pair.pending = pair.pending, None  # (as its warm-up's end does)
         before, now = seen[-1], pair.narrowing
         for dim, values in now.items():
             assert values[: len(before[dim])] == before[dim]  # the earlier choices first
             assert len(values) == min(len(before[dim]) + 1, len(set(space[dim])))
-        assert pair.warm == "cold" and pair.warm_count == 0  # warmed up again, ahead
         assert "kernel variants widened" in lines[-1]
-        pair.warm, pair.warm_count = "ready", 1
         seen.append(now)
     assert all(set(seen[-1][d]) == set(space[d]) for d in seen[-1])  # the whole space, in the end
     assert any(q > k for q, k in seen[-1]["block_pairs"])
@@ -535,6 +588,45 @@ def test_a_slice_that_only_refused_is_no_fuzzing_toward_the_floor():
     c._slice_done(w, pair, {"examples": 3, "seconds": 30.0, "stopped": "refused"})
     assert pair.fuzz_seconds == pytest.approx(35.0)  # it checked some: fuzzing
     assert pair.as_dict()["refused_seconds"] == 40.0
+
+
+def test_widened_variants_warm_up_after_every_first_warm_up_and_are_fuzzed_after_theirs():
+    """A pair whose choices were widened fuzzes on with the variants compiled for it; the compile
+    workers warm its new ones up after the first warm-up of every pair (a GPU campaign that put
+    widened real targets first spent 1,164 s of 2,200 in its compile workers on them and left
+    25 mutant pairs to compile on the fuzzing path), real targets first; once warmed up, its
+    fuzzing draws them."""
+    old, wide = {"block": [64]}, {"block": [64, 128]}
+    real = _pair("real", examples=400, seconds=20.0)
+    mutant = _pair("mutant", examples=400, seconds=20.0, mutant=True, expected="nan")
+    for p, since in ((mutant, 1), (real, 2)):  # the mutant widened first
+        p.warm, p.warm_count, p.narrowing, p.pending, p.pending_since = "ready", 1, old, wide, since
+    cold = _pair("cold", slices=0, mutant=True, expected="nan")
+    cold.warm = "cold"
+    c = _campaign([real, mutant, cold])
+    c.config.compile_workers = 1
+    c.workers = [SimpleNamespace(role="compile", process=object())]
+    assert c._pick_cold() is cold  # a first warm-up before any widened pair's
+    assert c._pick() in (real, mutant)  # the widened pairs are fuzzed meanwhile
+    cold.warm = "ready"
+    assert c._pick_cold() is real  # real targets first
+    c._retire = lambda p, s: None
+    c._widen = lambda p: None
+    c.note_db_problems = lambda problems: None
+    w = SimpleNamespace(busy=SimpleNamespace(warm=False, id=1, started=0.0), recycles=0, ready=True)
+    real.running = True
+    c._slice_done(w, real, {"examples": 5, "seconds": 2.0})  # a fuzzing slice: as it was
+    assert real.narrowing == old and real.pending == wide
+    real.running, real.warm = True, "warming"
+    w.busy = SimpleNamespace(warm=True, id=2, started=0.0)
+    c._slice_done(w, real, {"examples": 5, "seconds": 9.0, "compile_seconds": 8.0})
+    assert real.narrowing == wide and real.pending is None and real.warm_count == 1
+    assert real.warm == "ready" and real.stats["precompile_seconds"] == 8.0
+    assert c._pick_cold() is mutant
+    # A widened pair whose warm-up died takes its new variants as they are (compiled as drawn).
+    mutant.running, mutant.live_examples, mutant.live_compile = True, 0, 0.0
+    c._book_slice(SimpleNamespace(pair=mutant, warm=True, started=0.0))
+    assert mutant.narrowing == wide and mutant.pending is None and c._pick_cold() is None
 
 
 def test_a_nan_born_where_a_known_ones_is_counts_as_it_and_its_conditions_as_another_way():
