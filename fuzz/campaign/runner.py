@@ -897,6 +897,7 @@ class Campaign:
                 self._supersede(old, rec)
                 rec["first_example"] = old.get("first_example", rec.get("first_example"))
                 rec["first_seconds"] = old.get("first_seconds", rec.get("first_seconds"))
+                rec["first_triggers"] = old.get("first_triggers", old.get("triggers", []))
         bug = _bug(rec)
         for other_sig, other in list(pair.found.items()):
             if other_sig != sig and _same_call(rec, other):
@@ -978,6 +979,10 @@ class Campaign:
         self._supersede(rec, pair.found[twin])
         if dup.get("how") == "site":  # (a shrunk twin's first conditions may hold for others)
             _also(pair.found[twin], dup.get("triggers"))
+        # The conditions it was first seen with lead to the twin: later examples with all of
+        # them are its hits, not shrunk again (a GPU plugin campaign shrank examples with one
+        # set of conditions into one known bug in three slices, each reporting it first as new).
+        _also(pair.found[twin], rec.get("first_triggers", rec.get("triggers")))
         pair.origins[origin] = twin
         self.log(
             f"{pair.target.name} on {pair.backend}: the {rec['class']} first seen as new "

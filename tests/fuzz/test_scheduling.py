@@ -372,6 +372,29 @@ def test_a_bug_streamed_as_new_that_shrank_to_a_known_one_is_retracted():
     c._retract(p, _origin(7, {"details": said, "bug_key": said["bug_key"]}), said)
     assert list(p.found) == ["r"] and p.as_dict()["bugs"] == 1
     assert "n.py" in {s.name for s in c._superseded}
+    # The conditions it was first seen with are a way to the known bug: later slices count
+    # examples with all of them as its hits instead of shrinking them again.
+    assert {b.triggers for b in p.bugs()} == {
+        frozenset({"partial-tile"}),
+        frozenset({"multi-tile"}),
+    }
+    from fuzz.signatures import covering
+
+    hit = covering(p.bugs(), "accuracy|oracle|y|-", {"multi-tile", "subnormal"})
+    assert hit is not None and hit.signature == "r"  # (what its slices are told: known)
+    # A slice's first sight replaced by its minimal example keeps the first conditions for that.
+    first = _rec(
+        "f", key="accuracy|oracle|y|-", triggers=("feature bias", "tail"), details={"round": 0}
+    )
+    assert c._record(p, first, origin=_origin(11, first))
+    small = _rec(
+        "s", key="accuracy|oracle|y|-", triggers=("tail",), shrunk=True, details={"round": 0}
+    )
+    assert not c._record(p, small, origin=_origin(11, small))
+    assert p.found["s"]["first_triggers"] == ["feature bias", "tail"]
+    said = {"round": 0, "bug_key": "accuracy|oracle|y|-", "signature": "s", "twin": "r"}
+    c._retract(p, _origin(11, {"details": said, "bug_key": said["bug_key"]}), said)
+    assert frozenset({"feature bias", "tail"}) in {b.triggers for b in p.bugs()}
 
 
 def test_deaths_retire_a_pair_only_when_they_repeat_a_bug_found_before():
