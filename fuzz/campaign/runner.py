@@ -79,9 +79,7 @@ COLD_COMPILE_FACTOR = 3.0  # ... and than this many times the compile seconds of
 SHRINK_COMPILES = 12  # a slice's time to shrink a new bug is at least this many of its compiles
 SHRINK_MAX = 90.0  # ... up to this many seconds
 WARM_SECONDS = 8.0  # a pair's first warm-up ends after this many seconds (the next, twice as many)
-EXAMPLES_FLOOR_FACTOR = (
-    3.0  # a pair short of the floor's examples is fuzzed on to this x its seconds
-)
+EXAMPLES_FLOOR_FACTOR = 3.0  # a pair short of the floor's examples: fuzzed to this x its seconds
 AFFINITY = 0.8  # the weight of a pair another worker has loaded, once every floor is met
 REWARM_AFTER = 2.0  # seconds its fuzzing compiled since its last warm-up that call for another
 # ...or examples of new structures it refused since (its compile share spent: they would have
@@ -1330,10 +1328,20 @@ class Campaign:
             pair.stats["precompile_seconds"] += pair.live_compile
         else:
             pair.slices += 1
-            pair.seconds += time.perf_counter() - sl.started
+            spent = time.perf_counter() - sl.started
+            pair.seconds += spent
             pair.stats["compile_seconds"] += pair.live_compile
+            # Past its search's time limit (compiling not counted), a slice was shrinking what
+            # it found or running over: not fuzzing toward the pair's floor. (An H100 campaign
+            # killed a GLA mutant's slice while it shrank a second bug; its 111 s counted as
+            # fuzzing met the floor with 5 examples.)
+            over = spent - (sl.time_limit + pair.live_compile)
+            pair.stats["shrink_seconds"] += max(0.0, over)
         pair.live_examples = 0
         pair.live_compile = 0.0
+        # What it streamed stays: a mutant whose expected bug came shrunk is finished (the
+        # same H100 campaign left such a pair unretired, and unfuzzed, after the kill).
+        self._retire(pair, {})
 
     # Out-of-resources messages of a process (LLVM, the C++ runtime, Python, the C library).
     EXHAUSTION_TEXTS = (
@@ -1446,9 +1454,10 @@ class Campaign:
             if w.busy is None or not w.busy.found_new:
                 pair.repeat_deaths += 1
         elif reason == "overran":
+            why = "shrinking too slow" if pair.found else "its examples too slow"
             self.notes.append(
                 f"{pair.target.name} on {pair.backend}: a slice overran its hard "
-                "limit (shrinking too slow); the worker was restarted"
+                f"limit ({why}); the worker was restarted"
             )
         elif reason != "shutdown":
             self._death_finding(w, pair, F.CRASH, f"the worker {_exit_text(code, reason)}")
@@ -1797,16 +1806,25 @@ class Campaign:
             st = w.started.value if w.started is not None else 0.0
             limit = w.busy.timeout or self.config.example_timeout
             w.compiling = st < 0
+            compiling = 0.0  # seconds of a compile in flight (not yet in its live_compile)
             if st < 0:  # compiling since -st: the compile timeout applies
                 st, limit = -st, self.config.compile_timeout
+                compiling = max(0.0, now_wall - st)
             if st > 0 and now_wall - st > limit:
                 self._kill(w, "hang")
                 self._worker_gone(w)
-            elif w.busy.kind == "hunt" and time.perf_counter() > w.busy.hard_deadline + 30 + (
-                w.busy.pair.live_compile if w.busy.pair is not None else 0.0
-            ):  # its time limits do not count compiling (a setup cost): neither does this
+            elif self._overran(w.busy, compiling):
                 self._kill(w, "overran")
                 self._worker_gone(w)
+
+    @staticmethod
+    def _overran(sl: Slice, compiling: float) -> bool:
+        """Whether hunt slice ``sl`` is 30 s past its hard limit, compiling not counted (a
+        setup cost, as in its time limits): neither its compiles so far nor the one in flight,
+        ``compiling`` seconds long (an H100 campaign killed a Pallas GLA pair's slices twice
+        while they compiled, and the pair ran 19 examples in 188 s)."""
+        live = sl.pair.live_compile if sl.pair is not None else 0.0
+        return sl.kind == "hunt" and time.perf_counter() > sl.hard_deadline + 30 + live + compiling
 
     def _drain(self, busy: list[WorkerHandle], grace: float) -> None:
         end = time.perf_counter() + grace

@@ -652,6 +652,52 @@ def test_widened_variants_warm_up_after_every_first_warm_up_and_are_fuzzed_after
     assert mutant.narrowing == wide and mutant.pending is None and c._pick_cold() is None
 
 
+def test_a_killed_slice_past_its_search_limit_is_no_fuzzing_and_what_it_streamed_retires():
+    """A slice killed past its hard limit was shrinking (or running over) after its search's
+    time limit: that time counts toward no floor. A mutant whose expected bug it streamed shrunk
+    is finished, though its summary never came (an H100 campaign left such a pair unretired,
+    its 111 s counted as fuzzing with 5 examples)."""
+    import time
+
+    from fuzz.campaign.runner import Slice
+
+    p = _pair("m", examples=0, seconds=0.0, slices=0, mutant=True, expected="nan")
+    c = _campaign([p])
+    assert c._record(p, _rec("n", triggers=("partial-tile",), shrunk=True))
+    p.running, p.live_examples, p.live_compile = True, 5, 4.0
+    started = time.perf_counter() - 100.0
+    c._book_slice(Slice(1, p, started, 15.0, started + 60.0))
+    assert p.examples == 5 and p.seconds == pytest.approx(100.0, abs=1.0)
+    assert p.stats["shrink_seconds"] == pytest.approx(81.0, abs=1.0)  # past 15 s + 4 s compiling
+    assert p.fuzz_seconds == pytest.approx(15.0, abs=1.0)
+    assert p.retired == "mutant found and shrunk"
+    # A slice that died inside its search: all of it was fuzzing; nothing found, not retired.
+    q = _pair("q", examples=0, seconds=0.0, slices=0, mutant=True, expected="nan")
+    c.pairs.append(q)
+    q.running = True
+    started = time.perf_counter() - 10.0
+    c._book_slice(Slice(2, q, started, 15.0, started + 60.0))
+    assert q.stats["shrink_seconds"] == 0.0 and q.fuzz_seconds == pytest.approx(10.0, abs=1.0)
+    assert not q.retired
+
+
+def test_a_slice_is_not_killed_for_overrunning_while_it_compiles():
+    """The hard limit of a slice does not count compiling: its compiles so far, and the one in
+    flight (an H100 campaign killed a Pallas GLA pair's slices while they compiled)."""
+    import time
+
+    from fuzz.campaign.runner import Slice
+
+    p = _pair("p")
+    now = time.perf_counter()
+    late = Slice(1, p, now - 200.0, 15.0, now - 40.0)  # 40 s past its hard limit
+    assert Campaign._overran(late, compiling=0.0)
+    assert not Campaign._overran(late, compiling=15.0)  # a compile of 15 s in flight
+    p.live_compile = 12.0
+    assert not Campaign._overran(late, compiling=0.0)  # its compiles so far
+    assert not Campaign._overran(Slice(2, p, now, 15.0, now - 40.0, kind="replay"), 0.0)
+
+
 def test_a_nan_born_where_a_known_ones_is_counts_as_it_and_its_conditions_as_another_way():
     """Two records of one NaN key whose trigger sets do not nest, traced to one kernel
     expression: one bug. Its slice streamed the second as new before its origin was traced; the
