@@ -115,6 +115,9 @@ class PairState:
     declared_hits: Counter[str] = field(default_factory=Counter)  # declared failure -> examples
     stats: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     slice_new: float = 0.0
+    # Its slice's bugs streamed as new so far ("slice:round:key" origins): one that turns out to
+    # be a bug found before no longer counts toward the slice's gain (``Campaign._unnew``).
+    new_origins: set[str] = field(default_factory=set)
     # Compiling ahead (compile workers): "cold" until a compile worker has run its warm-up,
     # "warming" meanwhile, "ready" after (and from the start where nothing compiles ahead).
     warm: str = "ready"
@@ -833,6 +836,7 @@ class Campaign:
         pair.live_examples = 0
         pair.live_compile = 0.0
         pair.slice_new = 0.0
+        pair.new_origins = set()
         w.busy = sl
         # A warm-up of widened choices is a first warm-up of them.
         level = 0 if warm and pair.pending is not None else pair.warm_count
@@ -912,6 +916,7 @@ class Campaign:
                 return False
             pair.found.pop(other_sig)  # this example of it needs fewer conditions: keep it
             pair.replaced[other_sig] = sig
+            self._unnew(pair, origin)  # (a bug found before, all the same)
             self._supersede(other, rec)
             rec = {**rec, "also_triggers": list(other.get("also_triggers", []))}
             _also(rec, other.get("triggers"))
@@ -924,13 +929,31 @@ class Campaign:
             return False
         if old is not None:
             self._supersede(old, rec)
+            if prev is not None and prev != sig:  # its minimal example is a bug found before
+                self._unnew(pair, origin)
         new = old is None and not seen
         if new:
             pair.slice_new += NEW_CLASS_WEIGHT
+            if origin is not None:
+                pair.new_origins.add(origin)
+            # A first sight with a known bug's key may shrink into that bug: said so.
+            maybe = next(
+                (
+                    s
+                    for s, f in pair.found.items()
+                    if s != sig and rec.get("bug_key") and f.get("bug_key") == rec.get("bug_key")
+                ),
+                None,
+            )
             self.log(
                 f"FOUND {rec['class']} in {pair.target.name} on {pair.backend}: "
                 f"{rec['message'][:160]}"
                 + (f" -> {rec['reproducer']}" if rec.get("reproducer") else "")
+                + (
+                    f" (bug {maybe} has its failure key: shrinking tells whether it is another)"
+                    if maybe and not rec.get("shrunk")
+                    else ""
+                )
             )
         pair.found[sig] = rec
         self._write_report(throttle=True)
@@ -950,6 +973,7 @@ class Campaign:
         that bug."""
         sig, other = rec["signature"], pair.found[other_sig]
         pair.known_hits[other_sig] += 1
+        self._unnew(pair, origin)
         if streamed and sig in pair.found:
             self._supersede(pair.found.pop(sig), other)
             pair.replaced[sig] = other_sig
@@ -963,6 +987,15 @@ class Campaign:
             pair.origins[origin] = other_sig
         self._write_report(throttle=True)
 
+    @staticmethod
+    def _unnew(pair: PairState, origin: str | None) -> None:
+        """A bug its slice streamed as new (``origin``) is a bug found before: it no longer
+        counts toward the slice's gain (a pair that found one bug again in every slice, each
+        time first as new, was favoured as productive)."""
+        if origin is not None and origin in pair.new_origins:
+            pair.new_origins.discard(origin)
+            pair.slice_new = max(0.0, pair.slice_new - NEW_CLASS_WEIGHT)
+
     def _retract(self, pair: PairState, origin: str, dup: dict[str, Any]) -> None:
         """A bug the slice streamed as new (``origin``) turned out to be known bug
         ``dup["twin"]`` (``fuzz.engine``'s duplicate check: shrunk once more, it became the
@@ -974,6 +1007,7 @@ class Campaign:
             return
         rec = pair.found.pop(sig)
         pair.replaced[sig] = twin
+        self._unnew(pair, origin)
         self._supersede(rec, pair.found[twin])
         if dup.get("how") == "site":  # (a shrunk twin's first conditions may hold for others)
             _also(pair.found[twin], dup.get("triggers"))

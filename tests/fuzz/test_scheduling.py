@@ -397,6 +397,44 @@ def test_a_bug_streamed_as_new_that_shrank_to_a_known_one_is_retracted():
     assert frozenset({"feature bias", "tail"}) in {b.triggers for b in p.bugs()}
 
 
+def test_a_bug_streamed_as_new_that_is_a_known_one_is_no_gain_of_its_slice():
+    """A slice's gain (new bugs, new coverage: what favours a pair once floors are met) does not
+    count a bug it streamed as new that turned out to be one found before (a GPU plugin campaign
+    found one NaN bug again in every slice of a pair, each time first as new). Its first sight
+    says that a bug found before has its key."""
+    from fuzz.campaign.runner import NEW_CLASS_WEIGHT, _origin
+
+    p = _pair("p")
+    c = _campaign([p])
+    lines = []
+    c.log = lines.append
+    key = "nan|oracle|y|-"
+    assert c._record(p, _rec("r", key=key, triggers=("unmasked-neg-inf",), shrunk=True))
+    p.slice_new, p.new_origins = 0.0, set()  # a slice begins
+    first = _rec("f", key=key, triggers=("feature mask",), details={"round": 0})
+    assert c._record(p, first, origin=_origin(3, first))
+    assert p.slice_new == NEW_CLASS_WEIGHT
+    assert "bug r has its failure key" in lines[-1]
+    # Its minimal example is the known bug's: a hit, no gain.
+    final = _rec("r", key=key, triggers=("unmasked-neg-inf",), shrunk=True, details={"round": 0})
+    assert not c._record(p, final, origin=_origin(3, final))
+    assert p.slice_new == 0.0 and list(p.found) == ["r"]
+    # A bug of its own: its minimal example replaces its first sight and the gain stays.
+    other = _rec("o", key="accuracy|oracle|y|-", triggers=("multi-tile",), details={"round": 1})
+    assert c._record(p, other, origin=_origin(3, other))
+    assert "has its failure key" not in lines[-1]
+    small = _rec("o2", key="accuracy|oracle|y|-", triggers=(), shrunk=True, details={"round": 1})
+    assert not c._record(p, small, origin=_origin(3, small))
+    assert p.slice_new == NEW_CLASS_WEIGHT and sorted(p.found) == ["o2", "r"]
+    # Withdrawn by its hunt's duplicate check: no gain either.
+    third = _rec("t", key=key, triggers=("subnormal",), details={"round": 2})
+    assert c._record(p, third, origin=_origin(3, third))
+    assert p.slice_new == 2 * NEW_CLASS_WEIGHT
+    said = {"round": 2, "bug_key": key, "signature": "t", "twin": "r"}
+    c._retract(p, _origin(3, {"details": said, "bug_key": key}), said)
+    assert p.slice_new == NEW_CLASS_WEIGHT and "t" not in p.found
+
+
 def test_deaths_retire_a_pair_only_when_they_repeat_a_bug_found_before():
     p = _pair("p")
     c = _campaign([p])
