@@ -132,7 +132,7 @@ class PairState:
     # Its widened choices while a compile worker has not yet warmed them up: its fuzzing goes on
     # with the choices compiled (``narrowing``) until then (``Campaign._widen``).
     pending: dict[str, Any] | None = None
-    pending_since: int = 0  # the order pending widenings are warmed up in
+    pending_since: float = 0.0  # when it was widened (the earliest are warmed up first)
     widened_at: tuple[int, float] = (0, 0.0)  # its examples and fuzzing seconds then
     structures: list[Any] = field(default_factory=list)  # its warm-ups' (strategies.reuse)
 
@@ -472,7 +472,6 @@ class Campaign:
                 p.warm = "cold"
         self.workers: list[WorkerHandle] = []
         self.slice_ids = 0
-        self.widenings = 0  # pairs widened so far (the order their new variants warm up in)
         self.stop_reason: str | None = None
         self.started_wall = time.time()
         self.t0 = time.perf_counter()
@@ -586,11 +585,15 @@ class Campaign:
         ``floor_examples`` and its fuzzing seconds over ``floor_seconds`` (a real target's over
         ``real_floor_seconds``; 1: the floor is met)."""
         c = self.config
-        seconds = c.floor_seconds if pair.target.is_mutant else c.real_floor_seconds
         return max(
             pair.total_examples / max(1, c.floor_examples),
-            pair.fuzz_seconds / max(1e-9, seconds),
+            pair.fuzz_seconds / max(1e-9, self._floor_seconds(pair)),
         )
+
+    def _floor_seconds(self, pair: PairState) -> float:
+        """The fuzzing seconds of ``pair``'s floor: a mutant's, or a real target's (longer)."""
+        c = self.config
+        return c.floor_seconds if pair.target.is_mutant else c.real_floor_seconds
 
     def _pick_cold(self) -> PairState | None:
         """The pair a compile worker warms up next: one not compiled yet, real targets first,
@@ -716,11 +719,9 @@ class Campaign:
         """Whether ``pair`` met its floor by fuzzing seconds with fewer than ``floor_examples``
         examples, and has had less than ``EXAMPLES_FLOOR_FACTOR`` times the floor's seconds: it
         is fuzzed on to the examples before the productive pairs are favoured."""
-        c = self.config
-        seconds = c.floor_seconds if pair.target.is_mutant else c.real_floor_seconds
         return (
-            pair.total_examples < c.floor_examples
-            and pair.fuzz_seconds < EXAMPLES_FLOOR_FACTOR * seconds
+            pair.total_examples < self.config.floor_examples
+            and pair.fuzz_seconds < EXAMPLES_FLOOR_FACTOR * self._floor_seconds(pair)
         )
 
     def compile_cost(self, pair: PairState, unknown: float = 0.0) -> float:
@@ -1209,8 +1210,7 @@ class Campaign:
         pair.widened_at = (pair.examples, pair.fuzz_seconds)
         if pair.warm == "ready" and self.config.compile_workers and pair.warm_count:
             pair.pending = wider  # a compile worker compiles the new variants ahead
-            self.widenings += 1
-            pair.pending_since = self.widenings
+            pair.pending_since = time.perf_counter()
         else:
             pair.narrowing = wider
         said = "; ".join(f"{d} + {', '.join(map(str, v))}" for d, v in added.items() if v)

@@ -46,7 +46,6 @@ def _campaign(pairs, **config):
     c.log = lambda line: None
     c._superseded = []
     c._write_report = lambda **kw: {}
-    c.widenings = 0
     return c
 
 
