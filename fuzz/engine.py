@@ -452,7 +452,7 @@ class _Hunter:
             # first (0.3-1 s for a Pallas attention kernel, the refused examples of a GPU
             # campaign's Pallas pairs outnumbering the checked ones 5 to 1).
             self.result.events["rejected: would compile"] += 1
-            self.memo.refused()
+            self.memo.refused(measured=False)
             reject()
         scope = no_new_compiles() if only_compiled else contextlib.nullcontext()
         # A launch a property derives has shapes of its own (one sequence of a packed batch, a
@@ -506,7 +506,8 @@ class _Hunter:
         if self.memo is not None:
             compiled = self.result.stats.compile_seconds - compiled
             offer = outcome.finding is None  # a failing structure would only hit its bug again
-            self.memo.observe(compiled, time.perf_counter() - t0, offer=offer)
+            own = min(compiled, outcome.context.own_compile_seconds)
+            self.memo.observe(compiled, time.perf_counter() - t0, offer=offer, own_compile=own)
         names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
         for name in names:
             self.result.events[f"hazard {name}"] += 1

@@ -218,6 +218,9 @@ class Context:
         self.adapter = adapter_for(backend)
         self._memo: dict[Hashable, Any] = {}
         self._runs: dict[str, Launch] = {}  # the clean and the repeated run, once launched
+        # Compile seconds of the launches of the case itself on its own backend (the clean run,
+        # its repeats), not of those its properties derive: what its structure costs to compile.
+        self.own_compile_seconds = 0.0
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, computed once per context (one case on one backend) and kept with it: what
@@ -332,6 +335,8 @@ class Context:
                     raise
                 result.error = e
         self.stats.add(result, twin=backend is not self.backend)
+        if result.compiled and case is self.case and backend is self.backend:
+            self.own_compile_seconds += result.seconds
         return result
 
     def output_spec(self, case: Case) -> Mapping[str, tuple[tuple[int, ...], str]]:

@@ -132,6 +132,7 @@ class _Drawn:
     nodes: Nodes
     mode: str  # "explore", "reuse": the memo chose; "fresh", "replay": Hypothesis chose
     free: Ranges = ()
+    relengthed: bool = False  # a reuse whose lengths the memo had drawn fresh
 
 
 @dataclass
@@ -310,6 +311,11 @@ NEW_SEEN = 4
 # in a moving average of what they compiled): a Pallas kernel compiles its first examples'
 # buckets and then few, and the judgement must not stay with its first examples.
 LENGTHS_WEIGHT = 0.2
+# The share of a compile worker's warm-up examples that reuse a launched variant with fresh
+# lengths, where lengths compile (``StructureMemo.warming``): a third, so that most of its time
+# still goes to the variants it has not compiled.
+WARM_RELENGTH = 1 / 3
+WARM_RELENGTH_QUIET = 0.1
 
 
 @dataclass
@@ -379,6 +385,7 @@ class StructureMemo:
     _lengths_compile: float = field(default=0.0, init=False, repr=False)
     _lengths_seen: int = field(default=0, init=False, repr=False)
     _rng: random.Random = field(init=False, repr=False)
+    _warming: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.target_share, bool) or not isinstance(self.target_share, (int, float)):
@@ -412,6 +419,35 @@ class StructureMemo:
     # The hunt's side ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
+    def warming(self) -> Iterator[StructureMemo]:
+        """Inside it, the memo serves a compile worker's warm-up, which is there to compile what
+        the pair's fuzzing will launch: every example draws a fresh structure (a new variant to
+        compile), but for a share ``WARM_RELENGTH`` that reuse a launched variant with fresh
+        lengths (a shape bucket of it to compile), while fresh lengths compile here or have not
+        been measured yet (:meth:`warm_relength`). A warm-up that explored only compiled each
+        Pallas variant at its first example's lengths: the fuzzing workers' reuses with fresh
+        lengths then compiled or were refused, and an H100 campaign's Pallas attention pairs
+        ran 3% of their examples with a second key tile."""
+        before = self._warming
+        self._warming = True
+        try:
+            yield self
+        finally:
+            self._warming = before
+
+    def warm_relength(self) -> float:
+        """The share of a warm-up's examples that reuse a launched variant with fresh lengths:
+        ``WARM_RELENGTH``, or 0 where such reuses (at least ``NEW_SEEN``) have hardly ever
+        compiled, at most ``WARM_RELENGTH_QUIET`` of them (a Triton kernel declared with
+        ``jit_any_size``). Not the moving judgement of :attr:`lengths_free`: that turns free
+        once the buckets of the variants launched so far are compiled, while each variant
+        explored later has buckets of its own."""
+        c = self.costs
+        if c.relength >= NEW_SEEN and c.relength_compiling <= WARM_RELENGTH_QUIET * c.relength:
+            return 0.0
+        return WARM_RELENGTH
+
+    @contextlib.contextmanager
     def active(self) -> Iterator[StructureMemo]:
         """Inside it, :func:`reusing` strategies draw through this memo (in this thread and
         context)."""
@@ -423,17 +459,28 @@ class StructureMemo:
             _ACTIVE.reset(token)
 
     def observe(
-        self, compile_seconds: float, example_seconds: float, *, offer: bool = True
+        self,
+        compile_seconds: float,
+        example_seconds: float,
+        *,
+        offer: bool = True,
+        own_compile: float | None = None,
     ) -> None:
         """Tells the memo how the example now running went: ``compile_seconds`` of its
         ``example_seconds`` went into compiling (``fuzz.timing``'s measure: launches that
         compiled), and whether to ``offer`` its structure for reuse (it launched; a structure
         whose example failed may be left out, so as not to hit a known bug again and again: then
         it is kept for reuses with fresh lengths only, where it has lengths).
+        ``own_compile``: of ``compile_seconds``, those of the launches of the case itself (None:
+        all of them), which alone tell whether its lengths compile: a launch a property derives
+        at another compile-time choice (GLA's run at every other chunk size) compiles once per
+        variant whatever the lengths, and counted with them it turned the fresh lengths of an
+        H100 campaign's Triton GLA pairs off, kernels that compile nothing per length.
         An example whose structure the memo did not draw (no :func:`reusing` strategy) is only
         counted."""
         compile_seconds = _check_seconds("compile_seconds", compile_seconds)
         example_seconds = _check_seconds("example_seconds", example_seconds)
+        own = compile_seconds if own_compile is None else _check_seconds("own_compile", own_compile)
         drawn, self._drawn = self._drawn, []
         self.counts["observed"] += 1
         if not drawn:
@@ -455,8 +502,8 @@ class StructureMemo:
         c.run_seconds += max(0.0, example_seconds - compile_seconds)
         if self._relength(drawn):
             c.relength += 1
-            c.relength_compiling += compile_seconds > 0
-            self._judge_lengths(compile_seconds)
+            c.relength_compiling += own > 0
+            self._judge_lengths(min(own, compile_seconds))
         self._launched.update((d.key, _identity(d.nodes)) for d in drawn)
         self._launched_variants.update((d.key, _variant(d.nodes, d.free)) for d in drawn)
         for d in drawn:
@@ -545,14 +592,20 @@ class StructureMemo:
         f = ((budget - c.other_compile) / max(c.chosen, 1) - known_cost) / (new_cost - known_cost)
         return min(1.0, max(self.min_explore, f))
 
-    def refused(self) -> None:
-        """Tells the memo that the example now running was refused before it ran because it
-        would have compiled: where it drew a structure never launched here, that counts toward
-        how often a new structure needs a compile."""
+    def refused(self, *, measured: bool = True) -> None:
+        """Tells the memo that the example now running was refused because it would have
+        compiled: where it drew a structure never launched here, that counts toward how often
+        a new structure needs a compile. ``measured``: its launch found the compile (a refusal
+        at the compiler's cache miss); False: refused before its launch, on the memo's own
+        prediction (:meth:`new_would_compile`), which is no measure of whether its lengths
+        compile. (Judged as one, the explorations of a Pallas pair over its share that landed
+        on a launched variant kept its fresh lengths off for good: 3% of an H100 campaign's
+        Pallas attention examples had a second key tile, 29% on Triton.)"""
         drawn = self._current_draws()
         if drawn and self._relength(drawn):
             self.costs.relength_refused += 1
-            self._judge_lengths(None)
+            if measured:
+                self._judge_lengths(None)
         elif drawn and not self.drawn_launched():
             self.costs.new_refused += 1
         self._drawn = []
@@ -561,13 +614,20 @@ class StructureMemo:
         """Whether every structure the example now running drew through the memo was launched
         before: one it knows (:meth:`drawn_known`), or one an example launched here that was not
         offered for reuse (it failed). A replay of a failing example (Hypothesis's, while it
-        shrinks) draws the latter. False where the example drew none through it."""
+        shrinks) draws the latter. False where the example drew none through it. A variant
+        launched here counts with any lengths while they are free, and also where the memo
+        reused it with fresh lengths while they are not: those are its samples that measure
+        whether they still compile, which only a launch tells (refused before it, they would
+        never turn lengths on again)."""
         drawn = self._current_draws()
         free = self.lengths_free
         return bool(drawn) and all(
             self._is_known(d)
             or (d.key, _identity(d.nodes)) in self._launched
-            or (free and (d.key, _variant(d.nodes, d.free)) in self._launched_variants)
+            or (
+                (free or d.relengthed)
+                and (d.key, _variant(d.nodes, d.free)) in self._launched_variants
+            )
             for d in drawn
         )
 
@@ -703,7 +763,13 @@ class StructureMemo:
         entry = None
         generating = _generating(data)
         borrowed = relength = False
-        if generating:
+        if generating and self._warming:
+            own = self._pools.get(key, [])
+            pool = [e for e in own + self._borrowable(key) if e.free and not e.unfree]
+            if pool and self._rng.random() < self.warm_relength():
+                relength = True
+                entry, borrowed = self._choose(own, pool, relength)
+        elif generating:
             own = self._pools.get(key, [])
             pool = own + self._borrowable(key)
             if pool and self._rng.random() >= self.explore_rate:
@@ -752,7 +818,8 @@ class StructureMemo:
             self._drop(key, entry)
         names = {"explore": "explored", "reuse": "reused", "fresh": "fresh", "replay": "replayed"}
         self.counts[names[mode]] += 1
-        self.counts["relengthed"] += mode == "reuse" and replay is not None and bool(replay.free)
+        relengthed = mode == "reuse" and replay is not None and bool(replay.free)
+        self.counts["relengthed"] += relengthed
         nodes = tuple(
             (n.type, n.value, dict(n.constraints)) for n in data.nodes[start:] if _recorded(n)
         )
@@ -760,7 +827,7 @@ class StructureMemo:
         if borrowed and mode == "reuse":
             self.counts["borrowed"] += 1
             self._offer(key, nodes, free)  # known from now on under this strategy's key too
-        self._drawn.append(_Drawn(data, key, nodes, mode, free))
+        self._drawn.append(_Drawn(data, key, nodes, mode, free, relengthed))
         return value
 
     def _borrowable(self, key: Hashable) -> list[_Entry]:

@@ -32,6 +32,7 @@ too and tells a death near the limit (or after an out-of-memory message) from a 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import faulthandler
@@ -443,6 +444,9 @@ def _hunt(
     memo = _memo(config.options, task["target"], task["backend"])
     if memo is not None and task.get("structures"):
         memo.take_in(task["structures"])  # compiled ahead by a compile worker
+    sl.memo = memo
+    if memo is not None:
+        sl.relengthed = memo.counts["relengthed"]
     options = config.options
     explore = memo.explore if memo is not None else None
     counts_before = dict(memo.counts) if memo is not None else {}
@@ -450,24 +454,28 @@ def _hunt(
         options = dataclasses.replace(options, compile_share=None)
         if memo is not None:  # and every example draws a fresh structure (variants to compile)
             memo.explore = 1.0
+    # A warm-up also compiles launched variants at fresh lengths, where lengths compile
+    # (``StructureMemo.warming``: a Pallas kernel's shape buckets).
+    warming = memo.warming() if memo is not None and task.get("warm") else contextlib.nullcontext()
     try:
-        result = engine.hunt(
-            target,
-            sl.backend,
-            options,
-            max_examples=task.get("max_examples") or 10**9,
-            seed=task["seed"],
-            database=db,
-            repro_dir=None,
-            time_limit=task["time_limit"],
-            hard_limit=task["hard_limit"],
-            known=[Bug.of(k) if isinstance(k, dict) else k for k in task["known"]],
-            narrowing=task.get("narrowing"),
-            memo=memo,
-            compile_spent=tuple(task.get("compile_spent") or (0.0, 0.0)),
-            reuse=task["reuse"],
-            hooks=sl.hooks(),
-        )
+        with warming:
+            result = engine.hunt(
+                target,
+                sl.backend,
+                options,
+                max_examples=task.get("max_examples") or 10**9,
+                seed=task["seed"],
+                database=db,
+                repro_dir=None,
+                time_limit=task["time_limit"],
+                hard_limit=task["hard_limit"],
+                known=[Bug.of(k) if isinstance(k, dict) else k for k in task["known"]],
+                narrowing=task.get("narrowing"),
+                memo=memo,
+                compile_spent=tuple(task.get("compile_spent") or (0.0, 0.0)),
+                reuse=task["reuse"],
+                hooks=sl.hooks(),
+            )
     except BaseException as e:  # the harness itself: report, keep the worker alive
         started.value = 0.0
         from fuzz.reproducer import device_out_of_memory
@@ -578,6 +586,8 @@ class _Slice:
         self.compiles = 0
         self.calm = 0
         self.warmed = False
+        self.memo: Any = None  # the pair's structure memo (set by ``_hunt``), if any
+        self.relengthed = 0
         self.disk_was_full = False  # a file could not be written: the slice ended for it
 
     def hooks(self) -> Any:
@@ -632,7 +642,15 @@ class _Slice:
         if self.quiet is not None:
             compiled = result.stats.compiles > self.compiles
             self.compiles = result.stats.compiles
-            self.calm = 0 if compiled else self.calm + 1
+            # A launched variant reused with fresh lengths that compiled nothing says nothing of
+            # the variants left to compile: it neither ends the calm nor counts toward it.
+            relengthed = self.memo.counts["relengthed"] if self.memo is not None else 0
+            same_variant = relengthed > self.relengthed
+            self.relengthed = relengthed
+            if compiled:
+                self.calm = 0
+            elif not same_variant:
+                self.calm += 1
             out_of_time = (
                 self.warm_limit is not None and time.perf_counter() - self.t0 > self.warm_limit
             )

@@ -525,3 +525,84 @@ for name, kernel, what in (
             description=f"fake target {what}, its lengths drawn free of its variant",
         )
     )
+
+
+# The same cases on a kernel compiled per variant and shape bucket of its rows (powers of two, as
+# a Pallas kernel padded to buckets): fresh lengths compile where they land in a bucket not
+# compiled yet (``BUCKET_COMPILES``: (variant, bucket) of each compile).
+BUCKET_COMPILES: list[tuple[int, int]] = []
+_buckets: set[tuple[int, int]] = set()
+
+
+def row_bucket(rows: int) -> int:
+    return 1 << max(0, rows - 1).bit_length()
+
+
+def bucket_kernel():
+    from fuzz import timing
+
+    base = make_kernel(None)
+
+    def run(inputs, params, *, out, interpret):
+        key = (params["variant"], row_bucket(inputs["x"].shape[0]))
+        if not interpret and key not in _buckets:
+            timing.compile_starting()
+            CLOCK.now += EXACT_COMPILE_SECONDS
+            BUCKET_COMPILES.append(key)
+            _buckets.add(key)
+            timing.compile_done()
+        CLOCK.now += EXACT_LAUNCH_SECONDS
+        return base(inputs, params, out=out, interpret=interpret)
+
+    return run
+
+
+register(
+    Target(
+        name="fake_variant_bucket",
+        family="fake",
+        kernels={"fake": bucket_kernel()},
+        oracle=oracle,
+        naive=naive,
+        strategy=variant_cases,
+        tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+        description="fake target compiled per variant and power-of-two bucket of its rows",
+    )
+)
+
+
+# The per-variant kernel with a property that runs the case at another variant, drawn with the
+# example's values (as GLA's runs at every other chunk size): what that launch compiles has
+# nothing to do with the case's lengths.
+def _other_variant(ctx, k):
+    from fuzz.failures import Finding as _Finding
+
+    other = ctx.case.replace(variant=ctx.case.params["variant"] + 16 * (1 + k))
+    launch = ctx.derived(other, prop="other-variant", what="at another variant")
+    if isinstance(launch, _Finding):
+        return launch
+    if not np.array_equal(launch.outputs["y"], ctx.clean.outputs["y"]):
+        return ctx.finding("accuracy", "other-variant", "another variant differs")
+    return None
+
+
+def _register_other_variant():
+    from fuzz.properties import Property
+
+    register(
+        Target(
+            name="fake_variant_derived",
+            family="fake",
+            kernels={"fake": variant_kernel()},
+            oracle=oracle,
+            naive=naive,
+            strategy=variant_cases,
+            tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+            properties=(Property("other-variant", _other_variant, st.integers(0, 7)),),
+            description="fake target compiled per variant, with a property that runs the case "
+            "at another variant",
+        )
+    )
+
+
+_register_other_variant()

@@ -494,3 +494,147 @@ def test_a_kernel_failing_everywhere_still_reuses_its_variants(exact):
     assert memo.counts["relengthed"] > 100, memo.counts
     assert result.events["rejected: would compile"] < 100, dict(result.events)
     assert len(shapes) > 50
+
+
+def _clear_fakes():
+    mod = _plugin_module()
+    for registry in (
+        mod.EXACT_COMPILES,
+        mod.EXACT_CALLS,
+        mod.VARIANT_COMPILES,
+        mod.VARIANT_CALLS,
+        mod.BUCKET_COMPILES,
+    ):
+        registry.clear()
+    for launched in (mod._exact, mod._variants, mod._buckets):
+        launched.clear()
+    return mod
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_fresh_lengths_turned_off_come_back_once_they_stop_compiling(exact, seed):
+    """A memo that judged fresh lengths to compile keeps measuring them on a few reuses, and
+    those reach the launch even over the compile share: refused before it, on the memo's own
+    prediction that new structures compile, they were judged as compiling, and the lengths of
+    a GPU campaign's Pallas attention pairs stayed off (3% of their examples had a second key
+    tile, 29% on Triton). Here lengths compile nothing, so they come back on."""
+    _, profile = exact
+    _clear_fakes()
+    memo = StructureMemo(target_share=0.25, seed=seed)
+    memo.explore = 1.0  # launch (compile) variants first, as a warm-up would
+    hunt(get("fake_variant"), "fake-compiled",
+         dataclasses.replace(profile, reuse_share=0.25, compile_share=None),
+         seed=seed, database=None, memo=memo, max_examples=40)  # fmt: skip
+    memo.explore = None
+    for _ in range(20):  # judged to compile (elsewhere, earlier)
+        memo._judge_lengths(None)
+    assert not memo.lengths_free and memo.new_would_compile()
+    before = memo.counts["relengthed"]
+    result = hunt(get("fake_variant"), "fake-compiled",
+                  dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25),
+                  seed=seed + 1, database=None, memo=memo, max_examples=300,
+                  compile_spent=(100.0, 110.0))  # fmt: skip
+    assert result.status == "pass" and result.examples == 300
+    assert memo.lengths_free, (memo.costs, memo.counts)
+    assert memo.counts["relengthed"] - before > 60, memo.counts
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_what_a_derived_launch_compiles_is_not_held_against_fresh_lengths(exact, seed):
+    """Only the case's own launches tell whether its lengths compile: a property that runs the
+    case at other compile-time choices (GLA's runs at every other chunk size) compiles per
+    variant whatever the lengths, and counted with them it turned the fresh lengths of an H100
+    campaign's Triton GLA pairs off."""
+    _, profile = exact
+    _clear_fakes()
+    memo = StructureMemo(target_share=0.25, seed=seed)
+    result = hunt(get("fake_variant_derived"), "fake-compiled",
+                  dataclasses.replace(profile, reuse_share=0.25, compile_share=None),
+                  seed=seed, database=None, memo=memo, max_examples=200)  # fmt: skip
+    assert result.status == "pass" and result.examples == 200
+    # Relengthed examples compiled (their derived launches), their own launches nothing.
+    assert memo.costs.relength >= NEW_SEEN and memo.costs.relength_compiling == 0, memo.costs
+    assert memo.lengths_free and memo.counts["relengthed"] > 50, memo.counts
+
+
+def _warm_up(tmp_path, profile, target, *, examples, seed=3):
+    """A compile worker's warm-up slice of ``target`` (fake-compiled): its summary and memo."""
+    from fuzz.campaign import worker
+    from fuzz.profiles import HuntOptions
+
+    options = HuntOptions.of(dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25))
+    config = worker.WorkerConfig(
+        slot=0,
+        plugins=[],
+        options=options,
+        repro_dir=str(tmp_path / "repro"),
+        inflight=str(tmp_path / "inflight"),
+        log=str(tmp_path / "log"),
+    )
+    sent = []
+    task = {
+        "slice": 1,
+        "target": target,
+        "backend": "fake-compiled",
+        "seed": seed,
+        "time_limit": 10**6,
+        "hard_limit": 10**6,
+        "max_examples": examples,
+        "known": [],
+        "reuse": False,
+        "warm": True,
+        "quiet": 10**6,
+        "structures": [],
+    }
+    worker._MEMOS.clear()
+    worker._hunt(types.SimpleNamespace(send=sent.append), config, None,
+                 types.SimpleNamespace(value=0.0), task)  # fmt: skip
+    memo = worker._MEMOS.pop(("fake_variant_bucket" if target == "fake_variant_bucket" else target,
+                              "fake-compiled"))  # fmt: skip
+    worker._MEMOS.clear()
+    return next(m[2] for m in sent if m[0] == "done"), memo
+
+
+def test_a_warm_up_compiles_launched_variants_at_fresh_lengths_where_lengths_compile(
+    exact, tmp_path
+):
+    """A kernel compiled per variant and shape bucket (a Pallas kernel): a third of a warm-up's
+    examples reuse a variant it launched with fresh lengths, compiling its other buckets ahead,
+    and the fuzzing worker that takes its structures in then runs most of its reuses with fresh
+    lengths without compiling. Explored only, the warm-up compiled each variant at one bucket."""
+    _, profile = exact
+    mod = _clear_fakes()
+    summary, warm = _warm_up(tmp_path, profile, "fake_variant_bucket", examples=100)
+    assert summary["examples"] == 100
+    # Of the structures the memo chose (Hypothesis's own variations aside), about a third.
+    relengthed, chosen = warm.counts["relengthed"], warm.counts["explored"] + warm.counts["reused"]
+    assert 0.2 * chosen <= relengthed <= 0.5 * chosen, warm.counts
+    per_variant: dict[int, set[int]] = {}
+    for v, b in mod.BUCKET_COMPILES:
+        per_variant.setdefault(v, set()).add(b)
+    assert sum(len(b) - 1 for b in per_variant.values()) >= 8, per_variant
+    assert warm.warm_relength() > 0  # lengths compile here: the next warm-up goes on
+    # The fuzzing worker (same caches): reuses with fresh lengths mostly launch compiled buckets.
+    fuzz = StructureMemo(target_share=0.25, seed=5)
+    fuzz.take_in(summary["structures"])
+    compiled_before = len(mod.BUCKET_COMPILES)
+    result = hunt(get("fake_variant_bucket"), "fake-compiled",
+                  dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25),
+                  seed=11, database=None, memo=fuzz, max_examples=200,
+                  compile_spent=(0.0, 20.0))  # fmt: skip
+    assert result.examples == 200
+    assert fuzz.counts["relengthed"] > 50, (fuzz.counts, fuzz.costs)
+    assert len(mod.BUCKET_COMPILES) - compiled_before < 0.2 * fuzz.counts["relengthed"]
+
+
+def test_a_warm_up_stops_drawing_fresh_lengths_where_they_compile_nothing(exact, tmp_path):
+    """Where fresh lengths compile nothing (the project's Triton kernels), the warm-up measures it
+    on its first few reuses and then explores only: its time goes to variants not compiled."""
+    from strategies.reuse import NEW_SEEN
+
+    _, profile = exact
+    _clear_fakes()
+    summary, warm = _warm_up(tmp_path, profile, "fake_variant", examples=80)
+    assert summary["examples"] == 80
+    assert warm.warm_relength() == 0.0
+    assert NEW_SEEN <= warm.counts["relengthed"] <= 3 * NEW_SEEN, warm.counts
