@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase, choices_to_bytes
 
-from fuzz import origin, reproducer
+from fuzz import origin, reproducer, timing
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.failures import NONDETERMINISM, KernelFailure, Unsupported, raise_for
@@ -361,6 +361,7 @@ class _Hunter:
         # shrinking and lose it (see _note_error).
         self.harness_error: str | None = None
         self.memo = memo  # the structures this (target, backend) reuses (strategies.reuse)
+        self._mark = 0  # fuzz.timing.compile_mark() when the example now running began
 
     # The test body -----------------------------------------------------------------------------
 
@@ -476,8 +477,8 @@ class _Hunter:
                 )
         except NewCompile:
             self.result.events["rejected: would compile"] += 1
-            if self.memo is not None:
-                self.memo.refused()
+            if self.memo is not None and self.memo.refused():
+                self._lengths_compiled("refused")
             reject()
         except Unsupported as e:  # the kernel declined the example: never a finding
             self._declined([e.reason])
@@ -486,6 +487,13 @@ class _Hunter:
         for prop in outcome.spared:  # ... or would have compiled past the share
             self.result.events[f"spared: {prop} (would compile)"] += 1
         return outcome
+
+    def _lengths_compiled(self, how: str) -> None:
+        """Counts an example that reused a launched variant with new lengths and compiled (or
+        was refused at the compiler), by what it compiled: the report's events say which
+        kernels a length selects where the memo turned fresh lengths off."""
+        names = sorted(set(timing.compiled_since(self._mark))) or ["?"]
+        self.result.events[f"lengths {how}: {', '.join(names)[:120]}"] += 1
 
     def _declined(self, reasons: list[str]) -> None:
         for reason in reasons:
@@ -498,6 +506,7 @@ class _Hunter:
         if self.hooks.before_example is not None:
             self.hooks.before_example(case)
         t0, compiled = time.perf_counter(), self.result.stats.compile_seconds
+        self._mark = timing.compile_mark()
         outcome = self._check(case, data)
         # Counted once checked: an example refused before its launch (it would compile past the
         # share) or declined by the kernel is an event, not an example (one pair reported 285
@@ -507,7 +516,11 @@ class _Hunter:
             compiled = self.result.stats.compile_seconds - compiled
             offer = outcome.finding is None  # a failing structure would only hit its bug again
             own = min(compiled, outcome.context.own_compile_seconds)
-            self.memo.observe(compiled, time.perf_counter() - t0, offer=offer, own_compile=own)
+            measured = self.memo.observe(
+                compiled, time.perf_counter() - t0, offer=offer, own_compile=own
+            )
+            if measured and own > 0:
+                self._lengths_compiled("compiled")
         names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
         for name in names:
             self.result.events[f"hazard {name}"] += 1

@@ -432,6 +432,20 @@ class Context:
     def finding(self, cls: str, prop: str, message: str, **kw: Any) -> Finding:
         return Finding(cls, prop, message, hazards=list(self.hazards), **kw)
 
+    def spared_launch(self, prop: str, case: Case | None = None, **kw: Any) -> Launch:
+        """:meth:`launch` for property ``prop``, which is skipped (``PropertySpared``) where
+        the launch would compile while launches a property adds are spared
+        (:attr:`spare_derived`): a derived case, or the case on the twin backend (an XLA
+        program per new shape in Pallas interpret mode), whose compile would otherwise have
+        refused the whole example."""
+        if not self.spare_derived:
+            return self.launch(case, **kw)
+        try:
+            with no_new_compiles():
+                return self.launch(case, **kw)
+        except NewCompile:
+            raise PropertySpared(prop) from None
+
     def derived(
         self,
         case: Case | None,
@@ -452,15 +466,9 @@ class Context:
         one (:meth:`memo`); each gets the crash finding of its own property."""
 
         def run() -> Launch:
-            if not self.spare_derived:
-                return self.launch(case, fill=fill, backend=backend, outputs=outputs, entry=entry)
-            try:
-                with no_new_compiles():
-                    return self.launch(
-                        case, fill=fill, backend=backend, outputs=outputs, entry=entry
-                    )
-            except NewCompile:
-                raise PropertySpared(prop) from None
+            return self.spared_launch(
+                prop, case, fill=fill, backend=backend, outputs=outputs, entry=entry
+            )
 
         launch = run() if share is None else self.memo(("derived", share), run)
         if launch.declined is not None:
@@ -1012,7 +1020,7 @@ def _backend_agreement(ctx: Context, draw: Any) -> Finding | None:
         return None
     twin = _twin(ctx)
     assert twin is not None
-    other = ctx.launch(backend=twin)
+    other = ctx.spared_launch("backend-agreement", backend=twin)
     if other.error is not None:
         # The same source raising on one backend only is the divergence this property looks for.
         e = other.error

@@ -40,6 +40,34 @@ def _bump(*_: Any, **__: Any) -> None:
         _counter.events += 1
 
 
+# What the latest compiles were of (a Triton kernel's name, "jax"), numbered: what an example
+# compiled, for the harness's diagnostics (``compiled_since``).
+_names: list[tuple[int, str]] = []
+_named = 0
+
+
+def _name(name: str) -> None:
+    global _named
+    if getattr(_quiet, "on", False):
+        return
+    with _lock:
+        _named += 1
+        _names.append((_named, name))
+        del _names[:-16]
+
+
+def compile_mark() -> int:
+    """A mark for :func:`compiled_since`."""
+    with _lock:
+        return _named
+
+
+def compiled_since(mark: int) -> list[str]:
+    """The names of what began to compile since ``mark`` (the last 16 at most)."""
+    with _lock:
+        return [name for n, name in _names if n > mark]
+
+
 class NewCompile(BaseException):
     """Raised where a compilation is about to begin inside :func:`no_new_compiles` (a
     ``BaseException``: kernel wrappers and the harness's launch catch ``Exception`` only)."""
@@ -80,16 +108,20 @@ def unwatched() -> Iterator[None]:
         yield
 
 
-def compile_starting(*, lowering: bool = False) -> None:
+def compile_starting(*, lowering: bool = False, name: str | None = None) -> None:
     """Notifies the watchers that a compilation begins (the compilers' hooks call it; so may a
     plugin whose kernels compile through another route, or a test's fake compiler). Raises
     :class:`NewCompile` inside :func:`no_new_compiles`, except for a JAX lowering (``lowering``)
     while JAX's persistent cache is on: the program may be one another process compiled, and
     the refusal waits for the cache's answer (:func:`_on_jax_cache_miss`). A fresh campaign
     worker refused every load of what a warm-up compiled: 300 of 357 examples of a Pallas pair
-    on an H100."""
+    on an H100. ``name``: what compiles (the report names it where an example's lengths
+    compiled).
+    """
     if getattr(_quiet, "on", False):
         return
+    if name is not None:
+        _name(name)
     if getattr(_forbid, "on", False) and not (lowering and _jax_defers()):
         raise NewCompile
     _started()
@@ -200,6 +232,8 @@ def install() -> None:
         previous_hook = knobs.runtime.jit_cache_hook
 
         def cache_hook(*args: Any, **kwargs: Any) -> Any:
+            fn = kwargs.get("fn")
+            _name(str(getattr(fn, "__name__", None) or getattr(fn, "name", None) or "triton"))
             compile_starting()
             return previous_hook(*args, **kwargs) if previous_hook is not None else None
 
@@ -215,6 +249,7 @@ def install() -> None:
             if "backend_compile" in event:  # recorded for a persistent-cache hit too
                 _ended()
             elif "to_mlir" in event or "lower" in event:
+                _name(f"jax {kwargs.get('fun_name') or 'program'}")
                 compile_starting(lowering=True)
 
         def on_event(event: str, **kwargs: Any) -> None:

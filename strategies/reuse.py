@@ -465,7 +465,7 @@ class StructureMemo:
         *,
         offer: bool = True,
         own_compile: float | None = None,
-    ) -> None:
+    ) -> bool:
         """Tells the memo how the example now running went: ``compile_seconds`` of its
         ``example_seconds`` went into compiling (``fuzz.timing``'s measure: launches that
         compiled), and whether to ``offer`` its structure for reuse (it launched; a structure
@@ -477,14 +477,15 @@ class StructureMemo:
         variant whatever the lengths, and counted with them it turned the fresh lengths of an
         H100 campaign's Triton GLA pairs off, kernels that compile nothing per length.
         An example whose structure the memo did not draw (no :func:`reusing` strategy) is only
-        counted."""
+        counted. Returns whether the example measured whether fresh lengths compile (it
+        launched a variant launched here with new lengths)."""
         compile_seconds = _check_seconds("compile_seconds", compile_seconds)
         example_seconds = _check_seconds("example_seconds", example_seconds)
         own = compile_seconds if own_compile is None else _check_seconds("own_compile", own_compile)
         drawn, self._drawn = self._drawn, []
         self.counts["observed"] += 1
         if not drawn:
-            return
+            return False
         c = self.costs
         first = drawn[0]
         if self._is_known(first):
@@ -500,7 +501,8 @@ class StructureMemo:
         else:
             c.other_compile += compile_seconds
         c.run_seconds += max(0.0, example_seconds - compile_seconds)
-        if self._relength(drawn):
+        measured = self._relength(drawn)
+        if measured:
             c.relength += 1
             c.relength_compiling += own > 0
             self._judge_lengths(min(own, compile_seconds))
@@ -516,6 +518,7 @@ class StructureMemo:
                 # every example explored a new structure and was refused: an H200 campaign's
                 # GLA mutant ran 17 examples and refused 5,235.
                 self._offer(d.key, d.nodes, d.free, failing=True)
+        return measured
 
     def _is_known(self, d: _Drawn) -> bool:
         """Whether structure ``d`` is one the memo knows: offered (launched here, or taken in),
@@ -592,7 +595,7 @@ class StructureMemo:
         f = ((budget - c.other_compile) / max(c.chosen, 1) - known_cost) / (new_cost - known_cost)
         return min(1.0, max(self.min_explore, f))
 
-    def refused(self, *, measured: bool = True) -> None:
+    def refused(self, *, measured: bool = True) -> bool:
         """Tells the memo that the example now running was refused because it would have
         compiled: where it drew a structure never launched here, that counts toward how often
         a new structure needs a compile. ``measured``: its launch found the compile (a refusal
@@ -600,15 +603,19 @@ class StructureMemo:
         prediction (:meth:`new_would_compile`), which is no measure of whether its lengths
         compile. (Judged as one, the explorations of a Pallas pair over its share that landed
         on a launched variant kept its fresh lengths off for good: 3% of an H100 campaign's
-        Pallas attention examples had a second key tile, 29% on Triton.)"""
+        Pallas attention examples had a second key tile, 29% on Triton.) Returns whether the
+        refusal was judged as fresh lengths that compile."""
         drawn = self._current_draws()
+        judged = False
         if drawn and self._relength(drawn):
             self.costs.relength_refused += 1
             if measured:
                 self._judge_lengths(None)
+                judged = True
         elif drawn and not self.drawn_launched():
             self.costs.new_refused += 1
         self._drawn = []
+        return judged
 
     def drawn_launched(self) -> bool:
         """Whether every structure the example now running drew through the memo was launched

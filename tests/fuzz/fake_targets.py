@@ -546,7 +546,7 @@ def bucket_kernel():
     def run(inputs, params, *, out, interpret):
         key = (params["variant"], row_bucket(inputs["x"].shape[0]))
         if not interpret and key not in _buckets:
-            timing.compile_starting()
+            timing.compile_starting(name="fake_bucket")
             CLOCK.now += EXACT_COMPILE_SECONDS
             BUCKET_COMPILES.append(key)
             _buckets.add(key)
@@ -606,3 +606,41 @@ def _register_other_variant():
 
 
 _register_other_variant()
+
+
+# The exact-shape kernel whose interpreted twin compiles per shape too (as Pallas interpret mode
+# compiles an XLA program per new shape): ``TWIN_COMPILES`` counts the twin's.
+TWIN_COMPILES: list[tuple[int, int]] = []
+_twin_shapes: set[tuple[int, int]] = set()
+
+
+def twin_compiling_kernel():
+    from fuzz import timing
+
+    compiled = exact_kernel()
+
+    def run(inputs, params, *, out, interpret):
+        shape = tuple(inputs["x"].shape)
+        if interpret and shape not in _twin_shapes:
+            timing.compile_starting()
+            CLOCK.now += EXACT_COMPILE_SECONDS
+            TWIN_COMPILES.append(shape)
+            _twin_shapes.add(shape)
+            timing.compile_done()
+        return compiled(inputs, params, out=out, interpret=interpret)
+
+    return run
+
+
+register(
+    Target(
+        name="fake_exact_twin_compiles",
+        family="fake",
+        kernels={"fake": twin_compiling_kernel()},
+        oracle=oracle,
+        naive=naive,
+        strategy=exact_cases,
+        tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+        description="fake target compiled per exact shape, its interpreted twin too",
+    )
+)

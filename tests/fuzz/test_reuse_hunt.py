@@ -625,6 +625,10 @@ def test_a_warm_up_compiles_launched_variants_at_fresh_lengths_where_lengths_com
     assert result.examples == 200
     assert fuzz.counts["relengthed"] > 50, (fuzz.counts, fuzz.costs)
     assert len(mod.BUCKET_COMPILES) - compiled_before < 0.2 * fuzz.counts["relengthed"]
+    # Where a reuse's new lengths compiled, the events name what (the kernel a length selects).
+    named = {k: n for k, n in result.events.items() if k.startswith("lengths ")}
+    assert set(named) <= {"lengths compiled: fake_bucket", "lengths refused: fake_bucket"}, named
+    assert 0 < sum(named.values()) <= fuzz.costs.relength_compiling + fuzz.costs.relength_refused
 
 
 def test_a_warm_up_stops_drawing_fresh_lengths_where_they_compile_nothing(exact, tmp_path):
@@ -638,3 +642,32 @@ def test_a_warm_up_stops_drawing_fresh_lengths_where_they_compile_nothing(exact,
     assert summary["examples"] == 80
     assert warm.warm_relength() == 0.0
     assert NEW_SEEN <= warm.counts["relengthed"] <= 3 * NEW_SEEN, warm.counts
+
+
+def test_a_twin_launch_that_would_compile_is_spared_not_the_example(exact):
+    """Over the compile share, the differential's launch on the interpreted twin (Pallas
+    interpret mode compiles an XLA program per new shape) is skipped like a derived launch:
+    it refused whole examples of a compiled Pallas pair whose own kernel was compiled, and
+    those refusals were judged as fresh lengths that compile."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+
+    mod = _clear_fakes()
+    mod.TWIN_COMPILES.clear()
+    mod._twin_shapes.clear()
+    target, backend = get("fake_exact_twin_compiles"), get_backend("fake-compiled")
+    case = Case({"x": np.ones((3, 5), np.float32)}, {"dtype": "float32"}, {"seed": 0})
+    first = check_case(target, backend, case, differential=True, params={"backend-agreement": 0})
+    assert first.finding is None and mod.TWIN_COMPILES == [(3, 5)]
+    other = case.replace(inputs={"x": np.ones((4, 5), np.float32)})
+    mod._exact.add((4, 5))  # its own kernel compiled, its twin's program not
+    spared = check_case(target, backend, other, differential=True, spare_derived=True,
+                        params={"backend-agreement": 0})  # fmt: skip
+    assert spared.finding is None and spared.spared == ["backend-agreement"]
+    assert mod.TWIN_COMPILES == [(3, 5)]
+    # Not spared: the twin compiles and is compared.
+    ran = check_case(target, backend, other, differential=True, params={"backend-agreement": 0})
+    assert ran.finding is None and ran.spared == [] and mod.TWIN_COMPILES[-1] == (4, 5)
