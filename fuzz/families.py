@@ -65,6 +65,9 @@ class Family:
         guard_inputs: ``guard_inputs(inputs, params) -> inputs``: torch inputs as views into
             poisoned guard buffers, as the family's own entry points pass them (the jagged
             family's guard rows: the masked-poison property swaps their poison).
+        runtime: the inputs and params the strategy draws with the values, not with the case's
+            structure (an initial state, a flag): a reused structure meets each of them, so no
+            kernel binary may depend on them (``fuzz.triton_keys`` groups cases without them).
     """
 
     name: str
@@ -87,6 +90,7 @@ class Family:
     uses: Mapping[str, Callable[[Any], bool]] = field(default_factory=dict)
     drop: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
     guard_inputs: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
+    runtime: tuple[str, ...] = ()
 
     def passed(self, features: frozenset[str], tiles: frozenset[str]) -> tuple[str, ...]:
         """The keywords a kernel supporting ``features`` and taking ``tiles`` is called with."""
@@ -445,6 +449,10 @@ _GLA_LAYOUTS = {
 }
 
 
+# Drawn with GLA's values, not its structure (``strategies.simple_gla``): runtime arguments of
+# every kernel, which select no binary of their own.
+_GLA_RUNTIME = ("h0", "dht", "output_final_state", "scale")
+
 _GLA_LENGTHS = {"T": "the token axis (packed: all sequences' and the padding tokens after them)"}
 
 
@@ -564,6 +572,7 @@ def _families() -> dict[str, Family]:
             measure=_gla_measure,
             uses={f: u for f, u in _GLA_USES.items() if f != "dht"},
             drop={f: d for f, d in _GLA_DROP.items() if f != "dht"},
+            runtime=_GLA_RUNTIME,
         ),
         Family(
             name="simple_gla_bwd",
@@ -583,6 +592,7 @@ def _families() -> dict[str, Family]:
             measure=_gla_measure,
             uses={f: u for f, u in _GLA_USES.items() if f != "final_state"},
             drop={f: d for f, d in _GLA_DROP.items() if f != "final_state"},
+            runtime=_GLA_RUNTIME,
         ),
     ]
     return {f.name: f for f in fams}

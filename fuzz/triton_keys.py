@@ -105,14 +105,21 @@ class Keys:
 
 
 def _group(target: Target, case: Any) -> str:
+    """What selects a binary besides lengths: the params and the inputs' dtypes and head dims,
+    less what the family draws with the values (``Family.runtime``: an initial state present or
+    not, a flag), which a reused structure meets too and which therefore must not select one."""
     fam = family_of(target)
     head_axes = set(fam.dims) if fam is not None else set()
+    runtime = set(fam.runtime) if fam is not None else set()
     dims = []
     for name, a in sorted(case.inputs.items()):
+        if name in runtime:
+            continue
         axes = fam.layouts.get(name) if fam is not None else None
         head = tuple(n for ax, n in zip(axes or (), a.shape, strict=False) if ax in head_axes)
         dims.append([name, str(a.dtype), list(head)])
-    return json.dumps([dict(case.params), dims], sort_keys=True, default=repr)
+    params = {k: v for k, v in case.params.items() if k not in runtime}
+    return json.dumps([params, dims], sort_keys=True, default=repr)
 
 
 def target_keys(target: Target, *, scale: str, examples: int, seed: int = 0) -> Keys:

@@ -17,7 +17,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("targets", nargs="*", default=["*"])
     p.add_argument("--examples", type=int, default=200)
-    p.add_argument("--scale", default="small")
+    p.add_argument("--scale", default="small", choices=("small", "large"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mutants", action="store_true", help="mutants and reformulations too")
     args = p.parse_args()

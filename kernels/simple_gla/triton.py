@@ -508,7 +508,11 @@ def _out(name: str, out: torch.Tensor | None, shape, dtype: torch.dtype, device)
 
 
 def _strides(t: torch.Tensor | None, n: int) -> tuple[int, ...]:
-    return tuple(t.stride()) if t is not None else (0,) * n
+    """``t``'s strides, or an absent operand's: 0 but the innermost, 1 as a present operand's
+    (the kernels specialize on that unit stride: with 0 there, an initial state, a final state
+    or ``dht`` present or not selected a binary of its own, and each reuse of a variant with
+    fresh values compiled it again; never read)."""
+    return tuple(t.stride()) if t is not None else (0,) * (n - 1) + (1,)
 
 
 def zero_padding(p: Problem, *outputs: torch.Tensor | None) -> None:
