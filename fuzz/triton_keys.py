@@ -124,32 +124,75 @@ def _group(target: Target, case: Any) -> str:
 
 def target_keys(target: Target, *, scale: str, examples: int, seed: int = 0) -> Keys:
     """The Triton keys of ``examples`` cases of ``target`` (its ``triton`` entry)."""
+    out = Keys(target.name)
+    for case in draw_cases(target, scale, examples, seed):
+        _record(target, case, out, _group(target, case))
+    return out
+
+
+def reused_keys(target: Target, *, scale: str, examples: int, seed: int = 0) -> Keys:
+    """The Triton keys of ``examples`` cases of ``target`` drawn as a campaign's fuzzing draws
+    them: through a ``strategies.reuse.StructureMemo`` that reuses launched variants with fresh
+    lengths and values, grouped by the memo's variant (a case's structure less its lengths).
+    Within a variant every launch of a kernel must have one key: that is what makes a reuse
+    cost no compile. Unlike :func:`target_keys`' grouping, nothing about the family need be
+    declared: whatever the strategy draws outside the structure (values, flags, optional
+    inputs) varies within a group (an absent initial state's stride selected a binary of the
+    GLA kernels of its own, and a GPU campaign's reuses compiled it)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    from strategies.reuse import StructureMemo, variant_of
+
+    memo = StructureMemo(explore=0.3, fresh_lengths=True, seed=seed)
+    out = Keys(target.name)
+
+    def body(case: Any) -> None:
+        variant = variant_of(memo)
+        try:
+            if variant is not None:
+                group = json.dumps(case.params.get("dtype"), default=repr) + " " + variant
+                _record(target, case, out, group)
+        finally:
+            memo.observe(0.0, 0.001)
+
+    test = given(target.strategy(scale))(body)
+    test = settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )(test)
+    with memo.active():
+        hypothesis_seed(seed)(test)()
+    return out
+
+
+def _record(target: Target, case: Any, out: Keys, group: str) -> None:
+    """Adds the keys of ``case``'s launches to ``out`` under ``group``."""
     import torch
 
     adapter = TorchAdapter("cpu")
     entry = target.kernels["triton"]
-    out = Keys(target.name)
-    for case in draw_cases(target, scale, examples, seed):
-        # Fresh allocations (a GPU's inputs are copies); outputs as the harness allocates them.
-        inputs = {k: adapter.put(v).clone() for k, v in case.inputs.items()}
-        outputs = target.outputs(case) if target.outputs is not None else None
-        bufs = (
-            {k: adapter.alloc(tuple(s), d, 0.0).array for k, (s, d) in outputs.items()}
-            if outputs is not None and target.library.writes_out
-            else None
-        )
-        launches: list[tuple[str, tuple[str, ...], tuple[Any, ...]]] = []
-        with recording_keys(launches), torch.no_grad():
-            try:
-                entry(inputs, dict(case.params), out=bufs, interpret=False)
-            except Exception as e:  # a wrapper that reads what a launch wrote: what it got to
-                out.errors.append(f"{type(e).__name__}: {e}"[:200])
-        group = _group(target, case)
-        shapes = tuple(sorted((k, tuple(a.shape)) for k, a in case.inputs.items()))
-        for kernel, names, key in launches:
-            out.names[kernel] = names
-            out.groups[(kernel, group)][key].add(shapes)
-    return out
+    # Fresh allocations (a GPU's inputs are copies); outputs as the harness allocates them.
+    inputs = {k: adapter.put(v).clone() for k, v in case.inputs.items()}
+    outputs = target.outputs(case) if target.outputs is not None else None
+    bufs = (
+        {k: adapter.alloc(tuple(s), d, 0.0).array for k, (s, d) in outputs.items()}
+        if outputs is not None and target.library.writes_out
+        else None
+    )
+    launches: list[tuple[str, tuple[str, ...], tuple[Any, ...]]] = []
+    with recording_keys(launches), torch.no_grad():
+        try:
+            entry(inputs, dict(case.params), out=bufs, interpret=False)
+        except Exception as e:  # a wrapper that reads what a launch wrote: what it got to
+            out.errors.append(f"{type(e).__name__}: {e}"[:200])
+    shapes = tuple(sorted((k, tuple(a.shape)) for k, a in case.inputs.items()))
+    for kernel, names, key in launches:
+        out.names[kernel] = names
+        out.groups[(kernel, group)][key].add(shapes)
 
 
 def triton_targets(patterns: str = "*", *, mutants: bool = False) -> list[Target]:

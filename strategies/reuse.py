@@ -58,6 +58,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import hashlib
 import math
 import random
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -991,6 +992,17 @@ def free_lengths(draw: Callable[..., Any]) -> Iterator[None]:
         if opened.replay is not None:
             opened.replay.leave_lengths()
         opened.free.append((begin, opened.count()))
+
+
+def variant_of(memo: StructureMemo) -> str | None:
+    """The variants (structures less their lengths) of the example now running under ``memo``,
+    as a short stable name (None: it drew none through the memo): what a kernel compiled per
+    variant must compile once (``fuzz.triton_keys.reused_keys``)."""
+    drawn = memo._current_draws()
+    if not drawn:
+        return None
+    text = repr(tuple((repr(d.key), _variant(d.nodes, d.free)) for d in drawn))
+    return f"variant {hashlib.sha1(text.encode()).hexdigest()[:10]}"
 
 
 def current_memo() -> StructureMemo | None:

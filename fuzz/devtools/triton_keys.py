@@ -3,6 +3,7 @@ selects (``fuzz.triton_keys``: how the keys are computed and the cases grouped).
 when one does.
 
     python -m fuzz.devtools.triton_keys [TARGET...] [--examples 200] [--scale small] [--mutants]
+        [--reused]
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from fuzz.target import get
-from fuzz.triton_keys import target_keys, triton_targets
+from fuzz.triton_keys import reused_keys, target_keys, triton_targets
 
 
 def main() -> None:
@@ -20,10 +21,18 @@ def main() -> None:
     p.add_argument("--scale", default="small", choices=("small", "large"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mutants", action="store_true", help="mutants and reformulations too")
+    p.add_argument(
+        "--reused",
+        action="store_true",
+        help="draw as a campaign's fuzzing does (reused variants, fresh lengths and values) and "
+        "group by variant",
+    )
     args = p.parse_args()
     bad = 0
     for t in triton_targets(",".join(args.targets), mutants=args.mutants):
-        keys = target_keys(get(t.name), scale=args.scale, examples=args.examples, seed=args.seed)
+        keys = (reused_keys if args.reused else target_keys)(
+            get(t.name), scale=args.scale, examples=args.examples, seed=args.seed
+        )
         lines = keys.recompiles()
         bad += bool(lines)
         print(

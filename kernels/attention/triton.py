@@ -252,6 +252,20 @@ def _attn_fwd_kernel(
     tl.store(lse_base + rows * stride_lt, lse, mask=row_ok)
 
 
+def _strides(t: torch.Tensor) -> tuple[int, ...]:
+    """``t``'s strides, or for a tensor of no elements (a packed batch with no keys at all) those
+    of its shape laid out contiguously: never read, and with the unit innermost stride the
+    kernel specializes on (torch gave such a tensor other strides, and it selected a binary of
+    its own)."""
+    if t.numel():
+        return tuple(t.stride())
+    strides, step = [], 1
+    for n in reversed(t.shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
 def _kernel(interpret: bool):
     return interpreted(_attn_fwd_kernel, fast=True) if interpret else _attn_fwd_kernel
 
@@ -426,11 +440,11 @@ def attention(
         d,
         hq,
         hq // hkv,
-        *q.stride(),
-        *k.stride(),
-        *v.stride(),
-        *out.stride(),
-        *lse_out.stride(),
+        *_strides(q),
+        *_strides(k),
+        *_strides(v),
+        *_strides(out),
+        *_strides(lse_out),
         int(opts.causal),
         int(opts.window_left >= 0),
         int(opts.window_right >= 0),

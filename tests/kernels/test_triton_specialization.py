@@ -75,3 +75,17 @@ def test_jagged_guard_views_start_aligned_whatever_the_columns(block_n, dtype):
         assert before.numel() >= block_n * (m + 1) and before.float().isnan().all()
         after = flat[view.storage_offset() + 3 * (m + 1) :]
         assert after.numel() == block_n * (m + 1) and after.float().isnan().all()
+
+
+@pytest.mark.parametrize("name", FAMILY_TARGETS)
+def test_no_reused_variant_selects_a_new_binary(name):
+    """Drawn as a campaign's fuzzing draws (``fuzz.triton_keys.reused_keys``: launched variants
+    reused with fresh lengths and values), every launch of a variant has one key: a reuse
+    compiles nothing. (An absent GLA initial state's stride, and the strides of a packed batch
+    with no keys at all, each selected a binary of their own, and a GPU campaign's reuses of
+    launched variants compiled them.)"""
+    from fuzz.triton_keys import reused_keys
+
+    keys = reused_keys(get(name), scale="small", examples=150)
+    assert not keys.recompiles(), "\n".join(keys.recompiles())
+    assert keys.varied >= 5
