@@ -317,9 +317,6 @@ LENGTHS_WEIGHT = 0.2
 # still goes to the variants it has not compiled.
 WARM_RELENGTH = 1 / 3
 WARM_RELENGTH_QUIET = 0.1
-# The most structures refused at the compiler a hunt keeps for the next warm-up
-# (``StructureMemo.refused_structures``), and a campaign for one pair.
-MAX_WANTED = 32
 
 
 @dataclass
@@ -390,15 +387,6 @@ class StructureMemo:
     _lengths_seen: int = field(default=0, init=False, repr=False)
     _rng: random.Random = field(init=False, repr=False)
     _warming: bool = field(default=False, init=False, repr=False)
-    # Structures a fuzzing hunt's reuses with fresh lengths were refused at the compiler for
-    # (``refused``), kept for a compile worker's next warm-up (``refused_structures``), and the
-    # ones a warm-up was handed to compile (``want``), replayed whole first.
-    _refused: dict[tuple[Any, ...], tuple[Hashable, Nodes, Ranges]] = field(
-        default_factory=dict, init=False, repr=False
-    )
-    _wanted: list[tuple[Hashable, Nodes, Ranges]] = field(
-        default_factory=list, init=False, repr=False
-    )
 
     def __post_init__(self) -> None:
         if isinstance(self.target_share, bool) or not isinstance(self.target_share, (int, float)):
@@ -625,42 +613,10 @@ class StructureMemo:
             if measured:
                 self._judge_lengths(None)
                 judged = True
-                for d in drawn:  # a shape bucket of a launched variant: compiled ahead next
-                    ident = (repr(d.key), _identity(d.nodes))
-                    if d.free and ident not in self._refused and len(self._refused) < MAX_WANTED:
-                        self._refused[ident] = (d.key, d.nodes, d.free)
         elif drawn and not self.drawn_launched():
             self.costs.new_refused += 1
         self._drawn = []
         return judged
-
-    def refused_structures(self) -> list[tuple[Hashable, Nodes, Ranges, bool]]:
-        """The structures (as :meth:`export` gives them) whose examples reused a variant
-        launched here with new lengths and were refused at the compiler since the last call: a
-        shape bucket of a compiled variant that no process compiled, which a campaign hands to
-        the pair's next warm-up (:meth:`want`). At most ``MAX_WANTED``."""
-        out = [(key, nodes, free, False) for key, nodes, free in self._refused.values()]
-        self._refused = {}
-        return out
-
-    def want(self, structures: Iterable[tuple[Any, ...]]) -> int:
-        """Has a warm-up (:meth:`warming`) launch ``structures`` (from
-        :meth:`refused_structures`, another process's) first, each replayed whole, so that what
-        the pair's fuzzing was refused for is compiled ahead; returns how many it will (those it
-        knows are left out). A warm-up that drew only fresh structures and random lengths
-        compiled few of them: a GPU campaign's Pallas attention pairs were refused 7-19 reuses
-        each at shape buckets no process had compiled."""
-        before = len(self._wanted)
-        queued = {(repr(k), _identity(n)) for k, n, _ in self._wanted}
-        for key, nodes, *rest in structures:
-            nodes = tuple(nodes)
-            ident = (repr(key), _identity(nodes))
-            if ident in queued or _identity(nodes) in self._known.get(key, ()):
-                continue
-            free = tuple((int(a), int(b)) for a, b in rest[0]) if rest else ()
-            self._wanted.append((key, nodes, free))
-            queued.add(ident)
-        return len(self._wanted) - before
 
     def drawn_launched(self) -> bool:
         """Whether every structure the example now running drew through the memo was launched
@@ -815,13 +771,7 @@ class StructureMemo:
         entry = None
         generating = _generating(data)
         borrowed = relength = False
-        wanted = None
         if generating and self._warming:
-            wanted = next((w for w in self._wanted if w[0] == key), None)
-        if wanted is not None:  # what the pair's fuzzing was refused for: compiled first
-            self._wanted.remove(wanted)
-            entry = _Entry(wanted[1], free=wanted[2], variant=_variant(wanted[1], wanted[2]))
-        elif generating and self._warming:
             own = self._pools.get(key, [])
             pool = [e for e in own + self._borrowable(key) if e.free and not e.unfree]
             if pool and self._rng.random() < self.warm_relength():
@@ -866,9 +816,6 @@ class StructureMemo:
             mode = "explore"
             entry.unfree = True
             self.counts["unfree"] += 1
-        elif wanted is not None:  # handed over, but the strategy does not draw it (any more)
-            mode = "explore"
-            self.counts["stale"] += 1
         elif borrowed:  # another strategy's structure this one does not draw
             mode = "explore"
             self.counts["stale"] += 1

@@ -70,7 +70,6 @@ from fuzz.profiles import HuntOptions, Profile
 from fuzz.results import status_of
 from fuzz.signatures import Bug, bug_key, same_bug, signature, site
 from fuzz.target import Target, plugins, target_plugin
-from strategies.reuse import MAX_WANTED
 
 NEW_CLASS_WEIGHT = 10.0  # a new bug counts as much as ten new coverage features
 CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
@@ -127,9 +126,6 @@ class PairState:
     first_warm_compile: float | None = None  # compile seconds of its first warm-up
     compile_at_warm: float = 0.0  # its fuzzing path's compile seconds at its last warm-up
     refused_at_warm: int = 0  # its examples refused for their compile at its last warm-up
-    # Structures its fuzzing's reuses were refused at the compiler for (a shape bucket of a
-    # compiled variant): its next warm-up compiles them first (``StructureMemo.want``).
-    wanted: list[Any] = field(default_factory=list)
     narrowing: dict[str, Any] | None = None  # its compile-time choices (kernel variants) now
     refused_seconds: float = 0.0  # seconds of its slices that checked nothing, all refused
     widened: int = 0  # times its choices grew (``Campaign._widen``)
@@ -862,15 +858,12 @@ class Campaign:
             "quiet": self.config.warm_quiet * 2**level,  # each warm-up draws longer
             "warm_limit": WARM_SECONDS * 2**level,
             "structures": [] if warm else pair.structures,
-            "wanted": pair.wanted if warm else [],
             # The pair's fuzzing so far: its compile share holds over the whole campaign.
             "compile_spent": [0.0, 0.0, 0.0]
             if warm
             else [pair.stats["compile_seconds"], pair.seconds, self.compile_cost(pair)],
         }
         w.conn.send(("hunt", task))
-        if warm:
-            pair.wanted = []
         return True
 
     # Messages --------------------------------------------------------------------------------------
@@ -1108,7 +1101,6 @@ class Campaign:
         else:
             pair.slices += 1
             pair.seconds += secs
-            pair.wanted = (pair.wanted + list(summary.get("wanted") or []))[-MAX_WANTED:]
             refused = (summary.get("events") or {}).get(REFUSED, 0)
             if not summary.get("examples") and (refused or summary.get("stopped") == "refused"):
                 pair.refused_seconds += max(0.0, secs - summary.get("compile_seconds", 0.0))

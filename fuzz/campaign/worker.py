@@ -447,8 +447,6 @@ def _hunt(
     sl.memo = memo
     if memo is not None:
         sl.relengthed = memo.counts["relengthed"]
-        if task.get("warm") and task.get("wanted"):
-            memo.want(task["wanted"])  # what the pair's fuzzing was refused for: compiled first
     options = config.options
     explore = memo.explore if memo is not None else None
     counts_before = dict(memo.counts) if memo is not None else {}
@@ -521,10 +519,6 @@ def _hunt(
     summary = sl.summary(result)
     if memo is not None and task.get("warm"):
         summary["structures"] = memo.export()  # for the workers that fuzz the pair
-    elif memo is not None:
-        # Reuses refused at the compiler (shape buckets no process compiled): for the next
-        # warm-up to compile.
-        summary["wanted"] = memo.refused_structures()
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []
     if sl.maps.check(now=True):
         summary["recycle"] = {"maps": sl.maps.recycle, "limit": sl.maps.limit}

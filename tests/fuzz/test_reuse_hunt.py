@@ -557,7 +557,7 @@ def test_what_a_derived_launch_compiles_is_not_held_against_fresh_lengths(exact,
     assert memo.lengths_free and memo.counts["relengthed"] > 50, memo.counts
 
 
-def _warm_up(tmp_path, profile, target, *, examples, seed=3, wanted=()):
+def _warm_up(tmp_path, profile, target, *, examples, seed=3):
     """A compile worker's warm-up slice of ``target`` (fake-compiled): its summary and memo."""
     from fuzz.campaign import worker
     from fuzz.profiles import HuntOptions
@@ -585,7 +585,6 @@ def _warm_up(tmp_path, profile, target, *, examples, seed=3, wanted=()):
         "warm": True,
         "quiet": 10**6,
         "structures": [],
-        "wanted": list(wanted),
     }
     worker._MEMOS.clear()
     worker._hunt(types.SimpleNamespace(send=sent.append), config, None,
@@ -672,41 +671,3 @@ def test_a_twin_launch_that_would_compile_is_spared_not_the_example(exact):
     # Not spared: the twin compiles and is compared.
     ran = check_case(target, backend, other, differential=True, params={"backend-agreement": 0})
     assert ran.finding is None and ran.spared == [] and mod.TWIN_COMPILES[-1] == (4, 5)
-
-
-def test_what_the_fuzzing_was_refused_for_is_compiled_by_the_next_warm_up(exact, tmp_path):
-    """Reuses of a launched variant with new lengths refused at the compiler (a shape bucket no
-    process compiled) are kept (``StructureMemo.refused_structures``) and handed to the pair's
-    next warm-up, which launches each first (``want``), so that the fuzzing then reuses them:
-    a GPU campaign's Pallas attention pairs were refused 7-19 such reuses each."""
-    from strategies.reuse import MAX_WANTED
-
-    _, profile = exact
-    mod = _clear_fakes()
-    first, _ = _warm_up(tmp_path, profile, "fake_variant_bucket", examples=6)
-    fuzz = StructureMemo(target_share=0.25, seed=5)
-    fuzz.take_in(first["structures"])
-    hunt(get("fake_variant_bucket"), "fake-compiled",
-         dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25),
-         seed=11, database=None, memo=fuzz, max_examples=150,
-         compile_spent=(100.0, 110.0))  # fmt: skip
-    assert fuzz.costs.relength_refused > 0, fuzz.costs
-    wanted = fuzz.refused_structures()
-    assert 0 < len(wanted) <= MAX_WANTED and fuzz.refused_structures() == []
-
-    def ident(nodes):
-        return tuple((kind, value) for kind, value, _ in nodes)
-
-    assert len({ident(w[1]) for w in wanted}) == len(wanted)  # distinct records
-    before = set(mod.BUCKET_COMPILES)
-    # A fresh compile worker's warm-up, handed them: it launches each of them first.
-    # (Hypothesis runs variations of earlier examples between the generated ones.)
-    second, warm = _warm_up(tmp_path, profile, "fake_variant_bucket", examples=3 * len(wanted) + 10,
-                            wanted=wanted)  # fmt: skip
-    handed = {ident(w[1]) for w in wanted}
-    exported = {ident(nodes) for _, nodes, *_ in second["structures"]}
-    assert handed <= exported, (len(handed - exported), len(handed), warm.counts, len(warm._wanted))
-    assert len(set(mod.BUCKET_COMPILES) - before) >= 1
-    compiled = {(w[1][0][1], mod.row_bucket(w[1][1][1])) for w in wanted}  # (variant, bucket)
-    assert compiled <= mod._buckets
-    assert warm._wanted == []

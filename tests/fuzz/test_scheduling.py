@@ -848,39 +848,3 @@ def test_a_mutant_found_and_shrunk_before_its_worker_ran_out_of_memory_is_finish
     p.found = {"s": {"class": "nan", "shrunk": True, "signature": "s"}}  # streamed before
     c._exhaustion(w, p, 88, "the GPU ran out of memory")
     assert p.retired == "mutant found and shrunk" and p.error is None and p.exhaustions == 1
-
-
-def test_what_a_pairs_fuzzing_was_refused_for_goes_to_its_next_warm_up(tmp_path):
-    """The structures a fuzzing slice's reuses were refused at the compiler for (its summary's
-    ``wanted``) are kept with the pair (the latest ``MAX_WANTED``) and handed to its next
-    warm-up, which compiles them first; a fuzzing slice is handed none."""
-    from fuzz.campaign.runner import WorkerHandle
-    from strategies.reuse import MAX_WANTED
-
-    p = _pair("p", examples=50, seconds=40.0)
-    c = _campaign([p])
-    c.replay_queue, c.stop_reason, c.slice_ids, c.slice_seconds = [], None, 0, 5.0
-    c.remaining = lambda: 100.0
-    c.config.seed, c.config.warm_quiet = 1, 4
-    c._retire = lambda p, s: None
-    c._widen = lambda p: None
-    c.note_db_problems = lambda problems: None
-    wanted = [("key", ((("integer", i, {}),)), ((0, 1),), False) for i in range(MAX_WANTED + 5)]
-    w = SimpleNamespace(busy=SimpleNamespace(warm=False, id=1, started=0.0), recycles=0, ready=True)
-    p.running = True
-    c._slice_done(w, p, {"examples": 5, "seconds": 2.0, "wanted": wanted[:5]})
-    w.busy = SimpleNamespace(warm=False, id=2, started=0.0)
-    p.running = True
-    c._slice_done(w, p, {"examples": 5, "seconds": 2.0, "wanted": wanted[5:]})
-    assert p.wanted == wanted[-MAX_WANTED:]
-    sent = []
-    log = tmp_path / "log"
-    log.write_text("")
-    for role in ("fuzz", "compile"):
-        h = WorkerHandle(0, None, SimpleNamespace(log=str(log)), conn=SimpleNamespace(send=sent.append),
-                         role=role)  # fmt: skip
-        p.running, p.warm = False, "cold" if role == "compile" else "ready"
-        assert c._dispatch(h)
-    (_, fuzz_task), (_, warm_task) = sent
-    assert fuzz_task["wanted"] == [] and warm_task["wanted"] == wanted[-MAX_WANTED:]
-    assert p.wanted == []  # handed over once
