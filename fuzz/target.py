@@ -384,19 +384,16 @@ def get(name: str) -> Target:
         ) from None
 
 
-def draw_cases(target: Target, scale: str, examples: int, seed: int) -> list[Any]:
-    """Up to ``examples`` cases of ``target``'s strategy at ``scale``, as Hypothesis generates
-    them from ``seed`` (generation only: no database, no shrinking): for tools that study what
-    a target's search draws."""
+def generate(
+    strategy: SearchStrategy[Any], body: Callable[[Any], None], *, examples: int, seed: int
+) -> None:
+    """``body(value)`` (a Python function) on up to ``examples`` values of ``strategy`` as
+    Hypothesis generates them from ``seed`` (generation only: no database, no shrinking, no
+    deadline): for tools that study what a search draws."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
-    out: list[Any] = []
-
-    def keep(case: Any) -> None:
-        out.append(case)
-
-    test = given(target.strategy(scale))(keep)
+    test = given(strategy)(body)
     test = settings(
         max_examples=examples,
         database=None,
@@ -405,6 +402,17 @@ def draw_cases(target: Target, scale: str, examples: int, seed: int) -> list[Any
         suppress_health_check=list(HealthCheck),
     )(test)
     hypothesis_seed(seed)(test)()
+
+
+def draw_cases(target: Target, scale: str, examples: int, seed: int) -> list[Any]:
+    """Up to ``examples`` cases of ``target``'s strategy at ``scale``, as Hypothesis generates
+    them from ``seed`` (:func:`generate`)."""
+    out: list[Any] = []
+
+    def keep(case: Any) -> None:  # a function of its own: Hypothesis reads its signature
+        out.append(case)
+
+    generate(target.strategy(scale), keep, examples=examples, seed=seed)
     return out
 
 

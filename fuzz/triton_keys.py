@@ -32,7 +32,7 @@ from typing import Any
 
 from fuzz.backends import TorchAdapter
 from fuzz.families import family_of
-from fuzz.target import Target, draw_cases, select
+from fuzz.target import Target, draw_cases, generate, select
 
 _binders: dict[int, Any] = {}
 
@@ -139,9 +139,6 @@ def reused_keys(target: Target, *, scale: str, examples: int, seed: int = 0) -> 
     declared: whatever the strategy draws outside the structure (values, flags, optional
     inputs) varies within a group (an absent initial state's stride selected a binary of the
     GLA kernels of its own, and a GPU campaign's reuses compiled it)."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hypothesis_seed
-
     from strategies.reuse import StructureMemo, variant_of
 
     memo = StructureMemo(explore=0.3, fresh_lengths=True, seed=seed)
@@ -156,16 +153,8 @@ def reused_keys(target: Target, *, scale: str, examples: int, seed: int = 0) -> 
         finally:
             memo.observe(0.0, 0.001)
 
-    test = given(target.strategy(scale))(body)
-    test = settings(
-        max_examples=examples,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )(test)
     with memo.active():
-        hypothesis_seed(seed)(test)()
+        generate(target.strategy(scale), body, examples=examples, seed=seed)
     return out
 
 

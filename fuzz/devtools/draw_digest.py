@@ -17,11 +17,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 
+from fuzz.target import generate
 from strategies.attention import attention_cases, decode_cases, varlen_cases
 from strategies.jagged_softmax import jagged_softmax_cases
 from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
@@ -74,16 +73,7 @@ def digest(strategy: st.SearchStrategy[Any], examples: int, seed: int) -> tuple[
         cases.update(case_digest(case).encode())
         choices.update(repr(tuple(current_build_context().data.choices)).encode())
 
-    test = given(strategy)(keep)
-    test = settings(
-        max_examples=examples,
-        database=None,
-        deadline=None,
-        derandomize=False,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )(test)
-    hypothesis_seed(seed)(test)()
+    generate(strategy, keep, examples=examples, seed=seed)
     return cases.hexdigest()[:16], choices.hexdigest()[:16], n
 
 

@@ -345,21 +345,28 @@ EXACT_CALLS: list[tuple[int, int]] = []  # every call of the compiled kernel, re
 _exact: set[tuple[int, int]] = set()
 
 
-def exact_kernel(bug=None):
+def _fake_compile(key, compiled: set, log: list, name: str | None = None) -> None:
+    """Compiles ``key`` unless it is in ``compiled``: announced to ``fuzz.timing`` (which may
+    refuse it), ``EXACT_COMPILE_SECONDS`` on ``CLOCK``, logged in ``log``."""
     from fuzz import timing
 
+    if key in compiled:
+        return
+    timing.compile_starting(name=name)
+    CLOCK.now += EXACT_COMPILE_SECONDS
+    log.append(key)
+    compiled.add(key)
+    timing.compile_done()
+
+
+def exact_kernel(bug=None):
     base = make_kernel(bug)
 
     def run(inputs, params, *, out, interpret):
         x = inputs["x"]
         if not interpret:
             EXACT_CALLS.append(tuple(x.shape))
-        if not interpret and tuple(x.shape) not in _exact:
-            timing.compile_starting()
-            CLOCK.now += EXACT_COMPILE_SECONDS
-            EXACT_COMPILES.append(tuple(x.shape))
-            _exact.add(tuple(x.shape))
-            timing.compile_done()
+            _fake_compile(tuple(x.shape), _exact, EXACT_COMPILES)
         CLOCK.now += EXACT_LAUNCH_SECONDS
         return base(inputs, params, out=out, interpret=interpret)
 
@@ -457,20 +464,13 @@ _variants: set[int] = set()
 
 
 def variant_kernel(bug=None):
-    from fuzz import timing
-
     base = make_kernel(bug)
 
     def run(inputs, params, *, out, interpret):
         v = params["variant"]
         if not interpret:
             VARIANT_CALLS.append((v, tuple(inputs["x"].shape)))
-        if not interpret and v not in _variants:
-            timing.compile_starting()
-            CLOCK.now += EXACT_COMPILE_SECONDS
-            VARIANT_COMPILES.append(v)
-            _variants.add(v)
-            timing.compile_done()
+            _fake_compile(v, _variants, VARIANT_COMPILES)
         CLOCK.now += EXACT_LAUNCH_SECONDS
         return base(inputs, params, out=out, interpret=interpret)
 
@@ -539,18 +539,12 @@ def row_bucket(rows: int) -> int:
 
 
 def bucket_kernel():
-    from fuzz import timing
-
     base = make_kernel(None)
 
     def run(inputs, params, *, out, interpret):
         key = (params["variant"], row_bucket(inputs["x"].shape[0]))
-        if not interpret and key not in _buckets:
-            timing.compile_starting(name="fake_bucket")
-            CLOCK.now += EXACT_COMPILE_SECONDS
-            BUCKET_COMPILES.append(key)
-            _buckets.add(key)
-            timing.compile_done()
+        if not interpret:
+            _fake_compile(key, _buckets, BUCKET_COMPILES, name="fake_bucket")
         CLOCK.now += EXACT_LAUNCH_SECONDS
         return base(inputs, params, out=out, interpret=interpret)
 
@@ -615,18 +609,11 @@ _twin_shapes: set[tuple[int, int]] = set()
 
 
 def twin_compiling_kernel():
-    from fuzz import timing
-
     compiled = exact_kernel()
 
     def run(inputs, params, *, out, interpret):
-        shape = tuple(inputs["x"].shape)
-        if interpret and shape not in _twin_shapes:
-            timing.compile_starting()
-            CLOCK.now += EXACT_COMPILE_SECONDS
-            TWIN_COMPILES.append(shape)
-            _twin_shapes.add(shape)
-            timing.compile_done()
+        if interpret:
+            _fake_compile(tuple(inputs["x"].shape), _twin_shapes, TWIN_COMPILES)
         return compiled(inputs, params, out=out, interpret=interpret)
 
     return run

@@ -234,21 +234,12 @@ def test_a_warm_up_draws_a_fresh_structure_every_example(exact, tmp_path):
     ``quiet`` examples in a row reused one), and it hands every structure it launched to the
     workers that fuzz. The worker's memo explores as before once the warm-up is done."""
     from fuzz.campaign import worker
-    from fuzz.profiles import HuntOptions
 
     _, profile = exact
     mod = _plugin_module()
     mod.EXACT_COMPILES.clear()
     mod._exact.clear()
-    options = HuntOptions.of(dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25))
-    config = worker.WorkerConfig(
-        slot=0,
-        plugins=[],
-        options=options,
-        repro_dir=str(tmp_path / "repro"),
-        inflight=str(tmp_path / "inflight"),
-        log=str(tmp_path / "log"),
-    )
+    config = _worker_config(tmp_path, profile)
     sent = []
     conn = types.SimpleNamespace(send=sent.append)
     started = types.SimpleNamespace(value=0.0)
@@ -557,13 +548,14 @@ def test_what_a_derived_launch_compiles_is_not_held_against_fresh_lengths(exact,
     assert memo.lengths_free and memo.counts["relengthed"] > 50, memo.counts
 
 
-def _warm_up(tmp_path, profile, target, *, examples, seed=3):
-    """A compile worker's warm-up slice of ``target`` (fake-compiled): its summary and memo."""
+def _worker_config(tmp_path, profile):
+    """A campaign worker's configuration for ``profile``, reusing structures, with a compile
+    share of 25%."""
     from fuzz.campaign import worker
     from fuzz.profiles import HuntOptions
 
     options = HuntOptions.of(dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25))
-    config = worker.WorkerConfig(
+    return worker.WorkerConfig(
         slot=0,
         plugins=[],
         options=options,
@@ -571,6 +563,13 @@ def _warm_up(tmp_path, profile, target, *, examples, seed=3):
         inflight=str(tmp_path / "inflight"),
         log=str(tmp_path / "log"),
     )
+
+
+def _warm_up(tmp_path, profile, target, *, examples, seed=3):
+    """A compile worker's warm-up slice of ``target`` (fake-compiled): its summary and memo."""
+    from fuzz.campaign import worker
+
+    config = _worker_config(tmp_path, profile)
     sent = []
     task = {
         "slice": 1,
@@ -589,8 +588,7 @@ def _warm_up(tmp_path, profile, target, *, examples, seed=3):
     worker._MEMOS.clear()
     worker._hunt(types.SimpleNamespace(send=sent.append), config, None,
                  types.SimpleNamespace(value=0.0), task)  # fmt: skip
-    memo = worker._MEMOS.pop(("fake_variant_bucket" if target == "fake_variant_bucket" else target,
-                              "fake-compiled"))  # fmt: skip
+    memo = worker._MEMOS.pop((target, "fake-compiled"))
     worker._MEMOS.clear()
     return next(m[2] for m in sent if m[0] == "done"), memo
 
