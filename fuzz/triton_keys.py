@@ -139,13 +139,13 @@ def reused_keys(target: Target, *, scale: str, examples: int, seed: int = 0) -> 
     declared: whatever the strategy draws outside the structure (values, flags, optional
     inputs) varies within a group (an absent initial state's stride selected a binary of the
     GLA kernels of its own, and a GPU campaign's reuses compiled it)."""
-    from strategies.reuse import StructureMemo, variant_of
+    from strategies.reuse import StructureMemo
 
     memo = StructureMemo(explore=0.3, fresh_lengths=True, seed=seed)
     out = Keys(target.name)
 
     def body(case: Any) -> None:
-        variant = variant_of(memo)
+        variant = memo.drawn_variant()
         try:
             if variant is not None:
                 group = json.dumps(case.params.get("dtype"), default=repr) + " " + variant

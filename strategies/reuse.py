@@ -671,6 +671,17 @@ class StructureMemo:
         drawn = self._current_draws()
         return bool(drawn) and all(self._is_known(d) for d in drawn)
 
+    def drawn_variant(self) -> str | None:
+        """The variants (structures less their lengths) the example now running drew through
+        the memo, as a short name, the same for the same variants within this process (None:
+        it drew none): what a kernel compiled per variant compiles once
+        (``fuzz.triton_keys.reused_keys``)."""
+        drawn = self._current_draws()
+        if not drawn:
+            return None
+        text = repr(tuple((repr(d.key), _variant(d.nodes, d.free)) for d in drawn))
+        return f"variant {hashlib.sha1(text.encode()).hexdigest()[:10]}"
+
     def _current_draws(self) -> list[_Drawn]:
         """The structures the example now running drew through the memo (empty: none)."""
         if not self._drawn:
@@ -992,17 +1003,6 @@ def free_lengths(draw: Callable[..., Any]) -> Iterator[None]:
         if opened.replay is not None:
             opened.replay.leave_lengths()
         opened.free.append((begin, opened.count()))
-
-
-def variant_of(memo: StructureMemo) -> str | None:
-    """The variants (structures less their lengths) of the example now running under ``memo``,
-    as a short stable name (None: it drew none through the memo): what a kernel compiled per
-    variant must compile once (``fuzz.triton_keys.reused_keys``)."""
-    drawn = memo._current_draws()
-    if not drawn:
-        return None
-    text = repr(tuple((repr(d.key), _variant(d.nodes, d.free)) for d in drawn))
-    return f"variant {hashlib.sha1(text.encode()).hexdigest()[:10]}"
 
 
 def current_memo() -> StructureMemo | None:
