@@ -333,9 +333,9 @@ def run(scenario: dict[str, Any]) -> dict[str, Any]:
                     {
                         "op": "next",
                         "worker": w.slot,
-                        "now": _round(clock.now),
-                        "left": _round(c.remaining()),
-                        "plan": _round(task) if ok else None,
+                        "now": clock.now,
+                        "left": c.remaining(),
+                        "plan": task if ok else None,
                     }
                 )
                 if ok:
@@ -363,7 +363,7 @@ def run(scenario: dict[str, Any]) -> dict[str, Any]:
             ex, comp = rng.randrange(0, 50), rng.uniform(0, 2)
             c._handle(w, ("progress", sid, ex, 1.0, comp))
             events.append(
-                {"op": "progress", "worker": w.slot, "examples": ex, "compile": _round(comp)}
+                {"op": "progress", "worker": w.slot, "examples": ex, "compile": comp}
             )
         if rng.random() < 0.3:
             feat = f"f{rng.randrange(40)}"
@@ -377,7 +377,7 @@ def run(scenario: dict[str, Any]) -> dict[str, Any]:
         if how == "done":
             s = summary_of(rng, c, w, task)
             events.append(
-                {"op": "done", "worker": w.slot, "now": _round(clock.now), "summary": _round(s)}
+                {"op": "done", "worker": w.slot, "now": clock.now, "summary": s}
             )
             c._handle(w, ("done", sid, s))
         else:
@@ -397,7 +397,7 @@ def run(scenario: dict[str, Any]) -> dict[str, Any]:
                 {
                     "op": "lost",
                     "worker": w.slot,
-                    "now": _round(clock.now),
+                    "now": clock.now,
                     "how": how,
                     "record": rec,
                 }
