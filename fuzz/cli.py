@@ -388,7 +388,8 @@ def _progress_console() -> object:
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from fuzz.campaign.runner import Campaign, install_signal_handlers
+    from fuzz.campaign.outdir import install_signal_handlers
+    from fuzz.campaign.runner import Campaign
     from fuzz.campaign.threads import threads_for
     from fuzz.campaign.worker import map_limit
 
@@ -424,7 +425,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         + (f", {config.compile_workers} compiling ahead" if config.compile_workers else "")
         + f", seed {config.seed} -> {out}"
     )
-    undo = install_signal_handlers(campaign)
+    undo = install_signal_handlers(campaign.request_stop)
     try:
         with live if live is not None else contextlib.nullcontext():
             final = campaign.run()
@@ -454,8 +455,8 @@ def _campaign_config(
     from rich.markup import escape
 
     from fuzz.backends import coordinator_probes, get_backend
+    from fuzz.campaign.config import CampaignConfig, plugin_specs, visible_gpus
     from fuzz.campaign.database import is_server, open_database
-    from fuzz.campaign.runner import CampaignConfig, plugin_specs, visible_gpus
     from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.target import select
 
@@ -868,7 +869,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from fuzz.campaign.merge import merge, read_sources
-    from fuzz.campaign.runner import lock_output
+    from fuzz.campaign.outdir import lock_output
 
     if not args.out.strip():
         raise ValueError("--out='' is empty; it must name the merged report's folder")

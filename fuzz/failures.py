@@ -7,6 +7,7 @@ Hypothesis treats two classes as two distinct bugs and shrinks each one separate
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -168,3 +169,17 @@ def bug_key(finding: Finding) -> str:
         text = re.sub(r"\d+", "#", str(finding.details.get("text", "")))[:80]
         last = f"{finding.details['exception']}: {text}"
     return "|".join((finding.cls, finding.prop, finding.output or "-", last))
+
+
+def status_of(expected_class: str | None, classes: Collection[str], *, error: str | None) -> str:
+    """The status of a target after fuzzing: ``error`` where the harness failed (``error``) and
+    no failure class was found (the harness failed there, not the kernel); else ``pass``/``fail``
+    for a real target, and ``found``/``wrong-class``/``missed`` for a mutant (its
+    ``expected_class`` among ``classes``, other classes only, none)."""
+    if error and not classes:
+        return "error"
+    if expected_class is None:
+        return "fail" if classes else "pass"
+    if expected_class in classes:
+        return "found"
+    return "wrong-class" if classes else "missed"

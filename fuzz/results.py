@@ -8,28 +8,13 @@ campaign's (target, backend) pair, which sums the hunts of many slices.
 from __future__ import annotations
 
 import collections
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fuzz.case import Case
-from fuzz.failures import Finding
+from fuzz.failures import Finding, status_of
 from fuzz.properties import Stats
-
-
-def status_of(expected_class: str | None, classes: Collection[str], *, error: str | None) -> str:
-    """The status of a target after fuzzing: ``error`` where the harness failed (``error``) and
-    no failure class was found (the harness failed there, not the kernel); else ``pass``/``fail``
-    for a real target, and ``found``/``wrong-class``/``missed`` for a mutant (its
-    ``expected_class`` among ``classes``, other classes only, none)."""
-    if error and not classes:
-        return "error"
-    if expected_class is None:
-        return "fail" if classes else "pass"
-    if expected_class in classes:
-        return "found"
-    return "wrong-class" if classes else "missed"
 
 
 @dataclass

@@ -48,6 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fuzz.campaign import messages as M
+from fuzz.campaign.policy import SlicePlan
+
 if TYPE_CHECKING:
     from fuzz.profiles import HuntOptions
 
@@ -57,7 +60,7 @@ EXIT_DEVICE_MEMORY = 88  # a worker whose GPU memory ran out: a fresh process ta
 
 # Fractions of the memory-map limit: clear JAX's compile caches, recycle the worker, and (the
 # parent) call a worker's death by a signal at this count a resource exhaustion, not a crash.
-CLEAR_AT, RECYCLE_AT, EXHAUSTED_AT = 0.4, 0.6, 0.85
+CLEAR_AT, RECYCLE_AT, OUT_OF_MAPS_AT = 0.4, 0.6, 0.85
 
 
 @dataclass
@@ -373,21 +376,20 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
         _pause_clock_while_compiling(started)
         maps = MapBudget(map_limit())
     except BaseException as e:
-        conn.send(("fatal", f"{type(e).__name__}: {e}", traceback.format_exc()))
+        conn.send(M.Fatal(f"{type(e).__name__}: {e}", traceback.format_exc()))
         return
-    conn.send(("ready", os.getpid()))
+    conn.send(M.Ready(os.getpid()))
     while True:
         try:
             msg = conn.recv()
         except EOFError:
             return
-        kind = msg[0]
-        if kind == "stop":
+        if isinstance(msg, M.Stop):
             return
-        if kind == "hunt":
-            _hunt(conn, config, db, started, msg[1], maps)
-        elif kind == "replay":
-            _replay(conn, started, msg[1])
+        if isinstance(msg, M.Hunt):
+            _hunt(conn, config, db, started, msg.plan, maps)
+        elif isinstance(msg, M.Replay):
+            _replay(conn, started, msg)
         if maps.recycle is not None:
             sys.exit(EXIT_RECYCLE)  # its slice's summary is sent: a fresh process takes over
 
@@ -420,85 +422,35 @@ def _hunt(
     config: WorkerConfig,
     db: Any,
     started: Any,
-    task: dict,
+    plan: SlicePlan,
     maps: MapBudget | None = None,
 ) -> None:
-    """Runs one slice (``task``): a hunt of one target on one backend for so many seconds,
+    """Runs one slice (``plan``): a hunt of one target on one backend for so many seconds,
     streaming to the parent what it finds as it finds it, then the slice's summary."""
-    from fuzz import engine
     from fuzz.backends import get_backend
-    from fuzz.signatures import Bug
     from fuzz.target import get
 
-    target = checked_strategy(get(task["target"]))
-    sl = _Slice(
+    target = checked_strategy(get(plan.target))
+    run = SliceRun(
         conn,
         config,
         started,
-        task,
+        plan,
         maps or MapBudget(None),
         target=target,
-        backend=get_backend(task["backend"]),
+        backend=get_backend(plan.backend),
     )
     problems_before = len(db.problems) if db is not None else 0
-    memo = _memo(config.options, task["target"], task["backend"])
-    if memo is not None and task.get("structures"):
-        memo.take_in(task["structures"])  # compiled ahead by a compile worker
-    sl.memo = memo
-    if memo is not None:
-        sl.relengthed = memo.counts["relengthed"]
-    options = config.options
-    explore = memo.explore if memo is not None else None
+    memo = _memo(config.options, plan.target, plan.backend)
+    if memo is not None and plan.structures:
+        memo.take_in(list(plan.structures))  # compiled ahead by a compile worker
+    run.memo = memo
     counts_before = dict(memo.counts) if memo is not None else {}
-    if task.get("warm"):  # a warm-up is there to compile: no compile share holds it back
-        options = dataclasses.replace(options, compile_share=None)
-        if memo is not None:  # and every example draws a fresh structure (variants to compile)
-            memo.explore = 1.0
-    # A warm-up also compiles launched variants at fresh lengths, where lengths compile
-    # (``StructureMemo.warming``: a Pallas kernel's shape buckets).
-    warming = memo.warming() if memo is not None and task.get("warm") else contextlib.nullcontext()
-    try:
-        with warming:
-            result = engine.hunt(
-                target,
-                sl.backend,
-                options,
-                max_examples=task.get("max_examples") or 10**9,
-                seed=task["seed"],
-                database=db,
-                repro_dir=None,
-                time_limit=task["time_limit"],
-                hard_limit=task["hard_limit"],
-                known=[Bug.of(k) if isinstance(k, dict) else k for k in task["known"]],
-                narrowing=task.get("narrowing"),
-                memo=memo,
-                compile_spent=tuple(task.get("compile_spent") or (0.0, 0.0)),
-                reuse=task["reuse"],
-                hooks=sl.hooks(),
-            )
-    except BaseException as e:  # the harness itself: report, keep the worker alive
-        started.value = 0.0
-        from fuzz.reproducer import device_out_of_memory
-
-        if isinstance(e, Exception) and device_out_of_memory(f"{type(e).__name__}: {e}"):
-            # The GPU's memory ran out outside an example (a shrink stage's launch, a warm-up's):
-            # the harness's resources, as in an example (``fuzz.engine``), not a harness error
-            # that would retire the pair (on an H100 a GLA mutant's warm-up found and shrank its
-            # bug, then ran out so, and its pair was retired as broken). What it found was
-            # streamed already; a fresh process takes over.
-            print(f"device out of memory: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-            os._exit(EXIT_DEVICE_MEMORY)
-        conn.send(
-            (
-                "done",
-                sl.id,
-                {"error": f"{type(e).__name__}: {e}", "examples": 0, "seconds": 0.0, "found": []},
-            )
-        )
+    if memo is not None:
+        run.relengthed = memo.counts["relengthed"]
+    result = _run_hunt(conn, config, db, started, plan, run)
+    if result is None:
         return
-    finally:
-        if memo is not None:
-            memo.explore = explore  # a warm-up's "every example explores" ends with it
     started.value = 0.0
     clear_inflight(config.inflight)
     if result.stopped == "device-memory":
@@ -516,16 +468,73 @@ def _hunt(
         ):
             if memo.counts[count] > counts_before.get(count, 0):
                 result.events[event] += memo.counts[count] - counts_before.get(count, 0)
-    summary = sl.summary(result)
-    if memo is not None and task.get("warm"):
+    summary = run.summary(result)
+    if memo is not None and plan.warm_up is not None:
         summary["structures"] = memo.export()  # for the workers that fuzz the pair
     summary["db_problems"] = db.problems[problems_before:] if db is not None else []
-    if sl.maps.check(now=True):
-        summary["recycle"] = {"maps": sl.maps.recycle, "limit": sl.maps.limit}
+    if run.maps.check(now=True):
+        summary["recycle"] = {"maps": run.maps.recycle, "limit": run.maps.limit}
         summary["stopped"] = "recycle"  # not the search space running out
-    if sl.disk_was_full:
+    if run.disk_was_full:
         summary["stopped"] = "disk full"  # neither
-    conn.send(("done", sl.id, summary))
+    conn.send(M.Done(plan.id, summary))
+
+
+def _run_hunt(
+    conn: Any, config: WorkerConfig, db: Any, started: Any, plan: SlicePlan, run: SliceRun
+) -> Any:
+    """The engine's hunt of ``plan``; None where the harness itself failed (the slice's
+    summary, an error, is sent: the worker lives on)."""
+    from fuzz import engine
+
+    memo = run.memo
+    options = config.options
+    explore = memo.explore if memo is not None else None
+    warm = plan.warm_up
+    if warm is not None:  # a warm-up is there to compile: no compile share holds it back
+        options = dataclasses.replace(options, compile_share=None)
+        if memo is not None:  # and every example draws a fresh structure (variants to compile)
+            memo.explore = warm.explore
+    # A warm-up also compiles launched variants at fresh lengths, where lengths compile
+    # (``StructureMemo.warming``: a Pallas kernel's shape buckets).
+    warming = memo.warming() if memo is not None and warm else contextlib.nullcontext()
+    try:
+        with warming:
+            return engine.hunt(
+                run.target,
+                plan.backend,
+                options,
+                max_examples=plan.max_examples or 10**9,
+                seed=plan.seed,
+                database=db,
+                repro_dir=None,
+                time_limit=plan.time_limit,
+                hard_limit=plan.hard_limit,
+                known=list(plan.known),
+                narrowing=None if plan.narrowing is None else dict(plan.narrowing),
+                memo=memo,
+                compile_spent=plan.compile_spent,
+                reuse=plan.reuse,
+                hooks=run.hooks(),
+            )
+    except BaseException as e:  # the harness itself: report, keep the worker alive
+        started.value = 0.0
+        from fuzz.reproducer import device_out_of_memory
+
+        if isinstance(e, Exception) and device_out_of_memory(f"{type(e).__name__}: {e}"):
+            # The GPU's memory ran out outside an example (a shrink stage's launch, a warm-up's):
+            # the harness's resources, as in an example (``fuzz.engine``), not a harness error
+            # that would retire the pair (on an H100 a GLA mutant's warm-up found and shrank its
+            # bug, then ran out so, and its pair was retired as broken). What it found was
+            # streamed already; a fresh process takes over.
+            print(f"device out of memory: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            os._exit(EXIT_DEVICE_MEMORY)
+        error = {"error": f"{type(e).__name__}: {e}", "examples": 0, "seconds": 0.0, "found": []}
+        conn.send(M.Done(plan.id, error))
+        return None
+    finally:
+        if memo is not None:
+            memo.explore = explore  # a warm-up's "every example explores" ends with it
 
 
 def _release_device_cache() -> None:
@@ -556,33 +565,28 @@ def _memo(options: HuntOptions, target: str, backend: str) -> Any:
     return _MEMOS[key]
 
 
-class _Slice:
-    """One slice in a worker: the engine's hooks, which persist each example before it runs and
-    stream progress, coverage and findings to the parent, and the slice's summary."""
+class SliceRun:
+    """One slice running in a worker: the engine's hooks, which persist each example before it
+    runs and stream progress, coverage and findings to the parent, and the slice's summary."""
 
     def __init__(
         self,
         conn: Any,
         config: WorkerConfig,
         started: Any,
-        task: dict,
+        plan: SlicePlan,
         maps: MapBudget,
         *,
         target: Any,
         backend: Any,
     ) -> None:
         self.conn, self.config, self.started, self.maps = conn, config, started, maps
-        self.id = task["slice"]
+        self.id = plan.id
         self.target, self.backend = target, backend
         self.last_progress = 0.0
         self.t0 = time.perf_counter()
-        # A warm-up slice (a compile worker's) ends once ``quiet`` examples in a row compiled
-        # nothing new: the variants the pair's fuzzing draws are compiled (in the caches on disk).
-        self.quiet = task.get("quiet") if task.get("warm") else None
-        # ...or once it has run this many seconds, compiling included: the pair is not fuzzed
-        # while it warms up, and a kernel with hundreds of variants would keep it from its
-        # fuzzing for minutes (the next warm-up, if its fuzzing calls for one, compiles on).
-        self.warm_limit = task.get("warm_limit") if task.get("warm") else None
+        # A warm-up slice (a compile worker's) ends as its plan says (``policy.WarmUp``).
+        self.warm_up = plan.warm_up
         self.compiles = 0
         self.calm = 0
         self.warmed = False
@@ -635,37 +639,30 @@ class _Slice:
         if not is_disk_full(e):
             raise e
         self.disk_was_full = True
-        self.conn.send(("disk-full", self.id, f"{what} could not be written ({e.strerror})"))
+        self.conn.send(M.DiskFull(self.id, f"{what} could not be written ({e.strerror})"))
 
     def after_example(self, result: Any) -> None:
         self.started.value = 0.0
-        if self.quiet is not None:
+        warm = self.warm_up
+        if warm is not None:
             compiled = result.stats.compiles > self.compiles
             self.compiles = result.stats.compiles
-            # A launched variant reused with fresh lengths that compiled nothing says nothing of
-            # the variants left to compile: it neither ends the calm nor counts toward it.
             relengthed = self.memo.counts["relengthed"] if self.memo is not None else 0
             same_variant = relengthed > self.relengthed
             self.relengthed = relengthed
-            if compiled:
-                self.calm = 0
-            elif not same_variant:
-                self.calm += 1
-            out_of_time = (
-                self.warm_limit is not None and time.perf_counter() - self.t0 > self.warm_limit
-            )
-            if self.calm >= self.quiet or out_of_time:
+            self.calm = warm.calm(self.calm, compiled=compiled, same_variant=same_variant)
+            if warm.done(self.calm, time.perf_counter() - self.t0):
                 self.warmed = True
                 result.stopped = "warmed"
         now = time.perf_counter()
         if now - self.last_progress > 0.25:
             self.last_progress = now
             self.conn.send(
-                ("progress", self.id, result.examples, now - self.t0, result.stats.compile_seconds)
+                M.Progress(self.id, result.examples, now - self.t0, result.stats.compile_seconds)
             )
 
     def on_feature(self, name: str) -> None:
-        self.conn.send(("feature", self.id, name))
+        self.conn.send(M.Feature(self.id, name))
 
     def on_found(self, result: Any, found: Any) -> None:
         from fuzz import origin
@@ -676,10 +673,10 @@ class _Slice:
             # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
             origin.of_finding(found, self.target, self.backend.name)
         found.reproducer = self.try_reproducer(found)
-        self.conn.send(("found", self.id, _found_dict(found)))
+        self.conn.send(M.Found(self.id, _found_dict(found)))
         f = found.finding
         if kills_context(f):
-            self.conn.send(("context-lost", self.id, f.message))
+            self.conn.send(M.ContextLost(self.id, f.message))
             os._exit(EXIT_CONTEXT_LOST)
 
     def write_reproducer(self, found: Any) -> Path:
@@ -765,11 +762,11 @@ def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:
         return []
 
 
-def _replay(conn: Any, started: Any, task: dict) -> None:
+def _replay(conn: Any, started: Any, task: M.Replay) -> None:
     """Replays a reproducer of an earlier campaign (triage: still failing, or fixed?)."""
     from fuzz import reproducer
 
-    path = task["path"]
+    path = task.path
     try:
         meta, data = reproducer.load(path)
         started.value = time.time()
@@ -782,4 +779,4 @@ def _replay(conn: Any, started: Any, task: dict) -> None:
     except Exception as e:
         result = {"status": "error", "verdict": f"{type(e).__name__}: {e}"[:300]}
     started.value = 0.0
-    conn.send(("replayed", task["slice"], {"path": path, **result}))
+    conn.send(M.Replayed(task.slice, {"path": path, **result}))

@@ -398,7 +398,7 @@ def test_a_second_campaign_into_the_same_folder_stops_naming_the_first(tmp_path)
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.communicate(timeout=60)
-    from fuzz.campaign.runner import lock_output
+    from fuzz.campaign.outdir import lock_output
 
     lock_output(out).close()  # free again once its holder is gone
 
@@ -786,7 +786,7 @@ def test_a_compile_past_the_compile_timeout_is_a_hang_finding(tmp_path):
 def test_the_first_round_visits_every_family_before_any_family_twice():
     from types import SimpleNamespace
 
-    from fuzz.campaign.runner import PairState, interleave
+    from fuzz.campaign.pairs import PairState, interleave
 
     def pair(name, family, backend, mutant=False):
         t = SimpleNamespace(name=name, family=family, is_mutant=mutant)
@@ -812,7 +812,8 @@ def test_the_first_round_visits_every_family_before_any_family_twice():
 def test_time_given_back_for_restarts_and_hang_confirmations_is_capped():
     # On a GPU host, kernels that compile past the example timeout made workers restart again and
     # again; every restart gave its time back and a 600 s campaign was still running at 937 s.
-    from fuzz.campaign.runner import Campaign, refund_cap
+    from fuzz.campaign.config import refund_cap
+    from fuzz.campaign.runner import Campaign
 
     c = Campaign.__new__(Campaign)
     c.deadline = 1000.0

@@ -225,7 +225,7 @@ def test_a_hunt_reports_the_class_it_saw_never_the_one_a_mutant_expects(
 def test_one_status_for_a_hunt_and_a_campaign_pair(expected, classes, error, status):
     from types import SimpleNamespace
 
-    from fuzz.campaign.runner import PairState
+    from fuzz.campaign.pairs import PairState
     from fuzz.results import HuntResult, status_of
 
     assert status_of(expected, classes, error=error) == status
@@ -233,7 +233,7 @@ def test_one_status_for_a_hunt_and_a_campaign_pair(expected, classes, error, sta
     hunt_result.found = {c: SimpleNamespace(finding=SimpleNamespace(cls=c)) for c in classes}  # type: ignore[misc]
     assert hunt_result.status == status
     pair = PairState(SimpleNamespace(expected_class=expected), "fake", error=error)  # type: ignore[arg-type]
-    pair.found = {f"sig-{c}": {"class": c} for c in classes}
+    pair.ledger.found = {f"sig-{c}": {"class": c} for c in classes}
     assert pair.status == status
 
 

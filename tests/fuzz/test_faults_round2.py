@@ -1063,8 +1063,25 @@ def test_gpu_memory_running_out_outside_an_example_is_an_exhaustion_too(monkeypa
         inflight=str(tmp_path / "inflight"),
         log=str(tmp_path / "log"),
     )
-    task = {"slice": 1, "target": "softmax", "backend": "triton-interpret", "seed": 1,
-            "time_limit": 5.0, "hard_limit": 10.0, "known": [], "reuse": False}  # fmt: skip
+    from fuzz.campaign.messages import Done
+    from fuzz.campaign.policy import SlicePlan
+
+    task = SlicePlan(
+        id=1,
+        target="softmax",
+        backend="triton-interpret",
+        started=0.0,
+        time_limit=5.0,
+        hard_limit=10.0,
+        seed=1,
+        max_examples=None,
+        known=(),
+        reuse=False,
+        narrowing=None,
+        warm_up=None,
+        structures=(),
+        compile_spent=(0.0, 0.0, 0.0),
+    )
 
     def exits(code):
         raise SystemExit(code)
@@ -1085,9 +1102,9 @@ def test_gpu_memory_running_out_outside_an_example_is_an_exhaustion_too(monkeypa
         sent.clear()
         conn = SimpleNamespace(send=sent.append)
         if ends is None:
-            worker._hunt(conn, config, None, SimpleNamespace(value=0.0), dict(task))
-            assert sent[-1][0] == "done" and "a harness bug" in sent[-1][2]["error"]
+            worker._hunt(conn, config, None, SimpleNamespace(value=0.0), task)
+            assert isinstance(sent[-1], Done) and "a harness bug" in sent[-1].summary["error"]
         else:
             with pytest.raises(SystemExit) as e:
-                worker._hunt(conn, config, None, SimpleNamespace(value=0.0), dict(task))
-            assert e.value.code == ends and not [m for m in sent if m[0] == "done"]
+                worker._hunt(conn, config, None, SimpleNamespace(value=0.0), task)
+            assert e.value.code == ends and not [m for m in sent if isinstance(m, Done)]

@@ -19,6 +19,7 @@ CORE = {
     "families",
     "files",
     "kit",
+    "ledger",
     "origin",
     "plugin",
     "profiles",
@@ -128,3 +129,76 @@ def test_the_layers_name_modules_that_exist():
     assert CORE | FRONT_ENDS <= set(GRAPH)
     assert {"campaign.runner", "campaign.worker", "campaign.report"} <= MACHINERY
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+
+
+# The campaign's scheduling policy and what it keeps (fuzz.campaign.policy, pairs, tunables, and
+# the bug ledger it shares with the engine): no processes, clock, files or console. Whoever runs
+# the workers (processes on one host, actors on a cluster) tells it what happened; a test feeds it
+# scripted events (tests/fuzz/test_scheduling.py, test_policy_picks.py).
+PURE = {"campaign.policy", "campaign.pairs", "campaign.tunables", "ledger"}
+# What the pure modules may import from the package besides each other: pure records and rules.
+PURE_CORE = {"signatures", "failures"}
+IMPURE_STDLIB = {
+    "asyncio",
+    "fcntl",
+    "io",
+    "multiprocessing",
+    "os",
+    "pathlib",
+    "random",
+    "select",
+    "shutil",
+    "signal",
+    "socket",
+    "subprocess",
+    "sys",
+    "tempfile",
+    "threading",
+    "time",
+}
+IMPURE_CALLS = {"open", "print", "input", "exec", "eval", "breakpoint"}
+
+
+def _runtime_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The imports of a module that run (not those under ``if TYPE_CHECKING:``)."""
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in typing_only
+    ]
+
+
+@pytest.mark.parametrize("module", sorted(PURE))
+def test_the_scheduling_policy_has_no_processes_clock_or_io(module):
+    path = FUZZ / (module.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text())
+    stdlib, ours = set(), set()
+    for node in _runtime_imports(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+        for name in names:
+            if name and name.startswith("fuzz"):
+                ours.add(name.removeprefix("fuzz").lstrip("."))
+            elif name:
+                stdlib.add(name.split(".")[0])
+    assert not stdlib & IMPURE_STDLIB, sorted(stdlib & IMPURE_STDLIB)
+    assert ours <= PURE | PURE_CORE | {""}, sorted(ours - PURE - PURE_CORE)
+    calls = {
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    assert not calls & IMPURE_CALLS, sorted(calls & IMPURE_CALLS)
+
+
+def test_the_pure_layer_check_catches_a_clock():
+    tree = ast.parse("import time\nfrom fuzz.campaign import pool\nprint(time.time())")
+    imports = _runtime_imports(tree)
+    assert {a.name for n in imports if isinstance(n, ast.Import) for a in n.names} == {"time"}
+    typed = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import os\n")
+    assert [type(n) for n in _runtime_imports(typed)] == [ast.ImportFrom]

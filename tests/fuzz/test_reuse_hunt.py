@@ -228,6 +228,35 @@ def test_compile_spent_is_checked(exact):
             run(profile, seed=0, compile_spent=bad, max_examples=1)
 
 
+def _warm_up_plan(target, *, seed, max_examples, quiet, limit=float("inf")):
+    """A compile worker's warm-up slice of ``target`` on the fake compiled backend."""
+    from fuzz.campaign.policy import SlicePlan, WarmUp
+
+    return SlicePlan(
+        id=1,
+        target=target,
+        backend="fake-compiled",
+        started=0.0,
+        time_limit=10**6,
+        hard_limit=10**6,
+        seed=seed,
+        max_examples=max_examples,
+        known=(),
+        reuse=False,
+        narrowing=None,
+        warm_up=WarmUp(quiet, limit),
+        structures=(),
+        compile_spent=(0.0, 0.0, 0.0),
+    )
+
+
+def _done(sent):
+    """The summary of the slice whose messages are ``sent``."""
+    from fuzz.campaign.messages import Done
+
+    return next(m.summary for m in sent if isinstance(m, Done))
+
+
 def test_a_warm_up_draws_a_fresh_structure_every_example(exact, tmp_path):
     """A compile worker's warm-up is there to compile the variants the pair's fuzzing will draw:
     its examples all explore (a reusing memo would end it after a few structures, as soon as
@@ -243,23 +272,10 @@ def test_a_warm_up_draws_a_fresh_structure_every_example(exact, tmp_path):
     sent = []
     conn = types.SimpleNamespace(send=sent.append)
     started = types.SimpleNamespace(value=0.0)
-    task = {
-        "slice": 1,
-        "target": "fake_exact",
-        "backend": "fake-compiled",
-        "seed": 3,
-        "time_limit": 10**6,
-        "hard_limit": 10**6,
-        "max_examples": 40,
-        "known": [],
-        "reuse": False,
-        "warm": True,
-        "quiet": 8,
-        "structures": [],
-    }
+    task = _warm_up_plan("fake_exact", seed=3, max_examples=40, quiet=8)
     worker._MEMOS.clear()
     worker._hunt(conn, config, None, started, task)
-    summary = next(m[2] for m in sent if m[0] == "done")
+    summary = _done(sent)
     # It ran until 8 examples in a row compiled nothing new (a reusing memo stopped there after
     # 6 structures), and every structure it compiled is handed over.
     assert summary["stopped"] == "warmed" and summary["compiles"] >= 12, summary
@@ -269,8 +285,14 @@ def test_a_warm_up_draws_a_fresh_structure_every_example(exact, tmp_path):
     # A warm-up also ends at its time limit (compiling included): the pair waits for it.
     worker._MEMOS.clear()
     sent.clear()
-    worker._hunt(conn, config, None, started, {**task, "slice": 2, "warm_limit": 0.0})
-    summary = next(m[2] for m in sent if m[0] == "done")
+    worker._hunt(
+        conn,
+        config,
+        None,
+        started,
+        _warm_up_plan("fake_exact", seed=3, max_examples=40, quiet=8, limit=0.0),
+    )
+    summary = _done(sent)
     assert summary["stopped"] == "warmed" and summary["examples"] <= 2, summary
     worker._MEMOS.clear()
 
@@ -571,26 +593,13 @@ def _warm_up(tmp_path, profile, target, *, examples, seed=3):
 
     config = _worker_config(tmp_path, profile)
     sent = []
-    task = {
-        "slice": 1,
-        "target": target,
-        "backend": "fake-compiled",
-        "seed": seed,
-        "time_limit": 10**6,
-        "hard_limit": 10**6,
-        "max_examples": examples,
-        "known": [],
-        "reuse": False,
-        "warm": True,
-        "quiet": 10**6,
-        "structures": [],
-    }
+    task = _warm_up_plan(target, seed=seed, max_examples=examples, quiet=10**6)
     worker._MEMOS.clear()
     worker._hunt(types.SimpleNamespace(send=sent.append), config, None,
                  types.SimpleNamespace(value=0.0), task)  # fmt: skip
     memo = worker._MEMOS.pop((target, "fake-compiled"))
     worker._MEMOS.clear()
-    return next(m[2] for m in sent if m[0] == "done"), memo
+    return _done(sent), memo
 
 
 def test_a_warm_up_compiles_launched_variants_at_fresh_lengths_where_lengths_compile(

@@ -1,17 +1,28 @@
 """A campaign's economics: every pair is fuzzed to a floor (examples or fuzzing seconds, compile
 time not counted) before productive pairs are favoured, real targets before mutants; a pair is
 retired only when it is finished, never for running fast or finding something; a bug found
-again is a hit of it, and a smaller example of it replaces it."""
+again is a hit of it, and a smaller example of it replaces it.
+
+Tested through the scheduling policy's public interface (``fuzz.campaign.policy``): pairs,
+workers added and removed, slices begun, their progress, findings and summaries; no process."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from fuzz.campaign.runner import Campaign, CampaignConfig, PairState
+from fuzz.campaign.config import CampaignConfig
+from fuzz.campaign.pairs import PairState, Warmth
+from fuzz.campaign.policy import SchedulingPolicy
+from fuzz.campaign.runner import Campaign
+from fuzz.campaign.tunables import Tunables
+from fuzz.ledger import sighting
+
+_IDS = itertools.count(1)
 
 
 def _target(name, *, mutant=False, expected=None):
@@ -32,21 +43,20 @@ def _pair(name, *, examples=0, seconds=0.0, compile_seconds=0.0, slices=1, rate=
     return p
 
 
-def _campaign(pairs, **config):
-    c = Campaign.__new__(Campaign)
-    c.config = SimpleNamespace(
-        floor_examples=config.get("floor_examples", 200),
-        floor_seconds=config.get("floor_seconds", 30.0),
-        real_floor_seconds=config.get("real_floor_seconds", 60.0),
-        examples=config.get("examples"),
-        max_deaths=2,
-    )
-    c.pairs = pairs
-    c.workers = []
-    c.log = lambda line: None
-    c._superseded = []
-    c._write_report = lambda **kw: {}
-    return c
+def _policy(pairs, **tunables):
+    """A policy over ``pairs`` with one fuzzing worker (0) and one compile worker (9) seated
+    where ``compile_ahead``; ``widen`` as given."""
+    widen = tunables.pop("widen", None)
+    policy = SchedulingPolicy(pairs, Tunables(**tunables), widen=widen)
+    policy.add_worker(0, "fuzz")
+    return policy
+
+
+def _slice(policy, pair, summary, *, worker=0, now=100.0, left=1000.0, sid=None):
+    """Runs one slice of ``pair`` on ``worker`` to its ``summary``: what the policy decided."""
+    sid = next(_IDS) if sid is None else sid
+    policy.begin(pair, worker, slice_id=sid, now=now, left=left)
+    return policy.ended(sid, summary, now)
 
 
 def test_every_pair_once_then_to_its_floor_then_the_productive_ones():
@@ -56,28 +66,28 @@ def test_every_pair_once_then_to_its_floor_then_the_productive_ones():
     fast = _pair("fast", examples=250, seconds=1.0)  # 200 examples: floor met, fast or not
     slow = _pair("slow", examples=20, seconds=61.0)  # 60 s of fuzzing: a real target's floor
     busy = _pair("busy", examples=300, seconds=40.0, rate=9.0)  # finding new things lately
-    c = _campaign([fast, slow, busy, low, fresh_mutant, fresh_real])
-    assert c._pick() is fresh_real  # nothing is left unrun; real targets first
+    policy = _policy([fast, slow, busy, low, fresh_mutant, fresh_real])
+    assert policy.pick() is fresh_real  # nothing is left unrun; real targets first
     fresh_real.slices = 1
-    assert c._pick() is fresh_mutant
+    assert policy.pick() is fresh_mutant
     fresh_mutant.slices = 1
-    assert c._pick() is fresh_real  # then every pair to its floor, the least fuzzed first
+    assert policy.pick() is fresh_real  # then every pair to its floor, the least fuzzed first
     fresh_real.examples = 200
-    assert c._pick() is low  # the real one under its floor before the mutant
+    assert policy.pick() is low  # the real one under its floor before the mutant
     low.examples = 200
-    assert c._pick() is fresh_mutant
+    assert policy.pick() is fresh_mutant
     fresh_mutant.examples = 200
     for p in (fast, slow):
-        assert c.floor_progress(p) >= 1.0
+        assert policy.floor_progress(p) >= 1.0
     # Floors met; one by its seconds with 20 examples: fuzzed on to the floor's examples, up to
     # three times its seconds.
-    assert c._pick() is slow
+    assert policy.pick() is slow
     slow.examples = 200
-    assert c._pick() is busy  # then the pair that found new bugs or coverage lately
+    assert policy.pick() is busy  # then the pair that found new bugs or coverage lately
     slow.examples, slow.seconds = 20, 179.0
-    assert c._pick() is slow
+    assert policy.pick() is slow
     slow.seconds = 180.0
-    assert c._pick() is busy
+    assert policy.pick() is busy
 
 
 def test_compile_time_counts_toward_no_floor_and_no_rate():
@@ -86,10 +96,10 @@ def test_compile_time_counts_toward_no_floor_and_no_rate():
         "compiled", examples=10, seconds=60.0, compile_seconds=58.0, mutant=True, expected="nan"
     )
     other = _pair("other", examples=100, seconds=20.0, mutant=True, expected="nan")
-    c = _campaign([compiled, other])
+    policy = _policy([compiled, other])
     assert compiled.fuzz_seconds == pytest.approx(2.0)
-    assert c.floor_progress(compiled) == pytest.approx(max(10 / 200, 2 / 30))
-    assert c._pick() is compiled
+    assert policy.floor_progress(compiled) == pytest.approx(max(10 / 200, 2 / 30))
+    assert policy.pick() is compiled
     row = compiled.as_dict()
     assert row["fuzz_seconds"] == pytest.approx(2.0) and row["compile_seconds"] == 58.0
     assert row["examples_per_second"] == pytest.approx(5.0)  # per fuzzing second
@@ -100,14 +110,11 @@ def test_shrinking_counts_toward_no_floor():
     ``HuntResult.shrink_seconds``) are not fuzzing: a GPU pair met its 30 s floor with 42
     examples, most of its seconds shrinking."""
     p = _pair("p", examples=0, seconds=0.0, slices=0, mutant=True, expected="nan")
-    c = _campaign([p])
-    sl = SimpleNamespace(id=1, warm=False, started=0.0)
-    w = SimpleNamespace(busy=sl, recycles=0, ready=True, slot=0)
-    c.note_db_problems = lambda problems: None
+    policy = _policy([p])
     summary = {"examples": 40, "seconds": 50.0, "compile_seconds": 6.0, "shrink_seconds": 36.0}
-    c._slice_done(w, p, summary)
+    _slice(policy, p, summary)
     assert p.fuzz_seconds == pytest.approx(8.0)  # 50 - 6 compiling - 36 shrinking
-    assert c.floor_progress(p) == pytest.approx(max(40 / 200, 8 / 30))
+    assert policy.floor_progress(p) == pytest.approx(max(40 / 200, 8 / 30))
     assert p.as_dict()["shrink_seconds"] == pytest.approx(36.0)
 
 
@@ -115,25 +122,30 @@ def test_a_worker_fuzzes_the_pairs_it_has_loaded_first():
     """Each pair once, real targets first, whatever a worker has loaded; then, under their
     floors, a worker's own pairs (their kernels loaded in its process) before the others', the
     least fuzzed first; past the floors another worker's pair counts at ``AFFINITY``."""
-    from fuzz.campaign.runner import AFFINITY, WorkerHandle
-
     mine = _pair("mine", examples=150, seconds=2.0)
     theirs = _pair("theirs", examples=20, seconds=1.0)  # less fuzzed, loaded by another worker
     fresh = _pair("fresh", slices=0, mutant=True, expected="nan")
-    c = _campaign([mine, theirs, fresh])
-    w = WorkerHandle(0, None, None)
-    w.loaded = {mine.key}
-    assert c._pick(w) is fresh  # never run: first, in any worker
+    policy = _policy([mine, theirs, fresh])
+    loaded = {mine.key}
+    assert policy.pick(loaded) is fresh  # never run: first, in any worker
     fresh.slices, fresh.examples = 1, 300
-    assert c._pick(w) is mine  # its kernels are loaded here
-    assert c._pick() is theirs  # no worker named: the least fuzzed
-    assert c._pick(WorkerHandle(1, None, None, loaded={theirs.key})) is theirs
+    assert policy.pick(loaded) is mine  # its kernels are loaded here
+    assert policy.pick() is theirs  # no worker named: the least fuzzed
+    assert policy.pick({theirs.key}) is theirs
+    # A worker's loaded pairs are those it began slices of, in its process.
+    policy.add_worker(1)
+    plan = policy.next_slice(1, slice_id=1, now=0.0, left=100.0)
+    assert plan.pair == theirs.key and policy.ended(1, {}, 0.0).pair is theirs
+    assert policy._seats[1].loaded == {theirs.key}
+    policy.add_worker(1)  # a fresh process: nothing loaded
+    assert policy._seats[1].loaded == set()
+    affinity = policy.t.affinity
     mine.examples = theirs.examples = fresh.examples = 300  # every floor met
-    mine.rate, theirs.rate = 1.0, 1.0 / AFFINITY + 0.5  # theirs pays its reload and still wins
+    mine.rate, theirs.rate = 1.0, 1.0 / affinity + 0.5  # theirs pays its reload and still wins
     mine.slices = theirs.slices = fresh.slices = 5
-    assert c._pick(w) is theirs
-    theirs.rate = 1.0 / AFFINITY - 0.1
-    assert c._pick(w) is mine
+    assert policy.pick(loaded) is theirs
+    theirs.rate = 1.0 / affinity - 0.1
+    assert policy.pick(loaded) is mine
 
 
 def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
@@ -141,28 +153,27 @@ def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
     where its warm-up is more than ``COLD_WAIT`` seconds away (by its place in the compile
     workers' queue and the warm-ups measured so far), and after the warmed-up pairs under their
     floor: it would compile on the fuzzing path."""
-    from fuzz.campaign.runner import COLD_WAIT, WorkerHandle
-
     ready = _pair("ready", examples=100, seconds=5.0)
     next_up = _pair("next", examples=0, slices=0)
     later = _pair("later", examples=0, slices=0, mutant=True, expected="nan")  # warmed up last
     for p in (next_up, later):
-        p.warm = "cold"
-    c = _campaign([later, ready, next_up])
-    c.workers = [WorkerHandle(9, None, None, process=object(), role="compile")]
-    assert c._pick() is ready  # the others never ran, but are not warmed up
+        p.warmth = Warmth.COLD
+    policy = _policy([later, ready, next_up])
+    policy.add_worker(9, "compile")
+    cold_wait = policy.t.cold_wait
+    assert policy.pick() is ready  # the others never ran, but are not warmed up
     ready.running = True
-    assert c._pick() is None  # no warm-up measured yet: wait
+    assert policy.pick() is None  # no warm-up measured yet: wait
     ready.running = False
-    ready.warm_count, ready.warm_seconds = 1, 0.75 * COLD_WAIT
+    ready.warm_count, ready.warm_seconds = 1, 0.75 * cold_wait
     ready.first_warm_compile = 1.0  # its family's warm-ups compile for a second
-    assert c._pick() is ready  # under its floor, and compiled ahead
+    assert policy.pick() is ready  # under its floor, and compiled ahead
     ready.examples, ready.seconds = 300, 40.0  # at its floor
-    assert c._pick() is later  # "next" is warmed up in 0.75 COLD_WAIT, "later" in 1.5
+    assert policy.pick() is later  # "next" is warmed up in 0.75 COLD_WAIT, "later" in 1.5
     later.running = True
-    assert c._pick() is ready
-    c.workers = []  # no compile worker: every pair is fuzzed as it is
-    assert c._pick() is next_up
+    assert policy.pick() is ready
+    policy.remove_worker(9)  # no compile worker: every pair is fuzzed as it is
+    assert policy.pick() is next_up
 
 
 def test_compile_workers_warm_the_costliest_compiles_first_and_fuzzing_takes_the_cheap_cold():
@@ -171,8 +182,8 @@ def test_compile_workers_warm_the_costliest_compiles_first_and_fuzzing_takes_the
     ``COLD_WAIT`` and than ``COLD_COMPILE_FACTOR`` times its family's warm-up compiles (what
     fuzzing it cold would compile on the fuzzing path), the cheapest to compile first; a pair
     of a family none has compiled yet is warmed up first and never fuzzed cold."""
-    from fuzz.campaign.runner import COLD_COMPILE_FACTOR, COLD_WAIT, WorkerHandle
-
+    t = Tunables()
+    COLD_WAIT, COLD_COMPILE_FACTOR = t.cold_wait, t.cold_compile_factor
     slow = _pair("slow", examples=100, seconds=5.0, compile_seconds=40.0)  # 10 s a compile
     fast = _pair("fast", examples=100, seconds=5.0, compile_seconds=2.0)  # 0.5 s a compile
     slow.stats["compiles"], fast.stats["compiles"] = 4, 4
@@ -188,30 +199,31 @@ def test_compile_workers_warm_the_costliest_compiles_first_and_fuzzing_takes_the
     for p in costly:
         p.target.family = "slow"
     for p in (*cheap, *costly, real):
-        p.warm = "cold"
-    c = _campaign([slow, fast, *cheap, *costly, real])  # the first round's order: cheap first
-    assert c._cold_queue() == [real, *costly, *cheap]
-    assert c._pick_cold() is real
-    c.workers = [WorkerHandle(9, None, None, process=object(), role="compile")]
+        p.warmth = Warmth.COLD
+    policy = _policy([slow, fast, *cheap, *costly, real])  # the first round's order: cheap first
+    assert policy.cold_queue() == [real, *costly, *cheap]
+    assert policy.next_warm_up() is real
+    policy.add_worker(9, "compile")
     slow.running = fast.running = True
     # One compile worker, 0.75 COLD_WAIT a warm-up: the queue's k-th pair is (k + 1) 0.75
     # COLD_WAIT away. The cheap ones (places 4 and 5) are far; of the costly ones, only the
     # third (3 COLD_WAIT away) is further than its warm-up's compiles times the factor.
-    c.pairs = [slow, fast, *costly, *cheap, real]  # no help from the order
-    assert c._pick() is cheap[0]
+    policy = _policy([slow, fast, *costly, *cheap, real])  # no help from the order
+    policy.add_worker(9, "compile")
+    assert policy.pick() is cheap[0]
     for p in cheap:
         p.running = True
-    assert c._pick() is costly[2]
+    assert policy.pick() is costly[2]
     costly[2].running = True
-    assert c._pick() is None  # the other costly ones wait for their warm-up
+    assert policy.pick() is None  # the other costly ones wait for their warm-up
     # A family none has compiled yet may compile dear: warmed up first, never fuzzed cold.
     unknown = _pair("unknown", slices=0, mutant=True, expected="nan")
-    unknown.target.family, unknown.warm = "new", "cold"
-    c.pairs.append(unknown)
-    assert c._cold_queue() == [real, unknown, *costly[:2]]
-    assert c._pick() is costly[1]  # now 3 COLD_WAIT away; "unknown", 1.5 away, is never far
+    unknown.target.family, unknown.warmth = "new", Warmth.COLD
+    policy.pairs.append(unknown)
+    assert policy.cold_queue() == [real, unknown, *costly[:2]]
+    assert policy.pick() is costly[1]  # now 3 COLD_WAIT away; "unknown", 1.5 away, is never far
     costly[1].running = True
-    assert c._pick() is None
+    assert policy.pick() is None
 
 
 def test_a_compiles_expected_cost_comes_from_the_pair_else_its_family():
@@ -223,45 +235,39 @@ def test_a_compiles_expected_cost_comes_from_the_pair_else_its_family():
     a.stats["precompile_seconds"] = 6.5
     b = _pair("b", slices=0)
     other = PairState(_target("o"), "other")
-    c = _campaign([a, b, other])
-    assert c.compile_cost(a) == pytest.approx((10.0 - 0.5 + 6.5) / (3 - 1 + 2))
-    assert c.compile_cost(b) == c.compile_cost(a)  # the same family ("fake") on "fake"
-    assert c.compile_cost(other) == 0.0
+    policy = _policy([a, b, other])
+    assert policy.compile_cost(a) == pytest.approx((10.0 - 0.5 + 6.5) / (3 - 1 + 2))
+    assert policy.compile_cost(b) == policy.compile_cost(a)  # the same family ("fake") on "fake"
+    assert policy.compile_cost(other) == 0.0
 
 
-def test_a_slice_carries_its_pairs_compile_time_so_far(tmp_path):
+def test_a_slice_carries_its_pairs_compile_time_so_far():
     """A fuzzing slice is told the compile and wall seconds its pair spent before
     (``compile_spent``): the profile's compile share holds over the campaign; a warm-up (a
     compile worker's) is there to compile and is told nothing."""
-    from fuzz.campaign.runner import WorkerHandle
-
     p = _pair("p", examples=50, seconds=40.0, compile_seconds=12.0)
-    c = _campaign([p])
-    c.replay_queue, c.stop_reason, c.slice_ids, c.slice_seconds = [], None, 0, 5.0
-    c.remaining = lambda: 100.0
-    c.config.seed, c.config.warm_quiet = 1, 4
-    sent = []
-    conn = SimpleNamespace(send=sent.append)
-    log = tmp_path / "log"
-    log.write_text("")
-    for role in ("fuzz", "compile"):
-        w = WorkerHandle(0, None, SimpleNamespace(log=str(log)), conn=conn, role=role)
-        p.running, p.warm = False, "cold" if role == "compile" else "ready"
-        assert c._dispatch(w)
-    (_, fuzz_task), (_, warm_task) = sent
-    assert fuzz_task["compile_spent"] == [12.0, 40.0, 0.0]  # no compile counted: cost unknown
-    assert warm_task["compile_spent"] == [0.0, 0.0, 0.0] and warm_task["warm"]
-    # Its time to shrink a new bug: at least 30 s, and SHRINK_COMPILES of its compiles, up to
-    # SHRINK_MAX seconds.
-    from fuzz.campaign.runner import SHRINK_COMPILES, SHRINK_MAX
-
-    assert fuzz_task["hard_limit"] == 5.0 + 30.0
-    for per_compile, shrink in ((4.0, SHRINK_COMPILES * 4.0), (60.0, SHRINK_MAX)):
+    policy = _policy([p], slice_seconds=5.0, seed=1, warm_quiet=4)
+    policy.add_worker(9, "compile")
+    fuzz_task = policy.next_slice(0, slice_id=1, now=0.0, left=100.0)
+    policy.ended(1, {"seconds": 0.0}, 0.0)
+    p.warmth = Warmth.COLD
+    warm_task = policy.next_slice(9, slice_id=2, now=0.0, left=100.0)
+    assert fuzz_task.compile_spent == (12.0, 40.0, 0.0)  # no compile counted: cost unknown
+    assert warm_task.compile_spent == (0.0, 0.0, 0.0) and warm_task.warm_up is not None
+    assert fuzz_task.warm_up is None and warm_task.warm_up.quiet == 4
+    policy.ended(2, {"seconds": 0.0}, 0.0)
+    # Its time to shrink a new bug: at least 30 s, and shrink_compiles of its compiles, up to
+    # shrink_max seconds.
+    t = policy.t
+    assert fuzz_task.hard_limit == 5.0 + 30.0
+    for sid, (per_compile, shrink) in enumerate(
+        ((4.0, t.shrink_compiles * 4.0), (60.0, t.shrink_max)), start=3
+    ):
         p.stats["compiles"], p.stats["compile_seconds"] = 3, 3 * per_compile
-        p.running = False
-        assert c._dispatch(w := WorkerHandle(0, None, SimpleNamespace(log=str(log)), conn=conn))
-        assert sent[-1][1]["hard_limit"] == pytest.approx(5.0 + shrink)
-        assert w.busy.hard_deadline == pytest.approx(w.busy.started + 5.0 + shrink)
+        plan = policy.begin(p, 0, slice_id=sid, now=7.0, left=100.0)
+        assert plan.hard_limit == pytest.approx(5.0 + shrink)
+        assert plan.hard_deadline == pytest.approx(7.0 + 5.0 + shrink)
+        policy.ended(sid, {"seconds": 0.0}, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -278,9 +284,9 @@ def test_a_slice_carries_its_pairs_compile_time_so_far(tmp_path):
 )
 def test_a_pair_is_retired_only_when_it_is_finished(summary, mutant, found, retired):
     p = _pair("p", mutant=mutant, expected="nan")
-    p.found = {f"s{i}": {**f, "signature": f"s{i}"} for i, f in enumerate(found)}
-    c = _campaign([p])
-    c._retire(p, summary)
+    p.ledger.found = {f"s{i}": {**f, "signature": f"s{i}"} for i, f in enumerate(found)}
+    policy = _policy([p])
+    assert _slice(policy, p, summary).retired == retired
     assert p.retired == retired
 
 
@@ -296,6 +302,25 @@ def _rec(sig, key="nan|oracle|y|-", triggers=(), **kw):
     }
 
 
+class _Ledger:
+    """The policy's ``record`` and ``withdraw`` of a pair's findings, keeping the names of the
+    reproducers they superseded and the last outcome."""
+
+    def __init__(self, policy):
+        self.policy, self.superseded, self.last = policy, [], None
+
+    def _kept(self, out):
+        self.last = out
+        self.superseded += [Path(x).name for x in out.superseded]
+        return out.new
+
+    def record(self, pair, rec, origin=None):
+        return self._kept(self.policy.record(pair, rec, sighting=origin))
+
+    def withdraw(self, pair, origin, dup):
+        return self._kept(self.policy.withdraw(pair, origin, dup))
+
+
 def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct_bug(tmp_path):
     """A slice killed while shrinking leaves its first sight of a bug unshrunk; where a shrunk
     bug of the pair has its failure key, it may be that bug (a GPU campaign's last slice left a
@@ -305,12 +330,13 @@ def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct
     from fuzz.campaign import report
 
     p = _pair("p")
-    c = _campaign([p])
-    assert c._record(p, _rec("small", triggers=("unmasked-neg-inf",), shrunk=True))
-    assert c._record(p, _rec("big", triggers=("feature mask", "subnormal"), shrunk=False))
-    assert c._record(p, _rec("acc", key="accuracy|oracle|y|-", triggers=("multi-tile",)))
+    policy = _policy([p])
+    led = _Ledger(policy)
+    assert led.record(p, _rec("small", triggers=("unmasked-neg-inf",), shrunk=True))
+    assert led.record(p, _rec("big", triggers=("feature mask", "subnormal"), shrunk=False))
+    assert led.record(p, _rec("acc", key="accuracy|oracle|y|-", triggers=("multi-tile",)))
     crash = _rec("crash", key="crash|process|-|-", shrunk=False)
-    assert c._record(p, crash)
+    assert led.record(p, crash)
     row = p.as_dict()
     assert row["bugs"] == 3 and row["unshrunk_maybe_known"] == 1  # small, acc, crash
     by = {f["signature"]: f for f in row["findings"]}
@@ -328,49 +354,50 @@ def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct
     p.found["big"]["shrunk"] = True
     assert p.as_dict()["bugs"] == 4 and "maybe_of" not in str(p.as_dict()["findings"])
     # Hits under a replaced record's signature count for the record in its place.
-    p.known_hits.update({"gone": 5, "small": 2})
-    p.replaced["gone"] = "small"
+    p.ledger.known_hits.update({"gone": 5, "small": 2})
+    p.ledger.replaced["gone"] = "small"
     assert p.as_dict()["known_hits"] == {"small": 7}
     assert {f["signature"]: f["hits"] for f in p.as_dict()["findings"]}["small"] == 7
 
 
 def test_a_bug_found_again_is_a_hit_and_a_smaller_example_of_it_takes_its_place():
     p = _pair("p")
-    c = _campaign([p])
-    assert c._record(p, _rec("a", triggers=("multi-tile", "partial-tile")), origin="1:k")
+    policy = _policy([p])
+    led = _Ledger(policy)
+    assert led.record(p, _rec("a", triggers=("multi-tile", "partial-tile")), origin="1:k")
     # The same slice's minimal example of it replaces its first sight (not a new bug).
-    assert not c._record(p, _rec("a2", triggers=("multi-tile",), shrunk=True), origin="1:k")
+    assert not led.record(p, _rec("a2", triggers=("multi-tile",), shrunk=True), origin="1:k")
     assert list(p.found) == ["a2"]
     # Another slice meets it with more conditions: a hit of it.
-    assert not c._record(p, _rec("a3", triggers=("multi-tile", "subnormal")), origin="2:k")
-    assert list(p.found) == ["a2"] and p.known_hits == Counter({"a2": 1})
+    assert not led.record(p, _rec("a3", triggers=("multi-tile", "subnormal")), origin="2:k")
+    assert list(p.found) == ["a2"] and p.ledger.known_hits == Counter({"a2": 1})
     # Another slice meets it needing fewer conditions: that example is kept in its place.
-    assert not c._record(p, _rec("a4", triggers=()), origin="3:k")
-    assert list(p.found) == ["a4"] and p.known_hits["a4"] == 2
+    assert not led.record(p, _rec("a4", triggers=()), origin="3:k")
+    assert list(p.found) == ["a4"] and p.ledger.known_hits["a4"] == 2
     # A bug of another key, or whose triggers do not nest, is a new bug.
-    assert c._record(p, _rec("b", key="nan|oracle|crash|-"), origin="4:k")
-    assert c._record(p, _rec("c", key="inf|oracle|y|-", triggers=("feature bias",)), origin="5:k")
-    assert c._record(p, _rec("d", key="inf|oracle|y|-", triggers=("multi-tile",)), origin="6:k")
+    assert led.record(p, _rec("b", key="nan|oracle|crash|-"), origin="4:k")
+    assert led.record(p, _rec("c", key="inf|oracle|y|-", triggers=("feature bias",)), origin="5:k")
+    assert led.record(p, _rec("d", key="inf|oracle|y|-", triggers=("multi-tile",)), origin="6:k")
     assert sorted(p.found) == ["a4", "b", "c", "d"] and p.as_dict()["bugs"] == 4
     # Replaced examples' reproducers are removed at the end (unless still named).
-    assert {s.name for s in c._superseded} >= {"a.py", "a3.py", "a2.py"}
+    assert set(led.superseded) >= {"a.py", "a3.py", "a2.py"}
 
 
 def test_a_bug_streamed_as_new_that_shrank_to_a_known_one_is_retracted():
-    from fuzz.campaign.runner import _origin
 
     p = _pair("p")
-    c = _campaign([p])
-    assert c._record(p, _rec("r", key="accuracy|oracle|y|-", triggers=("partial-tile",)))
+    policy = _policy([p])
+    led = _Ledger(policy)
+    assert led.record(p, _rec("r", key="accuracy|oracle|y|-", triggers=("partial-tile",)))
     # A slice streams a bug whose triggers do not nest with the known one's: new, for now.
     dup = _rec("n", key="accuracy|oracle|y|-", triggers=("multi-tile",), details={"round": 0})
-    assert c._record(p, dup, origin=_origin(7, dup))
+    assert led.record(p, dup, origin=sighting(7, dup))
     assert sorted(p.found) == ["n", "r"]
     # Its hunt's duplicate check shrank it into the known bug: one bug, its reproducer goes.
     said = {"round": 0, "bug_key": "accuracy|oracle|y|-", "signature": "n", "twin": "r"}
-    c._retract(p, _origin(7, {"details": said, "bug_key": said["bug_key"]}), said)
+    led.withdraw(p, sighting(7, {"details": said, "bug_key": said["bug_key"]}), said)
     assert list(p.found) == ["r"] and p.as_dict()["bugs"] == 1
-    assert "n.py" in {s.name for s in c._superseded}
+    assert "n.py" in set(led.superseded)
     # The conditions it was first seen with are a way to the known bug: later slices count
     # examples with all of them as its hits instead of shrinking them again.
     assert {b.triggers for b in p.bugs()} == {
@@ -385,14 +412,14 @@ def test_a_bug_streamed_as_new_that_shrank_to_a_known_one_is_retracted():
     first = _rec(
         "f", key="accuracy|oracle|y|-", triggers=("feature bias", "tail"), details={"round": 0}
     )
-    assert c._record(p, first, origin=_origin(11, first))
+    assert led.record(p, first, origin=sighting(11, first))
     small = _rec(
         "s", key="accuracy|oracle|y|-", triggers=("tail",), shrunk=True, details={"round": 0}
     )
-    assert not c._record(p, small, origin=_origin(11, small))
+    assert not led.record(p, small, origin=sighting(11, small))
     assert p.found["s"]["first_triggers"] == ["feature bias", "tail"]
     said = {"round": 0, "bug_key": "accuracy|oracle|y|-", "signature": "s", "twin": "r"}
-    c._retract(p, _origin(11, {"details": said, "bug_key": said["bug_key"]}), said)
+    led.withdraw(p, sighting(11, {"details": said, "bug_key": said["bug_key"]}), said)
     assert frozenset({"feature bias", "tail"}) in {b.triggers for b in p.bugs()}
 
 
@@ -401,48 +428,47 @@ def test_a_bug_streamed_as_new_that_is_a_known_one_is_no_gain_of_its_slice():
     count a bug it streamed as new that turned out to be one found before (a GPU plugin campaign
     found one NaN bug again in every slice of a pair, each time first as new). Its first sight
     says that a bug found before has its key."""
-    from fuzz.campaign.runner import NEW_CLASS_WEIGHT, _origin
-
     p = _pair("p")
-    c = _campaign([p])
-    lines = []
-    c.log = lines.append
+    policy = _policy([p])
+    NEW_CLASS_WEIGHT = policy.t.new_class_weight
+    led = _Ledger(policy)
     key = "nan|oracle|y|-"
-    assert c._record(p, _rec("r", key=key, triggers=("unmasked-neg-inf",), shrunk=True))
-    p.slice_new, p.new_origins = 0.0, set()  # a slice begins
+    assert led.record(p, _rec("r", key=key, triggers=("unmasked-neg-inf",), shrunk=True))
+    policy.begin(p, 0, slice_id=3, now=0.0, left=100.0)  # a slice begins: no gain yet
+    assert p.slice_new == 0.0
     first = _rec("f", key=key, triggers=("feature mask",), details={"round": 0})
-    assert c._record(p, first, origin=_origin(3, first))
+    out = policy.found(3, first)
+    assert out.new and out.maybe_of == "r"  # (said on the console: it may shrink into r)
     assert p.slice_new == NEW_CLASS_WEIGHT
-    assert "bug r has its failure key" in lines[-1]
     # Its minimal example is the known bug's: a hit, no gain.
     final = _rec("r", key=key, triggers=("unmasked-neg-inf",), shrunk=True, details={"round": 0})
-    assert not c._record(p, final, origin=_origin(3, final))
+    assert not led.record(p, final, origin=sighting(3, final))
     assert p.slice_new == 0.0 and list(p.found) == ["r"]
     # A bug of its own: its minimal example replaces its first sight and the gain stays.
     other = _rec("o", key="accuracy|oracle|y|-", triggers=("multi-tile",), details={"round": 1})
-    assert c._record(p, other, origin=_origin(3, other))
-    assert "has its failure key" not in lines[-1]
+    assert led.record(p, other, origin=sighting(3, other))
+    assert led.last.maybe_of is None
     small = _rec("o2", key="accuracy|oracle|y|-", triggers=(), shrunk=True, details={"round": 1})
-    assert not c._record(p, small, origin=_origin(3, small))
+    assert not led.record(p, small, origin=sighting(3, small))
     assert p.slice_new == NEW_CLASS_WEIGHT and sorted(p.found) == ["o2", "r"]
     # Withdrawn by its hunt's duplicate check: no gain either.
     third = _rec("t", key=key, triggers=("subnormal",), details={"round": 2})
-    assert c._record(p, third, origin=_origin(3, third))
+    assert led.record(p, third, origin=sighting(3, third))
     assert p.slice_new == 2 * NEW_CLASS_WEIGHT
     said = {"round": 2, "bug_key": key, "signature": "t", "twin": "r"}
-    c._retract(p, _origin(3, {"details": said, "bug_key": key}), said)
+    led.withdraw(p, sighting(3, {"details": said, "bug_key": key}), said)
     assert p.slice_new == NEW_CLASS_WEIGHT and "t" not in p.found
 
 
 def test_deaths_retire_a_pair_only_when_they_repeat_a_bug_found_before():
     p = _pair("p")
-    c = _campaign([p])
+    policy = _policy([p])
+    led = _Ledger(policy)
     death = _rec("x", key="crash|process|-|-")
-    assert c._record(p, dict(death))
+    assert led.record(p, dict(death))
     for _ in range(2):
-        assert not c._record(p, dict(death))
-        p.repeat_deaths += 1
-        c._check_deaths(p)
+        assert not policy.death_record(p, dict(death)).new
+    assert p.repeat_deaths == 2
     assert p.retired.startswith("killed its worker 2 more times")
 
 
@@ -450,6 +476,8 @@ def test_campaign_config_floors_default_to_the_issue_numbers():
     fields = CampaignConfig.__dataclass_fields__
     assert fields["floor_examples"].default == 200 and fields["floor_seconds"].default == 30.0
     assert fields["real_floor_seconds"].default == 60.0
+    t = Tunables()
+    assert (t.floor_examples, t.floor_seconds, t.real_floor_seconds) == (200, 30.0, 60.0)
 
 
 def test_a_real_target_has_a_longer_seconds_floor_than_a_mutant():
@@ -457,12 +485,12 @@ def test_a_real_target_has_a_longer_seconds_floor_than_a_mutant():
     campaign's real Pallas attention pair met a 30 s floor at 164 examples."""
     real = _pair("real", examples=50, seconds=31.0)
     mutant = _pair("mut", examples=50, seconds=31.0, mutant=True, expected="nan")
-    c = _campaign([real, mutant])
-    assert c.floor_progress(mutant) >= 1.0
-    assert c.floor_progress(real) == pytest.approx(31.0 / 60.0)
-    assert c._pick() is real  # still under its floor
+    policy = _policy([real, mutant])
+    assert policy.floor_progress(mutant) >= 1.0
+    assert policy.floor_progress(real) == pytest.approx(31.0 / 60.0)
+    assert policy.pick() is real  # still under its floor
     real.seconds = 61.0
-    assert c.floor_progress(real) >= 1.0
+    assert policy.floor_progress(real) >= 1.0
 
 
 FAKE = str(Path(__file__).parent / "fake_targets.py")
@@ -523,35 +551,36 @@ def test_idle_compile_workers_warm_again_the_pair_whose_fuzzing_compiles_most():
     b = _pair("b", examples=300, seconds=20.0, compile_seconds=3.0)
     interpreted = _pair("i", examples=300, seconds=20.0, compile_seconds=30.0)  # never warmed
     for p, at in ((a, 1.0), (b, 0.5)):
-        p.warm, p.warm_count, p.compile_at_warm = "ready", 1, at
+        p.warm_count, p.compile_at_warm = 1, at
     cold = _pair("cold", examples=0, slices=0)
-    cold.warm = "cold"
-    c = _campaign([a, b, interpreted, cold])
-    assert c._pick_cold() is cold  # a pair not warmed up yet first
-    cold.warm = "ready"
-    assert c._pick_cold() is a  # then the one that paid most since its warm-up (8 s)
+    cold.warmth = Warmth.COLD
+    policy = _policy([a, b, interpreted, cold])
+    assert policy.next_warm_up() is cold  # a pair not warmed up yet first
+    cold.warmth = Warmth.READY
+    assert policy.next_warm_up() is a  # then the one that paid most since its warm-up (8 s)
     a.warm_count = 4
-    assert c._pick_cold() is b  # a had its warm-ups
+    assert policy.next_warm_up() is b  # a had its warm-ups
     b.compile_at_warm = 2.0  # 1 s since: not worth another
-    assert c._pick_cold() is None
+    assert policy.next_warm_up() is None
     # Its compile share spent, b's fuzzing refuses new structures instead of compiling them:
     # ten refusals since its warm-up call for another.
     b.events["rejected: would compile"] = 9
-    assert c._pick_cold() is None
+    assert policy.next_warm_up() is None
     b.events["rejected: would compile"] = 10
-    assert c._pick_cold() is b
+    assert policy.next_warm_up() is b
     b.refused_at_warm = 10
-    assert c._pick_cold() is None
+    assert policy.next_warm_up() is None
 
 
 def test_the_processes_on_one_gpu_split_its_memory(monkeypatch):
     """A campaign's fuzzing and compile workers on one GPU split its memory, as xdist workers
     do (13 processes with no split ran a correct kernel out of memory on an H100)."""
     from fuzz.campaign import worker
+    from fuzz.campaign.config import slot_devices
 
-    c = Campaign.__new__(Campaign)
-    c.config = SimpleNamespace(workers=5, compile_workers=4, devices=["0", "1"])
-    assert [c._sharing(d) for d in ("0", "1", None)] == [5, 4, 1]
+    devices = slot_devices(SimpleNamespace(workers=5, compile_workers=4, devices=["0", "1"]))
+    assert [devices.count(d) for d in ("0", "1")] == [5, 4]
+    assert slot_devices(SimpleNamespace(workers=2, compile_workers=1, devices=[])) == [None] * 3
     monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
     monkeypatch.delenv("KERNEL_FUZZ_GPU_SHARE", raising=False)
     assert worker._share_gpu_memory(1) is None
@@ -582,49 +611,50 @@ def test_a_pair_widens_its_kernel_variants_after_each_floor():
     space = variant_space(target, options.scale)
     pair = PairState(target, "triton", slices=1)
     pair.narrowing = run_narrowing(target, options, 1)
-    pair.warm, pair.warm_count = "ready", 1
-    c = _campaign([pair])
-    c.config.options, c.config.seed, c.config.compile_workers = options, 1, 1
-    lines = []
-    c.log = lines.append
-    pair.examples = 199
-    c._widen(pair)
-    assert pair.widened == 0 and not lines  # under a floor's worth: nothing changes
+    pair.warm_count = 1
+    fresh = PairState(target, "triton", slices=1, seconds=40.0)
+    fresh.narrowing = run_narrowing(target, options, 1)
+    fresh.stats["compile_seconds"] = 15.0
+    policy = _policy(
+        [pair, fresh],
+        seed=1,
+        compile_ahead=True,
+        widen=lambda p, level: run_narrowing(p.target, options, 1, widen=level),
+    )
+    policy.add_worker(9, "compile")
+    ended = _slice(policy, pair, {"examples": 199, "seconds": 0.0})
+    assert pair.widened == 0 and ended.widened is None  # under a floor's worth: nothing changes
     seen = [pair.narrowing]
     while pair.widened < 20:
-        pair.examples += 200
-        c._widen(pair)
+        ended = _slice(policy, pair, {"examples": 200, "seconds": 0.0})
         if pair.pending is None:
             break
+        assert ended.widened  # what it added, per dimension
         # Compiled ahead before its fuzzing draws them: it fuzzes on with those it has, and
         # widens no more, until its warm-up of them.
-        assert pair.narrowing == seen[-1] and pair.warm == "ready"
-        pair.examples += 200
-        c._widen(pair)
+        assert pair.narrowing == seen[-1] and pair.warmth is Warmth.READY
+        assert _slice(policy, pair, {"examples": 200, "seconds": 0.0}).widened is None
         assert pair.narrowing == seen[-1]
-        assert c._pick_cold() is pair
-        pair.narrowing, pair.pending = pair.pending, None  # (as its warm-up's end does)
+        assert policy.next_warm_up() is pair
+        _slice(policy, pair, {"seconds": 1.0}, worker=9)  # its warm-up of them
+        assert pair.pending is None and pair.warm_count == 1
         before, now = seen[-1], pair.narrowing
         for dim, values in now.items():
             assert values[: len(before[dim])] == before[dim]  # the earlier choices first
             assert len(values) == min(len(before[dim]) + 1, len(set(space[dim])))
-        assert "kernel variants widened" in lines[-1]
         seen.append(now)
     assert all(set(seen[-1][d]) == set(space[d]) for d in seen[-1])  # the whole space, in the end
     assert any(q > k for q, k in seen[-1]["block_pairs"])
     assert pair.as_dict()["variants_widened"] == pair.widened == len(seen) - 1
     # Fuzzing seconds count as the floor does (compiling not counted).
-    fresh = PairState(target, "triton", slices=1, seconds=40.0)
-    fresh.narrowing = run_narrowing(target, options, 1)
-    fresh.stats["compile_seconds"] = 15.0
-    c._widen(fresh)
+    _slice(policy, fresh, {"seconds": 0.0})
     assert fresh.widened == 0  # 25 s of fuzzing
     fresh.seconds = 46.0
-    c._widen(fresh)
-    assert fresh.widened == 1
+    _slice(policy, fresh, {"seconds": 0.0})
+    assert fresh.widened == 1  # (not warmed up yet: widened at once, compiled as drawn)
     fresh.retired = "mutant found and shrunk"
     fresh.seconds = 200.0
-    c._widen(fresh)
+    _slice(policy, fresh, {"seconds": 0.0})
     assert fresh.widened == 1  # a retired pair is left as it is
 
 
@@ -633,19 +663,12 @@ def test_a_slice_that_only_refused_is_no_fuzzing_toward_the_floor():
     nothing: its seconds count toward no floor (a GPU campaign's Pallas pair met the 30 s floor
     with 16 examples checked, and had its variants widened on it)."""
     pair = _pair("p", examples=10, seconds=5.0)
-    c = _campaign([pair])
-    c._retire = lambda p, s: None
-    c._widen = lambda p: None
-    c.note_db_problems = lambda problems: None
-    w = SimpleNamespace(busy=SimpleNamespace(warm=False, id=1, started=0.0), recycles=0, ready=True)
-    pair.running = True
+    policy = _policy([pair])
     refused = {"rejected: would compile": 30}  # a slice cut by its time, every example refused
-    c._slice_done(w, pair, {"examples": 0, "seconds": 40.0, "stopped": "time", "events": refused})
+    _slice(policy, pair, {"examples": 0, "seconds": 40.0, "stopped": "time", "events": refused})
     assert pair.seconds == 45.0 and pair.fuzz_seconds == pytest.approx(5.0)
-    assert c.floor_progress(pair) < 1.0
-    pair.running = True
-    w.busy = SimpleNamespace(warm=False, id=2, started=0.0)
-    c._slice_done(w, pair, {"examples": 3, "seconds": 30.0, "stopped": "refused"})
+    assert policy.floor_progress(pair) < 1.0
+    _slice(policy, pair, {"examples": 3, "seconds": 30.0, "stopped": "refused"})
     assert pair.fuzz_seconds == pytest.approx(35.0)  # it checked some: fuzzing
     assert pair.as_dict()["refused_seconds"] == 40.0
 
@@ -660,33 +683,27 @@ def test_widened_variants_warm_up_after_every_first_warm_up_and_are_fuzzed_after
     real = _pair("real", examples=400, seconds=20.0)
     mutant = _pair("mutant", examples=400, seconds=20.0, mutant=True, expected="nan")
     for p, since in ((mutant, 1), (real, 2)):  # the mutant widened first
-        p.warm, p.warm_count, p.narrowing, p.pending, p.pending_since = "ready", 1, old, wide, since
+        p.warm_count, p.narrowing, p.pending, p.pending_since = 1, old, wide, since
     cold = _pair("cold", slices=0, mutant=True, expected="nan")
-    cold.warm = "cold"
-    c = _campaign([real, mutant, cold])
-    c.config.compile_workers = 1
-    c.workers = [SimpleNamespace(role="compile", process=object())]
-    assert c._pick_cold() is cold  # a first warm-up before any widened pair's
-    assert c._pick() in (real, mutant)  # the widened pairs are fuzzed meanwhile
-    cold.warm = "ready"
-    assert c._pick_cold() is real  # real targets first
-    c._retire = lambda p, s: None
-    c._widen = lambda p: None
-    c.note_db_problems = lambda problems: None
-    w = SimpleNamespace(busy=SimpleNamespace(warm=False, id=1, started=0.0), recycles=0, ready=True)
-    real.running = True
-    c._slice_done(w, real, {"examples": 5, "seconds": 2.0})  # a fuzzing slice: as it was
+    cold.warmth = Warmth.COLD
+    policy = _policy([real, mutant, cold], compile_ahead=True)
+    policy.add_worker(9, "compile")
+    assert policy.next_warm_up() is cold  # a first warm-up before any widened pair's
+    assert policy.pick() in (real, mutant)  # the widened pairs are fuzzed meanwhile
+    cold.warmth = Warmth.READY
+    assert policy.next_warm_up() is real  # real targets first
+    _slice(policy, real, {"examples": 5, "seconds": 2.0})  # a fuzzing slice: as it was
     assert real.narrowing == old and real.pending == wide
-    real.running, real.warm = True, "warming"
-    w.busy = SimpleNamespace(warm=True, id=2, started=0.0)
-    c._slice_done(w, real, {"examples": 5, "seconds": 9.0, "compile_seconds": 8.0})
+    plan = policy.begin(real, 9, slice_id=2, now=0.0, left=100.0)  # its warm-up
+    assert plan.narrowing == wide and real.warmth is Warmth.WARMING
+    policy.ended(2, {"examples": 5, "seconds": 9.0, "compile_seconds": 8.0}, 9.0)
     assert real.narrowing == wide and real.pending is None and real.warm_count == 1
-    assert real.warm == "ready" and real.stats["precompile_seconds"] == 8.0
-    assert c._pick_cold() is mutant
+    assert real.warmth is Warmth.READY and real.stats["precompile_seconds"] == 8.0
+    assert policy.next_warm_up() is mutant
     # A widened pair whose warm-up died takes its new variants as they are (compiled as drawn).
-    mutant.running, mutant.live_examples, mutant.live_compile = True, 0, 0.0
-    c._book_slice(SimpleNamespace(pair=mutant, warm=True, started=0.0))
-    assert mutant.narrowing == wide and mutant.pending is None and c._pick_cold() is None
+    policy.begin(mutant, 9, slice_id=3, now=0.0, left=100.0)
+    policy.lost(3, 5.0)
+    assert mutant.narrowing == wide and mutant.pending is None and policy.next_warm_up() is None
 
 
 def test_a_killed_slice_past_its_search_limit_is_no_fuzzing_and_what_it_streamed_retires():
@@ -694,76 +711,66 @@ def test_a_killed_slice_past_its_search_limit_is_no_fuzzing_and_what_it_streamed
     time limit: that time counts toward no floor. A mutant whose expected bug it streamed shrunk
     is finished, though its summary never came (an H100 campaign left such a pair unretired,
     its 111 s counted as fuzzing with 5 examples)."""
-    import time
-
-    from fuzz.campaign.runner import Slice
-
     p = _pair("m", examples=0, seconds=0.0, slices=0, mutant=True, expected="nan")
-    c = _campaign([p])
-    assert c._record(p, _rec("n", triggers=("partial-tile",), shrunk=True))
-    p.running, p.live_examples, p.live_compile = True, 5, 4.0
-    started = time.perf_counter() - 100.0
-    c._book_slice(Slice(1, p, started, 15.0, started + 60.0))
-    assert p.examples == 5 and p.seconds == pytest.approx(100.0, abs=1.0)
-    assert p.stats["shrink_seconds"] == pytest.approx(81.0, abs=1.0)  # past 15 s + 4 s compiling
-    assert p.fuzz_seconds == pytest.approx(15.0, abs=1.0)
-    assert p.retired == "mutant found and shrunk"
-    # A slice that died inside its search: all of it was fuzzing; nothing found, not retired.
     q = _pair("q", examples=0, seconds=0.0, slices=0, mutant=True, expected="nan")
-    c.pairs.append(q)
-    q.running = True
-    started = time.perf_counter() - 10.0
-    c._book_slice(Slice(2, q, started, 15.0, started + 60.0))
-    assert q.stats["shrink_seconds"] == 0.0 and q.fuzz_seconds == pytest.approx(10.0, abs=1.0)
+    policy = _policy([p, q], slice_seconds=15.0)
+    assert policy.record(p, _rec("n", triggers=("partial-tile",), shrunk=True)).new
+    policy.begin(p, 0, slice_id=1, now=0.0, left=1000.0)
+    policy.progress(1, 5, 4.0)
+    lost = policy.lost(1, 100.0)
+    assert p.examples == 5 and p.seconds == pytest.approx(100.0)
+    assert p.stats["shrink_seconds"] == pytest.approx(81.0)  # past 15 s + 4 s compiling
+    assert p.fuzz_seconds == pytest.approx(15.0)
+    assert p.retired == lost.retired == "mutant found and shrunk"
+    # A slice that died inside its search: all of it was fuzzing; nothing found, not retired.
+    policy.begin(q, 0, slice_id=2, now=0.0, left=1000.0)
+    policy.lost(2, 10.0)
+    assert q.stats["shrink_seconds"] == 0.0 and q.fuzz_seconds == pytest.approx(10.0)
     assert not q.retired
 
 
 def test_a_slice_is_not_killed_for_overrunning_while_it_compiles():
     """The hard limit of a slice does not count compiling: its compiles so far, and the one in
     flight (an H100 campaign killed a Pallas GLA pair's slices while they compiled)."""
-    import time
+    from fuzz.campaign.pool import Job, overran
 
-    from fuzz.campaign.runner import Slice
-
-    p = _pair("p")
-    now = time.perf_counter()
-    late = Slice(1, p, now - 200.0, 15.0, now - 40.0)  # 40 s past its hard limit
-    assert Campaign._overran(late, compiling=0.0)
-    assert not Campaign._overran(late, compiling=15.0)  # a compile of 15 s in flight
-    p.live_compile = 12.0
-    assert not Campaign._overran(late, compiling=0.0)  # its compiles so far
-    assert not Campaign._overran(Slice(2, p, now, 15.0, now - 40.0, kind="replay"), 0.0)
+    late = Job(1, 0.0, plan=object(), hard_deadline=160.0)  # 40 s past its hard limit at 200
+    assert overran(late, now=200.0, live_compile=0.0, compiling=0.0)
+    assert not overran(late, now=200.0, live_compile=0.0, compiling=15.0)  # 15 s in flight
+    assert not overran(late, now=200.0, live_compile=12.0, compiling=0.0)  # its compiles so far
+    replay = Job(2, 0.0, replay_path="r.py", hard_deadline=160.0)
+    assert not overran(replay, now=200.0, live_compile=0.0, compiling=0.0)
 
 
 def test_a_nan_born_where_a_known_ones_is_counts_as_it_and_its_conditions_as_another_way():
     """Two records of one NaN key whose trigger sets do not nest, traced to one kernel
     expression: one bug. Its slice streamed the second as new before its origin was traced; the
     traced record of it takes that back. Later slices know both ways to the bug."""
-    from fuzz.campaign.runner import _origin
 
     at = {"origin": {"found": True, "file": "k.py", "line": 76, "expression": "e / l"}}
     p = _pair("p")
-    c = _campaign([p])
-    assert c._record(p, _rec("neg", triggers=("unmasked-neg-inf",), details=at))
+    policy = _policy([p])
+    led = _Ledger(policy)
+    assert led.record(p, _rec("neg", triggers=("unmasked-neg-inf",), details=at))
     streamed = _rec("mask", triggers=("feature mask",), details={"round": 2})
-    assert c._record(p, streamed, origin=_origin(5, streamed))  # no origin yet: new for now
+    assert led.record(p, streamed, origin=sighting(5, streamed))  # no origin yet: new for now
     traced = _rec("mask", triggers=("feature mask",), details={"round": 2, **at}, shrunk=True)
-    assert not c._record(p, traced, origin=_origin(5, traced))
+    assert not led.record(p, traced, origin=sighting(5, traced))
     assert list(p.found) == ["neg"] and p.as_dict()["bugs"] == 1
     assert p.found["neg"]["also_triggers"] == [["feature mask"]]
-    assert p.known_hits["neg"] >= 1 and "mask.py" in {s.name for s in c._superseded}
+    assert p.ledger.known_hits["neg"] >= 1 and "mask.py" in set(led.superseded)
     ways = {b.triggers for b in p.bugs()}
     assert ways == {frozenset({"unmasked-neg-inf"}), frozenset({"feature mask"})}
     assert {b.signature for b in p.bugs()} == {"neg"}
     # Born elsewhere: another bug, though its key is the same.
     elsewhere = {"origin": {**at["origin"], "line": 90}}
-    assert c._record(p, _rec("late", triggers=("multi-tile",), details=elsewhere))
+    assert led.record(p, _rec("late", triggers=("multi-tile",), details=elsewhere))
     # A slice's own duplicate check said "born at the site": its conditions are kept too.
     dup = _rec("pad", triggers=("feature pad",), details={"round": 0})
-    assert c._record(p, dup, origin=_origin(8, dup))
+    assert led.record(p, dup, origin=sighting(8, dup))
     said = {"round": 0, "bug_key": dup["bug_key"], "signature": "pad", "twin": "neg",
             "triggers": ["feature pad"], "how": "site"}  # fmt: skip
-    c._retract(p, _origin(8, {"details": said, "bug_key": said["bug_key"]}), said)
+    led.withdraw(p, sighting(8, {"details": said, "bug_key": said["bug_key"]}), said)
     assert sorted(p.found) == ["late", "neg"]
     assert p.found["neg"]["also_triggers"] == [["feature mask"], ["feature pad"]]
 
@@ -772,18 +779,18 @@ def test_a_duplicate_whose_twin_was_replaced_meanwhile_is_still_taken_back():
     """On an H100 a slice's duplicate check named its twin by the signature it had when the
     slice began; the campaign had since replaced that record by a smaller example of the bug
     (fewer conditions), and the duplicate stayed in the report beside it."""
-    from fuzz.campaign.runner import _origin
 
     p = _pair("p")
-    c = _campaign([p])
-    assert c._record(p, _rec("a", triggers=("partial-tile", "row-without-valid-key")))
-    assert not c._record(p, _rec("a2", triggers=("row-without-valid-key",)))  # in its place
-    assert list(p.found) == ["a2"] and p.replaced == {"a": "a2"}
+    policy = _policy([p])
+    led = _Ledger(policy)
+    assert led.record(p, _rec("a", triggers=("partial-tile", "row-without-valid-key")))
+    assert not led.record(p, _rec("a2", triggers=("row-without-valid-key",)))  # in its place
+    assert list(p.found) == ["a2"] and p.ledger.replaced == {"a": "a2"}
     dup = _rec("m", triggers=("feature mask",), details={"round": 1})
-    assert c._record(p, dup, origin=_origin(5, dup))  # streamed as new by a slice
+    assert led.record(p, dup, origin=sighting(5, dup))  # streamed as new by a slice
     said = {"round": 1, "bug_key": dup["bug_key"], "signature": "m", "twin": "a",
             "triggers": ["feature mask"], "how": "site"}  # fmt: skip
-    c._retract(p, _origin(5, {"details": said, "bug_key": said["bug_key"]}), said)
+    led.withdraw(p, sighting(5, {"details": said, "bug_key": said["bug_key"]}), said)
     assert list(p.found) == ["a2"] and p.found["a2"]["also_triggers"] == [["feature mask"]]
 
 
@@ -792,7 +799,8 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
     bug reached through other conditions is told at once (``fuzz.signatures.same_bug``), not
     only from the slice's summary (a slice may end without one)."""
     from fuzz import origin
-    from fuzz.campaign.worker import _Slice
+    from fuzz.campaign.messages import Found
+    from fuzz.campaign.worker import SliceRun
     from fuzz.failures import Finding
 
     sent = []
@@ -822,29 +830,33 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
         ("accuracy", True, False),
     ):
         sent.clear()
-        _Slice.on_found(me, None, found(cls, final))
-        assert sent[0][0] == "found" and ("origin" in sent[0][2]) == traced, (cls, final)
+        SliceRun.on_found(me, None, found(cls, final))
+        assert isinstance(sent[0], Found) and ("origin" in sent[0].record) == traced, (cls, final)
 
 
 def test_a_record_whose_minimal_call_is_a_known_bugs_is_a_hit_of_it():
     p = _pair("p")
-    c = _campaign([p])
-    assert c._record(p, _rec("o", key="accuracy|oracle|y|-", case_digest="d1", shrunk=True))
+    policy = _policy([p])
+    led = _Ledger(policy)
+    assert led.record(p, _rec("o", key="accuracy|oracle|y|-", case_digest="d1", shrunk=True))
     same = _rec("r", key="accuracy|rows-sum-to-one|y|-", case_digest="d1", shrunk=True)
-    assert not c._record(p, same)
-    assert list(p.found) == ["o"] and p.known_hits["o"] == 1
+    assert not led.record(p, same)
+    assert list(p.found) == ["o"] and p.ledger.known_hits["o"] == 1
     # Not yet shrunk, or another call: a bug of its own for now.
-    assert c._record(p, _rec("r2", key="accuracy|rows-sum-to-one|y|-", case_digest="d1"))
-    assert c._record(
+    assert led.record(p, _rec("r2", key="accuracy|rows-sum-to-one|y|-", case_digest="d1"))
+    assert led.record(
         p, _rec("r3", key="accuracy|rows-sum-to-one|y|x", case_digest="d2", shrunk=True)
     )
 
 
 def test_a_mutant_found_and_shrunk_before_its_worker_ran_out_of_memory_is_finished():
     p = _pair("m", mutant=True, expected="nan")
-    c = _campaign([p])
-    c.notes = []
-    w = SimpleNamespace(slot=3)
-    p.found = {"s": {"class": "nan", "shrunk": True, "signature": "s"}}  # streamed before
-    c._exhaustion(w, p, 88, "the GPU ran out of memory")
-    assert p.retired == "mutant found and shrunk" and p.error is None and p.exhaustions == 1
+    policy = _policy([p])
+    p.ledger.found = {"s": {"class": "nan", "shrunk": True, "signature": "s"}}  # streamed before
+    assert policy.out_of_resources(p, "the GPU ran out of memory") == "mutant found and shrunk"
+    assert p.retired == "mutant found and shrunk" and p.error is None and p.out_of_resources == 1
+    # A pair whose worker runs out twice (found nothing) is a harness error: it cannot run here.
+    q = _pair("q", mutant=True, expected="nan")
+    policy = _policy([q])
+    assert policy.out_of_resources(q, "maps") == ""
+    assert policy.out_of_resources(q, "maps") == "resource exhaustion" and "2 times" in q.error

@@ -1,0 +1,765 @@
+"""The campaign's scheduling policy: which pair each worker fuzzes next, and what a slice's end
+means for its pair. Pure: no processes, no clock, no files, no console (``tests/fuzz/
+test_layers.py`` holds it to that). Whoever runs the workers -- processes on one host
+(:mod:`fuzz.campaign.pool`) or actors on a cluster -- tells it what happens, one small method per
+event, in the style of pytest-xdist's ``Scheduling`` protocol:
+
+=====================  =====================================================================
+``add_worker``         a worker (a fresh process or actor) is ready to take slices
+``remove_worker``      a worker is gone for good
+``next_slice``         an idle worker asks: a :class:`SlicePlan`, or None (nothing to give it)
+``progress``           a slice's examples and compile seconds so far
+``feature``            a slice met a coverage feature
+``found``              a slice streamed a finding record (its first sight of a bug, or a
+                       minimal example): :class:`fuzz.ledger.Recorded` says what it was
+``ended``              a slice's summary came: :class:`Ended` says what it decided
+``lost``               a slice ended without its summary (its worker died, hung, overran)
+``died``               ... and what the death was (a finding, a suspected hang, a stop)
+``stopped``            a slice cut short by the campaign's end
+=====================  =====================================================================
+
+What it decides:
+
+* every pair once, compiled ahead first where compile workers exist (real targets before
+  mutants), then every pair to its floor (``floor_examples`` examples or ``floor_seconds`` of
+  fuzzing, a real target ``real_floor_seconds``; compiling and shrinking count toward neither),
+  then the pairs that met it by seconds short of its examples, then a bandit: the pairs whose
+  recent slices found new bugs or coverage features per fuzzing second, with an exploration
+  bonus (UCB, :func:`ucb`);
+* which pair a compile worker warms up next (:meth:`SchedulingPolicy.next_warm_up`);
+* when a pair is finished (retired): a harness error, a search space Hypothesis reports
+  exhausted, a mutant found with its class and shrunk, deaths that only repeat known bugs, or
+  the harness's resources running out twice;
+* when a pair's compile-time choices widen (``widen``, given by whoever builds the policy).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzz.campaign.pairs import PairState, Warmth
+from fuzz.campaign.tunables import REFUSED, Tunables
+from fuzz.ledger import Recorded, sighting
+from fuzz.signatures import Bug
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """How a compile worker's warm-up of a pair ends: once ``quiet`` examples in a row compiled
+    nothing new (the variants its fuzzing draws are compiled, in the caches on disk), or after
+    ``limit`` seconds, compiling included (the pair is not fuzzed while it warms up, and a kernel
+    with hundreds of variants would keep it from its fuzzing for minutes; the next warm-up, if
+    its fuzzing calls for one, compiles on). Every example of a warm-up draws a fresh structure
+    (``explore``: the variants to compile)."""
+
+    quiet: int
+    limit: float
+    explore: float = 1.0
+
+    def calm(self, calm: int, *, compiled: bool, same_variant: bool) -> int:
+        """The count of examples in a row that compiled nothing, after one more example: reset
+        by a compile; a launched variant reused with fresh lengths that compiled nothing says
+        nothing of the variants left to compile, and neither ends the calm nor counts toward
+        it."""
+        if compiled:
+            return 0
+        return calm if same_variant else calm + 1
+
+    def done(self, calm: int, elapsed: float) -> bool:
+        return calm >= self.quiet or elapsed > self.limit
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """One slice the policy gives a worker: fuzz ``target`` on ``backend`` for ``time_limit``
+    seconds (compiling not counted), ``hard_limit`` in all (shrinking what it finds included).
+
+    Attributes:
+        id: the slice's id (its seed derives from it).
+        started: when it was planned (the caller's clock).
+        known: the pair's bugs found so far (examples of them are hits).
+        reuse: replay the example database first (a pair's first slice).
+        narrowing: the compile-time choices (kernel variants) to draw from.
+        warm_up: a compile worker's warm-up (:class:`WarmUp`), or None: a fuzzing slice.
+        structures: the case structures its pair's warm-up compiled (``strategies.reuse``).
+        compile_spent: (compile seconds, seconds, seconds per compile) of the pair's fuzzing
+            so far: its compile share holds over the whole campaign.
+    """
+
+    id: int
+    target: str
+    backend: str
+    started: float
+    time_limit: float
+    hard_limit: float
+    seed: int
+    max_examples: int | None
+    known: tuple[Bug, ...]
+    reuse: bool
+    narrowing: Mapping[str, Any] | None
+    warm_up: WarmUp | None
+    structures: tuple[Any, ...]
+    compile_spent: tuple[float, float, float]
+
+    @property
+    def pair(self) -> str:
+        return f"{self.target}|{self.backend}"
+
+    @property
+    def hard_deadline(self) -> float:
+        return self.started + self.hard_limit
+
+
+@dataclass
+class Ended:
+    """What the end of a slice (its summary) decided.
+
+    Attributes:
+        pair: its pair.
+        found: each finding record of the summary, with what the ledger made of it.
+        withdrawn: bugs its duplicate check found to be known ones.
+        retired: why its pair was retired now ("" if not).
+        widened: the values its pair's choices grew by (dimension -> values), or None.
+        seconds: its seconds, as booked.
+    """
+
+    pair: PairState
+    plan: SlicePlan
+    found: list[tuple[dict[str, Any], Recorded]] = field(default_factory=list)
+    withdrawn: list[Recorded] = field(default_factory=list)
+    retired: str = ""
+    widened: dict[str, list[Any]] | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Lost:
+    """A slice booked without its summary: its plan, its pair, and whether it streamed a new
+    bug before it ended (a death on a bug found before tells nothing new)."""
+
+    plan: SlicePlan
+    pair: PairState
+    found_new: bool
+    retired: str = ""
+
+
+@dataclass
+class _Seat:
+    """A worker as the policy sees it: its role, and the pairs its process has fuzzed (their
+    kernels are loaded in it: a slice of one of them costs no compile, where another worker
+    would load or trace them again)."""
+
+    role: str
+    loaded: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Running:
+    plan: SlicePlan
+    pair: PairState
+    found_new: bool = False
+
+
+# Losses (``SchedulingPolicy.died``): how a slice's worker ended.
+STOPPED = "stopped"  # asked to stop from outside: its example was interrupted, not faulty
+OVERRAN = "overran"  # killed past its hard limit
+CONTEXT_LOST = "context-lost"  # exited after a CUDA error that poisons its context
+SUSPECTED_HANG = "suspected-hang"  # its example outlived the timeout once (replayed to confirm)
+DEATH = "death"  # a crash, or a hang of the compiler: a finding
+
+
+def ucb(rate: float, slices: int, total: int) -> float:
+    """A pair's favour once every floor is met: its recent gain per fuzzing second plus an
+    exploration bonus that shrinks with its share of the slices."""
+    return rate + 0.5 * math.sqrt(math.log(total + 1) / (slices + 1))
+
+
+class SchedulingPolicy:
+    """The pairs of a campaign and how they are scheduled (see the module's docstring).
+
+    Args:
+        pairs: the campaign's pairs, in the first round's order (``pairs.interleave``).
+        tunables: the numbers it decides by.
+        widen: ``widen(pair, level)`` -> the pair's compile-time choices widened ``level`` times
+            (``fuzz.engine.run_narrowing``): equal to its choices where nothing is left to add.
+    """
+
+    def __init__(
+        self,
+        pairs: list[PairState],
+        tunables: Tunables,
+        *,
+        widen: Callable[[PairState, int], dict[str, Any]] | None = None,
+    ) -> None:
+        self.pairs = pairs
+        self.t = tunables
+        self._widened = widen
+        self._seats: dict[int, _Seat] = {}
+        self._running: dict[int, _Running] = {}
+        self._by_key = {p.key: p for p in pairs}
+
+    # Workers ---------------------------------------------------------------------------------
+
+    def add_worker(self, wid: int, role: str = "fuzz") -> None:
+        """A worker ready to take slices (a fresh process has loaded nothing)."""
+        if role not in ("fuzz", "compile"):
+            raise ValueError(f"role={role!r} must be 'fuzz' or 'compile'")
+        self._seats[wid] = _Seat(role)
+
+    def remove_worker(self, wid: int) -> None:
+        """A worker gone for good (the campaign is ending, or it cannot start)."""
+        self._seats.pop(wid, None)
+
+    def pair(self, key: str) -> PairState:
+        return self._by_key[key]
+
+    def _compile_workers(self) -> int:
+        return sum(1 for s in self._seats.values() if s.role == "compile")
+
+    # Picking ---------------------------------------------------------------------------------
+
+    def next_slice(self, wid: int, *, slice_id: int, now: float, left: float) -> SlicePlan | None:
+        """The slice worker ``wid`` runs next (``slice_id`` its id, ``left`` the budget's seconds
+        left), or None: nothing for it now."""
+        if left < 0.5:
+            return None
+        seat = self._seats[wid]
+        pair = self.next_warm_up() if seat.role == "compile" else self.pick(seat.loaded)
+        if pair is None:
+            return None
+        return self.begin(pair, wid, slice_id=slice_id, now=now, left=left)
+
+    def begin(
+        self, pair: PairState, wid: int, *, slice_id: int, now: float, left: float
+    ) -> SlicePlan:
+        """Starts slice ``slice_id`` of ``pair`` on worker ``wid`` (a warm-up on a compile
+        worker): its plan. :meth:`next_slice` begins the slice of the pair it picks."""
+        warm = self._seats[wid].role == "compile"
+        if not warm:
+            self._seats[wid].loaded.add(pair.key)
+        t = self.t
+        limit = min(t.slice_seconds, left)
+        # Shrinking a new bug may take a while, and longer where each new shape compiles: a
+        # GLA pair (5 s a compile on an H100) spent its 30 s in two cut stages on the compiled
+        # backend and left none for the interpreter's search (665,600 elements, CPU: 272).
+        shrink = max(
+            30.0,
+            2 * t.slice_seconds,
+            min(t.shrink_max, t.shrink_compiles * self.compile_cost(pair)),
+        )
+        if warm:
+            pair.warmth = Warmth.WARMING
+        pair.running = True
+        pair.live_examples = 0
+        pair.live_compile = 0.0
+        pair.slice_new = 0.0
+        pair.new_sightings = set()
+        # A warm-up of widened choices is a first warm-up of them; each draws longer.
+        level = 0 if warm and pair.pending is not None else pair.warm_count
+        plan = SlicePlan(
+            id=slice_id,
+            target=pair.target.name,
+            backend=pair.backend,
+            started=now,
+            time_limit=limit,
+            hard_limit=limit + shrink,
+            seed=(t.seed * 1_000_003 + slice_id) % 2**32,
+            max_examples=None if t.examples is None else t.examples - pair.examples,
+            known=tuple(pair.bugs()),
+            reuse=pair.slices == 0 and not warm,
+            narrowing=pair.pending if warm and pair.pending is not None else pair.narrowing,
+            warm_up=WarmUp(t.warm_quiet * 2**level, t.warm_seconds * 2**level) if warm else None,
+            structures=() if warm else tuple(pair.structures),
+            compile_spent=(0.0, 0.0, 0.0)
+            if warm
+            else (pair.stats["compile_seconds"], pair.seconds, self.compile_cost(pair)),
+        )
+        self._running[slice_id] = _Running(plan, pair)
+        return plan
+
+    def pick(self, loaded: set[str] | frozenset[str] = frozenset()) -> PairState | None:
+        """The pair the next fuzzing slice fuzzes, for a worker that has ``loaded`` these pairs:
+        every pair compiled ahead once (real targets before mutants), then every pair to its
+        floor (real targets first, then those the worker has fuzzed before, the least fuzzed
+        first; pairs not compiled ahead last, those that compile cheapest first), then those
+        that met it by seconds short of its examples (for up to ``examples_floor_factor`` times
+        its seconds), then the pairs that found new bugs or coverage lately, per fuzzing second,
+        with an exploration bonus (:func:`ucb`; a pair another worker has loaded counts at
+        ``affinity``). Compile time is a setup cost: it counts neither toward a floor nor
+        against a pair's rate. Where a pair's slices run matters on a compiled backend: a
+        process that fuzzed the pair has its kernels loaded, another loads them again from the
+        caches on disk (JAX traces and lowers them again), which is compile time on the fuzzing
+        path."""
+        ahead = self._compile_workers() > 0
+        free = [p for p in self.pairs if not p.retired and not p.running and not self.done(p)]
+        active = [p for p in free if p.warmth is Warmth.READY or not ahead]
+        if ahead:  # and the cold pairs whose warm-up is far away: none waits for its turn
+            active += self._far_from_warm(free)
+        if not active:
+            return None
+        under = [p for p in active if self.floor_progress(p) < 1.0]
+        if under:
+            return min(under, key=lambda p: self._under_floor_order(p, loaded))
+        # Then the pairs that met their floor by seconds, short of its examples (a slow pair:
+        # GPU campaign after GPU campaign left a missed GLA mutant pair on Pallas at 130 of 200
+        # examples), up to examples_floor_factor times their floor's seconds.
+        short = [p for p in active if self._short_of_examples(p)]
+        if short:
+            return min(
+                short,
+                key=lambda p: (
+                    p.warmth is Warmth.COLD,
+                    p.target.is_mutant,
+                    p.key not in loaded,
+                    p.total_examples,
+                ),
+            )
+        total = sum(p.slices for p in self.pairs) + 1
+        return max(
+            active,
+            key=lambda p: (
+                (1.0 if p.key in loaded else self.t.affinity) * ucb(p.rate, p.slices, total)
+            ),
+        )
+
+    def _under_floor_order(self, p: PairState, loaded: Iterable[str]) -> tuple[Any, ...]:
+        """The order of the pairs under their floor. A cold pair compiles as it goes, on the
+        fuzzing path: it comes after the first slice of every pair compiled ahead, and among the
+        pairs under their floor after the real targets and the warmed-up mutants, the cheapest
+        first (on an H100, GLA mutant pairs taken cold while warmed-up pairs were under their
+        floor paid a third of the campaign's compiles on the fuzzing path)."""
+        cold = p.warmth is Warmth.COLD
+        return (
+            p.slices > 0 or cold,
+            p.target.is_mutant,
+            self.compile_cost(p, math.inf) if cold else 0.0,
+            p.slices > 0 and p.key not in loaded,
+            self.floor_progress(p),
+            p.slices,
+        )
+
+    def floor_progress(self, pair: PairState) -> float:
+        """How much of its floor ``pair`` has had: the larger of its examples over
+        ``floor_examples`` and its fuzzing seconds over its floor's seconds (1: met)."""
+        return max(
+            pair.total_examples / max(1, self.t.floor_examples),
+            pair.fuzz_seconds / max(1e-9, self.floor_seconds(pair)),
+        )
+
+    def floor_seconds(self, pair: PairState) -> float:
+        """The fuzzing seconds of ``pair``'s floor: a mutant's, or a real target's (longer)."""
+        return self.t.floor_seconds if pair.target.is_mutant else self.t.real_floor_seconds
+
+    def _short_of_examples(self, pair: PairState) -> bool:
+        """Whether ``pair`` met its floor by fuzzing seconds with fewer than ``floor_examples``
+        examples, and has had less than ``examples_floor_factor`` times the floor's seconds: it
+        is fuzzed on to the examples before the productive pairs are favoured."""
+        return (
+            pair.total_examples < self.t.floor_examples
+            and pair.fuzz_seconds < self.t.examples_floor_factor * self.floor_seconds(pair)
+        )
+
+    def done(self, pair: PairState) -> bool:
+        """Whether ``pair`` has run the examples the campaign asked of each pair (a quota)."""
+        quota = self.t.examples
+        return quota is not None and pair.examples >= quota
+
+    def schedulable(self) -> bool:
+        """Whether any pair is left to fuzz."""
+        return any(not p.retired and not self.done(p) for p in self.pairs)
+
+    # Compiling ahead -------------------------------------------------------------------------
+
+    def next_warm_up(self) -> PairState | None:
+        """The pair a compile worker warms up next: one not compiled yet (:meth:`cold_queue`);
+        then a pair whose kernel variants were widened, real targets first, the earliest widened
+        first; then again the one whose fuzzing paid the most compile seconds since its last
+        warm-up, or refused the most examples that would have compiled (its variants are not
+        all compiled: the next warm-up draws more of them), up to ``max_warms`` times."""
+        cold = self.cold_queue()
+        if cold:
+            return cold[0]
+        idle = [p for p in self.pairs if not p.retired and not p.running and not self.done(p)]
+        wider = [p for p in idle if p.pending is not None and p.warmth is Warmth.READY]
+        if wider:  # widened choices, compiled ahead before they are fuzzed
+            return min(wider, key=lambda p: (p.target.is_mutant, p.pending_since))
+        again = [
+            p
+            for p in idle
+            if p.warmth is Warmth.READY
+            and 0 < p.warm_count < self.t.max_warms
+            and (
+                p.stats["compile_seconds"] - p.compile_at_warm >= self.t.rewarm_after
+                or p.events[REFUSED] - p.refused_at_warm >= self.t.rewarm_refused
+            )
+        ]
+        return max(
+            again,
+            key=lambda p: (
+                p.stats["compile_seconds"] - p.compile_at_warm,
+                p.events[REFUSED] - p.refused_at_warm,
+            ),
+            default=None,
+        )
+
+    def cold_queue(self) -> list[PairState]:
+        """The pairs not warmed up yet, in the order the compile workers take them: real targets
+        first, then the costliest to compile (:meth:`compile_cost`: their family's compiles on
+        their backend so far; of a family none has compiled yet, first) first, else the first
+        round's order. A pair far down the queue may be fuzzed cold (:meth:`_far_from_warm`),
+        compiling on the fuzzing path, so it is best one whose compiles are cheap: a GPU
+        campaign that warmed its pairs in the first round's order left ten GLA mutant pairs
+        (20-60 s of compiles each) to fuzzing workers, a third of its compile seconds on the
+        fuzzing path."""
+        cold = [
+            p for p in self.pairs if p.warmth is Warmth.COLD and not p.retired and not p.running
+        ]
+        return sorted(cold, key=lambda p: (p.target.is_mutant, -self.compile_cost(p, math.inf)))
+
+    def compile_cost(self, pair: PairState, unknown: float = 0.0) -> float:
+        """The seconds one compile of ``pair``'s kernels is expected to take: the mean of its
+        compiles so far (warm-ups included; loads of kernels compiled elsewhere not), else of
+        the pairs of its family on its backend (a mutant's kernels are its target's, edited);
+        ``unknown`` where nothing is known."""
+
+        def totals(ps: Iterable[PairState]) -> tuple[float, float]:
+            secs = n = 0.0
+            for p in ps:
+                st = p.stats
+                secs += st["compile_seconds"] - st["cache_load_seconds"] + st["precompile_seconds"]
+                n += st["compiles"] - st["cache_loads"] + st["precompiles"]
+            return secs, n
+
+        secs, n = totals([pair])
+        if n <= 0:
+            secs, n = totals(
+                p
+                for p in self.pairs
+                if p.backend == pair.backend and p.target.family == pair.target.family
+            )
+        return secs / n if n > 0 else unknown
+
+    def _far_from_warm(self, free: list[PairState]) -> list[PairState]:
+        """The cold pairs of ``free`` whose warm-up is more than ``cold_wait`` seconds away, and
+        more than ``cold_compile_factor`` times the compile seconds of its family's warm-ups,
+        by their place in the compile workers' queue and the warm-ups measured so far (none
+        before one has ended): a fuzzing worker may take one (after the warmed-up pairs under
+        their floor, see :meth:`pick`) and compiles what it draws, within the compile share,
+        rather than leave it unfuzzed until the compile workers reach it (an H200 campaign left
+        40 mutant pairs unfuzzed so). A pair that compiles dear waits longer: on an H100, GLA
+        mutant pairs taken cold paid 20-60 s of compiles each on the fuzzing path, a third of
+        the campaign's there."""
+        done = [p.warm_seconds / p.warm_count for p in self.pairs if p.warm_count]
+        n = self._compile_workers()
+        if not done or not n:
+            return []
+        mean = sum(done) / len(done)
+        t = self.t
+        far = {
+            p.key
+            for k, p in enumerate(self.cold_queue())
+            if (k // n + 1) * mean > max(t.cold_wait, t.cold_compile_factor * self._warm_compile(p))
+        }
+        return [p for p in free if p.key in far]
+
+    def _warm_compile(self, pair: PairState) -> float:
+        """The compile seconds a warm-up of ``pair`` is expected to take: the mean of the first
+        warm-ups of its family's pairs on its backend (what fuzzing it cold would compile on the
+        fuzzing path); infinite where none has ended (it may be dear: it waits its turn)."""
+        firsts = [
+            p.first_warm_compile
+            for p in self.pairs
+            if p.backend == pair.backend
+            and p.target.family == pair.target.family
+            and p.first_warm_compile is not None
+        ]
+        return sum(firsts) / len(firsts) if firsts else math.inf
+
+    # What slices report ----------------------------------------------------------------------
+
+    def running(self, sid: int) -> PairState | None:
+        """The pair of slice ``sid`` while it runs (None: not a slice of the policy's)."""
+        r = self._running.get(sid)
+        return None if r is None else r.pair
+
+    def progress(self, sid: int, examples: int, compile_seconds: float | None = None) -> None:
+        r = self._running.get(sid)
+        if r is not None:
+            r.pair.live_examples = examples
+            if compile_seconds is not None:
+                r.pair.live_compile = compile_seconds
+
+    def feature(self, sid: int, name: str) -> None:
+        r = self._running.get(sid)
+        if r is not None:
+            self._feature(r.pair, name)
+
+    @staticmethod
+    def _feature(pair: PairState, name: str) -> None:
+        if name not in pair.features:
+            pair.features.add(name)
+            pair.slice_new += 1.0
+
+    def found(self, sid: int, rec: dict[str, Any]) -> Recorded | None:
+        """A finding record slice ``sid`` streamed (None: not a running slice's)."""
+        r = self._running.get(sid)
+        if r is None:
+            return None
+        out = self.record(r.pair, rec, sighting=sighting(sid, rec))
+        r.found_new = r.found_new or out.new
+        return out
+
+    def record(
+        self, pair: PairState, rec: dict[str, Any], *, sighting: str | None = None
+    ) -> Recorded:
+        """Keeps finding ``rec`` of ``pair`` in its ledger (a slice's, or a death's): a new bug
+        counts toward its slice's gain, a bug streamed as new that is a known one no longer
+        does (a pair that found one bug again in every slice, each time first as new, was
+        favoured as productive)."""
+        rec = {**rec, "target": pair.target.name, "backend": pair.backend}
+        out = pair.ledger.record(rec, sighting=sighting)
+        self._gains(pair, out, sighting)
+        return out
+
+    def withdraw(self, pair: PairState, sighting: str, dup: Mapping[str, Any]) -> Recorded:
+        """A bug ``sighting`` streamed as new is known bug ``dup["twin"]`` after all (its
+        hunt's duplicate check, ``dup``): taken back into it (``fuzz.ledger.BugLedger.withdraw``),
+        and no gain of its slice."""
+        out = pair.ledger.withdraw(sighting, dup)
+        self._gains(pair, out, sighting)
+        return out
+
+    def _gains(self, pair: PairState, out: Recorded, sighting: str | None) -> None:
+        if out.unnew and sighting is not None and sighting in pair.new_sightings:
+            pair.new_sightings.discard(sighting)
+            pair.slice_new = max(0.0, pair.slice_new - self.t.new_class_weight)
+        if out.new:
+            pair.slice_new += self.t.new_class_weight
+            if sighting is not None:
+                pair.new_sightings.add(sighting)
+
+    def ended(self, sid: int, summary: Mapping[str, Any], now: float) -> Ended:
+        """Books slice ``sid``'s ``summary`` (``fuzz.results.HuntResult.as_dict`` and the
+        worker's additions) into its pair; says what it decided."""
+        r = self._running.pop(sid)
+        plan, pair = r.plan, r.pair
+        pair.running = False
+        pair.examples += summary.get("examples", 0)
+        pair.live_examples = 0
+        pair.live_compile = 0.0
+        secs = summary.get("seconds", now - plan.started)
+        if plan.warm_up is not None:
+            self._book_warm_up(pair, summary, secs)
+            summary = {**summary, **dict.fromkeys(_WARM_OFF_PATH, 0.0)}
+            secs = 0.0
+        else:
+            pair.slices += 1
+            pair.seconds += secs
+            refused = (summary.get("events") or {}).get(REFUSED, 0)
+            if not summary.get("examples") and (refused or summary.get("stopped") == "refused"):
+                pair.refused_seconds += max(0.0, secs - summary.get("compile_seconds", 0.0))
+        out = Ended(pair, plan, seconds=secs)
+        for rec in summary.get("found", []):
+            out.found.append((rec, self.record(pair, rec, sighting=sighting(sid, rec))))
+        for dup in summary.get("duplicates", []):
+            sight = sighting(sid, {"details": dup, "bug_key": dup["bug_key"]})
+            out.withdrawn.append(self.withdraw(pair, sight, dup))
+        for k in _STATS:
+            pair.stats[k] += summary.get(k, 0)
+        pair.events.update(summary.get("events", {}))
+        pair.ledger.hit(summary.get("known_hits", {}))
+        pair.declared_hits.update(summary.get("declared_hits", {}))
+        for feat in summary.get("features", []):
+            self._feature(pair, feat)
+        out.retired = self._retire(pair, summary)
+        if plan.warm_up is None:
+            out.widened = self._widen(pair, now)
+            fuzz = max(secs - summary.get("compile_seconds", 0.0), 0.1)
+            pair.rate = 0.5 * pair.rate + 0.5 * pair.slice_new / fuzz
+        return out
+
+    def _book_warm_up(self, pair: PairState, summary: Mapping[str, Any], secs: float) -> None:
+        """A warm-up's time and compiles are its pair's setup, off the fuzzing path."""
+        pair.warmth = Warmth.READY
+        pair.warm_count += 1
+        if pair.pending is not None:  # its widened choices are compiled: fuzzed from now
+            pair.narrowing, pair.pending, pair.warm_count = pair.pending, None, 1
+        pair.compile_at_warm = pair.stats["compile_seconds"]
+        pair.refused_at_warm = pair.events[REFUSED]
+        # What it compiled: the workers that fuzz the pair reuse these structures first.
+        pair.structures = list(summary.get("structures") or pair.structures)
+        pair.warm_seconds += secs
+        compiled = summary.get("compile_seconds", 0.0)
+        pair.stats["precompile_seconds"] += compiled
+        if pair.first_warm_compile is None:
+            pair.first_warm_compile = compiled
+        pair.stats["precompiles"] += summary.get("compiles", 0) - summary.get("cache_loads", 0)
+
+    def _retire(self, pair: PairState, summary: Mapping[str, Any]) -> str:
+        """Retires ``pair`` when it is finished, and only then: a harness error, a search space
+        Hypothesis says is exhausted, or (a mutant) its expected class found and shrunk. A pair
+        is never retired for running fast or for finding something: it keeps hunting for more
+        bugs, the ones found counting as hits. Returns why it was retired now ("" if not)."""
+        if pair.retired:
+            return ""
+        if summary.get("error"):
+            source = pair.target.source
+            where = "" if source == "builtin" else f" (target from plugin {source})"
+            pair.error = f"{summary['error']}{where}"
+            pair.retired = "harness error"
+        elif summary.get("stopped") == "exhausted":
+            pair.retired = "search space exhausted"
+        elif pair.mutant_done():
+            pair.retired = "mutant found and shrunk"
+        return pair.retired
+
+    def _widen(self, pair: PairState, now: float) -> dict[str, list[Any]] | None:
+        """Adds one more value per compile-time dimension to ``pair``'s choices once it has had
+        another floor's worth of fuzzing (examples or seconds) with the ones it has: a bug that
+        needs a variant the first choices lack (a causal loop bound wrong only where block_q >
+        block_k) was otherwise never met, campaign after campaign with the same seed. The
+        choices it had stay first among them (a recorded choice keeps its meaning; the kernels
+        compiled for them stay in the caches, and the structure memos reuse the structures
+        launched before: ``strategies.reuse.StructureMemo``). Where compiling goes ahead, a
+        compile worker warms the pair up again for the new variants, after the first warm-ups
+        of every pair (:meth:`next_warm_up`), and its fuzzing goes on with the variants compiled
+        till then (``pending``): in a GPU campaign that stopped fuzzing a widened pair until its
+        new variants were compiled, and put those warm-ups first, the widened real targets took
+        1,164 s of the compile workers' 2,200, the first warm-ups of 25 of 73 mutant pairs never
+        came, and those pairs compiled on the fuzzing path (a compile share of 27%). Returns
+        the values added (dimension -> values), or None."""
+        t = self.t
+        if pair.retired or not pair.narrowing or pair.pending is not None or self._widened is None:
+            return None
+        examples, seconds = pair.widened_at
+        if (
+            pair.examples - examples < t.floor_examples
+            and pair.fuzz_seconds - seconds < t.floor_seconds
+        ):
+            return None
+        wider = self._widened(pair, pair.widened + 1)
+        if wider == pair.narrowing:
+            return None  # every value of every dimension already
+        added = {dim: list(values[len(pair.narrowing[dim]) :]) for dim, values in wider.items()}
+        pair.widened += 1
+        pair.widened_at = (pair.examples, pair.fuzz_seconds)
+        if pair.warmth is Warmth.READY and t.compile_ahead and pair.warm_count:
+            pair.pending = wider  # a compile worker compiles the new variants ahead
+            pair.pending_since = now
+        else:
+            pair.narrowing = wider
+        return added
+
+    # Slices that ended otherwise -------------------------------------------------------------
+
+    def lost(self, sid: int, now: float) -> Lost:
+        """Books the examples and time of slice ``sid``, which ended without its summary (its
+        worker died, hung or overran). What it streamed stays: a mutant whose expected bug came
+        shrunk is finished (an H100 campaign left such a pair unretired, and unfuzzed, after the
+        kill)."""
+        r = self._running.pop(sid)
+        plan, pair = r.plan, r.pair
+        pair.running = False
+        pair.examples += pair.live_examples
+        spent = now - plan.started
+        if plan.warm_up is not None:  # a warm-up that died: its fuzz workers take it as it is
+            pair.warmth = Warmth.READY
+            pair.warm_count = self.t.max_warms  # and no warm-up again
+            if pair.pending is not None:  # (its widened choices compile as they are drawn)
+                pair.narrowing, pair.pending = pair.pending, None
+            pair.warm_seconds += spent
+            pair.stats["precompile_seconds"] += pair.live_compile
+        else:
+            pair.slices += 1
+            pair.seconds += spent
+            pair.stats["compile_seconds"] += pair.live_compile
+            # Past its search's time limit (compiling not counted), a slice was shrinking what
+            # it found or running over: not fuzzing toward the pair's floor. (An H100 campaign
+            # killed a GLA mutant's slice while it shrank a second bug; its 111 s counted as
+            # fuzzing met the floor with 5 examples.)
+            over = spent - (plan.time_limit + pair.live_compile)
+            pair.stats["shrink_seconds"] += max(0.0, over)
+        pair.live_examples = 0
+        pair.live_compile = 0.0
+        return Lost(plan, pair, r.found_new, self._retire(pair, {}))
+
+    def died(self, lost: Lost, how: str, record: dict[str, Any] | None = None) -> Recorded | None:
+        """What the end of ``lost``'s worker was (``how``: :data:`DEATH` with its finding
+        ``record``, :data:`SUSPECTED_HANG`, :data:`CONTEXT_LOST`, :data:`OVERRAN`,
+        :data:`STOPPED`): a death of its pair unless it overran or was stopped; a pair whose
+        worker died ``max_deaths`` times on bugs found before is retired (each such death costs
+        a worker's restart and tells nothing new)."""
+        pair = lost.pair
+        out = None
+        if how == DEATH and record is not None:
+            out = self.death_record(pair, record)
+        elif how == CONTEXT_LOST and not lost.found_new:
+            # The finding came over the pipe before the worker exited; a bug found before,
+            # again, is a death that tells nothing new.
+            pair.repeat_deaths += 1
+        pair.deaths += how not in (OVERRAN, STOPPED)
+        self._check_deaths(pair)
+        return out
+
+    def death_record(self, pair: PairState, rec: dict[str, Any]) -> Recorded:
+        """Keeps the finding of a death (a crash, a confirmed hang): one that only hits a bug
+        found before counts toward retiring the pair."""
+        out = self.record(pair, rec)
+        if not out.new:
+            pair.repeat_deaths += 1
+            self._check_deaths(pair)
+        return out
+
+    def _check_deaths(self, pair: PairState) -> None:
+        if pair.repeat_deaths >= self.t.max_deaths and not pair.retired:
+            pair.retired = f"killed its worker {pair.repeat_deaths} more times on bugs found before"
+
+    def out_of_resources(self, pair: PairState, why: str) -> str:
+        """Books a worker that died of the harness's resources running out: no finding; a pair
+        whose worker dies so twice is a harness error (its examples cannot run here). Returns
+        why it was retired now ("" if not)."""
+        pair.out_of_resources += 1
+        retired = self._retire(pair, {})  # what it streamed before may have finished it
+        if pair.out_of_resources >= 2 and not pair.retired:
+            pair.error = (
+                f"its worker ran out of resources {pair.out_of_resources} times (last: {why})"
+            )
+            pair.retired = retired = "resource exhaustion"
+        return retired
+
+    def stopped(self, sid: int, now: float) -> PairState | None:
+        """Books slice ``sid`` cut short by the campaign's end (its examples and time so far)."""
+        r = self._running.pop(sid, None)
+        if r is None:
+            return None
+        plan, pair = r.plan, r.pair
+        pair.running = False
+        pair.examples += pair.live_examples
+        if plan.warm_up is not None:
+            pair.warm_seconds += now - plan.started
+            pair.stats["precompile_seconds"] += pair.live_compile
+        else:
+            pair.seconds += now - plan.started
+            pair.stats["compile_seconds"] += pair.live_compile
+        pair.live_examples = 0
+        pair.live_compile = 0.0
+        return pair
+
+
+# A slice's numbers added to its pair's stats.
+_STATS = (
+    "launches",
+    "launch_seconds",
+    "compiles",
+    "compile_seconds",
+    "cache_loads",
+    "cache_load_seconds",
+    "twin_launches",
+    "twin_seconds",
+    "shrink_seconds",
+)
+# A warm-up's numbers that are its pair's setup (booked by ``_book_warm_up``), not its fuzzing.
+_WARM_OFF_PATH = ("compile_seconds", "seconds", "compiles", "cache_loads", "cache_load_seconds")

@@ -1,0 +1,207 @@
+"""A campaign's worker processes on one host: start, send, poll, watch, kill, replace.
+
+Each worker is a ``multiprocessing`` spawn process (:func:`fuzz.campaign.worker.worker_main`)
+with a pipe for the typed messages (:mod:`fuzz.campaign.messages`) and a shared double, the
+clock of its example in flight (0: none; minus the time a compile began while one compiles).
+:meth:`ProcessPool.poll` hands the coordinator what arrived (:class:`Arrived`) and which
+processes ended (:class:`Ended`); :meth:`ProcessPool.watch` says which worker's example outlived
+its timeout or is compiling past the compile timeout. What those events mean (a finding, a
+suspected hang, a slice to book) is the coordinator's and the policy's.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzz.campaign.threads import children_share_cpus
+from fuzz.campaign.worker import WorkerConfig, count_maps, worker_main
+
+
+@dataclass
+class Job:
+    """What a worker is doing: a slice of the policy's (``plan``), or a replay of a reproducer
+    (``replay_path``: triage, or ``confirm`` a suspected hang with a longer ``timeout``)."""
+
+    id: int
+    started: float
+    plan: Any = None  # fuzz.campaign.policy.SlicePlan
+    replay_path: str | None = None
+    timeout: float | None = None  # the per-example timeout of a replay (None: the campaign's)
+    confirm: dict[str, Any] | None = None  # a suspected hang this replay confirms or clears
+    hard_deadline: float = float("inf")
+
+    @property
+    def is_replay(self) -> bool:
+        return self.plan is None
+
+
+@dataclass
+class WorkerHandle:
+    slot: int
+    device: str | None
+    config: WorkerConfig
+    role: str = "fuzz"  # or "compile": warms pairs up (compiles their variants) ahead
+    process: Any = None
+    conn: Any = None
+    clock: Any = None  # the shared double: start time of the example in flight (see module)
+    compiling: bool = False  # the watchdog last saw it compiling
+    ready: bool = False
+    job: Job | None = None
+    kill_reason: str | None = None
+    restarts: int = 0
+    startup_failures: int = 0
+    fatal: str | None = None  # why its set-up failed (an exception: the same every time)
+    maps: int = 0  # its memory maps, last sampled (see fuzz.campaign.worker.MapBudget)
+    maps_sampled: float = 0.0
+    log_offset: int = 0  # the size of its log when its current job began
+    recycles: int = 0
+    host: str = ""  # where it runs (a cluster's node; "" on this host)
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None
+
+
+@dataclass(frozen=True)
+class Arrived:
+    worker: WorkerHandle
+    message: Any
+
+
+@dataclass(frozen=True)
+class Exited:
+    worker: WorkerHandle
+    code: int | None
+
+
+@dataclass
+class ProcessPool:
+    """The worker processes of one host (``slots`` configs: fuzzing workers first)."""
+
+    configs: Sequence[WorkerConfig]
+    roles: Sequence[str]
+    share_cpus: int = 1  # processes that share this host's CPUs (thread pools sized to it)
+    workers: list[WorkerHandle] = field(default_factory=list)
+
+    def start_all(self) -> None:
+        for cfg, role in zip(self.configs, self.roles, strict=True):
+            w = WorkerHandle(cfg.slot, cfg.cuda_device, cfg, role=role)
+            self.start(w)
+            self.workers.append(w)
+
+    def start(self, w: WorkerHandle) -> None:
+        """Starts a fresh process for ``w``."""
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        w.clock = ctx.Value("d", 0.0, lock=False)
+        w.process = ctx.Process(
+            target=worker_main,
+            args=(child, w.config, w.clock),
+            name=f"fuzz-worker-{w.slot}",
+            daemon=True,
+        )
+        with children_share_cpus(self.share_cpus):  # before the worker loads NumPy, torch
+            w.process.start()
+        child.close()
+        w.conn = parent
+        w.ready = False
+        w.job = None
+        w.kill_reason = None
+        w.maps, w.maps_sampled = 0, 0.0  # the new process's own, from its first sample on
+
+    def send(self, w: WorkerHandle, message: Any) -> None:
+        w.conn.send(message)
+
+    def begin(self, w: WorkerHandle, job: Job) -> None:
+        """Notes that ``w`` starts ``job`` (where its log stood: what it says from now on is
+        the job's)."""
+        try:
+            w.log_offset = os.path.getsize(w.config.log)
+        except OSError:
+            w.log_offset = 0
+        w.job = job
+
+    def kill(self, w: WorkerHandle, reason: str) -> None:
+        w.kill_reason = reason
+        if w.process is not None and w.process.is_alive():
+            if reason == "hang":
+                try:  # ask faulthandler for every thread's stack, for the finding
+                    os.kill(w.process.pid, signal.SIGUSR1)
+                    time.sleep(0.3)
+                except OSError:
+                    pass
+            w.process.kill()
+            w.process.join(5)
+
+    def exit_code(self, w: WorkerHandle) -> int | None:
+        """The exit status of ``w``'s process once it has ended (None: it vanished)."""
+        if w.process is None:
+            return None
+        code = w.process.exitcode
+        if code is None:
+            w.process.join(1)
+            code = w.process.exitcode
+        return code
+
+    def closed(self, w: WorkerHandle) -> None:
+        """``w``'s process is gone: its pipe is closed."""
+        w.job = None
+        w.ready = False
+        if w.conn is not None:
+            w.conn.close()
+            w.conn = None
+
+    def poll(self, timeout: float) -> list[Arrived | Exited]:
+        """What the workers sent within ``timeout`` seconds, and which of them ended (after
+        the messages they sent just before)."""
+        live = [w for w in self.workers if w.process is not None and w.conn is not None]
+        objs: list[Any] = [w.conn for w in live] + [w.process.sentinel for w in live]
+        try:
+            ready = multiprocessing.connection.wait(objs, timeout=timeout)
+        except InterruptedError:
+            ready = []
+        events: list[Arrived | Exited] = []
+        for w in live:
+            ended = w.process.sentinel in ready and not w.process.is_alive()
+            if w.conn in ready or ended:
+                try:
+                    while w.conn is not None and w.conn.poll():
+                        events.append(Arrived(w, w.conn.recv()))
+                except (EOFError, OSError):
+                    pass
+            if ended:
+                events.append(Exited(w, w.process.exitcode))
+        return events
+
+    def sample_maps(self, w: WorkerHandle) -> None:
+        """Counts ``w``'s memory maps once a second (what its death would be put down to)."""
+        if w.process is not None and time.monotonic() - w.maps_sampled >= 1.0:
+            w.maps_sampled = time.monotonic()
+            w.maps = count_maps(w.process.pid) or w.maps
+
+    def example_clock(self, w: WorkerHandle) -> tuple[float, float | None]:
+        """(When ``w``'s example in flight began, 0 if none; the seconds a compile in flight has
+        run, None if none): the worker's clock stops while a kernel compiles."""
+        st = w.clock.value if w.clock is not None else 0.0
+        w.compiling = st < 0
+        if st < 0:
+            return -st, max(0.0, time.time() + st)
+        return st, None
+
+
+def overran(job: Job, *, now: float, live_compile: float, compiling: float) -> bool:
+    """Whether slice ``job`` is 30 s past its hard limit, compiling not counted (a setup cost,
+    as in its time limits): neither its compiles so far (``live_compile``) nor the one in
+    flight, ``compiling`` seconds long (an H100 campaign killed a Pallas GLA pair's slices twice
+    while they compiled, and the pair ran 19 examples in 188 s). A replay never overruns (its
+    example timeout bounds it)."""
+    if job.is_replay:
+        return False
+    return now > job.hard_deadline + 30 + live_compile + compiling

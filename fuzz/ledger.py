@@ -1,0 +1,322 @@
+"""The bug ledger: which failing examples of one (target, backend) pair are one bug.
+
+A pair's search meets the same bug many times: a slice's first sight of it and then its minimal
+example, another slice's example of it, an example under more conditions, a death on it. The
+ledger keeps one record per distinct bug (a finding record, as a campaign's report holds it:
+``signature``, ``class``, ``bug_key``, ``triggers``, ``shrunk``, ``case_digest``, ``details``,
+``reproducer``...) and counts the rest as *hits* of it. It decides with
+``fuzz.signatures.same_bug`` (one key, nesting triggers, or a NaN born at one site) and one
+kernel call failing two properties (their minimal examples' ``case_digest``), and keeps the
+record that needs the fewest conditions.
+
+It logs nothing and removes no file: each operation returns what happened (:class:`Recorded`):
+whether the record is a new bug, the records a bug first seen as new was merged into, the
+reproducers no record names any more, and whether the stream a record came from (its
+*sighting*: one slice's first sight and minimal example of one bug) turned out to be a bug found
+before. The campaign's scheduler turns that into gains and console lines; the engine uses the
+same rule (:func:`placement`) when it settles a hunt's bugs.
+
+Four operations:
+
+* :meth:`BugLedger.record` -- a finding record: a new bug, a smaller example of a bug (it takes
+  the bug's place: *supersede*), or an example of a known bug (a *hit*);
+* :meth:`BugLedger.hit` -- examples counted as hits of known bugs (a slice's summary);
+* :meth:`BugLedger.withdraw` -- a bug a slice streamed as new that its duplicate check found to
+  be a known one after all (``fuzz.engine``'s duplicate check);
+* :meth:`BugLedger.current` -- the record that stands for a bug now (a record replaced by a
+  smaller one, or merged into another, forwards to it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzz import failures as F
+from fuzz.signatures import Bug, same_bug, site
+
+NEW = "new"
+COVERED = "covered"  # a known bug with no more triggers covers it: a hit of that bug
+REPLACES = "replaces"  # it is a known bug with fewer triggers: it takes the known one's place
+
+
+def placement(bug: Bug, known: Iterable[tuple[str, Bug]]) -> tuple[str, str | None]:
+    """Where ``bug`` goes among ``known`` bugs (label, bug): :data:`NEW`; :data:`COVERED` by the
+    first known bug that is the same bug (``fuzz.signatures.same_bug``) with no more triggers;
+    or :data:`REPLACES` the first one that is the same bug with more triggers (the example that
+    needs the fewest conditions stands for the bug). Returns (kind, the known bug's label)."""
+    for label, other in known:
+        if same_bug(bug, other):
+            if len(bug.triggers) < len(other.triggers):
+                return REPLACES, label
+            return COVERED, label
+    return NEW, None
+
+
+def bug_of_record(rec: Mapping[str, Any], triggers: Any = None) -> Bug:
+    """The bug a finding record is (reached through ``triggers``: its own by default)."""
+    return Bug(
+        rec.get("bug_key") or rec["class"],
+        frozenset(rec.get("triggers", ()) if triggers is None else triggers),
+        rec["signature"],
+        site((rec.get("details") or {}).get("origin")),
+    )
+
+
+def same_call(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two finding records of one class are one kernel call (their minimal examples'
+    ``case_digest``), failing two properties."""
+    return (
+        a.get("class") == b.get("class")
+        and bool(a.get("shrunk"))
+        and bool(b.get("shrunk"))
+        and a.get("case_digest") is not None
+        and a.get("case_digest") == b.get("case_digest")
+    )
+
+
+def also(keep: dict[str, Any], triggers: Any) -> None:
+    """Notes on record ``keep`` that its bug is also reached through ``triggers`` (the conditions
+    of another minimal example of it, with its NaN born at the same site), where examples with
+    them would not already be hits of it."""
+    t = sorted(triggers or ())
+    if set(keep.get("triggers", ())) <= set(t) or t in keep.get("also_triggers", []):
+        return
+    keep["also_triggers"] = [*keep.get("also_triggers", []), t]
+
+
+@dataclass
+class Recorded:
+    """What one ledger operation did.
+
+    Attributes:
+        new: the record is a bug not known before.
+        signature: the record that stands for the bug now (None: nothing was recorded).
+        unnew: the sighting the record came from was streamed as a new bug and is a known bug
+            after all (no gain of its slice).
+        merged: (signature first seen as new, signature of the known bug it is, how, its class)
+            for each record taken back into a known bug: ``"same"`` (an example of it),
+            ``"shrank"`` (the engine's duplicate check).
+        superseded: reproducers of records no longer standing for a bug (removed once a report
+            not naming them is written).
+        maybe_of: for a new record not shrunk, a known bug with its failure key (shrinking
+            tells whether it is another).
+    """
+
+    new: bool = False
+    signature: str | None = None
+    unnew: bool = False
+    merged: list[tuple[str, str, str, str]] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    maybe_of: str | None = None
+
+
+@dataclass
+class BugLedger:
+    """The distinct bugs of one pair, their hits, and which record stands for which sighting.
+
+    Attributes:
+        found: signature -> the finding record standing for a distinct bug.
+        sightings: "slice:round:key" (:func:`sighting`) -> the signature its records went to.
+        replaced: signature -> the record that took its place (a smaller example, a merge).
+        known_hits: signature -> examples counted as hits of that bug.
+    """
+
+    found: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sightings: dict[str, str] = field(default_factory=dict)
+    replaced: dict[str, str] = field(default_factory=dict)
+    known_hits: Counter[str] = field(default_factory=Counter)
+
+    def record(self, rec: dict[str, Any], *, sighting: str | None = None) -> Recorded:
+        """Keeps finding ``rec``: a new bug, a later (smaller) example of the bug its
+        ``sighting`` streamed first, or an example of a bug found before (the one with fewer
+        triggers is kept and the other counted as a hit of it)."""
+        out = Recorded()
+        sig = rec["signature"]
+        seen = False  # an earlier record of the same bug was kept or replaced
+        prev = None
+        if sighting is not None:
+            prev = self.sightings.get(sighting)
+            self.sightings[sighting] = sig
+            old = self.found.pop(prev, None) if prev is not None and prev != sig else None
+            seen = prev is not None
+            if old is not None:
+                self.replaced[str(prev)] = sig
+                _supersede(out, old, rec)
+                rec["first_example"] = old.get("first_example", rec.get("first_example"))
+                rec["first_seconds"] = old.get("first_seconds", rec.get("first_seconds"))
+                rec["first_triggers"] = old.get("first_triggers", old.get("triggers", []))
+        bug = bug_of_record(rec)
+        for other_sig, other in list(self.found.items()):
+            if other_sig != sig and same_call(rec, other):
+                # Its minimal example is a bug's found before, failing another property: one
+                # kernel call, one bug (the engine's ``same_call``, across slices).
+                self._hit_by(out, rec, other_sig, streamed=prev == sig, sighting=sighting)
+                return out
+            if other_sig == sig or not same_bug(bug, bug_of_record(other)):
+                continue
+            seen = True
+            if len(bug.triggers) >= len(other.get("triggers", ())):
+                also(other, rec.get("triggers"))  # an example of a bug found before
+                self._hit_by(out, rec, other_sig, streamed=prev == sig, sighting=sighting)
+                return out
+            self.found.pop(other_sig)  # this example of it needs fewer conditions: keep it
+            self.replaced[other_sig] = sig
+            out.unnew = sighting is not None  # (a bug found before, all the same)
+            _supersede(out, other, rec)
+            rec = {**rec, "also_triggers": list(other.get("also_triggers", []))}
+            also(rec, other.get("triggers"))
+            self.known_hits[sig] += 1 + self.known_hits.pop(other_sig, 0)
+        old = self.found.get(sig)
+        if old is not None and prev is None:  # the same bug from another slice or death: a hit
+            self.known_hits[sig] += 1
+            _supersede(out, rec, old)
+            out.signature = sig
+            return out
+        if old is not None:
+            _supersede(out, old, rec)
+            if prev is not None and prev != sig:  # its minimal example is a bug found before
+                out.unnew = out.unnew or sighting is not None
+        out.new = old is None and not seen
+        if out.new and not rec.get("shrunk") and rec.get("bug_key"):
+            out.maybe_of = next(
+                (
+                    s
+                    for s, f in self.found.items()
+                    if s != sig and f.get("bug_key") == rec["bug_key"]
+                ),
+                None,
+            )
+        self.found[sig] = rec
+        out.signature = sig
+        return out
+
+    def _hit_by(
+        self,
+        out: Recorded,
+        rec: dict[str, Any],
+        other_sig: str,
+        *,
+        streamed: bool,
+        sighting: str | None,
+    ) -> None:
+        """Counts ``rec`` as a hit of the bug recorded as ``other_sig``. ``streamed``: its
+        sighting streamed its first sight as new, whose record (and hits) go to that bug."""
+        sig, other = rec["signature"], self.found[other_sig]
+        self.known_hits[other_sig] += 1
+        out.unnew = sighting is not None
+        if streamed and sig in self.found:
+            _supersede(out, self.found.pop(sig), other)
+            self.replaced[sig] = other_sig
+            self.known_hits[other_sig] += self.known_hits.pop(sig, 0)
+            out.merged.append((sig, other_sig, "same", str(rec.get("class"))))
+        _supersede(out, rec, other)
+        if sighting is not None:
+            self.sightings[sighting] = other_sig
+        out.signature = other_sig
+
+    def withdraw(self, sighting: str, dup: Mapping[str, Any]) -> Recorded:
+        """A bug ``sighting`` streamed as new turned out to be known bug ``dup["twin"]`` (the
+        engine's duplicate check: shrunk once more, it became the twin's example, or its NaN is
+        born at the twin's site): its record goes, its example counts as a hit of the twin (in
+        the slice's hits), and a twin by site notes its conditions as another way to it."""
+        out = Recorded()
+        sig, twin = self.sightings.get(sighting), self.current(dup["twin"])
+        if sig is None or sig == twin or sig not in self.found or twin not in self.found:
+            return out
+        rec = self.found.pop(sig)
+        self.replaced[sig] = twin
+        out.unnew = True
+        _supersede(out, rec, self.found[twin])
+        if dup.get("how") == "site":  # (a shrunk twin's first conditions may hold for others)
+            also(self.found[twin], dup.get("triggers"))
+        # The conditions it was first seen with lead to the twin: later examples with all of
+        # them are its hits, not shrunk again (a GPU plugin campaign shrank examples with one
+        # set of conditions into one known bug in three slices, each reporting it first as new).
+        also(self.found[twin], rec.get("first_triggers", rec.get("triggers")))
+        self.sightings[sighting] = twin
+        out.merged.append((sig, twin, "shrank", str(rec.get("class"))))
+        out.signature = twin
+        return out
+
+    def hit(self, hits: Mapping[str, int]) -> None:
+        """Counts examples as hits of known bugs (signature -> count)."""
+        self.known_hits.update(hits)
+
+    def current(self, sig: str) -> str:
+        """The signature of the record that stands for bug ``sig`` now: a record found again with
+        fewer conditions, or merged into another, was replaced. On an H100 a slice's duplicate
+        check named a twin whose record had been replaced meanwhile, and the duplicate stayed in
+        the report."""
+        seen = {sig}
+        while sig not in self.found and sig in self.replaced and self.replaced[sig] not in seen:
+            sig = self.replaced[sig]
+            seen.add(sig)
+        return sig
+
+    def bugs(self) -> list[Bug]:
+        """The distinct bugs (one per way to each: its triggers and its ``also_triggers``)."""
+        return [
+            bug_of_record(rec, t)
+            for rec in self.found.values()
+            for t in [rec.get("triggers", ()), *rec.get("also_triggers", [])]
+        ]
+
+    def hits(self) -> Counter[str]:
+        """Examples that hit a bug found before, by the record that stands for the bug now
+        (hits counted under a record since replaced go to the one in its place)."""
+        out: Counter[str] = Counter()
+        for sig, n in self.known_hits.items():
+            out[self.current(sig)] += n
+        return out
+
+    def maybe_known(self) -> dict[str, str]:
+        """Records not shrunk (their slice ended first: a campaign's budget, a killed worker)
+        whose failure key is a shrunk bug's: signature -> that bug's. Their conditions were not
+        taken down to what the bug needs, so they may be that bug (a GPU campaign's last slice
+        streamed a 6,789-element NaN example and was killed shrinking it: its shrunk twin had 1
+        element). Kept, with their reproducers, and not counted as distinct bugs."""
+        shrunk = {
+            f.get("bug_key"): sig
+            for sig, f in self.found.items()
+            if f.get("shrunk") and f.get("bug_key")
+        }
+        return {
+            sig: shrunk[f["bug_key"]]
+            for sig, f in self.found.items()
+            if not f.get("shrunk")
+            and f.get("class") not in (F.CRASH, F.HANG)
+            and f.get("bug_key") in shrunk
+        }
+
+    @property
+    def classes(self) -> set[str]:
+        return {rec["class"] for rec in self.found.values()}
+
+
+def sighting(slice_id: int, rec: Mapping[str, Any]) -> str:
+    """Which bug of a slice a streamed finding record is (its first sight and its minimal
+    example are records of one bug): a key is one bug per Hypothesis run of the slice's hunt."""
+    return f"{slice_id}:{(rec.get('details') or {}).get('round', 0)}:{rec.get('bug_key')}"
+
+
+def _supersede(out: Recorded, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    """Notes ``old``'s reproducer as superseded, unless ``new`` uses the same file."""
+    if old.get("reproducer") and old.get("reproducer") != new.get("reproducer"):
+        out.superseded.append(str(old["reproducer"]))
+
+
+__all__ = [
+    "COVERED",
+    "NEW",
+    "REPLACES",
+    "BugLedger",
+    "Recorded",
+    "also",
+    "bug_of_record",
+    "placement",
+    "same_call",
+    "sighting",
+]
