@@ -389,9 +389,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from fuzz.campaign.outdir import install_signal_handlers
+    from fuzz.campaign.process import map_limit
     from fuzz.campaign.runner import Campaign
     from fuzz.campaign.threads import threads_for
-    from fuzz.campaign.worker import map_limit
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
     map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT

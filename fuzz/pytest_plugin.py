@@ -16,7 +16,7 @@ Registered as a ``pytest11`` entry point, so installing the package is enough. I
   caching allocator and XLA's), so that one worker's cached blocks do not starve the others
   into out-of-memory "crashes" (``KERNEL_FUZZ_GPU_SHARE=off`` leaves the allocators alone);
 * before each test, clears JAX's compile caches once the process holds 40% of its memory-map
-  limit (``fuzz.campaign.worker.MapBudget``): one pytest process compiles an XLA program per new shape
+  limit (``fuzz.campaign.process.MapBudget``): one pytest process compiles an XLA program per new shape
   of every Pallas ``interpret=True`` test, and at the limit LLVM's JIT dies by SIGSEGV.
 """
 
@@ -267,7 +267,7 @@ _MAP_BUDGET: Any = None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    from fuzz.campaign.worker import MapBudget, map_limit
+    from fuzz.campaign.process import MapBudget, map_limit
 
     global _MAP_BUDGET
     if _MAP_BUDGET is None:

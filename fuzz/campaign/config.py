@@ -9,9 +9,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.target import Target, plugins, target_plugin
+
+if TYPE_CHECKING:
+    from fuzz.campaign.worker import WorkerConfig
 
 CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
 
@@ -76,6 +80,33 @@ def slot_devices(config: CampaignConfig) -> list[str | None]:
     slots = range(config.workers + config.compile_workers)
     devices = list(config.devices)
     return [devices[s % len(devices)] if devices else None for s in slots]
+
+
+def worker_configs(config: CampaignConfig, *, parent_pid: int) -> list[WorkerConfig]:
+    """What each worker slot of a campaign on this host is started with (fuzzing workers
+    first, then compile workers; ``config.out/workers`` holds their logs and in-flight
+    records)."""
+    from fuzz.campaign.worker import WorkerConfig
+
+    workdir = config.out / "workers"
+    devices = slot_devices(config)
+    return [
+        WorkerConfig(
+            slot=slot,
+            plugins=list(config.plugins),
+            options=config.options,
+            repro_dir=str(config.repro_dir),
+            inflight=str(workdir / f"inflight-{slot}"),
+            log=str(workdir / f"worker-{slot}.log"),
+            db=config.db,
+            db_shared=list(config.db_shared),
+            db_fallback=config.db_fallback,
+            cuda_device=device,
+            gpu_share=1 if device is None else devices.count(device),
+            parent_pid=parent_pid,
+        )
+        for slot, device in enumerate(devices)
+    ]
 
 
 def visible_gpus() -> list[str]:

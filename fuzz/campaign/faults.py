@@ -30,14 +30,12 @@ from typing import Any
 
 from fuzz import failures as F
 from fuzz import reproducer
-from fuzz.campaign.worker import (
+from fuzz.campaign.inflight import clear_inflight, is_disk_full, read_inflight
+from fuzz.campaign.process import (
     EXIT_CONTEXT_LOST,
     EXIT_DEVICE_MEMORY,
     EXIT_RECYCLE,
     OUT_OF_MAPS_AT,
-    clear_inflight,
-    is_disk_full,
-    read_inflight,
 )
 from fuzz.failures import Finding
 from fuzz.signatures import bug_key, signature
@@ -176,6 +174,60 @@ class Faults:
                 f"({e.strerror})"
             )
             return None
+
+    def loss(
+        self,
+        w: Any,
+        pair: Any,
+        code: int | None,
+        reason: str | None,
+        *,
+        stopped: bool,
+        elapsed: float,
+    ) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+        """What the end of worker ``w`` in the middle of a slice of ``pair`` is (``reason``: why
+        the campaign killed it, if it did; ``stopped``: a stop from outside): (how, in the
+        scheduling policy's terms, a finding record of it, a suspected hang to replay).
+
+        A first timeout is a suspicion, not yet a finding: a first compilation of a large
+        kernel, or a machine busy with other work, outlasts the per-example timeout just as a
+        hang does. The in-flight example is replayed next, in a fresh worker, with
+        ``hang_confirm_factor`` times the timeout; only if it outlasts that too is it a ``hang``
+        (its reproducer is written now, so nothing is lost if the campaign ends first)."""
+        from fuzz.campaign import policy as P
+
+        c = self.config
+        if stopped or reason == "shutdown":
+            return P.STOPPED, None, None  # its example was interrupted, not faulty
+        if reason == "hang" and w.compiling:
+            # A compile that outlasts --compile-timeout is a hang of the compiler on this case:
+            # no second try (it would cost the timeout again), a finding with its reproducer.
+            msg = (
+                f"a kernel was still compiling after {c.compile_timeout:g} s (compile timeout); "
+                "the worker was killed"
+            )
+            return P.DEATH, self.death_record(w, pair, F.HANG, msg, elapsed=elapsed), None
+        if reason == "hang":
+            msg = (
+                f"an example did not finish within {c.example_timeout:g} s (per-example "
+                "timeout, compile time not counted); the worker was killed"
+            )
+            rec = self.death_record(w, pair, F.HANG, msg, elapsed=elapsed)
+            hang = None
+            if rec is not None:
+                hang = {"reproducer": rec["reproducer"], "confirm_hang": rec, "pair": pair}
+            return P.SUSPECTED_HANG, None, hang
+        if code == EXIT_CONTEXT_LOST:
+            return P.CONTEXT_LOST, None, None
+        if reason == "overran":
+            why = "shrinking too slow" if pair.found else "its examples too slow"
+            self.note(
+                f"{pair.target.name} on {pair.backend}: a slice overran its hard limit ({why}); "
+                "the worker was restarted"
+            )
+            return P.OVERRAN, None, None
+        msg = f"the worker {exit_text(code, reason)}"
+        return P.DEATH, self.death_record(w, pair, F.CRASH, msg, elapsed=elapsed), None
 
     def out_of_resources(self, w: Any, code: int | None, map_limit: int | None) -> str | None:
         """Why the death of worker ``w`` (exit ``code``) was the harness process running out of

@@ -1,6 +1,6 @@
 """The messages between a campaign's coordinator and its workers (processes or actors), typed.
 
-Coordinator to worker: :class:`Hunt` (a slice: ``fuzz.campaign.policy.SlicePlan``),
+Coordinator to worker: :class:`Hunt` (a slice: a :class:`SlicePlan` of the scheduling policy's),
 :class:`Replay` (a reproducer of an earlier campaign, or a suspected hang to confirm),
 :class:`Stop`. Worker to coordinator: :class:`Ready`, :class:`Fatal` (its set-up failed),
 then per slice :class:`Progress`, :class:`Feature`, :class:`Found` (streamed as it happens, so a
@@ -11,10 +11,78 @@ record that pickles (a pipe, a Ray object).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz.campaign.policy import SlicePlan
+from fuzz.signatures import Bug
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """How a compile worker's warm-up of a pair ends: once ``quiet`` examples in a row compiled
+    nothing new (the variants its fuzzing draws are compiled, in the caches on disk), or after
+    ``limit`` seconds, compiling included (the pair is not fuzzed while it warms up, and a kernel
+    with hundreds of variants would keep it from its fuzzing for minutes; the next warm-up, if
+    its fuzzing calls for one, compiles on). Every example of a warm-up draws a fresh structure
+    (``explore``: the variants to compile)."""
+
+    quiet: int
+    limit: float
+    explore: float = 1.0
+
+    def calm(self, calm: int, *, compiled: bool, same_variant: bool) -> int:
+        """The count of examples in a row that compiled nothing, after one more example: reset
+        by a compile; a launched variant reused with fresh lengths that compiled nothing says
+        nothing of the variants left to compile, and neither ends the calm nor counts toward
+        it."""
+        if compiled:
+            return 0
+        return calm if same_variant else calm + 1
+
+    def done(self, calm: int, elapsed: float) -> bool:
+        return calm >= self.quiet or elapsed > self.limit
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """One slice the policy gives a worker: fuzz ``target`` on ``backend`` for ``time_limit``
+    seconds (compiling not counted), ``hard_limit`` in all (shrinking what it finds included).
+
+    Attributes:
+        id: the slice's id (its seed derives from it).
+        started: when it was planned (the caller's clock).
+        known: the pair's bugs found so far (examples of them are hits).
+        reuse: replay the example database first (a pair's first slice).
+        narrowing: the compile-time choices (kernel variants) to draw from.
+        warm_up: a compile worker's warm-up (:class:`WarmUp`), or None: a fuzzing slice.
+        structures: the case structures its pair's warm-up compiled (``strategies.reuse``).
+        compile_spent: (compile seconds, seconds, seconds per compile) of the pair's fuzzing
+            so far: its compile share holds over the whole campaign.
+    """
+
+    id: int
+    target: str
+    backend: str
+    started: float
+    time_limit: float
+    hard_limit: float
+    seed: int
+    max_examples: int | None
+    known: tuple[Bug, ...]
+    reuse: bool
+    narrowing: Mapping[str, Any] | None
+    warm_up: WarmUp | None
+    structures: tuple[Any, ...]
+    compile_spent: tuple[float, float, float]
+
+    @property
+    def pair(self) -> str:
+        return f"{self.target}|{self.backend}"
+
+    @property
+    def hard_deadline(self) -> float:
+        return self.started + self.hard_limit
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from fuzz.campaign import report
 from fuzz.campaign.faults import STOP_SIGNALS
-from fuzz.campaign.worker import is_disk_full
+from fuzz.campaign.inflight import is_disk_full
 
 LOCK_FILE = ".campaign.lock"
 RESERVE = ".campaign.reserve"

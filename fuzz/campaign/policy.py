@@ -40,77 +40,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fuzz.campaign import booking, estimates
+from fuzz.campaign.messages import SlicePlan, WarmUp
 from fuzz.campaign.pairs import PairState, Warmth
 from fuzz.campaign.tunables import REFUSED, Tunables
 from fuzz.ledger import Recorded, sighting
-from fuzz.signatures import Bug
-
-
-@dataclass(frozen=True)
-class WarmUp:
-    """How a compile worker's warm-up of a pair ends: once ``quiet`` examples in a row compiled
-    nothing new (the variants its fuzzing draws are compiled, in the caches on disk), or after
-    ``limit`` seconds, compiling included (the pair is not fuzzed while it warms up, and a kernel
-    with hundreds of variants would keep it from its fuzzing for minutes; the next warm-up, if
-    its fuzzing calls for one, compiles on). Every example of a warm-up draws a fresh structure
-    (``explore``: the variants to compile)."""
-
-    quiet: int
-    limit: float
-    explore: float = 1.0
-
-    def calm(self, calm: int, *, compiled: bool, same_variant: bool) -> int:
-        """The count of examples in a row that compiled nothing, after one more example: reset
-        by a compile; a launched variant reused with fresh lengths that compiled nothing says
-        nothing of the variants left to compile, and neither ends the calm nor counts toward
-        it."""
-        if compiled:
-            return 0
-        return calm if same_variant else calm + 1
-
-    def done(self, calm: int, elapsed: float) -> bool:
-        return calm >= self.quiet or elapsed > self.limit
-
-
-@dataclass(frozen=True)
-class SlicePlan:
-    """One slice the policy gives a worker: fuzz ``target`` on ``backend`` for ``time_limit``
-    seconds (compiling not counted), ``hard_limit`` in all (shrinking what it finds included).
-
-    Attributes:
-        id: the slice's id (its seed derives from it).
-        started: when it was planned (the caller's clock).
-        known: the pair's bugs found so far (examples of them are hits).
-        reuse: replay the example database first (a pair's first slice).
-        narrowing: the compile-time choices (kernel variants) to draw from.
-        warm_up: a compile worker's warm-up (:class:`WarmUp`), or None: a fuzzing slice.
-        structures: the case structures its pair's warm-up compiled (``strategies.reuse``).
-        compile_spent: (compile seconds, seconds, seconds per compile) of the pair's fuzzing
-            so far: its compile share holds over the whole campaign.
-    """
-
-    id: int
-    target: str
-    backend: str
-    started: float
-    time_limit: float
-    hard_limit: float
-    seed: int
-    max_examples: int | None
-    known: tuple[Bug, ...]
-    reuse: bool
-    narrowing: Mapping[str, Any] | None
-    warm_up: WarmUp | None
-    structures: tuple[Any, ...]
-    compile_spent: tuple[float, float, float]
-
-    @property
-    def pair(self) -> str:
-        return f"{self.target}|{self.backend}"
-
-    @property
-    def hard_deadline(self) -> float:
-        return self.started + self.hard_limit
 
 
 @dataclass
@@ -169,12 +103,6 @@ OVERRAN = "overran"  # killed past its hard limit
 CONTEXT_LOST = "context-lost"  # exited after a CUDA error that poisons its context
 SUSPECTED_HANG = "suspected-hang"  # its example outlived the timeout once (replayed to confirm)
 DEATH = "death"  # a crash, or a hang of the compiler: a finding
-
-
-def ucb(rate: float, slices: int, total: int) -> float:
-    """A pair's favour once every floor is met: its recent gain per fuzzing second plus an
-    exploration bonus that shrinks with its share of the slices."""
-    return rate + 0.5 * math.sqrt(math.log(total + 1) / (slices + 1))
 
 
 class SchedulingPolicy:
@@ -297,7 +225,10 @@ class SchedulingPolicy:
         free = [p for p in self.pairs if not p.retired and not p.running and not self.done(p)]
         active = [p for p in free if p.warmth is Warmth.READY or not ahead]
         if ahead:  # and the cold pairs whose warm-up is far away: none waits for its turn
-            active += self._far_from_warm(free)
+            far = estimates.far_from_warm(
+                self.cold_queue(), self.pairs, self._compile_workers(), self.t
+            )
+            active += [p for p in free if p.key in far]
         if not active:
             return None
         under = [p for p in active if self.floor_progress(p) < 1.0]
@@ -306,7 +237,7 @@ class SchedulingPolicy:
         # Then the pairs that met their floor by seconds, short of its examples (a slow pair:
         # GPU campaign after GPU campaign left a missed GLA mutant pair on Pallas at 130 of 200
         # examples), up to examples_floor_factor times their floor's seconds.
-        short = [p for p in active if self._short_of_examples(p)]
+        short = [p for p in active if estimates.short_of_examples(p, self.t)]
         if short:
             return min(
                 short,
@@ -321,7 +252,8 @@ class SchedulingPolicy:
         return max(
             active,
             key=lambda p: (
-                (1.0 if p.key in loaded else self.t.affinity) * ucb(p.rate, p.slices, total)
+                (1.0 if p.key in loaded else self.t.affinity)
+                * estimates.ucb(p.rate, p.slices, total)
             ),
         )
 
@@ -342,25 +274,8 @@ class SchedulingPolicy:
         )
 
     def floor_progress(self, pair: PairState) -> float:
-        """How much of its floor ``pair`` has had: the larger of its examples over
-        ``floor_examples`` and its fuzzing seconds over its floor's seconds (1: met)."""
-        return max(
-            pair.total_examples / max(1, self.t.floor_examples),
-            pair.fuzz_seconds / max(1e-9, self.floor_seconds(pair)),
-        )
-
-    def floor_seconds(self, pair: PairState) -> float:
-        """The fuzzing seconds of ``pair``'s floor: a mutant's, or a real target's (longer)."""
-        return self.t.floor_seconds if pair.target.is_mutant else self.t.real_floor_seconds
-
-    def _short_of_examples(self, pair: PairState) -> bool:
-        """Whether ``pair`` met its floor by fuzzing seconds with fewer than ``floor_examples``
-        examples, and has had less than ``examples_floor_factor`` times the floor's seconds: it
-        is fuzzed on to the examples before the productive pairs are favoured."""
-        return (
-            pair.total_examples < self.t.floor_examples
-            and pair.fuzz_seconds < self.t.examples_floor_factor * self.floor_seconds(pair)
-        )
+        """How much of its floor ``pair`` has had (1: met; ``estimates.floor_progress``)."""
+        return estimates.floor_progress(pair, self.t)
 
     def done(self, pair: PairState) -> bool:
         """Whether ``pair`` has run the examples the campaign asked of each pair (a quota)."""
@@ -420,63 +335,9 @@ class SchedulingPolicy:
         return sorted(cold, key=lambda p: (p.target.is_mutant, -self.compile_cost(p, math.inf)))
 
     def compile_cost(self, pair: PairState, unknown: float = 0.0) -> float:
-        """The seconds one compile of ``pair``'s kernels is expected to take: the mean of its
-        compiles so far (warm-ups included; loads of kernels compiled elsewhere not), else of
-        the pairs of its family on its backend (a mutant's kernels are its target's, edited);
-        ``unknown`` where nothing is known."""
-
-        def totals(ps: Iterable[PairState]) -> tuple[float, float]:
-            secs = n = 0.0
-            for p in ps:
-                st = p.stats
-                secs += st["compile_seconds"] - st["cache_load_seconds"] + st["precompile_seconds"]
-                n += st["compiles"] - st["cache_loads"] + st["precompiles"]
-            return secs, n
-
-        secs, n = totals([pair])
-        if n <= 0:
-            secs, n = totals(
-                p
-                for p in self.pairs
-                if p.backend == pair.backend and p.target.family == pair.target.family
-            )
-        return secs / n if n > 0 else unknown
-
-    def _far_from_warm(self, free: list[PairState]) -> list[PairState]:
-        """The cold pairs of ``free`` whose warm-up is more than ``cold_wait`` seconds away, and
-        more than ``cold_compile_factor`` times the compile seconds of its family's warm-ups,
-        by their place in the compile workers' queue and the warm-ups measured so far (none
-        before one has ended): a fuzzing worker may take one (after the warmed-up pairs under
-        their floor, see :meth:`pick`) and compiles what it draws, within the compile share,
-        rather than leave it unfuzzed until the compile workers reach it (an H200 campaign left
-        40 mutant pairs unfuzzed so). A pair that compiles dear waits longer: on an H100, GLA
-        mutant pairs taken cold paid 20-60 s of compiles each on the fuzzing path, a third of
-        the campaign's there."""
-        done = [p.warm_seconds / p.warm_count for p in self.pairs if p.warm_count]
-        n = self._compile_workers()
-        if not done or not n:
-            return []
-        mean = sum(done) / len(done)
-        t = self.t
-        far = {
-            p.key
-            for k, p in enumerate(self.cold_queue())
-            if (k // n + 1) * mean > max(t.cold_wait, t.cold_compile_factor * self._warm_compile(p))
-        }
-        return [p for p in free if p.key in far]
-
-    def _warm_compile(self, pair: PairState) -> float:
-        """The compile seconds a warm-up of ``pair`` is expected to take: the mean of the first
-        warm-ups of its family's pairs on its backend (what fuzzing it cold would compile on the
-        fuzzing path); infinite where none has ended (it may be dear: it waits its turn)."""
-        firsts = [
-            p.first_warm_compile
-            for p in self.pairs
-            if p.backend == pair.backend
-            and p.target.family == pair.target.family
-            and p.first_warm_compile is not None
-        ]
-        return sum(firsts) / len(firsts) if firsts else math.inf
+        """The seconds one compile of ``pair``'s kernels is expected to take
+        (``estimates.compile_cost``)."""
+        return estimates.compile_cost(pair, self.pairs, unknown)
 
     # What slices report ----------------------------------------------------------------------
 
@@ -546,32 +407,14 @@ class SchedulingPolicy:
         worker's additions) into its pair; says what it decided."""
         r = self._running.pop(sid)
         plan, pair = r.plan, r.pair
-        pair.running = False
-        pair.examples += summary.get("examples", 0)
-        pair.live_examples = 0
-        pair.live_compile = 0.0
-        secs = summary.get("seconds", now - plan.started)
-        if plan.warm_up is not None:
-            self._book_warm_up(pair, summary, secs)
-            summary = {**summary, **dict.fromkeys(_WARM_OFF_PATH, 0.0)}
-            secs = 0.0
-        else:
-            pair.slices += 1
-            pair.seconds += secs
-            refused = (summary.get("events") or {}).get(REFUSED, 0)
-            if not summary.get("examples") and (refused or summary.get("stopped") == "refused"):
-                pair.refused_seconds += max(0.0, secs - summary.get("compile_seconds", 0.0))
+        secs, summary = booking.book_time(pair, plan, summary, now)
         out = Ended(pair, plan, seconds=secs)
         for rec in summary.get("found", []):
             out.found.append((rec, self.record(pair, rec, sighting=sighting(sid, rec))))
         for dup in summary.get("duplicates", []):
             sight = sighting(sid, {"details": dup, "bug_key": dup["bug_key"]})
             out.withdrawn.append(self.withdraw(pair, sight, dup))
-        for k in _STATS:
-            pair.stats[k] += summary.get(k, 0)
-        pair.events.update(summary.get("events", {}))
-        pair.ledger.hit(summary.get("known_hits", {}))
-        pair.declared_hits.update(summary.get("declared_hits", {}))
+        booking.book_counters(pair, summary)
         for feat in summary.get("features", []):
             self._feature(pair, feat)
         out.retired = self._retire(pair, summary)
@@ -580,23 +423,6 @@ class SchedulingPolicy:
             fuzz = max(secs - summary.get("compile_seconds", 0.0), 0.1)
             pair.rate = 0.5 * pair.rate + 0.5 * pair.slice_new / fuzz
         return out
-
-    def _book_warm_up(self, pair: PairState, summary: Mapping[str, Any], secs: float) -> None:
-        """A warm-up's time and compiles are its pair's setup, off the fuzzing path."""
-        pair.warmth = Warmth.READY
-        pair.warm_count += 1
-        if pair.pending is not None:  # its widened choices are compiled: fuzzed from now
-            pair.narrowing, pair.pending, pair.warm_count = pair.pending, None, 1
-        pair.compile_at_warm = pair.stats["compile_seconds"]
-        pair.refused_at_warm = pair.events[REFUSED]
-        # What it compiled: the workers that fuzz the pair reuse these structures first.
-        pair.structures = list(summary.get("structures") or pair.structures)
-        pair.warm_seconds += secs
-        compiled = summary.get("compile_seconds", 0.0)
-        pair.stats["precompile_seconds"] += compiled
-        if pair.first_warm_compile is None:
-            pair.first_warm_compile = compiled
-        pair.stats["precompiles"] += summary.get("compiles", 0) - summary.get("cache_loads", 0)
 
     def _retire(self, pair: PairState, summary: Mapping[str, Any]) -> str:
         """Retires ``pair`` when it is finished, and only then: a harness error, a search space
@@ -661,30 +487,8 @@ class SchedulingPolicy:
         shrunk is finished (an H100 campaign left such a pair unretired, and unfuzzed, after the
         kill)."""
         r = self._running.pop(sid)
-        plan, pair = r.plan, r.pair
-        pair.running = False
-        pair.examples += pair.live_examples
-        spent = now - plan.started
-        if plan.warm_up is not None:  # a warm-up that died: its fuzz workers take it as it is
-            pair.warmth = Warmth.READY
-            pair.warm_count = self.t.max_warms  # and no warm-up again
-            if pair.pending is not None:  # (its widened choices compile as they are drawn)
-                pair.narrowing, pair.pending = pair.pending, None
-            pair.warm_seconds += spent
-            pair.stats["precompile_seconds"] += pair.live_compile
-        else:
-            pair.slices += 1
-            pair.seconds += spent
-            pair.stats["compile_seconds"] += pair.live_compile
-            # Past its search's time limit (compiling not counted), a slice was shrinking what
-            # it found or running over: not fuzzing toward the pair's floor. (An H100 campaign
-            # killed a GLA mutant's slice while it shrank a second bug; its 111 s counted as
-            # fuzzing met the floor with 5 examples.)
-            over = spent - (plan.time_limit + pair.live_compile)
-            pair.stats["shrink_seconds"] += max(0.0, over)
-        pair.live_examples = 0
-        pair.live_compile = 0.0
-        return Lost(plan, pair, r.found_new, self._retire(pair, {}))
+        booking.book_lost(r.pair, r.plan, now, max_warms=self.t.max_warms)
+        return Lost(r.plan, r.pair, r.found_new, self._retire(r.pair, {}))
 
     def died(self, lost: Lost, how: str, record: dict[str, Any] | None = None) -> Recorded | None:
         """What the end of ``lost``'s worker was (``how``: :data:`DEATH` with its finding
@@ -735,31 +539,5 @@ class SchedulingPolicy:
         r = self._running.pop(sid, None)
         if r is None:
             return None
-        plan, pair = r.plan, r.pair
-        pair.running = False
-        pair.examples += pair.live_examples
-        if plan.warm_up is not None:
-            pair.warm_seconds += now - plan.started
-            pair.stats["precompile_seconds"] += pair.live_compile
-        else:
-            pair.seconds += now - plan.started
-            pair.stats["compile_seconds"] += pair.live_compile
-        pair.live_examples = 0
-        pair.live_compile = 0.0
-        return pair
-
-
-# A slice's numbers added to its pair's stats.
-_STATS = (
-    "launches",
-    "launch_seconds",
-    "compiles",
-    "compile_seconds",
-    "cache_loads",
-    "cache_load_seconds",
-    "twin_launches",
-    "twin_seconds",
-    "shrink_seconds",
-)
-# A warm-up's numbers that are its pair's setup (booked by ``_book_warm_up``), not its fuzzing.
-_WARM_OFF_PATH = ("compile_seconds", "seconds", "compiles", "cache_loads", "cache_load_seconds")
+        booking.book_stopped(r.pair, r.plan, now)
+        return r.pair

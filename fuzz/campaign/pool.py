@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fuzz.campaign.process import count_maps
 from fuzz.campaign.threads import children_share_cpus
-from fuzz.campaign.worker import WorkerConfig, count_maps, worker_main
+from fuzz.campaign.worker import WorkerConfig, worker_main
 
 
 @dataclass
@@ -58,7 +59,7 @@ class WorkerHandle:
     restarts: int = 0
     startup_failures: int = 0
     fatal: str | None = None  # why its set-up failed (an exception: the same every time)
-    maps: int = 0  # its memory maps, last sampled (see fuzz.campaign.worker.MapBudget)
+    maps: int = 0  # its memory maps, last sampled (see fuzz.campaign.process.MapBudget)
     maps_sampled: float = 0.0
     log_offset: int = 0  # the size of its log when its current job began
     recycles: int = 0

@@ -33,32 +33,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fuzz import failures as F
 from fuzz.backends import get_backend
+from fuzz.campaign import console, report
 from fuzz.campaign import messages as M
-from fuzz.campaign import report
-from fuzz.campaign.config import CampaignConfig, refund_cap, slot_devices
+from fuzz.campaign.config import CampaignConfig, refund_cap, worker_configs
 from fuzz.campaign.faults import Faults, exit_text, stop_signal
+from fuzz.campaign.inflight import clear_inflight
 from fuzz.campaign.outdir import OutputFolder
 from fuzz.campaign.pairs import PairState, Warmth, interleave
-from fuzz.campaign.policy import (
-    CONTEXT_LOST,
-    DEATH,
-    OVERRAN,
-    STOPPED,
-    SUSPECTED_HANG,
-    Lost,
-    SchedulingPolicy,
-)
+from fuzz.campaign.policy import Lost, SchedulingPolicy
 from fuzz.campaign.pool import Arrived, Job, ProcessPool, WorkerHandle, overran
+from fuzz.campaign.process import EXIT_RECYCLE, map_limit
 from fuzz.campaign.tunables import Tunables
-from fuzz.campaign.worker import (
-    EXIT_CONTEXT_LOST,
-    EXIT_RECYCLE,
-    WorkerConfig,
-    clear_inflight,
-    map_limit,
-)
 from fuzz.engine import run_narrowing
 from fuzz.ledger import Recorded
 from fuzz.target import Target
@@ -129,28 +115,11 @@ class Campaign:
 
     def _make_workers(self) -> None:
         c = self.config
-        workdir = c.out / "workers"
-        workdir.mkdir(parents=True, exist_ok=True)
-        slots = range(c.workers + c.compile_workers)
-        devices = slot_devices(c)
-        self.pool.configs = [
-            WorkerConfig(
-                slot=slot,
-                plugins=list(c.plugins),
-                options=c.options,
-                repro_dir=str(c.repro_dir),
-                inflight=str(workdir / f"inflight-{slot}"),
-                log=str(workdir / f"worker-{slot}.log"),
-                db=c.db,
-                db_shared=list(c.db_shared),
-                db_fallback=c.db_fallback,
-                cuda_device=devices[slot],
-                gpu_share=1 if devices[slot] is None else devices.count(devices[slot]),
-                parent_pid=os.getpid(),
-            )
-            for slot in slots
+        (c.out / "workers").mkdir(parents=True, exist_ok=True)
+        self.pool.configs = worker_configs(c, parent_pid=os.getpid())
+        self.pool.roles = [
+            "fuzz" if s < c.workers else "compile" for s in range(len(self.pool.configs))
         ]
-        self.pool.roles = ["fuzz" if s < c.workers else "compile" for s in slots]
         self.pool.start_all()
         for w in self.workers:
             self.policy.add_worker(w.slot, w.role)
@@ -262,25 +231,8 @@ class Campaign:
         """Says what the ledger did with a record of ``pair`` (``out``), and marks the
         reproducers it superseded for removal."""
         self.folder.supersede(out.superseded)
-        name = f"{pair.target.name} on {pair.backend}"
-        for sig, into, how, cls in out.merged:
-            what = "shrank to" if how == "shrank" else "is"
-            self.log(
-                f"{name}: the {cls} first seen as new ({sig}) {what} the bug found before "
-                f"({into}): one bug"
-            )
-        if out.new and out.signature is not None:
-            rec = pair.found[out.signature]
-            self.log(
-                f"FOUND {rec['class']} in {name}: {rec['message'][:160]}"
-                + (f" -> {rec['reproducer']}" if rec.get("reproducer") else "")
-                + (
-                    f" (bug {out.maybe_of} has its failure key: shrinking tells whether it is "
-                    "another)"
-                    if out.maybe_of
-                    else ""
-                )
-            )
+        for line in console.recorded(pair, out):
+            self.log(line)
 
     def _slice_done(self, w: WorkerHandle, sid: int, summary: dict[str, Any]) -> None:
         """Books slice ``sid``'s summary (the policy) and says what it found and decided."""
@@ -292,23 +244,11 @@ class Campaign:
         for out in ended.withdrawn:
             self._recorded(pair, out)
         self.note_db_problems(summary.get("db_problems", []))
-        name = f"{pair.target.name} on {pair.backend}"
-        if ended.retired == "harness error":
-            self.log(f"ERROR {name}: {str(pair.error)[:400]}")
-        if ended.widened is not None:
-            said = "; ".join(
-                f"{d} + {', '.join(map(str, v))}" for d, v in ended.widened.items() if v
-            )
-            self.log(f"{name}: kernel variants widened ({pair.widened}): {said or 'nothing new'}")
         if summary.get("recycle"):
-            r = summary["recycle"]
             w.recycles += 1
             w.ready = False  # it exits now: no new slice for it
-            self.log(
-                f"worker {w.slot} is recycled: its process holds {r['maps']} memory maps of "
-                f"the {r['limit']} it may have; a fresh one takes over"
-            )
-        self.log(_slice_line(pair, ended.plan.warm_up is not None, summary, ended.seconds))
+        for line in console.ended(ended, summary, slot=w.slot):
+            self.log(line)
         self._write_report(throttle=True)
 
     # Deaths and hangs ----------------------------------------------------------------------------
@@ -344,41 +284,13 @@ class Campaign:
     def _slice_lost(
         self, w: WorkerHandle, lost: Lost, code: int | None, reason: str | None, *, stopped: bool
     ) -> None:
-        """What the end of worker ``w`` in the middle of slice ``lost`` means: a suspected hang,
-        a crash finding, a note, or nothing (a stop); and a death of its pair's."""
+        """What the end of worker ``w`` in the middle of slice ``lost`` means
+        (:meth:`fuzz.campaign.faults.Faults.loss`), booked as a death of its pair's."""
         pair = lost.pair
         elapsed = time.perf_counter() - lost.plan.started
-        c = self.config
-        rec = None
-        if stopped or reason == "shutdown":
-            how = STOPPED  # its example was interrupted, not faulty: no finding, no death
-        elif reason == "hang" and w.compiling:
-            # A compile that outlasts --compile-timeout is a hang of the compiler on this case:
-            # no second try (it would cost the timeout again), a finding with its reproducer.
-            msg = (
-                f"a kernel was still compiling after {c.compile_timeout:g} s (compile timeout); "
-                "the worker was killed"
-            )
-            how, rec = DEATH, self.faults.death_record(w, pair, F.HANG, msg, elapsed=elapsed)
-        elif reason == "hang":
-            msg = (
-                f"an example did not finish within {c.example_timeout:g} s (per-example "
-                "timeout, compile time not counted); the worker was killed"
-            )
-            self._suspect_hang(w, pair, msg, elapsed)
-            how = SUSPECTED_HANG
-        elif code == EXIT_CONTEXT_LOST:
-            how = CONTEXT_LOST
-        elif reason == "overran":
-            why = "shrinking too slow" if pair.found else "its examples too slow"
-            self.notes.append(
-                f"{pair.target.name} on {pair.backend}: a slice overran its hard limit ({why}); "
-                "the worker was restarted"
-            )
-            how = OVERRAN
-        else:
-            msg = f"the worker {exit_text(code, reason)}"
-            how, rec = DEATH, self.faults.death_record(w, pair, F.CRASH, msg, elapsed=elapsed)
+        how, rec, hang = self.faults.loss(w, pair, code, reason, stopped=stopped, elapsed=elapsed)
+        if hang is not None:  # a suspected hang: replayed next, in a fresh worker
+            self.replay_queue.insert(0, hang)
         out = self.policy.died(lost, how, rec)
         if out is not None:
             self._recorded(pair, out)
@@ -387,18 +299,6 @@ class Campaign:
             f"worker {w.slot} {exit_text(code, reason)} while fuzzing "
             f"{pair.target.name} on {pair.backend}"
         )
-
-    def _suspect_hang(self, w: WorkerHandle, pair: PairState, message: str, elapsed: float) -> None:
-        """A first timeout is a suspicion, not yet a finding: a first compilation of a large
-        kernel, or a machine busy with other work, outlasts the per-example timeout just as a
-        hang does. The in-flight example is replayed next, in a fresh worker, with
-        ``hang_confirm_factor`` times the timeout; only if it outlasts that too is it a ``hang``
-        (its reproducer is written now, so nothing is lost if the campaign ends first)."""
-        rec = self.faults.death_record(w, pair, F.HANG, message, elapsed=elapsed)
-        if rec is not None:
-            self.replay_queue.insert(
-                0, {"reproducer": rec["reproducer"], "confirm_hang": rec, "pair": pair}
-            )
 
     def _hang_confirmed(self, item: dict[str, Any], result: dict[str, Any] | None) -> None:
         """Settles a suspected hang, or a dead campaign's in-flight example, with its replay's
@@ -688,26 +588,6 @@ class Campaign:
 def _runs(t: Target, backend: str) -> bool:
     b = get_backend(backend)
     return t.unsupported(b) is None and b.available
-
-
-def _slice_line(pair: PairState, warm: bool, summary: dict[str, Any], secs: float) -> str:
-    """The console line of a slice that ended."""
-    name = f"{pair.target.name} on {pair.backend}"
-    n = summary.get("examples", 0)
-    if warm:
-        return (
-            f"{name}: warmed up (compiled ahead) in {pair.warm_seconds:.1f}s, "
-            f"{pair.stats['precompile_seconds']:.1f}s of it compiling, {n} examples"
-        )
-    compiling = summary.get("compile_seconds", 0.0)
-    fuzz = max(secs - compiling, 0.1)
-    return (
-        f"{name}: +{n} examples in {secs:.1f}s"
-        + (f" ({compiling:.1f}s compiling)" if compiling >= 0.05 else "")
-        + f" ({n / fuzz:.1f}/s), total {pair.examples}; bugs: {len(pair.found)}"
-        + (f" ({', '.join(sorted(pair.classes))})" if pair.found else "")
-        + (f" [{pair.retired}]" if pair.retired else "")
-    )
 
 
 __all__ = ["Campaign", "CampaignConfig"]

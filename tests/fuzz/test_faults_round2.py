@@ -1050,6 +1050,7 @@ def test_gpu_memory_running_out_outside_an_example_is_an_exhaustion_too(monkeypa
 
     from fuzz import engine, get_profile
     from fuzz.campaign import worker
+    from fuzz.campaign.process import EXIT_DEVICE_MEMORY
     from fuzz.profiles import HuntOptions
     from fuzz.target import load_builtin
 
@@ -1063,8 +1064,7 @@ def test_gpu_memory_running_out_outside_an_example_is_an_exhaustion_too(monkeypa
         inflight=str(tmp_path / "inflight"),
         log=str(tmp_path / "log"),
     )
-    from fuzz.campaign.messages import Done
-    from fuzz.campaign.policy import SlicePlan
+    from fuzz.campaign.messages import Done, SlicePlan
 
     task = SlicePlan(
         id=1,
@@ -1090,7 +1090,7 @@ def test_gpu_memory_running_out_outside_an_example_is_an_exhaustion_too(monkeypa
     for raised, ends in (
         (
             RuntimeError("CUDA out of memory. Tried to allocate 636.00 MiB"),
-            worker.EXIT_DEVICE_MEMORY,
+            EXIT_DEVICE_MEMORY,
         ),
         (ValueError("a harness bug"), None),
     ):

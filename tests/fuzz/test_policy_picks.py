@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from fuzz.campaign.messages import SlicePlan
 from fuzz.campaign.pairs import PairState, Warmth, interleave
-from fuzz.campaign.policy import CONTEXT_LOST, DEATH, OVERRAN, SchedulingPolicy, SlicePlan
+from fuzz.campaign.policy import CONTEXT_LOST, DEATH, OVERRAN, SchedulingPolicy
 from fuzz.campaign.tunables import Tunables, slice_seconds
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "recorded_picks.json").read_text())

@@ -230,7 +230,7 @@ def test_compile_spent_is_checked(exact):
 
 def _warm_up_plan(target, *, seed, max_examples, quiet, limit=float("inf")):
     """A compile worker's warm-up slice of ``target`` on the fake compiled backend."""
-    from fuzz.campaign.policy import SlicePlan, WarmUp
+    from fuzz.campaign.messages import SlicePlan, WarmUp
 
     return SlicePlan(
         id=1,

@@ -575,7 +575,7 @@ def test_idle_compile_workers_warm_again_the_pair_whose_fuzzing_compiles_most():
 def test_the_processes_on_one_gpu_split_its_memory(monkeypatch):
     """A campaign's fuzzing and compile workers on one GPU split its memory, as xdist workers
     do (13 processes with no split ran a correct kernel out of memory on an H100)."""
-    from fuzz.campaign import worker
+    from fuzz.campaign import process
     from fuzz.campaign.config import slot_devices
 
     devices = slot_devices(SimpleNamespace(workers=5, compile_workers=4, devices=["0", "1"]))
@@ -583,8 +583,8 @@ def test_the_processes_on_one_gpu_split_its_memory(monkeypatch):
     assert slot_devices(SimpleNamespace(workers=2, compile_workers=1, devices=[])) == [None] * 3
     monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
     monkeypatch.delenv("KERNEL_FUZZ_GPU_SHARE", raising=False)
-    assert worker._share_gpu_memory(1) is None
-    torch_share = worker._share_gpu_memory(5)
+    assert process.share_gpu_memory(1) is None
+    torch_share = process.share_gpu_memory(5)
     assert torch_share == pytest.approx(0.45 / 5)
     assert float(__import__("os").environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) == pytest.approx(0.06)
     # A quarter of the GPU stays outside both pools (CUDA contexts, loaded kernel modules).
@@ -592,7 +592,7 @@ def test_the_processes_on_one_gpu_split_its_memory(monkeypatch):
 
     assert TORCH_SHARE + XLA_SHARE <= 0.75
     monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "off")
-    assert worker._share_gpu_memory(5) is None
+    assert process.share_gpu_memory(5) is None
 
 
 def test_a_pair_widens_its_kernel_variants_after_each_floor():

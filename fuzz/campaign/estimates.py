@@ -1,0 +1,103 @@
+"""The scheduling policy's estimates: small pure functions of the pairs' counters.
+
+How far a pair is from its floor, what one of its compiles is expected to cost, how far away a
+cold pair's warm-up is, and how much a pair is favoured once every floor is met
+(:func:`ucb`). :mod:`fuzz.campaign.policy` decides with them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from fuzz.campaign.pairs import PairState
+from fuzz.campaign.tunables import Tunables
+
+
+def ucb(rate: float, slices: int, total: int) -> float:
+    """A pair's favour once every floor is met: its recent gain per fuzzing second plus an
+    exploration bonus that shrinks with its share of the slices."""
+    return rate + 0.5 * math.sqrt(math.log(total + 1) / (slices + 1))
+
+
+def floor_seconds(pair: PairState, t: Tunables) -> float:
+    """The fuzzing seconds of ``pair``'s floor: a mutant's, or a real target's (longer)."""
+    return t.floor_seconds if pair.target.is_mutant else t.real_floor_seconds
+
+
+def floor_progress(pair: PairState, t: Tunables) -> float:
+    """How much of its floor ``pair`` has had: the larger of its examples over
+    ``floor_examples`` and its fuzzing seconds over its floor's seconds (1: met)."""
+    return max(
+        pair.total_examples / max(1, t.floor_examples),
+        pair.fuzz_seconds / max(1e-9, floor_seconds(pair, t)),
+    )
+
+
+def short_of_examples(pair: PairState, t: Tunables) -> bool:
+    """Whether ``pair`` met its floor by fuzzing seconds with fewer than ``floor_examples``
+    examples, and has had less than ``examples_floor_factor`` times the floor's seconds: it is
+    fuzzed on to the examples before the productive pairs are favoured."""
+    return (
+        pair.total_examples < t.floor_examples
+        and pair.fuzz_seconds < t.examples_floor_factor * floor_seconds(pair, t)
+    )
+
+
+def compile_cost(pair: PairState, pairs: Iterable[PairState], unknown: float = 0.0) -> float:
+    """The seconds one compile of ``pair``'s kernels is expected to take: the mean of its
+    compiles so far (warm-ups included; loads of kernels compiled elsewhere not), else of the
+    ``pairs`` of its family on its backend (a mutant's kernels are its target's, edited);
+    ``unknown`` where nothing is known."""
+
+    def totals(ps: Iterable[PairState]) -> tuple[float, float]:
+        secs = n = 0.0
+        for p in ps:
+            st = p.stats
+            secs += st["compile_seconds"] - st["cache_load_seconds"] + st["precompile_seconds"]
+            n += st["compiles"] - st["cache_loads"] + st["precompiles"]
+        return secs, n
+
+    secs, n = totals([pair])
+    if n <= 0:
+        secs, n = totals(
+            p for p in pairs if p.backend == pair.backend and p.target.family == pair.target.family
+        )
+    return secs / n if n > 0 else unknown
+
+
+def warm_compile(pair: PairState, pairs: Iterable[PairState]) -> float:
+    """The compile seconds a warm-up of ``pair`` is expected to take: the mean of the first
+    warm-ups of its family's pairs on its backend (what fuzzing it cold would compile on the
+    fuzzing path); infinite where none has ended (it may be dear: it waits its turn)."""
+    firsts = [
+        p.first_warm_compile
+        for p in pairs
+        if p.backend == pair.backend
+        and p.target.family == pair.target.family
+        and p.first_warm_compile is not None
+    ]
+    return sum(firsts) / len(firsts) if firsts else math.inf
+
+
+def far_from_warm(
+    queue: Sequence[PairState], pairs: Sequence[PairState], compile_workers: int, t: Tunables
+) -> set[str]:
+    """The pairs of the compile workers' ``queue`` whose warm-up is more than ``cold_wait``
+    seconds away, and more than ``cold_compile_factor`` times the compile seconds of its
+    family's warm-ups, by their place in the queue and the warm-ups measured so far (none before
+    one has ended): a fuzzing worker may take one and compile what it draws, within the compile
+    share, rather than leave it unfuzzed until the compile workers reach it (an H200 campaign
+    left 40 mutant pairs unfuzzed so). A pair that compiles dear waits longer: on an H100, GLA
+    mutant pairs taken cold paid 20-60 s of compiles each on the fuzzing path, a third of the
+    campaign's there. Returns their keys."""
+    done = [p.warm_seconds / p.warm_count for p in pairs if p.warm_count]
+    if not done or not compile_workers:
+        return set()
+    mean = sum(done) / len(done)
+    return {
+        p.key
+        for k, p in enumerate(queue)
+        if (k // compile_workers + 1) * mean
+        > max(t.cold_wait, t.cold_compile_factor * warm_compile(p, pairs))
+    }
