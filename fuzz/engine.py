@@ -14,7 +14,6 @@ import dataclasses
 import hashlib
 import itertools
 import random
-import threading
 import time
 import unittest
 from collections.abc import Callable, Collection
@@ -24,14 +23,27 @@ from typing import TYPE_CHECKING, Any
 
 from hypothesis import Phase, event, given, reject, settings
 from hypothesis import strategies as st
-from hypothesis.control import current_build_context
-from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase, choices_to_bytes
+from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
 from fuzz import origin, reproducer, timing
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.failures import NONDETERMINISM, KernelFailure, Unsupported, raise_for
 from fuzz.families import variant_space
+from fuzz.hypothesis_internals import (
+    add_digest,
+    choices_to_bytes,
+    current_choices,
+    exhausted,
+    in_shrink_phase,
+    is_final_replay,
+    keep_database,
+    set_database_key,
+    shrink_budget,
+    statistics,
+    track_phases,
+    without_pareto_front,
+)
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
@@ -116,153 +128,6 @@ def derandomized_seed(target: str, backend: str) -> int:
 FLAKY_RESHRINKS = 3
 
 
-class _NoParetoFront:
-    """Stands in for Hypothesis's Pareto front of ``target()`` scores during a hunt.
-
-    With a database, Hypothesis keeps every example that is not dominated in score *and* in the
-    strategy branches it took (nearly all of ours), sorts them by a shortlex key on every insert,
-    saves them to the database and spends examples shortening them. Measured on a softmax target
-    with a fast kernel: 8 ms of a 20 ms example, for a corpus a fuzzer does not use (failing
-    examples are saved and shrunk as before; ``target()`` still drives the hill climbing).
-    """
-
-    def __init__(self, random: Any) -> None:
-        pass
-
-    def on_evict(self, f: Any) -> None:
-        pass
-
-    def add(self, data: Any) -> bool:
-        return False
-
-    def __contains__(self, data: Any) -> bool:
-        return False
-
-    def __len__(self) -> int:
-        return 0
-
-    def __getitem__(self, i: int) -> Any:
-        raise IndexError(i)
-
-
-@contextlib.contextmanager
-def _shrink_budget(seconds: float) -> Any:
-    """Hypothesis's cap on the time spent shrinking one failure, set to ``seconds`` (its
-    documented way: the module constant ``MAX_SHRINKING_SECONDS`` is meant to be patched)."""
-    try:
-        from hypothesis.internal.conjecture import engine as conjecture
-    except ImportError:
-        yield
-        return
-    saved = getattr(conjecture, "MAX_SHRINKING_SECONDS", None)
-    if saved is None:
-        yield
-        return
-    conjecture.MAX_SHRINKING_SECONDS = seconds  # type: ignore[attr-defined,assignment]
-    try:
-        yield
-    finally:
-        conjecture.MAX_SHRINKING_SECONDS = saved  # type: ignore[attr-defined]
-
-
-# The phase of the Hypothesis run in progress in this thread ("generate", "shrink"...), where
-# Hypothesis's runner says (``_track_phases``); None elsewhere.
-_phase = threading.local()
-
-
-def _track_phases() -> None:
-    """Has Hypothesis's runner note the phase it enters (its ``_log_phase_statistics``), so that
-    an example can tell a shrink step from a fresh one (idempotent; a Hypothesis without that
-    method leaves every example unmarked)."""
-    try:
-        from hypothesis.internal.conjecture.engine import ConjectureRunner
-    except ImportError:
-        return
-    logged = ConjectureRunner.__dict__.get("_log_phase_statistics")
-    if logged is None or getattr(logged, "_kernel_fuzz", False):
-        return
-
-    @contextlib.contextmanager
-    def noted(self: Any, phase: str) -> Any:
-        before = getattr(_phase, "name", None)
-        _phase.name = phase
-        try:
-            with logged(self, phase):
-                yield
-        finally:
-            _phase.name = before
-
-    noted._kernel_fuzz = True  # type: ignore[attr-defined]
-    ConjectureRunner._log_phase_statistics = noted  # type: ignore[method-assign,assignment]
-
-
-def _shrinking() -> bool:
-    """Whether the example now running is a step of Hypothesis's shrinking."""
-    return getattr(_phase, "name", None) == "shrink"
-
-
-@contextlib.contextmanager
-def _without_pareto_front() -> Any:
-    try:
-        from hypothesis.internal.conjecture import engine as conjecture
-    except ImportError:  # a Hypothesis without it: nothing to switch off
-        yield
-        return
-    saved = getattr(conjecture, "ParetoFront", None)
-    if saved is None:
-        yield
-        return
-    conjecture.ParetoFront = _NoParetoFront  # type: ignore[attr-defined,misc,assignment]
-    try:
-        yield
-    finally:
-        conjecture.ParetoFront = saved  # type: ignore[attr-defined,misc]
-
-
-@contextlib.contextmanager
-def _statistics(callback: Callable[[dict[str, Any]], None]) -> Any:
-    """Hands Hypothesis's statistics of each run to ``callback`` (and to whoever collected them
-    before: pytest's ``--hypothesis-show-statistics``)."""
-    try:
-        from hypothesis.statistics import collector
-    except ImportError:  # a Hypothesis without it: no statistics, no exhaustion verdicts
-        yield
-        return
-    outer = collector.value
-
-    def both(stats: dict[str, Any]) -> None:
-        callback(stats)
-        if outer is not None:
-            outer(stats)
-
-    with collector.with_value(both):  # type: ignore[arg-type]
-        yield
-
-
-def _exhausted(stats: list[dict[str, Any]], failed: bool) -> bool:
-    """Whether Hypothesis stopped a run because every distinct example has been tried (its
-    choice tree is exhausted), not at a limit or after a failure: a finished search space."""
-    if failed or not stats:
-        return False
-    last = stats[-1]
-    if last.get("stopped-because") != "nothing left to do" or "shrink-phase" in last:
-        return False
-    generate = last.get("generate-phase")
-    if not generate:
-        return False
-    statuses = [c.get("status") for c in generate.get("test-cases", [])]
-    try:
-        from hypothesis.internal.conjecture.engine import (
-            INVALID_PER_VALID,
-            INVALID_THRESHOLD_BASE,
-        )
-    except ImportError:
-        return False
-    valid = statuses.count("valid")
-    invalid = len(statuses) - valid
-    return invalid <= INVALID_THRESHOLD_BASE + INVALID_PER_VALID * valid
-
-
 @dataclass
 class Hooks:
     """Callbacks a campaign worker attaches to a hunt (all optional).
@@ -297,15 +162,6 @@ class _HandOff(BaseException):
 
 class _GoalReached(BaseException):
     """Ends a shrink stage whose best failing example meets the stage's goal."""
-
-
-def _current_choices() -> tuple[Any, ...]:
-    """The choices Hypothesis has made for the running example so far (replaying them gives the
-    same case and property parameters); empty where the running Hypothesis does not expose them."""
-    try:
-        return tuple(current_build_context().data.choices)
-    except Exception:
-        return ()
 
 
 class _Hunter:
@@ -428,14 +284,14 @@ class _Hunter:
         # Hypothesis's final replay of a failing example reproduces it whatever it compiles: a
         # rejection there is no shrink step refused but a failure lost (it ended the compiled
         # shrink stages of several GPU findings with "UnsatisfiedAssumption", unshrunk).
-        final = current_build_context().is_final
+        final = is_final_replay()
         # Over the share, an example whose structure is new is refused where it would compile;
         # one whose structure launched before (here, or in the compile worker that warmed the
         # pair up) at most loads what is compiled already, where such loads have been cheap.
         # Shrinking a failure compiles what its steps need, within Hypothesis's shrink time:
         # the share refused every step of a CPU campaign's Pallas interpreter (an XLA program
         # per shape) and left its reproducers 5x the size the same kernel's Triton twin reached.
-        over_budget = not _shrinking() and self._over_compile_budget()
+        over_budget = not in_shrink_phase() and self._over_compile_budget()
         over = over_budget and not (
             self.memo is not None and self.memo.drawn_known() and self.memo.known_is_cheap()
         )
@@ -501,7 +357,7 @@ class _Hunter:
             event("unsupported", reason)
 
     def run_one(self, case: Case, data: st.DataObject) -> None:
-        final = current_build_context().is_final
+        final = is_final_replay()
         self._check_time(final)
         if self.hooks.before_example is not None:
             self.hooks.before_example(case)
@@ -580,7 +436,7 @@ class _Hunter:
                         elapsed,
                         minimal_seconds=elapsed,
                         final=False,
-                        choices=_current_choices(),
+                        choices=current_choices(),
                         key=key,
                     )
                     listener = _MET.get()
@@ -598,7 +454,7 @@ class _Hunter:
             *self.first[key],
             minimal_seconds=elapsed,
             final=final,
-            choices=_current_choices(),
+            choices=current_choices(),
             key=key,
         )
         plot = self.hooks.error_maps
@@ -664,19 +520,15 @@ class _Hunter:
         test = settings(self.options.settings, **o)(
             given(case=self.strategy, data=st.data())(run_one)
         )
-        digest = f"{target.name}|{b.name}".encode()
-        test.hypothesis.inner_test._hypothesis_internal_add_digest = digest  # type: ignore[attr-defined]
-        test._hypothesis_internal_database_key = database_key(target.name, b.name)  # type: ignore[attr-defined]
+        add_digest(test, f"{target.name}|{b.name}".encode())
+        set_database_key(test, database_key(target.name, b.name))
         if seed is not None:
             from hypothesis import seed as hypothesis_seed
 
             test = hypothesis_seed(seed)(test)
             # @seed turns the database off (a seeded run is meant to be reproducible); a campaign
             # slice is seeded only to vary between slices, and must still replay and save.
-            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
-                test._hypothesis_internal_use_settings,  # type: ignore[attr-defined]
-                database=database,
-            )
+            keep_database(test, database)
         return test
 
     def _note_error(self, exc: BaseException) -> None:
@@ -694,17 +546,17 @@ class _Hunter:
         """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
         result = self.result
         stats: list[dict[str, Any]] = []
-        _track_phases()
+        track_phases()
         try:
             memo = self.memo.active() if self.memo is not None else contextlib.nullcontext()
             with (
-                _without_pareto_front(),
-                _shrink_budget(shrink_seconds),
-                _statistics(stats.append),
+                without_pareto_front(),
+                shrink_budget(shrink_seconds),
+                statistics(stats.append),
                 memo,
             ):
                 test()
-            self.exhausted = _exhausted(stats, bool(self.first))
+            self.exhausted = exhausted(stats, bool(self.first))
         except _DeviceMemory:
             pass
         except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
