@@ -25,9 +25,10 @@ from hypothesis import Phase, event, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
-from fuzz import origin, reproducer, timing
+from fuzz import reproducer, timing
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
+from fuzz.duplicates import Duplicates, bug_of, check_as
 from fuzz.failures import NONDETERMINISM, KernelFailure, Unsupported, raise_for
 from fuzz.families import variant_space
 from fuzz.hypothesis_internals import (
@@ -54,10 +55,8 @@ from fuzz.signatures import (
     conditions,
     covering,
     declared,
-    key_class,
     same_bug,
     signature,
-    site,
 )
 from fuzz.stops import is_fault
 from fuzz.target import Target
@@ -721,7 +720,7 @@ class _Hunter:
         that does not fail with its key (the twin's finding, not this backend's)."""
         if met.finding.details.get("met_on", self.b.name) == self.b.name:
             return met
-        outcome = self._check_as(met, met.key)
+        outcome = check_as(self.target, self.b, self.options, met, met.key)
         f = None if outcome is None else outcome.finding
         if outcome is None or f is None or bug_key(f) != met.key:
             return None
@@ -729,22 +728,6 @@ class _Hunter:
         self._describe(f, met.key, holds, met.case.params.get("dtype"))
         f.details["met_on"] = met.finding.details.get("met_on")
         return dataclasses.replace(met, finding=f, params=outcome.params)
-
-    def _check_as(self, f: Found, key: str) -> Any:
-        """The outcome of ``f``'s example on this hunt's backend, the property of bug ``key``
-        checked first; None where the check raised (a check of a bug's identity: never the
-        hunt's error, never the finding lost over it)."""
-        try:
-            return check_case(
-                self.target,
-                self.b,
-                f.case,
-                params=f.params,
-                **self.options.check_kwargs(),
-                prefer=key,
-            )
-        except Exception:
-            return None
 
     def _new_met(self, f: Found, found: dict[str, Found]) -> bool:
         key = f.key or f.finding.cls
@@ -772,34 +755,23 @@ class _Hunter:
         return None if self.hard_at is None else self.hard_at + self.result.stats.compile_seconds
 
     def duplicate_of(self, f: Found) -> tuple[Bug, str] | None:
-        """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
-        minimal example is a known bug's, failing another property; ``"property"``: its minimal
-        example fails a known bug's property too, with that bug's triggers or under fewer of its
-        own; ``"site"``: its NaN or Inf is born at the same kernel expression; ``"shrink"``:
-        shrunk once more, it became the known bug's example), or None.
+        """The known bug that new bug ``f`` is after all, and how that was told, or None
+        (:meth:`fuzz.duplicates.Duplicates.of`); None for a shrink stage's own result."""
+        if self.stage.only is not None or self.stage.start:
+            return None
+        duplicates = Duplicates(
+            self.target,
+            self.b,
+            self.options,
+            found=self.result.found,
+            known_bugs=self.known_bugs,
+            shrink_again=self._shrink_again,
+        )
+        return duplicates.of(f)
 
-        An example of a known bug's key counts as a hit of it only where all of the bug's
-        triggers hold, and a bug's triggers are those of its minimal example, some of them
-        incidental (a partial tile from 33 columns where 32 fail too). An example of the same
-        fault without one of them is new, and its shrinking cannot reach the known bug's examples
-        (they are hits). So ``f``, where its key has known bugs whose triggers do not nest with
-        its own, is shrunk once more with those bugs' examples counted as failures: if it ends
-        as one of them it is that bug (a hit), else it is a bug of its own."""
-        if self.stage.only is not None or self.stage.start or not f.choices or not f.key:
-            return None  # a shrink stage's own result, or nothing to replay
-        bug = bug_of(f)
-        same_call = self.same_call(f)
-        if same_call is not None:
-            return same_call, "case"
-        also = self.also_fails(f)
-        if also is not None:
-            return also, "property"
-        twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
-        if not twins:
-            return self._under_more(f)
-        twin = self.same_site(f, twins)
-        if twin is not None:
-            return twin, "site"
+    def _shrink_again(self, f: Found) -> Found | None:
+        """``f`` shrunk once more with the known bugs' examples counted as failures
+        (:func:`fuzz.shrink.shrink_again`), its seconds counted as shrinking."""
         shrinking = self._shrinking()
         shrunk = shrink_again(
             self.target,
@@ -812,89 +784,7 @@ class _Hunter:
             narrowing=self.narrowing,
         )
         shrinking()
-        if shrunk is None:
-            return None
-        end = bug_of(shrunk)
-        twin = next((b for b in twins if same_bug(b, end)), None)
-        return self._under_more(f) if twin is None else (twin, "shrink")
-
-    def _under_more(self, f: Found) -> tuple[Bug, str] | None:
-        """The last check of :meth:`duplicate_of`, after those of ``f``'s own key:
-        :meth:`also_fails` the other way round."""
-        also = self.also_fails(f, under_more=True)
-        return None if also is None else (also, "property")
-
-    def same_call(self, f: Found) -> Bug | None:
-        """The bug found before, of ``f``'s class and another key, whose minimal example is
-        ``f``'s kernel call itself (``Case.digest``), or None: one call failing two properties
-        is one bug. On an H100 two_bugs_softmax's rescale bug came back twice so, through the
-        oracle and through ``rows-sum-to-one``, both shrunk to one 33-column row."""
-        digest = f.case.digest()
-        for old in self.result.found.values():
-            if (
-                old.finding.cls == f.finding.cls
-                and old.key != f.key
-                and old.case.digest() == digest
-            ):
-                return bug_of(old)
-        return None
-
-    def also_fails(self, f: Found, *, under_more: bool = False) -> Bug | None:
-        """The known bug of ``f``'s class and another key whose property ``f``'s minimal example
-        fails too, with every one of that bug's triggers holding for it, or None: ``f`` is an
-        example of that bug that a search met through another property first (a metamorphic
-        property on a large case, whose small cases fail the oracle as well). On an H100
-        two_bugs_softmax's rescale bug came back through ``rows-sum-to-one`` so, shrunk to a
-        33-column row that fails the oracle with the known rescale bug's conditions.
-
-        ``under_more``: the other way round, a known bug whose triggers contain all of ``f``'s
-        (and more) is the same bug met under more conditions (had ``f`` come first, it would
-        have been a hit of it), where ``f``'s minimal example fails its property. On an H200 the
-        rescale bug came first through ``rows-sum-to-one`` on values below the finite sentinel,
-        then through the oracle on plain values, and was reported twice. (The weaker check:
-        :meth:`duplicate_of` makes it last, after those of ``f``'s own key.)"""
-        holds = frozenset(f.triggers)
-        mine = [
-            b
-            for b in self.known_bugs
-            if b.key != f.key
-            and key_class(b.key) == f.finding.cls
-            and (holds < b.triggers if under_more else b.triggers <= holds)
-        ]
-        for key in sorted({b.key for b in mine}):
-            outcome = self._check_as(f, key)
-            if (
-                outcome is not None
-                and outcome.finding is not None
-                and bug_key(outcome.finding) == key
-            ):
-                return max((b for b in mine if b.key == key), key=lambda b: len(b.triggers))
-        return None
-
-    def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:
-        """The bug of ``twins`` whose NaN or Inf is born where ``f``'s is (``fuzz.signatures.site``),
-        or None. Their origins are traced here where no one traced them yet (a campaign's slice
-        traces each bug it sends, so a known bug of an earlier slice comes with its site). ``f``
-        is then that bug reached through other conditions: they are kept as another way to it, so
-        that later examples through them are hits, not shrunk again."""
-        if f.finding.cls not in ("nan", "inf"):
-            return None
-        here = site(origin.of_finding(f, self.target, self.b.name))
-        if here is None:
-            return None
-        for b in twins:
-            there = b.site
-            if there is None:
-                old = next(
-                    (o for o in self.result.found.values() if o.signature == b.signature), None
-                )
-                there = (
-                    None if old is None else site(origin.of_finding(old, self.target, self.b.name))
-                )
-            if there == here:
-                self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
-                return b
-        return None
+        return shrunk
 
     def settle(self, f: Found) -> None:
         """Adds bug ``f`` to the result, or in place of an earlier one it is the same bug as
@@ -944,16 +834,6 @@ class _Hunter:
 _MET: contextvars.ContextVar[tuple[str, Callable[[Found], None]] | None] = contextvars.ContextVar(
     "kernel_fuzz_met_while_shrinking", default=None
 )
-
-
-def bug_of(f: Found) -> Bug:
-    """The bug a finding is (its key, triggers and signature)."""
-    return Bug(
-        f.key or f.finding.cls,
-        frozenset(f.triggers),
-        f.signature,
-        site(f.finding.details.get("origin")),
-    )
 
 
 def _settle_seed(

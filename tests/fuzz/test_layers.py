@@ -18,6 +18,7 @@ CORE = {
     "backends",
     "case",
     "compare",
+    "duplicates",
     "engine",
     "failures",
     "families",
