@@ -25,6 +25,7 @@ CORE = {
     "files",
     "hypothesis_internals",
     "kit",
+    "narrowing",
     "origin",
     "plugin",
     "profiles",
