@@ -960,13 +960,7 @@ def hunt(
     backend stepping through compiled kernel variants first.
     """
     options = HuntOptions.of(profile)
-    if memo is not None and options.reuse_share is None:
-        raise ValueError(
-            "memo= needs a profile that reuses case structures (Profile.reuse_share set): "
-            "with a memo, a choice sequence draws another case than without one"
-        )
-    if memo is None and options.reuse_share is not None:
-        memo = StructureMemo(target_share=options.reuse_share)
+    memo = _structure_memo(options, memo)
     b = get_backend(backend) if isinstance(backend, str) else backend
     result = HuntResult(target.name, b.name, target.mutant_of, target.expected_class)
     result.error = _refusal(target, b, options)
@@ -987,39 +981,110 @@ def hunt(
         memo=memo,
         compile_spent=_check_spent(compile_spent),
     )
-    n = options.max_examples if max_examples is None else max_examples
-    seed = _settle_seed(target, b, options, seed, n, database)
-    hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
-    db = _example_database(target, b, options, database, hunter.stage)
-    rounds = time_limit is not None and stage is None
-    drawn_before = dict(memo.counts) if memo is not None else {}
-    for round_ in itertools.count():
-        before = result.examples
-        hunter.search(
-            max_examples=n - result.examples,
-            database=db,
-            seed=None if seed is None else seed + 7919 * round_,
-            phases=_phases(options, hunter.stage, reuse and round_ == 0),
-        )
-        hunter.conclude(db)
-        if hunter.exhausted:
-            result.stopped = "exhausted"
-        if not rounds or result.stopped != "examples" or result.error is not None:
-            break
-        if result.examples >= n or result.examples == before:
-            break  # its examples are spent, or the round could run none
-        if stop_when is not None and stop_when(result):
-            break
-        hunter.next_round()
-    if memo is not None:  # how the structures were drawn (reuse at work, or not)
-        for k in ("explored", "reused", "fresh", "replayed", "stale"):
-            n = memo.counts.get(k, 0) - drawn_before.get(k, 0)
-            if n:
-                result.events[f"structures {k}"] += n
+    _search(
+        hunter,
+        max_examples=options.max_examples if max_examples is None else max_examples,
+        seed=seed,
+        database=database,
+        narrowing=narrowing,
+        reuse=reuse,
+        rounds=time_limit is not None and stage is None,
+        stop_when=stop_when,
+    )
     if repro_dir is not None:
         for f in result.found.values():
             f.reproducer = write_reproducer(repro_dir, target, b.name, f, options)
     return result
+
+
+def _structure_memo(options: HuntOptions, memo: StructureMemo | None) -> StructureMemo | None:
+    """The case structures a hunt reuses (see :func:`hunt`): ``memo``, or a new one where the
+    profile reuses structures; a memo for a profile that does not is refused."""
+    if memo is not None and options.reuse_share is None:
+        raise ValueError(
+            "memo= needs a profile that reuses case structures (Profile.reuse_share set): "
+            "with a memo, a choice sequence draws another case than without one"
+        )
+    if memo is None and options.reuse_share is not None:
+        memo = StructureMemo(target_share=options.reuse_share)
+    return memo
+
+
+def _search(
+    hunter: _Hunter,
+    *,
+    max_examples: int,
+    seed: int | None,
+    database: ExampleDatabase | str | None,
+    narrowing: dict[str, tuple[Any, ...]] | None,
+    reuse: bool,
+    rounds: bool,
+    stop_when: Callable[[HuntResult], bool] | None,
+) -> None:
+    """Runs the hunt set up in ``hunter`` (the arguments are :func:`hunt`'s): settles its seed
+    (:func:`_settle_seed`), its narrowing (:func:`run_narrowing`, unless given) and its example
+    database (:func:`_example_database`), runs its rounds (:func:`_run_rounds`), and counts in
+    its result's events how its case structures were drawn."""
+    target, b, options, memo = hunter.target, hunter.b, hunter.options, hunter.memo
+    seed = _settle_seed(target, b, options, seed, max_examples, database)
+    hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
+    db = _example_database(target, b, options, database, hunter.stage)
+    drawn_before = dict(memo.counts) if memo is not None else {}
+    _run_rounds(
+        hunter,
+        max_examples=max_examples,
+        database=db,
+        seed=seed,
+        reuse=reuse,
+        rounds=rounds,
+        stop_when=stop_when,
+    )
+    if memo is not None:
+        _count_structures(hunter.result, memo, drawn_before)
+
+
+def _run_rounds(
+    hunter: _Hunter,
+    *,
+    max_examples: int,
+    database: ExampleDatabase | None,
+    seed: int | None,
+    reuse: bool,
+    rounds: bool,
+    stop_when: Callable[[HuntResult], bool] | None,
+) -> None:
+    """Runs a hunt's search and concludes it. With ``rounds`` (a hunt with a time limit, not a
+    shrink stage), a round that ended at a bug is followed by another (a new seed, the bugs
+    found so far known) until the ``max_examples`` are spent, a round runs none, ``stop_when``
+    holds or a round ends otherwise (its time, the search space exhausted, an error)."""
+    result = hunter.result
+    for round_ in itertools.count():
+        before = result.examples
+        hunter.search(
+            max_examples=max_examples - result.examples,
+            database=database,
+            seed=None if seed is None else seed + 7919 * round_,
+            phases=_phases(hunter.options, hunter.stage, reuse and round_ == 0),
+        )
+        hunter.conclude(database)
+        if hunter.exhausted:
+            result.stopped = "exhausted"
+        if not rounds or result.stopped != "examples" or result.error is not None:
+            break
+        if result.examples >= max_examples or result.examples == before:
+            break  # its examples are spent, or the round could run none
+        if stop_when is not None and stop_when(result):
+            break
+        hunter.next_round()
+
+
+def _count_structures(result: HuntResult, memo: StructureMemo, before: dict[str, int]) -> None:
+    """Adds to ``result``'s events how the hunt's structures were drawn (reuse at work, or not):
+    ``memo``'s counts since ``before``."""
+    for k in ("explored", "reused", "fresh", "replayed", "stale"):
+        n = memo.counts.get(k, 0) - before.get(k, 0)
+        if n:
+            result.events[f"structures {k}"] += n
 
 
 def _example_database(
