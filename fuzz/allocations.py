@@ -151,6 +151,165 @@ def _shape(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...] | N
 _PLAIN = ("dtype", "device", "layout", "memory_format", "requires_grad", "pin_memory")
 
 
+class _TorchAllocator:
+    """The allocation functions of one :func:`torch_allocations` scope: each returns a guarded
+    view (:meth:`guarded`) where the dtype and keywords allow, else torch's own allocation,
+    poisoned unless zeroed."""
+
+    def __init__(self, torch: Any, state: TorchAllocations, empty: Callable[..., Any]) -> None:
+        from fuzz.backends import _torch_guard
+
+        self.torch, self.state, self.empty = torch, state, empty
+        self._guard = _torch_guard
+
+    def poison(self, t: Any) -> Any:
+        """``t`` filled with the scope's poison: its fill for floats, a pattern for integers."""
+        torch = self.torch
+        with torch.no_grad():
+            if t.is_floating_point():
+                t.fill_(self.state.fill)
+            elif t.dtype not in (torch.bool, torch.uint8) and not t.is_complex():
+                # A pattern the type holds: int8 takes -0x5B (it cannot hold -0x5A5A).
+                t.fill_(_INT_POISON if torch.iinfo(t.dtype).min <= _INT_POISON else -0x5B)
+        return t
+
+    def guarded(
+        self,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: Any,
+        device: Any,
+        zero: bool,
+        label: str,
+    ) -> Any | None:
+        """A view of ``shape`` and ``strides`` into new storage with guard elements before and
+        after it (recorded in the scope's state), zeroed or poisoned; None for a dtype that is
+        not guarded."""
+        torch = self.torch
+        name = dtype_name(dtype)
+        if name not in _GUARDED_FLOATS + _GUARDED_INTS:
+            return None
+        span = (
+            1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if all(shape) else 0
+        )
+        storage = self.empty(span + 2 * GUARD_ELEMENTS, dtype=dtype, device=device)
+        pattern, as_int = self._guard(name)
+        with torch.no_grad():
+            (storage.view(as_int) if as_int is not None else storage).fill_(pattern)
+            view = torch.as_strided(storage, shape, strides, GUARD_ELEMENTS)
+            if zero:
+                view.zero_()
+            else:
+                self.poison(view)
+        self.state.buffers.append(
+            _Buffer(storage, tuple(shape), tuple(strides), span, f"{label} {list(shape)} {name}")
+        )
+        return view
+
+    def plain(self, kwargs: dict[str, Any]) -> bool:
+        """Whether an allocation's keywords are all a guarded one understands (``_PLAIN``)."""
+        torch = self.torch
+        if set(kwargs) - set(_PLAIN) or kwargs.get("requires_grad") or kwargs.get("pin_memory"):
+            return False
+        if kwargs.get("layout") not in (None, torch.strided):
+            return False
+        fmt = kwargs.get("memory_format")
+        return fmt in (None, torch.contiguous_format, torch.preserve_format)
+
+    def device_of(self, kwargs: dict[str, Any]) -> Any:
+        """The device an allocation with keywords ``kwargs`` goes to."""
+        torch = self.torch
+        dev = kwargs.get("device")
+        if dev is not None:
+            return torch.device(dev)
+        get = getattr(torch, "get_default_device", None)
+        return torch.device("cpu") if get is None else get()
+
+    def new(self, fn_name: str, original: Callable[..., Any], zero: bool) -> Callable[..., Any]:
+        """``torch.empty`` or ``torch.zeros`` (``original``), guarded."""
+        torch = self.torch
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            shape = _shape(args, dict(kwargs))
+            kw = {k: v for k, v in kwargs.items() if k != "size"}
+            if shape is not None and self.plain(kw):
+                dtype = kw.get("dtype") or torch.get_default_dtype()
+                t = self.guarded(
+                    shape, _contiguous(shape), dtype, self.device_of(kw), zero, f"torch.{fn_name}"
+                )
+                if t is not None:
+                    return t
+            t = original(*args, **kwargs)
+            return t if zero else self.poison(t)
+
+        return call
+
+    def like(self, fn_name: str, original: Callable[..., Any], zero: bool) -> Callable[..., Any]:
+        """``torch.empty_like`` or ``torch.zeros_like`` (``original``), guarded, with the
+        strides torch would give."""
+        torch = self.torch
+
+        def call(x: Any, *args: Any, **kwargs: Any) -> Any:
+            if not args and self.plain(kwargs) and isinstance(x, torch.Tensor):
+                dtype = kwargs.get("dtype") or x.dtype
+                device = torch.device(kwargs["device"]) if kwargs.get("device") else x.device
+                fmt = kwargs.get("memory_format")
+                if fmt == torch.contiguous_format:
+                    strides = _contiguous(tuple(x.shape))
+                else:  # torch's rule, without allocating: the strides of a meta tensor
+                    strides = tuple(original(x, dtype=dtype, device="meta").stride())
+                t = self.guarded(tuple(x.shape), strides, dtype, device, zero, f"torch.{fn_name}")
+                if t is not None:
+                    return t
+            t = original(x, *args, **kwargs)
+            return t if zero else self.poison(t)
+
+        return call
+
+    def strided(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``torch.empty_strided`` (``original``), guarded."""
+        torch = self.torch
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            size = kwargs.get("size", args[0] if args else None)
+            stride = kwargs.get("stride", args[1] if len(args) > 1 else None)
+            kw = {k: v for k, v in kwargs.items() if k not in ("size", "stride")}
+            if size is not None and stride is not None and len(args) <= 2 and self.plain(kw):
+                dtype = kw.get("dtype") or torch.get_default_dtype()
+                t = self.guarded(
+                    tuple(int(n) for n in size),
+                    tuple(int(s) for s in stride),
+                    dtype,
+                    self.device_of(kw),
+                    False,
+                    "torch.empty_strided",
+                )
+                if t is not None:
+                    return t
+            return self.poison(original(*args, **kwargs))
+
+        return call
+
+    def method(self, zero: bool, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``Tensor.new_empty`` or ``Tensor.new_zeros`` (``original``), guarded."""
+        torch = self.torch
+        name = "new_zeros" if zero else "new_empty"
+
+        def call(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            shape = _shape(args, dict(kwargs))
+            kw = {k: v for k, v in kwargs.items() if k != "size"}
+            if shape is not None and self.plain(kw):
+                dtype = kw.get("dtype") or tensor.dtype
+                device = torch.device(kw["device"]) if kw.get("device") else tensor.device
+                t = self.guarded(shape, _contiguous(shape), dtype, device, zero, f"Tensor.{name}")
+                if t is not None:
+                    return t
+            t = original(tensor, *args, **kwargs)
+            return t if zero else self.poison(t)
+
+        return call
+
+
 @contextlib.contextmanager
 def torch_allocations(fill: float = POISON_NAN) -> Iterator[TorchAllocations]:
     """Inside it, memory the library allocates uninitialized holds the poison ``fill`` (floats;
@@ -159,151 +318,23 @@ def torch_allocations(fill: float = POISON_NAN) -> Iterator[TorchAllocations]:
     which changed."""
     import torch
 
-    from fuzz.backends import _torch_guard
-
     state = TorchAllocations(fill)
     saved = {n: getattr(torch, n) for n in ("empty", "empty_like", "empty_strided", "zeros")}
     saved["zeros_like"] = torch.zeros_like
     saved_new = torch.Tensor.new_empty
     saved_new_zeros = torch.Tensor.new_zeros
-    empty = saved["empty"]
-
-    def poison(t: Any) -> Any:
-        with torch.no_grad():
-            if t.is_floating_point():
-                t.fill_(fill)
-            elif t.dtype not in (torch.bool, torch.uint8) and not t.is_complex():
-                # A pattern the type holds: int8 takes -0x5B (it cannot hold -0x5A5A).
-                t.fill_(_INT_POISON if torch.iinfo(t.dtype).min <= _INT_POISON else -0x5B)
-        return t
-
-    def guarded(
-        shape: tuple[int, ...],
-        strides: tuple[int, ...],
-        dtype: Any,
-        device: Any,
-        zero: bool,
-        label: str,
-    ) -> Any | None:
-        name = dtype_name(dtype)
-        if name not in _GUARDED_FLOATS + _GUARDED_INTS:
-            return None
-        span = (
-            1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if all(shape) else 0
-        )
-        storage = empty(span + 2 * GUARD_ELEMENTS, dtype=dtype, device=device)
-        pattern, as_int = _torch_guard(name)
-        with torch.no_grad():
-            (storage.view(as_int) if as_int is not None else storage).fill_(pattern)
-            view = torch.as_strided(storage, shape, strides, GUARD_ELEMENTS)
-            if zero:
-                view.zero_()
-            else:
-                poison(view)
-        state.buffers.append(
-            _Buffer(storage, tuple(shape), tuple(strides), span, f"{label} {list(shape)} {name}")
-        )
-        return view
-
-    def plain(kwargs: dict[str, Any]) -> bool:
-        if set(kwargs) - set(_PLAIN) or kwargs.get("requires_grad") or kwargs.get("pin_memory"):
-            return False
-        if kwargs.get("layout") not in (None, torch.strided):
-            return False
-        fmt = kwargs.get("memory_format")
-        return fmt in (None, torch.contiguous_format, torch.preserve_format)
-
-    def device_of(kwargs: dict[str, Any]) -> Any:
-        dev = kwargs.get("device")
-        if dev is not None:
-            return torch.device(dev)
-        get = getattr(torch, "get_default_device", None)
-        return torch.device("cpu") if get is None else get()
-
-    def new(fn_name: str, zero: bool) -> Callable[..., Any]:
-        original = saved[fn_name]
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            shape = _shape(args, dict(kwargs))
-            kw = {k: v for k, v in kwargs.items() if k != "size"}
-            if shape is not None and plain(kw):
-                dtype = kw.get("dtype") or torch.get_default_dtype()
-                t = guarded(
-                    shape, _contiguous(shape), dtype, device_of(kw), zero, f"torch.{fn_name}"
-                )
-                if t is not None:
-                    return t
-            t = original(*args, **kwargs)
-            return t if zero else poison(t)
-
-        return call
-
-    def like(fn_name: str, zero: bool) -> Callable[..., Any]:
-        original = saved[fn_name]
-
-        def call(x: Any, *args: Any, **kwargs: Any) -> Any:
-            if not args and plain(kwargs) and isinstance(x, torch.Tensor):
-                dtype = kwargs.get("dtype") or x.dtype
-                device = torch.device(kwargs["device"]) if kwargs.get("device") else x.device
-                fmt = kwargs.get("memory_format")
-                if fmt == torch.contiguous_format:
-                    strides = _contiguous(tuple(x.shape))
-                else:  # torch's rule, without allocating: the strides of a meta tensor
-                    strides = tuple(original(x, dtype=dtype, device="meta").stride())
-                t = guarded(tuple(x.shape), strides, dtype, device, zero, f"torch.{fn_name}")
-                if t is not None:
-                    return t
-            t = original(x, *args, **kwargs)
-            return t if zero else poison(t)
-
-        return call
-
-    def strided(*args: Any, **kwargs: Any) -> Any:
-        size = kwargs.get("size", args[0] if args else None)
-        stride = kwargs.get("stride", args[1] if len(args) > 1 else None)
-        kw = {k: v for k, v in kwargs.items() if k not in ("size", "stride")}
-        if size is not None and stride is not None and len(args) <= 2 and plain(kw):
-            dtype = kw.get("dtype") or torch.get_default_dtype()
-            t = guarded(
-                tuple(int(n) for n in size),
-                tuple(int(s) for s in stride),
-                dtype,
-                device_of(kw),
-                False,
-                "torch.empty_strided",
-            )
-            if t is not None:
-                return t
-        return poison(saved["empty_strided"](*args, **kwargs))
-
-    def method(zero: bool, original: Callable[..., Any]) -> Callable[..., Any]:
-        name = "new_zeros" if zero else "new_empty"
-
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            shape = _shape(args, dict(kwargs))
-            kw = {k: v for k, v in kwargs.items() if k != "size"}
-            if shape is not None and plain(kw):
-                dtype = kw.get("dtype") or self.dtype
-                device = torch.device(kw["device"]) if kw.get("device") else self.device
-                t = guarded(shape, _contiguous(shape), dtype, device, zero, f"Tensor.{name}")
-                if t is not None:
-                    return t
-            t = original(self, *args, **kwargs)
-            return t if zero else poison(t)
-
-        return call
-
+    alloc = _TorchAllocator(torch, state, saved["empty"])
     patched = {
-        "empty": new("empty", False),
-        "zeros": new("zeros", True),
-        "empty_like": like("empty_like", False),
-        "zeros_like": like("zeros_like", True),
-        "empty_strided": strided,
+        "empty": alloc.new("empty", saved["empty"], False),
+        "zeros": alloc.new("zeros", saved["zeros"], True),
+        "empty_like": alloc.like("empty_like", saved["empty_like"], False),
+        "zeros_like": alloc.like("zeros_like", saved["zeros_like"], True),
+        "empty_strided": alloc.strided(saved["empty_strided"]),
     }
     for n, fn in patched.items():
         setattr(torch, n, fn)
-    torch.Tensor.new_empty = method(False, saved_new)  # type: ignore[method-assign]
-    torch.Tensor.new_zeros = method(True, saved_new_zeros)  # type: ignore[method-assign]
+    torch.Tensor.new_empty = alloc.method(False, saved_new)  # type: ignore[method-assign]
+    torch.Tensor.new_zeros = alloc.method(True, saved_new_zeros)  # type: ignore[method-assign]
     try:
         yield state
     finally:

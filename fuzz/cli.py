@@ -958,14 +958,13 @@ def keep_hypothesis_files_out_of_cwd(out: Path) -> None:
     ``HYPOTHESIS_STORAGE_DIRECTORY`` says where already."""
     if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         return
-    from hypothesis.configuration import set_hypothesis_home_dir
-
     from fuzz.backends import cache_dir
+    from fuzz.hypothesis_internals import set_home_dir
 
     off = os.environ.get("KERNEL_FUZZ_CACHE_DIR") == "off"
     home = str(out.absolute() / ".hypothesis") if off else os.path.join(cache_dir(), "hypothesis")
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home  # the workers read it when they start
-    set_hypothesis_home_dir(home)
+    set_home_dir(home)
 
 
 def check_databases(db: str | None, shared: Sequence[str]) -> None:

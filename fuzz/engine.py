@@ -13,8 +13,6 @@ import contextvars
 import dataclasses
 import hashlib
 import itertools
-import random
-import threading
 import time
 import unittest
 from collections.abc import Callable, Collection
@@ -24,14 +22,28 @@ from typing import TYPE_CHECKING, Any
 
 from hypothesis import Phase, event, given, reject, settings
 from hypothesis import strategies as st
-from hypothesis.control import current_build_context
-from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase, choices_to_bytes
+from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
-from fuzz import origin, reproducer, timing
+from fuzz import reproducer, timing
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
+from fuzz.duplicates import Duplicates, bug_of, check_as
 from fuzz.failures import NONDETERMINISM, KernelFailure, Unsupported, raise_for
-from fuzz.families import variant_space
+from fuzz.hypothesis_internals import (
+    add_digest,
+    choices_to_bytes,
+    current_choices,
+    exhausted,
+    in_shrink_phase,
+    is_final_replay,
+    keep_database,
+    set_database_key,
+    shrink_budget,
+    statistics,
+    track_phases,
+    without_pareto_front,
+)
+from fuzz.narrowing import run_narrowing  # also imported from here (fuzz.campaign)
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
@@ -42,10 +54,8 @@ from fuzz.signatures import (
     conditions,
     covering,
     declared,
-    key_class,
     same_bug,
     signature,
-    site,
 )
 from fuzz.stops import is_fault
 from fuzz.target import Target
@@ -116,153 +126,6 @@ def derandomized_seed(target: str, backend: str) -> int:
 FLAKY_RESHRINKS = 3
 
 
-class _NoParetoFront:
-    """Stands in for Hypothesis's Pareto front of ``target()`` scores during a hunt.
-
-    With a database, Hypothesis keeps every example that is not dominated in score *and* in the
-    strategy branches it took (nearly all of ours), sorts them by a shortlex key on every insert,
-    saves them to the database and spends examples shortening them. Measured on a softmax target
-    with a fast kernel: 8 ms of a 20 ms example, for a corpus a fuzzer does not use (failing
-    examples are saved and shrunk as before; ``target()`` still drives the hill climbing).
-    """
-
-    def __init__(self, random: Any) -> None:
-        pass
-
-    def on_evict(self, f: Any) -> None:
-        pass
-
-    def add(self, data: Any) -> bool:
-        return False
-
-    def __contains__(self, data: Any) -> bool:
-        return False
-
-    def __len__(self) -> int:
-        return 0
-
-    def __getitem__(self, i: int) -> Any:
-        raise IndexError(i)
-
-
-@contextlib.contextmanager
-def _shrink_budget(seconds: float) -> Any:
-    """Hypothesis's cap on the time spent shrinking one failure, set to ``seconds`` (its
-    documented way: the module constant ``MAX_SHRINKING_SECONDS`` is meant to be patched)."""
-    try:
-        from hypothesis.internal.conjecture import engine as conjecture
-    except ImportError:
-        yield
-        return
-    saved = getattr(conjecture, "MAX_SHRINKING_SECONDS", None)
-    if saved is None:
-        yield
-        return
-    conjecture.MAX_SHRINKING_SECONDS = seconds  # type: ignore[attr-defined,assignment]
-    try:
-        yield
-    finally:
-        conjecture.MAX_SHRINKING_SECONDS = saved  # type: ignore[attr-defined]
-
-
-# The phase of the Hypothesis run in progress in this thread ("generate", "shrink"...), where
-# Hypothesis's runner says (``_track_phases``); None elsewhere.
-_phase = threading.local()
-
-
-def _track_phases() -> None:
-    """Has Hypothesis's runner note the phase it enters (its ``_log_phase_statistics``), so that
-    an example can tell a shrink step from a fresh one (idempotent; a Hypothesis without that
-    method leaves every example unmarked)."""
-    try:
-        from hypothesis.internal.conjecture.engine import ConjectureRunner
-    except ImportError:
-        return
-    logged = ConjectureRunner.__dict__.get("_log_phase_statistics")
-    if logged is None or getattr(logged, "_kernel_fuzz", False):
-        return
-
-    @contextlib.contextmanager
-    def noted(self: Any, phase: str) -> Any:
-        before = getattr(_phase, "name", None)
-        _phase.name = phase
-        try:
-            with logged(self, phase):
-                yield
-        finally:
-            _phase.name = before
-
-    noted._kernel_fuzz = True  # type: ignore[attr-defined]
-    ConjectureRunner._log_phase_statistics = noted  # type: ignore[method-assign,assignment]
-
-
-def _shrinking() -> bool:
-    """Whether the example now running is a step of Hypothesis's shrinking."""
-    return getattr(_phase, "name", None) == "shrink"
-
-
-@contextlib.contextmanager
-def _without_pareto_front() -> Any:
-    try:
-        from hypothesis.internal.conjecture import engine as conjecture
-    except ImportError:  # a Hypothesis without it: nothing to switch off
-        yield
-        return
-    saved = getattr(conjecture, "ParetoFront", None)
-    if saved is None:
-        yield
-        return
-    conjecture.ParetoFront = _NoParetoFront  # type: ignore[attr-defined,misc,assignment]
-    try:
-        yield
-    finally:
-        conjecture.ParetoFront = saved  # type: ignore[attr-defined,misc]
-
-
-@contextlib.contextmanager
-def _statistics(callback: Callable[[dict[str, Any]], None]) -> Any:
-    """Hands Hypothesis's statistics of each run to ``callback`` (and to whoever collected them
-    before: pytest's ``--hypothesis-show-statistics``)."""
-    try:
-        from hypothesis.statistics import collector
-    except ImportError:  # a Hypothesis without it: no statistics, no exhaustion verdicts
-        yield
-        return
-    outer = collector.value
-
-    def both(stats: dict[str, Any]) -> None:
-        callback(stats)
-        if outer is not None:
-            outer(stats)
-
-    with collector.with_value(both):  # type: ignore[arg-type]
-        yield
-
-
-def _exhausted(stats: list[dict[str, Any]], failed: bool) -> bool:
-    """Whether Hypothesis stopped a run because every distinct example has been tried (its
-    choice tree is exhausted), not at a limit or after a failure: a finished search space."""
-    if failed or not stats:
-        return False
-    last = stats[-1]
-    if last.get("stopped-because") != "nothing left to do" or "shrink-phase" in last:
-        return False
-    generate = last.get("generate-phase")
-    if not generate:
-        return False
-    statuses = [c.get("status") for c in generate.get("test-cases", [])]
-    try:
-        from hypothesis.internal.conjecture.engine import (
-            INVALID_PER_VALID,
-            INVALID_THRESHOLD_BASE,
-        )
-    except ImportError:
-        return False
-    valid = statuses.count("valid")
-    invalid = len(statuses) - valid
-    return invalid <= INVALID_THRESHOLD_BASE + INVALID_PER_VALID * valid
-
-
 @dataclass
 class Hooks:
     """Callbacks a campaign worker attaches to a hunt (all optional).
@@ -297,15 +160,6 @@ class _HandOff(BaseException):
 
 class _GoalReached(BaseException):
     """Ends a shrink stage whose best failing example meets the stage's goal."""
-
-
-def _current_choices() -> tuple[Any, ...]:
-    """The choices Hypothesis has made for the running example so far (replaying them gives the
-    same case and property parameters); empty where the running Hypothesis does not expose them."""
-    try:
-        return tuple(current_build_context().data.choices)
-    except Exception:
-        return ()
 
 
 class _Hunter:
@@ -428,14 +282,14 @@ class _Hunter:
         # Hypothesis's final replay of a failing example reproduces it whatever it compiles: a
         # rejection there is no shrink step refused but a failure lost (it ended the compiled
         # shrink stages of several GPU findings with "UnsatisfiedAssumption", unshrunk).
-        final = current_build_context().is_final
+        final = is_final_replay()
         # Over the share, an example whose structure is new is refused where it would compile;
         # one whose structure launched before (here, or in the compile worker that warmed the
         # pair up) at most loads what is compiled already, where such loads have been cheap.
         # Shrinking a failure compiles what its steps need, within Hypothesis's shrink time:
         # the share refused every step of a CPU campaign's Pallas interpreter (an XLA program
         # per shape) and left its reproducers 5x the size the same kernel's Triton twin reached.
-        over_budget = not _shrinking() and self._over_compile_budget()
+        over_budget = not in_shrink_phase() and self._over_compile_budget()
         over = over_budget and not (
             self.memo is not None and self.memo.drawn_known() and self.memo.known_is_cheap()
         )
@@ -501,7 +355,7 @@ class _Hunter:
             event("unsupported", reason)
 
     def run_one(self, case: Case, data: st.DataObject) -> None:
-        final = current_build_context().is_final
+        final = is_final_replay()
         self._check_time(final)
         if self.hooks.before_example is not None:
             self.hooks.before_example(case)
@@ -580,7 +434,7 @@ class _Hunter:
                         elapsed,
                         minimal_seconds=elapsed,
                         final=False,
-                        choices=_current_choices(),
+                        choices=current_choices(),
                         key=key,
                     )
                     listener = _MET.get()
@@ -598,7 +452,7 @@ class _Hunter:
             *self.first[key],
             minimal_seconds=elapsed,
             final=final,
-            choices=_current_choices(),
+            choices=current_choices(),
             key=key,
         )
         plot = self.hooks.error_maps
@@ -664,19 +518,15 @@ class _Hunter:
         test = settings(self.options.settings, **o)(
             given(case=self.strategy, data=st.data())(run_one)
         )
-        digest = f"{target.name}|{b.name}".encode()
-        test.hypothesis.inner_test._hypothesis_internal_add_digest = digest  # type: ignore[attr-defined]
-        test._hypothesis_internal_database_key = database_key(target.name, b.name)  # type: ignore[attr-defined]
+        add_digest(test, f"{target.name}|{b.name}".encode())
+        set_database_key(test, database_key(target.name, b.name))
         if seed is not None:
             from hypothesis import seed as hypothesis_seed
 
             test = hypothesis_seed(seed)(test)
             # @seed turns the database off (a seeded run is meant to be reproducible); a campaign
             # slice is seeded only to vary between slices, and must still replay and save.
-            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
-                test._hypothesis_internal_use_settings,  # type: ignore[attr-defined]
-                database=database,
-            )
+            keep_database(test, database)
         return test
 
     def _note_error(self, exc: BaseException) -> None:
@@ -694,17 +544,17 @@ class _Hunter:
         """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
         result = self.result
         stats: list[dict[str, Any]] = []
-        _track_phases()
+        track_phases()
         try:
             memo = self.memo.active() if self.memo is not None else contextlib.nullcontext()
             with (
-                _without_pareto_front(),
-                _shrink_budget(shrink_seconds),
-                _statistics(stats.append),
+                without_pareto_front(),
+                shrink_budget(shrink_seconds),
+                statistics(stats.append),
                 memo,
             ):
                 test()
-            self.exhausted = _exhausted(stats, bool(self.first))
+            self.exhausted = exhausted(stats, bool(self.first))
         except _DeviceMemory:
             pass
         except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
@@ -869,7 +719,7 @@ class _Hunter:
         that does not fail with its key (the twin's finding, not this backend's)."""
         if met.finding.details.get("met_on", self.b.name) == self.b.name:
             return met
-        outcome = self._check_as(met, met.key)
+        outcome = check_as(self.target, self.b, self.options, met, met.key)
         f = None if outcome is None else outcome.finding
         if outcome is None or f is None or bug_key(f) != met.key:
             return None
@@ -877,22 +727,6 @@ class _Hunter:
         self._describe(f, met.key, holds, met.case.params.get("dtype"))
         f.details["met_on"] = met.finding.details.get("met_on")
         return dataclasses.replace(met, finding=f, params=outcome.params)
-
-    def _check_as(self, f: Found, key: str) -> Any:
-        """The outcome of ``f``'s example on this hunt's backend, the property of bug ``key``
-        checked first; None where the check raised (a check of a bug's identity: never the
-        hunt's error, never the finding lost over it)."""
-        try:
-            return check_case(
-                self.target,
-                self.b,
-                f.case,
-                params=f.params,
-                **self.options.check_kwargs(),
-                prefer=key,
-            )
-        except Exception:
-            return None
 
     def _new_met(self, f: Found, found: dict[str, Found]) -> bool:
         key = f.key or f.finding.cls
@@ -920,34 +754,23 @@ class _Hunter:
         return None if self.hard_at is None else self.hard_at + self.result.stats.compile_seconds
 
     def duplicate_of(self, f: Found) -> tuple[Bug, str] | None:
-        """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
-        minimal example is a known bug's, failing another property; ``"property"``: its minimal
-        example fails a known bug's property too, with that bug's triggers or under fewer of its
-        own; ``"site"``: its NaN or Inf is born at the same kernel expression; ``"shrink"``:
-        shrunk once more, it became the known bug's example), or None.
+        """The known bug that new bug ``f`` is after all, and how that was told, or None
+        (:meth:`fuzz.duplicates.Duplicates.of`); None for a shrink stage's own result."""
+        if self.stage.only is not None or self.stage.start:
+            return None
+        duplicates = Duplicates(
+            self.target,
+            self.b,
+            self.options,
+            found=self.result.found,
+            known_bugs=self.known_bugs,
+            shrink_again=self._shrink_again,
+        )
+        return duplicates.of(f)
 
-        An example of a known bug's key counts as a hit of it only where all of the bug's
-        triggers hold, and a bug's triggers are those of its minimal example, some of them
-        incidental (a partial tile from 33 columns where 32 fail too). An example of the same
-        fault without one of them is new, and its shrinking cannot reach the known bug's examples
-        (they are hits). So ``f``, where its key has known bugs whose triggers do not nest with
-        its own, is shrunk once more with those bugs' examples counted as failures: if it ends
-        as one of them it is that bug (a hit), else it is a bug of its own."""
-        if self.stage.only is not None or self.stage.start or not f.choices or not f.key:
-            return None  # a shrink stage's own result, or nothing to replay
-        bug = bug_of(f)
-        same_call = self.same_call(f)
-        if same_call is not None:
-            return same_call, "case"
-        also = self.also_fails(f)
-        if also is not None:
-            return also, "property"
-        twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
-        if not twins:
-            return self._under_more(f)
-        twin = self.same_site(f, twins)
-        if twin is not None:
-            return twin, "site"
+    def _shrink_again(self, f: Found) -> Found | None:
+        """``f`` shrunk once more with the known bugs' examples counted as failures
+        (:func:`fuzz.shrink.shrink_again`), its seconds counted as shrinking."""
         shrinking = self._shrinking()
         shrunk = shrink_again(
             self.target,
@@ -960,89 +783,7 @@ class _Hunter:
             narrowing=self.narrowing,
         )
         shrinking()
-        if shrunk is None:
-            return None
-        end = bug_of(shrunk)
-        twin = next((b for b in twins if same_bug(b, end)), None)
-        return self._under_more(f) if twin is None else (twin, "shrink")
-
-    def _under_more(self, f: Found) -> tuple[Bug, str] | None:
-        """The last check of :meth:`duplicate_of`, after those of ``f``'s own key:
-        :meth:`also_fails` the other way round."""
-        also = self.also_fails(f, under_more=True)
-        return None if also is None else (also, "property")
-
-    def same_call(self, f: Found) -> Bug | None:
-        """The bug found before, of ``f``'s class and another key, whose minimal example is
-        ``f``'s kernel call itself (``Case.digest``), or None: one call failing two properties
-        is one bug. On an H100 two_bugs_softmax's rescale bug came back twice so, through the
-        oracle and through ``rows-sum-to-one``, both shrunk to one 33-column row."""
-        digest = f.case.digest()
-        for old in self.result.found.values():
-            if (
-                old.finding.cls == f.finding.cls
-                and old.key != f.key
-                and old.case.digest() == digest
-            ):
-                return bug_of(old)
-        return None
-
-    def also_fails(self, f: Found, *, under_more: bool = False) -> Bug | None:
-        """The known bug of ``f``'s class and another key whose property ``f``'s minimal example
-        fails too, with every one of that bug's triggers holding for it, or None: ``f`` is an
-        example of that bug that a search met through another property first (a metamorphic
-        property on a large case, whose small cases fail the oracle as well). On an H100
-        two_bugs_softmax's rescale bug came back through ``rows-sum-to-one`` so, shrunk to a
-        33-column row that fails the oracle with the known rescale bug's conditions.
-
-        ``under_more``: the other way round, a known bug whose triggers contain all of ``f``'s
-        (and more) is the same bug met under more conditions (had ``f`` come first, it would
-        have been a hit of it), where ``f``'s minimal example fails its property. On an H200 the
-        rescale bug came first through ``rows-sum-to-one`` on values below the finite sentinel,
-        then through the oracle on plain values, and was reported twice. (The weaker check:
-        :meth:`duplicate_of` makes it last, after those of ``f``'s own key.)"""
-        holds = frozenset(f.triggers)
-        mine = [
-            b
-            for b in self.known_bugs
-            if b.key != f.key
-            and key_class(b.key) == f.finding.cls
-            and (holds < b.triggers if under_more else b.triggers <= holds)
-        ]
-        for key in sorted({b.key for b in mine}):
-            outcome = self._check_as(f, key)
-            if (
-                outcome is not None
-                and outcome.finding is not None
-                and bug_key(outcome.finding) == key
-            ):
-                return max((b for b in mine if b.key == key), key=lambda b: len(b.triggers))
-        return None
-
-    def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:
-        """The bug of ``twins`` whose NaN or Inf is born where ``f``'s is (``fuzz.signatures.site``),
-        or None. Their origins are traced here where no one traced them yet (a campaign's slice
-        traces each bug it sends, so a known bug of an earlier slice comes with its site). ``f``
-        is then that bug reached through other conditions: they are kept as another way to it, so
-        that later examples through them are hits, not shrunk again."""
-        if f.finding.cls not in ("nan", "inf"):
-            return None
-        here = site(origin.of_finding(f, self.target, self.b.name))
-        if here is None:
-            return None
-        for b in twins:
-            there = b.site
-            if there is None:
-                old = next(
-                    (o for o in self.result.found.values() if o.signature == b.signature), None
-                )
-                there = (
-                    None if old is None else site(origin.of_finding(old, self.target, self.b.name))
-                )
-            if there == here:
-                self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
-                return b
-        return None
+        return shrunk
 
     def settle(self, f: Found) -> None:
         """Adds bug ``f`` to the result, or in place of an earlier one it is the same bug as
@@ -1094,16 +835,6 @@ _MET: contextvars.ContextVar[tuple[str, Callable[[Found], None]] | None] = conte
 )
 
 
-def bug_of(f: Found) -> Bug:
-    """The bug a finding is (its key, triggers and signature)."""
-    return Bug(
-        f.key or f.finding.cls,
-        frozenset(f.triggers),
-        f.signature,
-        site(f.finding.details.get("origin")),
-    )
-
-
 def _settle_seed(
     target: Target,
     b: Backend,
@@ -1123,71 +854,6 @@ def _settle_seed(
     if settings(options.settings, **o).derandomize:
         return derandomized_seed(target.name, b.name)
     return None
-
-
-def run_narrowing(
-    target: Target, profile: Profile | HuntOptions, seed: int | None, *, widen: int = 0
-) -> dict[str, tuple[Any, ...]]:
-    """This run's compile-time choices (``Profile.variant_choices``): per dimension of the
-    target's variant space with more values than that, the simplest value first, then others
-    drawn with ``seed``. Empty where the profile draws from everything or the family is not
-    built in.
-
-    ``widen`` adds that many more values per dimension (while the space has them), after the
-    choices of a smaller ``widen`` with the same seed: a campaign pair that has had its floor
-    with its choices grows them (``fuzz.campaign``), and what it recorded still means what it
-    meant (strategies draw a choice by its place: a reused structure, a saved example)."""
-    k = profile.variant_choices
-    if k is None:
-        return {}
-    if not isinstance(widen, int) or isinstance(widen, bool) or widen < 0:
-        raise ValueError(f"widen={widen!r} must be an integer >= 0")
-    # A seeded run (derandomized, or a campaign's slice) picks the same values again; an unseeded
-    # one (Hypothesis's own randomness) other values each time.
-    rng = random.Random(f"{target.name}|{seed}") if seed is not None else random.Random()
-    narrowing = {}
-    for dim, choices in variant_space(target, profile.scale).items():
-        # Distinct values after the simplest (a space lists a value twice to weight its draws),
-        # in an order of the seed's: the first k - 1 + widen of them are taken.
-        rest = [c for i, c in enumerate(choices) if c != choices[0] and c not in choices[:i]]
-        if len(rest) + 1 <= k:
-            continue
-        rng.shuffle(rest)
-        narrowing[dim] = (choices[0], *_relations_first(choices[0], rest)[: k - 1 + widen])
-    return narrowing
-
-
-def _relation(value: Any) -> tuple[int, ...] | None:
-    """How the parts of a tuple of numbers compare, in order (-1, 0, 1 each: a tile pair's
-    ``block_q`` below, at or above its ``block_k``); None for anything else."""
-    if not isinstance(value, tuple) or len(value) < 2:
-        return None
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        return None
-    return tuple((a > b) - (a < b) for a, b in itertools.pairwise(value))
-
-
-def _relations_first(simplest: Any, rest: list[Any]) -> list[Any]:
-    """``rest`` (in the seed's order) reordered so that each relation between a value's parts
-    (:func:`_relation`) comes in once before any comes twice, those unlike the simplest's
-    first: the few values a run takes then hold a tile pair with ``block_q > block_k`` and one
-    with ``block_q < block_k``, where a bug of the loop bounds at the causal diagonal needs the
-    former (a campaign's pairs met one only once widened, if at all). Values without parts to
-    compare keep the seed's order."""
-    if _relation(simplest) is None or any(_relation(v) is None for v in rest):
-        return rest
-    groups: dict[tuple[int, ...], list[Any]] = {}
-    for v in rest:
-        groups.setdefault(_relation(v), []).append(v)  # type: ignore[arg-type]
-    taken = dict.fromkeys(groups, 0)
-    taken[_relation(simplest)] = 1  # type: ignore[index]
-    order = list(groups)  # the seed's order among relations taken as often
-    out: list[Any] = []
-    while any(groups.values()):
-        r = min((r for r in order if groups[r]), key=lambda r: taken[r])
-        out.append(groups[r].pop(0))
-        taken[r] += 1
-    return out
 
 
 def _check_spent(spent: Any) -> tuple[float, float, float]:
@@ -1294,13 +960,7 @@ def hunt(
     backend stepping through compiled kernel variants first.
     """
     options = HuntOptions.of(profile)
-    if memo is not None and options.reuse_share is None:
-        raise ValueError(
-            "memo= needs a profile that reuses case structures (Profile.reuse_share set): "
-            "with a memo, a choice sequence draws another case than without one"
-        )
-    if memo is None and options.reuse_share is not None:
-        memo = StructureMemo(target_share=options.reuse_share)
+    memo = _structure_memo(options, memo)
     b = get_backend(backend) if isinstance(backend, str) else backend
     result = HuntResult(target.name, b.name, target.mutant_of, target.expected_class)
     result.error = _refusal(target, b, options)
@@ -1321,39 +981,110 @@ def hunt(
         memo=memo,
         compile_spent=_check_spent(compile_spent),
     )
-    n = options.max_examples if max_examples is None else max_examples
-    seed = _settle_seed(target, b, options, seed, n, database)
-    hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
-    db = _example_database(target, b, options, database, hunter.stage)
-    rounds = time_limit is not None and stage is None
-    drawn_before = dict(memo.counts) if memo is not None else {}
-    for round_ in itertools.count():
-        before = result.examples
-        hunter.search(
-            max_examples=n - result.examples,
-            database=db,
-            seed=None if seed is None else seed + 7919 * round_,
-            phases=_phases(options, hunter.stage, reuse and round_ == 0),
-        )
-        hunter.conclude(db)
-        if hunter.exhausted:
-            result.stopped = "exhausted"
-        if not rounds or result.stopped != "examples" or result.error is not None:
-            break
-        if result.examples >= n or result.examples == before:
-            break  # its examples are spent, or the round could run none
-        if stop_when is not None and stop_when(result):
-            break
-        hunter.next_round()
-    if memo is not None:  # how the structures were drawn (reuse at work, or not)
-        for k in ("explored", "reused", "fresh", "replayed", "stale"):
-            n = memo.counts.get(k, 0) - drawn_before.get(k, 0)
-            if n:
-                result.events[f"structures {k}"] += n
+    _search(
+        hunter,
+        max_examples=options.max_examples if max_examples is None else max_examples,
+        seed=seed,
+        database=database,
+        narrowing=narrowing,
+        reuse=reuse,
+        rounds=time_limit is not None and stage is None,
+        stop_when=stop_when,
+    )
     if repro_dir is not None:
         for f in result.found.values():
             f.reproducer = write_reproducer(repro_dir, target, b.name, f, options)
     return result
+
+
+def _structure_memo(options: HuntOptions, memo: StructureMemo | None) -> StructureMemo | None:
+    """The case structures a hunt reuses (see :func:`hunt`): ``memo``, or a new one where the
+    profile reuses structures; a memo for a profile that does not is refused."""
+    if memo is not None and options.reuse_share is None:
+        raise ValueError(
+            "memo= needs a profile that reuses case structures (Profile.reuse_share set): "
+            "with a memo, a choice sequence draws another case than without one"
+        )
+    if memo is None and options.reuse_share is not None:
+        memo = StructureMemo(target_share=options.reuse_share)
+    return memo
+
+
+def _search(
+    hunter: _Hunter,
+    *,
+    max_examples: int,
+    seed: int | None,
+    database: ExampleDatabase | str | None,
+    narrowing: dict[str, tuple[Any, ...]] | None,
+    reuse: bool,
+    rounds: bool,
+    stop_when: Callable[[HuntResult], bool] | None,
+) -> None:
+    """Runs the hunt set up in ``hunter`` (the arguments are :func:`hunt`'s): settles its seed
+    (:func:`_settle_seed`), its narrowing (:func:`run_narrowing`, unless given) and its example
+    database (:func:`_example_database`), runs its rounds (:func:`_run_rounds`), and counts in
+    its result's events how its case structures were drawn."""
+    target, b, options, memo = hunter.target, hunter.b, hunter.options, hunter.memo
+    seed = _settle_seed(target, b, options, seed, max_examples, database)
+    hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
+    db = _example_database(target, b, options, database, hunter.stage)
+    drawn_before = dict(memo.counts) if memo is not None else {}
+    _run_rounds(
+        hunter,
+        max_examples=max_examples,
+        database=db,
+        seed=seed,
+        reuse=reuse,
+        rounds=rounds,
+        stop_when=stop_when,
+    )
+    if memo is not None:
+        _count_structures(hunter.result, memo, drawn_before)
+
+
+def _run_rounds(
+    hunter: _Hunter,
+    *,
+    max_examples: int,
+    database: ExampleDatabase | None,
+    seed: int | None,
+    reuse: bool,
+    rounds: bool,
+    stop_when: Callable[[HuntResult], bool] | None,
+) -> None:
+    """Runs a hunt's search and concludes it. With ``rounds`` (a hunt with a time limit, not a
+    shrink stage), a round that ended at a bug is followed by another (a new seed, the bugs
+    found so far known) until the ``max_examples`` are spent, a round runs none, ``stop_when``
+    holds or a round ends otherwise (its time, the search space exhausted, an error)."""
+    result = hunter.result
+    for round_ in itertools.count():
+        before = result.examples
+        hunter.search(
+            max_examples=max_examples - result.examples,
+            database=database,
+            seed=None if seed is None else seed + 7919 * round_,
+            phases=_phases(hunter.options, hunter.stage, reuse and round_ == 0),
+        )
+        hunter.conclude(database)
+        if hunter.exhausted:
+            result.stopped = "exhausted"
+        if not rounds or result.stopped != "examples" or result.error is not None:
+            break
+        if result.examples >= max_examples or result.examples == before:
+            break  # its examples are spent, or the round could run none
+        if stop_when is not None and stop_when(result):
+            break
+        hunter.next_round()
+
+
+def _count_structures(result: HuntResult, memo: StructureMemo, before: dict[str, int]) -> None:
+    """Adds to ``result``'s events how the hunt's structures were drawn (reuse at work, or not):
+    ``memo``'s counts since ``before``."""
+    for k in ("explored", "reused", "fresh", "replayed", "stale"):
+        n = memo.counts.get(k, 0) - before.get(k, 0)
+        if n:
+            result.events[f"structures {k}"] += n
 
 
 def _example_database(

@@ -476,23 +476,18 @@ def _space(module: str, **dims: str) -> Callable[[str], dict[str, tuple[Any, ...
 
 
 def _families() -> dict[str, Family]:
-    from strategies.attention import (
-        DECODE_FEATURES,
-        FEATURES,
-        VARLEN_FEATURES,
-        attention_cases,
-        decode_cases,
-        varlen_cases,
-    )
+    """The built-in families, by name."""
+    fams = [*_softmax_families(), *_attention_families(), *_gla_families()]
+    return {f.name: f for f in fams}
+
+
+def _softmax_families() -> list[Family]:
+    """softmax and jagged_softmax."""
     from strategies.jagged_softmax import jagged_softmax_cases
-    from strategies.simple_gla import FEATURES as GLA_FEATURES
-    from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
     from strategies.softmax import FEATURES as SOFTMAX_FEATURES
     from strategies.softmax import softmax_cases
 
-    dense_space = _space("strategies.attention", block_pairs="block_pairs", head_dims="head_dims")
-    gla_space = _space("strategies.simple_gla", chunk_sizes="chunks", head_dims="dims")
-    fams = [
+    return [
         Family(
             name="softmax",
             tensors=("x",),
@@ -527,6 +522,22 @@ def _families() -> dict[str, Family]:
             space=_space("strategies.jagged_softmax", block_n="block_n", block_m="block_m"),
             guard_inputs=_jagged_guards,
         ),
+    ]
+
+
+def _attention_families() -> list[Family]:
+    """attention (dense), attention_varlen and attention_decode."""
+    from strategies.attention import (
+        DECODE_FEATURES,
+        FEATURES,
+        VARLEN_FEATURES,
+        attention_cases,
+        decode_cases,
+        varlen_cases,
+    )
+
+    dense_space = _space("strategies.attention", block_pairs="block_pairs", head_dims="head_dims")
+    return [
         _attention_family(
             "attention",
             FEATURES,
@@ -554,6 +565,16 @@ def _families() -> dict[str, Family]:
             conventions=("empty_rows", "lse", "fp32_dots", "masked_inputs"),
             space=_space("strategies.attention", blocks_k="blocks_k", head_dims="head_dims"),
         ),
+    ]
+
+
+def _gla_families() -> list[Family]:
+    """simple_gla_fwd and simple_gla_bwd."""
+    from strategies.simple_gla import FEATURES as GLA_FEATURES
+    from strategies.simple_gla import simple_gla_bwd_cases, simple_gla_fwd_cases
+
+    gla_space = _space("strategies.simple_gla", chunk_sizes="chunks", head_dims="dims")
+    return [
         Family(
             name="simple_gla_fwd",
             tensors=("q", "k", "v"),
@@ -595,7 +616,6 @@ def _families() -> dict[str, Family]:
             runtime=_GLA_RUNTIME,
         ),
     ]
-    return {f.name: f for f in fams}
 
 
 _FAMILIES: dict[str, Family] = {}

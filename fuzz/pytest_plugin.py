@@ -155,13 +155,15 @@ def _check_hypothesis_profile(config: pytest.Config) -> None:
     from hypothesis import settings
     from hypothesis.errors import InvalidArgument
 
+    from fuzz.hypothesis_internals import registered_profiles
+
     name = config.getoption("hypothesis_profile", default=None)
     if name is None:
         return
     try:
         settings.get_profile(name)
     except InvalidArgument:
-        known = sorted(getattr(settings, "_profiles", None) or fuzz.profiles.PROFILES)
+        known = sorted(registered_profiles() or fuzz.profiles.PROFILES)
         raise pytest.UsageError(
             f"--hypothesis-profile={name!r} is not a registered profile; choose one of "
             f"{', '.join(known)} (or register it in a conftest.py)"

@@ -49,15 +49,14 @@ rate (:func:`_spare_structures`). What the memo does not choose: the first examp
 simplest structure) and shrinking.
 
 Relying on Hypothesis internals (the ConjectureData a draw runs on, its provider and choice
-nodes), every step checks what it uses and, where something is missing, draws fresh: reuse is
-an optimisation, never a change of what can be drawn.
+nodes, reached through ``fuzz.hypothesis_internals``), every step checks what it uses and, where
+something is missing, draws fresh: reuse is an optimisation, never a change of what can be drawn.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import hashlib
 import math
 import random
@@ -67,6 +66,17 @@ from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
+
+from fuzz.hypothesis_internals import (
+    choice_count,
+    choice_data,
+    generating,
+    provider_of,
+    providing,
+    recorded_choices,
+    recorded_count,
+    spare_spans,
+)
 
 # Share of a run's time that compiling may take, unless a memo is told otherwise (the issue's goal
 # for a GPU campaign), and the least share of examples that draw a fresh structure. At 3% a pair on
@@ -87,7 +97,6 @@ _STRUCTURE_LABEL = "kernel-fuzz structure"
 _ACTIVE: contextvars.ContextVar[StructureMemo | None] = contextvars.ContextVar(
     "kernel_fuzz_structure_memo", default=None
 )
-_KINDS = ("integer", "boolean", "float", "string", "bytes")
 
 
 def _check_fraction(name: str, value: Any, *, lo_open: bool = True) -> float:
@@ -150,7 +159,7 @@ class _Open:
 
     def count(self) -> int:
         """The structure's recorded choices so far (as ``StructureMemo._draw`` records them)."""
-        return sum(1 for n in self.data.nodes[self.start :] if _recorded(n))
+        return recorded_count(self.data, self.start)
 
 
 class _Replay:
@@ -234,12 +243,6 @@ class _Replay:
         return self.matched and self.served == len(self.nodes) and lengths_done
 
 
-def _recorded(node: Any) -> bool:
-    """Whether a choice node is one a structure's record keeps: the choices a provider makes,
-    not the forced ones (a list's least length), which the strategy makes itself again."""
-    return getattr(node, "type", None) in _KINDS and not getattr(node, "was_forced", False)
-
-
 def _identity(nodes: Nodes) -> tuple[Any, ...]:
     """A recorded structure's identity: its choices' kinds and values."""
     return tuple((kind, value) for kind, value, _ in nodes)
@@ -251,22 +254,6 @@ def _variant(nodes: Nodes, free: Ranges) -> tuple[Any, ...]:
     inside = {i for a, b in free for i in range(a, b)}
     kept = tuple((kind, value) for i, (kind, value, _) in enumerate(nodes) if i not in inside)
     return (kept, len(free))
-
-
-def _choice_data(draw: Callable[..., Any]) -> Any:
-    """The ConjectureData behind a composite's ``draw`` (None where it is not what reuse needs)."""
-    data = getattr(draw, "__self__", None)
-    needed = ("nodes", "provider", "prefix", "index")
-    if data is None or not all(hasattr(data, a) for a in needed):
-        return None
-    return data
-
-
-def _generating(data: Any) -> bool:
-    """Whether the next draws of ``data`` come from its provider (generation), not from a given
-    choice sequence (a replay, a shrink step, a mutation of an earlier example)."""
-    prefix = data.prefix
-    return prefix is not None and data.index >= len(prefix)
 
 
 @dataclass
@@ -774,21 +761,21 @@ class StructureMemo:
         # copy one ticket over the other and run the same case again.
         draw(_TICKET, label="structure ticket")
         draw(_TICKET, label="structure ticket, second")
-        data = _choice_data(draw)
+        data = choice_data(draw)
         if data is None:
             return draw(strategy)
         # Structures drawn by an example that never reached observe (rejected) are forgotten.
         self._drawn = [d for d in self._drawn if d.data is data]
         entry = None
-        generating = _generating(data)
+        generated = generating(data)
         borrowed = relength = False
-        if generating and self._warming:
+        if generated and self._warming:
             own = self._pools.get(key, [])
             pool = [e for e in own + self._borrowable(key) if e.free and not e.unfree]
             if pool and self._rng.random() < self.warm_relength():
                 relength = True
                 entry, borrowed = self._choose(own, pool, relength)
-        elif generating:
+        elif generated:
             own = self._pools.get(key, [])
             pool = own + self._borrowable(key)
             if pool and self._rng.random() >= self.explore_rate:
@@ -796,29 +783,26 @@ class StructureMemo:
                     self.fresh_lengths is None and self._rng.random() < self.min_explore
                 )
                 entry, borrowed = self._choose(own, pool, relength)
-        start = len(data.nodes)
+        start = choice_count(data)
         replay = None
         if entry is not None:
             free = entry.free if relength and not entry.unfree else None
-            replay = _Replay(data.provider, entry.nodes, widened=borrowed, free=free)
+            replay = _Replay(provider_of(data), entry.nodes, widened=borrowed, free=free)
         outer, self._open = self._open, _Open(data, start, replay)
         opened = self._open
         try:
             if replay is None:
                 value = draw(strategy, label=_STRUCTURE_LABEL)
             else:
-                data.provider = replay
-                try:
+                with providing(data, replay):
                     value = draw(strategy, label=_STRUCTURE_LABEL)
-                finally:
-                    data.provider = replay.inner
         finally:
             self._open = outer
         if entry is None or replay is None:
             # Choices given for the whole structure: a replay (shrinking, the database, a
             # mutation of an earlier example); for its beginning only: Hypothesis's generator
             # chose a prefix reaching into it, the rest is fresh.
-            mode = "explore" if generating else "fresh" if _generating(data) else "replay"
+            mode = "explore" if generated else "fresh" if generating(data) else "replay"
         elif replay.complete:
             mode, entry.reuses = "reuse", entry.reuses + 1
         elif replay.free is not None and replay.lengths:
@@ -839,9 +823,7 @@ class StructureMemo:
         self.counts[names[mode]] += 1
         relengthed = mode == "reuse" and replay is not None and bool(replay.free)
         self.counts["relengthed"] += relengthed
-        nodes = tuple(
-            (n.type, n.value, dict(n.constraints)) for n in data.nodes[start:] if _recorded(n)
-        )
+        nodes = recorded_choices(data, start)
         free = tuple(opened.free)
         if borrowed and mode == "reuse":
             self.counts["borrowed"] += 1
@@ -886,15 +868,6 @@ def structure_key(*parts: Any) -> tuple[Any, ...]:
     return tuple(frozen(p) for p in parts)
 
 
-def _structure_ranges(spans: Any) -> list[tuple[int, int]]:
-    """The choice index ranges of the structures drawn through a memo, from an example's spans
-    (empty where the spans are not what this reads)."""
-    try:
-        return [(span.start, span.end) for span in spans if span.label == _STRUCTURE_LABEL]
-    except Exception:
-        return []
-
-
 def _spare_structures() -> None:
     """Has Hypothesis's own variations of an example leave its structure alone, but at the
     active memo's explore rate.
@@ -906,77 +879,22 @@ def _spare_structures() -> None:
     over columns, a length one longer: a new shape) on examples the memo never chose to
     explore; with a memo most examples of a run were such variations, and an exact-shape fake
     kernel compiled three times what the memo allowed. While a memo is active, mutations leave
-    out the spans that overlap a structure (``Spans.mutator_groups``) and the hill climber's
-    steps into a structure are refused (as an overrun: it moves on to the next choice), but on
-    a share ``explore_rate`` of them: values are varied as before. Installed once, guarded (a
-    Hypothesis without these keeps its own); without an active memo they are Hypothesis's own.
+    out the spans that overlap a structure and the hill climber's steps into a structure are
+    refused, but on a share ``explore_rate`` of them: values are varied as before
+    (``fuzz.hypothesis_internals.spare_spans``). Installed once, guarded (a Hypothesis without
+    these keeps its own); without an active memo they are Hypothesis's own.
     """
-    try:
-        from hypothesis.internal.conjecture.data import Overrun, Spans
-        from hypothesis.internal.conjecture.optimiser import Optimiser
-    except ImportError:
-        return
-    original = Spans.__dict__.get("mutator_groups")
-    compute = getattr(original, "func", None)
-    if compute is not None and not getattr(original, "_kernel_fuzz", False):
+    spare_spans(_STRUCTURE_LABEL, _sparing)
 
-        def mutator_groups(self: Any) -> Any:
-            groups = compute(self)
-            memo = _ACTIVE.get()
-            if memo is None or not groups:
-                return groups
-            structures = _structure_ranges(self)
-            if not structures or memo._rng.random() < memo.explore_rate:
-                return groups
-            spared = []
-            for group in groups:
-                kept = {
-                    (a, b)
-                    for a, b in group
-                    if not any(a < end and b > start for start, end in structures)
-                }
-                if len(kept) >= 2:
-                    spared.append(kept)
-            return spared
 
-        patched = functools.cached_property(mutator_groups)
-        patched.__set_name__(Spans, "mutator_groups")
-        patched._kernel_fuzz = True  # type: ignore[attr-defined]
-        Spans.mutator_groups = patched  # type: ignore[assignment]
-
-    run = Optimiser.__dict__.get("run")
-    if run is not None and not getattr(run, "_kernel_fuzz", False):
-
-        def guarded_run(self: Any) -> Any:
-            memo = _ACTIVE.get()
-            engine: Any = getattr(self, "engine", None)
-            test = getattr(engine, "cached_test_function", None)
-            if memo is None or engine is None or test is None:
-                return run(self)
-
-            def step(choices: Any, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    base = self.current_data.choices
-                    structures = _structure_ranges(self.current_data.spans)
-                    at = next(
-                        (i for i, (a, b) in enumerate(zip(choices, base, strict=False)) if a != b),
-                        min(len(choices), len(base)),
-                    )
-                except Exception:
-                    return test(choices, *args, **kwargs)
-                inside = any(start <= at < end for start, end in structures)
-                if inside and memo._rng.random() >= memo.explore_rate:
-                    return Overrun
-                return test(choices, *args, **kwargs)
-
-            engine.cached_test_function = step
-            try:
-                return run(self)
-            finally:
-                del engine.cached_test_function
-
-        guarded_run._kernel_fuzz = True  # type: ignore[attr-defined]
-        Optimiser.run = guarded_run  # type: ignore[method-assign]
+def _sparing() -> Callable[[], bool] | None:
+    """Whether Hypothesis's variations spare structures now: None without an active memo, else
+    whether to spare one at each variation (all but a share ``explore_rate``, drawn with the
+    memo's generator)."""
+    memo = _ACTIVE.get()
+    if memo is None:
+        return None
+    return lambda: memo._rng.random() >= memo.explore_rate
 
 
 @contextlib.contextmanager
@@ -989,7 +907,7 @@ def free_lengths(draw: Callable[..., Any]) -> Iterator[None]:
     replayed whole). With no memo active (or outside a structure), nothing: the same draws."""
     memo = _ACTIVE.get()
     opened = memo._open if memo is not None else None
-    if opened is None or opened.inside or opened.data is not _choice_data(draw):
+    if opened is None or opened.inside or opened.data is not choice_data(draw):
         yield
         return
     begin = opened.count()

@@ -35,8 +35,9 @@ from hypothesis.database import (
     ExampleDatabase,
     MultiplexedDatabase,
     ReadOnlyDatabase,
-    choices_from_bytes,
 )
+
+from fuzz.hypothesis_internals import choices_from_bytes
 
 # Seconds one call to a database server may take (connect, or wait for an answer).
 CALL_TIMEOUT = 2.0

@@ -340,11 +340,10 @@ class SliceRun:
         )
 
     def before_example(self, case: Any) -> None:
-        from hypothesis.control import current_build_context
-
         from fuzz.engine import OutOfTime
+        from fuzz.hypothesis_internals import is_final_replay
 
-        if (self.maps.check() or self.warmed) and not current_build_context().is_final:
+        if (self.maps.check() or self.warmed) and not is_final_replay():
             # Too many memory maps, or a warm-up done: end the slice as its time limit would
             # (the engine's own stop, which Hypothesis does not take for a failure), before this
             # example runs.

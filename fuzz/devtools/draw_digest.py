@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.control import current_build_context
 
+from fuzz.hypothesis_internals import current_choices
 from fuzz.target import generate
 from strategies.attention import attention_cases, decode_cases, varlen_cases
 from strategies.jagged_softmax import jagged_softmax_cases
@@ -71,7 +71,7 @@ def digest(strategy: st.SearchStrategy[Any], examples: int, seed: int) -> tuple[
         nonlocal n
         n += 1
         cases.update(case_digest(case).encode())
-        choices.update(repr(tuple(current_build_context().data.choices)).encode())
+        choices.update(repr(current_choices()).encode())
 
     generate(strategy, keep, examples=examples, seed=seed)
     return cases.hexdigest()[:16], choices.hexdigest()[:16], n

@@ -1,25 +1,32 @@
 """The fuzz package's layers: dependencies point one way, core <- campaign machinery <- front ends,
 and no import circle runs through them, counting imports inside functions and under
-``TYPE_CHECKING`` (an import moved into a function to dodge a circle is still one)."""
+``TYPE_CHECKING`` (an import moved into a function to dodge a circle is still one). Hypothesis's
+internals are used in one module only (``fuzz.hypothesis_internals``)."""
 
 import ast
+import importlib
 from pathlib import Path
 
+import hypothesis
 import pytest
 
-FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
+ROOT = Path(__file__).resolve().parents[2]
+FUZZ = ROOT / "fuzz"
 CORE = {
     "allocations",
     "arrays",
     "backends",
     "case",
     "compare",
+    "duplicates",
     "engine",
     "failures",
     "families",
     "files",
+    "hypothesis_internals",
     "kit",
     "ledger",
+    "narrowing",
     "origin",
     "plugin",
     "profiles",
@@ -212,3 +219,170 @@ def test_the_pure_layer_check_catches_a_clock():
     assert {a.name for n in imports if isinstance(n, ast.Import) for a in n.names} == {"time"}
     typed = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import os\n")
     assert [type(n) for n in _runtime_imports(typed)] == [ast.ImportFrom]
+
+
+# Hypothesis's internals -------------------------------------------------------------------------
+
+# Hypothesis's public modules (its extras are public as a whole). A name imported from one is
+# public where its ``__all__`` lists it; from one without (``hypothesis.control``), where the
+# package's does; from ``hypothesis.errors``, where it has no leading underscore.
+PUBLIC_MODULES = {
+    "hypothesis",
+    "hypothesis.control",
+    "hypothesis.database",
+    "hypothesis.errors",
+    "hypothesis.stateful",
+    "hypothesis.strategies",
+}
+# Attributes of Hypothesis's engine objects (the ConjectureData of an example, its choice nodes,
+# the runner and its build context) that the harness could reach without importing anything.
+ENGINE_ATTRIBUTES = {
+    "cached_test_function",
+    "conjecture_data",
+    "current_data",
+    "is_final",
+    "mutator_groups",
+    "provider",
+    "was_forced",
+}
+INTERNALS = FUZZ / "hypothesis_internals.py"
+# Uses outside fuzz.hypothesis_internals allowed for now (none).
+CAMPAIGN_FOR_NOW: dict[str, set[str]] = {}
+
+
+def _public(module: str, name: str | None) -> bool:
+    if module.startswith("hypothesis.extra."):
+        return True
+    if name is not None and f"{module}.{name}" in PUBLIC_MODULES:
+        return True  # a public submodule (``from hypothesis import strategies``)
+    if module not in PUBLIC_MODULES:
+        return False
+    if name is None:
+        return True
+    if module == "hypothesis.errors":
+        return not name.startswith("_")
+    listed = getattr(importlib.import_module(module), "__all__", None)
+    return name in (hypothesis.__all__ if listed is None else listed)
+
+
+def _hypothesis_internals(path: Path) -> set[str]:
+    """What the module at ``path`` uses of Hypothesis besides its public API: modules and names
+    imported, ``_hypothesis*`` attributes, private attributes of what it imported from
+    Hypothesis, and the attributes of Hypothesis's engine objects (``ENGINE_ATTRIBUTES``)."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    bound: set[str] = set()  # local names of what the module imported from Hypothesis
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "hypothesis":
+                    bound.add((a.asname or a.name).split(".")[0])
+                    if not _public(a.name, None):
+                        found.add(a.name)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] == "hypothesis":
+                for a in node.names:
+                    bound.add(a.asname or a.name)
+                    if not _public(node.module, a.name):
+                        found.add(f"{node.module}.{a.name}")
+    for node in ast.walk(tree):
+        attribute = owner = None
+        if isinstance(node, ast.Attribute):
+            attribute, owner = node.attr, node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr", "setattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            attribute, owner = node.args[1].value, node.args[0]
+        if attribute is None:
+            continue
+        ours = isinstance(owner, ast.Name) and owner.id in bound
+        if (
+            attribute.startswith("_hypothesis")
+            or attribute in ENGINE_ATTRIBUTES
+            or (ours and attribute.startswith("_") and not attribute.startswith("__"))
+        ):
+            found.add(f".{attribute}")
+    return found
+
+
+def _package_files() -> list[Path]:
+    return sorted([*FUZZ.rglob("*.py"), *(ROOT / "strategies").rglob("*.py")])
+
+
+@pytest.mark.parametrize("path", _package_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_the_internals_module_uses_hypothesis_internals(path):
+    """Every use of Hypothesis's private API (its ``internal`` package, its statistics and build
+    context, attributes it sets on tests, its choice serialization...) goes through
+    ``fuzz.hypothesis_internals``, which says why each is used and what a Hypothesis without it
+    does: a Hypothesis upgrade has one module to check."""
+    if path == INTERNALS:
+        return
+    allowed = CAMPAIGN_FOR_NOW.get(str(path.relative_to(ROOT)), set())
+    assert not _hypothesis_internals(path) - allowed
+
+
+def test_the_internals_check_sees_the_internals():
+    uses = _hypothesis_internals(INTERNALS)
+    assert {
+        "hypothesis.control.current_build_context",
+        "hypothesis.database.choices_to_bytes",
+        "hypothesis.internal.conjecture.engine.ConjectureRunner",
+        "hypothesis.statistics.collector",
+        "._hypothesis_internal_add_digest",
+        "._profiles",
+        ".provider",
+        ".was_forced",
+    } <= uses
+    assert not {"hypothesis.settings", "hypothesis.errors.InvalidArgument"} & uses
+    assert _public("hypothesis.control", "currently_in_test_context")
+    assert _public("hypothesis", "strategies") and _public("hypothesis.extra.redis", "X")
+
+
+# Function lengths --------------------------------------------------------------------------------
+
+MAX_FUNCTION_LINES = 110
+
+
+def _functions(path: Path) -> list[tuple[str, int]]:
+    """(qualified name, lines from ``def`` to its end) of every function of a module, methods
+    and nested functions included."""
+    out: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                out.append((name, child.end_lineno - child.lineno + 1))
+                visit(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(path.read_text()), "")
+    return out
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(FUZZ.rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_no_function_of_the_package_is_over_110_lines(path):
+    """No function in ``fuzz/`` is over ``MAX_FUNCTION_LINES`` lines (docstring included): a
+    longer one does several things, which get a name each."""
+    long = {name: n for name, n in _functions(path) if n > MAX_FUNCTION_LINES}
+    assert not long, long
+
+
+def test_the_length_check_sees_nested_functions_and_methods(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "class A:\n    def f(self):\n        def g():\n            pass\n\n        x = 1\n"
+    )
+    assert _functions(module) == [("A.f", 5), ("A.f.g", 2)]

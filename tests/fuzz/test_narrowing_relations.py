@@ -1,4 +1,4 @@
-"""A run's compile-time choices (``fuzz.engine.run_narrowing``) cover the relations between a
+"""A run's compile-time choices (``fuzz.narrowing.run_narrowing``) cover the relations between a
 tile pair's parts before repeating one: with two choices, a tile pair unlike the simplest
 ``(64, 64)``; with one more (a campaign's first widening), both ``block_q > block_k`` and
 ``block_q < block_k``. A mutant whose loop bound is wrong at the causal diagonal only where
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from fuzz.engine import _relation, _relations_first, run_narrowing
+from fuzz.narrowing import _relation, _relations_first, run_narrowing
 from fuzz.profiles import get_profile
 from fuzz.target import get
 

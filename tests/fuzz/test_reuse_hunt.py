@@ -410,7 +410,7 @@ def test_a_failing_structure_replays_over_the_share(exact, seed, monkeypatch):
     attention_mutant_causal_loop_bound on pallas-interpret did). Shrinking itself is exempt from
     the share (the test after this one); here it is not, so that its replays meet the share as
     replays outside it do (the database's, a flaky failure's re-shrinks)."""
-    monkeypatch.setattr(engine, "_shrinking", lambda: False)
+    monkeypatch.setattr(engine, "in_shrink_phase", lambda: False)
     result = _buggy_over_the_share(exact[1], seed)
     assert result.error is None, result.error
     assert "accuracy" in result.found, dict(result.events)

@@ -196,8 +196,8 @@ def test_every_target_accepts_its_own_narrowing():
     reformulation of family ``attention`` once got the dense kernel's ``block_pairs`` under the
     gpu profile, and every run of it failed before its first example)."""
     from fuzz.campaign.worker import checked_strategy
-    from fuzz.engine import run_narrowing
     from fuzz.families import family_of
+    from fuzz.narrowing import run_narrowing
     from fuzz.profiles import get_profile
     from fuzz.target import KNOWN_FAMILIES, all_targets
 
@@ -232,7 +232,7 @@ def test_a_campaign_worker_hunts_a_narrowed_run():
 def test_a_run_draws_its_compile_time_choices_from_a_few_values(fake_plugin):
     """The gpu profile narrows each run's dtype, tiles and head dims to a few values, the
     simplest always among them; a seeded run picks the same again."""
-    from fuzz.engine import run_narrowing
+    from fuzz.narrowing import run_narrowing
     from fuzz.profiles import get_profile
 
     gpu = get_profile("gpu")

@@ -354,9 +354,7 @@ def test_one_kernel_call_failing_two_properties_is_one_bug():
     """A minimal example failing the oracle and ``rows-sum-to-one`` is one bug, whichever
     property a search met first (on an H100 two_bugs_softmax's rescale bug came back twice so,
     both records shrunk to one 33-column row). The same shape with other values is not."""
-    from types import SimpleNamespace
-
-    from fuzz.engine import _Hunter
+    from fuzz.duplicates import Duplicates
 
     row = np.linspace(-1, 1, 33, dtype=np.float32)[None]
     case = Case({"x": row}, {"dtype": "float32", "block_n": 16})
@@ -364,21 +362,13 @@ def test_one_kernel_call_failing_two_properties_is_one_bug():
     assert case.digest() != Case({"x": row + 1}, dict(case.params)).digest()
     assert case.digest() != case.replace(block_n=32).digest()
     oracle = _found("accuracy", "oracle", case)
-    me = SimpleNamespace(
-        stage=SimpleNamespace(only=None, start=()),
-        result=SimpleNamespace(found={"accuracy": oracle}),
-        known_bugs=[],
-    )
-    me.same_call = lambda f: _Hunter.same_call(me, f)
-    # (no known bug: nothing to check)
-    me.also_fails = lambda f, **kw: _Hunter.also_fails(me, f, **kw)
-    me._under_more = lambda f: _Hunter._under_more(me, f)
-    me._check_as = lambda f, key: _Hunter._check_as(me, f, key)
+    # (no known bug: nothing to check on a backend, nothing to shrink again)
+    me = Duplicates(None, None, None, {"accuracy": oracle}, known_bugs=[], shrink_again=None)
     again = _found("accuracy", "rows-sum-to-one", Case({"x": row.copy()}, dict(case.params)))
-    twin, how = _Hunter.duplicate_of(me, again)
+    twin, how = me.of(again)
     assert how == "case" and twin.key == oracle.key
     other = _found("accuracy", "rows-sum-to-one", Case({"x": row + 1}, dict(case.params)))
-    assert _Hunter.duplicate_of(me, other) is None  # its own call: a bug of its own (no twin)
+    assert me.of(other) is None  # its own call: a bug of its own (no twin)
 
 
 def test_a_bug_met_through_another_property_whose_minimal_example_fails_a_known_ones_is_it():
@@ -386,10 +376,8 @@ def test_a_bug_met_through_another_property_whose_minimal_example_fails_a_known_
     fails the oracle too, with the known rescale bug's conditions (a second tile, a partial
     one): an example of that bug, not a bug of its own (on an H100 two_bugs_softmax's rescale bug
     was reported a second time so). A known bug whose conditions do not hold is not it."""
-    from types import SimpleNamespace
-
     from fuzz.backends import get_backend
-    from fuzz.engine import _Hunter
+    from fuzz.duplicates import Duplicates
     from fuzz.profiles import HuntOptions
 
     row = np.zeros((1, 33), np.float32)
@@ -398,20 +386,21 @@ def test_a_bug_met_through_another_property_whose_minimal_example_fails_a_known_
     f = _found("accuracy", "rows-sum-to-one", case, triggers=("multi-tile", "partial-tile"))
     rescale = Bug("accuracy|oracle|y|-", frozenset({"multi-tile", "partial-tile"}), "rescale")
     bias = Bug("accuracy|oracle|y|-", frozenset({"feature bias", "partial-tile"}), "bias")
-    me = SimpleNamespace(
-        target=get("two_bugs_softmax"),
-        b=get_backend("triton-interpret"),
-        options=HuntOptions.of(fuzz.get_profile("ci")),
+    me = Duplicates(
+        get("two_bugs_softmax"),
+        get_backend("triton-interpret"),
+        HuntOptions.of(fuzz.get_profile("ci")),
+        found={},
         known_bugs=[bias, rescale],
+        shrink_again=None,
     )
-    me._check_as = lambda f, key: _Hunter._check_as(me, f, key)
-    assert _Hunter.also_fails(me, f) is rescale
+    assert me.also_fails(f) is rescale
     me.known_bugs = [bias]  # its conditions do not hold: not this example's bug
-    assert _Hunter.also_fails(me, f) is None
+    assert me.also_fails(f) is None
     fine = Case({"x": np.zeros((1, 33), np.float32)}, dict(case.params))  # one max: no failure
     me.known_bugs = [rescale]
     g = _found("accuracy", "rows-sum-to-one", fine, triggers=("multi-tile", "partial-tile"))
-    assert _Hunter.also_fails(me, g) is None
+    assert me.also_fails(g) is None
     # The other way round: the bug known first needs more conditions (met through the oracle on
     # values below the finite sentinel); this example, under fewer, fails its property too.
     special = Bug(
@@ -420,7 +409,7 @@ def test_a_bug_met_through_another_property_whose_minimal_example_fails_a_known_
         "rescale, under more conditions",
     )
     me.known_bugs = [bias, special]
-    assert _Hunter.also_fails(me, f) is None  # not the forward check's
-    assert _Hunter.also_fails(me, f, under_more=True) is special
+    assert me.also_fails(f) is None  # not the forward check's
+    assert me.also_fails(f, under_more=True) is special
     me.known_bugs = [bias]
-    assert _Hunter.also_fails(me, f, under_more=True) is None
+    assert me.also_fails(f, under_more=True) is None

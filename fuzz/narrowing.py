@@ -1,0 +1,83 @@
+"""A run's compile-time choices: the kernel variants a hunt draws its cases from.
+
+A compiled backend compiles a kernel per variant (tile sizes, head dimensions, chunk sizes...):
+a profile that narrows the variant space (``Profile.variant_choices``) has each run draw from a
+few values per dimension, the simplest first and others picked with the run's seed
+(:func:`run_narrowing`), so that a run compiles few kernels and runs with other seeds cover
+others.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+from fuzz.families import variant_space
+from fuzz.profiles import HuntOptions, Profile
+from fuzz.target import Target
+
+
+def run_narrowing(
+    target: Target, profile: Profile | HuntOptions, seed: int | None, *, widen: int = 0
+) -> dict[str, tuple[Any, ...]]:
+    """This run's compile-time choices (``Profile.variant_choices``): per dimension of the
+    target's variant space with more values than that, the simplest value first, then others
+    drawn with ``seed``. Empty where the profile draws from everything or the family is not
+    built in.
+
+    ``widen`` adds that many more values per dimension (while the space has them), after the
+    choices of a smaller ``widen`` with the same seed: a campaign pair that has had its floor
+    with its choices grows them (``fuzz.campaign``), and what it recorded still means what it
+    meant (strategies draw a choice by its place: a reused structure, a saved example)."""
+    k = profile.variant_choices
+    if k is None:
+        return {}
+    if not isinstance(widen, int) or isinstance(widen, bool) or widen < 0:
+        raise ValueError(f"widen={widen!r} must be an integer >= 0")
+    # A seeded run (derandomized, or a campaign's slice) picks the same values again; an unseeded
+    # one (Hypothesis's own randomness) other values each time.
+    rng = random.Random(f"{target.name}|{seed}") if seed is not None else random.Random()
+    narrowing = {}
+    for dim, choices in variant_space(target, profile.scale).items():
+        # Distinct values after the simplest (a space lists a value twice to weight its draws),
+        # in an order of the seed's: the first k - 1 + widen of them are taken.
+        rest = [c for i, c in enumerate(choices) if c != choices[0] and c not in choices[:i]]
+        if len(rest) + 1 <= k:
+            continue
+        rng.shuffle(rest)
+        narrowing[dim] = (choices[0], *_relations_first(choices[0], rest)[: k - 1 + widen])
+    return narrowing
+
+
+def _relation(value: Any) -> tuple[int, ...] | None:
+    """How the parts of a tuple of numbers compare, in order (-1, 0, 1 each: a tile pair's
+    ``block_q`` below, at or above its ``block_k``); None for anything else."""
+    if not isinstance(value, tuple) or len(value) < 2:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return None
+    return tuple((a > b) - (a < b) for a, b in itertools.pairwise(value))
+
+
+def _relations_first(simplest: Any, rest: list[Any]) -> list[Any]:
+    """``rest`` (in the seed's order) reordered so that each relation between a value's parts
+    (:func:`_relation`) comes in once before any comes twice, those unlike the simplest's
+    first: the few values a run takes then hold a tile pair with ``block_q > block_k`` and one
+    with ``block_q < block_k``, where a bug of the loop bounds at the causal diagonal needs the
+    former (a campaign's pairs met one only once widened, if at all). Values without parts to
+    compare keep the seed's order."""
+    if _relation(simplest) is None or any(_relation(v) is None for v in rest):
+        return rest
+    groups: dict[tuple[int, ...], list[Any]] = {}
+    for v in rest:
+        groups.setdefault(_relation(v), []).append(v)  # type: ignore[arg-type]
+    taken = dict.fromkeys(groups, 0)
+    taken[_relation(simplest)] = 1  # type: ignore[index]
+    order = list(groups)  # the seed's order among relations taken as often
+    out: list[Any] = []
+    while any(groups.values()):
+        r = min((r for r in order if groups[r]), key=lambda r: taken[r])
+        out.append(groups[r].pop(0))
+        taken[r] += 1
+    return out
