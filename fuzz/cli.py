@@ -68,13 +68,12 @@ def _merge_arguments(mg: argparse.ArgumentParser) -> None:
     )
 
 
-def _plugin_arg(sp: argparse.ArgumentParser) -> None:
+def _plugin_arg(
+    sp: argparse.ArgumentParser,
+    help_text: str = "register extra targets from a .py file or module (repeatable)",
+) -> None:
     sp.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="FILE_OR_MODULE",
-        help="register extra targets from a .py file or module (repeatable)",
+        "--plugin", action="append", default=[], metavar="FILE_OR_MODULE", help=help_text
     )
 
 
@@ -250,7 +249,12 @@ def _replay_arguments(rp: argparse.ArgumentParser) -> None:
         help="replay in N processes side by side (each compiles its own kernels)",
     )
     rp.add_argument("--no-summary", action="store_true", help=argparse.SUPPRESS)
-    _plugin_arg(rp)
+    _plugin_arg(
+        rp,
+        "the plugin that registers a reproducer's target, where it is now: it takes the place of "
+        "the one the reproducer recorded (repeatable; default: the recorded one, else one of its "
+        "name beside the reproducer or on sys.path)",
+    )
 
 
 def _load_plugins(specs: Sequence[str]) -> None:
@@ -816,13 +820,17 @@ def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
     return status
 
 
-def _replay_one(path: Path, backend: str | None, isolate: bool) -> int:
-    """Replays one file and prints its verdict; any error is this file's "cannot replay"."""
+def _replay_one(path: Path, backend: str | None, isolate: bool, plugins: Sequence[str]) -> int:
+    """Replays one file and prints its verdict; any error is this file's "cannot replay".
+    ``plugins``: those given with ``--plugin`` (loaded), which take the place of the plugin a
+    reproducer recorded where they register its target."""
     from fuzz.reproducer import load, report_replay
 
     try:
         meta, data = load(path)
-        return report_replay(meta, data, backend=backend, path=path, isolate=isolate)
+        return report_replay(
+            meta, data, backend=backend, path=path, isolate=isolate, plugins=plugins
+        )
     except Exception as e:
         print(f"{path}: cannot replay: {type(e).__name__}: {e}")
         return EXIT_ERROR
@@ -845,7 +853,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             for f in files:
                 print(f"== {f}", flush=True)
                 with _capture() as out:
-                    codes.append(_replay_one(f, args.backend, context_lost))
+                    codes.append(_replay_one(f, args.backend, context_lost, args.plugin))
                 # A replay that lost this process's CUDA context (an illegal address it was not
                 # recorded for): every later one replays in a child process, or all would "crash".
                 context_lost = context_lost or sticky_cuda_error(out.getvalue())

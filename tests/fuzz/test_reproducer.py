@@ -100,7 +100,7 @@ def test_a_race_is_replayed_several_times_before_it_counts_as_fixed(monkeypatch)
 
     calls = []
 
-    def once(meta, data, *, backend=None):
+    def once(meta, data, *, backend=None, path=None):
         calls.append(meta["class"])
         failing = meta["class"] == "nondeterminism" and len(calls) == 3  # the race shows once
         return SimpleNamespace(finding=object() if failing else None)
@@ -273,3 +273,74 @@ def test_a_child_replay_stopped_by_sigterm_is_interrupted_not_a_crash(fake_plugi
     load_plugin(str(plugin))
     code, verdict = reproducer.replay_isolated(_crash_reproducer(tmp_path, "fake_stopped"))
     assert (code, verdict) == (2, "interrupted (the replay process was stopped by SIGTERM)")
+
+
+# Handed on: a reproducer whose plugin moved ----------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _with_harness(path, *args, cwd):
+    """``python PATH ARGS`` from ``cwd`` where only the harness is installed (on PYTHONPATH)."""
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run(
+        [sys.executable, str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=env,
+    )
+
+
+MOVABLE = """
+import dataclasses
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+register(dataclasses.replace(get("fake_double_nan"), name="fake_movable", source="builtin"))
+"""
+
+
+def test_a_moved_plugin_is_found_beside_its_reproducer_or_given_with_plugin(
+    fake_plugin, fake_profile, tmp_path
+):
+    # A plugin's reproducer recorded the plugin's absolute path: moved, it said "cannot replay:
+    # ValueError: --plugin=...: no such file", and `fuzz replay --plugin NEWPATH` was ignored.
+    from fuzz.target import load_plugin
+
+    first, moved, other = tmp_path / "first", tmp_path / "moved", tmp_path / "elsewhere"
+    for folder in (first, moved, other):
+        folder.mkdir()
+    (first / "my_kernels.py").write_text(MOVABLE.format(fake=FAKE))
+    load_plugin(str(first / "my_kernels.py"))
+    found = hunt(get("fake_movable"), "fake", fake_profile, repro_dir=first).found["nan"]
+    assert reproducer.load(found.reproducer)[0]["plugin"] == str(first / "my_kernels.py")
+    script = found.reproducer.rename(moved / found.reproducer.name)
+    (first / "my_kernels.py").rename(moved / "my_kernels.py")
+    # Beside the script (run from another folder).
+    proc = _with_harness(script, cwd=other)
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+    # Renamed: nowhere to be found; the message says how to give it.
+    (moved / "my_kernels.py").rename(other / "renamed.py")
+    proc = _with_harness(script, cwd=moved)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot replay: ValueError: its plugin" in proc.stdout
+    assert "give the plugin's place with --plugin PATH" in proc.stdout
+    proc = _with_harness(script, "--plugin", str(other / "renamed.py"), cwd=moved)
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    replay = [sys.executable, "-m", "fuzz", "replay", "--plugin", "renamed.py", str(script)]
+    proc = subprocess.run(replay, capture_output=True, text=True, timeout=300, cwd=other, env=env)
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+    # On sys.path (the folder of a module a user imports from).
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, str(other)])
+    (other / "renamed.py").rename(other / "my_kernels.py")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "replay", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
