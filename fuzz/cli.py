@@ -248,6 +248,11 @@ def _replay_arguments(rp: argparse.ArgumentParser) -> None:
         metavar="N",
         help="replay in N processes side by side (each compiles its own kernels)",
     )
+    rp.add_argument(
+        "--show",
+        action="store_true",
+        help="print each reproducer's inputs and parameters instead of replaying it",
+    )
     rp.add_argument("--no-summary", action="store_true", help=argparse.SUPPRESS)
     _plugin_arg(
         rp,
@@ -836,6 +841,25 @@ def _replay_one(path: Path, backend: str | None, isolate: bool, plugins: Sequenc
         return EXIT_ERROR
 
 
+def _show(files: Sequence[Path]) -> int:
+    """``replay --show``: each file's inputs and parameters (``fuzz.standalone.show``), nothing
+    run; exit status 2 if any file could not be shown, else 0."""
+    from fuzz.reproducer import load
+    from fuzz.standalone import show
+
+    codes = []
+    for f in files:
+        print(f"== {f}", flush=True)
+        try:
+            meta, data = load(f)
+        except Exception as e:
+            print(f"{f}: cannot show: {type(e).__name__}: {e}")
+            codes.append(EXIT_ERROR)
+            continue
+        codes.append(show(meta, data))
+    return EXIT_ERROR if any(codes) else EXIT_OK
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from fuzz.reproducer import sticky_cuda_error
 
@@ -844,6 +868,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not files:
         print("python -m fuzz replay: error: no reproducer files found", file=sys.stderr)
         return EXIT_ERROR
+    if args.show:
+        return _show(files)
     with _stops_interrupt():
         if args.jobs > 1 and len(files) > 1:
             return _replay_in_parallel(args, files)

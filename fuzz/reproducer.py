@@ -101,8 +101,9 @@ hazards:   {hazards}
 {origin}found:     {found} on {device}
 versions:  {versions}
 
-Run it: python {filename} [--backend NAME] [--plugin PATH] [--quiet]{isolate_note}
-Exit status 1 while the failure reproduces, 0 once it does not.
+Run it: python {filename} [--backend NAME] [--plugin PATH] [--quiet] [--show]{isolate_note}
+Exit status 1 while the failure reproduces, 0 once it does not, 2 when it cannot replay here.
+--show prints the inputs and parameters (it needs NumPy only, not the harness).
 """
 
 REPRO = {meta!r}
@@ -111,10 +112,14 @@ DATA = """
 {data}
 """
 
+{standalone}
+
 if __name__ == "__main__":
     import sys
     from pathlib import Path
 
+    if "--show" in sys.argv[1:]:
+        sys.exit(show(REPRO, DATA))
     try:
         import fuzz.reproducer
     except ImportError:
@@ -122,7 +127,10 @@ if __name__ == "__main__":
             if (parent / "fuzz" / "reproducer.py").is_file():
                 sys.path.insert(0, str(parent))
                 break
+    try:
         import fuzz.reproducer
+    except ImportError as e:
+        sys.exit(harness_missing(Path(__file__).name, e))
     sys.exit(fuzz.reproducer.main(REPRO, DATA, sys.argv[1:]))
 '''
 
@@ -230,7 +238,8 @@ def _script(
     isolate: bool,
     filename: str,
 ) -> str:
-    """The reproducer script: its docstring for the reader, ``REPRO`` (``meta``), ``DATA``."""
+    """The reproducer script: its docstring for the reader, ``REPRO`` (``meta``), ``DATA``, and
+    what it does without the harness (``fuzz.standalone``: ``--show``, a missing harness)."""
     return _TEMPLATE.format(
         target=target.name,
         backend=meta["backend"],
@@ -256,7 +265,21 @@ def _script(
         filename=filename,
         meta=_literal_safe(meta),
         data="\n".join(textwrap.wrap(data, 100)),
+        standalone=_standalone_code(),
     )
+
+
+def _standalone_code() -> str:
+    """The code of ``fuzz.standalone`` as a reproducer carries it (without its docstring)."""
+    import ast
+    import inspect
+
+    from fuzz import standalone
+
+    source = inspect.getsource(standalone)
+    first = ast.parse(source).body[1].lineno  # the statement after the module docstring
+    body = "".join(source.splitlines(keepends=True)[first - 1 :]).strip()
+    return f"# What this script does without the harness (fuzz/standalone.py).\n\n{body}\n"
 
 
 def _origin_lines(origin: dict[str, Any] | None) -> list[str]:
@@ -562,7 +585,14 @@ def main(meta: dict[str, Any], data: str, argv: Sequence[str]) -> int:
         help="the plugin that registers the target, where it is now (default: as recorded, "
         "else beside this script or on sys.path)",
     )
+    parser.add_argument(
+        "--show", action="store_true", help="print the inputs and parameters; run nothing"
+    )
     args = parser.parse_args(list(argv))
+    if args.show:
+        from fuzz.standalone import show
+
+        return show(meta, data)
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0].endswith(".py") else None
     head = f"{meta['target']} on {args.backend or meta['backend']}"
     try:

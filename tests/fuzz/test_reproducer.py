@@ -275,7 +275,7 @@ def test_a_child_replay_stopped_by_sigterm_is_interrupted_not_a_crash(fake_plugi
     assert (code, verdict) == (2, "interrupted (the replay process was stopped by SIGTERM)")
 
 
-# Handed on: a reproducer whose plugin moved ----------------------------------------------------
+# Handed on: a reproducer copied elsewhere, its plugin moved, read without the harness ----------
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -291,6 +291,60 @@ def _with_harness(path, *args, cwd):
         cwd=cwd,
         env=env,
     )
+
+
+def _without_harness(path, *args, cwd, numpy=True):
+    """``python PATH ARGS`` where ``fuzz`` cannot be imported: no site-packages (``-S``: not the
+    editable install of any checkout either), NumPy alone on the path (or nothing)."""
+    import numpy as np
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    if numpy:
+        only = cwd.parent / "numpy-only"
+        only.mkdir(exist_ok=True)
+        if not (only / "numpy").exists():
+            (only / "numpy").symlink_to(os.path.dirname(np.__file__))
+        env["PYTHONPATH"] = str(only)
+    return subprocess.run(
+        [sys.executable, "-S", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def test_a_copied_reproducer_replays_where_the_harness_is_and_says_what_is_missing_elsewhere(
+    fake_plugin, fake_profile, tmp_path
+):
+    import shutil
+
+    result = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path / "found")
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    script = shutil.copy(result.found["nan"].reproducer, empty / "bug.py")
+    proc = _with_harness(script, cwd=empty)
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+    # Without the harness: exit 2 (cannot replay, never 1: "still failing"), one line.
+    proc = _without_harness(script, cwd=empty)
+    said = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 2 and len(said) == 1, proc.stdout + proc.stderr
+    assert said[0].startswith("bug.py: cannot replay: ModuleNotFoundError: No module named 'fuzz'")
+    assert "--show prints the case without it" in said[0]
+    # --show needs NumPy only: the inputs as Python that gives back the recorded arrays.
+    proc = _without_harness(script, "--show", cwd=empty)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "fake_double_nan on fake -> nan (oracle)" in proc.stdout
+    code = proc.stdout.split("# the inputs, as Python\n", 1)[1]
+    namespace = {}
+    exec(code, namespace)
+    recorded = result.found["nan"].case.inputs["x"]
+    assert namespace["x"].dtype == recorded.dtype
+    assert np.array_equal(namespace["x"].view(np.uint32), recorded.view(np.uint32))
+    proc = _without_harness(script, "--show", cwd=empty, numpy=False)
+    said = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 2 and len(said) == 1 and "--show needs NumPy" in said[0], said
 
 
 MOVABLE = """
@@ -344,3 +398,15 @@ def test_a_moved_plugin_is_found_beside_its_reproducer_or_given_with_plugin(
         env=env,
     )
     assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_replay_show_prints_the_inputs_and_runs_nothing(fake_plugin, fake_profile, tmp_path):
+    from fuzz import cli
+
+    found = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path).found["nan"]
+    broken = tmp_path / "broken.py"
+    broken.write_text("print('not a reproducer')\n")
+    args = cli._parser().parse_args(["replay", "--show", str(found.reproducer)])
+    assert cli.cmd_replay(args) == 0
+    args = cli._parser().parse_args(["replay", "--show", str(tmp_path)])
+    assert cli.cmd_replay(args) == 2  # the broken file: cannot show
