@@ -4,7 +4,9 @@ The file embeds the shrunk inputs (``.npz``, zlib-compressed, base64; no pickle)
 backend, profile parameters, the property parameters that were drawn, the tolerance, versions and
 device. Running it replays the case with every property and prints the class, the error and where
 it is; it exits 1 while a failure reproduces and 0 once it does not. ``--backend NAME`` replays on
-another backend (a bug seen on the GPU, replayed in the interpreter).
+another backend (a bug seen on the GPU, replayed in the interpreter). Beside it, ``NAME.md`` holds
+its issue text (``fuzz.issue``): the failure described for a kernel's maintainer, who need not run
+anything; :func:`remove` takes both away.
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ versions:  {versions}
 
 Run it: python {filename} [--backend NAME] [--plugin PATH] [--quiet] [--show]{isolate_note}
 Exit status 1 while the failure reproduces, 0 once it does not, 2 when it cannot replay here.
---show prints the inputs and parameters (it needs NumPy only, not the harness).
+--show prints the inputs (NumPy alone; no harness needed); {issue} beside it describes the
+failure for a kernel's maintainer.
 """
 
 REPRO = {meta!r}
@@ -171,9 +174,56 @@ def write(
     )
     name = f"{target.name}__{backend}__{finding.cls}__{meta['signature']}.py"
     path = Path(directory) / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    text = _script(meta, target, case, finding, data, isolate=isolate, filename=path.name)
-    atomic_write_text(path, text, executable=True)
+    issue = issue_path(path)
+    text = _script(
+        meta, target, case, finding, data, isolate=isolate, filename=path.name, issue=issue.name
+    )
+    # The issue text first: a disk that fills between the two leaves no script without it, and
+    # a script that cannot be written takes its issue text with it.
+    atomic_write_text(issue, _issue_text(meta, target, case, finding, path.name))
+    try:
+        atomic_write_text(path, text, executable=True)
+    except BaseException:
+        issue.unlink(missing_ok=True)
+        raise
     return path
+
+
+def issue_path(path: str | os.PathLike[str]) -> Path:
+    """The issue text written beside the reproducer at ``path`` (``NAME.md`` beside ``NAME.py``):
+    the failure described for a kernel's maintainer, who need not run anything
+    (``fuzz.issue``)."""
+    return Path(path).with_suffix(".md")
+
+
+def companions(path: str | os.PathLike[str]) -> list[Path]:
+    """The files written with the reproducer at ``path`` that exist (its issue text): what goes
+    where the script goes (copied with it, removed with it)."""
+    return [p for p in (issue_path(path),) if p.is_file()]
+
+
+def remove(path: str | os.PathLike[str]) -> None:
+    """Removes the reproducer at ``path`` and its companions (its issue text); what is not there
+    is skipped."""
+    Path(path).unlink(missing_ok=True)
+    issue_path(path).unlink(missing_ok=True)
+
+
+def _issue_text(
+    meta: dict[str, Any], target: Target, case: Case, finding: Finding, script: str
+) -> str:
+    """The issue text of a reproducer (``fuzz.issue``). Never the reason a reproducer is lost:
+    where it cannot be made, it says why and points at the script."""
+    from fuzz import issue
+
+    try:
+        return issue.text(meta, target, case, finding, script=script)
+    except Exception as e:
+        return (
+            f"# {target.name}: {finding.cls} on {meta['backend']}\n\n{finding.message}\n\n"
+            f"(the issue text could not be written: {type(e).__name__}: {e}; "
+            f"`python {script} --show` prints the inputs, `python {script}` replays it)\n"
+        )
 
 
 def _meta(
@@ -237,6 +287,7 @@ def _script(
     *,
     isolate: bool,
     filename: str,
+    issue: str,
 ) -> str:
     """The reproducer script: its docstring for the reader, ``REPRO`` (``meta``), ``DATA``, and
     what it does without the harness (``fuzz.standalone``: ``--show``, a missing harness)."""
@@ -263,6 +314,7 @@ def _script(
         device=meta["device"],
         versions=", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
         filename=filename,
+        issue=issue,
         meta=_literal_safe(meta),
         data="\n".join(textwrap.wrap(data, 100)),
         standalone=_standalone_code(),

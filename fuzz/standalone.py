@@ -3,7 +3,8 @@ that cannot import the harness says so in one line (exit status 2).
 
 Every reproducer carries this module's code after its ``DATA`` (``fuzz.reproducer`` copies it
 in), so it needs NumPy and the standard library only, and no ``from __future__`` import (which
-would have to open the script).
+would have to open the script). The issue text beside each reproducer (``fuzz.issue``) writes
+its inputs with :func:`assignment` too, so both show the same literals.
 """
 
 import base64

@@ -101,6 +101,8 @@ def test_replay_prints_the_origin_and_the_hazards(tmp_path, capsys):
     )
     text = path.read_text()
     assert "origin: overflow in `tl.exp(s)` at <mutant no_rowmax of kernels.softmax.triton>" in text
+    issue = reproducer.issue_path(path).read_text()  # the issue text beside it names it too
+    assert "## Where the NaN is born\n\n```\norigin: overflow in `tl.exp(s)` at <mutant" in issue
     meta, data = reproducer.load(path)
     assert reproducer.report_replay(meta, data) == 1
     out = capsys.readouterr().out

@@ -410,3 +410,13 @@ def test_replay_show_prints_the_inputs_and_runs_nothing(fake_plugin, fake_profil
     assert cli.cmd_replay(args) == 0
     args = cli._parser().parse_args(["replay", "--show", str(tmp_path)])
     assert cli.cmd_replay(args) == 2  # the broken file: cannot show
+
+
+def test_remove_takes_the_issue_text_with_the_script(fake_plugin, fake_profile, tmp_path):
+    found = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path).found["nan"]
+    issue = reproducer.issue_path(found.reproducer)
+    assert issue.name == found.reproducer.stem + ".md" and issue.is_file()
+    assert reproducer.companions(found.reproducer) == [issue]
+    reproducer.remove(found.reproducer)
+    assert not found.reproducer.exists() and not issue.exists()
+    reproducer.remove(found.reproducer)  # nothing left: nothing to do
