@@ -473,9 +473,7 @@ def _campaign_config(
     )
     targets = select(args.targets, mutants=None if args.mutants else False)
     if not targets:
-        console.print(
-            f"[red]--targets={args.targets!r} matches no target[/red] (see python -m fuzz list)"
-        )
+        console.print(f"[red]--targets={args.targets!r} matches no target[/red] {_hint(args)}")
         return None
     backend_names = _select_backends(args.backends, profile.backends)
     coordinator_probes()  # this process coordinates; its workers use the GPUs
@@ -526,6 +524,16 @@ def _campaign_config(
         triage=not args.no_triage,
     )
     return config, db_problems
+
+
+def _hint(args: argparse.Namespace) -> str:
+    """What to do about ``--targets`` that matched no target: add ``--mutants`` where it
+    matches mutants only, else look at the list."""
+    from fuzz.target import select
+
+    if not args.mutants and select(args.targets, mutants=True):
+        return "but mutants (they run with --mutants: add --mutants)"
+    return "(see python -m fuzz list)"
 
 
 def _runnable_backends(names: Sequence[str], console: Any) -> list[str]:
