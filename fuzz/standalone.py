@@ -79,7 +79,7 @@ def assignment(name: str, a: Any, dtype: str) -> str:
         return (
             f"# {name}: {summary(a, dtype)}: more than {INLINE_LIMIT:,} elements, not written out"
         )
-    held = "float32" if dtype == "bfloat16" else dtype
+    held = {"bfloat16": "float32", "bool": "bool_"}.get(dtype, dtype)  # NumPy's names (1.x too)
     if a.size == 0:
         literal = f"np.zeros({tuple(shape)!r}, dtype=np.{held})"
     else:
