@@ -220,7 +220,8 @@ def _issue_text(
         return issue.text(meta, target, case, finding, script=script)
     except Exception as e:
         return (
-            f"# {target.name}: {finding.cls} on {meta['backend']}\n\n{finding.message}\n\n"
+            f"# {target.name} on {meta['backend']}: {finding.cls} ({finding.prop})\n\n"
+            f"> {finding.message}\n\n"
             f"(the issue text could not be written: {type(e).__name__}: {e}; "
             f"`python {script} --show` prints the inputs, `python {script}` replays it)\n"
         )
@@ -667,15 +668,10 @@ def load_plugins(specs: Sequence[str]) -> None:
     """Loads the plugins given on a replay's command line (``--plugin``), before the one its
     reproducer recorded (which they replace where they register its target); a plugin that
     fails to import is a ``ValueError`` naming it."""
-    from fuzz.target import load_plugin
+    from fuzz.cli import load_plugin_checked
 
     for spec in specs:
-        try:
-            load_plugin(spec)
-        except ValueError:
-            raise  # the loader's own message names the plugin
-        except (Exception, SystemExit) as e:
-            raise ValueError(f"--plugin={spec!r} failed to import: {type(e).__name__}: {e}") from e
+        load_plugin_checked(spec)
 
 
 def _signal_name(code: int) -> str:

@@ -214,3 +214,20 @@ def test_a_plugins_call_is_the_one_its_kernel_receives(tmp_path):
     assert kw.keys() == got_kw.keys() and kw["scale"] == got_kw["scale"]
     assert kw["causal"] == got_kw["causal"]
     assert np.array_equal(kw["key_lengths"], got_kw["key_lengths"].numpy())
+
+
+def test_an_issue_text_that_cannot_be_made_never_costs_the_reproducer(tmp_path, monkeypatch):
+    from fuzz import issue
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a family without values (injected fault)")
+
+    monkeypatch.setattr(issue, "text", broken)
+    case = Case(
+        {"x": np.ones((1, 2), np.float32)},
+        {"dtype": "float32", "scale": None, "block_m": 8, "block_n": 16},
+    )
+    path, text = _write(tmp_path, get("softmax"), case, Finding("accuracy", "oracle", "off"))
+    assert path.is_file() and reproducer.load(path)[0]["target"] == "softmax"
+    assert text.startswith("# softmax on triton-interpret: accuracy (oracle)\n\n> off\n")
+    assert "the issue text could not be written: RuntimeError: a family without values" in text
