@@ -68,13 +68,12 @@ def _merge_arguments(mg: argparse.ArgumentParser) -> None:
     )
 
 
-def _plugin_arg(sp: argparse.ArgumentParser) -> None:
+def _plugin_arg(
+    sp: argparse.ArgumentParser,
+    help_text: str = "register extra targets from a .py file or module (repeatable)",
+) -> None:
     sp.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="FILE_OR_MODULE",
-        help="register extra targets from a .py file or module (repeatable)",
+        "--plugin", action="append", default=[], metavar="FILE_OR_MODULE", help=help_text
     )
 
 
@@ -249,8 +248,18 @@ def _replay_arguments(rp: argparse.ArgumentParser) -> None:
         metavar="N",
         help="replay in N processes side by side (each compiles its own kernels)",
     )
+    rp.add_argument(
+        "--show",
+        action="store_true",
+        help="print each reproducer's inputs and parameters instead of replaying it",
+    )
     rp.add_argument("--no-summary", action="store_true", help=argparse.SUPPRESS)
-    _plugin_arg(rp)
+    _plugin_arg(
+        rp,
+        "the plugin that registers a reproducer's target, where it is now: it takes the place of "
+        "the one the reproducer recorded (repeatable; default: the recorded one, else one of its "
+        "name beside the reproducer or on sys.path)",
+    )
 
 
 def _load_plugins(specs: Sequence[str]) -> None:
@@ -465,9 +474,7 @@ def _campaign_config(
     )
     targets = select(args.targets, mutants=None if args.mutants else False)
     if not targets:
-        console.print(
-            f"[red]--targets={args.targets!r} matches no target[/red] (see python -m fuzz list)"
-        )
+        console.print(f"[red]--targets={args.targets!r} matches no target[/red] {_hint(args)}")
         return None
     backend_names = _select_backends(args.backends, profile.backends)
     coordinator_probes()  # this process coordinates; its workers use the GPUs
@@ -518,6 +525,16 @@ def _campaign_config(
         triage=not args.no_triage,
     )
     return config, db_problems
+
+
+def _hint(args: argparse.Namespace) -> str:
+    """What to do about ``--targets`` that matched no target: add ``--mutants`` where it
+    matches mutants only, else look at the list."""
+    from fuzz.target import select
+
+    if not args.mutants and select(args.targets, mutants=True):
+        return "but mutants (they run with --mutants: add --mutants)"
+    return "(see python -m fuzz list)"
 
 
 def _runnable_backends(names: Sequence[str], console: Any) -> list[str]:
@@ -817,16 +834,39 @@ def _replay_in_parallel(args: argparse.Namespace, files: list[Path]) -> int:
     return status
 
 
-def _replay_one(path: Path, backend: str | None, isolate: bool) -> int:
-    """Replays one file and prints its verdict; any error is this file's "cannot replay"."""
+def _replay_one(path: Path, backend: str | None, isolate: bool, plugins: Sequence[str]) -> int:
+    """Replays one file and prints its verdict; any error is this file's "cannot replay".
+    ``plugins``: those given with ``--plugin`` (loaded), which take the place of the plugin a
+    reproducer recorded where they register its target."""
     from fuzz.reproducer import load, report_replay
 
     try:
         meta, data = load(path)
-        return report_replay(meta, data, backend=backend, path=path, isolate=isolate)
+        return report_replay(
+            meta, data, backend=backend, path=path, isolate=isolate, plugins=plugins
+        )
     except Exception as e:
         print(f"{path}: cannot replay: {type(e).__name__}: {e}")
         return EXIT_ERROR
+
+
+def _show(files: Sequence[Path]) -> int:
+    """``replay --show``: each file's inputs and parameters (``fuzz.standalone.show``), nothing
+    run; exit status 2 if any file could not be shown, else 0."""
+    from fuzz.reproducer import load
+    from fuzz.standalone import show
+
+    codes = []
+    for f in files:
+        print(f"== {f}", flush=True)
+        try:
+            meta, data = load(f)
+        except Exception as e:
+            print(f"{f}: cannot show: {type(e).__name__}: {e}")
+            codes.append(EXIT_ERROR)
+            continue
+        codes.append(show(meta, data))
+    return EXIT_ERROR if any(codes) else EXIT_OK
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -837,6 +877,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not files:
         print("python -m fuzz replay: error: no reproducer files found", file=sys.stderr)
         return EXIT_ERROR
+    if args.show:
+        return _show(files)
     with _stops_interrupt():
         if args.jobs > 1 and len(files) > 1:
             return _replay_in_parallel(args, files)
@@ -846,7 +888,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             for f in files:
                 print(f"== {f}", flush=True)
                 with _capture() as out:
-                    codes.append(_replay_one(f, args.backend, context_lost))
+                    codes.append(_replay_one(f, args.backend, context_lost, args.plugin))
                 # A replay that lost this process's CUDA context (an illegal address it was not
                 # recorded for): every later one replays in a child process, or all would "crash".
                 context_lost = context_lost or sticky_cuda_error(out.getvalue())

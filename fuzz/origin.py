@@ -75,7 +75,15 @@ def trace_finding(
     property derived from ``case`` (masked keys poisoned, a constant added). The case is checked
     again with the recorded property ``params`` while every launched input set is recorded, and
     each is traced in launch order until one shows an origin.
+
+    That check is a diagnosis of an example already checked, not an example: it reports no
+    ``error / tolerance`` to Hypothesis (``Search.targeting`` off). A campaign traces a finding
+    as it streams it, inside the Hypothesis test that found it, where the example's own check
+    has reported that score and a second report of one label is refused (``InvalidArgument:
+    Calling target(..., label='y: error / tolerance') would overwrite ...``).
     """
+    import dataclasses
+
     from fuzz.backends import get_backend
     from fuzz.properties import Context, check_case
 
@@ -89,7 +97,13 @@ def trace_finding(
 
     Context.launch = spy  # type: ignore[method-assign,assignment]
     try:
-        check_case(target, get_backend(backend), case, params=params or {})
+        quiet = dataclasses.replace(target.search, targeting=False)
+        check_case(
+            dataclasses.replace(target, search=quiet),
+            get_backend(backend),
+            case,
+            params=params or {},
+        )
     finally:
         Context.launch = original  # type: ignore[method-assign]
     distinct: list[Case] = []

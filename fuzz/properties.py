@@ -184,6 +184,22 @@ class Stats:
             self.twin_seconds += launch.seconds
 
 
+@dataclass(frozen=True)
+class RunsCompared:
+    """Two runs of one output that a property compared and found apart: ``got``, of a launch
+    it derived (``what``: "the run with 64 added to x"), against ``want``, the clean run's,
+    within ``tolerance`` per element (None: bit for bit). What a picture of the finding shows
+    (``fuzz.campaign.plots.error_maps``): the oracle's view of the clean run is not the failure
+    of a metamorphic property."""
+
+    prop: str
+    what: str
+    output: str
+    got: np.ndarray
+    want: np.ndarray
+    tolerance: np.ndarray | float | None
+
+
 class Context:
     """One case on one backend, with everything properties share."""
 
@@ -221,6 +237,15 @@ class Context:
         # Compile seconds of the launches of the case itself on its own backend (the clean run,
         # its repeats), not of those its properties derive: what its structure costs to compile.
         self.own_compile_seconds = 0.0
+        # The runs each property found apart (:func:`runs_agree`), and the failure the check of
+        # this case returned (``Outcome.finding``): together, what its picture shows.
+        self.compared: dict[str, RunsCompared] = {}
+        self.failure: Finding | None = None
+
+    def failed_comparison(self) -> RunsCompared | None:
+        """The two runs whose difference is the failure this case's check returned, where it
+        is a comparison of runs (a metamorphic property); None where it is not (the oracle's)."""
+        return None if self.failure is None else self.compared.get(self.failure.prop)
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, computed once per context (one case on one backend) and kept with it: what
@@ -663,6 +688,10 @@ def _differing_run(ctx: Context, other: Launch, runs: int) -> Finding | None:
     for name in ctx.oracle:
         d = compare_runs(other.outputs[name], ctx.clean.outputs[name])
         if d is not None:
+            what = f"run {runs} of the same inputs"
+            ctx.compared["determinism"] = RunsCompared(
+                "determinism", what, name, other.outputs[name], ctx.clean.outputs[name], None
+            )
             return ctx.finding(
                 F.NONDETERMINISM,
                 "determinism",
@@ -817,6 +846,7 @@ def runs_agree(
     d = compare_runs(got, want, tol)
     if d is None:
         return None
+    ctx.compared[prop] = RunsCompared(prop, f"the run {what}", name, got, want, tol)
     at = d.index if where is None else where(d.index)
     oracle = ctx.oracle.get(name)
     details = {**details, "clean_value": d.want, "differing": d.count}
@@ -983,6 +1013,10 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
     for name in ctx.oracle:
         d = compare_runs(launch.outputs[name], ctx.clean.outputs[name])
         if d is not None:
+            what = f"the run with masked inputs = {value}"
+            ctx.compared["masked-poison"] = RunsCompared(
+                "masked-poison", what, name, launch.outputs[name], ctx.clean.outputs[name], None
+            )
             return ctx.finding(
                 F.MASKING,
                 "masked-poison",
@@ -1033,6 +1067,14 @@ def _backend_agreement(ctx: Context, draw: Any) -> Finding | None:
         tol = ctx.bound(name) * ctx.target.tolerance_for(name).divergence_factor
         d = compare_runs(other.outputs[name], ctx.clean.outputs[name], tol)
         if d is not None:
+            ctx.compared["backend-agreement"] = RunsCompared(
+                "backend-agreement",
+                f"the run on {twin.name}",
+                name,
+                other.outputs[name],
+                ctx.clean.outputs[name],
+                tol,
+            )
             idx, oracle = d.index, float(ctx.oracle[name][d.index])
             return ctx.finding(
                 F.DIVERGENCE,
@@ -1238,9 +1280,11 @@ def _check_properties(
         ):
             if first is not None:  # what the case failed first: it is an example of that too
                 finding.details["fails_first"] = F.bug_key(first)
+            ctx.failure = finding
             return Outcome(finding, used, ctx, declined, spared)
         if first is None:
             first = finding
+    ctx.failure = first
     return Outcome(first, used, ctx, declined, spared)
 
 

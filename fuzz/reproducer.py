@@ -4,7 +4,9 @@ The file embeds the shrunk inputs (``.npz``, zlib-compressed, base64; no pickle)
 backend, profile parameters, the property parameters that were drawn, the tolerance, versions and
 device. Running it replays the case with every property and prints the class, the error and where
 it is; it exits 1 while a failure reproduces and 0 once it does not. ``--backend NAME`` replays on
-another backend (a bug seen on the GPU, replayed in the interpreter).
+another backend (a bug seen on the GPU, replayed in the interpreter). Beside it, ``NAME.md`` holds
+its issue text (``fuzz.issue``): the failure described for a kernel's maintainer, who need not run
+anything; :func:`remove` takes both away.
 """
 
 from __future__ import annotations
@@ -101,8 +103,10 @@ hazards:   {hazards}
 {origin}found:     {found} on {device}
 versions:  {versions}
 
-Run it: python {filename} [--backend NAME] [--quiet]{isolate_note}
-Exit status 1 while the failure reproduces, 0 once it does not.
+Run it: python {filename} [--backend NAME] [--plugin PATH] [--quiet] [--show]{isolate_note}
+Exit status 1 while the failure reproduces, 0 once it does not, 2 when it cannot replay here.
+--show prints the inputs (NumPy alone; no harness needed); {issue} beside it describes the
+failure for a kernel's maintainer.
 """
 
 REPRO = {meta!r}
@@ -111,10 +115,14 @@ DATA = """
 {data}
 """
 
+{standalone}
+
 if __name__ == "__main__":
     import sys
     from pathlib import Path
 
+    if "--show" in sys.argv[1:]:
+        sys.exit(show(REPRO, DATA))
     try:
         import fuzz.reproducer
     except ImportError:
@@ -122,7 +130,10 @@ if __name__ == "__main__":
             if (parent / "fuzz" / "reproducer.py").is_file():
                 sys.path.insert(0, str(parent))
                 break
+    try:
         import fuzz.reproducer
+    except ImportError as e:
+        sys.exit(harness_missing(Path(__file__).name, e))
     sys.exit(fuzz.reproducer.main(REPRO, DATA, sys.argv[1:]))
 '''
 
@@ -163,9 +174,57 @@ def write(
     )
     name = f"{target.name}__{backend}__{finding.cls}__{meta['signature']}.py"
     path = Path(directory) / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    text = _script(meta, target, case, finding, data, isolate=isolate, filename=path.name)
-    atomic_write_text(path, text, executable=True)
+    issue = issue_path(path)
+    text = _script(
+        meta, target, case, finding, data, isolate=isolate, filename=path.name, issue=issue.name
+    )
+    # The issue text first: a disk that fills between the two leaves no script without it, and
+    # a script that cannot be written takes its issue text with it.
+    atomic_write_text(issue, _issue_text(meta, target, case, finding, path.name))
+    try:
+        atomic_write_text(path, text, executable=True)
+    except BaseException:
+        issue.unlink(missing_ok=True)
+        raise
     return path
+
+
+def issue_path(path: str | os.PathLike[str]) -> Path:
+    """The issue text written beside the reproducer at ``path`` (``NAME.md`` beside ``NAME.py``):
+    the failure described for a kernel's maintainer, who need not run anything
+    (``fuzz.issue``)."""
+    return Path(path).with_suffix(".md")
+
+
+def companions(path: str | os.PathLike[str]) -> list[Path]:
+    """The files written with the reproducer at ``path`` that exist (its issue text): what goes
+    where the script goes (copied with it, removed with it)."""
+    return [p for p in (issue_path(path),) if p.is_file()]
+
+
+def remove(path: str | os.PathLike[str]) -> None:
+    """Removes the reproducer at ``path`` and its companions (its issue text); what is not there
+    is skipped."""
+    Path(path).unlink(missing_ok=True)
+    issue_path(path).unlink(missing_ok=True)
+
+
+def _issue_text(
+    meta: dict[str, Any], target: Target, case: Case, finding: Finding, script: str
+) -> str:
+    """The issue text of a reproducer (``fuzz.issue``). Never the reason a reproducer is lost:
+    where it cannot be made, it says why and points at the script."""
+    from fuzz import issue
+
+    try:
+        return issue.text(meta, target, case, finding, script=script)
+    except Exception as e:
+        return (
+            f"# {target.name} on {meta['backend']}: {finding.cls} ({finding.prop})\n\n"
+            f"> {finding.message}\n\n"
+            f"(the issue text could not be written: {type(e).__name__}: {e}; "
+            f"`python {script} --show` prints the inputs, `python {script}` replays it)\n"
+        )
 
 
 def _meta(
@@ -229,8 +288,10 @@ def _script(
     *,
     isolate: bool,
     filename: str,
+    issue: str,
 ) -> str:
-    """The reproducer script: its docstring for the reader, ``REPRO`` (``meta``), ``DATA``."""
+    """The reproducer script: its docstring for the reader, ``REPRO`` (``meta``), ``DATA``, and
+    what it does without the harness (``fuzz.standalone``: ``--show``, a missing harness)."""
     return _TEMPLATE.format(
         target=target.name,
         backend=meta["backend"],
@@ -254,9 +315,24 @@ def _script(
         device=meta["device"],
         versions=", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
         filename=filename,
+        issue=issue,
         meta=_literal_safe(meta),
         data="\n".join(textwrap.wrap(data, 100)),
+        standalone=_standalone_code(),
     )
+
+
+def _standalone_code() -> str:
+    """The code of ``fuzz.standalone`` as a reproducer carries it (without its docstring)."""
+    import ast
+    import inspect
+
+    from fuzz import standalone
+
+    source = inspect.getsource(standalone)
+    first = ast.parse(source).body[1].lineno  # the statement after the module docstring
+    body = "".join(source.splitlines(keepends=True)[first - 1 :]).strip()
+    return f"# What this script does without the harness (fuzz/standalone.py).\n\n{body}\n"
 
 
 def _origin_lines(origin: dict[str, Any] | None) -> list[str]:
@@ -407,30 +483,87 @@ def replay_attempts(meta: dict[str, Any]) -> int:
 
 
 def replay(
-    meta: dict[str, Any], data: str, *, backend: str | None = None, attempts: int | None = None
+    meta: dict[str, Any],
+    data: str,
+    *,
+    backend: str | None = None,
+    attempts: int | None = None,
+    path: str | os.PathLike[str] | None = None,
 ) -> Any:
     """Runs the recorded case again, up to ``attempts`` times (default
-    :func:`replay_attempts`) until it fails; returns the :class:`fuzz.properties.Outcome`."""
+    :func:`replay_attempts`) until it fails; returns the :class:`fuzz.properties.Outcome`.
+    ``path``: the reproducer's file, where its plugin is looked for once moved
+    (:func:`plugin_path`)."""
     attempts = replay_attempts(meta) if attempts is None else max(1, attempts)
     outcome = None
     for _ in range(attempts):
-        outcome = _replay_once(meta, data, backend=backend)
+        outcome = _replay_once(meta, data, backend=backend, path=path)
         if outcome.finding is not None:
             break
     return outcome
 
 
-def _prepare(meta: dict[str, Any], data: str, backend: str | None) -> tuple[Any, Any, Case]:
-    """(target, backend, case) of a reproducer; raises what makes it impossible to replay here
-    (another format, a plugin that does not import, an unknown target or backend, a backend not
-    available here, data that does not decode) before anything runs."""
-    from fuzz.backends import get_backend
+def _is_file_spec(spec: str) -> bool:
+    """Whether plugin ``spec`` names a file (as ``fuzz.target.load_plugin`` tells), not a
+    module."""
+    return spec.endswith(".py") or os.sep in spec or "/" in spec
+
+
+def plugin_path(spec: str, script: str | os.PathLike[str] | None = None) -> str:
+    """Where the plugin a reproducer recorded (``spec``: the absolute path of its file, or a
+    module name) is here: as recorded where that file exists (or ``spec`` is a module); else a
+    file of its name beside the reproducer (``script``), else in a folder of ``sys.path``.
+
+    Raises:
+        ValueError: none of them holds it; the message names the places and ``--plugin``.
+    """
+    if not _is_file_spec(spec) or os.path.isfile(spec):
+        return spec
+    name = os.path.basename(spec)
+    places = [Path(script).resolve().parent] if script is not None else []
+    places += [Path(p or os.getcwd()) for p in sys.path if isinstance(p, str)]
+    for place in places:
+        if (place / name).is_file():
+            return str(place / name)
+    beside = f", nor beside the reproducer ({places[0]})" if script is not None else ""
+    raise ValueError(
+        f"its plugin {spec!r} is not there{beside}, nor as {name} in a folder of sys.path: "
+        "give the plugin's place with --plugin PATH"
+    )
+
+
+def _load_recorded_plugin(meta: dict[str, Any], path: str | os.PathLike[str] | None) -> None:
+    """Loads the plugin ``meta`` recorded (:func:`plugin_path`), unless its target is
+    registered already (by a plugin given with ``--plugin``, which takes its place)."""
     from fuzz.target import get, load_plugin
+
+    spec = meta.get("plugin")
+    if not spec:
+        return
+    try:
+        get(meta["target"])
+        return
+    except ValueError:
+        pass
+    load_plugin(plugin_path(spec, path))
+
+
+def _prepare(
+    meta: dict[str, Any],
+    data: str,
+    backend: str | None,
+    path: str | os.PathLike[str] | None = None,
+) -> tuple[Any, Any, Case]:
+    """(target, backend, case) of a reproducer (whose file is ``path``, if known); raises what
+    makes it impossible to replay here (another format, a plugin that cannot be found or does
+    not import, an unknown target or backend, a backend not available here, data that does not
+    decode) before anything runs."""
+    from fuzz.backends import get_backend
+    from fuzz.target import get
 
     if meta.get("format") != FORMAT:
         raise ValueError(f"reproducer format {meta.get('format')!r} is not {FORMAT}")
-    if meta.get("plugin"):
-        load_plugin(meta["plugin"])
+    _load_recorded_plugin(meta, path)
     target = get(meta["target"])
     b = get_backend(backend or meta["backend"])
     reason = b.unavailable_reason()
@@ -454,10 +587,16 @@ def _prepare(meta: dict[str, Any], data: str, backend: str | None) -> tuple[Any,
     return target, b, case
 
 
-def _replay_once(meta: dict[str, Any], data: str, *, backend: str | None = None) -> Any:
+def _replay_once(
+    meta: dict[str, Any],
+    data: str,
+    *,
+    backend: str | None = None,
+    path: str | os.PathLike[str] | None = None,
+) -> Any:
     from fuzz.properties import check_case
 
-    target, b, case = _prepare(meta, data, backend)
+    target, b, case = _prepare(meta, data, backend, path)
     ref_device = meta.get("ref_device", "cpu")
     if ref_device != "cpu":
         from fuzz.backends import cuda_reason
@@ -491,11 +630,48 @@ def main(meta: dict[str, Any], data: str, argv: Sequence[str]) -> int:
         action="store_true",
         help="replay here even if the failure kills or hangs its process",
     )
-    args = parser.parse_args(list(argv))
-    script = Path(sys.argv[0]) if sys.argv and sys.argv[0].endswith(".py") else None
-    return report_replay(
-        meta, data, backend=args.backend, quiet=args.quiet, path=script, in_process=args.in_process
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE_OR_MODULE",
+        help="the plugin that registers the target, where it is now (default: as recorded, "
+        "else beside this script or on sys.path)",
     )
+    parser.add_argument(
+        "--show", action="store_true", help="print the inputs and parameters; run nothing"
+    )
+    args = parser.parse_args(list(argv))
+    if args.show:
+        from fuzz.standalone import show
+
+        return show(meta, data)
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0].endswith(".py") else None
+    head = f"{meta['target']} on {args.backend or meta['backend']}"
+    try:
+        load_plugins(args.plugin)
+    except Exception as e:
+        print(f"{head}: cannot replay: {type(e).__name__}: {e}")
+        return 2
+    return report_replay(
+        meta,
+        data,
+        backend=args.backend,
+        quiet=args.quiet,
+        path=script,
+        in_process=args.in_process,
+        plugins=args.plugin,
+    )
+
+
+def load_plugins(specs: Sequence[str]) -> None:
+    """Loads the plugins given on a replay's command line (``--plugin``), before the one its
+    reproducer recorded (which they replace where they register its target); a plugin that
+    fails to import is a ``ValueError`` naming it."""
+    from fuzz.cli import load_plugin_checked
+
+    for spec in specs:
+        load_plugin_checked(spec)
 
 
 def _signal_name(code: int) -> str:
@@ -519,21 +695,35 @@ _CHILD = (
 
 
 def replay_child(argv: Sequence[str]) -> int:
-    """The child process of :func:`replay_isolated`: ``PATH [--backend NAME]``. It reads the
-    reproducer's ``REPRO`` and ``DATA`` without running the file and replays them here."""
-    path, backend = argv[0], (argv[2] if len(argv) > 2 and argv[1] == "--backend" else None)
+    """The child process of :func:`replay_isolated`: ``PATH [--backend NAME] [--plugin SPEC]...``.
+    It reads the reproducer's ``REPRO`` and ``DATA`` without running the file and replays them
+    here."""
+    path, backend, plugins = argv[0], None, []
+    for option, value in zip(argv[1::2], argv[2::2], strict=False):
+        if option == "--backend":
+            backend = value
+        elif option == "--plugin":
+            plugins.append(value)
     try:
         meta, data = load(path)
+        load_plugins(plugins)
     except Exception as e:
         print(f"{path}: cannot replay: {type(e).__name__}: {e}")
         return 2
-    return report_replay(meta, data, backend=backend, quiet=True, in_process=True)
+    return report_replay(
+        meta, data, backend=backend, quiet=True, in_process=True, path=path, plugins=plugins
+    )
 
 
 def replay_isolated(
-    path: str | os.PathLike[str], *, backend: str | None = None, timeout: float | None = None
+    path: str | os.PathLike[str],
+    *,
+    backend: str | None = None,
+    timeout: float | None = None,
+    plugins: Sequence[str] = (),
 ) -> tuple[int, str]:
-    """Replays the reproducer at ``path`` in a child process; returns (exit status, verdict line).
+    """Replays the reproducer at ``path`` in a child process (which loads ``plugins`` first, as
+    this one did); returns (exit status, verdict line).
 
     The child reads the file's ``REPRO`` and ``DATA`` (it does not run the file) and prints a
     marker when the kernel is about to run. Status 1 (the failure reproduces): the child was
@@ -549,6 +739,8 @@ def replay_isolated(
     import threading
 
     cmd = [sys.executable, "-c", _CHILD, str(path)] + (["--backend", backend] if backend else [])
+    for spec in plugins:
+        cmd += ["--plugin", spec]
     root = str(Path(__file__).resolve().parent.parent)  # the fuzz package's, for the child
     paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     env = {**os.environ, "KERNEL_FUZZ_REPLAY_MARKER": "1", "PYTHONPATH": os.pathsep.join(paths)}
@@ -619,6 +811,7 @@ def report_replay(
     path: str | os.PathLike[str] | None = None,
     in_process: bool = False,
     isolate: bool = False,
+    plugins: Sequence[str] = (),
 ) -> int:
     """Replays and prints the verdict; returns the exit status (1: reproduces, 0: fixed, 2: cannot
     replay or interrupted).
@@ -626,14 +819,17 @@ def report_replay(
     A reproducer recorded as ``isolate`` (its failure kills or hangs the process), or any with
     ``isolate``, replays in a child process when ``path`` is known, unless ``in_process``; what
     makes it impossible to replay here is found in this process first, without a child.
+    ``plugins``: those given on the command line (loaded already), for a child to load too.
     """
     head = f"{meta['target']} on {backend or meta['backend']}"
     if (meta.get("isolate") or isolate) and path is not None and not in_process:
-        return _report_isolated(meta, data, head, backend=backend, quiet=quiet, path=path)
+        return _report_isolated(
+            meta, data, head, backend=backend, quiet=quiet, path=path, plugins=plugins
+        )
     from fuzz.failures import Unsupported
 
     try:
-        outcome = replay(meta, data, backend=backend)
+        outcome = replay(meta, data, backend=backend, path=path)
     except Unsupported as e:
         print(f"{head}: cannot replay: the kernel declines this case (unsupported: {e.reason})")
         return 2
@@ -664,17 +860,21 @@ def _report_isolated(
     backend: str | None,
     quiet: bool,
     path: str | os.PathLike[str],
+    plugins: Sequence[str] = (),
 ) -> int:
     """:func:`report_replay` in a child process (:func:`replay_isolated`), after checking here
     that the file can replay at all."""
     try:
-        _prepare(meta, data, backend)
+        _prepare(meta, data, backend, path)
     except Exception as e:
         print(f"{head}: cannot replay: {type(e).__name__}: {e}")
         return 2
     timeout = meta.get("timeout")
     code, verdict = replay_isolated(
-        path, backend=backend, timeout=None if timeout is None else float(timeout)
+        path,
+        backend=backend,
+        timeout=None if timeout is None else float(timeout),
+        plugins=plugins,
     )
     if verdict.startswith(head):
         verdict = verdict[len(head) :].lstrip(": ")

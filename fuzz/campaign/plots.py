@@ -22,7 +22,7 @@ import numpy as np
 from fuzz.arrays import to_float64
 
 if TYPE_CHECKING:
-    from fuzz.properties import Context
+    from fuzz.properties import Context, RunsCompared
 
 MAX_CELLS = 64  # heatmap cells per side (blocks are max-pooled)
 SPECIAL = -1.0  # grid value of a cell holding NaN/Inf where the oracle differs
@@ -109,7 +109,13 @@ def _round(v: float) -> float:
 
 
 def error_maps(ctx: Context) -> list[dict[str, Any]]:
-    """Error maps of every output of the clean launch in ``ctx`` (none if it crashed)."""
+    """Error maps of the failure of the check in ``ctx``: where it compared two runs (a
+    metamorphic property: shift invariance, GQA = repeated heads...), the derived run against
+    the clean one within the property's tolerance; else every output of the clean launch
+    against the oracle (none if it crashed)."""
+    compared = ctx.failed_comparison()
+    if compared is not None:
+        return [_comparison_map(compared)]
     out: list[dict[str, Any]] = []
     launch = ctx.clean
     if launch.error is not None:
@@ -125,6 +131,33 @@ def error_maps(ctx: Context) -> list[dict[str, Any]]:
             tol = 0.0
         out.append(error_map(name, got, ctx.oracle[name], tol))
     return out
+
+
+def _comparison_map(c: RunsCompared) -> dict[str, Any]:
+    """The error map of two runs a property found apart: ``|got - want| / tolerance``."""
+    tol = _bit_for_bit(c.want) if c.tolerance is None else c.tolerance
+    m = error_map(c.output, c.got, c.want, tol)
+    m["reduced"] += f"; {c.prop}: {c.what} against the clean run"
+    m["compared"] = {"property": c.prop, "run": c.what, "against": "the clean run"}
+    return m
+
+
+def _bit_for_bit(want: np.ndarray) -> np.ndarray:
+    """The tolerance a map of two runs compared bit for bit is drawn with: a quarter of the
+    output dtype's eps relative to the clean value (its smallest normal number at least), so
+    that an element that differs by one unit in the last place is above it (red) and an equal
+    one exact (white)."""
+    from fuzz.arrays import dtype_name, finfo
+
+    w = to_float64(want)
+    try:
+        info = finfo(dtype_name(want.dtype))
+        eps, tiny = info.eps, info.tiny
+    except (ValueError, KeyError):  # not a float output
+        eps, tiny = float(np.finfo(np.float64).eps), float(np.finfo(np.float64).tiny)
+    with np.errstate(invalid="ignore"):
+        scale = np.where(np.isfinite(w), np.maximum(np.abs(w), tiny), tiny)
+    return eps / 4 * scale
 
 
 # Rendering ------------------------------------------------------------------------------------------

@@ -88,7 +88,12 @@ BAD_ARGUMENTS = [
     (["run", "--budget", "soon", "--out", "x"], "--budget='soon' must be a number of seconds"),
     (
         ["run", "--targets", "nothing*", "--out", "{tmp}/new"],
-        "--targets='nothing*' matches no target",
+        "--targets='nothing*' matches no target (see python -m fuzz list)",
+    ),
+    (
+        ["run", "--targets", "softmax_mutant_*", "--out", "{tmp}/new"],
+        "--targets='softmax_mutant_*' matches no target but mutants (they run with --mutants: "
+        "add --mutants)",
     ),
     (["run", "--profile", "warp", "--out", "{tmp}"], "profile='warp' is unknown"),
     (

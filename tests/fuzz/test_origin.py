@@ -3,6 +3,7 @@ division by zero, in Triton's interpreter (NumPy traps) and Pallas interpret mod
 checks); mutants are traced to their mutated line."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -100,6 +101,8 @@ def test_replay_prints_the_origin_and_the_hazards(tmp_path, capsys):
     )
     text = path.read_text()
     assert "origin: overflow in `tl.exp(s)` at <mutant no_rowmax of kernels.softmax.triton>" in text
+    issue = reproducer.issue_path(path).read_text()  # the issue text beside it names it too
+    assert "## Where the NaN is born\n\n```\norigin: overflow in `tl.exp(s)` at <mutant" in issue
     meta, data = reproducer.load(path)
     assert reproducer.report_replay(meta, data) == 1
     out = capsys.readouterr().out
@@ -171,3 +174,31 @@ def test_an_interpreted_pallas_replay_keeps_every_array_on_its_device():
         [sys.executable, "-c", _MIXED_DEVICES], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_finding_traced_inside_the_hypothesis_test_that_found_it_is_traced():
+    """A campaign traces a NaN as it streams the finding, inside the Hypothesis test whose
+    example found it; that example's oracle check had reported ``y: error / tolerance`` to
+    ``hypothesis.target``, and the tracer's own check of it reported it again, which Hypothesis
+    refuses ("origin: not traced (InvalidArgument: Calling target(..., label='y: error /
+    tolerance') would overwrite ...)"), while the same reproducer replayed alone traced it."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    target = get("softmax_mutant_no_rowmax")
+    assert target.search.targeting
+    case = Case({"x": np.array([[80.0, 80.5]], np.float32)}, PARAMS)  # y within the oracle's bound
+    traced = []
+
+    @settings(max_examples=1, database=None, derandomize=True)
+    @given(st.just(case))
+    def search(c):
+        outcome = check_case(
+            target, get_backend("triton-interpret"), c, params={"shift-invariance": 1000.0}
+        )
+        assert outcome.finding is not None and outcome.finding.prop == "shift-invariance"
+        found = SimpleNamespace(finding=outcome.finding, case=c, params=outcome.params)
+        traced.append(origin.of_finding(found, target, "triton-interpret"))
+
+    search()
+    assert traced[0].get("found") and traced[0]["expression"] == "tl.exp(s)", traced[0]

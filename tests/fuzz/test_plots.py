@@ -52,3 +52,59 @@ def test_svgs_are_well_formed():
     m = plots.error_map("o", np.ones((2, 2), np.float32), np.ones((2, 2)), 1e-6)
     ET.fromstring(plots.histogram_svg(m))
     ET.fromstring(plots.bars_svg([("softmax [triton]", 123.4), ("a <b>", 0.0)]))
+
+
+PARAMS = {"dtype": "float32", "scale": None, "block_m": 8, "block_n": 16}
+
+
+def test_a_metamorphic_finding_is_pictured_by_its_failing_comparison():
+    """A shift-invariance finding's heatmap showed the clean run against the oracle (all within
+    tolerance), not the shifted run that differs from it."""
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+    from fuzz.target import get
+
+    backend = get_backend("triton-interpret")
+    case = Case({"x": np.array([[80.0, 80.5]], np.float32)}, PARAMS)  # exp overflows at 1080
+    outcome = check_case(
+        get("softmax_mutant_no_rowmax"), backend, case, params={"shift-invariance": 1000.0}
+    )
+    assert outcome.finding is not None and outcome.finding.prop == "shift-invariance"
+    (m,) = plots.error_maps(outcome.context)
+    assert m["compared"] == {
+        "property": "shift-invariance",
+        "run": "the run with 1000 added to x",
+        "against": "the clean run",
+    }
+    assert m["output"] == "y" and m["shape"] == [1, 2]
+    assert "shift-invariance: the run with 1000 added to x against the clean run" in m["reduced"]
+    assert m["nonfinite"] == 2 and m["grid"] == [[plots.SPECIAL, plots.SPECIAL]]
+    # A failure of the oracle is still pictured against the oracle.
+    scaled = Case({"x": np.array([[1.0, 2.0, 3.0]], np.float32)}, {**PARAMS, "scale": 0.5})
+    outcome = check_case(get("softmax_mutant_scale_twice"), backend, scaled)
+    assert outcome.finding is not None and outcome.finding.prop == "oracle"
+    (m,) = plots.error_maps(outcome.context)
+    assert "compared" not in m and m["max_ratio"] > 1
+
+
+def test_a_bit_for_bit_comparison_is_pictured_element_by_element(fake_plugin):
+    # Masked-out inputs set to NaN leak through `x * mask`: the map shows where (NaN/Inf), and
+    # the elements that kept their bits as exact.
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+    from fuzz.target import get
+
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    case = Case({"x": x, "mask": np.array([[True, False, True]])}, {"dtype": "float32"})
+    outcome = check_case(
+        get("fake_double_masking"), get_backend("fake"), case, params={"masked-poison": "nan"}
+    )
+    assert outcome.finding is not None and outcome.finding.prop == "masked-poison"
+    (m,) = plots.error_maps(outcome.context)
+    assert m["compared"]["property"] == "masked-poison"
+    assert m["grid"] == [[0.0, plots.SPECIAL, 0.0]] and m["exact"] == 2
+    small = np.array([1.0, 1e-40, 0.0], np.float32)
+    one_ulp = np.nextafter(small, np.float32(np.inf))
+    assert (plots.error_ratio(one_ulp, small, plots._bit_for_bit(small)) > 1).all()

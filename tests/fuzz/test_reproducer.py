@@ -100,7 +100,7 @@ def test_a_race_is_replayed_several_times_before_it_counts_as_fixed(monkeypatch)
 
     calls = []
 
-    def once(meta, data, *, backend=None):
+    def once(meta, data, *, backend=None, path=None):
         calls.append(meta["class"])
         failing = meta["class"] == "nondeterminism" and len(calls) == 3  # the race shows once
         return SimpleNamespace(finding=object() if failing else None)
@@ -273,3 +273,150 @@ def test_a_child_replay_stopped_by_sigterm_is_interrupted_not_a_crash(fake_plugi
     load_plugin(str(plugin))
     code, verdict = reproducer.replay_isolated(_crash_reproducer(tmp_path, "fake_stopped"))
     assert (code, verdict) == (2, "interrupted (the replay process was stopped by SIGTERM)")
+
+
+# Handed on: a reproducer copied elsewhere, its plugin moved, read without the harness ----------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _with_harness(path, *args, cwd):
+    """``python PATH ARGS`` from ``cwd`` where only the harness is installed (on PYTHONPATH)."""
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run(
+        [sys.executable, str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def _without_harness(path, *args, cwd, numpy=True):
+    """``python PATH ARGS`` where ``fuzz`` cannot be imported: no site-packages (``-S``: not the
+    editable install of any checkout either), NumPy alone on the path (or nothing)."""
+    import numpy as np
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    if numpy:
+        only = cwd.parent / "numpy-only"
+        only.mkdir(exist_ok=True)
+        if not (only / "numpy").exists():
+            (only / "numpy").symlink_to(os.path.dirname(np.__file__))
+        env["PYTHONPATH"] = str(only)
+    return subprocess.run(
+        [sys.executable, "-S", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def test_a_copied_reproducer_replays_where_the_harness_is_and_says_what_is_missing_elsewhere(
+    fake_plugin, fake_profile, tmp_path
+):
+    import shutil
+
+    result = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path / "found")
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    script = shutil.copy(result.found["nan"].reproducer, empty / "bug.py")
+    proc = _with_harness(script, cwd=empty)
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+    # Without the harness: exit 2 (cannot replay, never 1: "still failing"), one line.
+    proc = _without_harness(script, cwd=empty)
+    said = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 2 and len(said) == 1, proc.stdout + proc.stderr
+    assert said[0].startswith("bug.py: cannot replay: ModuleNotFoundError: No module named 'fuzz'")
+    assert "--show prints the case without it" in said[0]
+    # --show needs NumPy only: the inputs as Python that gives back the recorded arrays.
+    proc = _without_harness(script, "--show", cwd=empty)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "fake_double_nan on fake -> nan (oracle)" in proc.stdout
+    code = proc.stdout.split("# the inputs, as Python\n", 1)[1]
+    namespace = {}
+    exec(code, namespace)
+    recorded = result.found["nan"].case.inputs["x"]
+    assert namespace["x"].dtype == recorded.dtype
+    assert np.array_equal(namespace["x"].view(np.uint32), recorded.view(np.uint32))
+    proc = _without_harness(script, "--show", cwd=empty, numpy=False)
+    said = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 2 and len(said) == 1 and "--show needs NumPy" in said[0], said
+
+
+MOVABLE = """
+import dataclasses
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+register(dataclasses.replace(get("fake_double_nan"), name="fake_movable", source="builtin"))
+"""
+
+
+def test_a_moved_plugin_is_found_beside_its_reproducer_or_given_with_plugin(
+    fake_plugin, fake_profile, tmp_path
+):
+    # A plugin's reproducer recorded the plugin's absolute path: moved, it said "cannot replay:
+    # ValueError: --plugin=...: no such file", and `fuzz replay --plugin NEWPATH` was ignored.
+    from fuzz.target import load_plugin
+
+    first, moved, other = tmp_path / "first", tmp_path / "moved", tmp_path / "elsewhere"
+    for folder in (first, moved, other):
+        folder.mkdir()
+    (first / "my_kernels.py").write_text(MOVABLE.format(fake=FAKE))
+    load_plugin(str(first / "my_kernels.py"))
+    found = hunt(get("fake_movable"), "fake", fake_profile, repro_dir=first).found["nan"]
+    assert reproducer.load(found.reproducer)[0]["plugin"] == str(first / "my_kernels.py")
+    script = found.reproducer.rename(moved / found.reproducer.name)
+    (first / "my_kernels.py").rename(moved / "my_kernels.py")
+    # Beside the script (run from another folder).
+    proc = _with_harness(script, cwd=other)
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+    # Renamed: nowhere to be found; the message says how to give it.
+    (moved / "my_kernels.py").rename(other / "renamed.py")
+    proc = _with_harness(script, cwd=moved)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot replay: ValueError: its plugin" in proc.stdout
+    assert "give the plugin's place with --plugin PATH" in proc.stdout
+    proc = _with_harness(script, "--plugin", str(other / "renamed.py"), cwd=moved)
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    replay = [sys.executable, "-m", "fuzz", "replay", "--plugin", "renamed.py", str(script)]
+    proc = subprocess.run(replay, capture_output=True, text=True, timeout=300, cwd=other, env=env)
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+    # On sys.path (the folder of a module a user imports from).
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, str(other)])
+    (other / "renamed.py").rename(other / "my_kernels.py")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "replay", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 1 and "FAIL nan" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_replay_show_prints_the_inputs_and_runs_nothing(fake_plugin, fake_profile, tmp_path):
+    from fuzz import cli
+
+    found = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path).found["nan"]
+    broken = tmp_path / "broken.py"
+    broken.write_text("print('not a reproducer')\n")
+    args = cli._parser().parse_args(["replay", "--show", str(found.reproducer)])
+    assert cli.cmd_replay(args) == 0
+    args = cli._parser().parse_args(["replay", "--show", str(tmp_path)])
+    assert cli.cmd_replay(args) == 2  # the broken file: cannot show
+
+
+def test_remove_takes_the_issue_text_with_the_script(fake_plugin, fake_profile, tmp_path):
+    found = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path).found["nan"]
+    issue = reproducer.issue_path(found.reproducer)
+    assert issue.name == found.reproducer.stem + ".md" and issue.is_file()
+    assert reproducer.companions(found.reproducer) == [issue]
+    reproducer.remove(found.reproducer)
+    assert not found.reproducer.exists() and not issue.exists()
+    reproducer.remove(found.reproducer)  # nothing left: nothing to do
