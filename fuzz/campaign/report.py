@@ -36,6 +36,7 @@ from xml.sax.saxutils import quoteattr
 
 from fuzz.backends import device_name
 from fuzz.campaign import plots
+from fuzz.failures import is_harness_limit
 from fuzz.files import atomic_write_text
 from fuzz.origin import describe
 from fuzz.reproducer import versions
@@ -516,21 +517,25 @@ def _markdown_hosts(data: dict[str, Any]) -> list[str]:
 def _markdown_declined(results: list[dict[str, Any]]) -> list[str]:
     """The examples (and derived launches) each pair's kernel declined (``fuzz.Unsupported``,
     counted as ``unsupported: <reason>`` events), by reason: never findings, but what was not
-    checked."""
-    rows = [
-        f"| {r['target']} | {r['backend']} | {key.split(': ', 1)[1]} | {n} |"
-        for r in results
-        for key, n in sorted(r.get("events", {}).items())
-        if key.startswith("unsupported: ")
-    ]
-    if not rows:
-        return []
-    head = [
-        "## Declined by the kernels (fuzz.Unsupported)",
-        "",
-        "| target | backend | reason | count |",
-    ]
-    return [*head, "| --- | --- | --- | ---: |", *rows, ""]
+    checked; those the harness declined as its own limit (``fuzz.failures.HarnessLimit``) apart."""
+    kernels: list[str] = []
+    harness: list[str] = []
+    for r in results:
+        for key, n in sorted(r.get("events", {}).items()):
+            if not key.startswith("unsupported: "):
+                continue
+            reason = key.split(": ", 1)[1]
+            row = f"| {r['target']} | {r['backend']} | {reason} | {n} |"
+            (harness if is_harness_limit(reason) else kernels).append(row)
+    lines: list[str] = []
+    for title, rows in (
+        ("Declined by the kernels (fuzz.Unsupported)", kernels),
+        ("Not checked: the harness's own limits (not the kernels')", harness),
+    ):
+        if rows:
+            lines += [f"## {title}", "", "| target | backend | reason | count |"]
+            lines += ["| --- | --- | --- | ---: |", *rows, ""]
+    return lines
 
 
 def _markdown_summary(data: dict[str, Any]) -> list[str]:
