@@ -64,25 +64,73 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
     atomic_write_text(path, text + "\n")
 
 
-def read_previous(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The previous campaign's report at ``path``, as far as triage needs it: (report or None,
-    why it is not used or what of it was skipped, or None). Findings that are not records of a
-    finding (another tool's report.json, a hand edit) are left out, never a crash."""
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None, int]:
+    """(report or None, why it cannot be used or None, how many malformed findings were left
+    out): what :func:`read_report` and :func:`read_previous` say, each in its own words."""
     try:
-        prev = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except FileNotFoundError:
-        return None, None
+        return None, None, 0
     except (OSError, ValueError) as e:
-        return None, f"the previous {path.name} cannot be read ({e}); not triaged against"
-    if not isinstance(prev, dict) or not isinstance(prev.get("findings", []), list):
-        return None, f"the previous {path.name} is not a campaign report; not triaged against"
-    findings = [f for f in prev.get("findings", []) if _is_finding_record(f)]
-    skipped = len(prev.get("findings", [])) - len(findings)
-    started = prev.get("started")
-    prev = {**prev, "findings": findings, "started": started if isinstance(started, str) else None}
+        return None, f"cannot be read ({e})", 0
+    if not isinstance(data, dict) or not isinstance(data.get("findings", []), list):
+        return None, "is not a campaign report", 0
+    findings = [
+        resolve_reproducers(f, path.parent)
+        for f in data.get("findings", [])
+        if _is_finding_record(f)
+    ]
+    skipped = len(data.get("findings", [])) - len(findings)
+    started = data.get("started")
+    data = {**data, "findings": findings, "started": started if isinstance(started, str) else None}
+    return data, None, skipped
+
+
+def read_report(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The campaign report at ``path``, for reading on its own (a merge's input): (report or
+    None, what is wrong with the file or what of it was left out, or None). Findings that are
+    not records of a finding (another tool's report.json, a hand edit) are left out, never a
+    crash; each finding's reproducers are looked for in the folder the report now lives in
+    (:func:`resolve_reproducers`)."""
+    data, why, skipped = _read(path)
+    if why is not None:
+        return None, f"{path} {why}"
     if skipped:
-        return prev, f"{skipped} finding(s) of the previous {path.name} are malformed; skipped"
-    return prev, None
+        return data, f"{skipped} finding(s) of {path} are malformed; left out"
+    return data, None
+
+
+def read_previous(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The previous campaign's report at ``path``, as far as triage needs it (read as
+    :func:`read_report` reads it, its reproducers in the folder it now lives in): (report or
+    None, why it is not used or what of it was skipped, or None)."""
+    data, why, skipped = _read(path)
+    if why is not None:
+        return None, f"the previous {path.name} {why}; not triaged against"
+    if skipped:
+        return data, f"{skipped} finding(s) of the previous {path.name} are malformed; skipped"
+    return data, None
+
+
+def resolve_reproducers(finding: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``finding`` (a record of a report now in ``folder``) with each reproducer path pointing
+    at the folder's own copy (``folder/reproducers/<name>``) where there is one, else as
+    recorded. A report records paths as its campaign saw them; a copied or moved ``--out`` has
+    its reproducers beside it: a campaign into the copy must replay and name its own copy (not
+    the original folder's, which may be deleted), and one into a moved folder finds them."""
+
+    def resolved(path: Any) -> Any:
+        if not isinstance(path, str) or not path:
+            return path
+        own = folder / "reproducers" / Path(path).name
+        return str(own) if own.is_file() else path
+
+    out = dict(finding)
+    if "reproducer" in finding:
+        out["reproducer"] = resolved(finding["reproducer"])
+    if isinstance(finding.get("reproducers"), list):
+        out["reproducers"] = [resolved(p) for p in finding["reproducers"]]
+    return out
 
 
 def _is_finding_record(f: Any) -> bool:
