@@ -245,8 +245,9 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
     verdicts: dict[str, dict[str, Any]] = {}
     for f in (previous or {}).get("findings", []):
         sig = f.get("signature")
-        if sig in current:
-            on = ", ".join(sorted(hosts_of[sig]))
+        now = report.same_bug_in(f, current.values())  # its signature, or one bug with it
+        if now is not None:
+            on = ", ".join(sorted(hosts_of[now["signature"]]))
             verdict = {"status": "fail", "verdict": f"reported failing by {on}"}
         elif sig in fixed:
             verdict = {"status": "pass", "verdict": "a host's replay of it passes now"}

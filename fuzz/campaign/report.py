@@ -40,6 +40,7 @@ from fuzz.failures import is_harness_limit
 from fuzz.files import atomic_write_text
 from fuzz.origin import describe
 from fuzz.reproducer import versions
+from fuzz.signatures import Bug, same_bug, site
 
 REPORT_VERSION = 2
 REPORT_FILES = ("report.json", "report.md", "report.xml", "index.html")
@@ -300,18 +301,24 @@ def _triage(
     verdicts: dict[str, dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(findings, fixed, not re-checked): this campaign's findings deduplicated and marked
-    ``new`` or ``still failing`` against the ``previous`` report, with the previous findings not
-    seen again that their replay (``verdicts``) says still fail; those it says pass (fixed); and
-    those without a verdict."""
+    ``new`` or ``still failing`` against the ``previous`` report (the same bug: one signature,
+    or :func:`same_bug_in`), with the previous findings not seen again that their replay
+    (``verdicts``) says still fail; those it says pass (fixed); and those without a verdict."""
     current = _dedupe(f for r in rows for f in r["findings"])
     prev_findings = {
         f.get("signature"): f for f in (previous or {}).get("findings", []) if f.get("signature")
     }
     fixed, unconfirmed = [], []
+    seen: set[str] = set()
     for sig, f in current.items():
-        f["triage"] = "still failing" if sig in prev_findings else "new"
+        before = same_bug_in(f, prev_findings.values())
+        f["triage"] = "new" if before is None else "still failing"
+        if before is not None:
+            seen.add(before["signature"])
+            if before["signature"] != sig:  # one bug, its minimal example's conditions moved
+                f["previous_signature"] = before["signature"]
     for sig, f in prev_findings.items():
-        if sig in current:
+        if sig in seen:
             continue
         verdict = verdicts.get(f.get("reproducer", ""))
         slim = {
@@ -325,6 +332,44 @@ def _triage(
         else:
             current[sig] = {**f, "triage": "still failing", "replayed": verdict.get("verdict")}
     return _ordered(current.values(), rows), fixed, unconfirmed
+
+
+def _bugs_of(f: dict[str, Any]) -> list[Bug]:
+    """The bug a finding record is, once per set of conditions it is reached through (its
+    ``triggers`` and ``also_triggers``); none for a record without a bug key (an old report's)."""
+    key = f.get("bug_key")
+    if not isinstance(key, str) or not key:
+        return []
+    details = f.get("details")
+    where = site(details.get("origin")) if isinstance(details, dict) else None
+    sets = [f.get("triggers") or [], *(f.get("also_triggers") or [])]
+    return [
+        Bug(key, frozenset(t), str(f.get("signature")), where)
+        for t in sets
+        if isinstance(t, list) and all(isinstance(x, str) for x in t)
+    ]
+
+
+def same_bug_in(
+    finding: dict[str, Any], records: Iterable[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The record of ``records`` (findings of another report) that is the same bug as finding
+    record ``finding``: the one of its signature, else one of its target that
+    ``fuzz.signatures.same_bug`` says is one bug with it (one key, triggers that nest, or a NaN
+    born at one site: a mutant's minimal example found with ``[feature scale]`` tonight and
+    ``[feature scale, partial-tile]`` last night is one bug, still failing). None: no such
+    record."""
+    records = list(records)
+    exact = next((r for r in records if r.get("signature") == finding.get("signature")), None)
+    if exact is not None:
+        return exact
+    mine = _bugs_of(finding)
+    for r in records:
+        if r.get("target") != finding.get("target"):
+            continue
+        if any(same_bug(a, b) for a in mine for b in _bugs_of(r)):
+            return r
+    return None
 
 
 def _ordered(
