@@ -20,9 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
-from fuzz.arrays import bits, dtype_name, is_float, np_dtype
+from fuzz.arrays import DTYPES, dtype_name, finfo, holds_nan, host_dtype, np_dtype, uint_of
+from fuzz.failures import HarnessLimit
 
 # JAX must not grab most of the GPU's memory: torch and the oracles share the device.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -37,28 +39,82 @@ _GUARD_BITS = {
     "bfloat16": 0x7FDA,
     "float64": 0x7FF8DEADBEEF0001,
 }
+_INT_GUARD = -0x5A5A  # a signed type too narrow for it (int8) takes -0x5B, an unsigned one 0xA5...
 POISON_NAN = float("nan")
 POISON_FINITE = -7.75  # exact in every float dtype; a kernel never writes it by chance twice
 
 
 def guard_value(name: str) -> np.ndarray:
-    """One element holding the guard fill of dtype ``name``."""
-    if is_float(name):
-        return np.array([_GUARD_BITS[name]], dtype=bits(np.zeros(1, np_dtype(name))).dtype).view(
-            np_dtype(name)
-        )
-    return np.array([-0x5A5A], dtype=np_dtype(name)) if name != "bool" else np.array([True])
+    """One element holding the guard fill of dtype ``name`` (any of ``fuzz.arrays.DTYPES``: a
+    NaN with a payload of its own for the wide floats, the NaN of a narrow float that has one,
+    an unlikely pattern for the rest).
+
+    Raises:
+        ValueError: ``name`` is not one of ``fuzz.arrays.DTYPES``.
+    """
+    dt = DTYPES.get(name)
+    if dt is None:
+        raise ValueError(f"dtype={name!r} has no guard fill; expected one of {sorted(DTYPES)}")
+    if dt.kind == "float":
+        if name in _GUARD_BITS:
+            raw = np.array([_GUARD_BITS[name]], dtype=uint_of(dt.itemsize))
+            return raw.view(dt.numpy)
+        value = np.nan if holds_nan(name) else -finfo(name).max  # a narrow float's NaN
+        return np.array([value]).astype(dt.numpy)
+    if dt.kind == "bool":
+        return np.array([True])
+    info = ml_dtypes.iinfo(dt.numpy) if dt.kind in ("int", "uint") else None
+    if info is not None and dt.kind == "int":
+        value = next((v for v in (_INT_GUARD, -0x5B) if info.min <= v), info.min)
+        return np.array([value]).astype(dt.numpy)
+    if info is not None:
+        pattern = 0xA5A5A5A5A5A5A5A5 & ((1 << (8 * dt.itemsize)) - 1)
+        return np.array([min(pattern, info.max)], dtype=np.uint64).astype(dt.numpy)
+    return np.array([complex(float("nan"), -0x5A5A)]).astype(dt.numpy)  # complex
+
+
+_TORCH_INTS = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 
 
 def _torch_guard(name: str) -> tuple[Any, Any]:
     """The guard fill of dtype ``name`` as a torch fill value, and the integer dtype to view a
-    float buffer as (so that the NaN payload is written and compared bit for bit), or None."""
+    buffer of it as (so that a float's NaN payload is written and compared bit for bit), or None.
+
+    Raises:
+        HarnessLimit: a dtype the harness cannot guard (torch's complex, bit-container and
+            quantized types): a buffer of it is left unguarded.
+    """
     import torch
 
-    if is_float(name):
-        as_int = {8: torch.int64, 4: torch.int32, 2: torch.int16}[np.dtype(np_dtype(name)).itemsize]
-        return int(_GUARD_BITS[name]), as_int
+    dt = DTYPES.get(name)
+    as_int = None if dt is None else _TORCH_INTS.get(dt.itemsize)
+    if dt is None or as_int is None or dt.kind == "complex":
+        raise HarnessLimit(f"a buffer of dtype {name} cannot be guarded")
+    if dt.kind == "float" or not dt.native:  # compared as raw bits (NaN payloads, int4)
+        raw = guard_value(name).view(np.dtype(as_int))[0]
+        return int(raw), getattr(torch, as_int)
     return guard_value(name)[0].item(), None
+
+
+def poison_tensor(t: Any, fill: float) -> Any:
+    """``t`` (a torch tensor a library allocated) filled with the launch's poison, where its type
+    holds it: ``fill`` for a float (NaN for the clean run, -7.75 for the repeat), -0x5A5A for a
+    signed integer (-0x5B for int8), nothing for the rest (bool, uint8 and the other unsigned
+    types, complex, torch's bit containers, packed and quantized types: the poison has no value
+    there, or torch cannot fill them). Never raises for a type torch allocated."""
+    import torch
+
+    with torch.no_grad():
+        try:
+            if t.is_floating_point():
+                t.fill_(fill)
+            elif not t.is_complex() and t.dtype != torch.bool:
+                info = torch.iinfo(t.dtype)
+                if info.min < 0:  # signed
+                    t.fill_(_INT_GUARD if info.min <= _INT_GUARD else -0x5B)
+        except (TypeError, RuntimeError, NotImplementedError):
+            pass  # a type torch cannot fill or describe (float4_e2m1fn_x2, bits8, uint3, qint8)
+    return t
 
 
 @dataclass
@@ -109,19 +165,36 @@ class TorchAdapter(Adapter):
             # A CPU tensor shares the array's memory: a read-only array (a cached case input) is
             # copied, so that a kernel writing into its inputs cannot change the case itself.
             a = a.copy()
-        if name == "bfloat16":
-            t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+        held = DTYPES.get(name)
+        if held is not None and not held.native:  # ml_dtypes' (bfloat16, float8): by its bits
+            tt = getattr(torch, name, None)
+            as_int = _TORCH_INTS.get(a.dtype.itemsize)
+            if not isinstance(tt, torch.dtype) or as_int is None or tt.itemsize != a.itemsize:
+                raise HarnessLimit(f"an array of dtype {name}, which torch cannot hold")
+            t = torch.from_numpy(a.view(np.dtype(as_int))).view(tt)
         else:
             t = torch.from_numpy(a)
         return t.to(self.device, non_blocking=False)
 
     def get(self, t: Any) -> np.ndarray:
+        """The tensor on the host, of its own dtype: ``ml_dtypes``' for the types NumPy lacks
+        (bfloat16, float8).
+
+        Raises:
+            HarnessLimit: a dtype NumPy and ``ml_dtypes`` have no type for (``complex32``,
+                ``qint8``, ``bits16``...).
+        """
         import torch
 
         t = t.detach()
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).cpu().numpy().view(np_dtype("bfloat16"))
-        return t.cpu().numpy()
+        name = dtype_name(t.dtype)
+        dt = host_dtype(name, "a torch tensor")
+        if DTYPES[name].native:
+            return t.cpu().numpy()
+        as_int = _TORCH_INTS.get(dt.itemsize)
+        if as_int is None or t.element_size() != dt.itemsize:
+            raise HarnessLimit(f"a torch tensor of dtype {name}, which NumPy cannot hold")
+        return t.view(getattr(torch, as_int)).cpu().numpy().view(dt)
 
     def alloc(self, shape: tuple[int, ...], dtype: str, fill: float) -> OutBuffer:
         """The output as a strided view into a larger buffer of guard elements, built on the

@@ -910,7 +910,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     campaign's: 1 a real target fails, 2 a host's campaign is incomplete (or a usage error)."""
     from rich.console import Console
 
-    from fuzz.campaign.merge import merge, read_sources
+    from fuzz.campaign.merge import merge, read_sources, warnings
     from fuzz.campaign.outdir import lock_output
 
     if not args.out.strip():
@@ -926,6 +926,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     finally:
         lock.close()
     console = Console(stderr=True, width=160)
+    for line in warnings(data):  # a host still running (or killed): merged as it stood
+        console.print(f"WARNING {line}", markup=False)
     hosts = data["merged"]["hosts"]
     console.print(
         f"merged {len(hosts)} campaign(s) ({', '.join(h['host'] for h in hosts)}) -> {out}"

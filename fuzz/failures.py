@@ -157,6 +157,30 @@ class Unsupported(Exception):
         self.reason = reason.strip()
 
 
+HARNESS_LIMIT = "harness limit: "
+
+
+class HarnessLimit(Unsupported):
+    """Raised by the harness where *it* cannot check what a kernel did (a tensor of a dtype NumPy
+    has no type for, a buffer it cannot guard): declined as :class:`Unsupported` is, its reason
+    starting ``harness limit:`` so that reports list it apart from the kernels' own refusals.
+    Never a finding: the kernel did nothing wrong.
+
+    Args:
+        reason: what the harness cannot do, in a few words (no case-specific numbers).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = HARNESS_LIMIT + self.reason
+        self.args = (self.reason,)
+
+
+def is_harness_limit(reason: str) -> bool:
+    """Whether a declined example's ``reason`` is the harness's limit, not the kernel's."""
+    return reason.startswith(HARNESS_LIMIT)
+
+
 def bug_key(finding: Finding) -> str:
     """The key of a failing example (see ``fuzz.signatures``): class, property, output, and
     for a kernel that raised, what it raised (its exception type and message, numbers left

@@ -671,38 +671,77 @@ def _outputs_of(
     got: Any, family: Family, conventions: Conventions, layout: Layout, language: str, label: str
 ) -> dict[str, Any]:
     """The kernel's result as the family's outputs by name (before the layout is undone and
-    the conventions applied); raises naming what does not fit the family's contract."""
+    the conventions applied); raises naming what does not fit the family's contract.
+
+    A tuple or a list is the outputs in order; one that is not (more values than the family has
+    outputs, a value not an array of the kernel's language or of another rank: a list of rows,
+    ``tolist()``) is refused with one message whatever the input's size, so that it is one bug,
+    not one per number of rows."""
     names = _names(family, conventions)
+    want = "torch tensors" if language == "triton" else "JAX arrays"
     if isinstance(got, Mapping):
         out = dict(got)
     elif isinstance(got, (tuple, list)) and not _is_array(got):
-        if len(got) > len(names):
-            raise TypeError(
-                f"kernel {label}() returned {len(got)} values; family {family.name!r} returns "
-                f"{len(names)}: {list(names)} (in this order, or as a dict by name)"
-            )
+        fits = len(got) <= len(names) and all(
+            x is None or _output_problem(x, name, family, layout, language) is None
+            for name, x in zip(names, got, strict=False)
+        )
+        if not fits:
+            raise TypeError(_sequence_refused(got, names, family, layout, want, label))
         out = dict(zip(names, got, strict=False))
     else:
         out = {names[0]: got}
     out = {k: v for k, v in out.items() if v is not None}
-    want = "torch tensors" if language == "triton" else "JAX arrays"
     for name, x in out.items():
-        if not _is_array(x) or _framework(x) != language:
+        problem = _output_problem(x, name, family, layout, language)
+        if problem == "type":
             raise TypeError(
                 f"kernel {label}() returned {name} as a {type(x).__module__}.{type(x).__name__}: "
                 f"a {language} kernel returns {want}"
             )
-        axes = family.layouts.get("lse" if name in ("m", "l") else name)
-        if axes is None:
-            continue
-        mine = layout.axes(family, "lse" if name in ("m", "l") else name)
-        if len(x.shape) != len(axes):
+        if problem == "rank":
+            mine = layout.axes(family, _layout_name(name))
             raise TypeError(
                 f"kernel {label}() returned {name} with shape {list(x.shape)}; family "
                 f"{family.name!r}'s {name} is [{', '.join(mine)}] in the kernel's layout: are the "
                 f"outputs in the order {list(names)} (or a dict by name)?"
             )
     return out
+
+
+def _layout_name(name: str) -> str:
+    return "lse" if name in ("m", "l") else name
+
+
+def _output_problem(x: Any, name: str, family: Family, layout: Layout, language: str) -> str | None:
+    """What is wrong with output ``name`` as the kernel returned it: ``type`` (not an array of
+    its language), ``rank`` (another number of dims than the family's), or None."""
+    if not _is_array(x) or _framework(x) != language:
+        return "type"
+    axes = family.layouts.get(_layout_name(name))
+    if axes is not None and len(x.shape) != len(axes):
+        return "rank"
+    return None
+
+
+def _sequence_refused(
+    got: Sequence[Any], names: Sequence[str], family: Family, layout: Layout, want: str, label: str
+) -> str:
+    """The one message for a tuple or list that is not the family's outputs in order."""
+    kinds = sorted(
+        {f"{type(x).__module__}.{type(x).__name__}".removeprefix("builtins.") for x in got}
+    )
+    expected = ", ".join(
+        f"{n} [{', '.join(layout.axes(family, _layout_name(n)))}]"
+        if _layout_name(n) in family.layouts
+        else n
+        for n in names
+    )
+    return (
+        f"kernel {label}() returned a {type(got).__name__} of {len(got)} ({', '.join(kinds)}), "
+        f"not the outputs of family {family.name!r}: {expected}, as {want} in the kernel's "
+        "layout: one alone, a tuple or list in this order, or a dict by name"
+    )
 
 
 def _is_array(x: Any) -> bool:

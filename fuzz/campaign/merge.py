@@ -16,11 +16,16 @@ one report set, written as a campaign writes its own (``report.{json,md,xml}``, 
   own triage replayed it and it passed, else *not re-checked*. Merging runs no kernel.
 
 Each folder's report is read as triage reads a previous report (malformed findings are left out,
-with a note); a folder without a campaign report is a usage error.
+with a note; its reproducers looked for beside it); a folder without a campaign report is a usage
+error. Hosts are labelled by their names, two folders of one host by as much of their paths as
+tells them apart (``vm/hA/out``, ``vm/hC/out``). A folder whose campaign has not ended (still
+running, or killed before its final report) is merged as it stands, said on the console
+(:func:`warnings`) and in the merged report's state and hosts table.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -70,6 +75,47 @@ class Source:
         host = self.data.get("host")
         return host if isinstance(host, str) and host else self.folder.name
 
+    @functools.cached_property
+    def state(self) -> str | None:
+        """Why its campaign's report is not complete, in a few words (None: it is); looked at
+        once, so that the merged report says one thing of it throughout."""
+        d = self.data
+        if d.get("complete"):
+            return None
+        if d.get("interrupted"):
+            return f"interrupted: {d['interrupted']}"
+        if d.get("errors"):
+            return "ended with harness errors"
+        holder = campaign_holding(self.folder)
+        if holder is not None:
+            return f"still running ({holder})"
+        return "ended without its final report (killed?)"
+
+
+def campaign_holding(folder: Path) -> str | None:
+    """Who holds ``folder``'s campaign lock now (``fuzz.campaign.runner.lock_output``), as far as
+    this host can tell without taking the lock (a campaign starting then would fail to): the
+    process the lock file names, where it is of this host and alive; None otherwise."""
+    import json
+    import socket
+
+    from fuzz.campaign.runner import LOCK_FILE
+
+    try:
+        holder = json.loads((folder / LOCK_FILE).read_text())
+        pid, host = int(holder["pid"]), str(holder["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if host != socket.gethostname() or pid == os.getpid():
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None  # gone (or no /proc to tell)
+    if b"fuzz" not in cmdline:
+        return None  # a process of that number, not the campaign (the number was reused)
+    return f"pid {pid} on {host}"
+
 
 def read_sources(folders: Sequence[str], out: Path) -> tuple[list[Source], list[str]]:
     """The campaign reports of ``folders`` (each labelled by its host, or ``host/folder`` where
@@ -89,7 +135,7 @@ def read_sources(folders: Sequence[str], out: Path) -> tuple[list[Source], list[
         if folder.resolve() in seen:
             raise ValueError(f"{name!r} is named twice")
         seen.add(folder.resolve())
-        data, problem = report.read_previous(folder / "report.json")
+        data, problem = report.read_report(folder / "report.json")
         if data is None:
             raise ValueError(
                 f"{name!r} holds no campaign report: {problem or 'there is no report.json'}"
@@ -97,12 +143,41 @@ def read_sources(folders: Sequence[str], out: Path) -> tuple[list[Source], list[
         if not isinstance(data.get("results"), list):
             raise ValueError(f"{name!r}: its report.json has no results; not a campaign report")
         if problem is not None:
-            notes.append(f"{name}: {problem}")
+            notes.append(problem)
         sources.append(Source(folder, data))
-    hosts = Counter(s.host for s in sources)
-    for s in sources:
-        s.label = s.host if hosts[s.host] == 1 else f"{s.host}/{s.folder.name}"
+    for s, label in zip(sources, _labels(sources), strict=True):
+        s.label = label
     return sources, notes
+
+
+def _labels(sources: Sequence[Source]) -> list[str]:
+    """Each source's label: its host's name, or for folders of one host, the host's name and
+    the shortest ends of their paths that tell them apart (``vm/hA/out``, ``vm/hC/out``)."""
+    by_host: dict[str, list[int]] = {}
+    for i, s in enumerate(sources):
+        by_host.setdefault(s.host, []).append(i)
+    labels = [s.host for s in sources]
+    for host, group in by_host.items():
+        if len(group) == 1:
+            continue
+        parts = [sources[i].folder.resolve().parts for i in group]
+        for k in range(1, max(len(p) for p in parts) + 1):
+            ends = [str(Path(*p[-k:])) for p in parts]
+            if len(set(ends)) == len(ends):
+                break
+        for i, end in zip(group, ends, strict=True):
+            labels[i] = f"{host}/{end}"
+    return labels
+
+
+def warnings(data: dict[str, Any]) -> list[str]:
+    """What the console should say of a merged report (:func:`merge`'s): each host whose
+    campaign had not ended, merged as it stood."""
+    return [
+        f"{h['host']}: its campaign is not complete ({h['state']}); merged as its report stands"
+        for h in data.get("merged", {}).get("hosts", [])
+        if h.get("state")
+    ]
 
 
 def _reproducer_of(source: Source, path: str | None) -> Path | None:
@@ -245,8 +320,9 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
     verdicts: dict[str, dict[str, Any]] = {}
     for f in (previous or {}).get("findings", []):
         sig = f.get("signature")
-        if sig in current:
-            on = ", ".join(sorted(hosts_of[sig]))
+        now = report.same_bug_in(f, current.values())  # its signature, or one bug with it
+        if now is not None:
+            on = ", ".join(sorted(hosts_of[now["signature"]]))
             verdict = {"status": "fail", "verdict": f"reported failing by {on}"}
         elif sig in fixed:
             verdict = {"status": "pass", "verdict": "a host's replay of it passes now"}
@@ -254,9 +330,9 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
             verdict = {"status": "error", "verdict": "no host found it or re-checked it"}
         verdicts[f.get("reproducer") or ""] = verdict
     starts = [_started(s.data) for s in sources]
-    interrupted = [
-        f"{s.label}: {s.data['interrupted']}" for s in sources if s.data.get("interrupted")
-    ]
+    # Why the merged report is not complete: each host that had not ended (an interrupted one,
+    # one still running, one killed before its final report), never "running" for the merge.
+    interrupted = [f"{s.label}: {s.state}" for s in sources if s.state is not None]
     record = report.CampaignRecord(
         started_wall=min((t for t in starts if t is not None), default=time.time()),
         budget=sum(float(s.data.get("budget") or 0.0) for s in sources),
@@ -308,7 +384,8 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
                 "device": s.data.get("device"),
                 "examples": (s.data.get("summary") or {}).get("examples", 0),
                 "complete": bool(s.data.get("complete")),
-                "interrupted": s.data.get("interrupted"),
+                "interrupted": s.state,  # why not complete (the hosts table's state)
+                "state": s.state,
             }
             for s in sources
         ]

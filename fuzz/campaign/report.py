@@ -36,9 +36,11 @@ from xml.sax.saxutils import quoteattr
 
 from fuzz.backends import device_name
 from fuzz.campaign import plots
+from fuzz.failures import is_harness_limit
 from fuzz.files import atomic_write_text
 from fuzz.origin import describe
 from fuzz.reproducer import versions
+from fuzz.signatures import Bug, same_bug, site
 
 REPORT_VERSION = 2
 REPORT_FILES = ("report.json", "report.md", "report.xml", "index.html")
@@ -63,25 +65,73 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
     atomic_write_text(path, text + "\n")
 
 
-def read_previous(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The previous campaign's report at ``path``, as far as triage needs it: (report or None,
-    why it is not used or what of it was skipped, or None). Findings that are not records of a
-    finding (another tool's report.json, a hand edit) are left out, never a crash."""
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None, int]:
+    """(report or None, why it cannot be used or None, how many malformed findings were left
+    out): what :func:`read_report` and :func:`read_previous` say, each in its own words."""
     try:
-        prev = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except FileNotFoundError:
-        return None, None
+        return None, None, 0
     except (OSError, ValueError) as e:
-        return None, f"the previous {path.name} cannot be read ({e}); not triaged against"
-    if not isinstance(prev, dict) or not isinstance(prev.get("findings", []), list):
-        return None, f"the previous {path.name} is not a campaign report; not triaged against"
-    findings = [f for f in prev.get("findings", []) if _is_finding_record(f)]
-    skipped = len(prev.get("findings", [])) - len(findings)
-    started = prev.get("started")
-    prev = {**prev, "findings": findings, "started": started if isinstance(started, str) else None}
+        return None, f"cannot be read ({e})", 0
+    if not isinstance(data, dict) or not isinstance(data.get("findings", []), list):
+        return None, "is not a campaign report", 0
+    findings = [
+        resolve_reproducers(f, path.parent)
+        for f in data.get("findings", [])
+        if _is_finding_record(f)
+    ]
+    skipped = len(data.get("findings", [])) - len(findings)
+    started = data.get("started")
+    data = {**data, "findings": findings, "started": started if isinstance(started, str) else None}
+    return data, None, skipped
+
+
+def read_report(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The campaign report at ``path``, for reading on its own (a merge's input): (report or
+    None, what is wrong with the file or what of it was left out, or None). Findings that are
+    not records of a finding (another tool's report.json, a hand edit) are left out, never a
+    crash; each finding's reproducers are looked for in the folder the report now lives in
+    (:func:`resolve_reproducers`)."""
+    data, why, skipped = _read(path)
+    if why is not None:
+        return None, f"{path} {why}"
     if skipped:
-        return prev, f"{skipped} finding(s) of the previous {path.name} are malformed; skipped"
-    return prev, None
+        return data, f"{skipped} finding(s) of {path} are malformed; left out"
+    return data, None
+
+
+def read_previous(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The previous campaign's report at ``path``, as far as triage needs it (read as
+    :func:`read_report` reads it, its reproducers in the folder it now lives in): (report or
+    None, why it is not used or what of it was skipped, or None)."""
+    data, why, skipped = _read(path)
+    if why is not None:
+        return None, f"the previous {path.name} {why}; not triaged against"
+    if skipped:
+        return data, f"{skipped} finding(s) of the previous {path.name} are malformed; skipped"
+    return data, None
+
+
+def resolve_reproducers(finding: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``finding`` (a record of a report now in ``folder``) with each reproducer path pointing
+    at the folder's own copy (``folder/reproducers/<name>``) where there is one, else as
+    recorded. A report records paths as its campaign saw them; a copied or moved ``--out`` has
+    its reproducers beside it: a campaign into the copy must replay and name its own copy (not
+    the original folder's, which may be deleted), and one into a moved folder finds them."""
+
+    def resolved(path: Any) -> Any:
+        if not isinstance(path, str) or not path:
+            return path
+        own = folder / "reproducers" / Path(path).name
+        return str(own) if own.is_file() else path
+
+    out = dict(finding)
+    if "reproducer" in finding:
+        out["reproducer"] = resolved(finding["reproducer"])
+    if isinstance(finding.get("reproducers"), list):
+        out["reproducers"] = [resolved(p) for p in finding["reproducers"]]
+    return out
 
 
 def _is_finding_record(f: Any) -> bool:
@@ -251,18 +301,24 @@ def _triage(
     verdicts: dict[str, dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(findings, fixed, not re-checked): this campaign's findings deduplicated and marked
-    ``new`` or ``still failing`` against the ``previous`` report, with the previous findings not
-    seen again that their replay (``verdicts``) says still fail; those it says pass (fixed); and
-    those without a verdict."""
+    ``new`` or ``still failing`` against the ``previous`` report (the same bug: one signature,
+    or :func:`same_bug_in`), with the previous findings not seen again that their replay
+    (``verdicts``) says still fail; those it says pass (fixed); and those without a verdict."""
     current = _dedupe(f for r in rows for f in r["findings"])
     prev_findings = {
         f.get("signature"): f for f in (previous or {}).get("findings", []) if f.get("signature")
     }
     fixed, unconfirmed = [], []
+    seen: set[str] = set()
     for sig, f in current.items():
-        f["triage"] = "still failing" if sig in prev_findings else "new"
+        before = same_bug_in(f, prev_findings.values())
+        f["triage"] = "new" if before is None else "still failing"
+        if before is not None:
+            seen.add(before["signature"])
+            if before["signature"] != sig:  # one bug, its minimal example's conditions moved
+                f["previous_signature"] = before["signature"]
     for sig, f in prev_findings.items():
-        if sig in current:
+        if sig in seen:
             continue
         verdict = verdicts.get(f.get("reproducer", ""))
         slim = {
@@ -276,6 +332,44 @@ def _triage(
         else:
             current[sig] = {**f, "triage": "still failing", "replayed": verdict.get("verdict")}
     return _ordered(current.values(), rows), fixed, unconfirmed
+
+
+def _bugs_of(f: dict[str, Any]) -> list[Bug]:
+    """The bug a finding record is, once per set of conditions it is reached through (its
+    ``triggers`` and ``also_triggers``); none for a record without a bug key (an old report's)."""
+    key = f.get("bug_key")
+    if not isinstance(key, str) or not key:
+        return []
+    details = f.get("details")
+    where = site(details.get("origin")) if isinstance(details, dict) else None
+    sets = [f.get("triggers") or [], *(f.get("also_triggers") or [])]
+    return [
+        Bug(key, frozenset(t), str(f.get("signature")), where)
+        for t in sets
+        if isinstance(t, list) and all(isinstance(x, str) for x in t)
+    ]
+
+
+def same_bug_in(
+    finding: dict[str, Any], records: Iterable[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The record of ``records`` (findings of another report) that is the same bug as finding
+    record ``finding``: the one of its signature, else one of its target that
+    ``fuzz.signatures.same_bug`` says is one bug with it (one key, triggers that nest, or a NaN
+    born at one site: a mutant's minimal example found with ``[feature scale]`` tonight and
+    ``[feature scale, partial-tile]`` last night is one bug, still failing). None: no such
+    record."""
+    records = list(records)
+    exact = next((r for r in records if r.get("signature") == finding.get("signature")), None)
+    if exact is not None:
+        return exact
+    mine = _bugs_of(finding)
+    for r in records:
+        if r.get("target") != finding.get("target"):
+            continue
+        if any(same_bug(a, b) for a in mine for b in _bugs_of(r)):
+            return r
+    return None
 
 
 def _ordered(
@@ -516,21 +610,25 @@ def _markdown_hosts(data: dict[str, Any]) -> list[str]:
 def _markdown_declined(results: list[dict[str, Any]]) -> list[str]:
     """The examples (and derived launches) each pair's kernel declined (``fuzz.Unsupported``,
     counted as ``unsupported: <reason>`` events), by reason: never findings, but what was not
-    checked."""
-    rows = [
-        f"| {r['target']} | {r['backend']} | {key.split(': ', 1)[1]} | {n} |"
-        for r in results
-        for key, n in sorted(r.get("events", {}).items())
-        if key.startswith("unsupported: ")
-    ]
-    if not rows:
-        return []
-    head = [
-        "## Declined by the kernels (fuzz.Unsupported)",
-        "",
-        "| target | backend | reason | count |",
-    ]
-    return [*head, "| --- | --- | --- | ---: |", *rows, ""]
+    checked; those the harness declined as its own limit (``fuzz.failures.HarnessLimit``) apart."""
+    kernels: list[str] = []
+    harness: list[str] = []
+    for r in results:
+        for key, n in sorted(r.get("events", {}).items()):
+            if not key.startswith("unsupported: "):
+                continue
+            reason = key.split(": ", 1)[1]
+            row = f"| {r['target']} | {r['backend']} | {reason} | {n} |"
+            (harness if is_harness_limit(reason) else kernels).append(row)
+    lines: list[str] = []
+    for title, rows in (
+        ("Declined by the kernels (fuzz.Unsupported)", kernels),
+        ("Not checked: the harness's own limits (not the kernels')", harness),
+    ):
+        if rows:
+            lines += [f"## {title}", "", "| target | backend | reason | count |"]
+            lines += ["| --- | --- | --- | ---: |", *rows, ""]
+    return lines
 
 
 def _markdown_summary(data: dict[str, Any]) -> list[str]:

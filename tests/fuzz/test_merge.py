@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).parent
 FAKE = str(HERE / "fake_targets.py")
@@ -127,3 +130,98 @@ def test_merge_refuses_what_it_cannot_merge(tmp_path):
     into_itself = fuzz_cli("merge", str(tmp_path / "empty"), "--out", str(tmp_path / "empty"))
     assert into_itself.returncode == 2 and "is one of the folders merged" in into_itself.stderr
     assert not (tmp_path / "m").exists() and "Traceback" not in no_report.stderr
+
+
+@pytest.fixture(scope="module")
+def one_campaign(tmp_path_factory):
+    """One small campaign's folder (fake_toggle with its bug, found), copied by the tests below
+    into hosts' folders."""
+    base = tmp_path_factory.mktemp("one-campaign")
+    plugin = base / "toggle.py"
+    plugin.write_text(TOGGLE.format(fake=FAKE))
+    campaign(plugin, base / "out", "fake_toggle", 1, bug=True)
+    return base / "out"
+
+
+def _host_folder(one_campaign, folder, **changes):
+    """A copy of ``one_campaign`` at ``folder``, its report.json's top-level fields and its
+    results' examples changed as given (``examples=N``)."""
+    shutil.copytree(one_campaign, folder)
+    data = json.loads((folder / "report.json").read_text())
+    examples = changes.pop("examples", None)
+    if examples is not None:
+        for r in data["results"]:
+            r["examples"] = examples
+        data["summary"]["examples"] = examples * len(data["results"])
+    data.update(changes)
+    (folder / "report.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_two_folders_of_one_name_on_one_host_keep_their_own_figures(one_campaign, tmp_path):
+    a = _host_folder(one_campaign, tmp_path / "hA" / "out", examples=7)
+    c = _host_folder(one_campaign, tmp_path / "hC" / "out", examples=11)
+    done = fuzz_cli("merge", str(a), str(c), "--out", str(tmp_path / "merged"))
+    assert done.returncode in (0, 1), done.stderr
+    r = json.loads((tmp_path / "merged" / "report.json").read_text())
+    host = r["merged"]["hosts"][0]["host"].split("/")[0]
+    labels = [h["host"] for h in r["merged"]["hosts"]]
+    assert labels == [f"{host}/hA/out", f"{host}/hC/out"]
+    [row] = r["results"]
+    assert {k: v["examples"] for k, v in row["hosts"].items()} == {labels[0]: 7, labels[1]: 11}
+    assert row["examples"] == 18
+
+
+def _hold_lock(folder):
+    """A live process holding ``folder``'s campaign lock, as a running campaign does."""
+    code = (
+        "import sys, time; from pathlib import Path; from fuzz.campaign.runner import lock_output; "
+        "lock = lock_output(Path(sys.argv[1])); print('held', flush=True); time.sleep(600)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_campaign_still_running_is_merged_as_it_stands_and_said_so(one_campaign, tmp_path):
+    a = _host_folder(one_campaign, tmp_path / "hA")
+    running = _host_folder(one_campaign, tmp_path / "hB", complete=False, interrupted=None)
+    killed = _host_folder(one_campaign, tmp_path / "hC", complete=False, interrupted=None)
+    (killed / ".campaign.lock").write_text(
+        json.dumps({"pid": 2**22 + 1, "host": "?", "started": "x", "command": "python -m fuzz"})
+    )
+    holder = _hold_lock(running)
+    try:
+        done = fuzz_cli("merge", str(a), str(running), str(killed), "--out", str(tmp_path / "m"))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 1, done.stderr  # a real target fails (else 2: incomplete)
+    r = json.loads((tmp_path / "m" / "report.json").read_text())
+    host = r["merged"]["hosts"][0]["host"].split("/")[0]
+    for name in ("hB", "hC"):
+        assert f"WARNING {host}/{name}: its campaign is not complete (" in done.stderr
+    md = (tmp_path / "m" / "report.md").read_text()
+    head = md.splitlines()[2]
+    assert head.startswith("INCOMPLETE (") and "hB: still running" in head, head
+    assert "(running)" not in md and "INCOMPLETE (error)" not in md
+    assert "| INCOMPLETE (still running (pid" in md
+    assert "| INCOMPLETE (ended without its final report (killed?)) |" in md
+    states = {h["host"].removeprefix(f"{host}/"): h["state"] for h in r["merged"]["hosts"]}
+    assert states["hA"] is None
+    assert states["hB"] == f"still running (pid {holder.pid} on {host})"
+    assert states["hC"] == "ended without its final report (killed?)"
+
+
+def test_a_folder_whose_report_cannot_be_read_is_said_so_not_in_triage_words(tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "report.json").write_text("{not json")
+    done = fuzz_cli("merge", str(bad), "--out", str(tmp_path / "m"))
+    assert done.returncode == 2
+    assert (
+        f"'{bad}' holds no campaign report: {bad / 'report.json'} cannot be read (" in done.stderr
+    )
+    assert "previous" not in done.stderr and "triaged" not in done.stderr
