@@ -38,12 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from fuzz.arrays import dtype_name
+from fuzz.arrays import dtype_name, holds_nan
 from fuzz.backends import GUARD_ELEMENTS, POISON_NAN
 
 _GUARDED_FLOATS = ("float32", "float16", "bfloat16", "float64")
 _GUARDED_INTS = ("int32", "int64", "int16")
-_INT_POISON = -0x5A5A
 
 
 def _where(off: int, span: int) -> str:
@@ -163,15 +162,11 @@ class _TorchAllocator:
         self._guard = _torch_guard
 
     def poison(self, t: Any) -> Any:
-        """``t`` filled with the scope's poison: its fill for floats, a pattern for integers."""
-        torch = self.torch
-        with torch.no_grad():
-            if t.is_floating_point():
-                t.fill_(self.state.fill)
-            elif t.dtype not in (torch.bool, torch.uint8) and not t.is_complex():
-                # A pattern the type holds: int8 takes -0x5B (it cannot hold -0x5A5A).
-                t.fill_(_INT_POISON if torch.iinfo(t.dtype).min <= _INT_POISON else -0x5B)
-        return t
+        """``t`` filled with the scope's poison where its type holds one
+        (``fuzz.backends.poison_tensor``: never raises for a type torch allocated)."""
+        from fuzz.backends import poison_tensor
+
+        return poison_tensor(t, self.state.fill)
 
     def guarded(
         self,
@@ -488,9 +483,10 @@ def _guarded_call(original: Callable[..., Any]) -> Callable[..., Any]:
             shape = tuple(int(n) for n in sds.shape)
             block = getattr(spec, "block_shape", None)
             found = [] if block is None else [_block(b) for b in block]
-            numeric = jnp.issubdtype(sds.dtype, jnp.floating) or jnp.issubdtype(
-                sds.dtype, jnp.integer
-            )
+            # (a float without NaN cannot tell its initial poison from a value written)
+            numeric = (
+                jnp.issubdtype(sds.dtype, jnp.floating) and holds_nan(dtype_name(sds.dtype))
+            ) or jnp.issubdtype(sds.dtype, jnp.integer)
             blocks = [b for b in found if b is not None]
             if block is None or len(blocks) != len(shape) or not numeric:
                 new_shapes.append(sds)

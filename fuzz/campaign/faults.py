@@ -268,7 +268,7 @@ class Faults:
                 "(a first compilation?), not a hang",
                 say=False,
             )
-            Path(rec["reproducer"]).unlink(missing_ok=True)
+            reproducer.remove(rec["reproducer"])
             return None
         verdict = "" if result is None else str(result.get("verdict", ""))
         if result is None:
@@ -379,7 +379,7 @@ class Faults:
                 say=True,
             )
         elif status == "pass":
-            path.unlink(missing_ok=True)
+            reproducer.remove(path)
             self.note(
                 f"{head}; it replays and passes within {longer:g} s ({verdict[:120]}): the "
                 "campaign died, not the kernel",
@@ -404,7 +404,7 @@ class Faults:
                 f"{rec['message']}; replayed first by the next campaign, {verdict}",
             )
             if crash["reproducer"] != str(path):
-                path.unlink(missing_ok=True)
+                reproducer.remove(path)
             return crash
         else:
             self.note(

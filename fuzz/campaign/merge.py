@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fuzz import reproducer
 from fuzz.campaign import report
 from fuzz.results import status_of
 
@@ -93,13 +94,13 @@ class Source:
 
 
 def campaign_holding(folder: Path) -> str | None:
-    """Who holds ``folder``'s campaign lock now (``fuzz.campaign.runner.lock_output``), as far as
+    """Who holds ``folder``'s campaign lock now (``fuzz.campaign.outdir.lock_output``), as far as
     this host can tell without taking the lock (a campaign starting then would fail to): the
     process the lock file names, where it is of this host and alive; None otherwise."""
     import json
     import socket
 
-    from fuzz.campaign.runner import LOCK_FILE
+    from fuzz.campaign.outdir import LOCK_FILE
 
     try:
         holder = json.loads((folder / LOCK_FILE).read_text())
@@ -192,6 +193,13 @@ def _reproducer_of(source: Source, path: str | None) -> Path | None:
 
 
 def _copy(src: Path, dest_dir: Path) -> Path:
+    """Reproducer ``src`` and its companions (its issue text) copied into ``dest_dir``."""
+    for extra in reproducer.companions(src):
+        _copy_file(extra, dest_dir)
+    return _copy_file(src, dest_dir)
+
+
+def _copy_file(src: Path, dest_dir: Path) -> Path:
     """``src`` copied into ``dest_dir`` (atomically; kept where a file of its name is there)."""
     dest = dest_dir / src.name
     if dest.exists():

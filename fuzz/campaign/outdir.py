@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from fuzz import reproducer
 from fuzz.campaign import report
 from fuzz.campaign.faults import STOP_SIGNALS
 from fuzz.campaign.inflight import is_disk_full
@@ -176,7 +177,7 @@ class OutputFolder:
             if str(p) in named:
                 keep.append(p)  # still someone's
             else:
-                p.unlink(missing_ok=True)
+                reproducer.remove(p)  # the script and its issue text
         self.superseded = keep
 
 

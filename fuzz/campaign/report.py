@@ -177,7 +177,7 @@ def archive_previous(out: Path) -> Path | None:
 @dataclass
 class CampaignRecord:
     """What a campaign report is made of: plain data, handed over by the campaign
-    (``fuzz.campaign.runner.Campaign.record``) whenever the report is written.
+    (``fuzz.campaign.runner.Campaign.report_record``) whenever the report is written.
 
     Attributes:
         rows: one record per (target, backend) pair, sorted (the report's ``results``).

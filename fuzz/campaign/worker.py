@@ -501,7 +501,7 @@ def _replay(conn: Any, started: Any, task: M.Replay) -> None:
     try:
         meta, data = reproducer.load(path)
         started.value = time.time()
-        outcome = reproducer.replay(meta, data)
+        outcome = reproducer.replay(meta, data, path=path)  # (a moved folder: its plugin beside it)
         f = outcome.finding
         if f is None:
             result = {"status": "pass", "verdict": "no longer reproduces"}

@@ -175,7 +175,7 @@ def test_two_folders_of_one_name_on_one_host_keep_their_own_figures(one_campaign
 def _hold_lock(folder):
     """A live process holding ``folder``'s campaign lock, as a running campaign does."""
     code = (
-        "import sys, time; from pathlib import Path; from fuzz.campaign.runner import lock_output; "
+        "import sys, time; from pathlib import Path; from fuzz.campaign.outdir import lock_output; "
         "lock = lock_output(Path(sys.argv[1])); print('held', flush=True); time.sleep(600)"
     )
     proc = subprocess.Popen(
