@@ -263,24 +263,11 @@ def _replay_arguments(rp: argparse.ArgumentParser) -> None:
 
 
 def _load_plugins(specs: Sequence[str]) -> None:
-    from fuzz.target import load_builtin
+    from fuzz.target import load_builtin, load_plugin_checked
 
     load_builtin()
     for spec in specs:
         load_plugin_checked(spec)
-
-
-def load_plugin_checked(spec: str) -> str:
-    """``fuzz.target.load_plugin``, with any failure of the plugin's own code (a syntax error,
-    an import it lacks, an exception at import) as a ``ValueError`` naming the plugin."""
-    from fuzz.target import load_plugin
-
-    try:
-        return load_plugin(spec)
-    except ValueError:
-        raise  # the loader's own message names the plugin
-    except (Exception, SystemExit) as e:
-        raise ValueError(f"--plugin={spec!r} failed to import: {type(e).__name__}: {e}") from e
 
 
 def cmd_list(args: argparse.Namespace) -> int:

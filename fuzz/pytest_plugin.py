@@ -191,8 +191,7 @@ def pytest_configure(config: pytest.Config) -> None:
             import torch
 
             torch.cuda.set_per_process_memory_fraction(_TORCH_FRACTION)
-    from fuzz.cli import load_plugin_checked
-    from fuzz.target import load_builtin
+    from fuzz.target import load_builtin, load_plugin_checked
 
     load_builtin()
     try:

@@ -668,7 +668,7 @@ def load_plugins(specs: Sequence[str]) -> None:
     """Loads the plugins given on a replay's command line (``--plugin``), before the one its
     reproducer recorded (which they replace where they register its target); a plugin that
     fails to import is a ``ValueError`` naming it."""
-    from fuzz.cli import load_plugin_checked
+    from fuzz.target import load_plugin_checked
 
     for spec in specs:
         load_plugin_checked(spec)

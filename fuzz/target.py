@@ -494,6 +494,17 @@ def load_plugin(spec: str) -> str:
     return spec
 
 
+def load_plugin_checked(spec: str) -> str:
+    """``fuzz.target.load_plugin``, with any failure of the plugin's own code (a syntax error,
+    an import it lacks, an exception at import) as a ``ValueError`` naming the plugin."""
+    try:
+        return load_plugin(spec)
+    except ValueError:
+        raise  # the loader's own message names the plugin
+    except (Exception, SystemExit) as e:
+        raise ValueError(f"--plugin={spec!r} failed to import: {type(e).__name__}: {e}") from e
+
+
 def plugins() -> list[str]:
     return list(_LOADED_PLUGINS.values())
 

@@ -48,6 +48,11 @@ FAULT_SIGNALS = {signal.SIGSEGV.value, signal.SIGBUS.value, signal.SIGABRT.value
 # a worker ended by one of them was stopped, it did not crash.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
+# The lines of a dead worker's log kept with its finding: faulthandler's dump of every thread,
+# most recent call first (a hung kernel's frame is 50 lines down the main thread's stack, below
+# Hypothesis's and the engine's frames: 40 lines kept it out).
+DEATH_LOG_LINES = 150
+
 # Out-of-resources messages of a process (LLVM, the C++ runtime, Python, the C library).
 OUT_OF_RESOURCES_TEXTS = (
     "Cannot allocate memory",
@@ -96,7 +101,7 @@ class Faults:
             meta.get("property_params", {}),
             cls,
             message,
-            log=tail(w.config.log, 40),
+            log=tail(w.config.log, DEATH_LOG_LINES),
         )
         rec["first_example"] = pair.total_examples
         rec["first_seconds"] = round(pair.seconds + elapsed, 3)
@@ -456,10 +461,11 @@ def exit_text(code: int | None, reason: str | None) -> str:
 
 
 def tail(path: str, n: int) -> str:
-    """The last ``n`` lines of the file at ``path`` (at most 6,000 characters; "" if unread)."""
+    """The last ``n`` lines of the file at ``path`` (at most 16,000 characters, the first of
+    them kept: a stack dump's most recent calls come first; "" if unread)."""
     try:
         with open(path, errors="replace") as f:
             lines = f.readlines()
     except OSError:
         return ""
-    return "".join(lines[-n:])[-6000:]
+    return "".join(lines[-n:])[:16000]

@@ -322,21 +322,7 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
             hosts_of.setdefault(sig, set()).add(s.label)
             if sig not in current:
                 current[sig] = _with_copied_reproducers(s, f, repro_dir)
-    # A previous finding: still failing where a host reports it; fixed where a host's triage
-    # replayed it and it passed; else not re-checked (merging runs no kernel).
-    fixed = _fixed_by_hosts(sources)
-    verdicts: dict[str, dict[str, Any]] = {}
-    for f in (previous or {}).get("findings", []):
-        sig = f.get("signature")
-        now = report.same_bug_in(f, current.values())  # its signature, or one bug with it
-        if now is not None:
-            on = ", ".join(sorted(hosts_of[now["signature"]]))
-            verdict = {"status": "fail", "verdict": f"reported failing by {on}"}
-        elif sig in fixed:
-            verdict = {"status": "pass", "verdict": "a host's replay of it passes now"}
-        else:
-            verdict = {"status": "error", "verdict": "no host found it or re-checked it"}
-        verdicts[f.get("reproducer") or ""] = verdict
+    verdicts = _verdicts(previous, current, hosts_of, _fixed_by_hosts(sources))
     starts = [_started(s.data) for s in sources]
     # Why the merged report is not complete: each host that had not ended (an interrupted one,
     # one still running, one killed before its final report), never "running" for the merge.
@@ -404,6 +390,29 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
     for _, write in report.writers(out, data):
         write()
     return data
+
+
+def _verdicts(
+    previous: dict[str, Any] | None,
+    current: dict[str, dict[str, Any]],
+    hosts_of: dict[str, set[str]],
+    fixed: set[str],
+) -> dict[str, dict[str, Any]]:
+    """Each previous finding's verdict (by its reproducer): still failing where a host reports
+    it (``current``: its signature, or one bug with it); fixed where a host's triage replayed it
+    and it passed (``fixed``); else not re-checked (merging runs no kernel)."""
+    verdicts: dict[str, dict[str, Any]] = {}
+    for f in (previous or {}).get("findings", []):
+        now = report.same_bug_in(f, current.values())
+        if now is not None:
+            on = ", ".join(sorted(hosts_of[now["signature"]]))
+            verdict = {"status": "fail", "verdict": f"reported failing by {on}"}
+        elif f.get("signature") in fixed:
+            verdict = {"status": "pass", "verdict": "a host's replay of it passes now"}
+        else:
+            verdict = {"status": "error", "verdict": "no host found it or re-checked it"}
+        verdicts[f.get("reproducer") or ""] = verdict
+    return verdicts
 
 
 def _started(data: dict[str, Any]) -> float | None:
