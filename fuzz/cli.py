@@ -125,13 +125,7 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         help="a shared database read (never written) under --db (repeatable)",
     )
     run.add_argument("--seed", type=int, default=None, help="random seed (default: a fresh one)")
-    run.add_argument(
-        "--workers",
-        type=count_arg,
-        default=None,
-        help="worker processes (default: a third of the host's cores spread over the visible "
-        "GPUs, else 1)",
-    )
+    _workers_args(run)
     run.add_argument(
         "--example-timeout",
         type=_positive_float,
@@ -178,15 +172,6 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         help="the seconds floor of a real (non-mutant) target's pairs (default 60)",
     )
     run.add_argument(
-        "--compile-workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="processes that compile each pair's kernel variants ahead, while the workers fuzz "
-        "what is compiled (default: with a compiled backend, the host's spare cores, at most "
-        "6; else 0)",
-    )
-    run.add_argument(
         "--examples",
         type=count_arg,
         default=None,
@@ -198,6 +183,34 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         "--no-triage", action="store_true", help="do not replay the previous report's reproducers"
     )
     _plugin_arg(run)
+
+
+def _workers_args(run: argparse.ArgumentParser) -> None:
+    """Where a campaign's workers run, and how many (``fuzz.campaign.hosts``)."""
+    run.add_argument(
+        "--workers",
+        type=count_arg,
+        default=None,
+        help="fuzzing worker processes (default: per visible GPU, a third of its share of the "
+        "host's cores, the host's cores shared over all its GPUs; without a GPU, 1)",
+    )
+    run.add_argument(
+        "--compile-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes that compile each pair's kernel variants ahead, while the workers fuzz "
+        "what is compiled (default: with a compiled backend, 6 for one GPU and 2 more per GPU "
+        "more, at most the host's spare cores; else 0)",
+    )
+    run.add_argument(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS",
+        help="run the workers as actors on a Ray cluster (ray://HOST:PORT, HOST:PORT, or "
+        "'auto' inside a Ray job): every node's GPUs, one report here (needs "
+        "'pip install kernel-fuzz[ray]')",
+    )
 
 
 def _mutants_arguments(mu: argparse.ArgumentParser) -> None:
@@ -416,10 +429,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     console.print(
         f"fuzzing {len(config.targets)} target(s) on {len(config.backends)} backend(s) = "
         f"{len(campaign.pairs)} pair(s), profile {config.profile.name}, budget {args.budget:g}s, "
-        f"{config.workers} worker(s)"
-        + (f" on GPU(s) {', '.join(gpus)}" if gpus else "")
-        + (f", {config.compile_workers} compiling ahead" if config.compile_workers else "")
-        + f", seed {config.seed} -> {out}"
+        f"seed {config.seed} -> {out}\n"
+        + (f"on {config.cluster}: " if config.cluster else "on this host: ")
+        + config.host.describe()
+        + (f" (GPUs {', '.join(gpus)})" if gpus else "")
     )
     undo = install_signal_handlers(campaign.request_stop)
     try:
@@ -451,7 +464,7 @@ def _campaign_config(
     from rich.markup import escape
 
     from fuzz.backends import coordinator_probes, get_backend
-    from fuzz.campaign.config import CampaignConfig, plugin_specs, visible_gpus
+    from fuzz.campaign.config import CampaignConfig, plugin_specs
     from fuzz.campaign.database import is_server, open_database
     from fuzz.profiles import default_profile, get_profile, with_scale
     from fuzz.target import select
@@ -475,17 +488,7 @@ def _campaign_config(
     for problem in db_problems:  # a server that cannot be reached: said now, not only in the report
         console.print(f"[yellow]WARNING {escape(problem)}[/yellow]")
     compiled = any(get_backend(b).compiled for b in runnable)
-    gpus = visible_gpus() if compiled else []
-    # On a GPU host a worker is mostly host-side Python (drawing cases, the fp64 oracle, the
-    # comparison) between short launches: a third of the cores, spread over the GPUs, keeps them
-    # busy; the compile workers take most of the rest.
-    cores = os.cpu_count() or 2
-    workers = args.workers or (len(gpus) * max(1, cores // (3 * len(gpus))) if gpus else 1)
-    compile_workers = args.compile_workers
-    if compile_workers is None:  # the host's spare cores (each compile is single-threaded)
-        compile_workers = min(6, max(1, cores - workers - 1)) if compiled else 0
-    elif compile_workers < 0:
-        raise ValueError(f"--compile-workers={compile_workers} must be >= 0")
+    plan, gpus = _sizing(args, compiled)
     config = CampaignConfig(
         targets=targets,
         backends=runnable,
@@ -497,9 +500,11 @@ def _campaign_config(
         db_shared=list(args.db_shared),
         db_fallback=fallback,
         seed=args.seed if args.seed is not None else random.randrange(2**31),
-        workers=workers,
-        compile_workers=compile_workers,
+        workers=plan.workers,
+        compile_workers=plan.compile_workers,
         devices=gpus or [None],
+        cluster=args.cluster,
+        host=plan,
         example_timeout=args.example_timeout or (120.0 if profile.needs_gpu else 600.0),
         compile_timeout=args.compile_timeout,
         floor_examples=args.floor_examples,
@@ -512,6 +517,37 @@ def _campaign_config(
         triage=not args.no_triage,
     )
     return config, db_problems
+
+
+def _sizing(args: argparse.Namespace, compiled: bool) -> tuple[Any, list[str]]:
+    """How many workers the campaign runs, and the visible GPUs they are spread over: sized
+    from this host's GPUs, their memory and its cores (``fuzz.campaign.hosts``), or from each
+    node of a Ray cluster (``--cluster``: ``fuzz.campaign.cluster``)."""
+    from fuzz.campaign.config import visible_gpus
+    from fuzz.campaign.hosts import cpu_cores, gpu_inventory, plan_host
+
+    if args.cluster is not None:
+        from fuzz.campaign import cluster
+
+        if args.workers is not None or args.compile_workers is not None:
+            raise ValueError(
+                "--workers and --compile-workers size one host; with --cluster each node is "
+                "sized from its own GPUs and cores: leave them out"
+            )
+        cluster.connect(args.cluster)
+        return cluster.plan_cluster(cluster.live_nodes(), compiled=compiled), []
+    gpus = visible_gpus() if compiled else []
+    host_gpus, memory = gpu_inventory() if gpus else (0, None)
+    plan = plan_host(
+        gpus=len(gpus),
+        cores=cpu_cores(),
+        host_gpus=host_gpus,
+        gpu_memory_gib=memory,
+        compiled=compiled,
+        workers=args.workers,
+        compile_workers=args.compile_workers,
+    )
+    return plan, gpus
 
 
 def _hint(args: argparse.Namespace) -> str:

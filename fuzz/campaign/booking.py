@@ -30,10 +30,12 @@ STATS = (
 WARM_OFF_PATH = ("compile_seconds", "seconds", "compiles", "cache_loads", "cache_load_seconds")
 
 
-def _end(pair: PairState, examples: int) -> None:
-    pair.running = False
-    pair.examples += examples
-    pair.live_examples = 0
+def _end(pair: PairState, plan: SlicePlan, examples: int | None = None) -> tuple[int, float]:
+    """Ends ``plan``'s slice of ``pair``: books ``examples`` (None: those it streamed); returns
+    (examples, compile seconds) it streamed."""
+    streamed, compiled = pair.live.pop(plan.id, [0, 0.0])
+    pair.examples += streamed if examples is None else examples
+    return streamed, compiled
 
 
 def book_time(
@@ -42,8 +44,7 @@ def book_time(
     """Books the examples and time of ``plan``'s slice from its ``summary``; returns its
     seconds on the fuzzing path and the summary whose counters the pair takes (a warm-up's are
     its setup: zero)."""
-    _end(pair, summary.get("examples", 0))
-    pair.live_compile = 0.0
+    _end(pair, plan, summary.get("examples", 0))
     secs = summary.get("seconds", now - plan.started)
     if plan.warm_up is not None:
         book_warm_up(pair, summary, secs)
@@ -87,7 +88,7 @@ def book_warm_up(pair: PairState, summary: Mapping[str, Any], secs: float) -> No
 def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -> None:
     """Books the examples and time of ``plan``'s slice, which ended without its summary (its
     worker died, hung or overran), from what it streamed."""
-    _end(pair, pair.live_examples)
+    _, compiled = _end(pair, plan)
     spent = now - plan.started
     if plan.warm_up is not None:  # a warm-up that died: its fuzz workers take it as it is
         pair.warmth = Warmth.READY
@@ -95,27 +96,25 @@ def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -
         if pair.pending is not None:  # (its widened choices compile as they are drawn)
             pair.narrowing, pair.pending = pair.pending, None
         pair.warm_seconds += spent
-        pair.stats["precompile_seconds"] += pair.live_compile
+        pair.stats["precompile_seconds"] += compiled
     else:
         pair.slices += 1
         pair.seconds += spent
-        pair.stats["compile_seconds"] += pair.live_compile
+        pair.stats["compile_seconds"] += compiled
         # Past its search's time limit (compiling not counted), a slice was shrinking what it
         # found or running over: not fuzzing toward the pair's floor. (An H100 campaign killed
         # a GLA mutant's slice while it shrank a second bug; its 111 s counted as fuzzing met
         # the floor with 5 examples.)
-        over = spent - (plan.time_limit + pair.live_compile)
+        over = spent - (plan.time_limit + compiled)
         pair.stats["shrink_seconds"] += max(0.0, over)
-    pair.live_compile = 0.0
 
 
 def book_stopped(pair: PairState, plan: SlicePlan, now: float) -> None:
     """Books ``plan``'s slice cut short by the campaign's end (its examples and time so far)."""
-    _end(pair, pair.live_examples)
+    _, compiled = _end(pair, plan)
     if plan.warm_up is not None:
         pair.warm_seconds += now - plan.started
-        pair.stats["precompile_seconds"] += pair.live_compile
+        pair.stats["precompile_seconds"] += compiled
     else:
         pair.seconds += now - plan.started
-        pair.stats["compile_seconds"] += pair.live_compile
-    pair.live_compile = 0.0
+        pair.stats["compile_seconds"] += compiled

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.target import Target, plugins, target_plugin
@@ -58,6 +58,12 @@ class CampaignConfig:
     argv: Sequence[str] = ()
     plugins: Sequence[str] = ()
     triage: bool = True
+    # A Ray cluster's address (``--cluster``): its workers are actors there (else processes
+    # here), planned by ``host`` (a ``fuzz.campaign.cluster.ClusterPlan``).
+    cluster: str | None = None
+    # How this host's (or the cluster's) workers were sized: ``fuzz.campaign.hosts.HostPlan``
+    # or ``ClusterPlan`` (said in the console's header and the report).
+    host: Any = None
 
     @functools.cached_property
     def options(self) -> HuntOptions:

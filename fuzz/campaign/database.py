@@ -228,7 +228,11 @@ def _open_one(location: str, fallback: str | None = None) -> CheckedDatabase:
     def report(message: str) -> None:
         holder[0].warn(message)
 
-    if is_server(location):
+    if location.startswith("ray-actor://"):  # the coordinator's, served over a cluster
+        from fuzz.campaign.ray_worker import ActorDatabase
+
+        inner: ExampleDatabase = ActorDatabase(location.removeprefix("ray-actor://"))
+    elif is_server(location):
         try:
             import redis
             from hypothesis.extra.redis import RedisExampleDatabase
@@ -244,7 +248,7 @@ def _open_one(location: str, fallback: str | None = None) -> CheckedDatabase:
             socket_connect_timeout=CALL_TIMEOUT,
             retry=Retry(NoBackoff(), 0),  # one try: a frozen server costs one timeout
         )
-        inner: ExampleDatabase = RedisExampleDatabase(client)
+        inner = RedisExampleDatabase(client)
     else:
         path = Path(location)
         if path.exists() and not path.is_dir():

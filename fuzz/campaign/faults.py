@@ -34,6 +34,7 @@ from fuzz.campaign.inflight import clear_inflight, is_disk_full, read_inflight
 from fuzz.campaign.process import (
     EXIT_CONTEXT_LOST,
     EXIT_DEVICE_MEMORY,
+    EXIT_NODE_LOST,
     EXIT_RECYCLE,
     OUT_OF_MAPS_AT,
 )
@@ -75,10 +76,12 @@ class Faults:
         self,
         config: Any,
         *,
+        pool: Any,
         note: Callable[..., None],
         disk_full: Callable[[str], None],
     ) -> None:
         self.config = config
+        self.pool = pool  # reads a dead worker's in-flight record and log where it ran
         self.note = note
         self.disk_full = disk_full
 
@@ -89,7 +92,7 @@ class Faults:
     ) -> dict[str, Any] | None:
         """The finding of worker ``w`` that died or hung on its in-flight example of ``pair``,
         with its reproducer written (None: no example was in flight; noted)."""
-        got = read_inflight(w.config.inflight)
+        got = self.pool.inflight(w)
         if got is None:
             self.note(f"{pair.target.name} on {pair.backend}: {message} (no in-flight case)")
             return None
@@ -101,7 +104,7 @@ class Faults:
             meta.get("property_params", {}),
             cls,
             message,
-            log=tail(w.config.log, DEATH_LOG_LINES),
+            log=self.pool.log_tail(w, DEATH_LOG_LINES),
         )
         rec["first_example"] = pair.total_examples
         rec["first_seconds"] = round(pair.seconds + elapsed, 3)
@@ -243,11 +246,8 @@ class Faults:
         faulted = code is not None and code < 0 and -code in FAULT_SIGNALS
         if faulted and map_limit and w.maps >= OUT_OF_MAPS_AT * map_limit:
             return f"{w.maps} memory maps of the {map_limit} a process may have"
-        try:
-            with open(w.config.log, "rb") as f:
-                f.seek(w.log_offset)
-                text = f.read().decode(errors="replace")
-        except OSError:
+        text = self.pool.log_since_job(w)
+        if text is None:
             return None
         said = next((t for t in OUT_OF_RESOURCES_TEXTS if t in text), None)
         return f"it said {said!r} first" if said and code != 0 else None
@@ -438,6 +438,8 @@ def exit_text(code: int | None, reason: str | None) -> str:
         return "vanished"
     if code == EXIT_CONTEXT_LOST:
         return "exited after losing its CUDA context"
+    if code == EXIT_NODE_LOST:
+        return "was lost with its node"
     if code == EXIT_RECYCLE:
         return "was recycled (too many memory maps)"
     if code == EXIT_DEVICE_MEMORY:

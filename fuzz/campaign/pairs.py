@@ -38,9 +38,7 @@ class PairState:
     target: Target
     backend: str
     examples: int = 0
-    live_examples: int = 0  # examples of the slice in flight (progress messages)
     seconds: float = 0.0  # wall time of its slices, compiling included
-    live_compile: float = 0.0  # compile seconds of the slice in flight (progress messages)
     slices: int = 0
     deaths: int = 0
     repeat_deaths: int = 0  # deaths that only hit a known bug again (no new finding)
@@ -48,7 +46,9 @@ class PairState:
     # memory): not counted as deaths.
     out_of_resources: int = 0
     rate: float = 0.0  # recent gain per fuzzing second (new bugs x 10 + new features)
-    running: bool = False
+    # Its slices in flight: slice id -> [examples, compile seconds] so far (progress messages).
+    # More than one where workers that would idle share the pair (``Tunables.share_pairs``).
+    live: dict[int, list[Any]] = field(default_factory=dict)
     retired: str = ""
     error: str | None = None
     ledger: BugLedger = field(default_factory=BugLedger)
@@ -86,12 +86,27 @@ class PairState:
         return self.ledger.found
 
     @property
+    def running(self) -> bool:
+        """Whether a slice of it is in flight."""
+        return bool(self.live)
+
+    @property
+    def live_examples(self) -> int:
+        """Examples of its slices in flight."""
+        return sum(v[0] for v in self.live.values())
+
+    @property
+    def live_compile(self) -> float:
+        """Compile seconds of its slices in flight."""
+        return sum(v[1] for v in self.live.values())
+
+    @property
     def total_examples(self) -> int:
-        return self.examples + (self.live_examples if self.running else 0)
+        return self.examples + self.live_examples
 
     @property
     def compile_seconds(self) -> float:
-        return self.stats["compile_seconds"] + (self.live_compile if self.running else 0.0)
+        return self.stats["compile_seconds"] + self.live_compile
 
     @property
     def fuzz_seconds(self) -> float:

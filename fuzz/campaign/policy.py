@@ -180,11 +180,10 @@ class SchedulingPolicy:
         )
         if warm:
             pair.warmth = Warmth.WARMING
-        pair.running = True
-        pair.live_examples = 0
-        pair.live_compile = 0.0
-        pair.slice_new = 0.0
-        pair.new_sightings = set()
+        if not pair.running:  # (a pair shared by several workers: their gains together)
+            pair.slice_new = 0.0
+            pair.new_sightings = set()
+        pair.live[slice_id] = [0, 0.0]
         # A warm-up of widened choices is a first warm-up of them; each draws longer.
         level = 0 if warm and pair.pending is not None else pair.warm_count
         plan = SlicePlan(
@@ -230,7 +229,7 @@ class SchedulingPolicy:
             )
             active += [p for p in free if p.key in far]
         if not active:
-            return None
+            return self._shared(loaded, ahead) if self.t.share_pairs else None
         under = [p for p in active if self.floor_progress(p) < 1.0]
         if under:
             return min(under, key=lambda p: self._under_floor_order(p, loaded))
@@ -256,6 +255,33 @@ class SchedulingPolicy:
                 * estimates.ucb(p.rate, p.slices, total)
             ),
         )
+
+    def _shared(self, loaded: set[str] | frozenset[str], ahead: bool) -> PairState | None:
+        """A pair another worker is fuzzing, for a worker that would otherwise idle (more
+        workers than pairs left: a plugin's few kernels on a host of several GPUs): under its
+        floor the least fuzzed, else the most productive (:func:`estimates.ucb`), each shared
+        by the fewest workers first. Its slices draw other examples (each slice its own seed;
+        the example database is replayed by a pair's first slice only). Never a pair whose
+        first slice or warm-up is in flight, nor a cold one where compiling goes ahead."""
+        busy = [
+            p
+            for p in self.pairs
+            if p.running
+            and p.slices > 0
+            and not p.retired
+            and not self.done(p)
+            and (p.warmth is Warmth.READY or not ahead)
+        ]
+        if not busy:
+            return None
+        total = sum(p.slices for p in self.pairs) + 1
+
+        def order(p: PairState) -> tuple[Any, ...]:
+            progress = self.floor_progress(p)
+            favour = estimates.ucb(p.rate, p.slices, total) * (1.0 if p.key in loaded else 0.9)
+            return (len(p.live), progress >= 1.0, progress if progress < 1.0 else -favour)
+
+        return min(busy, key=order)
 
     def _under_floor_order(self, p: PairState, loaded: Iterable[str]) -> tuple[Any, ...]:
         """The order of the pairs under their floor. A cold pair compiles as it goes, on the
@@ -348,10 +374,11 @@ class SchedulingPolicy:
 
     def progress(self, sid: int, examples: int, compile_seconds: float | None = None) -> None:
         r = self._running.get(sid)
-        if r is not None:
-            r.pair.live_examples = examples
+        if r is not None and sid in r.pair.live:
+            live = r.pair.live[sid]
+            live[0] = examples
             if compile_seconds is not None:
-                r.pair.live_compile = compile_seconds
+                live[1] = compile_seconds
 
     def feature(self, sid: int, name: str) -> None:
         r = self._running.get(sid)

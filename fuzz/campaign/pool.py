@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fuzz.campaign.inflight import clear_inflight, read_inflight
+from fuzz.campaign.messages import Stop
 from fuzz.campaign.process import count_maps
 from fuzz.campaign.threads import children_share_cpus
 from fuzz.campaign.worker import WorkerConfig, worker_main
@@ -180,6 +182,42 @@ class ProcessPool:
             if ended:
                 events.append(Exited(w, w.process.exitcode))
         return events
+
+    def stop(self, w: WorkerHandle) -> None:
+        """Asks idle worker ``w`` to stop (everything it found has arrived), and kills it if it
+        does not within a second (its teardown is not waited on)."""
+        try:
+            self.send(w, Stop())
+        except (OSError, AttributeError):
+            pass
+        w.process.join(1)
+        if w.process.is_alive():
+            w.process.kill()
+            w.process.join(3)
+
+    # A dead worker's files (on this host) ---------------------------------------------------
+
+    def inflight(self, w: WorkerHandle) -> tuple[dict[str, Any], Any] | None:
+        """The example ``w`` was running when it ended (None: none, or unreadable)."""
+        return read_inflight(w.config.inflight)
+
+    def clear_inflight(self, w: WorkerHandle) -> None:
+        clear_inflight(w.config.inflight)
+
+    def log_tail(self, w: WorkerHandle, n: int) -> str:
+        """The last ``n`` lines of ``w``'s log (faulthandler's tracebacks of a crash or hang)."""
+        from fuzz.campaign.faults import tail
+
+        return tail(w.config.log, n)
+
+    def log_since_job(self, w: WorkerHandle) -> str | None:
+        """What ``w`` logged since its job began (None: unreadable)."""
+        try:
+            with open(w.config.log, "rb") as f:
+                f.seek(w.log_offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return None
 
     def sample_maps(self, w: WorkerHandle) -> None:
         """Counts ``w``'s memory maps once a second (what its death would be put down to)."""

@@ -20,11 +20,26 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 EXIT_CONTEXT_LOST = 86
 EXIT_RECYCLE = 87  # a worker that ends itself to be replaced by a fresh process (memory maps)
 EXIT_DEVICE_MEMORY = 88  # a worker whose GPU memory ran out: a fresh process takes over
+EXIT_NODE_LOST = 89  # a worker on a cluster node that went away (its actor died with the node)
+
+# What a worker calls to exit with a code (a process: os._exit; a Ray actor says its code to
+# the coordinator first: fuzz.campaign.ray_worker).
+EXIT_HOOK: Callable[[int], None] | None = None
+
+
+def exit_worker(code: int) -> None:
+    """Ends this worker with ``code`` (:data:`EXIT_CONTEXT_LOST`, :data:`EXIT_DEVICE_MEMORY`):
+    at once, whatever runs (a process that lost its CUDA context must not run anything more)."""
+    if EXIT_HOOK is not None:
+        EXIT_HOOK(code)
+    os._exit(code)
+
 
 # Fractions of the memory-map limit: clear JAX's compile caches, recycle the worker, and (the
 # parent) call a worker's death by a signal at this count a resource exhaustion, not a crash.

@@ -205,6 +205,9 @@ class CampaignRecord:
     interrupted: str | None
     errors: list[str]
     notes: list[str]
+    # How its workers were sized: the host's GPUs, their memory, its cores, the workers per
+    # GPU (or each node of a cluster); None: not said.
+    sizing: dict[str, Any] | None = None
 
 
 def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -275,6 +278,7 @@ def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]
         "versions": versions(),
         "device": device_name(),
         "workers": c.workers,
+        "sizing": c.sizing,
         "worker_restarts": c.worker_restarts,
         "example_timeout": c.example_timeout,
         "database": {

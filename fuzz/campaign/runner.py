@@ -38,12 +38,11 @@ from fuzz.campaign import console, report
 from fuzz.campaign import messages as M
 from fuzz.campaign.config import CampaignConfig, refund_cap, worker_configs
 from fuzz.campaign.faults import Faults, exit_text, stop_signal
-from fuzz.campaign.inflight import clear_inflight
 from fuzz.campaign.outdir import OutputFolder
 from fuzz.campaign.pairs import PairState, Warmth, interleave
 from fuzz.campaign.policy import Lost, SchedulingPolicy
 from fuzz.campaign.pool import Arrived, Job, ProcessPool, WorkerHandle, overran
-from fuzz.campaign.process import EXIT_RECYCLE, map_limit
+from fuzz.campaign.process import EXIT_NODE_LOST, EXIT_RECYCLE, map_limit
 from fuzz.campaign.tunables import Tunables
 from fuzz.engine import run_narrowing
 from fuzz.ledger import Recorded
@@ -76,8 +75,12 @@ class Campaign:
         self.policy = SchedulingPolicy(
             pairs, Tunables.of(config, pairs=len(pairs)), widen=self._widened
         )
-        self.pool = ProcessPool([], [], share_cpus=config.workers)
-        self.faults = Faults(config, note=self._note, disk_full=self._disk_is_full)
+        self.pool: Any = ProcessPool([], [], share_cpus=config.workers)
+        if config.cluster is not None:
+            from fuzz.campaign.cluster import RayPool
+
+            self.pool = RayPool([], [], [], uid=_uid(config), repro_dir=config.repro_dir)
+        self.faults = Faults(config, pool=self.pool, note=self._note, disk_full=self._disk_is_full)
         self.folder = OutputFolder(config.out, argv=config.argv, disk_full=self._disk_is_full)
         self.slice_ids = 0
         self.stop_reason: str | None = None
@@ -116,10 +119,13 @@ class Campaign:
     def _make_workers(self) -> None:
         c = self.config
         (c.out / "workers").mkdir(parents=True, exist_ok=True)
-        self.pool.configs = worker_configs(c, parent_pid=os.getpid())
-        self.pool.roles = [
-            "fuzz" if s < c.workers else "compile" for s in range(len(self.pool.configs))
-        ]
+        configs = worker_configs(c, parent_pid=os.getpid())
+        if c.cluster is not None:  # actors placed over the cluster's nodes, as it was planned
+            from fuzz.campaign.cluster import place
+
+            configs, self.pool.options = place(c, configs, uid=self.pool.uid)
+        self.pool.configs = configs
+        self.pool.roles = ["fuzz" if s < c.workers else "compile" for s in range(len(configs))]
         self.pool.start_all()
         for w in self.workers:
             self.policy.add_worker(w.slot, w.role)
@@ -261,7 +267,9 @@ class Campaign:
         # A stop asked for from outside (timeout, systemd, kill -TERM -PGID) is never a finding,
         # nor a worker ending itself to be replaced (recycled), nor the harness running out of
         # memory maps or memory.
-        stopped = reason is None and (stop_signal(code) is not None or code == EXIT_RECYCLE)
+        stopped = reason is None and (
+            stop_signal(code) is not None or code in (EXIT_RECYCLE, EXIT_NODE_LOST)
+        )
         why = None
         if not (reason or stopped or job is None):
             why = self.faults.out_of_resources(w, code, self.map_limit)
@@ -275,7 +283,15 @@ class Campaign:
                 self._out_of_resources(w, lost.pair, code, why)
             else:
                 self._slice_lost(w, lost, code, reason, stopped=stopped)
-        clear_inflight(w.config.inflight)
+            if code == EXIT_NODE_LOST:
+                # What it streamed is kept; the pair is free again, for a worker elsewhere.
+                self._note(
+                    f"{lost.pair.target.name} on {lost.pair.backend}: worker {w.slot} was lost "
+                    f"with its node ({w.host or 'unknown'}) mid-slice; the slice's findings "
+                    "streamed before are kept and the pair is fuzzed on elsewhere",
+                    say=True,
+                )
+        self.pool.clear_inflight(w)
         if not w.ready and code != EXIT_RECYCLE:
             w.startup_failures += 1  # died before it could take any work
         self.pool.closed(w)
@@ -522,15 +538,8 @@ class Campaign:
                     self.policy.stopped(job.id, time.perf_counter())
                 w.job = None
             else:
-                try:
-                    self.pool.send(w, M.Stop())
-                except (OSError, AttributeError):
-                    pass
-                w.process.join(1)  # everything it found has arrived; do not wait on its teardown
-                if w.process.is_alive():
-                    w.process.kill()
-                    w.process.join(3)
-            clear_inflight(w.config.inflight)
+                self.pool.stop(w)  # everything it found has arrived
+            self.pool.clear_inflight(w)
             self._retire_worker(w)
         for item in [i for i in self.replay_queue if i.get("confirm_hang")]:
             self._hang_confirmed(item, None)  # never replayed: kept as an unconfirmed hang
@@ -552,9 +561,17 @@ class Campaign:
             db_shared=list(c.db_shared),
             db_problems=list(self.db_problems),
             workers=[
-                {"slot": w.slot, "device": w.device, "restarts": w.restarts, "recycles": w.recycles}
+                {
+                    "slot": w.slot,
+                    "role": w.role,
+                    "device": w.device,
+                    **({"node": w.host} if w.host else {}),
+                    "restarts": w.restarts,
+                    "recycles": w.recycles,
+                }
                 for w in self.workers
             ],
+            sizing=None if c.host is None else {"said": c.host.describe(), **c.host.as_dict()},
             worker_restarts=self.restarts,
             rows=[
                 p.as_dict() for p in sorted(self.pairs, key=lambda p: (p.target.name, p.backend))
@@ -583,6 +600,11 @@ class Campaign:
             self.notes.append(f"the disk is full: {what}; the campaign stopped")
             self.log(f"ERROR the disk is full: {what}")
         self.request_stop("disk full")
+
+
+def _uid(config: CampaignConfig) -> str:
+    """A name for this campaign's files on a cluster's nodes."""
+    return f"{os.getpid()}-{int(time.time())}"
 
 
 def _runs(t: Target, backend: str) -> bool:

@@ -43,6 +43,9 @@ class Tunables:
         rewarm_refused: or examples of new structures it refused since (its compile share spent:
             they would have compiled on the fuzzing path), which call for another warm-up to
             compile them ahead.
+        share_pairs: a worker with no free pair fuzzes one another worker is fuzzing (each slice
+            its own seed), rather than idle: on a host of several GPUs a plugin's few kernels
+            would leave most workers idle.
     """
 
     floor_examples: int = 200
@@ -65,6 +68,7 @@ class Tunables:
     affinity: float = 0.8
     rewarm_after: float = 2.0
     rewarm_refused: int = 10
+    share_pairs: bool = True
 
     @classmethod
     def of(cls, config: Any, *, pairs: int) -> Tunables:

@@ -49,6 +49,7 @@ from fuzz.campaign.process import (
     MapBudget,
     cap_torch_memory,
     die_with_campaign,
+    exit_worker,
     map_limit,
     share_gpu_memory,
 )
@@ -189,7 +190,7 @@ def _hunt(
         # The harness's resources, not a finding: the parent books an exhaustion and starts a
         # fresh process (what this slice found was streamed already).
         print(f"device out of memory: {result.error}", file=sys.stderr, flush=True)
-        os._exit(EXIT_DEVICE_MEMORY)
+        exit_worker(EXIT_DEVICE_MEMORY)
     _release_device_cache()
     if memo is not None:
         # How this slice's structures were drawn, summed per pair in the report's events: how
@@ -260,7 +261,7 @@ def _run_hunt(
             # bug, then ran out so, and its pair was retired as broken). What it found was
             # streamed already; a fresh process takes over.
             print(f"device out of memory: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-            os._exit(EXIT_DEVICE_MEMORY)
+            exit_worker(EXIT_DEVICE_MEMORY)
         error = {"error": f"{type(e).__name__}: {e}", "examples": 0, "seconds": 0.0, "found": []}
         conn.send(M.Done(plan.id, error))
         return None
@@ -408,7 +409,7 @@ class SliceRun:
         f = found.finding
         if kills_context(f):
             self.conn.send(M.ContextLost(self.id, f.message))
-            os._exit(EXIT_CONTEXT_LOST)
+            exit_worker(EXIT_CONTEXT_LOST)
 
     def write_reproducer(self, found: Any) -> Path:
         from fuzz.engine import write_reproducer

@@ -101,6 +101,7 @@ def _policy(scenario: dict[str, Any]) -> SchedulingPolicy:
                 p.warmth = Warmth.COLD
             pairs.append(p)
     tunables = Tunables(
+        share_pairs=False,  # (recorded before pairs could be shared by idle workers)
         examples=scenario["examples"],
         slice_seconds=slice_seconds(scenario["budget"], len(pairs)),
         seed=scenario["seed"],

@@ -43,6 +43,12 @@ def _pair(name, *, examples=0, seconds=0.0, compile_seconds=0.0, slices=1, rate=
     return p
 
 
+def _in_flight(*pairs):
+    """Marks ``pairs`` as fuzzed by a slice in flight (another worker's)."""
+    for p in pairs:
+        p.live[next(_IDS)] = [0, 0.0]
+
+
 def _policy(pairs, **tunables):
     """A policy over ``pairs`` with one fuzzing worker (0) and one compile worker (9) seated
     where ``compile_ahead``; ``widen`` as given."""
@@ -158,19 +164,19 @@ def test_a_fuzzing_worker_takes_a_cold_pair_whose_warm_up_is_far_away():
     later = _pair("later", examples=0, slices=0, mutant=True, expected="nan")  # warmed up last
     for p in (next_up, later):
         p.warmth = Warmth.COLD
-    policy = _policy([later, ready, next_up])
+    policy = _policy([later, ready, next_up], share_pairs=False)  # (no sharing: it waits)
     policy.add_worker(9, "compile")
     cold_wait = policy.t.cold_wait
     assert policy.pick() is ready  # the others never ran, but are not warmed up
-    ready.running = True
+    _in_flight(ready)
     assert policy.pick() is None  # no warm-up measured yet: wait
-    ready.running = False
+    ready.live.clear()
     ready.warm_count, ready.warm_seconds = 1, 0.75 * cold_wait
     ready.first_warm_compile = 1.0  # its family's warm-ups compile for a second
     assert policy.pick() is ready  # under its floor, and compiled ahead
     ready.examples, ready.seconds = 300, 40.0  # at its floor
     assert policy.pick() is later  # "next" is warmed up in 0.75 COLD_WAIT, "later" in 1.5
-    later.running = True
+    _in_flight(later)
     assert policy.pick() is ready
     policy.remove_worker(9)  # no compile worker: every pair is fuzzed as it is
     assert policy.pick() is next_up
@@ -204,17 +210,18 @@ def test_compile_workers_warm_the_costliest_compiles_first_and_fuzzing_takes_the
     assert policy.cold_queue() == [real, *costly, *cheap]
     assert policy.next_warm_up() is real
     policy.add_worker(9, "compile")
-    slow.running = fast.running = True
+    _in_flight(slow, fast)
     # One compile worker, 0.75 COLD_WAIT a warm-up: the queue's k-th pair is (k + 1) 0.75
     # COLD_WAIT away. The cheap ones (places 4 and 5) are far; of the costly ones, only the
     # third (3 COLD_WAIT away) is further than its warm-up's compiles times the factor.
-    policy = _policy([slow, fast, *costly, *cheap, real])  # no help from the order
+    # no help from the order; no sharing of a pair in flight (it waits)
+    policy = _policy([slow, fast, *costly, *cheap, real], share_pairs=False)
     policy.add_worker(9, "compile")
     assert policy.pick() is cheap[0]
     for p in cheap:
-        p.running = True
+        _in_flight(p)
     assert policy.pick() is costly[2]
-    costly[2].running = True
+    _in_flight(costly[2])
     assert policy.pick() is None  # the other costly ones wait for their warm-up
     # A family none has compiled yet may compile dear: warmed up first, never fuzzed cold.
     unknown = _pair("unknown", slices=0, mutant=True, expected="nan")
@@ -222,8 +229,39 @@ def test_compile_workers_warm_the_costliest_compiles_first_and_fuzzing_takes_the
     policy.pairs.append(unknown)
     assert policy.cold_queue() == [real, unknown, *costly[:2]]
     assert policy.pick() is costly[1]  # now 3 COLD_WAIT away; "unknown", 1.5 away, is never far
-    costly[1].running = True
+    _in_flight(costly[1])
     assert policy.pick() is None
+
+
+def test_a_worker_that_would_idle_shares_a_pair_another_worker_fuzzes():
+    """More workers than free pairs (a plugin's few kernels on a host of several GPUs): a worker
+    with no free pair joins one in flight rather than idle, each slice with its own seed; under
+    its floor the least fuzzed, then the most productive, the least shared first. Never a pair
+    whose first slice or warm-up is in flight, nor one retired or done."""
+    a = _pair("a", examples=50, seconds=2.0)
+    b = _pair("b", examples=150, seconds=2.0)
+    fresh = _pair("fresh", slices=0)
+    policy = _policy([a, b, fresh])
+    for w in (1, 2, 3):
+        policy.add_worker(w)
+    plans = [policy.next_slice(w, slice_id=w + 1, now=0.0, left=100.0) for w in (0, 1, 2)]
+    assert [p.pair for p in plans] == [fresh.key, a.key, b.key]  # the free pairs first
+    assert policy.pick() is a  # none free: shares the least fuzzed of those under their floor
+    shared = policy.next_slice(3, slice_id=4, now=0.0, left=100.0)
+    assert shared.pair == a.key and shared.seed != plans[1].seed and not shared.reuse
+    assert len(a.live) == 2 and a.running
+    assert policy.pick() is b  # a has two slices in flight; b one (fresh: its first slice)
+    policy.progress(2, 30, 1.0)
+    policy.progress(4, 10, 0.5)
+    assert a.total_examples == 90 and a.compile_seconds == pytest.approx(1.5)
+    policy.ended(2, {"examples": 35, "seconds": 3.0}, 3.0)
+    assert a.examples == 85 and a.total_examples == 95 and a.running  # slice 4 goes on
+    policy.lost(4, 5.0)
+    assert a.examples == 95 and not a.running
+    a.retired = "search space exhausted"
+    b.retired = "search space exhausted"
+    assert policy.pick() is None  # only a first slice in flight: not shared
+    assert _policy([_pair("x")], share_pairs=False).pick() is not None
 
 
 def test_a_compiles_expected_cost_comes_from_the_pair_else_its_family():

@@ -1,0 +1,250 @@
+"""The actor side of a campaign on a Ray cluster (``python -m fuzz run --cluster``).
+
+A fuzzing or compile worker is a Ray actor (:class:`WorkerActor`) that runs the same slices as
+a worker process (:mod:`fuzz.campaign.worker`): its messages go to the coordinator through a
+Ray queue instead of a pipe (:class:`QueueConn`), its example clock through the same queue
+(:class:`QueueClock`), and the files it writes on its node -- reproducers, the in-flight record,
+its log -- come back with its messages (reproducers) or through its node's agent
+(:class:`NodeAgent`: the in-flight record and log of a worker that died). The example database
+is the coordinator's, served by an actor on the coordinator's node (:class:`DatabaseServer`)
+unless the campaign shares a Redis one.
+
+Only this module and :mod:`fuzz.campaign.cluster` import Ray; without it nothing else changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from hypothesis.database import ExampleDatabase
+
+from fuzz.campaign import messages as M
+from fuzz.campaign.worker import WorkerConfig
+
+# How often (at most) a worker's example clock is sent while examples start one after another.
+CLOCK_EVERY = 0.2
+# The coordinator's actors a worker was handed, by name (the example database's server).
+ACTORS: dict[str, Any] = {}
+
+
+def node_dir(uid: str) -> Path:
+    """This node's folder for a campaign's worker files (in-flight records, logs, reproducers
+    before they are sent)."""
+    path = Path(tempfile.gettempdir()) / f"kernel-fuzz-{uid}"
+    (path / "reproducers").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class QueueConn:
+    """A worker's pipe to the coordinator, over a Ray queue: each message goes with its
+    worker's slot, and a finding's reproducers (written on this node) with their contents."""
+
+    def __init__(self, queue: Any, slot: int) -> None:
+        self.queue, self.slot = queue, slot
+
+    def send(self, message: Any) -> None:
+        if isinstance(message, M.Found):
+            message = M.Found(message.slice, with_files(message.record))
+        elif isinstance(message, M.Done) and message.summary.get("found"):
+            found = [with_files(r) for r in message.summary["found"]]
+            message = M.Done(message.slice, {**message.summary, "found": found})
+        self.queue.put((self.slot, message))
+
+
+def with_files(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the files its reproducers name on this node (the script, its companions,
+    the interpreter's smaller one), as ``_files``: name -> bytes."""
+    from fuzz import reproducer
+
+    paths = [record.get("reproducer"), (record.get("interpreter_minimal") or {}).get("reproducer")]
+    files: dict[str, bytes] = {}
+    for p in [Path(p) for p in paths if p]:
+        for f in [p, *reproducer.companions(p)]:
+            try:
+                files[f.name] = f.read_bytes()
+            except OSError:
+                pass
+    return {**record, "_files": files} if files else record
+
+
+class QueueClock:
+    """A worker's example clock (0: idle; the start of the example in flight; minus the start
+    of a compile in flight) sent to the coordinator as it changes: each new start at most every
+    ``CLOCK_EVERY`` seconds, and every switch between idle, running and compiling."""
+
+    def __init__(self, queue: Any, slot: int) -> None:
+        self.queue, self.slot = queue, slot
+        self._value = 0.0
+        self._sent = (0.0, 0.0)  # (value, when)
+
+    @property
+    def value(self) -> float:
+        return self._value
+
+    @value.setter
+    def value(self, v: float) -> None:
+        self._value = v
+        last, when = self._sent
+        now = time.time()
+        kind = (v > 0) - (v < 0)
+        if kind != (last > 0) - (last < 0) or (kind and now - when >= CLOCK_EVERY):
+            self._sent = (v, now)
+            self.queue.put((self.slot, ("clock", v)))
+
+
+class WorkerActor:
+    """One campaign worker as a Ray actor (the class is made remote by
+    :func:`fuzz.campaign.cluster.actor_classes`)."""
+
+    def __init__(
+        self, config: WorkerConfig, queue: Any, uid: str, actors: dict[str, Any] | None = None
+    ) -> None:
+        from fuzz.campaign import process
+        from fuzz.campaign.database import open_database
+        from fuzz.campaign.worker import _pause_clock_while_compiling, _setup
+
+        here = node_dir(uid)
+        self.config = dataclasses.replace(
+            config,
+            repro_dir=str(here / "reproducers"),
+            inflight=str(here / f"inflight-{config.slot}"),
+            log=str(here / f"worker-{config.slot}.log"),
+            cuda_device=None,  # Ray set CUDA_VISIBLE_DEVICES for the GPU it gave the actor
+        )
+        self.conn = QueueConn(queue, config.slot)
+        self.clock = QueueClock(queue, config.slot)
+        slot = config.slot
+
+        def exit_with(code: int) -> None:  # said first: the coordinator cannot read it after
+            queue.put((slot, ("exit", code)))
+            os._exit(code)
+
+        process.EXIT_HOOK = exit_with
+        ACTORS.update(actors or {})  # (the coordinator's database server, by name)
+        _setup(self.config)
+        self.db = open_database(self.config.db, self.config.db_shared)
+        _pause_clock_while_compiling(self.clock)
+        self.maps = process.MapBudget(process.map_limit())
+
+    def ready(self) -> dict[str, Any]:
+        """Where it runs: its node, process, and the paths of its files there."""
+        import ray
+
+        return {
+            "node": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+            "inflight": self.config.inflight,
+            "log": self.config.log,
+            "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
+
+    def run(self, message: Any) -> int | None:
+        """Runs a slice or a replay; returns the exit code of a worker that must be replaced
+        (too many memory maps: a fresh one takes over), else None."""
+        from fuzz.campaign import worker
+        from fuzz.campaign.process import EXIT_RECYCLE
+
+        if isinstance(message, M.Hunt):
+            worker._hunt(self.conn, self.config, self.db, self.clock, message.plan, self.maps)
+        elif isinstance(message, M.Replay):
+            worker._replay(self.conn, self.clock, message)
+        return EXIT_RECYCLE if self.maps.recycle is not None else None
+
+
+class NodeAgent:
+    """Reads, on its node, the files of a worker that died there: its in-flight record and its
+    log (the class is made remote by :func:`fuzz.campaign.cluster.actor_classes`)."""
+
+    def inflight(self, prefix: str) -> tuple[dict[str, Any], Any] | None:
+        from fuzz.campaign.inflight import read_inflight
+
+        return read_inflight(prefix)
+
+    def clear_inflight(self, prefix: str) -> None:
+        from fuzz.campaign.inflight import clear_inflight
+
+        clear_inflight(prefix)
+
+    def tail(self, path: str, n: int) -> str:
+        from fuzz.campaign.faults import tail
+
+        return tail(path, n)
+
+    def since(self, path: str, offset: int) -> str:
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def size(self, path: str) -> int:
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return 0
+
+
+class DatabaseServer:
+    """The coordinator's example database, served to the workers of every node (the class is
+    made remote by :func:`fuzz.campaign.cluster.actor_classes`)."""
+
+    def __init__(self, location: str) -> None:
+        from fuzz.campaign.database import open_database
+
+        self.db = open_database(location)
+
+    def save(self, key: bytes, value: bytes) -> None:
+        if self.db is not None:
+            self.db.save(key, value)
+
+    def fetch(self, key: bytes) -> list[bytes]:
+        return [] if self.db is None else list(self.db.fetch(key))
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        if self.db is not None:
+            self.db.delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        if self.db is not None:
+            self.db.move(src, dest, value)
+
+
+class ActorDatabase(ExampleDatabase):
+    """A worker's view of the coordinator's example database (:class:`DatabaseServer`, by its
+    actor's name): each call one round trip, within ``CALL_TIMEOUT`` seconds (the campaign's
+    ``CheckedDatabase`` around it turns a failure into a warning)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        import ray
+
+        self.name = name
+        self.actor = ACTORS.get(name) or ray.get_actor(name)
+
+    def _get(self, ref: Any) -> Any:
+        import ray
+
+        from fuzz.campaign.database import CALL_TIMEOUT
+
+        return ray.get(ref, timeout=CALL_TIMEOUT)
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self._get(self.actor.save.remote(key, value))
+
+    def fetch(self, key: bytes) -> Any:
+        yield from self._get(self.actor.fetch.remote(key))
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self._get(self.actor.delete.remote(key, value))
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self._get(self.actor.move.remote(src, dest, value))
+
+    def __repr__(self) -> str:
+        return f"ActorDatabase({self.name!r})"
