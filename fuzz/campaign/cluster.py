@@ -35,6 +35,8 @@ GPU_SHARE_OF_COMPILE = 0.1  # of each GPU, for the node's compile actors
 CALL_TIMEOUT = 30.0  # seconds a call to a node's agent may take
 # Seconds the cluster is given to mark an actor's node dead once the actor died unexpectedly.
 NODE_DEATH_WAIT = 10.0
+# How Ray says an actor died with its node.
+_NODE_DIED = re.compile(r"node (has )?died|node .*(is )?dead|raylet", re.IGNORECASE)
 
 
 def ray_module() -> Any:
@@ -356,10 +358,11 @@ class RayPool:
             value = self.ray.get(ref)
         except Exception as e:
             a.ready_ref = a.run_ref = None
-            if kind == "ready":  # its set-up raised (the same every time): said, as a process's
-                w.fatal = f"{type(e).__name__}: {str(e)[-1500:]}"
             if a.exit_code is None:
                 a.exit_code = self._death_code(a, e)
+            if kind == "ready" and a.exit_code != EXIT_NODE_LOST:
+                # Its set-up raised (the same every time): said, as a process's.
+                w.fatal = f"{type(e).__name__}: {str(e)[-1500:]}"
             return Exited(w, a.exit_code)
         if kind == "ready":
             a.ready_ref = None
@@ -377,25 +380,35 @@ class RayPool:
 
     def _death_code(self, a: _Actor, error: BaseException) -> int | None:
         """The exit code of an actor that died (``error``: Ray's): :data:`EXIT_NODE_LOST` where
-        its node is gone, else a signal Ray names in it (negative), else None."""
+        its node is gone (Ray says so, or it never started), else a signal or exit code Ray
+        names (a process that died on a live node), else :data:`EXIT_NODE_LOST` where the
+        cluster marks its node dead soon, else None."""
         text = str(error)
-        if a.node is not None and self._node_gone(a.node, text):
-            self.lost_nodes.append(a.node)
-            return EXIT_NODE_LOST
-        for name, code in (("SIGSEGV", -11), ("SIGABRT", -6), ("SIGBUS", -7), ("SIGKILL", -9)):
+        lost = _NODE_DIED.search(text) or "never ran" in text
+        code = None
+        for name, signal_code in (
+            ("SIGSEGV", -11),
+            ("SIGABRT", -6),
+            ("SIGBUS", -7),
+            ("SIGKILL", -9),
+        ):
             if name in text:
-                return code
+                code = signal_code
         m = re.search(r"exit code:? (-?\d+)", text, re.IGNORECASE)
-        return int(m.group(1)) if m else None
+        if code is None and m:
+            code = int(m.group(1))
+        if not lost and code is None and a.node is not None:
+            lost = self._node_gone(a.node)
+        if lost:
+            if a.node is not None:
+                self.lost_nodes.append(a.node)
+            return EXIT_NODE_LOST
+        return code
 
-    def _node_gone(self, node: str, text: str) -> bool:
-        """Whether ``node`` is gone: Ray says so in the actor's error, or its control store
-        marks it dead within ``NODE_DEATH_WAIT`` seconds (it notices a lost raylet late, and a
-        worker of a lost node must not read as a crash of its kernel)."""
-        if re.search(r"node (has )?died|node .*(is )?dead|raylet", text, re.IGNORECASE):
-            return True
-        if re.search(r"SIG[A-Z]+|exit code", text):  # its process ended, on a live node
-            return False
+    def _node_gone(self, node: str) -> bool:
+        """Whether ``node`` is gone: the cluster's control store marks it dead within
+        ``NODE_DEATH_WAIT`` seconds (it notices a lost raylet late, and a worker of a lost node
+        must not read as a crash of its kernel)."""
         end = time.monotonic() + NODE_DEATH_WAIT
         while node in {n.id for n in live_nodes()}:
             if time.monotonic() > end:

@@ -292,7 +292,7 @@ class Campaign:
                     say=True,
                 )
         self.pool.clear_inflight(w)
-        if not w.ready and code != EXIT_RECYCLE:
+        if not w.ready and code not in (EXIT_RECYCLE, EXIT_NODE_LOST):
             w.startup_failures += 1  # died before it could take any work
         self.pool.closed(w)
         self._replace(w, reason)
