@@ -31,12 +31,20 @@ def main() -> int:
     t0 = time.time()
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 2, "num_gpus": 0, "include_dashboard": False},
+        head_node_args={
+            "num_cpus": 2,
+            "num_gpus": 0,
+            "include_dashboard": False,
+            "object_store_memory": 2 << 30,
+        },
     )
     per_node = max(1, (args.cores - 2) // args.gpus)
     nodes = [
         cluster.add_node(
-            num_cpus=per_node, num_gpus=1, env_vars={"CUDA_VISIBLE_DEVICES": str(i)}
+            num_cpus=per_node,
+            num_gpus=1,
+            object_store_memory=2 << 30,  # (five raylets on one host share its memory)
+            env_vars={"CUDA_VISIBLE_DEVICES": str(i)},
         )
         for i in range(args.gpus)
     ]

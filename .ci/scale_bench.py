@@ -95,15 +95,19 @@ def main() -> None:
         if x:
             ratio = x["examples"] / base
             ok = ratio >= want and x["found_n"] >= one["found_n"]
-            print(f"goal {label} GPUs >= {want}x and found >= 1 GPU's: {ratio:.2f}x, "
-                  f"{x['found']} vs {one['found']}: {'PASS' if ok else 'FAIL'}")
+            print(
+                f"goal {label} GPUs >= {want}x and found >= 1 GPU's: {ratio:.2f}x, "
+                f"{x['found']} vs {one['found']}: {'PASS' if ok else 'FAIL'}"
+            )
     for x in rows:
         if x["label"].startswith("ray"):
             local = by.get(f"{x['gpus']}gpu")
             if local:
                 gap = x["examples"] / max(1, local["examples"]) - 1
-                print(f"goal {x['label']} within 10% of the local run on {x['gpus']} GPUs: "
-                      f"{100 * gap:+.1f}%: {'PASS' if gap >= -0.10 else 'FAIL'}")
+                print(
+                    f"goal {x['label']} within 10% of the local run on {x['gpus']} GPUs: "
+                    f"{100 * gap:+.1f}%: {'PASS' if gap >= -0.10 else 'FAIL'}"
+                )
 
 
 if __name__ == "__main__":
