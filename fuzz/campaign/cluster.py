@@ -33,6 +33,9 @@ from fuzz.campaign.worker import WorkerConfig
 
 GPU_SHARE_OF_COMPILE = 0.1  # of each GPU, for the node's compile actors
 CALL_TIMEOUT = 30.0  # seconds a call to a node's agent may take
+# How often the coordinator looks at the actors' queue and calls (a pipe wakes it at once; a
+# slice's end waited 0.2 s for the next poll, a sixth of a GPU campaign's one-second slices).
+POLL_EVERY = 0.01
 # Seconds the cluster is given to mark an actor's node dead once the actor died unexpectedly.
 NODE_DEATH_WAIT = 10.0
 # How Ray says an actor died with its node.
@@ -186,7 +189,10 @@ def place(
             dataclasses.replace(cfg, db=db, db_fallback=None, cuda_device=None, gpu_share=share)
         )
         strategy = NodeAffinitySchedulingStrategy(node_id=node.id, soft=True)
-        options.append({**actor_options(p, role), "scheduling_strategy": strategy})
+        threads = max(1, p.cores // max(1, p.workers))  # as a host's worker processes get
+        options.append(
+            {**actor_options(p, role), "scheduling_strategy": strategy, "threads": threads}
+        )
     return out, options
 
 
@@ -269,8 +275,11 @@ class RayPool:
 
     def start(self, w: WorkerHandle) -> None:
         """A fresh actor for ``w`` (Ray places it where its resources are free)."""
-        opts = self.options[w.slot]
-        actor = self._worker_class.options(**opts).remote(w.config, self.queue, self.uid, SERVED)
+        opts = dict(self.options[w.slot])
+        threads = opts.pop("threads", 1)  # (the actor's own, not Ray's)
+        actor = self._worker_class.options(**opts).remote(
+            w.config, self.queue, self.uid, SERVED, threads
+        )
         a = _Actor(ready_ref=actor.ready.remote())
         self.actors[w.slot] = a
         w.process = actor
@@ -317,19 +326,23 @@ class RayPool:
     # What happened ------------------------------------------------------------------------
 
     def poll(self, timeout: float) -> list[Arrived | Exited]:
-        """What the actors sent, and which of them ended, within ``timeout`` seconds: ends
-        after the messages sent before them."""
+        """What the actors sent, and which of them ended, as soon as anything happened (within
+        ``timeout`` seconds): an actor's end after the messages it sent before it (its calls
+        that ended are taken first, then the queue drained, which holds all they sent)."""
         ray = self.ray
-        refs = {a.ready_ref: (s, "ready") for s, a in self.actors.items() if a.ready_ref}
-        refs |= {a.run_ref: (s, "run") for s, a in self.actors.items() if a.run_ref}
-        done: list[Any] = []
-        if refs:
-            done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout)
-        elif self.queue.empty():
-            time.sleep(min(timeout, 0.05))
-        ends = [self._outcome(self._by_slot(refs[r][0]), refs[r][1], r) for r in done]
-        events: list[Arrived | Exited] = self._drain()
-        return events + [e for e in ends if e is not None]
+        end = time.monotonic() + timeout
+        while True:
+            refs = {a.ready_ref: (s, "ready") for s, a in self.actors.items() if a.ready_ref}
+            refs |= {a.run_ref: (s, "run") for s, a in self.actors.items() if a.run_ref}
+            done: list[Any] = []
+            if refs:
+                done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+            events: list[Arrived | Exited] = self._drain()
+            ends = [self._outcome(self._by_slot(refs[r][0]), refs[r][1], r) for r in done]
+            events += [e for e in ends if e is not None]
+            if events or time.monotonic() >= end:
+                return events
+            time.sleep(POLL_EVERY)
 
     def _by_slot(self, slot: int) -> WorkerHandle:
         return next(w for w in self.workers if w.slot == slot)
@@ -337,7 +350,7 @@ class RayPool:
     def _drain(self) -> list[Arrived | Exited]:
         out: list[Arrived | Exited] = []
         n = self.queue.qsize()
-        for slot, message in self.queue.get_nowait_batch(n) if n else []:
+        for slot, message in self.queue.get_nowait_batch(n) if n else []:  # (in their order)
             w = self._by_slot(slot)
             a = self.actors.get(slot)
             if isinstance(message, tuple) and message[0] == "clock":
