@@ -152,22 +152,23 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--floor-examples",
         type=count_arg,
-        default=200,
+        default=None,
         metavar="N",
         help="every pair is fuzzed N examples (or --floor-seconds) before the scheduler "
-        "favours pairs that find new bugs (default 200)",
+        "favours pairs that find new bugs (default 200; all three floors scaled down, and "
+        "said so, where the budget is short of them, unless one is given)",
     )
     run.add_argument(
         "--floor-seconds",
         type=_positive_float,
-        default=30.0,
+        default=None,
         metavar="S",
         help="... or S seconds of fuzzing, compiling not counted (default 30)",
     )
     run.add_argument(
         "--real-floor-seconds",
         type=_positive_float,
-        default=60.0,
+        default=None,
         metavar="S",
         help="the seconds floor of a real (non-mutant) target's pairs (default 60)",
     )
@@ -399,7 +400,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from fuzz.campaign.outdir import install_signal_handlers
     from fuzz.campaign.process import map_limit
-    from fuzz.campaign.runner import Campaign
+    from fuzz.campaign.runner import Campaign, floors_text
     from fuzz.campaign.threads import threads_for
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
@@ -434,6 +435,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         + config.host.describe()
         + (f" (GPUs {', '.join(gpus)})" if gpus else "")
     )
+    said = floors_text(campaign.floors, len(campaign.pairs), args.budget)
+    if said is not None:  # up front: the budget cannot give every pair its full floor
+        console.print(f"[yellow]{said}[/yellow]")
     undo = install_signal_handlers(campaign.request_stop)
     try:
         with live if live is not None else contextlib.nullcontext():
@@ -507,9 +511,11 @@ def _campaign_config(
         host=plan,
         example_timeout=args.example_timeout or (120.0 if profile.needs_gpu else 600.0),
         compile_timeout=args.compile_timeout,
-        floor_examples=args.floor_examples,
-        floor_seconds=args.floor_seconds,
-        real_floor_seconds=args.real_floor_seconds,
+        floor_examples=_or(args.floor_examples, 200),
+        floor_seconds=_or(args.floor_seconds, 30.0),
+        real_floor_seconds=_or(args.real_floor_seconds, 60.0),
+        scale_floors=(args.floor_examples, args.floor_seconds, args.real_floor_seconds)
+        == (None, None, None),
         slice_seconds=args.slice,
         examples=args.examples,
         argv=sys.argv[1:],
@@ -517,6 +523,10 @@ def _campaign_config(
         triage=not args.no_triage,
     )
     return config, db_problems
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def _sizing(args: argparse.Namespace, compiled: bool) -> tuple[Any, list[str]]:
@@ -714,6 +724,7 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
             if report.get("interrupted")
             else ""
         )
+        + _coverage_text(s, report)
         + "".join(f"\n[red]harness error: {escape(e)}[/red]" for e in s["harness_errors"])
         + (
             f"\n[yellow]{len(problems)} example database warning(s), the first: "
@@ -723,6 +734,31 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
         )
         + f"\nreport: {out / 'report.md'}, {out / 'index.html'}, {out / 'report.json'}, {out / 'report.xml'}"
     )
+
+
+def _coverage_text(summary: dict[str, Any], report: dict[str, Any]) -> str:
+    """The summary's word on pairs the budget left unrun or short of their floor (they read as
+    no failure, and were not fuzzed enough to say so)."""
+    unrun, short = summary.get("unrun", []), summary.get("short_of_floor", [])
+    floors = report.get("floors") or {}
+    out = ""
+    if unrun:
+        out += (
+            f"\n[yellow]{len(unrun)} pair(s) not run at all (the budget ran out first): "
+            f"{', '.join(unrun[:6])}{', ...' if len(unrun) > 6 else ''}[/yellow]"
+        )
+    if short:
+        out += (
+            f"\n[yellow]{len(short)} pair(s) short of their floor ({floors.get('examples')} "
+            f"examples or {floors.get('seconds')} s of fuzzing): their 'pass' says little"
+            "[/yellow]"
+        )
+    if (unrun or short) and floors.get("need_seconds"):
+        out += (
+            f"\n[yellow]every pair to its full floor needs about {floors['need_seconds']:,} s "
+            f"of fuzzing (--budget {round(floors['need_seconds'] / 0.8)})[/yellow]"
+        )
+    return out
 
 
 def _reproducer_files(paths: Sequence[str]) -> list[Path]:

@@ -64,6 +64,9 @@ class CampaignConfig:
     # How this host's (or the cluster's) workers were sized: ``fuzz.campaign.hosts.HostPlan``
     # or ``ClusterPlan`` (said in the console's header and the report).
     host: Any = None
+    # A budget shorter than the floors need scales them down (said up front); False: the floors
+    # were asked for (--floor-examples/--floor-seconds/--real-floor-seconds) and are kept.
+    scale_floors: bool = True
 
     @functools.cached_property
     def options(self) -> HuntOptions:

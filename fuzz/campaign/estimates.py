@@ -44,6 +44,23 @@ def short_of_examples(pair: PairState, t: Tunables) -> bool:
     )
 
 
+def floors_need(pairs: Sequence[PairState], t: Tunables, workers: int) -> float:
+    """The seconds ``workers`` fuzzing workers need to bring every pair to its floor by its
+    seconds (its examples may come sooner): an upper bound, compiling and shrinking not
+    counted."""
+    return sum(floor_seconds(p, t) for p in pairs) / max(1, workers)
+
+
+def scaled_floors(t: Tunables, factor: float) -> Tunables:
+    """``t`` with its floors (examples and seconds) times ``factor`` (a budget shorter than the
+    floors need: every pair still gets its share, said up front)."""
+    return t.replace(
+        floor_examples=max(1, round(t.floor_examples * factor)),
+        floor_seconds=t.floor_seconds * factor,
+        real_floor_seconds=t.real_floor_seconds * factor,
+    )
+
+
 def compile_cost(pair: PairState, pairs: Iterable[PairState], unknown: float = 0.0) -> float:
     """The seconds one compile of ``pair``'s kernels is expected to take: the mean of its
     compiles so far (warm-ups included; loads of kernels compiled elsewhere not), else of the

@@ -208,6 +208,9 @@ class CampaignRecord:
     # How its workers were sized: the host's GPUs, their memory, its cores, the workers per
     # GPU (or each node of a cluster); None: not said.
     sizing: dict[str, Any] | None = None
+    # Its floors (examples, seconds, a real target's seconds), what the full ones need, and
+    # the factor they were scaled by to fit the budget; None: not said.
+    floors: dict[str, Any] | None = None
 
 
 def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -266,7 +269,11 @@ def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]
     now = time.time()
     return {
         "version": REPORT_VERSION,
-        "complete": final and c.interrupted is None and not c.errors,
+        # Every pair ran (a budget too short for them leaves some unrun: not a complete run).
+        "complete": final
+        and c.interrupted is None
+        and not c.errors
+        and not any(r["status"] == UNRUN for r in rows),
         "interrupted": c.interrupted,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(c.started_wall)),
         "host": socket.gethostname(),
@@ -279,6 +286,7 @@ def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]
         "device": device_name(),
         "workers": c.workers,
         "sizing": c.sizing,
+        "floors": c.floors,
         "worker_restarts": c.worker_restarts,
         "example_timeout": c.example_timeout,
         "database": {
@@ -286,7 +294,7 @@ def campaign_report(c: CampaignRecord, *, final: bool = False) -> dict[str, Any]
             "shared": list(c.db_shared),
             "problems": sorted(set(c.db_problems))[:200],
         },
-        "summary": _summary(rows, findings, fixed, c.errors),
+        "summary": _summary(rows, findings, fixed, c.errors, c.floors),
         "triage": {
             "previous": (c.previous or {}).get("started"),
             "fixed": fixed,
@@ -415,13 +423,34 @@ def summary_of(
     return _summary(rows, findings, fixed, errors)
 
 
+def short_of_floor(rows: list[dict[str, Any]], floors: dict[str, Any] | None) -> list[str]:
+    """The pairs (``TARGET on BACKEND``) that ran but were not fuzzed to their floor (its
+    examples or its fuzzing seconds) and are not finished: read as a pass, they were not
+    fuzzed enough to say so."""
+    if not floors:
+        return []
+    out = []
+    for r in rows:
+        seconds = floors["seconds"] if r.get("mutant") else floors["real_seconds"]
+        if (
+            r["status"] != UNRUN
+            and not r.get("retired")
+            and r["examples"] < floors["examples"]
+            and r.get("fuzz_seconds", 0.0) < seconds
+        ):
+            out.append(f"{r['target']} on {r['backend']}")
+    return out
+
+
 def _summary(
     rows: list[dict[str, Any]],
     findings: list[dict[str, Any]],
     fixed: list[dict[str, Any]],
     errors: list[str],
+    floors: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The report's ``summary``: counts, failing real targets, mutants found, harness errors."""
+    """The report's ``summary``: counts, failing real targets, mutants found, pairs unrun or
+    short of their floor, harness errors."""
     real = [r for r in rows if not r["mutant"]]
     mutants = [r for r in rows if r["mutant"]]
     real_failed = sorted(
@@ -441,6 +470,7 @@ def _summary(
         "mutants_found": sum(1 for r in mutants if r["status"] == "found"),
         "mutants_total": len(mutants),
         "unrun": [f"{r['target']} on {r['backend']}" for r in rows if r["status"] == UNRUN],
+        "short_of_floor": short_of_floor(rows, floors),
         "harness_errors": [
             *errors,
             *(f"{r['target']} on {r['backend']}: {r['error']}" for r in rows if r["error"]),

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.backends import get_backend
-from fuzz.campaign import console, report
+from fuzz.campaign import console, estimates, report
 from fuzz.campaign import messages as M
 from fuzz.campaign.config import CampaignConfig, refund_cap, worker_configs
 from fuzz.campaign.faults import Faults, exit_text, stop_signal
@@ -72,9 +72,8 @@ class Campaign:
             p.narrowing = run_narrowing(p.target, config.options, config.seed)
             if config.compile_workers and get_backend(p.backend).compiled:
                 p.warmth = Warmth.COLD
-        self.policy = SchedulingPolicy(
-            pairs, Tunables.of(config, pairs=len(pairs)), widen=self._widened
-        )
+        tunables, self.floors = _floors(config, pairs)
+        self.policy = SchedulingPolicy(pairs, tunables, widen=self._widened)
         self.pool: Any = ProcessPool([], [], share_cpus=config.workers)
         if config.cluster is not None:
             from fuzz.campaign.cluster import RayPool
@@ -572,6 +571,7 @@ class Campaign:
                 for w in self.workers
             ],
             sizing=None if c.host is None else {"said": c.host.describe(), **c.host.as_dict()},
+            floors=self.floors,
             worker_restarts=self.restarts,
             rows=[
                 p.as_dict() for p in sorted(self.pairs, key=lambda p: (p.target.name, p.backend))
@@ -600,6 +600,52 @@ class Campaign:
             self.notes.append(f"the disk is full: {what}; the campaign stopped")
             self.log(f"ERROR the disk is full: {what}")
         self.request_stop("disk full")
+
+
+# Of a budget, what the floors may take when they are scaled to fit it (the rest: slices past
+# the floors, shrinking, the last slices that run over).
+FLOORS_SHARE = 0.8
+
+
+def _floors(config: CampaignConfig, pairs: list[PairState]) -> tuple[Tunables, dict[str, Any]]:
+    """The campaign's tunables, and what its report and console say of its floors. Where its
+    budget is shorter than every pair's floor needs (``estimates.floors_need``: a newcomer's
+    two-minute run of every target and mutant needed over an hour), the floors are scaled to
+    fit it, unless asked for: every pair still gets its share, and the run says so and what
+    the full floors would need."""
+    t = Tunables.of(config, pairs=len(pairs))
+    need = estimates.floors_need(pairs, t, config.workers)
+    said: dict[str, Any] = {
+        "examples": t.floor_examples,
+        "seconds": t.floor_seconds,
+        "real_seconds": t.real_floor_seconds,
+        "need_seconds": round(need),
+        "scaled": 1.0,
+    }
+    if config.scale_floors and pairs and config.budget * FLOORS_SHARE < need:
+        factor = config.budget * FLOORS_SHARE / need
+        t = estimates.scaled_floors(t, factor)
+        said.update(
+            examples=t.floor_examples,
+            seconds=round(t.floor_seconds, 2),
+            real_seconds=round(t.real_floor_seconds, 2),
+            scaled=round(factor, 4),
+        )
+    return t, said
+
+
+def floors_text(floors: dict[str, Any], pairs: int, budget: float) -> str | None:
+    """The console's word on scaled floors (None: the full floors fit the budget)."""
+    if floors["scaled"] >= 1.0:
+        return None
+    return (
+        f"the budget ({budget:g} s) is short of what {pairs} pair(s) need to reach their full "
+        f"floors (about {floors['need_seconds']:,} s of fuzzing; --budget "
+        f"{round(floors['need_seconds'] / FLOORS_SHARE)} covers them): floors scaled to "
+        f"{100 * floors['scaled']:.2g}%, {floors['examples']} examples or "
+        f"{floors['seconds']:g} s of fuzzing a pair ({floors['real_seconds']:g} s a real "
+        "target's)"
+    )
 
 
 def _uid(config: CampaignConfig) -> str:

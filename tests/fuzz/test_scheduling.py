@@ -898,3 +898,64 @@ def test_a_mutant_found_and_shrunk_before_its_worker_ran_out_of_memory_is_finish
     policy = _policy([q])
     assert policy.out_of_resources(q, "maps") == ""
     assert policy.out_of_resources(q, "maps") == "resource exhaustion" and "2 times" in q.error
+
+
+def test_a_budget_short_of_the_floors_scales_them_and_says_so():
+    """A newcomer's two-minute run of every target and mutant (111 pairs) needed over an hour of
+    fuzzing for its floors: 60 pairs ran nothing and the rest read 'pass' after 1 s. Where the
+    budget is short of the floors, they are scaled to fit it (every pair gets its share), said
+    up front with the budget the full floors need; floors asked for are kept."""
+    from fuzz.campaign.runner import FLOORS_SHARE, _floors, floors_text
+
+    pairs = [_pair(f"m{i}", mutant=True, expected="nan") for i in range(4)] + [_pair("r")]
+    config = SimpleNamespace(
+        floor_examples=200,
+        floor_seconds=30.0,
+        real_floor_seconds=60.0,
+        examples=None,
+        slice_seconds=None,
+        budget=90.0,
+        seed=0,
+        compile_workers=0,
+        warm_quiet=8,
+        max_deaths=2,
+        workers=1,
+        scale_floors=True,
+    )
+    t, said = _floors(config, pairs)
+    need = 4 * 30.0 + 60.0
+    factor = 90.0 * FLOORS_SHARE / need
+    assert said["need_seconds"] == need and said["scaled"] == pytest.approx(factor, abs=1e-4)
+    assert t.floor_seconds == pytest.approx(30.0 * factor)
+    assert t.real_floor_seconds == pytest.approx(60.0 * factor)
+    assert t.floor_examples == round(200 * factor)
+    text = floors_text(said, 5, 90.0)
+    assert "floors scaled to 40%" in text and f"--budget {round(need / FLOORS_SHARE)}" in text
+    for budget, scale in ((need / FLOORS_SHARE, True), (90.0, False)):
+        config.budget, config.scale_floors = budget, scale
+        t, said = _floors(config, pairs)
+        assert said["scaled"] == 1.0 and floors_text(said, 5, budget) is None
+        assert (t.floor_examples, t.floor_seconds) == (200, 30.0)  # fits, or asked for
+
+
+def test_the_summary_says_which_pairs_the_budget_left_unrun_or_short_of_their_floor():
+    from fuzz.campaign import report
+    from fuzz.cli import _coverage_text
+
+    floors = {"examples": 20, "seconds": 3.0, "real_seconds": 6.0, "need_seconds": 700}
+    rows = [
+        {"target": "a", "backend": "b", "status": "pass", "mutant": False, "examples": 5,
+         "fuzz_seconds": 1.0, "retired": None, "error": None},  # short
+        {"target": "c", "backend": "b", "status": "pass", "mutant": False, "examples": 25,
+         "fuzz_seconds": 1.0, "retired": None, "error": None},  # its examples
+        {"target": "m", "backend": "b", "status": "found", "mutant": True, "examples": 3,
+         "fuzz_seconds": 0.5, "retired": "mutant found and shrunk", "error": None},  # finished
+        {"target": "u", "backend": "b", "status": "unrun", "mutant": True, "examples": 0,
+         "fuzz_seconds": 0.0, "retired": None, "error": None},
+    ]  # fmt: skip
+    assert report.short_of_floor(rows, floors) == ["a on b"]
+    s = report.summary_of(rows, [], [], [])
+    assert s["unrun"] == ["u on b"]
+    said = _coverage_text({**s, "short_of_floor": ["a on b"]}, {"floors": floors})
+    assert "1 pair(s) not run at all" in said and "1 pair(s) short of their floor" in said
+    assert "--budget 875" in said
