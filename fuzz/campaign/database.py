@@ -29,6 +29,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from hypothesis.database import (
     DirectoryBasedExampleDatabase,
@@ -229,8 +230,6 @@ def _open_one(location: str, fallback: str | None = None) -> CheckedDatabase:
         holder[0].warn(message)
 
     if location.startswith("ray-actor://"):  # the coordinator's, served over a cluster
-        from fuzz.campaign.ray_worker import ActorDatabase
-
         inner: ExampleDatabase = ActorDatabase(location.removeprefix("ray-actor://"))
     elif is_server(location):
         try:
@@ -272,3 +271,41 @@ def open_database(
     if location is None or location == "none":
         return None
     return CampaignDatabase(_open_one(location, fallback), [_open_one(s) for s in shared])
+
+
+# The coordinator's actors a worker on a Ray cluster was handed, by name: the example
+# database's server (``fuzz.campaign.ray_worker.DatabaseServer``).
+ACTORS: dict[str, Any] = {}
+
+
+class ActorDatabase(ExampleDatabase):
+    """A worker's view of the coordinator's example database (:class:`DatabaseServer`, by its
+    actor's name): each call one round trip, within ``CALL_TIMEOUT`` seconds (the campaign's
+    ``CheckedDatabase`` around it turns a failure into a warning)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        import ray
+
+        self.name = name
+        self.actor = ACTORS.get(name) or ray.get_actor(name)
+
+    def _get(self, ref: Any) -> Any:
+        import ray
+
+        return ray.get(ref, timeout=CALL_TIMEOUT)
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self._get(self.actor.save.remote(key, value))
+
+    def fetch(self, key: bytes) -> Any:
+        yield from self._get(self.actor.fetch.remote(key))
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self._get(self.actor.delete.remote(key, value))
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self._get(self.actor.move.remote(src, dest, value))
+
+    def __repr__(self) -> str:
+        return f"ActorDatabase({self.name!r})"

@@ -22,16 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hypothesis.database import ExampleDatabase
-
+from fuzz.campaign import database
 from fuzz.campaign import messages as M
 from fuzz.campaign.threads import POOL_VARIABLES
 from fuzz.campaign.worker import WorkerConfig
 
 # How often a worker's example clock is sent to the coordinator (where it changed).
 CLOCK_EVERY = 0.25
-# The coordinator's actors a worker was handed, by name (the example database's server).
-ACTORS: dict[str, Any] = {}
 
 
 def node_dir(uid: str) -> Path:
@@ -140,7 +137,7 @@ class WorkerActor:
         # Its thread pools' share of its node's cores (Ray gives an actor of no CPU one).
         for var in POOL_VARIABLES:
             os.environ[var] = str(threads)
-        ACTORS.update(actors or {})  # (the coordinator's database server, by name)
+        database.ACTORS.update(actors or {})  # (the coordinator's database server, by name)
         _setup(self.config)
         torch = sys.modules.get("torch")
         if torch is not None:
@@ -231,38 +228,3 @@ class DatabaseServer:
     def move(self, src: bytes, dest: bytes, value: bytes) -> None:
         if self.db is not None:
             self.db.move(src, dest, value)
-
-
-class ActorDatabase(ExampleDatabase):
-    """A worker's view of the coordinator's example database (:class:`DatabaseServer`, by its
-    actor's name): each call one round trip, within ``CALL_TIMEOUT`` seconds (the campaign's
-    ``CheckedDatabase`` around it turns a failure into a warning)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        import ray
-
-        self.name = name
-        self.actor = ACTORS.get(name) or ray.get_actor(name)
-
-    def _get(self, ref: Any) -> Any:
-        import ray
-
-        from fuzz.campaign.database import CALL_TIMEOUT
-
-        return ray.get(ref, timeout=CALL_TIMEOUT)
-
-    def save(self, key: bytes, value: bytes) -> None:
-        self._get(self.actor.save.remote(key, value))
-
-    def fetch(self, key: bytes) -> Any:
-        yield from self._get(self.actor.fetch.remote(key))
-
-    def delete(self, key: bytes, value: bytes) -> None:
-        self._get(self.actor.delete.remote(key, value))
-
-    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
-        self._get(self.actor.move.remote(src, dest, value))
-
-    def __repr__(self) -> str:
-        return f"ActorDatabase({self.name!r})"
