@@ -257,7 +257,12 @@ class RayPool:
         self.ray = ray
         self.configs, self.roles, self.options = configs, roles, options
         self.uid, self.repro_dir = uid, repro_dir
-        self.queue = Queue(actor_options={"num_cpus": 0})
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # On the coordinator's node: a lost node must not take the actors' messages with it.
+        here = ray.get_runtime_context().get_node_id()
+        strategy = NodeAffinitySchedulingStrategy(node_id=here, soft=False)
+        self.queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": strategy})
         self.workers: list[WorkerHandle] = []
         self.actors: dict[int, _Actor] = {}
         self.lost_nodes: list[str] = []
