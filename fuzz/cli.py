@@ -651,7 +651,7 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
     from rich.table import Table
 
     assert isinstance(console, Console)
-    from fuzz.campaign.report import cell_text, matrix
+    from fuzz.campaign.report import also_seen_text, cell_text, matrix, smallest_reproducer
 
     backends, cells = matrix(report["results"])
     grid = Table(title="target x backend: status, examples, fuzzing + compile seconds, bugs")
@@ -684,15 +684,16 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
         mark = ""
         if f.get("mutant"):
             mark = " (expected)" if f["class"] == f.get("expected_class") else " (mutant)"
-        repro = f.get("reproducer") or ""
+        size, repro = smallest_reproducer(f)  # the bug's smallest example, whichever way seen
+        seen = also_seen_text(f)
         table.add_row(
             f["triage"],
             f["target"],
             ", ".join(f["backends"]),
-            f["class"] + mark,
+            f["class"] + mark + (f"; {seen}" if seen else ""),
             f.get("where", ""),
             err,
-            str(f.get("case_size", ""))
+            str(size if size is not None else "")
             + (f" (not shrunk; maybe {f['maybe_of']})" if f.get("maybe_of") else ""),
             os.path.relpath(repro) if repro else "",
         )

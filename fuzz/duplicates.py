@@ -1,15 +1,24 @@
 """Whether a bug a hunt's round found is a known bug after all (the duplicate check).
 
-A round's bugs are told apart by their failure keys and triggers (``fuzz.signatures``); a bug
-found again through another property, under other incidental conditions, or born at the same
-kernel expression is one bug met two ways. :class:`Duplicates` holds what the check needs from
-the hunt (its target, backend and options, the bugs it settled and knew, and how it shrinks a
-finding once more); ``fuzz.engine`` settles each bug it does not match as a new one.
+A round's bugs are told apart by their failure keys and triggers (``fuzz.signatures``). Where
+the evidence says a new bug is a known one met another way, it is that bug: its minimal example
+is the known bug's kernel call (``case``), fails the known bug's way too, with the known bug's
+conditions holding (``property``: of any class and output, the known bug's property checked on
+the new example), or its NaN or Inf is born at the same kernel expression (``site``, whatever
+its key). A known bug of another key met so is one bug seen another way (the campaign keeps the
+new record beside it as "also seen as", with its reproducer); of the same key, one bug reached
+through other conditions. Distinctness is never decided by shrinking through the union of the
+known and the new failure: two independent bugs whose triggers are free choices (a softmax wrong
+for every fp16 input and, apart, for bf16 rows of odd length) walked from one into the other so
+and were reported as one. :class:`Duplicates` holds what the check needs from the hunt (its
+target, backend and options, the bugs it settled and knew); ``fuzz.engine`` settles each bug it
+does not match as a new one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +27,7 @@ from fuzz.backends import Backend
 from fuzz.profiles import HuntOptions
 from fuzz.properties import check_case
 from fuzz.results import Found
-from fuzz.signatures import Bug, bug_key, key_class, same_bug, site
+from fuzz.signatures import Bug, bug_key, conditions, key_class, same_bug, site
 from fuzz.target import Target
 
 
@@ -30,6 +39,37 @@ def bug_of(f: Found) -> Bug:
         f.signature,
         site(f.finding.details.get("origin")),
     )
+
+
+def _without(target: Target, case: Any, drop: Collection[str]) -> Any:
+    """``case`` without the conditions ``drop`` (``feature NAME``: its family's ``drop``;
+    ``dtype NAME``: its floating inputs in float32), or None where one cannot be dropped so
+    (a hazard of its values or shape) or nothing is to drop."""
+    import numpy as np
+
+    from fuzz.families import family_of
+
+    try:
+        family = family_of(target)
+    except Exception:
+        family = None
+    if not drop:
+        return None
+    for c in sorted(drop):
+        if c.startswith("feature ") and family is not None and c[8:] in family.drop:
+            case = family.drop[c[8:]](case)
+        elif c.startswith("dtype "):
+            inputs = {k: v.astype(np.float32) if _half(v) else v for k, v in case.inputs.items()}
+            case = case.replace(inputs=inputs, dtype="float32")
+        else:
+            return None
+    return case
+
+
+def _half(a: Any) -> bool:
+    from fuzz.arrays import dtype_name
+
+    return dtype_name(a.dtype) in ("float16", "bfloat16")
 
 
 def check_as(target: Target, backend: Backend, options: HuntOptions, f: Found, key: str) -> Any:
@@ -58,8 +98,6 @@ class Duplicates:
         found: the bugs the hunt has settled (``HuntResult.found``), by label.
         known_bugs: every bug the hunt knows (settled, or found before it); a known bug reached
             through other conditions gains them as another way to it (:meth:`same_site`).
-        shrink_again: ``f`` shrunk once more with the known bugs' examples counted as failures
-            (``fuzz.shrink.shrink_again`` as the hunt runs it), None where that ended nowhere.
     """
 
     target: Target
@@ -67,22 +105,20 @@ class Duplicates:
     options: HuntOptions
     found: Mapping[str, Found]
     known_bugs: list[Bug]
-    shrink_again: Callable[[Found], Found | None]
 
     def of(self, f: Found) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
-        minimal example is a known bug's, failing another property; ``"property"``: its minimal
-        example fails a known bug's property too, with that bug's triggers or under fewer of its
-        own; ``"site"``: its NaN or Inf is born at the same kernel expression; ``"shrink"``:
-        shrunk once more, it became the known bug's example), or None.
+        minimal example is a known bug's kernel call, failing another way; ``"property"``: its
+        minimal example fails a known bug's way too, with that bug's triggers or under fewer of
+        its own; ``"site"``: its NaN or Inf is born at a known bug's kernel expression), or
+        None: a bug of its own.
 
         An example of a known bug's key counts as a hit of it only where all of the bug's
         triggers hold, and a bug's triggers are those of its minimal example, some of them
         incidental (a partial tile from 33 columns where 32 fail too). An example of the same
-        fault without one of them is new, and its shrinking cannot reach the known bug's examples
-        (they are hits). So ``f``, where its key has known bugs whose triggers do not nest with
-        its own, is shrunk once more with those bugs' examples counted as failures: if it ends
-        as one of them it is that bug (a hit), else it is a bug of its own."""
+        fault without one of them is new; only evidence makes it the known bug (its NaN's birth
+        site), never shrinking it again through the known bug's examples (see the module's
+        docstring)."""
         if not f.choices or not f.key:
             return None  # nothing to replay
         bug = bug_of(f)
@@ -92,18 +128,40 @@ class Duplicates:
         also = self.also_fails(f)
         if also is not None:
             return also, "property"
+        others = [b for b in self.known_bugs if b.key != bug.key]
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
-        if not twins:
-            return self._under_more(f)
-        twin = self.same_site(f, twins)
+        twin = self.same_site(f, twins + others)
         if twin is not None:
             return twin, "site"
-        shrunk = self.shrink_again(f)
-        if shrunk is None:
-            return None
-        end = bug_of(shrunk)
-        twin = next((b for b in twins if same_bug(b, end)), None)
-        return self._under_more(f) if twin is None else (twin, "shrink")
+        twin = self.needs_fewer(f, twins)
+        if twin is not None:
+            return twin, "conditions"
+        return self._under_more(f)
+
+    def needs_fewer(self, f: Found, twins: list[Bug]) -> Bug | None:
+        """The bug of ``twins`` (of ``f``'s key, triggers that do not nest with ``f``'s) that
+        ``f`` is once its incidental conditions are taken away, or None. A trigger of a minimal
+        example should be one its failure needs, but some are incidental (a bias drawn beside a
+        wrong rescale across tiles: an H100 campaign reported the rescale bug a second time with
+        a bias and no partial tile). Each of ``f``'s conditions a twin lacks that the case can
+        drop without changing its other draws (an optional feature: its family's ``drop``; a
+        half-precision dtype: the inputs in float32) is dropped from ``f``'s minimal example;
+        where it still fails with ``f``'s key and its conditions then nest with the twin's, it is
+        that bug. Nothing is searched: a condition its failure needs keeps it apart (two bugs of
+        one key whose triggers are free choices, fp16 inputs for one and bf16 for the other,
+        stay two)."""
+        for b in twins:
+            case = _without(self.target, f.case, frozenset(f.triggers) - b.triggers)
+            if case is None:
+                continue
+            example = dataclasses.replace(f, case=case)
+            outcome = check_as(self.target, self.backend, self.options, example, f.key)
+            if outcome is None or outcome.finding is None or bug_key(outcome.finding) != f.key:
+                continue  # what was dropped is needed: its own conditions
+            holds = conditions(self.target, case, outcome.context.hazards)
+            if b.triggers <= holds or holds <= b.triggers:
+                return b
+        return None
 
     def _under_more(self, f: Found) -> tuple[Bug, str] | None:
         """The last check of :meth:`of`, after those of ``f``'s own key: :meth:`also_fails` the
@@ -112,27 +170,25 @@ class Duplicates:
         return None if also is None else (also, "property")
 
     def same_call(self, f: Found) -> Bug | None:
-        """The bug found before, of ``f``'s class and another key, whose minimal example is
-        ``f``'s kernel call itself (``Case.digest``), or None: one call failing two properties
-        is one bug. On an H100 two_bugs_softmax's rescale bug came back twice so, through the
-        oracle and through ``rows-sum-to-one``, both shrunk to one 33-column row."""
+        """The bug found before, of another key (any class), whose minimal example is ``f``'s
+        kernel call itself (``Case.digest``), or None: one call failing two ways is one bug. On
+        an H100 two_bugs_softmax's rescale bug came back twice so, through the oracle and
+        through ``rows-sum-to-one``, both shrunk to one 33-column row."""
         digest = f.case.digest()
         for old in self.found.values():
-            if (
-                old.finding.cls == f.finding.cls
-                and old.key != f.key
-                and old.case.digest() == digest
-            ):
+            if old.key != f.key and old.case.digest() == digest:
                 return bug_of(old)
         return None
 
     def also_fails(self, f: Found, *, under_more: bool = False) -> Bug | None:
-        """The known bug of ``f``'s class and another key whose property ``f``'s minimal example
-        fails too, with every one of that bug's triggers holding for it, or None: ``f`` is an
-        example of that bug that a search met through another property first (a metamorphic
-        property on a large case, whose small cases fail the oracle as well). On an H100
-        two_bugs_softmax's rescale bug came back through ``rows-sum-to-one`` so, shrunk to a
-        33-column row that fails the oracle with the known rescale bug's conditions.
+        """The known bug of another key (any class, any output) whose way ``f``'s minimal
+        example fails too, with every one of that bug's triggers holding for it, or None: ``f``
+        is that bug seen another way, met through another property, class or output first (a
+        metamorphic property on a large case, whose small cases fail the oracle as well; a NaN
+        that a masked poison also shows). On an H100 two_bugs_softmax's rescale bug came back
+        through ``rows-sum-to-one`` so, shrunk to a 33-column row that fails the oracle with the
+        known rescale bug's conditions; a planted Triton kernel's one NaN bug came back as 12
+        rows of four classes.
 
         ``under_more``: the other way round, a known bug whose triggers contain all of ``f``'s
         (and more) is the same bug met under more conditions (had ``f`` come first, it would
@@ -144,9 +200,7 @@ class Duplicates:
         mine = [
             b
             for b in self.known_bugs
-            if b.key != f.key
-            and key_class(b.key) == f.finding.cls
-            and (holds < b.triggers if under_more else b.triggers <= holds)
+            if b.key != f.key and (holds < b.triggers if under_more else b.triggers <= holds)
         ]
         for key in sorted({b.key for b in mine}):
             outcome = check_as(self.target, self.backend, self.options, f, key)
@@ -159,12 +213,15 @@ class Duplicates:
         return None
 
     def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:
-        """The bug of ``twins`` whose NaN or Inf is born where ``f``'s is (``fuzz.signatures.site``),
-        or None. Their origins are traced here where no one traced them yet (a campaign's slice
-        traces each bug it sends, so a known bug of an earlier slice comes with its site). ``f``
-        is then that bug reached through other conditions: they are kept as another way to it, so
-        that later examples through them are hits, not shrunk again."""
-        if f.finding.cls not in ("nan", "inf"):
+        """The bug of ``twins`` (NaN or Inf bugs: of ``f``'s key, or another) whose NaN or Inf
+        is born where ``f``'s is (``fuzz.signatures.site``), or None. Their origins are traced
+        here where no one traced them yet (a campaign's slice traces each bug it sends, so a
+        known bug of an earlier slice comes with its site). ``f`` is then that bug reached
+        through other conditions (of its key: kept as another way to it, so that later examples
+        through them are hits, not shrunk again), or seen another way (another key: a NaN
+        through the oracle and through shift invariance, both born at one ``exp``)."""
+        twins = [b for b in twins if key_class(b.key) in ("nan", "inf")]
+        if f.finding.cls not in ("nan", "inf") or not twins:
             return None
         name = self.backend.name
         here = site(origin.of_finding(f, self.target, name))
@@ -176,6 +233,7 @@ class Duplicates:
                 old = next((o for o in self.found.values() if o.signature == b.signature), None)
                 there = None if old is None else site(origin.of_finding(old, self.target, name))
             if there == here:
-                self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
+                if b.key == f.key:
+                    self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
                 return b
         return None

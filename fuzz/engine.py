@@ -47,7 +47,7 @@ from fuzz.narrowing import run_narrowing  # also imported from here (fuzz.campai
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult
-from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_again, shrink_compiled
+from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_compiled
 from fuzz.signatures import (
     Bug,
     bug_key,
@@ -764,26 +764,8 @@ class _Hunter:
             self.options,
             found=self.result.found,
             known_bugs=self.known_bugs,
-            shrink_again=self._shrink_again,
         )
         return duplicates.of(f)
-
-    def _shrink_again(self, f: Found) -> Found | None:
-        """``f`` shrunk once more with the known bugs' examples counted as failures
-        (:func:`fuzz.shrink.shrink_again`), its seconds counted as shrinking."""
-        shrinking = self._shrinking()
-        shrunk = shrink_again(
-            self.target,
-            self.b,
-            self.options,
-            f,
-            hunt=hunt,
-            into=self.result,
-            hard_at=self.shrink_hard_at(),
-            narrowing=self.narrowing,
-        )
-        shrinking()
-        return shrunk
 
     def settle(self, f: Found) -> None:
         """Adds bug ``f`` to the result, or in place of an earlier one it is the same bug as

@@ -77,6 +77,42 @@ def same_call(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     )
 
 
+# What a record of a bug seen another way keeps of itself beside the bug's record.
+SEEN_FIELDS = (
+    "signature",
+    "class",
+    "bug_key",
+    "property",
+    "output",
+    "triggers",
+    "case_size",
+    "shrunk",
+    "reproducer",
+    "message",
+)
+
+
+def seen_as(keep: dict[str, Any], rec: Mapping[str, Any], how: str) -> list[str]:
+    """Notes on record ``keep`` that its bug was also seen as ``rec`` (another key: another
+    class, property or output of the same root cause, told by ``how``), with ``rec``'s
+    reproducer, and what ``rec`` was seen as before; the smallest first. Returns the
+    reproducers of those already noted (superseded)."""
+    seen = list(keep.get("also_seen", []))
+    mine = {s["signature"]: s for s in seen}
+    dropped = []
+    for s in [{**{k: rec.get(k) for k in SEEN_FIELDS}, "how": how}, *rec.get("also_seen", [])]:
+        if s.get("signature") == keep.get("signature"):
+            continue
+        if s.get("signature") in mine:
+            if s.get("reproducer") and s["reproducer"] != mine[s["signature"]].get("reproducer"):
+                dropped.append(str(s["reproducer"]))
+            continue
+        seen.append(s)
+        mine[s["signature"]] = s
+    keep["also_seen"] = sorted(seen, key=lambda s: (s.get("case_size") or 0, s["signature"]))
+    return dropped
+
+
 def also(keep: dict[str, Any], triggers: Any) -> None:
     """Notes on record ``keep`` that its bug is also reached through ``triggers`` (the conditions
     of another minimal example of it, with its NaN born at the same site), where examples with
@@ -151,9 +187,11 @@ class BugLedger:
         bug = bug_of_record(rec)
         for other_sig, other in list(self.found.items()):
             if other_sig != sig and same_call(rec, other):
-                # Its minimal example is a bug's found before, failing another property: one
-                # kernel call, one bug (the engine's ``same_call``, across slices).
-                self._hit_by(out, rec, other_sig, streamed=prev == sig, sighting=sighting)
+                # Its minimal example is a bug's found before, failing another way: one kernel
+                # call, one bug (the engine's ``same_call``, across slices), seen another way.
+                self._hit_by(
+                    out, rec, other_sig, streamed=prev == sig, sighting=sighting, seen=True
+                )
                 return out
             if other_sig == sig or not same_bug(bug, bug_of_record(other)):
                 continue
@@ -201,18 +239,25 @@ class BugLedger:
         *,
         streamed: bool,
         sighting: str | None,
+        seen: bool = False,
     ) -> None:
         """Counts ``rec`` as a hit of the bug recorded as ``other_sig``. ``streamed``: its
-        sighting streamed its first sight as new, whose record (and hits) go to that bug."""
+        sighting streamed its first sight as new, whose record (and hits) go to that bug.
+        ``seen``: ``rec`` is that bug seen another way (another key): it is kept beside the
+        bug's record, with its reproducer (:func:`seen_as`)."""
         sig, other = rec["signature"], self.found[other_sig]
         self.known_hits[other_sig] += 1
         out.unnew = sighting is not None
         if streamed and sig in self.found:
-            _supersede(out, self.found.pop(sig), other)
+            first = self.found.pop(sig)
+            _supersede(out, first, rec if seen else other)  # (seen: its minimal example stays)
             self.replaced[sig] = other_sig
             self.known_hits[other_sig] += self.known_hits.pop(sig, 0)
-            out.merged.append((sig, other_sig, "same", str(rec.get("class"))))
-        _supersede(out, rec, other)
+            out.merged.append((sig, other_sig, "also" if seen else "same", str(rec.get("class"))))
+        if seen:
+            out.superseded += seen_as(other, rec, "case")
+        else:
+            _supersede(out, rec, other)
         if sighting is not None:
             self.sightings[sighting] = other_sig
         out.signature = other_sig
@@ -229,16 +274,21 @@ class BugLedger:
         rec = self.found.pop(sig)
         self.replaced[sig] = twin
         out.unnew = True
-        _supersede(out, rec, self.found[twin])
-        if dup.get("how") == "site":  # (a shrunk twin's first conditions may hold for others)
-            also(self.found[twin], dup.get("triggers"))
+        keep = self.found[twin]
+        self.sightings[sighting] = twin
+        out.signature = twin
+        if rec.get("bug_key") != keep.get("bug_key"):  # the bug seen another way: kept beside
+            out.superseded += seen_as(keep, rec, str(dup.get("how")))
+            out.merged.append((sig, twin, "also", str(rec.get("class"))))
+            return out
+        _supersede(out, rec, keep)
+        if dup.get("how") in ("site", "conditions"):  # (its minimal example's conditions)
+            also(keep, dup.get("triggers"))
         # The conditions it was first seen with lead to the twin: later examples with all of
         # them are its hits, not shrunk again (a GPU plugin campaign shrank examples with one
         # set of conditions into one known bug in three slices, each reporting it first as new).
-        also(self.found[twin], rec.get("first_triggers", rec.get("triggers")))
-        self.sightings[sighting] = twin
+        also(keep, rec.get("first_triggers", rec.get("triggers")))
         out.merged.append((sig, twin, "shrank", str(rec.get("class"))))
-        out.signature = twin
         return out
 
     def hit(self, hits: Mapping[str, int]) -> None:
@@ -257,12 +307,20 @@ class BugLedger:
         return sig
 
     def bugs(self) -> list[Bug]:
-        """The distinct bugs (one per way to each: its triggers and its ``also_triggers``)."""
-        return [
+        """The distinct bugs, once per way to each: its triggers and its ``also_triggers``, and
+        each way it was also seen (another key: its examples are hits of the bug too)."""
+        out = [
             bug_of_record(rec, t)
             for rec in self.found.values()
             for t in [rec.get("triggers", ()), *rec.get("also_triggers", [])]
         ]
+        for rec in self.found.values():
+            for s in rec.get("also_seen", []):
+                if s.get("bug_key"):
+                    out.append(
+                        Bug(s["bug_key"], frozenset(s.get("triggers") or ()), rec["signature"])
+                    )
+        return out
 
     def hits(self) -> Counter[str]:
         """Examples that hit a bug found before, by the record that stands for the bug now

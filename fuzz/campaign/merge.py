@@ -250,9 +250,7 @@ def _merged_row(
             hosts.setdefault(sig, set()).add(s.label)
             if sig in findings:
                 continue
-            src = _reproducer_of(s, f.get("reproducer"))
-            copied = None if src is None else str(_copy(src, repro_dir))
-            findings[sig] = {**f, "reproducer": copied, "host": s.label}
+            findings[sig] = {**_with_copied_reproducers(s, f, repro_dir), "host": s.label}
     row["findings"] = sorted(findings.values(), key=lambda f: (f["class"], f["signature"]))
     row["bugs"] = len(row["findings"])
     classes = {f["class"] for f in row["findings"]}
@@ -279,6 +277,12 @@ def _with_copied_reproducers(source: Source, f: dict[str, Any], repro_dir: Path)
     out = {**f, "reproducer": copied(f.get("reproducer"))}
     if isinstance(f.get("reproducers"), list):
         out["reproducers"] = [copied(p) for p in f["reproducers"]]
+    if isinstance(f.get("also_seen"), list):  # the ways its bug was also seen, each reproducer
+        out["also_seen"] = [
+            {**s, "reproducer": copied(s.get("reproducer"))}
+            for s in f["also_seen"]
+            if isinstance(s, dict)
+        ]
     return out
 
 

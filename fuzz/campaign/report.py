@@ -214,6 +214,8 @@ class CampaignRecord:
 
 
 def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One finding per bug (signature) over the backends that found it, with every way it was
+    also seen on any of them (``also_seen``: another class, property or output)."""
     out: dict[str, dict[str, Any]] = {}
     for r in records:
         sig = r.get("signature") or f"{r['target']}|{r['class']}"
@@ -224,10 +226,47 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             if r["backend"] not in d["backends"]:
                 d["backends"].append(r["backend"])
                 d["reproducers"].append(r.get("reproducer"))
+            known = {s.get("signature") for s in d.get("also_seen", [])}
+            extra = [s for s in r.get("also_seen", []) if s.get("signature") not in known]
+            if extra:
+                d["also_seen"] = [*d.get("also_seen", []), *extra]
     return out
 
 
+def also_seen_text(f: dict[str, Any]) -> str:
+    """How a finding's bug was also seen ("" where it was not): each other class, property
+    and output, with how many records and the smallest case."""
+    seen = f.get("also_seen") or []
+    if not seen:
+        return ""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for s in seen:
+        by.setdefault(f"{s.get('class')} ({s.get('property')}, {s.get('output')})", []).append(s)
+    parts = []
+    for way, recs in by.items():
+        least = min(int(s.get("case_size") or 0) for s in recs)
+        parts.append(f"{way}" + (f" x{len(recs)}" if len(recs) > 1 else "") + f", {least} el.")
+    return "also seen as: " + "; ".join(parts)
+
+
+def smallest_reproducer(f: dict[str, Any]) -> tuple[int | None, str | None]:
+    """(elements, reproducer) of a finding's smallest example, its own or one it was also
+    seen as."""
+    options = [(f.get("case_size"), f.get("reproducer"))] + [
+        (s.get("case_size"), s.get("reproducer")) for s in f.get("also_seen") or []
+    ]
+    options = [(n, r) for n, r in options if r and isinstance(n, int)]
+    return min(options, default=(f.get("case_size"), f.get("reproducer")))
+
+
 UNRUN = "unrun"
+
+# How a record was told to be a bug seen another way (``fuzz.duplicates``).
+_HOW = {
+    "case": "minimal example, the bug's own kernel call",
+    "property": "minimal example failing the bug's way too",
+    "site": "NaN/Inf born at the bug's kernel expression",
+}
 
 
 def settle_unrun(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -375,6 +414,12 @@ def same_bug_in(
     exact = next((r for r in records if r.get("signature") == finding.get("signature")), None)
     if exact is not None:
         return exact
+    # A bug seen another way under either signature (its record may stand for it now).
+    ways = {finding.get("signature")} | {s.get("signature") for s in finding.get("also_seen", [])}
+    for r in records:
+        theirs = {r.get("signature")} | {s.get("signature") for s in r.get("also_seen", [])}
+        if r.get("target") == finding.get("target") and ways & theirs - {None}:
+            return r
     mine = _bugs_of(finding)
     for r in records:
         if r.get("target") != finding.get("target"):
@@ -732,6 +777,15 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
     for t in f.get("also_triggers", []):
         said = ", ".join(t) or "no condition"
         lines.append(f"- also reached through: {said} (its NaN/Inf born at the same line)")
+    if f.get("also_seen"):
+        lines.append(f"- {also_seen_text(f)}; the same bug by its evidence, each reproducer:")
+        for s in f["also_seen"]:
+            repro = f"`python {_rel(s['reproducer'], out)}`" if s.get("reproducer") else "none"
+            lines.append(
+                f"  - `{s.get('class')}` ({s.get('property')}, {s.get('output')}), "
+                f"{s.get('case_size')} elements, told by its {_HOW.get(s.get('how'), s.get('how'))}: "
+                f"{repro}"
+            )
     if f.get("hits"):
         lines.append(f"- hit again by {f['hits']} more example(s)")
     for o in _origin_text(f):
@@ -900,6 +954,22 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
         )
     for h in f.get("hazards", []):
         parts.append(f"<p>hazard: {_e(h)}</p>")
+    if f.get("also_seen"):
+        items = "".join(
+            f"<li>{_e(s.get('class'))} ({_e(s.get('property'))}, {_e(s.get('output'))}), "
+            f"{_e(s.get('case_size'))} elements, told by its "
+            f"{_e(_HOW.get(s.get('how'), s.get('how')))}"
+            + (
+                f": <code>python {_e(_rel(s['reproducer'], out))}</code>"
+                if s.get("reproducer")
+                else ""
+            )
+            + "</li>"
+            for s in f["also_seen"]
+        )
+        parts.append(
+            f"<details open><summary>{_e(also_seen_text(f))}</summary><ul>{items}</ul></details>"
+        )
     origin = _origin_text(f)
     if origin:
         parts.append("<pre class=origin>" + _e("\n".join(origin)) + "</pre>")
