@@ -4,34 +4,49 @@ harness was not tuned on, to measure how many report rows one bug becomes and ho
 
 One correct kernel per family (softmax, jagged softmax, attention dense and packed, split-KV
 decode, chunked simple GLA forward), written as a user would, with a ``BUG`` switch that plants
-exactly one bug; each ``planted_<pattern>_triton`` target runs one of them. ``control_*_triton``
-targets run the same kernels with no bug planted: what a campaign finds on them is the
-harness's (or the helper's), not a planted bug's. The bugs, their triggers and expected classes
-are in ``_planted_bugs.py`` (shared with the Pallas twins in ``planted_pallas.py``):
+exactly one bug; each ``planted_*`` target runs one of them. ``control_*_triton`` targets run the
+same kernels with no bug planted: what a campaign finds on them is the harness's (or the
+helper's), not a planted bug's. Each bug, its trigger (the smallest input that shows it) and the
+failure class expected (the full records: ``_planted_bugs.py``, shared with the Pallas twins of
+``planted_pallas.py``):
 
-- ``planted_softmax_bias_row0_triton``: every row gets row 0's bias (accuracy).
-- ``planted_softmax_frozen_max_triton``: the online max frozen after the first tile (nan).
-- ``planted_two_bugs_softmax``: float16 outputs x 1.01, odd bfloat16 rows of >= 3 x 0.97 (two
-  accuracy bugs).
-- ``planted_jagged_read_next_segment_triton``: tiles load-masked against N, not the segment's
-  end (accuracy).
-- ``planted_attention_causal_clamp_triton``: the bottom-right offset clamped at 0 (masking).
-- ``planted_attention_window_left_triton``: the window's left bound one key too wide (accuracy).
-- ``planted_attention_alibi_kv_head_triton``: the ALiBi slope of the kv head under GQA
-  (accuracy).
-- ``planted_attention_softcap_unscaled_triton``: ``cap * tanh(s)`` (accuracy).
-- ``planted_attention_lse_no_max_triton``: ``lse = log(l)`` (accuracy).
-- ``planted_varlen_next_key_triton``: a packed sequence's keys masked against the batch's end
-  (accuracy).
-- ``planted_decode_merge_no_rescale_triton``: split-KV merge without the partial LSE rescale
-  (accuracy).
-- ``planted_gla_h0_one_chunk_triton``: the initial state dropped when T fits one chunk
-  (accuracy).
-- ``planted_gla_prev_chunk_decay_triton``: the state decayed by the previous chunk's gate
-  (accuracy).
+- ``planted_softmax_bias_row0_triton``: every row gets row 0's bias (the bias's row stride taken
+  as 0). Trigger: a bias of two rows that differ. Expected: accuracy.
+- ``planted_softmax_frozen_max_triton``: the online max taken from the first column tile and never
+  updated, so exp overflows once a later logit is 88.7 above it. Trigger: a row of two tiles whose
+  first tile is masked (or far below) and a later logit > 88.7. Expected: nan.
+- ``planted_two_bugs_softmax``: two bugs: float16 outputs times 1.01 (trigger: any float16 row),
+  and bfloat16 rows of odd length >= 3 times 0.97 (trigger: one bfloat16 row of 3). Expected:
+  accuracy, twice.
+- ``planted_jagged_read_next_segment_triton``: row tiles load-masked against the total row count
+  instead of the segment's end, so a segment takes the next one's first rows into its max and sum.
+  Trigger: a segment of 1 row (block_n 4) followed by a non-empty one. Expected: accuracy.
+- ``planted_attention_causal_clamp_triton``: the bottom-right causal offset Tk - Tq clamped at 0
+  (top-left when Tq > Tk). Trigger: causal, Tq = 2, Tk = 1 (query 0 sees key 0). Expected:
+  masking (a row that must be empty is not).
+- ``planted_attention_window_left_triton``: the window's left bound one key too wide
+  (j >= p - left - 1). Trigger: window (0, -1), Tq = Tk = 2. Expected: accuracy.
+- ``planted_attention_alibi_kv_head_triton``: under GQA the ALiBi slope of the kv head h // group,
+  not of the query head h. Trigger: ALiBi, two query heads on one kv head, Tk >= 2. Expected:
+  accuracy.
+- ``planted_attention_softcap_unscaled_triton``: the soft cap as cap * tanh(s), not
+  cap * tanh(s / cap). Trigger: a soft cap other than 1, two keys. Expected: accuracy.
+- ``planted_attention_lse_no_max_triton``: the log-sum-exp stored as log(l), without the running
+  max. Trigger: one query, one key, a logit other than 0. Expected: accuracy.
+- ``planted_varlen_next_key_triton``: a packed sequence's key tiles load-masked against the last
+  sequence's end, so it attends to the next sequence's first keys. Trigger: two sequences, the
+  first of 1 key, no causal mask. Expected: accuracy.
+- ``planted_decode_merge_no_rescale_triton``: the split-KV merge adds the splits' outputs and sums
+  without rescaling each by exp(m_split - m). Trigger: 2 splits of different maxima. Expected:
+  accuracy.
+- ``planted_gla_h0_one_chunk_triton``: a sequence of one chunk (T <= chunk_size) starts from a
+  zero state, dropping the initial state. Trigger: an initial state, T = 1. Expected: accuracy.
+- ``planted_gla_prev_chunk_decay_triton`` (per-token gates only): the state carried into chunk
+  c + 1 decayed by chunk c - 1's total gate. Trigger: two chunks and the final state. Expected:
+  accuracy.
 
-``PLANTED`` maps each planted target to its :class:`Pattern` (family, bugs, what the CPU
-campaigns found); ``CONTROLS`` names the bug-free twins.
+``PLANTED`` maps each planted target to its ``_planted_bugs.Pattern`` (family, bugs, what the CPU
+campaigns found); ``CONTROLS`` the bug-free targets.
 """
 
 from __future__ import annotations
@@ -322,6 +337,14 @@ def _attention_kernel(
     if BUG == CAUSAL_CLAMP:  # planted: the bottom-right offset clamped at 0
         offset = tl.maximum(offset, 0)
     pos = offs_q + offset  # the key position of each query
+    # Keys below the window's reach of the block's first query are seen by no query here: never
+    # loaded (a NaN there times a zero probability would be NaN).
+    extra = 0
+    if BUG == WINDOW_LEFT:  # planted: one key too many on the left
+        extra = 1
+    seen_lo = 0
+    if WINDOW:
+        seen_lo = tl.where(w_left >= 0, pid_q * BLOCK_Q + offset - w_left - extra, 0)
     slope = 0.0
     if ALIBI:
         if BUG == ALIBI_KV_HEAD:  # planted: the kv head's slope
@@ -334,7 +357,7 @@ def _attention_kernel(
     kv_base = (b * Hkv + hk) * Tk + k_start
     for start in range(0, k_len, BLOCK_K):
         offs_k = start + tl.arange(0, BLOCK_K)
-        k_ok = offs_k < k_bound
+        k_ok = (offs_k < k_bound) & (offs_k >= seen_lo)
         kv = (kv_base + offs_k)[:, None] * D + offs_d[None, :]
         kv_mask = k_ok[:, None] & d_ok[None, :]
         k = tl.load(k_ptr + kv, mask=kv_mask, other=0.0).to(tl.float32)
@@ -352,10 +375,7 @@ def _attention_kernel(
             keep = keep & (offs_k[None, :] <= pos[:, None])
         if WINDOW:
             if w_left >= 0:
-                if BUG == WINDOW_LEFT:  # planted: one key too many on the left
-                    keep = keep & (offs_k[None, :] >= pos[:, None] - w_left - 1)
-                else:
-                    keep = keep & (offs_k[None, :] >= pos[:, None] - w_left)
+                keep = keep & (offs_k[None, :] >= pos[:, None] - w_left - extra)
             if w_right >= 0:
                 keep = keep & (offs_k[None, :] <= pos[:, None] + w_right)
         s = tl.where(keep, s, float("-inf"))

@@ -3,14 +3,50 @@ plugin API only: the twins of ``tests/plugins/planted.py``'s Triton kernels, the
 patterns (``_planted_bugs.py``) written the way a Pallas user writes them.
 
 One correct kernel per family with a ``bug`` switch (a static argument: each bug is its own
-compiled program); ``planted_<pattern>_pallas`` targets plant one bug each,
-``planted_two_bugs_softmax_pallas`` two, and ``control_*_pallas`` none. The wrappers pad every
-array on the host (NumPy) to power-of-two buckets and pass the true lengths as data, so that
-one compiled program serves many lengths (Pallas interpret mode compiles an XLA program per
-shape); kernels mask the padding with iotas against those lengths.
+compiled program); each ``planted_*`` target plants one bug (the two-bug softmax two), and
+``control_*_pallas`` targets none. The wrappers pad every array on the host (NumPy) to
+power-of-two buckets and pass the true lengths as data, so that one compiled program serves many
+lengths (Pallas interpret mode compiles an XLA program per shape); kernels mask the padding with
+iotas against those lengths. Each bug, its trigger and the failure class expected:
 
-``PLANTED`` maps each planted target to its ``_planted_bugs.Pattern``; ``CONTROLS`` names the
-bug-free twins.
+- ``planted_softmax_bias_row0_pallas``: every row gets row 0's bias (the bias's block spec maps
+  every row block to row 0, as for a [1, C] bias). Trigger: a bias of two rows that differ.
+  Expected: accuracy.
+- ``planted_softmax_frozen_max_pallas``: the online max taken from the first column tile and never
+  updated, so exp overflows once a later logit is 88.7 above it. Trigger: a row of two tiles whose
+  first tile is masked (or far below) and a later logit > 88.7. Expected: nan.
+- ``planted_two_bugs_softmax_pallas``: two bugs: float16 outputs times 1.01 (trigger: any float16
+  row), and bfloat16 rows of odd length >= 3 times 0.97 (trigger: one bfloat16 row of 3). Expected:
+  accuracy, twice.
+- ``planted_jagged_read_next_segment_pallas``: row tiles load-masked against the total row count
+  instead of the segment's end, so a segment takes the next one's first rows into its max and sum.
+  Trigger: a segment of 1 row (block_n 4) followed by a non-empty one. Expected: accuracy.
+- ``planted_attention_causal_clamp_pallas``: the bottom-right causal offset Tk - Tq clamped at 0
+  (top-left when Tq > Tk). Trigger: causal, Tq = 2, Tk = 1 (query 0 sees key 0). Expected:
+  masking (a row that must be empty is not).
+- ``planted_attention_window_left_pallas``: the window's left bound one key too wide
+  (j >= p - left - 1). Trigger: window (0, -1), Tq = Tk = 2. Expected: accuracy.
+- ``planted_attention_alibi_kv_head_pallas``: under GQA the ALiBi slope of the kv head h // group,
+  not of the query head h. Trigger: ALiBi, two query heads on one kv head, Tk >= 2. Expected:
+  accuracy.
+- ``planted_attention_softcap_unscaled_pallas``: the soft cap as cap * tanh(s), not
+  cap * tanh(s / cap). Trigger: a soft cap other than 1, two keys. Expected: accuracy.
+- ``planted_attention_lse_no_max_pallas``: the log-sum-exp stored as log(l), without the running
+  max. Trigger: one query, one key, a logit other than 0. Expected: accuracy.
+- ``planted_varlen_next_key_pallas``: a packed sequence's key tiles load-masked against the last
+  sequence's end, so it attends to the next sequence's first keys. Trigger: two sequences, the
+  first of 1 key, no causal mask. Expected: accuracy.
+- ``planted_decode_merge_no_rescale_pallas``: the split-KV merge adds the splits' outputs and sums
+  without rescaling each by exp(m_split - m). Trigger: 2 splits of different maxima. Expected:
+  accuracy.
+- ``planted_gla_h0_one_chunk_pallas``: a sequence of one chunk (T <= chunk_size) starts from a
+  zero state, dropping the initial state. Trigger: an initial state, T = 1. Expected: accuracy.
+- ``planted_gla_prev_chunk_decay_pallas`` (per-token gates only): the state carried into chunk
+  c + 1 decayed by chunk c - 1's total gate. Trigger: two chunks and the final state. Expected:
+  accuracy.
+
+``PLANTED`` maps each planted target to its ``_planted_bugs.Pattern``; ``CONTROLS`` the bug-free
+targets.
 """
 
 from __future__ import annotations
@@ -322,13 +358,17 @@ def _attention_kernel(
     if bug == "attention_window_left":  # planted: one key too many on the left
         lowest = pos - left - 1
     causal, window = ints_ref[I_CAUSAL] != 0, ints_ref[I_WINDOW] != 0
+    # Keys below the window's reach of the block's first query are seen by no query here: never
+    # read (a NaN there times a zero probability would be NaN).
+    seen_lo = jnp.where(window & (left >= 0), lowest[0, 0], 0)
 
     def step(j, carry):
         m_i, l_i, acc = carry
         k0 = k_start + j * block_k
         offs_k = j * block_k + _iota((block_q, block_k), 1)
-        k_ok = offs_k < k_bound
-        rows_ok = (j * block_k + _iota((block_k, 1), 0)) < k_bound
+        k_ok = (offs_k < k_bound) & (offs_k >= seen_lo)
+        key = j * block_k + _iota((block_k, 1), 0)
+        rows_ok = (key < k_bound) & (key >= seen_lo)
         k = jnp.where(rows_ok, k_ref[b, hk, pl.ds(k0, block_k), :].astype(F32), 0.0)
         v = jnp.where(rows_ok, v_ref[b, hk, pl.ds(k0, block_k), :].astype(F32), 0.0)
         s = _dot(q, k.T) * scale
