@@ -21,9 +21,10 @@ failure class expected (the full records: ``_planted_bugs.py``, shared with the 
 - ``planted_jagged_read_next_segment_triton``: row tiles load-masked against the total row count
   instead of the segment's end, so a segment takes the next one's first rows into its max and sum.
   Trigger: a segment of 1 row (block_n 4) followed by a non-empty one. Expected: accuracy.
-- ``planted_attention_causal_clamp_triton``: the bottom-right causal offset Tk - Tq clamped at 0
-  (top-left when Tq > Tk). Trigger: causal, Tq = 2, Tk = 1 (query 0 sees key 0). Expected:
-  masking (a row that must be empty is not).
+- ``planted_attention_causal_clamp_triton``: the bottom-right offset Tk - Tq (the queries' key
+  positions, for the causal mask, the window and ALiBi) clamped at 0: top-left when Tq > Tk.
+  Trigger: causal, Tq = 2, Tk = 1 (query 0 sees key 0). Expected: masking (a row that must be
+  empty is not).
 - ``planted_attention_window_left_triton``: the window's left bound one key too wide
   (j >= p - left - 1). Trigger: window (0, -1), Tq = Tk = 2. Expected: accuracy.
 - ``planted_attention_alibi_kv_head_triton``: under GQA the ALiBi slope of the kv head h // group,
@@ -322,8 +323,9 @@ def _attention_kernel(
         if KEY_PADDING:
             k_len = tl.load(key_len_ptr + b)
     k_bound = k_len
-    if BUG == VARLEN_NEXT_KEY:  # planted: bounded by the end of the last sequence
-        k_bound = tl.load(cu_k_ptr + n_seqs) - k_start
+    if VARLEN:
+        if BUG == VARLEN_NEXT_KEY:  # planted: bounded by the end of the last sequence
+            k_bound = tl.load(cu_k_ptr + n_seqs) - k_start
     offs_q = pid_q * BLOCK_Q + tl.arange(0, BLOCK_Q)
     offs_d = tl.arange(0, BLOCK_D)
     q_ok = offs_q < q_len
