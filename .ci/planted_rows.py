@@ -87,6 +87,13 @@ def _size(row: Mapping[str, Any]) -> int | None:
     return int(size) if isinstance(size, (int, float)) else None
 
 
+def _describe(row: Mapping[str, Any]) -> str:
+    """``class/property:output(elements)`` of one row, and ``maybe-known`` for a row the
+    campaign could not shrink whose key is a shrunk bug's."""
+    out = f"{row.get('class')}/{row.get('property')}:{row.get('output') or '-'}({_size(row)})"
+    return out + (" maybe-known" if row.get("maybe_of") else "")
+
+
 def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
     """The lines to print: one per planted kernel, the totals, then the controls' rows."""
     results = report.get("results", [])
@@ -97,7 +104,7 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
         by_target.setdefault(row.get("target", "?"), []).append(row)
     lines = [
         f"{'target':44} {'lang':6} {'family':16} {'ex':>5} {'rows':>4}  "
-        f"{'found':7} classes (case sizes)"
+        f"{'found':7} rows: class/property:output(case_size)"
     ]
     rows_all: list[dict[str, Any]] = []
     bugs_run = found_run = 0
@@ -112,11 +119,7 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
         bugs_run += len(bugs)
         found_run += sum(found)
         rows_all.extend(rows)
-        what = ", ".join(
-            f"{r.get('class')}/{r.get('property')}({_size(r)})"
-            + (" maybe-known" if r.get("maybe_of") else "")
-            for r in sorted(rows, key=lambda r: _size(r) or 0)
-        )
+        what = ", ".join(_describe(r) for r in sorted(rows, key=lambda r: _size(r) or 0))
         verdict = f"{sum(found)}/{len(bugs)}"
         lines.append(
             f"{name:44} {_language(name, results):6} {record.family:16} {examples:>5} "
@@ -145,7 +148,7 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
         lines.append("controls (no bug planted; any row here is not a planted bug's):")
         for name in controls:
             rows = by_target.get(name, [])
-            what = ", ".join(f"{r.get('class')}/{r.get('property')}({_size(r)})" for r in rows)
+            what = ", ".join(_describe(r) for r in rows)
             lines.append(f"  {name:44} rows {len(rows)}  {what or '-'}")
     errors = report.get("errors") or []
     if errors:

@@ -122,10 +122,11 @@ PATTERNS: dict[str, Pattern] = {
         "attention",
         (
             Bug(
-                "the bottom-right causal offset Tk - Tq is clamped at 0: with more queries than "
-                "keys the mask is aligned top-left, so the first Tq - Tk queries, which see no "
-                "key, see some, and the others see too many",
-                "causal, Tq = 2, Tk = 1",
+                "the bottom-right offset Tk - Tq (each query's key position, which the causal "
+                "mask, the window and the ALiBi distances measure from) is clamped at 0: with "
+                "more queries than keys they are aligned top-left, so the first Tq - Tk "
+                "queries, which see no key under a causal mask, see some",
+                "causal, Tq = 2, Tk = 1 (or a window or ALiBi with Tq > Tk)",
                 "masking",
             ),
         ),

@@ -21,9 +21,10 @@ iotas against those lengths. Each bug, its trigger and the failure class expecte
 - ``planted_jagged_read_next_segment_pallas``: row tiles load-masked against the total row count
   instead of the segment's end, so a segment takes the next one's first rows into its max and sum.
   Trigger: a segment of 1 row (block_n 4) followed by a non-empty one. Expected: accuracy.
-- ``planted_attention_causal_clamp_pallas``: the bottom-right causal offset Tk - Tq clamped at 0
-  (top-left when Tq > Tk). Trigger: causal, Tq = 2, Tk = 1 (query 0 sees key 0). Expected:
-  masking (a row that must be empty is not).
+- ``planted_attention_causal_clamp_pallas``: the bottom-right offset Tk - Tq (the queries' key
+  positions, for the causal mask, the window and ALiBi) clamped at 0: top-left when Tq > Tk.
+  Trigger: causal, Tq = 2, Tk = 1 (query 0 sees key 0). Expected: masking (a row that must be
+  empty is not).
 - ``planted_attention_window_left_pallas``: the window's left bound one key too wide
   (j >= p - left - 1). Trigger: window (0, -1), Tq = Tk = 2. Expected: accuracy.
 - ``planted_attention_alibi_kv_head_pallas``: under GQA the ALiBi slope of the kv head h // group,
@@ -103,6 +104,12 @@ def _whole(shape: tuple[int, ...]) -> pl.BlockSpec:
 
 def _host(x) -> np.ndarray:
     return np.asarray(x)
+
+
+def _device(a: np.ndarray) -> jax.Array:
+    """A host array as a JAX array. Outputs are cut back to their lengths on the host: a jnp
+    slice compiles an XLA program per exact shape, where the kernel compiles once per bucket."""
+    return jax.device_put(np.ascontiguousarray(a))
 
 
 def _iota(shape, axis):
@@ -196,7 +203,7 @@ def softmax(x, *, mask=None, bias=None, scale=1.0, block_n=32, bug="", interpret
         ints, np.array([scale], np.float32), xp, mp, bp, block_n=block_n, bug=bug,
         interpret=interpret,
     )  # fmt: skip
-    return y[:rows, :cols]
+    return _device(_host(y)[:rows, :cols])
 
 
 def _softmax_kernel_of(bug):
@@ -287,7 +294,7 @@ def jagged_softmax(values, *, offsets, block_n=4, block_m=4, bug="", interpret=T
     y = _jagged_call(
         ints, offs_p, vp, block_n=block_n, block_m=block_m, bug=bug, interpret=interpret
     )
-    return y[:n_rows, :n_cols]
+    return _device(_host(y)[:n_rows, :n_cols])
 
 
 def _jagged_kernel_of(bug):
@@ -450,8 +457,8 @@ def attention(
     n_seqs = seqs.shape[1]
     longest = int(seqs[1].max(initial=0))
     if not longest or not tk:  # no query, or no key: every query sees none
-        o = jnp.zeros((batch, hq, tq, d), q.dtype)
-        return o, jnp.full((batch, hq, tq), -jnp.inf, F32)
+        o = np.zeros((batch, hq, tq, d), _host(q).dtype)
+        return _device(o), _device(np.full((batch, hq, tq), -np.inf, np.float32))
     out_rows = _bucket(longest, block_q)
     d_p = _bucket(d, 8)
     # Room for a tile past the last query or key row; sequences padded to a bucket, as empty.
@@ -473,7 +480,7 @@ def attention(
         block_q=block_q, block_k=block_k, bug=bug, interpret=interpret,
     )  # fmt: skip
     if not packed:
-        return o[:batch, :, :tq, :d], lse[:batch, :, :tq]
+        return _device(_host(o)[:batch, :, :tq, :d]), _device(_host(lse)[:batch, :, :tq])
     return _unpack(o, lse, seqs[:, :n_seqs], tq, d)
 
 
@@ -486,7 +493,7 @@ def _unpack(o, lse, seqs: np.ndarray, tq: int, d: int):
     for n, (start, length) in enumerate(zip(seqs[0], seqs[1], strict=True)):
         out[0, :, start : start + length] = o_h[n, :, :length, :d]
         out_lse[0, :, start : start + length] = lse_h[n, :, :length]
-    return jnp.asarray(out), jnp.asarray(out_lse)
+    return _device(out), _device(out_lse)
 
 
 ATTENTION_KEYWORDS = {
@@ -620,7 +627,10 @@ def decode(q, k, v, *, scale, cache_len, block_k=16, num_splits=1, bug="", inter
         ints, np.array([scale], np.float32), _host(cache_len).astype(np.int32), qp, kp, vp,
         n_splits=num_splits, block_k=block_k, bug=bug, interpret=interpret,
     )  # fmt: skip
-    return o[:, :d].reshape(batch, hq, 1, d), lse.reshape(batch, hq, 1)
+    return (
+        _device(_host(o)[:, :d].reshape(batch, hq, 1, d)),
+        _device(_host(lse).reshape(batch, hq, 1)),
+    )
 
 
 def _decode_kernel_of(bug):
@@ -748,8 +758,8 @@ def gla_forward(
         ints, floats, heads_first(q, k_p), heads_first(k, k_p), heads_first(v, v_p), gates, h0,
         chunk=chunk_size, per_token=g is not None, bug=bug, interpret=interpret,
     )  # fmt: skip
-    o = jnp.swapaxes(o[:, :, :t_len, :vd], 1, 2)
-    return o, (ht[:, :, :kd, :vd] if output_final_state else None)
+    o = _device(np.swapaxes(_host(o)[:, :, :t_len, :vd], 1, 2))
+    return o, (_device(_host(ht)[:, :, :kd, :vd]) if output_final_state else None)
 
 
 def _gla_kernel_of(bug, per_token_only=False):
