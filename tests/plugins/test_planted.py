@@ -77,6 +77,8 @@ def test_every_record_names_a_family_a_class_and_a_trigger(plugins):
         for bug in record.bugs:
             assert bug.expected in CLASSES, (name, bug.expected)
             assert bug.what.strip() and bug.trigger.strip(), name
+        # what the CPU campaigns found, in each language the pattern is written in
+        assert {"triton", "pallas"} - set(record.not_in) <= set(record.cpu), name
     two = [n for n, (_, r) in _planted(plugins).items() if len(r.bugs) == 2]
     assert sorted(two) == ["planted_two_bugs_softmax", "planted_two_bugs_softmax_pallas"]
 
