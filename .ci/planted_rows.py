@@ -88,9 +88,10 @@ def _size(row: Mapping[str, Any]) -> int | None:
 
 
 def _describe(row: Mapping[str, Any]) -> str:
-    """``class/property:output(elements)`` of one row, and ``maybe-known`` for a row the
-    campaign could not shrink whose key is a shrunk bug's."""
-    out = f"{row.get('class')}/{row.get('property')}:{row.get('output') or '-'}({_size(row)})"
+    """``class/property:output(elements)`` of one row; ``unshrunk`` where its shrinking did not
+    finish, ``maybe-known`` where its key is a shrunk bug's."""
+    size = f"{_size(row)}" + (", unshrunk" if row.get("shrunk") is False else "")
+    out = f"{row.get('class')}/{row.get('property')}:{row.get('output') or '-'}({size})"
     return out + (" maybe-known" if row.get("maybe_of") else "")
 
 
@@ -107,7 +108,7 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
         f"{'found':7} rows: class/property:output(case_size)"
     ]
     rows_all: list[dict[str, Any]] = []
-    bugs_run = found_run = 0
+    bugs_run = found_run = unrun = 0
     for name, record in planted.items():
         rows = by_target.get(name, [])
         bugs = record.bugs
@@ -115,6 +116,13 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
             lines.append(f"{name:44} {'-':6} {record.family:16} {'-':>5} {'-':>4}  not run")
             continue
         examples = sum(r.get("examples", 0) for r in results if r["target"] == name)
+        if not examples and not rows:
+            unrun += 1
+            lines.append(
+                f"{name:44} {_language(name, results):6} {record.family:16} {0:>5} {'-':>4}  "
+                "unrun (no example ran: the budget ended first)"
+            )
+            continue
         found = [any(b.matches(r) for r in rows) for b in bugs]
         bugs_run += len(bugs)
         found_run += sum(found)
@@ -127,13 +135,17 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
         )
         for bug, ok in zip(bugs, found, strict=True):
             if not ok:
-                lines.append(f"{'':44}   not found: {bug.expected} ({bug.trigger})")
+                other = " (its rows are of other classes)" if rows else ""
+                lines.append(f"{'':44}   not found{other}: {bug.expected} ({bug.trigger})")
     sizes = sorted(s for s in (_size(r) for r in rows_all) if s is not None)
     lines.append("")
     if bugs_run:
+        unshrunk = sum(r.get("shrunk") is False for r in rows_all)
         lines.append(
-            f"planted bugs run: {bugs_run}, found: {found_run}; rows: {len(rows_all)}, "
-            f"rows per bug: {len(rows_all) / bugs_run:.2f}"
+            f"planted bugs run: {bugs_run} ({unrun} kernels unrun), found: {found_run}; rows: "
+            f"{len(rows_all)} ({unshrunk} unshrunk), rows per bug run: "
+            f"{len(rows_all) / bugs_run:.2f}, per bug found: "
+            + (f"{len(rows_all) / found_run:.2f}" if found_run else "-")
         )
     else:
         lines.append("planted bugs run: 0 (no planted target in this report)")

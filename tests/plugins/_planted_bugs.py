@@ -114,8 +114,8 @@ PATTERNS: dict[str, Pattern] = {
                 "segment's end: a segment whose length is not a multiple of block_n takes the "
                 "next segment's first rows into its max and sum (stores are masked right)",
                 "two segments, the first of a length that is not a multiple of block_n (1 row, "
-                "block_n 4), the second not empty",
-                "accuracy",
+                "block_n 4: its output, 1, is fixed), the second not empty",
+                "masking",
             ),
         ),
     ),

@@ -20,7 +20,8 @@ failure class expected (the full records: ``_planted_bugs.py``, shared with the 
   accuracy, twice.
 - ``planted_jagged_read_next_segment_triton``: row tiles load-masked against the total row count
   instead of the segment's end, so a segment takes the next one's first rows into its max and sum.
-  Trigger: a segment of 1 row (block_n 4) followed by a non-empty one. Expected: accuracy.
+  Trigger: a segment of 1 row (block_n 4) followed by a non-empty one. Expected: masking (a
+  one-row segment's output is fixed at 1; longer segments: accuracy).
 - ``planted_attention_causal_clamp_triton``: the bottom-right offset Tk - Tq (the queries' key
   positions, for the causal mask, the window and ALiBi) clamped at 0: top-left when Tq > Tk.
   Trigger: causal, Tq = 2, Tk = 1 (query 0 sees key 0). Expected: masking (a row that must be
