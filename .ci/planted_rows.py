@@ -1,0 +1,238 @@
+"""How many report rows one planted bug becomes, and how large they are.
+
+Reads a campaign's ``report.json`` and the planted-bug tables (``PLANTED``) of the planted
+plugins (``tests/plugins/planted.py``, Triton; ``tests/plugins/planted_pallas.py``, Pallas;
+imported by path), and prints one line per planted kernel: its rows (findings) in the report,
+their classes and element counts (``case_size``), whether each planted bug was found (a row its
+record matches: by default one of its expected class), then the totals: rows per planted bug,
+the median and largest row size, rows over 4,096 elements. Rows of the bug-free ``control_*``
+targets, where a campaign ran them, are listed after: they are not planted bugs.
+
+    python .ci/planted_rows.py OUT                 # a campaign folder (or its report.json)
+    python .ci/planted_rows.py --cpu-campaign 300  # run the planted kernels on the CPU first
+
+``--cpu-campaign SECONDS`` runs ``python -m fuzz run --targets 'planted_*' --backends
+triton-interpret,pallas-interpret --budget SECONDS --db none --seed 1`` with both plugins into
+``--out`` (default: a new temporary folder), then prints the table for it. Exit status: 0, or 2
+for a usage error (no report, a plugin that does not import).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = (
+    ROOT / "tests" / "plugins" / "planted.py",
+    ROOT / "tests" / "plugins" / "planted_pallas.py",
+)
+LARGE = 4096  # elements: a row larger than this is not a reproducer a maintainer reads
+
+
+class UsageError(Exception):
+    pass
+
+
+def planted_tables(plugins: Sequence[Path]) -> dict[str, Any]:
+    """``PLANTED`` of every plugin, merged (target name -> pattern record), in plugin order."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    table: dict[str, Any] = {}
+    for i, path in enumerate(plugins):
+        if not path.is_file():
+            raise UsageError(f"--plugin {path}: no such file")
+        spec = importlib.util.spec_from_file_location(f"planted_rows_plugin_{i}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:
+            raise UsageError(f"--plugin {path} does not import: {type(e).__name__}: {e}") from e
+        planted = getattr(module, "PLANTED", None)
+        if not isinstance(planted, Mapping):
+            raise UsageError(f"--plugin {path} has no PLANTED table (target name -> record)")
+        table.update(planted)
+    return table
+
+
+def read_report(where: Path) -> dict[str, Any]:
+    path = where / "report.json" if where.is_dir() else where
+    if not path.is_file():
+        raise UsageError(f"{where}: no report.json there (give a campaign's --out folder)")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path} is not JSON: {e}") from e
+
+
+def _language(name: str, results: list[dict[str, Any]]) -> str:
+    backends = {r["backend"] for r in results if r["target"] == name}
+    if any(b.startswith("pallas") for b in backends) or name.endswith("_pallas"):
+        return "pallas"
+    return "triton"
+
+
+def _size(row: Mapping[str, Any]) -> int | None:
+    size = row.get("case_size")
+    return int(size) if isinstance(size, (int, float)) else None
+
+
+def _describe(row: Mapping[str, Any]) -> str:
+    """``class/property:output(elements)`` of one row; ``unshrunk`` where its shrinking did not
+    finish, ``maybe-known`` where its key is a shrunk bug's."""
+    size = f"{_size(row)}" + (", unshrunk" if row.get("shrunk") is False else "")
+    out = f"{row.get('class')}/{row.get('property')}:{row.get('output') or '-'}({size})"
+    return out + (" maybe-known" if row.get("maybe_of") else "")
+
+
+def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
+    """The lines to print: one per planted kernel, the totals, then the controls' rows."""
+    results = report.get("results", [])
+    findings = report.get("findings", [])
+    ran = {r["target"] for r in results}
+    by_target: dict[str, list[dict[str, Any]]] = {}
+    for row in findings:
+        by_target.setdefault(row.get("target", "?"), []).append(row)
+    lines = [
+        f"{'target':44} {'lang':6} {'family':16} {'ex':>5} {'rows':>4}  "
+        f"{'found':7} rows: class/property:output(case_size)"
+    ]
+    rows_all: list[dict[str, Any]] = []
+    bugs_run = found_run = unrun = 0
+    for name, record in planted.items():
+        rows = by_target.get(name, [])
+        bugs = record.bugs
+        if name not in ran:
+            lines.append(f"{name:44} {'-':6} {record.family:16} {'-':>5} {'-':>4}  not run")
+            continue
+        examples = sum(r.get("examples", 0) for r in results if r["target"] == name)
+        if not examples and not rows:
+            unrun += 1
+            lines.append(
+                f"{name:44} {_language(name, results):6} {record.family:16} {0:>5} {'-':>4}  "
+                "unrun (no example ran: the budget ended first)"
+            )
+            continue
+        found = [any(b.matches(r) for r in rows) for b in bugs]
+        bugs_run += len(bugs)
+        found_run += sum(found)
+        rows_all.extend(rows)
+        what = ", ".join(_describe(r) for r in sorted(rows, key=lambda r: _size(r) or 0))
+        verdict = f"{sum(found)}/{len(bugs)}"
+        lines.append(
+            f"{name:44} {_language(name, results):6} {record.family:16} {examples:>5} "
+            f"{len(rows):>4}  {verdict:7} {what or '-'}"
+        )
+        for bug, ok in zip(bugs, found, strict=True):
+            if not ok:
+                other = " (its rows are of other classes)" if rows else ""
+                lines.append(f"{'':44}   not found{other}: {bug.expected} ({bug.trigger})")
+    sizes = sorted(s for s in (_size(r) for r in rows_all) if s is not None)
+    lines.append("")
+    if bugs_run:
+        unshrunk = sum(r.get("shrunk") is False for r in rows_all)
+        lines.append(
+            f"planted bugs run: {bugs_run} ({unrun} kernels unrun), found: {found_run}; rows: "
+            f"{len(rows_all)} ({unshrunk} unshrunk), rows per bug run: "
+            f"{len(rows_all) / bugs_run:.2f}, per bug found: "
+            + (f"{len(rows_all) / found_run:.2f}" if found_run else "-")
+        )
+    else:
+        lines.append("planted bugs run: 0 (no planted target in this report)")
+    if sizes:
+        lines.append(
+            f"row size (elements): median {statistics.median(sizes):g}, max {sizes[-1]}, "
+            f"rows over {LARGE:,}: {sum(s > LARGE for s in sizes)}"
+        )
+    controls = sorted(t for t in ran if t.startswith("control_"))
+    if controls:
+        lines.append("")
+        lines.append("controls (no bug planted; any row here is not a planted bug's):")
+        for name in controls:
+            rows = by_target.get(name, [])
+            what = ", ".join(_describe(r) for r in rows)
+            lines.append(f"  {name:44} rows {len(rows)}  {what or '-'}")
+    errors = report.get("errors") or []
+    if errors:
+        lines.append("")
+        lines.append(f"harness errors: {len(errors)}")
+        lines.extend(f"  {e}" for e in errors)
+    return lines
+
+
+def cpu_campaign(seconds: float, out: Path, plugins: Sequence[Path]) -> int:
+    """Runs the planted kernels on the CPU interpreters into ``out``; the campaign's exit
+    status (1: failing targets, as planted ones are)."""
+    cmd = [sys.executable, "-m", "fuzz", "run"]
+    for p in plugins:
+        cmd += ["--plugin", str(p)]
+    cmd += [
+        "--targets", "planted_*", "--backends", "triton-interpret,pallas-interpret",
+        "--budget", f"{seconds:g}", "--db", "none", "--seed", "1", "--out", str(out),
+    ]  # fmt: skip
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, env=env, check=False).returncode
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("report", nargs="?", help="a campaign's --out folder or its report.json")
+    parser.add_argument(
+        "--cpu-campaign",
+        type=float,
+        metavar="SECONDS",
+        help="first run the planted kernels on the CPU interpreters for this budget",
+    )
+    parser.add_argument(
+        "--out", help="the campaign's folder with --cpu-campaign (default: a new one)"
+    )
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        help="a planted plugin to read PLANTED from (repeatable; default: the two planted plugins)",
+    )
+    args = parser.parse_args(argv)
+    plugins = [Path(p).resolve() for p in args.plugin] or list(PLUGINS)
+    try:
+        if args.cpu_campaign is not None:
+            if args.report:
+                raise UsageError("give a report folder or --cpu-campaign SECONDS, not both")
+            if not args.cpu_campaign > 0:
+                raise UsageError(f"--cpu-campaign={args.cpu_campaign:g} must be > 0 seconds")
+            out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="planted-rows-"))
+            code = cpu_campaign(args.cpu_campaign, out, plugins)
+            if code not in (0, 1):
+                raise UsageError(f"the campaign exited with {code}: see its output above")
+            where = out
+        elif args.report:
+            where = Path(args.report)
+        else:
+            raise UsageError("give a campaign's report folder, or --cpu-campaign SECONDS")
+        report = read_report(where)
+        planted = planted_tables(plugins)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(
+        f"== {where}: {report.get('summary', {}).get('examples', '?')} examples in "
+        f"{report.get('seconds', 0):.0f} s, budget {report.get('budget')}"
+    )
+    print("\n".join(table(report, planted)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
