@@ -243,11 +243,8 @@ class Campaign:
         """Books slice ``sid``'s summary (the policy) and says what it found and decided."""
         w.job = None
         ended = self.policy.ended(sid, summary, time.perf_counter())
-        pair = ended.pair
-        for _, out in ended.found:
-            self._recorded(pair, out)
-        for out in ended.withdrawn:
-            self._recorded(pair, out)
+        for out in [*(o for _, o in ended.found), *ended.withdrawn]:
+            self.folder.supersede(out.superseded)  # (said below, with the slice's line)
         self.note_db_problems(summary.get("db_problems", []))
         if summary.get("recycle"):
             w.recycles += 1
