@@ -680,6 +680,9 @@ class _Hunter:
                 continue
             twin, how = dup
             result.known_hits[twin.signature] += 1
+            mine = next((o for o in result.found.values() if o.signature == twin.signature), None)
+            if mine is not None and twin.key != f.key:  # this hunt's bug, seen another way
+                mine.seen_as.append(f)
             result.duplicates.append(
                 {
                     "round": self.round,

@@ -351,7 +351,14 @@ class BugLedger:
 
     @property
     def classes(self) -> set[str]:
-        return {rec["class"] for rec in self.found.values()}
+        """The failure classes its bugs were found with, each way they were seen."""
+        return {rec["class"] for rec in self.found.values()} | {
+            s["class"] for rec in self.found.values() for s in rec.get("also_seen", [])
+        }
+
+    def records(self) -> list[Mapping[str, Any]]:
+        """Every record kept: each bug's, and each way it was also seen."""
+        return [r for rec in self.found.values() for r in [rec, *rec.get("also_seen", [])]]
 
 
 def sighting(slice_id: int, rec: Mapping[str, Any]) -> str:

@@ -44,6 +44,9 @@ class Found:
     # reproducer, for that interpreter (``interpreted_on``).
     interpreted: Found | None = None
     interpreted_on: str = ""
+    # The same bug seen other ways in this hunt (another class, property or output: the
+    # duplicate check's evidence, ``fuzz.duplicates``), each its own minimal example.
+    seen_as: list[Found] = field(default_factory=list)
 
     @property
     def signature(self) -> str:
@@ -126,12 +129,17 @@ class HuntResult:
 
     @property
     def classes(self) -> list[str]:
-        """The failure classes found (several bugs may share one)."""
-        return sorted({f.finding.cls for f in self.found.values()})
+        """The failure classes found (several bugs may share one), each way a bug was seen."""
+        return sorted(
+            {f.finding.cls for f in self.found.values()}
+            | {s.finding.cls for f in self.found.values() for s in f.seen_as}
+        )
 
     def of_class(self, cls: str) -> list[Found]:
-        """The bugs found of failure class ``cls``."""
-        return [f for f in self.found.values() if f.finding.cls == cls]
+        """The minimal examples found of failure class ``cls``: a bug's own, or one it was seen
+        as another way (``Found.seen_as``)."""
+        every = [g for f in self.found.values() for g in [f, *f.seen_as]]
+        return [f for f in every if f.finding.cls == cls]
 
     @property
     def failed(self) -> bool:

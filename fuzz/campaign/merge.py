@@ -253,7 +253,9 @@ def _merged_row(
             findings[sig] = {**_with_copied_reproducers(s, f, repro_dir), "host": s.label}
     row["findings"] = sorted(findings.values(), key=lambda f: (f["class"], f["signature"]))
     row["bugs"] = len(row["findings"])
-    classes = {f["class"] for f in row["findings"]}
+    classes = {f["class"] for f in row["findings"]} | {
+        s.get("class") for f in row["findings"] for s in f.get("also_seen", [])
+    }
     row["status"] = status_of(first.get("expected_class"), classes, error=row["error"])
     row["hosts"] = {
         s.label: {

@@ -139,7 +139,7 @@ class PairState:
         """A mutant whose expected class was found and shrunk: the harness proved itself on it."""
         expected = self.target.expected_class
         return expected is not None and any(
-            rec["class"] == expected and rec.get("shrunk") for rec in self.found.values()
+            rec["class"] == expected and rec.get("shrunk") for rec in self.ledger.records()
         )
 
     def as_dict(self) -> dict[str, Any]:
