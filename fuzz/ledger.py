@@ -139,6 +139,8 @@ class Recorded:
             not naming them is written).
         maybe_of: for a new record not shrunk, a known bug with its failure key (shrinking
             tells whether it is another).
+        settled: the record is a bug's minimal example taking the place of the first sight its
+            sighting streamed (the bug, as it will be reported).
     """
 
     new: bool = False
@@ -147,6 +149,7 @@ class Recorded:
     merged: list[tuple[str, str, str, str]] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
     maybe_of: str | None = None
+    settled: bool = False
 
 
 @dataclass
@@ -180,6 +183,7 @@ class BugLedger:
             seen = prev is not None
             if old is not None:
                 self.replaced[str(prev)] = sig
+                out.settled = True
                 _supersede(out, old, rec)
                 rec["first_example"] = old.get("first_example", rec.get("first_example"))
                 rec["first_seconds"] = old.get("first_seconds", rec.get("first_seconds"))

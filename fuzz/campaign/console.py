@@ -12,7 +12,10 @@ from fuzz.ledger import Recorded
 
 
 def recorded(pair: PairState, out: Recorded) -> list[str]:
-    """A new bug (``FOUND ...``), and each record first seen as new that was one found before."""
+    """A new bug: its first sight (``seen ...``, being shrunk: no reproducer named, it is
+    replaced), then the bug as it will be reported (``FOUND ...``, its minimal example and
+    reproducer); and each record first seen as new that was one found before. (A 90 s campaign
+    printed 41 FOUND lines for one bug, 37 naming reproducers deleted later.)"""
     name = f"{pair.target.name} on {pair.backend}"
     lines = []
     for sig, into, how, cls in out.merged:
@@ -27,16 +30,24 @@ def recorded(pair: PairState, out: Recorded) -> list[str]:
             f"{name}: the {cls} first seen as new ({sig}) {what} the bug found before "
             f"({into}): one bug"
         )
-    if out.new and out.signature is not None:
-        rec = pair.found[out.signature]
+    if out.signature is None or out.signature not in pair.found:
+        return lines
+    rec = pair.found[out.signature]
+    if out.new and not rec.get("shrunk"):  # a first sight: its reproducer is not the bug's yet
         lines.append(
-            f"FOUND {rec['class']} in {name}: {rec['message'][:160]}"
-            + (f" -> {rec['reproducer']}" if rec.get("reproducer") else "")
+            f"seen {rec['class']} in {name} ({out.signature}), shrinking it: "
+            f"{rec['message'][:120]}"
             + (
                 f" (bug {out.maybe_of} has its failure key: shrinking tells whether it is another)"
                 if out.maybe_of
                 else ""
             )
+        )
+    elif (out.new or out.settled) and rec.get("shrunk"):  # the bug, as it will be reported
+        lines.append(
+            f"FOUND {rec['class']} in {name}: {rec['message'][:160]}"
+            + (f" -> {rec['reproducer']}" if rec.get("reproducer") else "")
+            + (f" ({rec['case_size']} elements)" if rec.get("case_size") else "")
         )
     return lines
 
