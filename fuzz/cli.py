@@ -398,9 +398,10 @@ def _progress_console() -> object:
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from fuzz.campaign.estimates import floors_text
     from fuzz.campaign.outdir import install_signal_handlers
     from fuzz.campaign.process import map_limit
-    from fuzz.campaign.runner import Campaign, floors_text
+    from fuzz.campaign.runner import Campaign
     from fuzz.campaign.threads import threads_for
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start

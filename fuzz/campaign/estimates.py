@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from fuzz.campaign.pairs import PairState
 from fuzz.campaign.tunables import Tunables
@@ -118,3 +119,49 @@ def far_from_warm(
         if (k // compile_workers + 1) * mean
         > max(t.cold_wait, t.cold_compile_factor * warm_compile(p, pairs))
     }
+
+
+# Of a budget, what the floors may take when they are scaled to fit it (the rest: slices past
+# the floors, shrinking, the last slices that run over).
+FLOORS_SHARE = 0.8
+
+
+def fitted_floors(config: Any, pairs: list[PairState]) -> tuple[Tunables, dict[str, Any]]:
+    """A campaign's tunables (``config``: its :class:`CampaignConfig`), and what its report and console say of its floors. Where its
+    budget is shorter than every pair's floor needs (``estimates.floors_need``: a newcomer's
+    two-minute run of every target and mutant needed over an hour), the floors are scaled to
+    fit it, unless asked for: every pair still gets its share, and the run says so and what
+    the full floors would need."""
+    t = Tunables.of(config, pairs=len(pairs))
+    need = floors_need(pairs, t, config.workers)
+    said: dict[str, Any] = {
+        "examples": t.floor_examples,
+        "seconds": t.floor_seconds,
+        "real_seconds": t.real_floor_seconds,
+        "need_seconds": round(need),
+        "scaled": 1.0,
+    }
+    if config.scale_floors and pairs and config.budget * FLOORS_SHARE < need:
+        factor = config.budget * FLOORS_SHARE / need
+        t = scaled_floors(t, factor)
+        said.update(
+            examples=t.floor_examples,
+            seconds=round(t.floor_seconds, 2),
+            real_seconds=round(t.real_floor_seconds, 2),
+            scaled=round(factor, 4),
+        )
+    return t, said
+
+
+def floors_text(floors: dict[str, Any], pairs: int, budget: float) -> str | None:
+    """The console's word on scaled floors (None: the full floors fit the budget)."""
+    if floors["scaled"] >= 1.0:
+        return None
+    return (
+        f"the budget ({budget:g} s) is short of what {pairs} pair(s) need to reach their full "
+        f"floors (about {floors['need_seconds']:,} s of fuzzing; --budget "
+        f"{round(floors['need_seconds'] / FLOORS_SHARE)} covers them): floors scaled to "
+        f"{100 * floors['scaled']:.2g}%, {floors['examples']} examples or "
+        f"{floors['seconds']:g} s of fuzzing a pair ({floors['real_seconds']:g} s a real "
+        "target's)"
+    )

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz import reproducer
-from fuzz.campaign import report
+from fuzz.campaign import report, report_html
 from fuzz.results import status_of
 
 # Row fields summed over hosts.
@@ -393,7 +393,7 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
     for f in data["findings"]:
         f["hosts"] = sorted(hosts_of.get(f.get("signature"), ()))
     report.write_json(out / "report.json", data)
-    for _, write in report.writers(out, data):
+    for _, write in report_html.writers(out, data):
         write()
     return data
 

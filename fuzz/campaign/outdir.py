@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fuzz import reproducer
-from fuzz.campaign import report
+from fuzz.campaign import report, report_html
 from fuzz.campaign.faults import STOP_SIGNALS
 from fuzz.campaign.inflight import is_disk_full
 
@@ -151,7 +151,7 @@ class OutputFolder:
             ("report.json", lambda: report.write_json(out / "report.json", data))
         ]
         if final:
-            writers += [(name, write) for name, write in report.writers(out, data)]
+            writers += [(name, write) for name, write in report_html.writers(out, data)]
         for name, write in writers:
             try:
                 write()

@@ -71,6 +71,18 @@ class WorkerHandle:
     def alive(self) -> bool:
         return self.process is not None
 
+    def as_dict(self) -> dict[str, Any]:
+        """The worker as the report lists it."""
+        node = {"node": self.host} if self.host else {}
+        return {
+            "slot": self.slot,
+            "role": self.role,
+            "device": self.device,
+            **node,
+            "restarts": self.restarts,
+            "recycles": self.recycles,
+        }
+
 
 @dataclass(frozen=True)
 class Arrived:

@@ -43,7 +43,6 @@ from fuzz.campaign.pairs import PairState, Warmth, interleave
 from fuzz.campaign.policy import Lost, SchedulingPolicy
 from fuzz.campaign.pool import Arrived, Job, ProcessPool, WorkerHandle, overran
 from fuzz.campaign.process import EXIT_NODE_LOST, EXIT_RECYCLE, map_limit
-from fuzz.campaign.tunables import Tunables
 from fuzz.engine import run_narrowing
 from fuzz.ledger import Recorded
 from fuzz.target import Target
@@ -72,13 +71,15 @@ class Campaign:
             p.narrowing = run_narrowing(p.target, config.options, config.seed)
             if config.compile_workers and get_backend(p.backend).compiled:
                 p.warmth = Warmth.COLD
-        tunables, self.floors = _floors(config, pairs)
+        tunables, self.floors = estimates.fitted_floors(config, pairs)
         self.policy = SchedulingPolicy(pairs, tunables, widen=self._widened)
         self.pool: Any = ProcessPool([], [], share_cpus=config.workers)
         if config.cluster is not None:
             from fuzz.campaign.cluster import RayPool
 
-            self.pool = RayPool([], [], [], uid=_uid(config), repro_dir=config.repro_dir)
+            self.pool = RayPool(
+                [], [], [], uid=f"{os.getpid()}-{int(time.time())}", repro_dir=config.repro_dir
+            )
         self.faults = Faults(config, pool=self.pool, note=self._note, disk_full=self._disk_is_full)
         self.folder = OutputFolder(config.out, argv=config.argv, disk_full=self._disk_is_full)
         self.slice_ids = 0
@@ -556,17 +557,7 @@ class Campaign:
             db=c.db,
             db_shared=list(c.db_shared),
             db_problems=list(self.db_problems),
-            workers=[
-                {
-                    "slot": w.slot,
-                    "role": w.role,
-                    "device": w.device,
-                    **({"node": w.host} if w.host else {}),
-                    "restarts": w.restarts,
-                    "recycles": w.recycles,
-                }
-                for w in self.workers
-            ],
+            workers=[w.as_dict() for w in self.workers],
             sizing=None if c.host is None else {"said": c.host.describe(), **c.host.as_dict()},
             floors=self.floors,
             worker_restarts=self.restarts,
@@ -597,57 +588,6 @@ class Campaign:
             self.notes.append(f"the disk is full: {what}; the campaign stopped")
             self.log(f"ERROR the disk is full: {what}")
         self.request_stop("disk full")
-
-
-# Of a budget, what the floors may take when they are scaled to fit it (the rest: slices past
-# the floors, shrinking, the last slices that run over).
-FLOORS_SHARE = 0.8
-
-
-def _floors(config: CampaignConfig, pairs: list[PairState]) -> tuple[Tunables, dict[str, Any]]:
-    """The campaign's tunables, and what its report and console say of its floors. Where its
-    budget is shorter than every pair's floor needs (``estimates.floors_need``: a newcomer's
-    two-minute run of every target and mutant needed over an hour), the floors are scaled to
-    fit it, unless asked for: every pair still gets its share, and the run says so and what
-    the full floors would need."""
-    t = Tunables.of(config, pairs=len(pairs))
-    need = estimates.floors_need(pairs, t, config.workers)
-    said: dict[str, Any] = {
-        "examples": t.floor_examples,
-        "seconds": t.floor_seconds,
-        "real_seconds": t.real_floor_seconds,
-        "need_seconds": round(need),
-        "scaled": 1.0,
-    }
-    if config.scale_floors and pairs and config.budget * FLOORS_SHARE < need:
-        factor = config.budget * FLOORS_SHARE / need
-        t = estimates.scaled_floors(t, factor)
-        said.update(
-            examples=t.floor_examples,
-            seconds=round(t.floor_seconds, 2),
-            real_seconds=round(t.real_floor_seconds, 2),
-            scaled=round(factor, 4),
-        )
-    return t, said
-
-
-def floors_text(floors: dict[str, Any], pairs: int, budget: float) -> str | None:
-    """The console's word on scaled floors (None: the full floors fit the budget)."""
-    if floors["scaled"] >= 1.0:
-        return None
-    return (
-        f"the budget ({budget:g} s) is short of what {pairs} pair(s) need to reach their full "
-        f"floors (about {floors['need_seconds']:,} s of fuzzing; --budget "
-        f"{round(floors['need_seconds'] / FLOORS_SHARE)} covers them): floors scaled to "
-        f"{100 * floors['scaled']:.2g}%, {floors['examples']} examples or "
-        f"{floors['seconds']:g} s of fuzzing a pair ({floors['real_seconds']:g} s a real "
-        "target's)"
-    )
-
-
-def _uid(config: CampaignConfig) -> str:
-    """A name for this campaign's files on a cluster's nodes."""
-    return f"{os.getpid()}-{int(time.time())}"
 
 
 def _runs(t: Target, backend: str) -> bool:

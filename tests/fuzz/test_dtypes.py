@@ -178,7 +178,7 @@ def test_an_output_of_another_kind_of_number_is_the_kernel_s_crash_said_plainly(
 
 
 def test_the_markdown_report_lists_the_harness_limits_apart():
-    from fuzz.campaign.report import _markdown_declined
+    from fuzz.campaign.report_md import _markdown_declined
 
     limit = HarnessLimit("a torch tensor of dtype qint8, which NumPy cannot hold").reason
     results = [

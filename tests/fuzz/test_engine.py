@@ -230,7 +230,9 @@ def test_one_status_for_a_hunt_and_a_campaign_pair(expected, classes, error, sta
 
     assert status_of(expected, classes, error=error) == status
     hunt_result = HuntResult("t", "fake", None, expected, error=error)
-    hunt_result.found = {c: SimpleNamespace(finding=SimpleNamespace(cls=c)) for c in classes}  # type: ignore[misc]
+    hunt_result.found = {  # type: ignore[misc]
+        c: SimpleNamespace(finding=SimpleNamespace(cls=c), seen_as=[]) for c in classes
+    }
     assert hunt_result.status == status
     pair = PairState(SimpleNamespace(expected_class=expected), "fake", error=error)  # type: ignore[arg-type]
     pair.ledger.found = {f"sig-{c}": {"class": c} for c in classes}

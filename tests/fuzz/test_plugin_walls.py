@@ -664,7 +664,7 @@ def test_fuzz_list_shows_conventions_siblings_disabled_properties_and_rules():
 
 
 def test_the_markdown_report_lists_what_the_kernels_declined():
-    from fuzz.campaign.report import _markdown_declined
+    from fuzz.campaign.report_md import _markdown_declined
 
     results = [
         {"target": "a", "backend": "b", "events": {"unsupported: odd rows": 3, "hazard x": 1}},

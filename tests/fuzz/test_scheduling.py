@@ -318,6 +318,19 @@ def test_a_slice_carries_its_pairs_compile_time_so_far():
         ({"stopped": "time"}, True, [{"class": "nan", "shrunk": True}], "mutant found and shrunk"),
         ({"stopped": "time"}, True, [{"class": "nan", "shrunk": False}], ""),  # not shrunk yet
         ({"stopped": "time"}, True, [{"class": "inf", "shrunk": True}], ""),  # another class
+        # The bug seen its expected way too (a duplicate check's evidence), shrunk that way.
+        (
+            {"stopped": "time"},
+            True,
+            [{"class": "inf", "shrunk": True, "also_seen": [{"class": "nan", "shrunk": True}]}],
+            "mutant found and shrunk",
+        ),
+        (
+            {"stopped": "time"},
+            True,
+            [{"class": "inf", "shrunk": True, "also_seen": [{"class": "nan", "shrunk": False}]}],
+            "",
+        ),
     ],
 )
 def test_a_pair_is_retired_only_when_it_is_finished(summary, mutant, found, retired):
@@ -905,7 +918,7 @@ def test_a_budget_short_of_the_floors_scales_them_and_says_so():
     fuzzing for its floors: 60 pairs ran nothing and the rest read 'pass' after 1 s. Where the
     budget is short of the floors, they are scaled to fit it (every pair gets its share), said
     up front with the budget the full floors need; floors asked for are kept."""
-    from fuzz.campaign.runner import FLOORS_SHARE, _floors, floors_text
+    from fuzz.campaign.estimates import FLOORS_SHARE, fitted_floors, floors_text
 
     pairs = [_pair(f"m{i}", mutant=True, expected="nan") for i in range(4)] + [_pair("r")]
     config = SimpleNamespace(
@@ -922,7 +935,7 @@ def test_a_budget_short_of_the_floors_scales_them_and_says_so():
         workers=1,
         scale_floors=True,
     )
-    t, said = _floors(config, pairs)
+    t, said = fitted_floors(config, pairs)
     need = 4 * 30.0 + 60.0
     factor = 90.0 * FLOORS_SHARE / need
     assert said["need_seconds"] == need and said["scaled"] == pytest.approx(factor, abs=1e-4)
@@ -933,7 +946,7 @@ def test_a_budget_short_of_the_floors_scales_them_and_says_so():
     assert "floors scaled to 40%" in text and f"--budget {round(need / FLOORS_SHARE)}" in text
     for budget, scale in ((need / FLOORS_SHARE, True), (90.0, False)):
         config.budget, config.scale_floors = budget, scale
-        t, said = _floors(config, pairs)
+        t, said = fitted_floors(config, pairs)
         assert said["scaled"] == 1.0 and floors_text(said, 5, budget) is None
         assert (t.floor_examples, t.floor_seconds) == (200, 30.0)  # fits, or asked for
 
