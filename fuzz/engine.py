@@ -37,6 +37,7 @@ from fuzz.hypothesis_internals import (
     in_shrink_phase,
     is_final_replay,
     keep_database,
+    reports_to,
     set_database_key,
     shrink_budget,
     statistics,
@@ -216,6 +217,13 @@ class _Hunter:
         self.harness_error: str | None = None
         self.memo = memo  # the structures this (target, backend) reuses (strategies.reuse)
         self._mark = 0  # fuzz.timing.compile_mark() when the example now running began
+        # Hypothesis's shrinking of the run in progress: the bug of its latest shrink step, the
+        # bugs it has stepped on, and the bugs whose shrinking its time cap cut (see
+        # _reported), with that cap's seconds.
+        self.shrinking: str | None = None
+        self.shrink_stepped: set[str] = set()
+        self.shrink_cut: set[str] = set()
+        self.shrink_cap = 0.0
 
     # The test body -----------------------------------------------------------------------------
 
@@ -445,6 +453,9 @@ class _Hunter:
         is_new = key not in self.first
         if is_new:
             self.first[key] = (result.examples, elapsed)
+        if in_shrink_phase():
+            self.shrinking = key
+            self.shrink_stepped.add(key)
         found = Found(
             f,
             case,
@@ -455,6 +466,11 @@ class _Hunter:
             choices=current_choices(),
             key=key,
         )
+        if final and key in self.shrink_cut:
+            found.shrink_notes.append(
+                f"shrinking cut after {self.shrink_cap:g} s (the hunt's shrink time): the best "
+                "example so far is the reproducer"
+            )
         plot = self.hooks.error_maps
         if final and plot is not None:
             found.plots = plot(outcome.context)
@@ -540,17 +556,31 @@ class _Hunter:
             if not isinstance(exc, KeyboardInterrupt):
                 self.harness_error = f"{type(exc).__name__}: {exc}"[:2000]
 
+    def _reported(self, text: str) -> None:
+        """What Hypothesis reports during a run, in the harness's words where it applies: its
+        shrink time cap cut the shrinking of the bug it was shrinking and of those it had not
+        begun (noted on their minimal examples, ``Found.shrink_notes``). The rest (falsifying
+        examples, ``@seed`` hints for a test function the harness builds) is the harness's to
+        say, not Hypothesis's: printed, it flooded a campaign's console (nine "PLEASE REPORT
+        THIS" warnings in a 480 s GPU campaign)."""
+        if "working to shrink" in text:
+            cut = {k for k in self.first if k not in self.shrink_stepped}
+            self.shrink_cut |= cut | ({self.shrinking} if self.shrinking else set())
+
     def run_test(self, test: Any, shrink_seconds: float) -> bool:
         """Runs one Hypothesis test; returns whether it ended on a flaky failure (a race)."""
         result = self.result
         stats: list[dict[str, Any]] = []
         track_phases()
+        self.shrink_cap = shrink_seconds
+        self.shrinking, self.shrink_stepped, self.shrink_cut = None, set(), set()
         try:
             memo = self.memo.active() if self.memo is not None else contextlib.nullcontext()
             with (
                 without_pareto_front(),
                 shrink_budget(shrink_seconds),
                 statistics(stats.append),
+                reports_to(self._reported),
                 memo,
             ):
                 test()
