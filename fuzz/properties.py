@@ -52,7 +52,7 @@ from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_f
 from fuzz.compare import Metrics, measure, measure_naive
 from fuzz.failures import Finding, Unsupported
 from fuzz.stops import is_fault, noting_stops
-from fuzz.timing import LaunchTimer, NewCompile, no_new_compiles
+from fuzz.timing import LaunchTimer, NewCompile, no_new_compiles, refusal_mark, refused_in
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -315,6 +315,7 @@ class Context:
         if entry is None:
             entry = self.target.kernels[backend.impl]
         result = Launch()
+        refusals = refusal_mark()
         with noting_stops() as stops:
             try:
                 if outputs is None:
@@ -357,7 +358,11 @@ class Context:
             except BaseException as e:
                 # A crash: whatever the kernel raised, SystemExit, GeneratorExit and a
                 # KeyboardInterrupt of its own included; a stop from outside (Ctrl-C, SIGTERM)
-                # and the harness's own control flow go on up (fuzz.stops).
+                # and the harness's own control flow go on up (fuzz.stops). The harness's
+                # refusal of a compile goes on up however it came back (a host callback's
+                # error): the example is refused, not the kernel's crash.
+                if not isinstance(e, NewCompile) and refused_in(e, refusals):
+                    raise NewCompile from e
                 if not is_fault(e, stops):
                     raise
                 result.error = e

@@ -8,6 +8,7 @@ budgets are safety nets only.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -138,3 +139,108 @@ def test_a_campaigns_console_has_neither_hypothesis_nor_a_kernels_prints(tmp_pat
     (nan,) = report_of(out)["findings"]
     assert nan["class"] == "nan" and nan["shrunk"]
     assert any(n.startswith("shrinking cut after 1e-09 s") for n in nan["shrink_notes"]), nan
+
+
+# The harness's refusal of a compile, come back through a kernel's host callback -------------------
+
+
+def _compiling_in_a_callback(wrap):
+    """fake_double run through a host callback that compiles a program per exact shape, shapes of
+    at most 3 columns compiled already: a compile the harness refuses there comes back as
+    ``wrap(exception)`` raises it (the runtime's own error around it)."""
+    import dataclasses
+
+    from fuzz import timing
+    from fuzz.target import get
+
+    base = get("fake_double")
+    run = base.kernels["fake"]
+    compiled = {(r, c) for r in range(1, 7) for c in range(1, 4)}
+
+    def callback(shape):
+        if shape not in compiled:
+            timing.compile_starting(name="callback program")
+            compiled.add(shape)
+            timing.compile_done()
+
+    def kernel(inputs, params, *, out, interpret):
+        try:
+            callback(tuple(inputs["x"].shape))
+        except BaseException as e:
+            wrap(e)
+        return run(inputs, params, out=out, interpret=interpret)
+
+    return dataclasses.replace(base, name="fake_callback_compiles", kernels={"fake": kernel})
+
+
+def _as_jax_says(e):
+    # What XLA's CPU runtime makes of an exception its Python callback raised: its own error,
+    # the original's name in the text, nothing chained.
+    raise RuntimeError(f"INTERNAL: CpuCallback error calling callback: ... {type(e).__name__}: ")
+
+
+def test_a_compile_refused_inside_a_kernels_callback_is_refused_not_a_crash(
+    fake_plugin, fake_profile
+):
+    # A Pallas library written for TPUs (its kernels compile inside host callbacks), fuzzed on
+    # pallas-interpret with the gpu profile: two crash rows whose message ended in the harness's
+    # own NewCompile, then a harness error, FlakyStrategyDefinition. Here the pair's compile
+    # share is spent from the start (its earlier slices compiled 1000 s of 1 s): every example
+    # of a shape not compiled yet is refused.
+    from fuzz import engine
+    from fuzz.profiles import HuntOptions
+
+    options = dataclasses.replace(HuntOptions.of(fake_profile), compile_share=0.25)
+    result = engine.hunt(
+        _compiling_in_a_callback(_as_jax_says),
+        "fake",
+        options,
+        max_examples=60,
+        seed=1,
+        database=None,
+        compile_spent=(1000.0, 1.0),
+    )
+    assert result.error is None and not result.found, (result.error, list(result.found))
+    assert result.events["rejected: would compile"] > 0 and result.examples > 0
+
+
+def test_jaxs_error_around_a_compile_refused_in_its_callback_is_the_refusal(fake_plugin):
+    # The real thing: a jitted program whose host callback compiles a program of its own (each
+    # call a new one, as Pallas's TPU interpret mode compiles a kernel body there). Inside
+    # no_new_compiles JAX gives the callback's NewCompile back as its own error, chaining
+    # nothing (JAX 0.10 on the CPU: "ValueError: ... NewCompile:").
+    import jax
+    import numpy as np
+    import pytest
+    import torch
+
+    from fuzz import timing
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+    from fuzz.target import get
+
+    timing.install()
+    calls = [0]
+
+    def host(x):
+        calls[0] += 1
+        offset = calls[0] * 0.0
+        return np.asarray(jax.jit(lambda a: a * 2 + offset)(x))
+
+    @jax.jit
+    def program(x):
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    def kernel(inputs, params, *, out, interpret):
+        out["y"].copy_(torch.from_numpy(np.array(program(inputs["x"].numpy()))))
+        return {"y": out["y"]}
+
+    target = dataclasses.replace(
+        get("fake_double"), name="fake_jax_callback", kernels={"fake": kernel}
+    )
+    case = Case({"x": np.ones((2, 3), np.float32)}, {"dtype": "float32"})
+    fake = get_backend("fake")
+    assert check_case(target, fake, case).finding is None  # compiles the program
+    with timing.no_new_compiles(), pytest.raises(timing.NewCompile):
+        check_case(target, fake, case)  # the callback's program is new
