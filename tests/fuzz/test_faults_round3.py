@@ -244,3 +244,98 @@ def test_jaxs_error_around_a_compile_refused_in_its_callback_is_the_refusal(fake
     assert check_case(target, fake, case).finding is None  # compiles the program
     with timing.no_new_compiles(), pytest.raises(timing.NewCompile):
         check_case(target, fake, case)  # the callback's program is new
+
+
+# A flaky kernel ------------------------------------------------------------------------------------
+
+
+def _second_call_nan(base):
+    """``base`` (a fake target) whose kernel returns a NaN on its second call with the same inputs
+    only (a module-level counter of the inputs it was given): an example fails once, then
+    passes on every replay."""
+    import collections
+
+    run, calls = base.kernels["fake"], collections.Counter()
+
+    def flaky(inputs, params, *, out, interpret):
+        res = run(inputs, params, out=out, interpret=interpret)
+        x = inputs["x"].numpy()
+        calls[x.tobytes(), x.shape] += 1
+        if calls[x.tobytes(), x.shape] == 2:
+            res["y"][0, 0] = float("nan")
+        return res
+
+    return dataclasses.replace(base, name="fake_flaky", kernels={"fake": flaky})
+
+
+def test_a_flaky_kernel_is_one_flaky_finding_shrunk(fake_plugin, fake_profile):
+    # Its examples failed (two runs differ, a NaN...) and passed on Hypothesis's replays: bugs of
+    # several keys, none shrunk ("Failed to reproduce"), and draws that differed between runs
+    # of one example (FlakyStrategyDefinition, a harness error).
+    from fuzz import engine
+    from fuzz.target import get
+
+    result = engine.hunt(
+        _second_call_nan(get("fake_double")), "fake", fake_profile, seed=1, database=None
+    )
+    assert result.error is None and list(result.found) == ["nondeterminism"], result.found
+    found = result.found["nondeterminism"]
+    assert found.final and found.case.inputs["x"].shape == (1, 1), found.case
+    assert found.key == "nondeterminism|replays|-|-" and not found.triggers
+    f = found.finding
+    assert f.message.startswith("flaky: the same example failed 1 of 2 runs"), f.message
+    assert f.details["runs"] == 2 and f.details["failed"] == 1
+    assert 0 < f.details["failed_in_all"] < f.details["runs_in_all"]
+
+
+FLAKY_SOFTMAX = """
+import collections
+
+import torch
+
+import fuzz
+
+calls = collections.Counter()  # how often the kernel was given each input
+
+
+def softmax(x, *, scale):
+    seen = (x.numpy().tobytes(), tuple(x.shape), scale)
+    calls[seen] += 1
+    y = torch.softmax(x.float() * scale, dim=-1)
+    if calls[seen] == 2 and y.numel():  # a NaN on its second call with the same inputs only
+        y.view(-1)[0] = float("nan")
+    return y
+
+
+fuzz.fuzz_kernel(
+    "flaky_softmax",
+    family="softmax",
+    kernel=softmax,
+    capabilities=fuzz.Capabilities(dtypes=("float32",), features={"scale"}),
+    conventions=fuzz.Conventions(empty_rows="nan"),
+)
+"""
+
+
+def test_a_flaky_kernel_in_a_campaign_is_one_shrunk_finding(tmp_path):
+    # A GPU campaign reported 14 "new" bugs (9 nondeterminism, 5 nan), none shrunk, then the
+    # pair ended in a harness error (FlakyStrategyDefinition).
+    plugin = tmp_path / "flaky.py"
+    plugin.write_text(FLAKY_SOFTMAX)
+    out = tmp_path / "out"
+    args = ["--profile", "ci", "--plugin", str(plugin), "--backends", "triton-interpret"]
+    args += ["--targets", "flaky_softmax", "--examples", "150", "--budget", "600", "--seed", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "run", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]  # a real target fails; no harness error
+    assert proc.stderr.count("FOUND ") == 1, proc.stderr[-3000:]
+    report = report_of(out)
+    assert not report["summary"]["harness_errors"] and report["results"][0]["error"] is None
+    (found,) = report["findings"]
+    assert found["class"] == "nondeterminism" and found["shrunk"], found
+    assert found["message"].startswith("flaky: the same example failed"), found["message"]
+    assert found["case_size"] <= 2, found["case"]
