@@ -339,3 +339,48 @@ def test_a_flaky_kernel_in_a_campaign_is_one_shrunk_finding(tmp_path):
     assert found["class"] == "nondeterminism" and found["shrunk"], found
     assert found["message"].startswith("flaky: the same example failed"), found["message"]
     assert found["case_size"] <= 2, found["case"]
+
+
+# A bug its slice's hard limit left unshrunk --------------------------------------------------------
+
+
+def test_a_bug_the_hard_limit_left_unshrunk_is_shrunk_in_the_time_given_past_it(
+    fake_plugin, fake_profile, monkeypatch
+):
+    # Rows "not shrunk; maybe a bug found before" (2 of 52 in a GPU campaign): a slice whose hard
+    # limit cut the shrinking of a bug sent it unshrunk, and the campaign could not tell whether
+    # it was a bug shrunk elsewhere. Time here is virtual (each launch 10 ms): at the bug's first
+    # sight it jumps past the hard limit, which ends the shrinking at its next step.
+    import types
+
+    from fuzz import engine, shrink
+    from fuzz.target import get
+
+    clock = types.SimpleNamespace(now=0.0)
+    virtual = types.SimpleNamespace(perf_counter=lambda: clock.now)
+    for module in (engine, shrink):
+        monkeypatch.setattr(module, "time", virtual)
+    base = get("fake_double_nan")
+    run = base.kernels["fake"]
+
+    def kernel(inputs, params, *, out, interpret):
+        clock.now += 0.01
+        return run(inputs, params, out=out, interpret=interpret)
+
+    def on_found(result, found):
+        if not found.final:
+            clock.now += 1000.0
+
+    result = engine.hunt(
+        dataclasses.replace(base, kernels={"fake": kernel}),
+        "fake",
+        fake_profile,
+        seed=1,
+        database=None,
+        hard_limit=100.0,
+        hooks=engine.Hooks(on_found=on_found),
+    )
+    assert result.stopped == "hard-limit"
+    (found,) = result.found.values()
+    assert found.final and found.case.inputs["x"].shape == (2, 1), found.case
+    assert found.shrink_notes[-1].startswith("the slice's hard limit cut its shrinking; shrunk")
