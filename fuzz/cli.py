@@ -443,8 +443,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         with live if live is not None else contextlib.nullcontext():
             final = campaign.run()
-    finally:
+    except BaseException:
         undo()
+        raise
+    # The final report is written: a stop signal from now on (a job's timeout a moment late)
+    # changes nothing, and the exit status stays the campaign's. Restoring the handlers here let
+    # a SIGTERM in the summary's printing end the process with 143.
+    _ignore_stops_from_now(undo)
     _print_summary(console, final, out)
     if campaign.disk_full is not None:  # what it found is above, and in what could be written
         unwritten = f"; not written: {', '.join(campaign.unwritten)}" if campaign.unwritten else ""
@@ -459,6 +464,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     if final["summary"]["harness_errors"] or final.get("interrupted"):
         return EXIT_ERROR
     return EXIT_OK
+
+
+# What puts back the stop signals' handlers that ``cmd_run`` replaced once its campaign ended:
+# called by ``main`` where a caller runs it in its own process (see there).
+_RESTORE_STOPS: list[Callable[[], None]] = []
+
+
+def _ignore_stops_from_now(restore: Callable[[], None]) -> None:
+    """Has the stop signals the campaign handled (SIGTERM, SIGINT, SIGHUP; not those the
+    process was started ignoring) ignored from now until the process exits: its outcome is
+    settled. ``restore`` puts back the handlers there were before the campaign."""
+    import signal
+
+    from fuzz.stops import STOP_SIGNALS
+
+    for s in STOP_SIGNALS:
+        if callable(signal.getsignal(s)):  # the campaign's handler (install_signal_handlers)
+            signal.signal(s, _late_stop)
+    _RESTORE_STOPS.append(restore)
+
+
+def _late_stop(signum: int, frame: Any) -> None:
+    """A stop signal after the campaign's end: nothing is left to stop."""
+
+
+def _restore_stops() -> None:
+    while _RESTORE_STOPS:
+        _RESTORE_STOPS.pop()()
 
 
 def _campaign_config(
@@ -1115,7 +1148,20 @@ def check_output_folder(option: str, folder: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit status: 0 clean, 1 a real target fails (or a reproducer still fails), 2 a usage
-    error, an interruption or an error of the harness itself -- never 1 for those."""
+    error, an interruption or an error of the harness itself -- never 1 for those.
+
+    ``argv`` given: a caller runs the command inside its own process (a batch of command lines,
+    a test), and gets back the stop signals' handlers a campaign left ignoring once it ended;
+    ``python -m fuzz`` (no ``argv``) keeps ignoring them until it exits, so that a stop after
+    the final report does not change its exit status."""
+    try:
+        return _main(argv)
+    finally:
+        if argv is not None:
+            _restore_stops()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     commands = {
         "list": cmd_list,

@@ -36,6 +36,11 @@ The runner (:mod:`fuzz.engine`):
   database (a shrink stage's start, a campaign's records). Hypothesis's own format, required:
   a Hypothesis without them does not run this harness (imported at load).
 
+* ``hypothesis.reporting.with_reporter`` (:func:`reports_to`): what Hypothesis says while it
+  runs a hunt (its falsifying examples, ``@seed(...)`` hints, its warning that shrinking took
+  too long) goes to the harness, which says what applies in its own words; printed to stdout,
+  it flooded a campaign's console. Without it: Hypothesis prints as it does.
+
 Strategies that reuse structures (:mod:`strategies.reuse`), on the ConjectureData a composite's
 ``draw`` runs on:
 
@@ -86,6 +91,7 @@ __all__ = [
     "providing",
     "recorded_choices",
     "registered_profiles",
+    "reports_to",
     "set_database_key",
     "set_home_dir",
     "shrink_budget",
@@ -177,6 +183,24 @@ def track_phases() -> None:
 
     noted._kernel_fuzz = True  # type: ignore[attr-defined]
     ConjectureRunner._log_phase_statistics = noted  # type: ignore[method-assign,assignment]
+
+
+@contextlib.contextmanager
+def reports_to(callback: Callable[[str], None]) -> Iterator[None]:
+    """Inside it, what Hypothesis reports (its ``report()`` and verbose reports: a falsifying
+    example, a ``@seed`` hint, "spent more than five minutes working to shrink") is handed to
+    ``callback`` as text instead of being printed."""
+    try:
+        from hypothesis.reporting import with_reporter
+    except ImportError:  # a Hypothesis without it prints as it does
+        yield
+        return
+
+    def said(value: object) -> None:
+        callback(value if isinstance(value, str) else str(value))
+
+    with with_reporter(said):
+        yield
 
 
 def in_shrink_phase() -> bool:

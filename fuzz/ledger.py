@@ -219,6 +219,11 @@ class BugLedger:
             return out
         if old is not None:
             _supersede(out, old, rec)
+            # The minimal example of the first sight its sighting streamed, of one signature
+            # (a bug without triggers: a flaky kernel's): the bug is settled as well.
+            out.settled = out.settled or (
+                prev == sig and bool(rec.get("shrunk")) and not old.get("shrunk")
+            )
             if prev is not None and prev != sig:  # its minimal example is a bug found before
                 out.unnew = out.unnew or sighting is not None
         out.new = old is None and not seen

@@ -52,7 +52,7 @@ from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_f
 from fuzz.compare import Metrics, measure, measure_naive
 from fuzz.failures import Finding, Unsupported
 from fuzz.stops import is_fault, noting_stops
-from fuzz.timing import LaunchTimer, NewCompile, no_new_compiles
+from fuzz.timing import LaunchTimer, NewCompile, no_new_compiles, refusal_mark, refused_in
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -241,6 +241,10 @@ class Context:
         # this case returned (``Outcome.finding``): together, what its picture shows.
         self.compared: dict[str, RunsCompared] = {}
         self.failure: Finding | None = None
+        # Whether its errors are scores for Hypothesis's ``target()``: the example Hypothesis
+        # draws, not a replay of it (a hunt checks a flaky kernel's examples again, and an
+        # example gives each label one score).
+        self.scores = True
 
     def failed_comparison(self) -> RunsCompared | None:
         """The two runs whose difference is the failure this case's check returned, where it
@@ -315,6 +319,7 @@ class Context:
         if entry is None:
             entry = self.target.kernels[backend.impl]
         result = Launch()
+        refusals = refusal_mark()
         with noting_stops() as stops:
             try:
                 if outputs is None:
@@ -357,7 +362,11 @@ class Context:
             except BaseException as e:
                 # A crash: whatever the kernel raised, SystemExit, GeneratorExit and a
                 # KeyboardInterrupt of its own included; a stop from outside (Ctrl-C, SIGTERM)
-                # and the harness's own control flow go on up (fuzz.stops).
+                # and the harness's own control flow go on up (fuzz.stops). The harness's
+                # refusal of a compile goes on up however it came back (a host callback's
+                # error): the example is refused, not the kernel's crash.
+                if not isinstance(e, NewCompile) and refused_in(e, refusals):
+                    raise NewCompile from e
                 if not is_fault(e, stops):
                     raise
                 result.error = e
@@ -732,7 +741,7 @@ def _determinism(ctx: Context, _: Any) -> Finding | None:
 def _record_target(ctx: Context, name: str, ratio: float) -> None:
     from hypothesis.control import currently_in_test_context
 
-    if ctx.target.search.targeting and currently_in_test_context():
+    if ctx.target.search.targeting and ctx.scores and currently_in_test_context():
         from hypothesis import target
 
         target(float(min(ratio, 1e12)), label=f"{name}: error / tolerance")
@@ -1185,10 +1194,13 @@ def check_case(
     prefer: str | None = None,
     note: Callable[[str, Any], None] | None = None,
     spare_derived: bool = False,
+    admit: Callable[[], None] | None = None,
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
-    Property parameters come from ``draw`` (Hypothesis) or from ``params`` (a replay).
+    Property parameters come from ``draw`` (Hypothesis) or from ``params`` (a replay), all of
+    them before the first launch (see :func:`_drawn`); ``admit()`` is called then, before the
+    first launch (it may refuse the example: a hunt's ``reject()``).
     ``note(name, value)``: called whenever a parameter's recorded value is settled after its draw
     (the autotuned kernels' configs, as each launch chooses one: what a replay takes), before the
     launch that uses it.
@@ -1219,9 +1231,10 @@ def check_case(
         race_repeats=race_repeats,
         spare_derived=spare_derived,
     )
+    ctx.scores = draw is not None
     used: dict[str, Any] = {}
     with _pinned_configs(target, draw, params, note) as choices:
-        outcome = _check_properties(ctx, draw, params, used, prefer)
+        outcome = _check_properties(ctx, draw, params, used, prefer, admit)
     if choices:
         used["autotune"] = [c.record() for c in choices]
     return outcome
@@ -1232,18 +1245,21 @@ def _preferred(finding: Finding, prefer: str) -> bool:
     return finding.cls == prefer if "|" not in prefer else F.bug_key(finding) == prefer
 
 
-# Past its first failure a check draws nothing more (it would only lengthen what Hypothesis
-# shrinks); a replay that did not record a property's parameters skips that property.
-def _check_properties(
+def _drawn(
     ctx: Context,
     draw: Callable[[SearchStrategy[Any], str], Any] | None,
     params: Mapping[str, Any] | None,
     used: dict[str, Any],
-    prefer: str | None,
-) -> Outcome:
-    first: Finding | None = None
-    declined: list[str] = []
-    spared: list[str] = []
+) -> list[tuple[Property, Any]]:
+    """The properties that apply to ``ctx``'s case, each with its parameter: given (``params``),
+    else drawn (``draw``), every one of them before anything is launched, into ``used``. What
+    an example draws is then a function of what it drew before, never of what its launches did:
+    a check that ended at an earlier property on one run (a flaky kernel, a compile refused
+    inside a host callback) and went on to draw more on a replay had Hypothesis raise
+    ``FlakyStrategyDefinition`` ("the second run drew more data than the first run"), and a
+    refusal after the draws is a rejection at the same point on every run. A replay that did
+    not record a property's parameter skips that property."""
+    out = []
     for prop in properties_of(ctx.target):
         if not prop.applies(ctx):
             continue
@@ -1251,11 +1267,30 @@ def _check_properties(
         if prop.params_strategy is not None:
             if params is not None and prop.name in params:
                 value = params[prop.name]
-            elif first is not None or draw is None:
+            elif draw is None:
                 continue
             else:
                 value = draw(prop.params_strategy, prop.name)
             used[prop.name] = value
+        out.append((prop, value))
+    return out
+
+
+def _check_properties(
+    ctx: Context,
+    draw: Callable[[SearchStrategy[Any], str], Any] | None,
+    params: Mapping[str, Any] | None,
+    used: dict[str, Any],
+    prefer: str | None,
+    admit: Callable[[], None] | None = None,
+) -> Outcome:
+    first: Finding | None = None
+    declined: list[str] = []
+    spared: list[str] = []
+    checks = _drawn(ctx, draw, params, used)
+    if admit is not None:
+        admit()
+    for prop, value in checks:
         t0 = time.perf_counter()
         try:
             if first is None:

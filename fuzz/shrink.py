@@ -198,6 +198,31 @@ def shrink_compiled(
     return s.finish(best, "compiled")
 
 
+def shrink_again(
+    target: Target,
+    backend: Backend,
+    options: HuntOptions,
+    found: Found,
+    *,
+    hunt: Callable[..., HuntResult],
+    into: HuntResult,
+    hard_at: float | None,
+    narrowing: dict[str, Any],
+) -> Found | None:
+    """``found``, a bug whose shrinking was cut, shrunk once more on ``backend`` (its own key
+    only: no other bug's examples count as failures, so it cannot walk into another bug; on a
+    compiled backend through compiled variants only), within ``options.shrink_seconds`` and
+    ``hard_at``; None if it did not fail so or there is no time left. Arguments as for
+    :func:`shrink_compiled`."""
+    s = _Shrinker(
+        target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at, narrowing=narrowing
+    )
+    if s.left() <= 0:
+        return None
+    shrunk, _ = s.stage(backend, options, seconds=s.left(), only_compiled=not backend.interpret)
+    return shrunk
+
+
 class _Shrinker:
     """One handed-over finding on its way through the stages; ``current`` is the smallest
     failing example so far, ``notes`` what each stage said."""

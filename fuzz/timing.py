@@ -74,6 +74,45 @@ class NewCompile(BaseException):
 
 
 _forbid = threading.local()
+_refused = 0  # compiles refused so far (NewCompile raised), in every thread
+
+
+def _refuse() -> NewCompile:
+    """Counts a refused compile; returns the exception to raise."""
+    global _refused
+    with _lock:
+        _refused += 1
+    return NewCompile()
+
+
+def refusal_mark() -> int:
+    """A mark for :func:`refused_in`."""
+    with _lock:
+        return _refused
+
+
+def refused_in(exc: BaseException, mark: int) -> bool:
+    """Whether ``exc``, raised by a launch that began at ``mark`` (:func:`refusal_mark`), is the
+    harness's refusal of a compile (:class:`NewCompile`) however it came back: itself, chained
+    (``__cause__``, ``__context__``, an exception group), or in another exception's place. A
+    kernel run through host callbacks (Pallas's TPU interpret mode compiles the kernel's body
+    inside one) gets it back from its runtime as that runtime's error, with the refusal's name
+    in its text at best (``JaxRuntimeError: INTERNAL: CpuCallback error calling callback: ...
+    NewCompile``; JAX 0.10 on the CPU: a ``ValueError``): a compile refused since ``mark``, in
+    the launch that raised, is what ended it. Never the kernel's failure."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, NewCompile):
+            return True
+        if isinstance(e, BaseExceptionGroup):
+            stack.extend(e.exceptions)
+        stack.extend((e.__cause__, e.__context__))
+    return refusal_mark() > mark
 
 
 @contextlib.contextmanager
@@ -123,7 +162,7 @@ def compile_starting(*, lowering: bool = False, name: str | None = None) -> None
     if name is not None:
         _name(name)
     if getattr(_forbid, "on", False) and not (lowering and _jax_defers()):
-        raise NewCompile
+        raise _refuse()
     _started()
 
 
@@ -177,7 +216,7 @@ def _on_jax_cache_miss() -> None:
         _ended()  # the compile its lowering announced does not happen
         if os.environ.get(LOG_REFUSED_KEYS):
             print(f"refused at the persistent cache's miss: {_refused_key()}", file=sys.stderr)
-        raise NewCompile
+        raise _refuse()
 
 
 def compile_done() -> None:

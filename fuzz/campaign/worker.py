@@ -84,11 +84,16 @@ def _setup(config: WorkerConfig) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     log = open(config.log, "a", buffering=1)
     # What libraries write to file descriptor 2 (LLVM's "Cannot allocate memory", XLA's and
-    # Triton's warnings) goes to the log too: the parent reads it to tell why a worker died.
+    # Triton's warnings) goes to the log too: the parent reads it to tell why a worker died. So
+    # does what a kernel prints (descriptor 1, Python's and C's): it flooded the campaign's
+    # console, and its worker's log, where it belongs, stayed empty.
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     faulthandler.enable(file=log, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)  # the parent's hang probe
-    sys.stderr = log
+    sys.stdout = sys.stderr = log
     from fuzz.target import load_builtin, load_plugin
 
     load_builtin()

@@ -972,3 +972,29 @@ def test_the_summary_says_which_pairs_the_budget_left_unrun_or_short_of_their_fl
     said = _coverage_text({**s, "short_of_floor": ["a on b"]}, {"floors": floors})
     assert "1 pair(s) not run at all" in said and "1 pair(s) short of their floor" in said
     assert "--budget 875" in said
+
+
+@pytest.mark.parametrize("same_signature", [True, False])
+def test_the_console_says_a_bug_once_seen_then_once_found_with_its_minimal_reproducer(
+    same_signature,
+):
+    """A first sight is said without a reproducer (it is replaced); its minimal example, the
+    same sighting's record, is the one FOUND line, whether or not shrinking changed its
+    signature (a flaky kernel's bug has no triggers: one signature from first sight to the
+    end)."""
+    from fuzz.campaign import console
+
+    p = _pair("p")
+    policy = _policy([p])
+    first = _rec("s1", triggers=["dtype=float16"], shrunk=False)
+    out = policy.record(p, first, sighting="1:0:k")
+    (line,) = console.recorded(p, out)
+    assert line.startswith("seen nan in p on fake (s1), shrinking it") and "->" not in line
+    minimal = _rec("s1" if same_signature else "s2", shrunk=True, case_size=4)
+    out = policy.record(p, minimal, sighting="1:0:k")
+    (line,) = console.recorded(p, out)
+    sig = minimal["signature"]
+    assert line.startswith("FOUND nan in p on fake") and f"/nowhere/{sig}.py (4 elements)" in line
+    assert list(p.found) == [sig]
+    # The same bug met again by a later slice is a hit: nothing more is said.
+    assert console.recorded(p, policy.record(p, _rec(sig, shrunk=True), sighting="2:0:k")) == []

@@ -1,0 +1,386 @@
+"""Reliability, round 3: no fault of the harness reaches a report (issue "no harness fault reaches
+a report"): its own refusals inside a kernel's host callbacks, Hypothesis's own words on the
+console, a flaky kernel, a stop after the campaign's end, records left undecided.
+
+Campaigns here stop by example counts (``--examples``), never by a few seconds of budget: the
+budgets are safety nets only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+FAKE = str(HERE / "fake_targets.py")
+
+
+def report_of(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+# A stop signal after the campaign's end ------------------------------------------------------------
+
+# ``python -m fuzz run`` as ``fuzz/__main__.py`` runs it (``main()`` with the process's argv), a
+# SIGTERM arriving while the closing summary is printed (after the final report is written).
+_LATE_STOP = """
+import os, signal, sys
+import fuzz.cli as cli
+
+printed = cli._print_summary
+
+
+def summary(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)
+    printed(*args, **kwargs)
+
+
+cli._print_summary = summary
+sys.argv = ["fuzz", *sys.argv[1:]]
+sys.exit(cli.main())
+"""
+
+
+def test_a_stop_after_the_final_report_keeps_the_campaigns_exit_status(tmp_path):
+    # The handlers were restored once the campaign returned: a SIGTERM in the ~0.4 s of the
+    # summary's printing ended the process with 143, not the campaign's status.
+    out = tmp_path / "out"
+    args = ["--profile", "ci", "--plugin", FAKE, "--targets", "fake_double", "--backends", "fake"]
+    args += ["--examples", "5", "--budget", "300", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-c", _LATE_STOP, "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    assert report_of(out)["complete"] and "report: " in proc.stderr  # the summary, all of it
+
+
+# Hypothesis's words and a kernel's prints stay off the console --------------------------------------
+
+
+def test_hypothesis_says_nothing_itself_and_a_cut_shrink_is_noted(fake_plugin, fake_profile, capfd):
+    # A 480 s campaign printed "Hypothesis has spent more than five minutes working to shrink a
+    # failing test case ... PLEASE REPORT THIS" 9 times, "exited early because it took too long
+    # to shrink" and @seed(...) hints for the harness's own test function. The hunt's shrink
+    # time here is next to nothing: Hypothesis cuts its shrinking at the first step.
+    from fuzz import engine
+    from fuzz.profiles import HuntOptions
+    from fuzz.target import get
+
+    options = HuntOptions.of(fake_profile, shrink_seconds=1e-9)
+    result = engine.hunt(get("fake_double_nan"), "fake", options, seed=1, database=None)
+    said = capfd.readouterr()
+    assert "Hypothesis" not in said.out + said.err and "@seed" not in said.out + said.err
+    assert "Falsifying example" not in said.out + said.err
+    (found,) = result.found.values()
+    assert found.final and found.finding.cls == "nan"
+    assert found.shrink_notes == [
+        "shrinking cut after 1e-09 s (the hunt's shrink time): the best example so far is the "
+        "reproducer"
+    ]
+
+
+PRINTS = """
+import dataclasses, os
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+run = base.kernels["fake"]
+
+
+def chatty(inputs, params, *, out, interpret):
+    print("the kernel says hello (print)")
+    os.write(1, b"the kernel says hello (file descriptor 1)\\n")
+    return run(inputs, params, out=out, interpret=interpret)
+
+
+register(dataclasses.replace(base, name="fake_chatty", kernels={{"fake": chatty}}))
+register(dataclasses.replace(get("fake_double_nan"), name="fake_nan", mutant=None))
+"""
+
+# ``python -m fuzz run`` whose profile gives Hypothesis next to no time to shrink a failure.
+_CUT_SHRINKING = """
+import dataclasses, sys
+import fuzz.cli as cli
+from fuzz import profiles
+
+profiles.PROFILES["ci"] = dataclasses.replace(profiles.PROFILES["ci"], shrink_seconds=1e-9)
+sys.argv = ["fuzz", *sys.argv[1:]]
+sys.exit(cli.main())
+"""
+
+
+def test_a_campaigns_console_has_neither_hypothesis_nor_a_kernels_prints(tmp_path):
+    # A kernel's stdout flooded the campaign's console while its worker's log stayed empty; and
+    # Hypothesis's own reports (the shrink-time warning, @seed hints, falsifying examples).
+    plugin = tmp_path / "chatty.py"
+    plugin.write_text(PRINTS.format(fake=FAKE))
+    out = tmp_path / "out"
+    args = ["--profile", "ci", "--plugin", str(plugin), "--backends", "fake"]
+    args += ["--targets", "fake_chatty,fake_nan", "--examples", "30", "--budget", "600"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _CUT_SHRINKING, "run", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]  # fake_nan fails
+    console = proc.stdout + proc.stderr
+    for words in ("hello", "Hypothesis", "@seed", "PLEASE REPORT", "Falsifying"):
+        assert words not in console, (words, console[-3000:])
+    logs = "".join(p.read_text() for p in (out / "workers").glob("worker-*.log"))
+    assert "the kernel says hello (print)" in logs
+    assert "the kernel says hello (file descriptor 1)" in logs
+    (nan,) = report_of(out)["findings"]
+    assert nan["class"] == "nan" and nan["shrunk"]
+    assert any(n.startswith("shrinking cut after 1e-09 s") for n in nan["shrink_notes"]), nan
+
+
+# The harness's refusal of a compile, come back through a kernel's host callback -------------------
+
+
+def _compiling_in_a_callback(wrap):
+    """fake_double run through a host callback that compiles a program per exact shape, shapes of
+    at most 3 columns compiled already: a compile the harness refuses there comes back as
+    ``wrap(exception)`` raises it (the runtime's own error around it)."""
+    import dataclasses
+
+    from fuzz import timing
+    from fuzz.target import get
+
+    base = get("fake_double")
+    run = base.kernels["fake"]
+    compiled = {(r, c) for r in range(1, 7) for c in range(1, 4)}
+
+    def callback(shape):
+        if shape not in compiled:
+            timing.compile_starting(name="callback program")
+            compiled.add(shape)
+            timing.compile_done()
+
+    def kernel(inputs, params, *, out, interpret):
+        try:
+            callback(tuple(inputs["x"].shape))
+        except BaseException as e:
+            wrap(e)
+        return run(inputs, params, out=out, interpret=interpret)
+
+    return dataclasses.replace(base, name="fake_callback_compiles", kernels={"fake": kernel})
+
+
+def _as_jax_says(e):
+    # What XLA's CPU runtime makes of an exception its Python callback raised: its own error,
+    # the original's name in the text, nothing chained.
+    raise RuntimeError(f"INTERNAL: CpuCallback error calling callback: ... {type(e).__name__}: ")
+
+
+def test_a_compile_refused_inside_a_kernels_callback_is_refused_not_a_crash(
+    fake_plugin, fake_profile
+):
+    # A Pallas library written for TPUs (its kernels compile inside host callbacks), fuzzed on
+    # pallas-interpret with the gpu profile: two crash rows whose message ended in the harness's
+    # own NewCompile, then a harness error, FlakyStrategyDefinition. Here the pair's compile
+    # share is spent from the start (its earlier slices compiled 1000 s of 1 s): every example
+    # of a shape not compiled yet is refused.
+    from fuzz import engine
+    from fuzz.profiles import HuntOptions
+
+    options = dataclasses.replace(HuntOptions.of(fake_profile), compile_share=0.25)
+    result = engine.hunt(
+        _compiling_in_a_callback(_as_jax_says),
+        "fake",
+        options,
+        max_examples=60,
+        seed=1,
+        database=None,
+        compile_spent=(1000.0, 1.0),
+    )
+    assert result.error is None and not result.found, (result.error, list(result.found))
+    assert result.events["rejected: would compile"] > 0 and result.examples > 0
+
+
+def test_jaxs_error_around_a_compile_refused_in_its_callback_is_the_refusal(fake_plugin):
+    # The real thing: a jitted program whose host callback compiles a program of its own (each
+    # call a new one, as Pallas's TPU interpret mode compiles a kernel body there). Inside
+    # no_new_compiles JAX gives the callback's NewCompile back as its own error, chaining
+    # nothing (JAX 0.10 on the CPU: "ValueError: ... NewCompile:").
+    import jax
+    import numpy as np
+    import pytest
+    import torch
+
+    from fuzz import timing
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+    from fuzz.target import get
+
+    timing.install()
+    calls = [0]
+
+    def host(x):
+        calls[0] += 1
+        offset = calls[0] * 0.0
+        return np.asarray(jax.jit(lambda a: a * 2 + offset)(x))
+
+    @jax.jit
+    def program(x):
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    def kernel(inputs, params, *, out, interpret):
+        out["y"].copy_(torch.from_numpy(np.array(program(inputs["x"].numpy()))))
+        return {"y": out["y"]}
+
+    target = dataclasses.replace(
+        get("fake_double"), name="fake_jax_callback", kernels={"fake": kernel}
+    )
+    case = Case({"x": np.ones((2, 3), np.float32)}, {"dtype": "float32"})
+    fake = get_backend("fake")
+    assert check_case(target, fake, case).finding is None  # compiles the program
+    with timing.no_new_compiles(), pytest.raises(timing.NewCompile):
+        check_case(target, fake, case)  # the callback's program is new
+
+
+# A flaky kernel ------------------------------------------------------------------------------------
+
+
+def _second_call_nan(base):
+    """``base`` (a fake target) whose kernel returns a NaN on its second call with the same inputs
+    only (a module-level counter of the inputs it was given): an example fails once, then
+    passes on every replay."""
+    import collections
+
+    run, calls = base.kernels["fake"], collections.Counter()
+
+    def flaky(inputs, params, *, out, interpret):
+        res = run(inputs, params, out=out, interpret=interpret)
+        x = inputs["x"].numpy()
+        calls[x.tobytes(), x.shape] += 1
+        if calls[x.tobytes(), x.shape] == 2:
+            res["y"][0, 0] = float("nan")
+        return res
+
+    return dataclasses.replace(base, name="fake_flaky", kernels={"fake": flaky})
+
+
+def test_a_flaky_kernel_is_one_flaky_finding_shrunk(fake_plugin, fake_profile):
+    # Its examples failed (two runs differ, a NaN...) and passed on Hypothesis's replays: bugs of
+    # several keys, none shrunk ("Failed to reproduce"), and draws that differed between runs
+    # of one example (FlakyStrategyDefinition, a harness error).
+    from fuzz import engine
+    from fuzz.target import get
+
+    result = engine.hunt(
+        _second_call_nan(get("fake_double")), "fake", fake_profile, seed=1, database=None
+    )
+    assert result.error is None and list(result.found) == ["nondeterminism"], result.found
+    found = result.found["nondeterminism"]
+    assert found.final and found.case.inputs["x"].shape == (1, 1), found.case
+    assert found.key == "nondeterminism|replays|-|-" and not found.triggers
+    f = found.finding
+    assert f.message.startswith("flaky: the same example failed 1 of 2 runs"), f.message
+    assert f.details["runs"] == 2 and f.details["failed"] == 1
+    assert 0 < f.details["failed_in_all"] < f.details["runs_in_all"]
+
+
+FLAKY_SOFTMAX = """
+import collections
+
+import torch
+
+import fuzz
+
+calls = collections.Counter()  # how often the kernel was given each input
+
+
+def softmax(x, *, scale):
+    seen = (x.numpy().tobytes(), tuple(x.shape), scale)
+    calls[seen] += 1
+    y = torch.softmax(x.float() * scale, dim=-1)
+    if calls[seen] == 2 and y.numel():  # a NaN on its second call with the same inputs only
+        y.view(-1)[0] = float("nan")
+    return y
+
+
+fuzz.fuzz_kernel(
+    "flaky_softmax",
+    family="softmax",
+    kernel=softmax,
+    capabilities=fuzz.Capabilities(dtypes=("float32",), features={"scale"}),
+    conventions=fuzz.Conventions(empty_rows="nan"),
+)
+"""
+
+
+def test_a_flaky_kernel_in_a_campaign_is_one_shrunk_finding(tmp_path):
+    # A GPU campaign reported 14 "new" bugs (9 nondeterminism, 5 nan), none shrunk, then the
+    # pair ended in a harness error (FlakyStrategyDefinition).
+    plugin = tmp_path / "flaky.py"
+    plugin.write_text(FLAKY_SOFTMAX)
+    out = tmp_path / "out"
+    args = ["--profile", "ci", "--plugin", str(plugin), "--backends", "triton-interpret"]
+    args += ["--targets", "flaky_softmax", "--examples", "150", "--budget", "600", "--seed", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzz", "run", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]  # a real target fails; no harness error
+    assert proc.stderr.count("FOUND ") == 1, proc.stderr[-3000:]
+    report = report_of(out)
+    assert not report["summary"]["harness_errors"] and report["results"][0]["error"] is None
+    (found,) = report["findings"]
+    assert found["class"] == "nondeterminism" and found["shrunk"], found
+    assert found["message"].startswith("flaky: the same example failed"), found["message"]
+    assert found["case_size"] <= 2, found["case"]
+
+
+# A bug its slice's hard limit left unshrunk --------------------------------------------------------
+
+
+def test_a_bug_the_hard_limit_left_unshrunk_is_shrunk_in_the_time_given_past_it(
+    fake_plugin, fake_profile, monkeypatch
+):
+    # Rows "not shrunk; maybe a bug found before" (2 of 52 in a GPU campaign): a slice whose hard
+    # limit cut the shrinking of a bug sent it unshrunk, and the campaign could not tell whether
+    # it was a bug shrunk elsewhere. Time here is virtual (each launch 10 ms): at the bug's first
+    # sight it jumps past the hard limit, which ends the shrinking at its next step.
+    import types
+
+    from fuzz import engine, shrink
+    from fuzz.target import get
+
+    clock = types.SimpleNamespace(now=0.0)
+    virtual = types.SimpleNamespace(perf_counter=lambda: clock.now)
+    for module in (engine, shrink):
+        monkeypatch.setattr(module, "time", virtual)
+    base = get("fake_double_nan")
+    run = base.kernels["fake"]
+
+    def kernel(inputs, params, *, out, interpret):
+        clock.now += 0.01
+        return run(inputs, params, out=out, interpret=interpret)
+
+    def on_found(result, found):
+        if not found.final:
+            clock.now += 1000.0
+
+    result = engine.hunt(
+        dataclasses.replace(base, kernels={"fake": kernel}),
+        "fake",
+        fake_profile,
+        seed=1,
+        database=None,
+        hard_limit=100.0,
+        hooks=engine.Hooks(on_found=on_found),
+    )
+    assert result.stopped == "hard-limit"
+    (found,) = result.found.values()
+    assert found.final and found.case.inputs["x"].shape == (2, 1), found.case
+    assert found.shrink_notes[-1].startswith("the slice's hard limit cut its shrinking; shrunk")
