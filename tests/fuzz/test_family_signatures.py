@@ -1,7 +1,8 @@
 """Each built-in family's kernel signature (``fuzz.families.signature``): what ``python -m fuzz
-list --families`` shows is what a plugin's kernel receives and returns."""
+list --families`` and the README's table show is what a plugin's kernel receives and returns."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -9,9 +10,11 @@ import fuzz
 from fuzz.arrays import FLOAT_DTYPES
 from fuzz.cli import main
 from fuzz.engine import hunt
-from fuzz.families import family_names, get_family, signature
+from fuzz.families import SIGNATURE_COLUMNS, family_names, get_family, signature
 from fuzz.profiles import get_profile
 from fuzz.target import unregister
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _names(items):
@@ -101,3 +104,14 @@ def test_a_softmax_kernel_is_called_as_the_table_says():
     assert any(kw["mask"] is not None for _, kw in calls)
     assert any(kw["bias"] is not None for _, kw in calls)
     assert any(kw["mask"] is None for _, kw in calls)
+
+
+def test_the_readme_table_is_the_listing():
+    rows = [
+        "| " + " | ".join("; ".join(sig[c]) or "-" for c in SIGNATURE_COLUMNS) + " |"
+        for sig in (signature(get_family(n)) for n in family_names())
+    ]
+    header = "| " + " | ".join(SIGNATURE_COLUMNS) + " |"
+    readme = README.read_text()
+    table = "\n".join([header, "|" + " --- |" * len(SIGNATURE_COLUMNS), *rows])
+    assert table in readme, "README.md's family table differs from:\n" + table
