@@ -45,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="targets, and which backends can run on this machine")
     _plugin_arg(ls)
+    ls.add_argument(
+        "--families",
+        action="store_true",
+        help="instead: the kernel signature of each built-in family (what a plugin's kernel "
+        "receives and returns)",
+    )
     _run_arguments(sub.add_parser("run", help="a fuzz campaign with a time budget"))
     _mutants_arguments(
         sub.add_parser("mutants", help="the mutant scoreboard: harness vs randn and grid baselines")
@@ -291,6 +297,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     from fuzz.backends import backends
     from fuzz.target import all_targets
 
+    if args.families:
+        return _list_families()
     _load_plugins(args.plugin)
     console = Console(width=max(Console().width, 140))
     bt = Table(title="backends")
@@ -332,6 +340,32 @@ def cmd_list(args: argparse.Namespace) -> int:
         for t in declared:
             dt.add_row(t.name, *(_declarations(t) or ()))
         console.print(dt)
+    return EXIT_OK
+
+
+def _list_families() -> int:
+    """``python -m fuzz list --families``: each built-in family's kernel signature
+    (``fuzz.families.signature``), one row per family."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from fuzz.families import SIGNATURE_COLUMNS, family_names, get_family, signature
+
+    console = Console(width=max(Console().width, 200))
+    table = Table(
+        title="kernel signatures of the built-in families (fuzz.fuzz_kernel(family=...))",
+        caption="dtype: the case's float dtype (Capabilities.dtypes); tensors are torch tensors "
+        "for a Triton kernel, JAX arrays for a Pallas kernel (which is also passed interpret=); "
+        "Capabilities.features=None supports every feature; axes as in the family's layout "
+        "(fuzz.Layout converts)",
+        show_lines=True,
+    )
+    for col in SIGNATURE_COLUMNS:
+        table.add_column(col, no_wrap=col == "family")
+    for name in family_names():
+        sig = signature(get_family(name))
+        table.add_row(*("\n".join(sig[col]) or "-" for col in SIGNATURE_COLUMNS))
+    console.print(table)
     return EXIT_OK
 
 

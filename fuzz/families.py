@@ -68,6 +68,10 @@ class Family:
         runtime: the inputs and params the strategy draws with the values, not with the case's
             structure (an initial state, a flag): a reused structure meets each of them, so no
             kernel binary may depend on them (``fuzz.triton_keys`` groups cases without them).
+        types: what each tensor input, keyword and output is, by name, as a kernel sees it: a
+            tensor's shape (its axes in ``layouts`` order, named as the strategies name them)
+            and dtype (``dtype``: the case's float dtype), a scalar's Python type; ``or None``
+            where a case may lack it. :func:`signature` shows them.
     """
 
     name: str
@@ -91,6 +95,7 @@ class Family:
     drop: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
     guard_inputs: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     runtime: tuple[str, ...] = ()
+    types: Mapping[str, str] = field(default_factory=dict)
 
     def passed(self, features: frozenset[str], tiles: frozenset[str]) -> tuple[str, ...]:
         """The keywords a kernel supporting ``features`` and taking ``tiles`` is called with."""
@@ -149,6 +154,17 @@ _SOFTMAX_KEYWORDS = {
 }
 
 
+_SOFTMAX_TYPES = {
+    "x": "[R, C] dtype",
+    "mask": "[R, C] bool (True: a valid key) or None",
+    "bias": "[R, C] dtype or None",
+    "scale": "float",
+    "block_m": "int",
+    "block_n": "int",
+    "y": "[R, C] dtype",
+}
+
+
 def _softmax_values(case: Any) -> dict[str, Any]:
     p = case.params
     return {
@@ -188,6 +204,43 @@ _ATTN_KEYWORDS: dict[str | None, tuple[str, ...]] = {
     "block_q": ("block_q",),
     "block_k": ("block_k",),
     "num_splits": ("num_splits",),
+}
+
+
+_ATTN_TYPES = {
+    "q": "[B, Hq, Tq, D] dtype",
+    "k": "[B, Hkv, Tk, D] dtype",
+    "v": "[B, Hkv, Tk, D] dtype",
+    "scale": "float",
+    "causal": "bool",
+    "window": "(int, int) or None",
+    "key_lengths": "[B] int32 or None",
+    "alibi_slopes": "[Hq] float32 or None",
+    "softcap": "float or None",
+    "block_q": "int",
+    "block_k": "int",
+    "num_splits": "int",
+    "o": "[B, Hq, Tq, D] dtype",
+    "lse": "[B, Hq, Tq] float32 (Conventions.lse='split': m, l; 'none': no lse)",
+}
+_VARLEN_TYPES = {
+    **_ATTN_TYPES,
+    "q": "[B=1, Hq, Tq, D] dtype (the sequences packed along Tq)",
+    "k": "[B=1, Hkv, Tk, D] dtype (packed, guard rows after the last sequence)",
+    "v": "[B=1, Hkv, Tk, D] dtype (as k)",
+    "cu_seqlens_q": "[N + 1] int32",
+    "cu_seqlens_k": "[N + 1] int32",
+    "o": "[B=1, Hq, Tq, D] dtype",
+    "lse": "[B=1, Hq, Tq] float32 (as attention's)",
+}
+_DECODE_TYPES = {
+    **_ATTN_TYPES,
+    "q": "[B, Hq, Tq=1, D] dtype",
+    "k": "[B, Hkv, Tmax, D] dtype (the cache)",
+    "v": "[B, Hkv, Tmax, D] dtype (the cache)",
+    "cache_len": "[B] int32 (the keys in use)",
+    "o": "[B, Hq, Tq=1, D] dtype",
+    "lse": "[B, Hq, Tq=1] float32 (as attention's)",
 }
 
 
@@ -294,6 +347,7 @@ def _attention_family(
     strategy: Callable[..., Any],
     narrowing: Callable[[Any], dict[str, Any]],
     space: Callable[[str], dict[str, tuple[Any, ...]]],
+    types: Mapping[str, str],
     always: tuple[str, ...] = (),
     conventions: tuple[str, ...] = ("causal", "empty_rows", "lse", "fp32_dots", "masked_inputs"),
 ) -> Family:
@@ -331,6 +385,7 @@ def _attention_family(
         same_lengths=None if decode else _attention_same,
         uses={f: u for f, u in _ATTN_USES.items() if f in features},
         drop={f: d for f, d in _ATTN_DROP.items() if f in features},
+        types=types,
     )
 
 
@@ -342,6 +397,16 @@ _JAGGED_KEYWORDS = {
     "block_n": ("block_n",),
     "block_m": ("block_m",),
     "num_programs": ("num_programs",),
+}
+
+
+_JAGGED_TYPES = {
+    "values": "[N, M] dtype",
+    "offsets": "[B + 1] int32 (segment starts, then N)",
+    "block_n": "int",
+    "block_m": "int",
+    "num_programs": "int",
+    "y": "[N, M] dtype",
 }
 
 
@@ -383,6 +448,29 @@ _GLA_KEYWORDS = {
     "final_state": ("output_final_state",),
     "dht": ("dht",),
     "chunk_size": ("chunk_size",),
+}
+
+
+_GLA_TYPES = {
+    "q": "[B, T, H, K] dtype",
+    "k": "[B, T, H, K] dtype",
+    "v": "[B, T, H, V] dtype",
+    "do": "[B, T, H, V] dtype",
+    "scale": "float",
+    "g": "[B, T, H] float32 (log decays <= 0) or None",
+    "g_gamma": "[H] float32 (log decays <= 0) or None",
+    "cu_seqlens": "[N + 1] int32 or None (with it, B = 1)",
+    "initial_state": "[N, H, K, V] float32 or None (N: B, or cu_seqlens' N)",
+    "output_final_state": "bool",
+    "dht": "[N, H, K, V] float32 or None",
+    "chunk_size": "int",
+    "o": "[B, T, H, V] dtype",
+    "ht": "[N, H, K, V] float32 (with output_final_state)",
+    "dq": "[B, T, H, K] dtype",
+    "dk": "[B, T, H, K] dtype",
+    "dv": "[B, T, H, V] dtype",
+    "dg": "[B, T, H] float32 (with g)",
+    "dh0": "[N, H, K, V] float32 (with initial_state)",
 }
 
 
@@ -505,6 +593,7 @@ def _softmax_families() -> list[Family]:
             space=_space("strategies.softmax", block_m="block_m", block_n="block_n"),
             uses=_SOFTMAX_USES,
             drop=_SOFTMAX_DROP,
+            types=_SOFTMAX_TYPES,
         ),
         Family(
             name="jagged_softmax",
@@ -521,6 +610,7 @@ def _softmax_families() -> list[Family]:
             narrowing=_jagged_narrowing,
             space=_space("strategies.jagged_softmax", block_n="block_n", block_m="block_m"),
             guard_inputs=_jagged_guards,
+            types=_JAGGED_TYPES,
         ),
     ]
 
@@ -545,6 +635,7 @@ def _attention_families() -> list[Family]:
             attention_cases,
             _attention_narrowing,
             space=dense_space,
+            types=_ATTN_TYPES,
         ),
         _attention_family(
             "attention_varlen",
@@ -554,6 +645,7 @@ def _attention_families() -> list[Family]:
             _attention_narrowing,
             space=dense_space,
             always=("cu_seqlens_q", "cu_seqlens_k"),
+            types=_VARLEN_TYPES,
         ),
         _attention_family(
             "attention_decode",
@@ -562,6 +654,7 @@ def _attention_families() -> list[Family]:
             decode_cases,
             _decode_narrowing,
             always=("cache_len",),
+            types=_DECODE_TYPES,
             conventions=("empty_rows", "lse", "fp32_dots", "masked_inputs"),
             space=_space("strategies.attention", blocks_k="blocks_k", head_dims="head_dims"),
         ),
@@ -594,6 +687,7 @@ def _gla_families() -> list[Family]:
             uses={f: u for f, u in _GLA_USES.items() if f != "dht"},
             drop={f: d for f, d in _GLA_DROP.items() if f != "dht"},
             runtime=_GLA_RUNTIME,
+            types=_GLA_TYPES,
         ),
         Family(
             name="simple_gla_bwd",
@@ -614,6 +708,7 @@ def _gla_families() -> list[Family]:
             uses={f: u for f, u in _GLA_USES.items() if f != "final_state"},
             drop={f: d for f, d in _GLA_DROP.items() if f != "final_state"},
             runtime=_GLA_RUNTIME,
+            types=_GLA_TYPES,
         ),
     ]
 
@@ -637,6 +732,60 @@ def family_names() -> list[str]:
     if not _FAMILIES:
         _FAMILIES.update(_families())
     return sorted(_FAMILIES)
+
+
+# The columns of a family's kernel signature (:func:`signature`), in order.
+SIGNATURE_COLUMNS = (
+    "family",
+    "positional inputs",
+    "keywords always passed",
+    "keywords passed with a feature the kernel supports",
+    "keywords passed with a tile its function takes",
+    "outputs (a tuple in this order, or a dict)",
+    "features without a keyword",
+)
+
+
+def signature(family: Family) -> dict[str, tuple[str, ...]]:
+    """``family``'s kernel signature, by :data:`SIGNATURE_COLUMNS`: each input, keyword and output
+    with its type (``Family.types``), as ``fuzz.fuzz_kernel``'s kernel receives and returns them.
+
+    A feature's keywords are passed to a kernel that supports the feature
+    (``Capabilities.features`` names it, or is None: all of them), each followed by the
+    feature's name where the two differ; a tile's, to a kernel whose function takes it (a
+    ``**kwargs`` function: where ``Capabilities.tiles`` declares it). The last column holds the
+    features that pass nothing of their own: they change what the tensors hold (their shapes or
+    values; ``non-default values`` of an always-passed keyword).
+    """
+    types = family.types
+    always = family.keywords.get(None, ())
+
+    def typed(name: str, sep: str = ": ", label: str = "") -> str:
+        label = label or name
+        return f"{label}{sep}{types[name]}" if name in types else label
+
+    def keywords(kinds: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(
+            typed(kw, label=kw if kw == key else f"{kw} ({key})")
+            for key, names in family.keywords.items()
+            if key in kinds
+            for kw in names
+        )
+
+    columns = (
+        (family.name,),
+        tuple(typed(t, " ") for t in family.tensors),
+        tuple(typed(kw) for kw in always),
+        keywords(family.features),
+        keywords(family.tiles),
+        tuple(typed(o, " ") for o in family.outputs),
+        tuple(
+            f"{f} (non-default values)" if f in always else f
+            for f in family.features
+            if not family.keywords.get(f)
+        ),
+    )
+    return dict(zip(SIGNATURE_COLUMNS, columns, strict=True))
 
 
 def family_of(target: Any) -> Family | None:
