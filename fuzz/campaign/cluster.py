@@ -131,23 +131,52 @@ class ClusterPlan:
 
 
 def plan_cluster(nodes: list[Node], *, compiled: bool) -> ClusterPlan:
-    """Each node sized as a host (:func:`fuzz.campaign.hosts.plan_host`). Where the cluster has
-    GPUs only its GPU nodes fuzz; a cluster without GPUs runs one fuzzing actor per CPU of each
-    node, less one for its raylet, and compiles nothing ahead."""
+    """Each machine sized as a host (:func:`fuzz.campaign.hosts.plan_host`): the nodes of one
+    address (several raylets on one machine, each given its own GPUs) share its cores and its
+    compile cache, so they are planned as one host of all their GPUs and CPUs, each node given
+    its GPUs' fuzzing workers and its share of the machine's compile workers (planned node by
+    node, a four-GPU host as four nodes compiled ahead with 24 processes where the host alone
+    uses 12, beside 20 fuzzing: 42% fewer examples than the same host run locally). Where the
+    cluster has GPUs only its GPU nodes fuzz; a cluster without GPUs runs one fuzzing actor per
+    CPU of each node, less one for its raylet, and compiles nothing ahead."""
     if not nodes:
         raise ValueError("--cluster: the Ray cluster has no live node")
     if any(n.gpus for n in nodes):  # GPU nodes fuzz; a node without (a head, say) coordinates
         nodes = [n for n in nodes if n.gpus]
-    plans = []
+    plans: dict[str, HostPlan] = {}
+    machines: dict[str, list[Node]] = {}
     for n in nodes:
-        if n.gpus:
-            p = plan_host(
-                gpus=n.gpus, cores=n.cpus, gpu_memory_gib=n.gpu_memory_gib, compiled=compiled
+        machines.setdefault(n.address or n.id, []).append(n)
+    for group in machines.values():
+        if not group[0].gpus:
+            for n in group:
+                plans[n.id] = plan_host(
+                    gpus=0, cores=n.cpus, workers=max(1, n.cpus - 1), compile_workers=0
+                )
+            continue
+        memory = [n.gpu_memory_gib for n in group if n.gpu_memory_gib]
+        host = plan_host(
+            gpus=sum(n.gpus for n in group),
+            cores=sum(n.cpus for n in group),
+            gpu_memory_gib=min(memory) if memory else None,
+            compiled=compiled,
+        )
+        ahead = _shares(host.compile_workers, [n.gpus for n in group])
+        for n, c in zip(group, ahead, strict=True):
+            plans[n.id] = HostPlan(
+                n.gpus, n.gpus, n.cpus, n.gpu_memory_gib, host.per_gpu, host.per_gpu * n.gpus, c
             )
-        else:
-            p = plan_host(gpus=0, cores=n.cpus, workers=max(1, n.cpus - 1), compile_workers=0)
-        plans.append((n, p))
-    return ClusterPlan(tuple(plans))
+    return ClusterPlan(tuple((n, plans[n.id]) for n in nodes))
+
+
+def _shares(total: int, weights: list[int]) -> list[int]:
+    """``total`` split in proportion to ``weights`` (largest remainders first)."""
+    whole = sum(weights)
+    exact = [total * w / whole for w in weights]
+    out = [int(x) for x in exact]
+    for i in sorted(range(len(out)), key=lambda i: out[i] - exact[i])[: total - sum(out)]:
+        out[i] += 1
+    return out
 
 
 def actor_options(plan: HostPlan, role: str) -> dict[str, Any]:

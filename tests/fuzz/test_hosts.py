@@ -87,5 +87,20 @@ def test_a_cluster_is_planned_node_by_node_and_its_actors_fit_their_gpus():
         used = p.per_gpu * fuzz["num_gpus"] + per_gpu_compile * ahead["num_gpus"]
         assert used <= 1.0 and fuzz["num_cpus"] == 0  # each GPU holds its share of actors
     assert "2 node(s), 3 GPU(s): 15 fuzzing actor(s)" in plan.describe()
+    # Four raylets of one four-GPU machine (one address) are planned as that machine is when it
+    # runs alone: its fuzzing workers, and its compile workers spread over its nodes.
+    host = plan_host(gpus=4, cores=60, compiled=True)
+    one = [Node(f"n{i}", "h9", cpus=15, gpus=1) for i in range(4)]
+    shared = plan_cluster([Node("head", "h9", 2, 0), *one], compiled=True)
+    assert [n.id for n, _ in shared.nodes] == ["n0", "n1", "n2", "n3"]
+    assert (shared.workers, shared.compile_workers) == (host.workers, host.compile_workers)
+    assert sorted(p.compile_workers for _, p in shared.nodes) == [3, 3, 3, 3]
+    assert all(p.workers == host.per_gpu == p.per_gpu for _, p in shared.nodes)
+    # Two machines of two nodes each: each machine as its own host.
+    two = [Node(f"m{i}", f"h{i // 2}", cpus=16, gpus=1) for i in range(4)]
+    mixed = plan_cluster(two, compiled=True)
+    twin = plan_host(gpus=2, cores=32, compiled=True)
+    assert mixed.compile_workers == 2 * twin.compile_workers and mixed.workers == 2 * twin.workers
+    assert all(abs(p.compile_workers - twin.compile_workers / 2) <= 0.5 for _, p in mixed.nodes)
     with pytest.raises(ValueError, match="no live node"):
         plan_cluster([], compiled=True)
