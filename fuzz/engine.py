@@ -47,7 +47,7 @@ from fuzz.hypothesis_internals import (
 from fuzz.narrowing import run_narrowing  # also imported from here (fuzz.campaign)
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
-from fuzz.results import Found, HuntResult
+from fuzz.results import Found, HuntResult, trace_of
 from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_again, shrink_compiled
 from fuzz.signatures import (
     Bug,
@@ -261,6 +261,7 @@ class _Hunter:
         # Hypothesis shrinks it as it does a failure, and the time limit must not end that
         # shrinking and lose it (see _note_error).
         self.harness_error: str | None = None
+        self.harness_trace: str | None = None
         self.memo = memo  # the structures this (target, backend) reuses (strategies.reuse)
         self._mark = 0  # fuzz.timing.compile_mark() when the example now running began
         # Hypothesis's shrinking of the run in progress: the bug of its latest shrink step, the
@@ -718,6 +719,7 @@ class _Hunter:
         if self.harness_error is None and is_fault(exc, []) and not isinstance(exc, control):
             if not isinstance(exc, KeyboardInterrupt):
                 self.harness_error = f"{type(exc).__name__}: {exc}"[:2000]
+                self.harness_trace = trace_of(exc)
 
     def _reported(self, text: str) -> None:
         """What Hypothesis reports during a run, in the harness's words where it applies: its
@@ -753,10 +755,12 @@ class _Hunter:
         except (OutOfTime, _ContextLost, _HandOff, _GoalReached):
             if self.harness_error is not None and result.error is None:
                 result.error = self.harness_error  # cut while shrinking it: still an error
+                result.error_trace = self.harness_trace
         except unittest.SkipTest as exc:
             phases = self.stage.phases
             if phases is None or Phase.generate in phases:
                 result.error = f"{type(exc).__name__}: {exc}"
+                result.error_trace = trace_of(exc)
             # else a replay-and-shrink run found nothing in its database that still fails
         except BaseException as exc:
             for e in _exceptions(exc):
@@ -779,6 +783,7 @@ class _Hunter:
                     continue
                 if result.error is None:
                     result.error = f"{type(e).__name__}: {e}"[:2000]
+                    result.error_trace = trace_of(e)
             return _is_flaky(exc)
         return False
 

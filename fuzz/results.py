@@ -16,6 +16,19 @@ from fuzz.case import Case
 from fuzz.failures import Finding, status_of
 from fuzz.properties import Stats
 
+TRACE_CHARS = 6000  # of a harness error's traceback kept with it (its last frames)
+
+
+def trace_of(exc: BaseException) -> str:
+    """The traceback of ``exc`` (its chained causes too) as a report keeps it with a harness
+    error: the last ``TRACE_CHARS`` characters, where the error was raised. (A harness error
+    on the GPU host, ``KeyError: 'o'`` after 109 examples, came with no traceback: where it
+    came from could not be told.)"""
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return text if len(text) <= TRACE_CHARS else "...\n" + text[-TRACE_CHARS:]
+
 
 @dataclass
 class Found:
@@ -107,6 +120,8 @@ class HuntResult:
     # more bugs of a class under "CLASS@2", "CLASS@3", ...
     found: dict[str, Found] = field(default_factory=dict)
     error: str | None = None  # the harness itself failed (strategy error, health check...)
+    # Where it failed: the error's traceback, its last frames (``fuzz.results.trace_of``).
+    error_trace: str | None = None
     events: collections.Counter[str] = field(default_factory=collections.Counter)
     # examples that failed as a bug found before (by its signature, or a known class)
     known_hits: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -177,6 +192,7 @@ class HuntResult:
             "twin_launches": self.stats.twin_launches,
             "twin_seconds": round(self.stats.twin_seconds, 3),
             "error": self.error,
+            "error_trace": self.error_trace,
             "stopped": self.stopped,
             "shrink_examples": self.shrink_examples,
             "shrink_seconds": round(self.shrink_seconds, 3),

@@ -241,6 +241,8 @@ def _merged_row(
     errors = [f"{s.label}: {r['error']}" for s, r in parts if r.get("error")]
     retired = [f"{s.label}: {r['retired']}" for s, r in parts if r.get("retired")]
     row["error"] = "; ".join(errors) or None
+    traces = [f"{s.label}:\n{r['error_trace']}" for s, r in parts if r.get("error_trace")]
+    row["error_trace"] = "\n".join(traces) or None
     row["retired"] = "; ".join(retired) or None
     findings: dict[str, dict[str, Any]] = {}
     hosts: dict[str, set[str]] = {}

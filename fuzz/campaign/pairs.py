@@ -51,6 +51,7 @@ class PairState:
     live: dict[int, list[Any]] = field(default_factory=dict)
     retired: str = ""
     error: str | None = None
+    error_trace: str | None = None  # the harness error's traceback (``fuzz.results.trace_of``)
     ledger: BugLedger = field(default_factory=BugLedger)
     features: set[str] = field(default_factory=set)
     events: Counter[str] = field(default_factory=Counter)
@@ -185,6 +186,7 @@ class PairState:
             "compile_share": round(st["compile_seconds"] / secs, 3) if secs > 0 else 0.0,
             "twin_launches": int(st["twin_launches"]),
             "error": self.error,
+            "error_trace": self.error_trace,
             "events": dict(self.events),
             "bugs": len(self.found) - len(maybe),
             "unshrunk_maybe_known": len(maybe),

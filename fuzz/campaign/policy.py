@@ -462,6 +462,7 @@ class SchedulingPolicy:
             source = pair.target.source
             where = "" if source == "builtin" else f" (target from plugin {source})"
             pair.error = f"{summary['error']}{where}"
+            pair.error_trace = summary.get("error_trace")
             pair.retired = "harness error"
         elif summary.get("stopped") == "exhausted":
             pair.retired = "search space exhausted"

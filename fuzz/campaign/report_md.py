@@ -179,6 +179,18 @@ def _markdown_summary(data: dict[str, Any]) -> list[str]:
     if s["harness_errors"]:
         lines += ["**Harness errors** (the harness failed, not a kernel):", ""]
         lines += [f"- {e}" for e in s["harness_errors"]] + [""]
+        for r in data["results"]:
+            if r.get("error") and r.get("error_trace"):
+                lines += [
+                    f"<details><summary>traceback of {r['target']} on {r['backend']}'s "
+                    "harness error</summary>",
+                    "",
+                    "```",
+                    r["error_trace"].rstrip(),
+                    "```",
+                    "</details>",
+                    "",
+                ]
     if s["mutants_total"]:
         lines += [
             f"Mutants found with the expected class: {s['mutants_found']}/{s['mutants_total']}.",

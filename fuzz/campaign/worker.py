@@ -258,6 +258,7 @@ def _run_hunt(
     except BaseException as e:  # the harness itself: report, keep the worker alive
         started.value = 0.0
         from fuzz.reproducer import device_out_of_memory
+        from fuzz.results import trace_of
 
         if isinstance(e, Exception) and device_out_of_memory(f"{type(e).__name__}: {e}"):
             # The GPU's memory ran out outside an example (a shrink stage's launch, a warm-up's):
@@ -267,7 +268,13 @@ def _run_hunt(
             # streamed already; a fresh process takes over.
             print(f"device out of memory: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             exit_worker(EXIT_DEVICE_MEMORY)
-        error = {"error": f"{type(e).__name__}: {e}", "examples": 0, "seconds": 0.0, "found": []}
+        error = {
+            "error": f"{type(e).__name__}: {e}",
+            "error_trace": trace_of(e),
+            "examples": 0,
+            "seconds": 0.0,
+            "found": [],
+        }
         conn.send(M.Done(plan.id, error))
         return None
     finally:

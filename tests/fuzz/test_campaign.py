@@ -337,6 +337,16 @@ def test_a_harness_error_is_exit_2_not_a_failing_real_target(tmp_path):
         rows["fake_bad_strategy"]["status"] == "error" and rows["fake_double"]["status"] == "pass"
     )
     assert any("InvalidArgument" in e for e in report["summary"]["harness_errors"])
+    # Its traceback is kept with it (report.json, and report.md under the harness errors).
+    trace = rows["fake_bad_strategy"]["error_trace"]
+    assert (
+        "Traceback" in trace
+        and "InvalidArgument" in trace
+        and rows["fake_double"]["error_trace"] is None
+    )
+    assert (
+        "traceback of fake_bad_strategy on fake's harness error" in (out / "report.md").read_text()
+    )
     assert "2 finding(s) of the previous report.json are malformed; skipped" in report["notes"]
     assert "failing real targets" not in proc.stderr and "Traceback" not in proc.stderr
 

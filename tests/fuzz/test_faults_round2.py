@@ -237,6 +237,10 @@ def test_a_slice_timer_never_swallows_an_error_of_the_harness(fake_plugin, fake_
             target, "fake", fake_profile, max_examples=50, seed=1, database=None, time_limit=limit
         )
         assert result.status == "error" and "ZeroDivisionError" in result.error, limit
+        # The error keeps where it was raised: the property's frame, in its traceback.
+        trace = result.error_trace or ""
+        assert trace.startswith(("Traceback", "...")) and "in broken" in trace, (limit, trace)
+        assert result.as_dict()["error_trace"] == trace
 
 
 FAULTY_PLUGIN = """
@@ -1105,6 +1109,7 @@ def test_gpu_memory_running_out_outside_an_example_is_an_exhaustion_too(monkeypa
         if ends is None:
             worker._hunt(conn, config, None, SimpleNamespace(value=0.0), task)
             assert isinstance(sent[-1], Done) and "a harness bug" in sent[-1].summary["error"]
+            assert "in hunt" in sent[-1].summary["error_trace"]  # where it was raised
         else:
             with pytest.raises(SystemExit) as e:
                 worker._hunt(conn, config, None, SimpleNamespace(value=0.0), task)
