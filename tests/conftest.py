@@ -21,8 +21,14 @@ MODULE_COST = {
 }
 COST = {
     "test_merge_two_hosts_then_triage_the_next_night": 80,
+    "test_a_campaign_runs_on_every_node_and_finds_what_a_local_one_finds": 60,  # with its cluster
+    "test_a_node_killed_mid_campaign_loses_nothing": 28,
+    "planted_attention_alibi_kv_head_pallas": 25,
+    "softmax_mutant_scale_twice-triton-interpret": 27,
+    "test_a_declared_known_failure_never_ends_the_hunt_for_the_other_bug": 25,
     "test_faults_are_reported_with_their_class_and_the_campaign_goes_on": 75,  # its campaign
     "test_a_campaign_reports_both_bugs_each_with_its_own_reproducer": 62,
+    "simple_gla_bwd_mutant_dg_total_minus_prefix-pallas-interpret": 46,
     "simple_gla_bwd_mutant_dg_total_minus_prefix-triton-interpret": 60,
     "simple_gla_bwd_recurrent-triton-interpret": 52,
     "simple_gla_bwd_mutant_mask_mul-triton-interpret": 48,
@@ -51,7 +57,6 @@ COST = {
     "simple_gla_fwd_mutant_pad_unmasked-pallas-interpret": 19,
     "test_sigterm_ends_the_campaign_with_a_complete_report": 18,
     "jagged_softmax-triton-interpret": 18,
-    "simple_gla_bwd_mutant_dg_total_minus_prefix-pallas-interpret": 18,
     "simple_gla_bwd-pallas-interpret": 18,
     "test_fla_forward_state_overflows_in_the_padded_rows_of_a_partial_chunk": 17,
     "test_compile_workers_compile_ahead_and_the_fuzzing_path_does_not_pay": 17,
