@@ -110,7 +110,7 @@ class Duplicates:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
         minimal example is a known bug's kernel call, failing another way; ``"property"``: its
         minimal example fails a known bug's way too, with that bug's triggers or under fewer of
-        its own; ``"site"``: its NaN or Inf is born at a known bug's kernel expression), or
+        its own, or a settled bug's minimal example fails ``f``'s way with ``f``'s triggers; ``"site"``: its NaN or Inf is born at a known bug's kernel expression), or
         None: a bug of its own.
 
         An example of a known bug's key counts as a hit of it only where all of the bug's
@@ -128,6 +128,9 @@ class Duplicates:
         also = self.also_fails(f)
         if also is not None:
             return also, "property"
+        shown = self.shown_by_known(f)
+        if shown is not None:
+            return shown, "property"
         others = [b for b in self.known_bugs if b.key != bug.key]
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         twin = self.same_site(f, twins + others)
@@ -210,6 +213,25 @@ class Duplicates:
                 and bug_key(outcome.finding) == key
             ):
                 return max((b for b in mine if b.key == key), key=lambda b: len(b.triggers))
+        return None
+
+    def shown_by_known(self, f: Found) -> Bug | None:
+        """The bug this hunt settled, of another key, whose minimal example fails ``f``'s way
+        too, with all of ``f``'s triggers holding for it, or None: ``f`` is that bug seen another
+        way, its own minimal example smaller than what the other way needs (:meth:`also_fails`
+        the other way round). A planted attention kernel that applied its soft cap unscaled
+        came as two rows: ``o`` wrong for two keys, and ``lse`` wrong already for one key (where
+        ``o`` is the one value, right whatever the logits); the two-key example fails ``lse``
+        too. Two bugs of one key are never told apart here (see :meth:`needs_fewer`)."""
+        holds = frozenset(f.triggers)
+        for old in self.found.values():
+            if old.key == f.key or not old.choices or not old.key:
+                continue
+            outcome = check_as(self.target, self.backend, self.options, old, f.key)
+            if outcome is None or outcome.finding is None or bug_key(outcome.finding) != f.key:
+                continue
+            if holds <= conditions(self.target, old.case, outcome.context.hazards):
+                return bug_of(old)
         return None
 
     def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:

@@ -1228,6 +1228,8 @@ def hunt(
     if repro_dir is not None:
         for f in result.found.values():
             f.reproducer = write_reproducer(repro_dir, target, b.name, f, options)
+            for seen in f.seen_as:  # each way it was also seen: its own minimal example
+                seen.reproducer = write_reproducer(repro_dir, target, b.name, seen, options)
     return result
 
 

@@ -421,3 +421,50 @@ def test_a_bug_met_through_another_property_whose_minimal_example_fails_a_known_
     assert me.also_fails(f, under_more=True) is special
     me.known_bugs = [bias]
     assert me.also_fails(f, under_more=True) is None
+
+
+def test_a_bug_whose_way_a_settled_bugs_minimal_example_fails_too_is_that_bug():
+    """The other way round from :meth:`Duplicates.also_fails`: a new bug whose own minimal example
+    does not fail a settled bug's way (the smaller example the new way needs) is that bug where
+    the settled bug's minimal example fails the new way too, with the new bug's triggers holding
+    for it (a planted attention kernel applying its soft cap unscaled came as two rows: ``o``
+    wrong with two keys, ``lse`` wrong already with one). Not where the new bug's conditions do
+    not hold for that example, nor where that example passes the new way."""
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates
+    from fuzz.profiles import HuntOptions
+
+    row = np.zeros((1, 33), np.float32)
+    row[0, 20] = 50.0  # the second tile's max far above the first's: the wrong rescale shows
+    params = {"dtype": "float32", "scale": None, "block_m": 16, "block_n": 16}
+    settled = _found(
+        "accuracy", "oracle", Case({"x": row}, params), triggers=("multi-tile", "partial-tile")
+    )
+    elsewhere = Case({"x": np.ones((1, 3), np.float32)}, dict(params))  # not the settled call
+
+    def duplicates(found):
+        return Duplicates(
+            get("two_bugs_softmax"),
+            get_backend("triton-interpret"),
+            HuntOptions.of(fuzz.get_profile("ci")),
+            found={"accuracy": found},
+            known_bugs=[bug_of(found)],
+        )
+
+    from fuzz.duplicates import bug_of
+
+    me = duplicates(settled)
+    new = _found("accuracy", "rows-sum-to-one", elsewhere, triggers=("partial-tile",))
+    assert me.shown_by_known(new) == bug_of(settled)
+    assert me.of(new) == (bug_of(settled), "property")
+    biased = _found(
+        "accuracy", "rows-sum-to-one", elsewhere, triggers=("feature bias", "partial-tile")
+    )
+    assert me.shown_by_known(biased) is None  # its conditions do not hold for that example
+    fine = _found(
+        "accuracy",
+        "oracle",
+        Case({"x": np.zeros((1, 33), np.float32)}, dict(params)),
+        triggers=("multi-tile", "partial-tile"),
+    )
+    assert duplicates(fine).shown_by_known(new) is None  # that example passes the new way
