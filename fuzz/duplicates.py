@@ -217,13 +217,17 @@ class Duplicates:
 
     def shown_by_known(self, f: Found) -> Bug | None:
         """The bug this hunt settled, of another key, whose minimal example fails ``f``'s way
-        too, with all of ``f``'s triggers holding for it, or None: ``f`` is that bug seen another
+        too, with ``f``'s features and dtype holding for it, or None: ``f`` is that bug seen another
         way, its own minimal example smaller than what the other way needs (:meth:`also_fails`
         the other way round). A planted attention kernel that applied its soft cap unscaled
         came as two rows: ``o`` wrong for two keys, and ``lse`` wrong already for one key (where
         ``o`` is the one value, right whatever the logits); the two-key example fails ``lse``
-        too. Two bugs of one key are never told apart here (see :meth:`needs_fewer`)."""
-        holds = frozenset(f.triggers)
+        too. Of ``f``'s triggers, its free choices must hold for that example (the optional
+        features and half dtypes: two independent bugs differ so, fp16 inputs for one and
+        bf16 for the other), not the hazards of its shape or values, which its minimal example
+        may hold only for being the smallest (one visible key: the ``lse`` row's). Two bugs of
+        one key are never told apart here (see :meth:`needs_fewer`)."""
+        holds = frozenset(t for t in f.triggers if t.startswith(("feature ", "dtype ")))
         for old in self.found.values():
             if old.key == f.key or not old.choices or not old.key:
                 continue

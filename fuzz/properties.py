@@ -245,6 +245,9 @@ class Context:
         # draws, not a replay of it (a hunt checks a flaky kernel's examples again, and an
         # example gives each label one score).
         self.scores = True
+        # The output a check looks at first where a property compares several (``check_case``'s
+        # ``prefer``, a bug key naming one).
+        self.prefer_output: str | None = None
 
     def failed_comparison(self) -> RunsCompared | None:
         """The two runs whose difference is the failure this case's check returned, where it
@@ -1008,7 +1011,10 @@ def _tf32_hint(ctx: Context, name: str, err: np.ndarray) -> str:
 
 
 def _oracle(ctx: Context, _: Any) -> Finding | None:
-    for name in ctx.oracle:
+    """The first output off its oracle; the output a check prefers first (``prefer``'s bug key:
+    whether a known bug's example fails another bug's way, ``lse`` where ``o`` fails too)."""
+    names = sorted(ctx.oracle, key=lambda n: n != ctx.prefer_output)
+    for name in names:
         f = compare_to_oracle(ctx, name, ctx.clean.outputs[name], "oracle")
         if f is not None:
             return f
@@ -1232,6 +1238,8 @@ def check_case(
         spare_derived=spare_derived,
     )
     ctx.scores = draw is not None
+    if prefer is not None and prefer.count("|") >= 2:
+        ctx.prefer_output = prefer.split("|")[2]
     used: dict[str, Any] = {}
     with _pinned_configs(target, draw, params, note) as choices:
         outcome = _check_properties(ctx, draw, params, used, prefer, admit)

@@ -428,8 +428,8 @@ def test_a_bug_whose_way_a_settled_bugs_minimal_example_fails_too_is_that_bug():
     does not fail a settled bug's way (the smaller example the new way needs) is that bug where
     the settled bug's minimal example fails the new way too, with the new bug's triggers holding
     for it (a planted attention kernel applying its soft cap unscaled came as two rows: ``o``
-    wrong with two keys, ``lse`` wrong already with one). Not where the new bug's conditions do
-    not hold for that example, nor where that example passes the new way."""
+    wrong with two keys, ``lse`` wrong already with one). Not where the new bug's features or
+    dtype are not that example's, nor where that example passes the new way."""
     from fuzz.backends import get_backend
     from fuzz.duplicates import Duplicates
     from fuzz.profiles import HuntOptions
@@ -460,7 +460,12 @@ def test_a_bug_whose_way_a_settled_bugs_minimal_example_fails_too_is_that_bug():
     biased = _found(
         "accuracy", "rows-sum-to-one", elsewhere, triggers=("feature bias", "partial-tile")
     )
-    assert me.shown_by_known(biased) is None  # its conditions do not hold for that example
+    assert me.shown_by_known(biased) is None  # its feature is not that example's
+    # A hazard of the new bug's own minimal example (the smallest it could be) need not hold.
+    single = _found("accuracy", "rows-sum-to-one", elsewhere, triggers=("single-valid-key",))
+    assert me.shown_by_known(single) == bug_of(settled)
+    half = _found("accuracy", "rows-sum-to-one", elsewhere, triggers=("dtype float16",))
+    assert me.shown_by_known(half) is None  # its dtype is not that example's
     fine = _found(
         "accuracy",
         "oracle",
