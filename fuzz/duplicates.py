@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz import origin
@@ -72,10 +72,11 @@ def _half(a: Any) -> bool:
     return dtype_name(a.dtype) in ("float16", "bfloat16")
 
 
-def check_as(target: Target, backend: Backend, options: HuntOptions, f: Found, key: str) -> Any:
-    """The outcome of ``f``'s example on ``backend``, the property of bug ``key`` checked first;
-    None where the check raised (a check of a bug's identity: never the hunt's error, never the
-    finding lost over it)."""
+def check_as(target: Target, backend: Backend, options: HuntOptions, f: Any, key: str) -> Any:
+    """The outcome of ``f``'s example (a :class:`Found`, or anything with its ``case`` and
+    ``params``) on ``backend``, the property of bug ``key`` checked first; None where the check
+    raised (a check of a bug's identity: never the hunt's error, never the finding lost over
+    it)."""
     try:
         return check_case(
             target,
@@ -85,6 +86,36 @@ def check_as(target: Target, backend: Backend, options: HuntOptions, f: Found, k
             **options.check_kwargs(),
             prefer=key,
         )
+    except Exception:
+        return None
+
+
+@dataclass(frozen=True)
+class _Example:
+    """A known bug's minimal example read back from its reproducer (``Bug.example``)."""
+
+    bug: Bug
+    case: Any
+    params: dict[str, Any]
+
+
+def _example_of(bug: Bug, target: Target) -> _Example | None:
+    """``bug``'s minimal example from its reproducer, where it is one of ``target``'s and can be
+    read here (a cluster's worker on another node cannot: None)."""
+    import json
+
+    from fuzz import reproducer
+    from fuzz.case import Case
+
+    if not bug.example:
+        return None
+    try:
+        meta, data = reproducer.load(bug.example)
+        if meta.get("target") != target.name:
+            return None
+        arrays = reproducer.decode_arrays(data, meta["dtypes"])
+        case = Case(arrays, meta["params"], meta.get("recipe", {}))
+        return _Example(bug, case, json.loads(meta.get("property_params", "{}")))
     except Exception:
         return None
 
@@ -105,6 +136,8 @@ class Duplicates:
     options: HuntOptions
     found: Mapping[str, Found]
     known_bugs: list[Bug]
+    # Known bugs' examples read back from their reproducers, by path (None: unreadable here).
+    _examples: dict[str, _Example | None] = field(default_factory=dict)
 
     def of(self, f: Found) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
@@ -228,14 +261,26 @@ class Duplicates:
         may hold only for being the smallest (one visible key: the ``lse`` row's). Two bugs of
         one key are never told apart here (see :meth:`needs_fewer`)."""
         holds = frozenset(t for t in f.triggers if t.startswith(("feature ", "dtype ")))
-        for old in self.found.values():
-            if old.key == f.key or not old.choices or not old.key:
-                continue
+        examples: list[tuple[Bug, Any]] = [
+            (bug_of(old), old)
+            for old in self.found.values()
+            if old.key != f.key and old.choices and old.key
+        ]
+        mine = {b.signature for b, _ in examples}
+        for b in self.known_bugs:  # an earlier slice's, its example read from its reproducer
+            if b.key != f.key and b.example and b.signature not in mine:
+                mine.add(b.signature)
+                if b.example not in self._examples:
+                    self._examples[b.example] = _example_of(b, self.target)
+                example = self._examples[b.example]
+                if example is not None:
+                    examples.append((b, example))
+        for bug, old in examples:
             outcome = check_as(self.target, self.backend, self.options, old, f.key)
             if outcome is None or outcome.finding is None or bug_key(outcome.finding) != f.key:
                 continue
             if holds <= conditions(self.target, old.case, outcome.context.hazards):
-                return bug_of(old)
+                return bug
         return None
 
     def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:

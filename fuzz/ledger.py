@@ -62,6 +62,7 @@ def bug_of_record(rec: Mapping[str, Any], triggers: Any = None) -> Bug:
         frozenset(rec.get("triggers", ()) if triggers is None else triggers),
         rec["signature"],
         site((rec.get("details") or {}).get("origin")),
+        example=rec.get("reproducer") if rec.get("shrunk") else None,
     )
 
 

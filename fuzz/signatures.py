@@ -120,6 +120,9 @@ class Bug:
     triggers: frozenset[str]
     signature: str
     site: str | None = None
+    # Its minimal example's reproducer, where a campaign wrote one (a later slice's duplicate
+    # check replays it: ``fuzz.duplicates.Duplicates.shown_by_known``); not part of its identity.
+    example: str | None = field(default=None, compare=False)
 
     def covers(self, key: str, holds: Collection[str]) -> bool:
         """Whether an example of ``key`` for which ``holds`` hold is a hit of this bug."""

@@ -473,3 +473,38 @@ def test_a_bug_whose_way_a_settled_bugs_minimal_example_fails_too_is_that_bug():
         triggers=("multi-tile", "partial-tile"),
     )
     assert duplicates(fine).shown_by_known(new) is None  # that example passes the new way
+
+
+def test_an_earlier_slices_bug_is_checked_on_its_example_read_from_its_reproducer(tmp_path):
+    """Across a campaign's slices the settled bug comes as a known bug (its key, triggers and
+    signature) with its reproducer (``Bug.example``): its minimal example is read back from it
+    and checked the new way, as a bug settled in the same hunt is. Without a readable
+    reproducer nothing is decided so."""
+    from fuzz import reproducer
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates
+    from fuzz.profiles import HuntOptions
+
+    row = np.zeros((1, 33), np.float32)
+    row[0, 20] = 50.0
+    params = {"dtype": "float32", "scale": None, "block_m": 16, "block_n": 16}
+    settled = _found(
+        "accuracy", "oracle", Case({"x": row}, params), triggers=("multi-tile", "partial-tile")
+    )
+    target, backend = get("two_bugs_softmax"), get_backend("triton-interpret")
+    options = HuntOptions.of(fuzz.get_profile("ci"))
+    path = reproducer.write(
+        tmp_path,
+        target=target,
+        backend=backend.name,
+        case=settled.case,
+        params={},
+        finding=settled.finding,
+        **options.check_kwargs(),
+    )
+    elsewhere = Case({"x": np.ones((1, 3), np.float32)}, dict(params))
+    new = _found("accuracy", "rows-sum-to-one", elsewhere, triggers=("partial-tile",))
+    for example, expected in ((str(path), True), (None, False), (str(tmp_path / "gone.py"), False)):
+        known = Bug(settled.key, frozenset(settled.triggers), "earlier", example=example)
+        me = Duplicates(target, backend, options, found={}, known_bugs=[known])
+        assert (me.shown_by_known(new) == known) is expected, example
