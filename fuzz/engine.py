@@ -1226,11 +1226,19 @@ def hunt(
         stop_when=stop_when,
     )
     if repro_dir is not None:
-        for f in result.found.values():
-            f.reproducer = write_reproducer(repro_dir, target, b.name, f, options)
-            for seen in f.seen_as:  # each way it was also seen: its own minimal example
-                seen.reproducer = write_reproducer(repro_dir, target, b.name, seen, options)
+        _write_reproducers(result, repro_dir, target, b.name, options)
     return result
+
+
+def _write_reproducers(
+    result: HuntResult, repro_dir: str | Path, target: Target, backend: str, options: HuntOptions
+) -> None:
+    """A reproducer for each bug of ``result``, and for each way it was also seen (its own
+    minimal example)."""
+    for f in result.found.values():
+        f.reproducer = write_reproducer(repro_dir, target, backend, f, options)
+        for seen in f.seen_as:
+            seen.reproducer = write_reproducer(repro_dir, target, backend, seen, options)
 
 
 def _structure_memo(options: HuntOptions, memo: StructureMemo | None) -> StructureMemo | None:
