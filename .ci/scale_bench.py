@@ -78,7 +78,8 @@ def main() -> None:
                 "errors": len(r.get("errors", [])),
             }
         )
-    base = {x["label"]: x for x in rows}.get("1gpu", rows[0])["examples"] or 1
+    by = {x["label"]: x for x in rows}
+    base = by.get("1gpu", rows[0])["examples"] or 1
     head = "run | GPUs | workers (fuzz+compile) | examples | ratio | mutant pairs found | floor | compile share | GPU busy | harness errors"
     print(head)
     print("|".join("---" for _ in head.split("|")))
@@ -88,7 +89,6 @@ def main() -> None:
             f"{x['examples'] / base:.2f}x | {x['found']} | {x['floor']} | {x['compile']} | "
             f"{x['busy']} | {x['errors']}"
         )
-    by = {x["label"]: x for x in rows}
     one = by.get("1gpu")
     for label, want in (("2", 1.8), ("4", 3.5)):
         x = by.get(f"{label}gpu")

@@ -102,10 +102,7 @@ class _Example:
 def _example_of(bug: Bug, target: Target) -> _Example | None:
     """``bug``'s minimal example from its reproducer, where it is one of ``target``'s and can be
     read here (a cluster's worker on another node cannot: None)."""
-    import json
-
     from fuzz import reproducer
-    from fuzz.case import Case
 
     if not bug.example:
         return None
@@ -113,9 +110,7 @@ def _example_of(bug: Bug, target: Target) -> _Example | None:
         meta, data = reproducer.load(bug.example)
         if meta.get("target") != target.name:
             return None
-        arrays = reproducer.decode_arrays(data, meta["dtypes"])
-        case = Case(arrays, meta["params"], meta.get("recipe", {}))
-        return _Example(bug, case, json.loads(meta.get("property_params", "{}")))
+        return _Example(bug, reproducer.recorded_case(meta, data), reproducer.recorded_params(meta))
     except Exception:
         return None
 

@@ -548,6 +548,21 @@ def _load_recorded_plugin(meta: dict[str, Any], path: str | os.PathLike[str] | N
     load_plugin(plugin_path(spec, path))
 
 
+def recorded_case(meta: dict[str, Any], data: str) -> Case:
+    """The case a reproducer recorded (its ``REPRO`` and ``DATA``, :func:`load`); a ``DATA``
+    that does not decode is a ``ValueError`` saying so."""
+    try:
+        arrays = decode_arrays(data, meta["dtypes"])
+    except Exception as e:
+        raise ValueError(f"its DATA does not decode: {type(e).__name__}: {e}") from None
+    return Case(arrays, meta["params"], meta.get("recipe", {}))
+
+
+def recorded_params(meta: dict[str, Any]) -> dict[str, Any]:
+    """The property parameters a reproducer recorded."""
+    return json.loads(meta.get("property_params", "{}"))  # type: ignore[no-any-return]
+
+
 def _prepare(
     meta: dict[str, Any],
     data: str,
@@ -571,11 +586,7 @@ def _prepare(
         raise RuntimeError(f"backend {b.name} is not available here: {reason}")
     if b.impl not in target.kernels:
         raise ValueError(f"target {target.name} has no {b.impl} kernel for backend {b.name}")
-    try:
-        arrays = decode_arrays(data, meta["dtypes"])
-    except Exception as e:
-        raise ValueError(f"its DATA does not decode: {type(e).__name__}: {e}") from None
-    case = Case(arrays, meta["params"], meta.get("recipe", {}))
+    case = recorded_case(meta, data)
     from fuzz.families import contract_problems
 
     problems = contract_problems(target, case)
@@ -609,7 +620,7 @@ def _replay_once(
         target,
         b,
         case,
-        params=json.loads(meta.get("property_params", "{}")),
+        params=recorded_params(meta),
         ref_device=ref_device,
         differential=bool(meta.get("differential")) and backend in (None, meta["backend"]),
         differential_max_cost=float(meta.get("differential_max_cost", "inf")),
