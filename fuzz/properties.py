@@ -1074,6 +1074,10 @@ def _backend_agreement(ctx: Context, draw: Any) -> Finding | None:
     twin = _twin(ctx)
     assert twin is not None
     other = ctx.spared_launch("backend-agreement", backend=twin)
+    if other.declined is not None:
+        # The kernel declines the case on its twin (a compiled Pallas kernel's block limits, say):
+        # nothing to compare; the property is skipped for this example, as for a derived launch.
+        raise PropertyDeclined("backend-agreement", other.declined.reason)
     if other.error is not None:
         # The same source raising on one backend only is the divergence this property looks for.
         e = other.error

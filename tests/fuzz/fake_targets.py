@@ -631,3 +631,32 @@ register(
         description="fake target compiled per exact shape, its interpreted twin too",
     )
 )
+
+
+# The exact-shape kernel that declines every case on the compiled fake (as a compiled Pallas
+# kernel declines block shapes its interpreted twin runs): the differential has nothing to compare.
+def declined_when_compiled_kernel():
+    from fuzz.failures import Unsupported
+
+    compiled = exact_kernel()
+
+    def run(inputs, params, *, out, interpret):
+        if not interpret:
+            raise Unsupported("no compiled kernel for this shape")
+        return compiled(inputs, params, out=out, interpret=interpret)
+
+    return run
+
+
+register(
+    Target(
+        name="fake_twin_declines",
+        family="fake",
+        kernels={"fake": declined_when_compiled_kernel()},
+        oracle=oracle,
+        naive=naive,
+        strategy=exact_cases,
+        tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+        description="fake target its compiled twin declines",
+    )
+)

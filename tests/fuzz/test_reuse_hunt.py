@@ -678,3 +678,22 @@ def test_a_twin_launch_that_would_compile_is_spared_not_the_example(exact):
     # Not spared: the twin compiles and is compared.
     ran = check_case(target, backend, other, differential=True, params={"backend-agreement": 0})
     assert ran.finding is None and ran.spared == [] and mod.TWIN_COMPILES[-1] == (4, 5)
+
+
+def test_a_twin_that_declines_the_case_skips_the_differential(exact):
+    """A kernel its twin declines (a compiled Pallas kernel's block limits, run beside its
+    interpreted form under the gpu profile) skips the differential for that example: the twin's
+    launch has no outputs to compare, and reading them was a harness error (``KeyError``) that
+    ended the pair."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+
+    _clear_fakes()
+    target, backend = get("fake_twin_declines"), get_backend("fake")
+    case = Case({"x": np.ones((3, 5), np.float32)}, {"dtype": "float32"}, {"seed": 0})
+    out = check_case(target, backend, case, differential=True, params={"backend-agreement": 0})
+    assert out.finding is None
+    assert out.declined == ["no compiled kernel for this shape (backend-agreement)"], out.declined
