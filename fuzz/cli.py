@@ -602,7 +602,7 @@ def _sizing(args: argparse.Namespace, compiled: bool) -> tuple[Any, list[str]]:
     from this host's GPUs, their memory and its cores (``fuzz.campaign.hosts``), or from each
     node of a Ray cluster (``--cluster``: ``fuzz.campaign.cluster``)."""
     from fuzz.campaign.config import visible_gpus
-    from fuzz.campaign.hosts import cpu_cores, gpu_inventory, plan_host
+    from fuzz.campaign.hosts import cpu_cores, gpu_inventory, plan_host, sharing_gpus
 
     if args.cluster is not None:
         from fuzz.campaign import cluster
@@ -616,10 +616,11 @@ def _sizing(args: argparse.Namespace, compiled: bool) -> tuple[Any, list[str]]:
         return cluster.plan_cluster(cluster.live_nodes(), compiled=compiled), []
     gpus = visible_gpus() if compiled else []
     host_gpus, memory = gpu_inventory() if gpus else (0, None)
+    cores = cpu_cores()
     plan = plan_host(
         gpus=len(gpus),
-        cores=cpu_cores(),
-        host_gpus=host_gpus,
+        cores=cores,
+        host_gpus=sharing_gpus(len(gpus), host_gpus, cores, os.cpu_count()),
         gpu_memory_gib=memory,
         compiled=compiled,
         workers=args.workers,

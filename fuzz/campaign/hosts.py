@@ -108,6 +108,17 @@ def plan_host(
     return HostPlan(gpus, host_gpus, cores, gpu_memory_gib, per_gpu, n, compile_workers)
 
 
+def sharing_gpus(gpus: int, host_gpus: int, cores: int, machine_cores: int | None) -> int:
+    """The GPUs among which ``cores`` are shared (``plan_host``'s ``host_gpus``): all the host's
+    GPUs, unless the campaign runs on fewer cores than the machine has (an affinity mask, as
+    ``taskset -c 0-15 ... CUDA_VISIBLE_DEVICES=0`` for one campaign per GPU): its cores were then
+    given to its own GPUs, and dividing them by the host's GPUs again halved its workers (a
+    16-core, one-GPU share of a 2-GPU host ran 2 fuzzing workers where a 16-core host runs 5)."""
+    if machine_cores is not None and cores < machine_cores:
+        return gpus
+    return max(gpus, host_gpus)
+
+
 def cpu_cores() -> int:
     """The cores this process may run on."""
     from fuzz.campaign.threads import cpu_count

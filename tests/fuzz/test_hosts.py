@@ -32,6 +32,20 @@ def test_the_fuzzing_workers_grow_with_the_gpus_of_a_host():
     assert "1 of 4 GPU(s)" in plan_host(gpus=1, cores=64, host_gpus=4).describe()
 
 
+def test_cores_an_affinity_mask_gave_a_campaign_are_its_own_gpus_share():
+    """One campaign per GPU, each on half the cores of a 2-GPU, 32-core host (``taskset``):
+    its 16 cores are that GPU's share already, sized as a 16-core one-GPU host (5 workers), not
+    divided by the host's GPUs again (2 workers: half the examples of the tuned host)."""
+    from fuzz.campaign.hosts import sharing_gpus
+
+    assert sharing_gpus(1, 2, cores=16, machine_cores=32) == 1
+    masked = plan_host(gpus=1, cores=16, host_gpus=sharing_gpus(1, 2, 16, 32))
+    assert masked.workers == plan_host(gpus=1, cores=16, host_gpus=1).workers == 5
+    # The whole machine's cores: shared over all its GPUs, the visible ones or not.
+    assert sharing_gpus(1, 2, cores=32, machine_cores=32) == 2
+    assert sharing_gpus(1, 2, cores=32, machine_cores=None) == 2
+
+
 def test_a_gpu_short_of_memory_gets_fewer_workers_and_the_cores_bound_them():
     assert plan_host(gpus=1, cores=64, host_gpus=1, gpu_memory_gib=16.0).per_gpu == 3
     small = plan_host(gpus=2, cores=4, host_gpus=2)
