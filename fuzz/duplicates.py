@@ -290,14 +290,15 @@ class Duplicates:
         if f.finding.cls not in ("nan", "inf") or not twins:
             return None
         name = self.backend.name
-        here = site(origin.of_finding(f, self.target, name))
+        cost = self.options.interpreter_max_cost
+        here = site(origin.of_finding(f, self.target, name, cost))
         if here is None:
             return None
         for b in twins:
             there = b.site
             if there is None:
                 old = next((o for o in self.found.values() if o.signature == b.signature), None)
-                there = None if old is None else site(origin.of_finding(old, self.target, name))
+                there = None if old is None else site(origin.of_finding(old, self.target, name, cost))
             if there == here:
                 if b.key == f.key:
                     self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))

@@ -125,12 +125,44 @@ def trace_finding(
     return first or trace(target, backend, case)
 
 
-def of_finding(found: Any, target: Target, backend: str) -> dict[str, Any] | None:
+def too_costly(target: Target, backend: str, case: Case, max_cost: float | None) -> str | None:
+    """Why a finding of compiled ``backend`` is not traced in the interpreter, or None: its case
+    costs more than ``max_cost`` (``Profile.interpreter_max_cost``, in Triton-interpreter units,
+    scaled by the interpreter's speed) where the interpreter has not run it yet. A trace steps
+    the interpreter through every launch of the case: an unshrunk GPU case (98,304 elements)
+    took longer than the slice had past its hard limit, and its worker was killed with the
+    slice's findings."""
+    from fuzz.backends import get_backend
+
+    b = get_backend(backend)
+    if max_cost is None or b.interpret:
+        return None  # an interpreter's own finding: the trace costs a few of its examples
+    speedup = 1.0
+    if b.twin is not None:
+        try:
+            speedup = get_backend(b.twin).cost_speedup
+        except ValueError:
+            pass
+    cost = target.search.cost(case)
+    if cost <= max_cost * speedup:
+        return None
+    return (
+        f"not traced here: the case costs {cost:.0f} interpreter units, over the "
+        f"{max_cost * speedup:.0f} a trace is given (its reproducer's replay traces it)"
+    )
+
+
+def of_finding(
+    found: Any, target: Target, backend: str, max_cost: float | None = None
+) -> dict[str, Any] | None:
     """The origin of a finding's NaN or Inf (``found``: a ``fuzz.results.Found``), traced once
     (:func:`trace_finding`) and kept in its details; a trace that raised is kept as ``{"error":
     ...}`` (a diagnosis: the finding is never lost over it). None where the kept value is not a
-    dict."""
+    dict. A compiled backend's case over ``max_cost`` is not traced (:func:`too_costly`): kept
+    as not found, with why."""
     details = found.finding.details
+    if "origin" not in details and (why := too_costly(target, backend, found.case, max_cost)):
+        return {"found": False, "note": why}  # (not kept: a smaller example of it may be traced)
     if "origin" not in details:
         try:
             details["origin"] = trace_finding(target, backend, found.case, found.params)

@@ -22,6 +22,7 @@ This module decides what a death *is*; the scheduling policy books what it costs
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -61,6 +62,34 @@ OUT_OF_RESOURCES_TEXTS = (
     "std::bad_alloc",
     "MemoryError",
 )
+
+
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+
+
+def where_stuck(log: str, frames: int = 3) -> str:
+    """Where a worker's main thread was, from faulthandler's last dump in ``log`` (most recent
+    call first): its innermost frames in the harness (``fuzz``, ``strategies``, ``oracles``,
+    ``kernels`` modules, named by module, not by a machine's path), ``a < b`` reading outwards;
+    "" where the log has no dump."""
+    at = log.rfind("Current thread")  # the thread the signal found: the main one
+    dump = (log[at:] if at >= 0 else log).rsplit("most recent call first", 1)
+    if len(dump) < 2:
+        return ""
+    stack = dump[1].split("\n\n", 1)[0]
+    said: list[str] = []
+    for m in _FRAME.finditer(stack):
+        parts = m["path"].replace("\\", "/").removesuffix(".py").split("/")
+        top = next((i for i, p in enumerate(parts) if p in _OURS), None)
+        if top is None:
+            continue
+        said.append(f"{'.'.join(parts[top:])}:{m['line']} ({m['func']})")
+        if len(said) == frames:
+            break
+    return " < ".join(said)
+
+
+_OURS = ("fuzz", "strategies", "oracles", "kernels")
 
 
 class Faults:
@@ -229,9 +258,10 @@ class Faults:
             return P.CONTEXT_LOST, None, None
         if reason == "overran":
             why = "shrinking too slow" if pair.found else "its examples too slow"
+            where = where_stuck(self.pool.log_since_job(w) or "")
             self.note(
                 f"{pair.target.name} on {pair.backend}: a slice overran its hard limit ({why}); "
-                "the worker was restarted"
+                "the worker was restarted" + (f"; it was in {where}" if where else "")
             )
             return P.OVERRAN, None, None
         msg = f"the worker {exit_text(code, reason)}"

@@ -146,8 +146,8 @@ class ProcessPool:
     def kill(self, w: WorkerHandle, reason: str) -> None:
         w.kill_reason = reason
         if w.process is not None and w.process.is_alive():
-            if reason == "hang":
-                try:  # ask faulthandler for every thread's stack, for the finding
+            if reason in ("hang", "overran"):
+                try:  # ask faulthandler for every thread's stack, for the finding or the note
                     os.kill(w.process.pid, signal.SIGUSR1)
                     time.sleep(0.3)
                 except OSError:

@@ -408,6 +408,11 @@ class SliceRun:
     def on_feature(self, name: str) -> None:
         self.conn.send(M.Feature(self.id, name))
 
+    @property
+    def _trace_cost(self) -> float:
+        """The costliest case of a compiled backend's finding a slice traces (``fuzz.origin``)."""
+        return float(self.config.options.interpreter_max_cost)
+
     def on_found(self, result: Any, found: Any) -> None:
         from fuzz import origin
         from fuzz.reproducer import kills_context
@@ -415,7 +420,7 @@ class SliceRun:
         if found.final and found.finding.cls in ("nan", "inf"):
             # Its site tells the campaign at once whether it is a known bug reached otherwise
             # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
-            origin.of_finding(found, self.target, self.backend.name)
+            origin.of_finding(found, self.target, self.backend.name, self._trace_cost)
         found.reproducer = self.try_reproducer(found)
         self.conn.send(M.Found(self.id, _found_dict(found)))
         f = found.finding
@@ -449,7 +454,7 @@ class SliceRun:
             if not f.plots:  # the best example so far when shrinking was cut short: plot it too
                 f.plots = _plots(self.target, self.backend, f)
             if f.finding.cls in ("nan", "inf"):
-                origin.of_finding(f, self.target, self.backend.name)  # (once: kept in it)
+                origin.of_finding(f, self.target, self.backend.name, self._trace_cost)
             f.reproducer = self.try_reproducer(f) or f.reproducer
             found.append(_found_dict(f))
         summary: dict[str, Any] = result.as_dict()

@@ -384,3 +384,30 @@ def test_a_bug_the_hard_limit_left_unshrunk_is_shrunk_in_the_time_given_past_it(
     (found,) = result.found.values()
     assert found.final and found.case.inputs["x"].shape == (2, 1), found.case
     assert found.shrink_notes[-1].startswith("the slice's hard limit cut its shrinking; shrunk")
+
+
+def test_a_slice_killed_past_its_hard_limit_says_where_its_worker_was():
+    """A worker killed for overrunning its slice's hard limit is asked for its stacks first
+    (as for a hang): the note names the harness frames the main thread was in, innermost first,
+    by module (no machine's path), so that a killed slice says what was too slow."""
+    from fuzz.campaign.faults import where_stuck
+
+    log = (
+        "earlier output\n"
+        "Thread 0x00007f01 (most recent call first):\n"
+        '  File "/srv/x/lib/python3.12/threading.py", line 331 in wait\n'
+        '  File "/srv/x/src/fuzz/campaign/threads.py", line 20 in run\n'
+        "\n"
+        "Current thread 0x00007f02 (most recent call first):\n"
+        '  File "/srv/x/site-packages/triton/runtime/interpreter.py", line 900 in __call__\n'
+        '  File "/srv/x/src/kernels/attention/triton.py", line 88 in _attn_fwd\n'
+        '  File "/srv/x/src/fuzz/origin.py", line 115 in trace_finding\n'
+        '  File "/srv/x/src/fuzz/origin.py", line 160 in of_finding\n'
+        '  File "/srv/x/src/fuzz/campaign/worker.py", line 455 in summary\n'
+        "\n"
+    )
+    assert where_stuck(log) == (
+        "kernels.attention.triton:88 (_attn_fwd) < fuzz.origin:115 (trace_finding) < "
+        "fuzz.origin:160 (of_finding)"
+    )
+    assert where_stuck("no dump here") == ""

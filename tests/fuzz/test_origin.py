@@ -202,3 +202,29 @@ def test_a_finding_traced_inside_the_hypothesis_test_that_found_it_is_traced():
 
     search()
     assert traced[0].get("found") and traced[0]["expression"] == "tl.exp(s)", traced[0]
+
+
+def test_a_compiled_backends_costly_case_is_not_traced_in_a_slice(fake_plugin, monkeypatch):
+    """A slice traces a compiled backend's NaN in the interpreter only where the case costs no
+    more than the interpreter is given (``Profile.interpreter_max_cost``): an unshrunk GPU case
+    stepped through the interpreter outlasted the time the slice had past its hard limit, and
+    the worker was killed with the slice's findings. Its reproducer's replay still traces it;
+    an interpreter's own finding is traced whatever it costs (it ran that case already)."""
+    target = get("fake_exact_twin_compiles")
+    traced: list[str] = []
+    monkeypatch.setattr(
+        origin, "trace_finding", lambda t, b, c, p=None: traced.append(b) or {"found": False}
+    )
+
+    def found(n: int) -> SimpleNamespace:
+        case = Case({"x": np.ones((n, 1024), np.float32)}, {"dtype": "float32"}, {"seed": 0})
+        return SimpleNamespace(finding=SimpleNamespace(details={}), case=case, params={})
+
+    large = found(40)  # cost 40 > 16
+    o = origin.of_finding(large, target, "fake-compiled", max_cost=16.0)
+    assert o is not None and not o["found"] and "not traced here" in o["note"], o
+    assert traced == [] and "origin" not in large.finding.details
+    origin.of_finding(found(8), target, "fake-compiled", max_cost=16.0)
+    origin.of_finding(found(40), target, "fake", max_cost=16.0)  # the interpreter's own
+    origin.of_finding(found(40), target, "fake-compiled")  # no bound given: traced
+    assert traced == ["fake-compiled", "fake", "fake-compiled"]
