@@ -209,3 +209,17 @@ def test_finding_5_gqa_stores_unnormalized_half_partials():
             kv_seq_len=jnp.array([16]),
         )
     assert float(np.asarray(ref).ravel()[0]) == pytest.approx(60000, rel=1e-3)
+
+
+def test_the_gpu_domain_takes_sequences_shorter_than_a_tile():
+    """``mha`` clamps its blocks to the sequence length, so a sequence shorter than a tile is
+    supported on the GPU too (as powers of two, Triton's lowering): the client declares what the
+    library takes, not what avoids its bugs (finding 6 shows only below 16)."""
+    import fuzz.clients.jax_pallas_ops as client
+    from fuzz.target import get
+
+    for caps in (client.dense_caps.for_kind("compiled"), client.dense_caps.for_kind("interpreted")):
+        for axis in ("q", "k"):
+            assert caps.lengths[axis].shorter, (axis, caps.lengths[axis])
+    assert client.dense_caps.for_kind("compiled").lengths["q"].power_of_two
+    assert get("jax_mha") is not None
