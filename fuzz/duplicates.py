@@ -298,7 +298,9 @@ class Duplicates:
             there = b.site
             if there is None:
                 old = next((o for o in self.found.values() if o.signature == b.signature), None)
-                there = None if old is None else site(origin.of_finding(old, self.target, name, cost))
+                there = (
+                    None if old is None else site(origin.of_finding(old, self.target, name, cost))
+                )
             if there == here:
                 if b.key == f.key:
                     self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
