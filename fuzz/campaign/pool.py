@@ -247,12 +247,20 @@ class ProcessPool:
         return st, None
 
 
-def overran(job: Job, *, now: float, live_compile: float, compiling: float) -> bool:
+def overran(
+    job: Job, *, now: float, live_compile: float, compiling: float, example_since: float = 0.0
+) -> bool:
     """Whether slice ``job`` is 30 s past its hard limit, compiling not counted (a setup cost,
     as in its time limits): neither its compiles so far (``live_compile``) nor the one in
     flight, ``compiling`` seconds long (an H100 campaign killed a Pallas GLA pair's slices twice
-    while they compiled, and the pair ran 19 examples in 188 s). A replay never overruns (its
-    example timeout bounds it)."""
+    while they compiled, and the pair ran 19 examples in 188 s). An example in flight that began
+    before that point (``example_since``, on the same clock; 0: none) is left to its own
+    timeout, which tells a hang from a slow example: the slice stops at its end (slices of
+    GLA's backward on triton were killed mid-example, "its examples too slow", and their
+    examples lost). A replay never overruns (its example timeout bounds it)."""
     if job.is_replay:
         return False
-    return now > job.hard_deadline + 30 + live_compile + compiling
+    limit = job.hard_deadline + 30 + live_compile + compiling
+    if 0.0 < example_since <= limit:
+        return False
+    return now > limit

@@ -505,17 +505,18 @@ class Campaign:
                 limit = job.timeout or self.config.example_timeout
             if start > 0 and now_wall - start > limit:
                 self._kill(w, "hang")
-            elif self._overran(job, compiling or 0.0):
+            elif self._overran(job, compiling or 0.0, now_wall - start if start > 0 else None):
                 self._kill(w, "overran")
 
     def _kill(self, w: WorkerHandle, reason: str) -> None:
         self.pool.kill(w, reason)
         self._worker_gone(w, self.pool.exit_code(w))
 
-    def _overran(self, job: Job, compiling: float) -> bool:
+    def _overran(self, job: Job, compiling: float, example_age: float | None) -> bool:
         pair = self.policy.running(job.id)
-        live = pair.live_compile if pair is not None else 0.0
-        return overran(job, now=time.perf_counter(), live_compile=live, compiling=compiling)
+        live, now = pair.live_compile if pair is not None else 0.0, time.perf_counter()
+        since = 0.0 if example_age is None else now - example_age  # (on this clock)
+        return overran(job, now=now, live_compile=live, compiling=compiling, example_since=since)
 
     def _drain(self, busy: list[WorkerHandle], grace: float) -> None:
         end = time.perf_counter() + grace

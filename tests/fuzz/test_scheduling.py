@@ -791,6 +791,10 @@ def test_a_slice_is_not_killed_for_overrunning_while_it_compiles():
     assert not overran(late, now=200.0, live_compile=12.0, compiling=0.0)  # its compiles so far
     replay = Job(2, 0.0, replay_path="r.py", hard_deadline=160.0)
     assert not overran(replay, now=200.0, live_compile=0.0, compiling=0.0)
+    # An example in flight that began before the slice was 30 s past its limit is left to its
+    # own timeout; one begun after that point is not.
+    assert not overran(late, now=200.0, live_compile=0.0, compiling=0.0, example_since=185.0)
+    assert overran(late, now=200.0, live_compile=0.0, compiling=0.0, example_since=195.0)
 
 
 def test_a_nan_born_where_a_known_ones_is_counts_as_it_and_its_conditions_as_another_way():
@@ -863,6 +867,7 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
         backend=SimpleNamespace(name="triton"),
         conn=SimpleNamespace(send=sent.append),
         try_reproducer=lambda found: None,
+        _trace_cost=None,  # (no cost bound: tests/fuzz/test_origin.py has it)
     )
 
     def found(cls, final):
