@@ -90,17 +90,18 @@ def reached(pair: PairState, t: Tunables) -> float:
 class Overheads:
     """What the fuzzing workers' slices cost past their fuzzing, measured as the campaign goes:
     a slice's seconds on its worker less those that counted toward its pair's floor (at most its
-    search's time limit). In two-minute runs of the softmax kernels and their mutants on a
-    loaded 2-core CPU, 15 s of compiling and 49 s of shrinking in 120 s, where the floors had
-    been fitted to 80% of the budget: 4 of 20 pairs ended short of them. Two parts:
+    search's time limit). Two-minute runs of the softmax kernels and their mutants on a loaded
+    2-core CPU spent 12-16 s compiling and 40-57 s past their slices' limits, mostly shrinking,
+    of the 120 s, where the floors had been fitted to 80% of the budget: 2-4 of 20 pairs ended
+    short of them, and up to 3 unrun. Two parts:
 
     * compiling on the fuzzing path, per slice: a pair's first slice apart from its later ones
       (it compiles its kernels; later ones in the same worker have them loaded);
     * the rest, per fuzzing second: shrinking what the slice found (on an interpreter
       Hypothesis shrinks in the search, past its time limit), and starting and ending it. A
       slice that fuzzes longer finds more to shrink; one cut to a floor lowered to little
-      fuzzing, less (taken per slice, one mutant's 6 s of shrinking three bugs, the first
-      measured, was expected of every mutant's first slice, and the floors went to nothing).
+      fuzzing, less (taken per slice, the 6 s past its limit of one mutant's first slice, the
+      first measured, was expected of every mutant's, and the floors went to 1 example).
 
     Each is expected from the slices of the pair's kind, with one more at the kind above's
     (one slice is not taken for all of its kind), from the least specific kind to the most.

@@ -47,8 +47,8 @@ class Tunables:
             its own seed), rather than idle: on a host of several GPUs a plugin's few kernels
             would leave most workers idle.
         floor_slices: a slice of a pair under its floor ends at its floor's seconds: the floor
-            is the pair's share of a short budget (a pair 0.7 s short of a 3.69 s floor took
-            another whole 3 s slice, while the budget left others short of theirs).
+            is the pair's share of a short budget (a pair at 3 s of a 3.69 s floor would take
+            another whole 3 s slice; and floors lowered below a slice would shorten nothing).
     """
 
     floor_examples: int = 200

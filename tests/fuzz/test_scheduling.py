@@ -1003,11 +1003,12 @@ def _reals_and_mutants():
 def test_floors_fitted_to_the_budget_are_lowered_for_what_slices_spend_past_fuzzing():
     """Floors fitted up front to a share of the budget leave the rest for shrinking what is
     found, compiling and the last slices; a two-minute run of the softmax kernels and their
-    mutants on a loaded 2-core CPU spent 15 s compiling and 49 s shrinking the mutants' bugs,
-    and left 4 of 20 pairs short of their floor, one unrun. The policy measures what the slices
-    spend past fuzzing as they end, and lowers the floors where the budget left would otherwise
-    leave pairs short of them (said, with what it expects), never below what every pair has
-    had; the same events with the floors kept leave the real targets short."""
+    mutants on a loaded 2-core CPU spent 16 s compiling and 50 s past its slices' limits,
+    mostly shrinking the mutants' bugs, and left 3 of 20 pairs short of their floor, one
+    unrun. The policy measures what the slices spend past fuzzing as they end, and lowers the
+    floors where the budget left would otherwise leave pairs short of them (said, with what it
+    expects), never below what every pair has had; the same events with the floors kept leave
+    the real targets short."""
     from fuzz.campaign import report
 
     budget = 60.0  # 2 real targets and 6 mutants: floors of 32 examples or 4.8 s (9.6 s)
@@ -1082,7 +1083,7 @@ def test_floors_are_not_lowered_at_the_budgets_end_nor_where_asked_for():
 
 def test_a_slice_of_a_pair_under_its_floor_ends_at_it():
     """A pair's floor is its share of a short budget: a slice of a pair under it ends at its
-    floor's seconds (a pair 0.7 s short of a 3.69 s floor took another whole 3 s slice), and a
+    floor's seconds (a pair at 3 s of a 3.69 s floor would take another whole 3 s slice), and a
     slice past it runs the slice's seconds; ``floor_slices=False`` keeps the whole slice."""
     under = _pair("under", examples=10, seconds=2.5, mutant=True, expected="nan")
     met = _pair("met", examples=10, seconds=4.0, mutant=True, expected="nan")
