@@ -70,6 +70,8 @@ def ended(out: Ended, summary: Mapping[str, Any], *, slot: int) -> list[str]:
             f"{r['limit']} it may have; a fresh one takes over"
         )
     lines.append(slice_line(pair, out.plan.warm_up is not None, summary, out.seconds))
+    if out.floors is not None:
+        lines.append(out.floors)
     return lines
 
 

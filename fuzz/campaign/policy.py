@@ -25,7 +25,10 @@ What it decides:
   fuzzing, a real target ``real_floor_seconds``; compiling and shrinking count toward neither),
   then the pairs that met it by seconds short of its examples, then a bandit: the pairs whose
   recent slices found new bugs or coverage features per fuzzing second, with an exploration
-  bonus (UCB, :func:`ucb`);
+  bonus (UCB, :func:`ucb`); a slice of a pair under its floor ends at it;
+* the floors, where fitted to the budget: lowered where what the slices cost past fuzzing
+  (compiling, shrinking what they find, measured as the campaign goes) would leave the budget
+  short of them (``estimates.refit``);
 * which pair a compile worker warms up next (:meth:`SchedulingPolicy.next_warm_up`);
 * when a pair is finished (retired): a harness error, a search space Hypothesis reports
   exhausted, a mutant found with its class and shrunk, deaths that only repeat known bugs, or
@@ -58,6 +61,7 @@ class Ended:
         retired: why its pair was retired now ("" if not).
         widened: the values its pair's choices grew by (dimension -> values), or None.
         seconds: its seconds, as booked.
+        floors: what the floors were lowered to at its end (``estimates.refit``), or None.
     """
 
     pair: PairState
@@ -67,6 +71,7 @@ class Ended:
     retired: str = ""
     widened: dict[str, list[Any]] | None = None
     seconds: float = 0.0
+    floors: str | None = None
 
 
 @dataclass
@@ -113,6 +118,8 @@ class SchedulingPolicy:
         tunables: the numbers it decides by.
         widen: ``widen(pair, level)`` -> the pair's compile-time choices widened ``level`` times
             (``fuzz.engine.run_narrowing``): equal to its choices where nothing is left to add.
+        floors: what the campaign says of its floors (``estimates.fitted_floors``), updated in
+            place when they are lowered; None: never lowered.
     """
 
     def __init__(
@@ -121,9 +128,12 @@ class SchedulingPolicy:
         tunables: Tunables,
         *,
         widen: Callable[[PairState, int], dict[str, Any]] | None = None,
+        floors: dict[str, Any] | None = None,
     ) -> None:
         self.pairs = pairs
-        self.t = tunables
+        self.t = self.fitted = tunables
+        self.floors = floors
+        self.overheads = estimates.Overheads()
         self._widened = widen
         self._seats: dict[int, _Seat] = {}
         self._running: dict[int, _Running] = {}
@@ -170,6 +180,8 @@ class SchedulingPolicy:
             self._seats[wid].loaded.add(pair.key)
         t = self.t
         limit = min(t.slice_seconds, left)
+        if t.floor_slices and not warm and self.floor_progress(pair) < 1.0:
+            limit = min(limit, estimates.floor_left(pair, t))  # its floor is its share
         # Shrinking a new bug may take a while, and longer where each new shape compiles: a
         # GLA pair (5 s a compile on an H100) spent its 30 s in two cut stages on the compiled
         # backend and left none for the interpreter's search (665,600 elements, CPU: 272).
@@ -429,11 +441,15 @@ class SchedulingPolicy:
             if sighting is not None:
                 pair.new_sightings.add(sighting)
 
-    def ended(self, sid: int, summary: Mapping[str, Any], now: float) -> Ended:
+    def ended(
+        self, sid: int, summary: Mapping[str, Any], now: float, *, left: float | None = None
+    ) -> Ended:
         """Books slice ``sid``'s ``summary`` (``fuzz.results.HuntResult.as_dict`` and the
-        worker's additions) into its pair; says what it decided."""
+        worker's additions) into its pair; says what it decided (``left``: the budget's seconds
+        left, where the floors may be lowered to fit them)."""
         r = self._running.pop(sid)
         plan, pair = r.plan, r.pair
+        mark = self.overheads.mark(pair)
         secs, summary = booking.book_time(pair, plan, summary, now)
         out = Ended(pair, plan, seconds=secs)
         for rec in summary.get("found", []):
@@ -449,7 +465,17 @@ class SchedulingPolicy:
             out.widened = self._widen(pair, now)
             fuzz = max(secs - summary.get("compile_seconds", 0.0), 0.1)
             pair.rate = 0.5 * pair.rate + 0.5 * pair.slice_new / fuzz
+            self.overheads.slice_ended(pair, plan, now, mark)
+            out.floors = self.refit(left)
         return out
+
+    def refit(self, left: float | None) -> str | None:
+        """Lowers the floors where the budget's ``left`` seconds no longer give them
+        (``estimates.refit``): what to say of it, or None."""
+        fuzz = sum(1 for s in self._seats.values() if s.role == "fuzz")
+        fit = (self.pairs, self.fitted, self.t, self.overheads, self.floors)
+        self.t, said = estimates.refit(*fit, left=left, workers=fuzz)
+        return said
 
     def _retire(self, pair: PairState, summary: Mapping[str, Any]) -> str:
         """Retires ``pair`` when it is finished, and only then: a harness error, a search space
@@ -515,7 +541,10 @@ class SchedulingPolicy:
         shrunk is finished (an H100 campaign left such a pair unretired, and unfuzzed, after the
         kill)."""
         r = self._running.pop(sid)
+        mark = self.overheads.mark(r.pair)
         booking.book_lost(r.pair, r.plan, now, max_warms=self.t.max_warms)
+        if r.plan.warm_up is None:
+            self.overheads.slice_ended(r.pair, r.plan, now, mark)
         return Lost(r.plan, r.pair, r.found_new, self._retire(r.pair, {}))
 
     def died(self, lost: Lost, how: str, record: dict[str, Any] | None = None) -> Recorded | None:

@@ -72,7 +72,7 @@ class Campaign:
             if config.compile_workers and get_backend(p.backend).compiled:
                 p.warmth = Warmth.COLD
         tunables, self.floors = estimates.fitted_floors(config, pairs)
-        self.policy = SchedulingPolicy(pairs, tunables, widen=self._widened)
+        self.policy = SchedulingPolicy(pairs, tunables, widen=self._widened, floors=self.floors)
         self.pool: Any = ProcessPool([], [], share_cpus=config.workers)
         if config.cluster is not None:
             from fuzz.campaign.cluster import RayPool
@@ -243,7 +243,7 @@ class Campaign:
     def _slice_done(self, w: WorkerHandle, sid: int, summary: dict[str, Any]) -> None:
         """Books slice ``sid``'s summary (the policy) and says what it found and decided."""
         w.job = None
-        ended = self.policy.ended(sid, summary, time.perf_counter())
+        ended = self.policy.ended(sid, summary, time.perf_counter(), left=self.remaining())
         for out in [*(o for _, o in ended.found), *ended.withdrawn]:
             self.folder.supersede(out.superseded)  # (said below, with the slice's line)
         self.note_db_problems(summary.get("db_problems", []))

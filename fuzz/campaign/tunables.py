@@ -46,6 +46,9 @@ class Tunables:
         share_pairs: a worker with no free pair fuzzes one another worker is fuzzing (each slice
             its own seed), rather than idle: on a host of several GPUs a plugin's few kernels
             would leave most workers idle.
+        floor_slices: a slice of a pair under its floor ends at its floor's seconds: the floor
+            is the pair's share of a short budget (a pair at 3 s of a 3.69 s floor would take
+            another whole 3 s slice; and floors lowered below a slice would shorten nothing).
     """
 
     floor_examples: int = 200
@@ -69,6 +72,7 @@ class Tunables:
     rewarm_after: float = 2.0
     rewarm_refused: int = 10
     share_pairs: bool = True
+    floor_slices: bool = True
 
     @classmethod
     def of(cls, config: Any, *, pairs: int) -> Tunables:

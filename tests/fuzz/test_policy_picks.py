@@ -5,8 +5,9 @@ the end), recorded from the old ``Campaign`` by ``tests/fuzz/record_picks.py`` a
 events, fed to :class:`fuzz.campaign.policy.SchedulingPolicy` through its public interface, must
 give the same slices and the same rows.
 
-Since the recording, two things changed on purpose, and the replay leaves them out: pairs are
-shared by workers that would otherwise idle (off here: ``share_pairs=False``), and a bug seen
+Since the recording, three things changed on purpose, and the replay leaves them out: pairs are
+shared by workers that would otherwise idle (off here: ``share_pairs=False``), a slice of a pair
+under its floor ends at its floor's seconds (off here: ``floor_slices=False``), and a bug seen
 another way (a record of another key that its duplicate check names) is kept beside the bug's
 record (``also_seen``) instead of dropped: its conditions are then known to later slices too
 (the ``known`` bugs of the bug's signature and another key), and its reproducer is no longer
@@ -113,6 +114,7 @@ def _policy(scenario: dict[str, Any]) -> SchedulingPolicy:
             pairs.append(p)
     tunables = Tunables(
         share_pairs=False,  # (recorded before pairs could be shared by idle workers)
+        floor_slices=False,  # (and before a slice under its floor ended at it)
         examples=scenario["examples"],
         slice_seconds=slice_seconds(scenario["budget"], len(pairs)),
         seed=scenario["seed"],

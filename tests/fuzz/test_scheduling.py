@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from fuzz.campaign.config import CampaignConfig
-from fuzz.campaign.pairs import PairState, Warmth
+from fuzz.campaign.pairs import PairState, Warmth, interleave
 from fuzz.campaign.policy import SchedulingPolicy
 from fuzz.campaign.runner import Campaign
 from fuzz.campaign.tunables import Tunables
@@ -918,6 +918,28 @@ def test_a_mutant_found_and_shrunk_before_its_worker_ran_out_of_memory_is_finish
     assert policy.out_of_resources(q, "maps") == "resource exhaustion" and "2 times" in q.error
 
 
+def _config(budget, **kw):
+    """A campaign's config, as ``estimates.fitted_floors`` reads it: the default floors, one
+    fuzzing worker."""
+    return SimpleNamespace(
+        **{
+            "floor_examples": 200,
+            "floor_seconds": 30.0,
+            "real_floor_seconds": 60.0,
+            "examples": None,
+            "slice_seconds": None,
+            "budget": budget,
+            "seed": 0,
+            "compile_workers": 0,
+            "warm_quiet": 8,
+            "max_deaths": 2,
+            "workers": 1,
+            "scale_floors": True,
+            **kw,
+        }
+    )
+
+
 def test_a_budget_short_of_the_floors_scales_them_and_says_so():
     """A newcomer's two-minute run of every target and mutant (111 pairs) needed over an hour of
     fuzzing for its floors: 60 pairs ran nothing and the rest read 'pass' after 1 s. Where the
@@ -926,20 +948,7 @@ def test_a_budget_short_of_the_floors_scales_them_and_says_so():
     from fuzz.campaign.estimates import FLOORS_SHARE, fitted_floors, floors_text
 
     pairs = [_pair(f"m{i}", mutant=True, expected="nan") for i in range(4)] + [_pair("r")]
-    config = SimpleNamespace(
-        floor_examples=200,
-        floor_seconds=30.0,
-        real_floor_seconds=60.0,
-        examples=None,
-        slice_seconds=None,
-        budget=90.0,
-        seed=0,
-        compile_workers=0,
-        warm_quiet=8,
-        max_deaths=2,
-        workers=1,
-        scale_floors=True,
-    )
+    config = _config(90.0)
     t, said = fitted_floors(config, pairs)
     need = 4 * 30.0 + 60.0
     factor = 90.0 * FLOORS_SHARE / need
@@ -954,6 +963,166 @@ def test_a_budget_short_of_the_floors_scales_them_and_says_so():
         t, said = fitted_floors(config, pairs)
         assert said["scaled"] == 1.0 and floors_text(said, 5, budget) is None
         assert (t.floor_examples, t.floor_seconds) == (200, 30.0)  # fits, or asked for
+
+
+def _fitted_policy(pairs, budget, *, fit=True):
+    """A policy over ``pairs`` (in the first round's order) with one fuzzing worker (0), its
+    floors fitted to ``budget`` as a campaign's are; ``fit``: and refitted as it goes (else the
+    floors fitted up front are kept). Returns it and what it says of its floors."""
+    from fuzz.campaign.estimates import fitted_floors
+
+    pairs = interleave(pairs)
+    t, floors = fitted_floors(_config(budget), pairs)
+    policy = SchedulingPolicy(pairs, t, floors=floors if fit else None)
+    policy.add_worker(0, "fuzz")
+    return policy, floors
+
+
+def _fake_campaign(policy, budget, *, shrink, rate=5.0):
+    """Runs ``policy``'s campaign on a fake clock, its one fuzzing worker (0) taking slices till
+    the budget is spent: a slice fuzzes its time limit at ``rate`` examples a second; a
+    mutant's first slice finds its planted bug and shrinks it (as Hypothesis does in the search
+    on an interpreter) ``shrink`` seconds past that limit, which retires the mutant. Returns
+    what the slices' ends said of the floors."""
+    now, said = 0.0, []
+    for sid in itertools.count(1):
+        plan = policy.next_slice(0, slice_id=sid, now=now, left=budget - now)
+        if plan is None:
+            return said
+        pair = policy.pair(f"{plan.target}|{plan.backend}")
+        found = pair.target.is_mutant and pair.slices == 0
+        now += plan.time_limit + (shrink if found else 0.0)
+        summary = {"examples": round(rate * plan.time_limit), "seconds": now - plan.started}
+        if found:
+            summary["found"] = [_rec(f"s{sid}", shrunk=True)]
+        out = policy.ended(sid, summary, now, left=budget - now)
+        said += [out.floors] if out.floors is not None else []
+
+
+def _reals_and_mutants():
+    return [_pair(f"r{i}", slices=0) for i in range(2)] + [
+        _pair(f"m{i}", slices=0, mutant=True, expected="nan") for i in range(6)
+    ]
+
+
+def test_floors_fitted_to_the_budget_are_lowered_for_what_slices_spend_past_fuzzing():
+    """Floors fitted up front to a share of the budget leave the rest for shrinking what is
+    found, compiling and the last slices; a two-minute run of the softmax kernels and their
+    mutants on a loaded 2-core CPU spent 16 s compiling and 50 s past its slices' limits,
+    mostly shrinking the mutants' bugs, and left 3 of 20 pairs short of their floor, one
+    unrun. The policy measures what the slices spend past fuzzing as they end, and lowers the
+    floors where the budget left would otherwise leave pairs short of them (said, with what it
+    expects), never below what every pair has had; the same events with the floors kept leave
+    the real targets short."""
+    from fuzz.campaign import report
+
+    budget = 60.0  # 2 real targets and 6 mutants: floors of 32 examples or 4.8 s (9.6 s)
+    for fit in (False, True):
+        policy, floors = _fitted_policy(_reals_and_mutants(), budget, fit=fit)
+        fitted = dict(floors)
+        said = _fake_campaign(policy, budget, shrink=6.0)
+        rows = [p.as_dict() for p in policy.pairs]
+        short = report.short_of_floor(rows, floors)
+        assert report.summary_of(rows, [], [], [])["unrun"] == []
+        if not fit:
+            assert said == [] and floors == fitted
+            assert short == ["r0 on fake", "r1 on fake"]  # one slice each: the budget was spent
+            continue
+        assert short == [] and floors["lowered"] < 1.0
+        assert floors["examples"] < fitted["examples"] and floors["seconds"] < fitted["seconds"]
+        assert said and said[0].startswith("floors lowered to ")
+        assert "compiling and shrinking what they find" in said[0]
+        assert all(p.retired or policy.floor_progress(p) >= 1.0 for p in policy.pairs)
+        assert sum(p.retired != "" for p in policy.pairs) == 6  # every mutant found, shrunk
+
+
+def test_floors_are_lowered_only_as_far_as_the_budget_left_needs_and_never_raised():
+    """Floors are lowered where what is left of the budget no longer gives them, till they take
+    ``FLOORS_SHARE`` of it; kept while it does; never below what every pair not finished has
+    had, and never raised again: a first slice compiles and a mutant's finds and shrinks its
+    bug, and what the first few measured forecasts the rest badly (floors raised on them were
+    lowered again, and again, and floors raised late left a pair short)."""
+    from fuzz.campaign.estimates import FLOORS_SHARE, floors_left
+
+    policy, floors = _fitted_policy(_reals_and_mutants(), 60.0)
+    fitted = policy.t
+    assert policy.refit(60.0) is None  # nothing measured: the floors fitted up front fit
+    m0 = policy.pair("m0|fake")
+    policy.overheads.book(m0, first=True, busy=9.0, fuzzed=3.0)  # 6 s past fuzzing
+    said = policy.refit(50.0)
+    assert said.startswith("floors lowered") and policy.t.floor_seconds < fitted.floor_seconds
+    assert floors["examples"] == 9 and floors["seconds"] == 1.33 and floors["lowered"] < 1.0
+    need = floors_left(policy.pairs, policy.t, policy.overheads)[0]
+    assert need == pytest.approx(FLOORS_SHARE * 50.0, rel=0.02)
+    lowered = policy.t
+    assert policy.refit(50.0) is None  # the same estimates: kept
+    for _ in range(30):  # slice after slice that cost nothing past fuzzing
+        policy.overheads.book(m0, first=True, busy=3.0, fuzzed=3.0)
+    for p in policy.pairs:
+        p.slices, p.examples = 1, 1
+    assert policy.refit(50.0) is None and policy.t == lowered  # not raised
+    # Never below what every pair has had: 4 examples each (floors of 1 would tell nothing).
+    for p in policy.pairs:
+        p.examples = 4
+    policy.overheads.book(m0, first=False, busy=1000.0, fuzzed=0.1)
+    assert policy.refit(20.0).startswith("floors lowered to 2% of the full ones, 4 examples")
+    assert floors["examples"] == 4 and policy.t.floor_examples == 4
+
+
+def test_floors_are_not_lowered_at_the_budgets_end_nor_where_asked_for():
+    """A refit plans the slices to come: with less than a slice left there are none, and a pair
+    short of its floor then is reported short, not explained away by floors lowered to what it
+    had. Floors asked for (``--floor-examples`` ...) are kept however short the budget."""
+    pairs = _reals_and_mutants()
+    policy, floors = _fitted_policy(pairs, 60.0)
+    for p in policy.pairs:
+        policy.overheads.book(p, first=True, busy=20.0, fuzzed=0.0)
+    kept = dict(floors)
+    assert policy.refit(policy.t.slice_seconds - 0.1) is None and floors == kept
+    assert policy.refit(None) is None and floors == kept  # (a caller that says no time)
+    floors["fit_to_budget"] = False  # asked for
+    assert policy.refit(40.0) is None and floors == {**kept, "fit_to_budget": False}
+    floors["fit_to_budget"] = True
+    assert policy.refit(40.0).startswith("floors lowered") and floors["lowered"] < 1.0
+
+
+def test_a_slice_of_a_pair_under_its_floor_ends_at_it():
+    """A pair's floor is its share of a short budget: a slice of a pair under it ends at its
+    floor's seconds (a pair at 3 s of a 3.69 s floor would take another whole 3 s slice), and a
+    slice past it runs the slice's seconds; ``floor_slices=False`` keeps the whole slice."""
+    under = _pair("under", examples=10, seconds=2.5, mutant=True, expected="nan")
+    met = _pair("met", examples=10, seconds=4.0, mutant=True, expected="nan")
+    for cap, want in ((True, 0.5), (False, 3.0)):
+        policy = _policy([under, met], floor_seconds=3.0, slice_seconds=3.0, floor_slices=cap)
+        plan = policy.begin(under, 0, slice_id=next(_IDS), now=0.0, left=100.0)
+        assert plan.time_limit == pytest.approx(want)
+        assert plan.hard_limit == pytest.approx(want + 30.0)  # its time to shrink is kept
+        assert policy.begin(met, 0, slice_id=next(_IDS), now=0.0, left=100.0).time_limit == 3.0
+
+
+def test_what_slices_spend_past_fuzzing_is_expected_by_their_kind():
+    """A slice's cost past fuzzing (its seconds on its worker less those toward its pair's
+    floor) is expected from the slices of its kind: its compiling per slice (family, backend,
+    first or later slice), the rest (shrinking what it found) per fuzzing second (family,
+    backend, mutant or not), each with one more slice at the kind above's: one mutant's first
+    slice that shrank long is not taken for every mutant's, and many of a kind come to their
+    own mean."""
+    from fuzz.campaign.estimates import Overheads
+
+    o = Overheads()
+    m = _pair("m", mutant=True, expected="nan")
+    r = _pair("r")
+    assert o.expected(m, first=True, fuzzing=3.0) == 0.0  # nothing measured
+    for _ in range(3):  # real targets' first slices: 1 s compiling, nothing more
+        o.book(r, first=True, busy=4.0, fuzzed=3.0, compiled=1.0)
+    o.book(m, first=True, busy=10.0, fuzzed=3.0, compiled=1.0)  # a mutant's: 6 s shrinking
+    assert 1.0 < o.expected(m, first=True, fuzzing=3.0) < 7.0
+    assert o.expected(m, first=False, fuzzing=0.0) == 0.0  # later slices compile nothing yet
+    for _ in range(30):  # 4 s of shrinking in each 2 s slice of a mutant
+        o.book(m, first=True, busy=7.0, fuzzed=2.0, compiled=1.0)
+    assert o.expected(m, first=True, fuzzing=1.0) == pytest.approx(1.0 + 2.0, abs=0.1)
+    assert o.expected(r, first=True, fuzzing=3.0) == pytest.approx(1.0, abs=0.2)
+    assert o.total() == (3.0 + 7.0 + 30 * 5.0, 34)
 
 
 def test_the_summary_says_which_pairs_the_budget_left_unrun_or_short_of_their_floor():
