@@ -292,7 +292,7 @@ class BugLedger:
             out.merged.append((sig, twin, "also", str(rec.get("class"))))
             return out
         _supersede(out, rec, keep)
-        if dup.get("how") in ("site", "conditions"):  # (its minimal example's conditions)
+        if dup.get("how") in ("site", "conditions", "influence"):  # (its minimal example's)
             also(keep, dup.get("triggers"))
         # The conditions it was first seen with lead to the twin: later examples with all of
         # them are its hits, not shrunk again (a GPU plugin campaign shrank examples with one
@@ -327,9 +327,9 @@ class BugLedger:
         for rec in self.found.values():
             for s in rec.get("also_seen", []):
                 if s.get("bug_key"):
-                    out.append(
-                        Bug(s["bug_key"], frozenset(s.get("triggers") or ()), rec["signature"])
-                    )
+                    example = s.get("reproducer") if s.get("shrunk") else None
+                    triggers = frozenset(s.get("triggers") or ())
+                    out.append(Bug(s["bug_key"], triggers, rec["signature"], example=example))
         return out
 
     def hits(self) -> Counter[str]:

@@ -39,7 +39,7 @@ import contextlib
 import contextvars
 import functools
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -248,6 +248,14 @@ class Context:
         # The output a check looks at first where a property compares several (``check_case``'s
         # ``prefer``, a bug key naming one).
         self.prefer_output: str | None = None
+        # The kernel calls its properties derived from the case (a shorter sequence, a state
+        # carried on, poisoned masked inputs), run on its own backend through the target's own
+        # entry point, in launch order, each with the property that launched it: a call of the
+        # kernel on inputs of its own, which the duplicate check may check again as an example
+        # (``fuzz.duplicates.fails_as``).
+        self.derived_cases: list[tuple[str, Case]] = []
+        self.checking = ""  # the property being checked
+        self.only: frozenset[str] | None = None  # the properties checked (``check_case``'s)
 
     def failed_comparison(self) -> RunsCompared | None:
         """The two runs whose difference is the failure this case's check returned, where it
@@ -318,6 +326,8 @@ class Context:
         """
         case = self.case if case is None else case
         backend = self.backend if backend is None else backend
+        if case is not self.case and backend is self.backend and entry is None:
+            self.derived_cases.append((self.checking, case))
         adapter = adapter_for(backend)
         if entry is None:
             entry = self.target.kernels[backend.impl]
@@ -1201,6 +1211,7 @@ def check_case(
     note: Callable[[str, Any], None] | None = None,
     spare_derived: bool = False,
     admit: Callable[[], None] | None = None,
+    only: Collection[str] | None = None,
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
@@ -1219,6 +1230,7 @@ def check_case(
     for; a small case fails the oracle before the metamorphic property a large one failed
     alone), the remaining properties are still checked and a failure of the preferred class or
     key is returned if one shows. A crash ends the check at once.
+    ``only``: the names of the properties to check (None: all of them).
 
     Raises:
         Unsupported: the kernel declined the case itself (its clean run): the example is not
@@ -1238,6 +1250,7 @@ def check_case(
         spare_derived=spare_derived,
     )
     ctx.scores = draw is not None
+    ctx.only = None if only is None else frozenset(only)
     if prefer is not None and prefer.count("|") >= 2:
         ctx.prefer_output = prefer.split("|")[2]
     used: dict[str, Any] = {}
@@ -1269,7 +1282,7 @@ def _drawn(
     not record a property's parameter skips that property."""
     out = []
     for prop in properties_of(ctx.target):
-        if not prop.applies(ctx):
+        if (ctx.only is not None and prop.name not in ctx.only) or not prop.applies(ctx):
             continue
         value = None
         if prop.params_strategy is not None:
@@ -1300,6 +1313,7 @@ def _check_properties(
         admit()
     for prop, value in checks:
         t0 = time.perf_counter()
+        ctx.checking = prop.name
         try:
             if first is None:
                 finding = prop.check(ctx, value)
