@@ -10,8 +10,9 @@ second half of a sequence cut in two), its NaN or Inf is born at the same kernel
 the same inputs as their references do not (``influence``: ``fuzz.influence``; a bias row read
 for every row shows as ``accuracy`` with two columns and as ``masking`` with one, and neither
 example fails the other's way). A known bug of another key met so is one bug seen another way
-(the campaign keeps the new record beside it as "also seen as", with its reproducer); of the
-same key, one bug reached through other conditions. Distinctness is never decided by shrinking through the union of the
+(the campaign keeps the new record beside it as "also seen as", with its reproducer, the smaller
+minimal example standing for the bug); of the same key, one bug reached through other
+conditions. Distinctness is never decided by shrinking through the union of the
 known and the new failure: two independent bugs whose triggers are free choices (a softmax wrong
 for every fp16 input and, apart, for bf16 rows of odd length) walked from one into the other so
 and were reported as one. :class:`Duplicates` holds what the check needs from the hunt (its
