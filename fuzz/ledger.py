@@ -91,6 +91,7 @@ SEEN_FIELDS = (
     "reproducer",
     "message",
     "also_triggers",
+    "params",
 )
 
 

@@ -254,7 +254,6 @@ class Context:
         # kernel on inputs of its own, which the duplicate check may check again as an example
         # (``fuzz.duplicates.fails_as``).
         self.derived_cases: list[tuple[str, Case]] = []
-        self.checking = ""  # the property being checked
         self.only: frozenset[str] | None = None  # the properties checked (``check_case``'s)
 
     def failed_comparison(self) -> RunsCompared | None:
@@ -326,8 +325,6 @@ class Context:
         """
         case = self.case if case is None else case
         backend = self.backend if backend is None else backend
-        if case is not self.case and backend is self.backend and entry is None:
-            self.derived_cases.append((self.checking, case))
         adapter = adapter_for(backend)
         if entry is None:
             entry = self.target.kernels[backend.impl]
@@ -519,6 +516,9 @@ class Context:
                 prop, case, fill=fill, backend=backend, outputs=outputs, entry=entry
             )
 
+        if case is not None and case is not self.case and backend in (None, self.backend):
+            if entry is None:  # (a launch shared by several properties: each one's)
+                self.derived_cases.append((prop, case))
         launch = run() if share is None else self.memo(("derived", share), run)
         if launch.declined is not None:
             raise PropertyDeclined(prop, launch.declined.reason)
@@ -1313,7 +1313,6 @@ def _check_properties(
         admit()
     for prop, value in checks:
         t0 = time.perf_counter()
-        ctx.checking = prop.name
         try:
             if first is None:
                 finding = prop.check(ctx, value)

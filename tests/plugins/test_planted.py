@@ -297,6 +297,39 @@ def test_a_metamorphic_row_whose_derived_call_fails_a_known_bugs_way_is_that_bug
     )
 
 
+def test_a_derived_call_two_properties_share_is_each_ones(plugins):
+    """``chunk-independence`` runs the case again with chunks of 32, a launch it shares with
+    ``finite-every-chunk``, which launched it first: a 17-token sequence with an initial state is
+    one chunk there, whose state the planted kernel drops. The shared call is the failing
+    property's too, and it fails the oracle as the known bug does (a 480 s CPU campaign left
+    this row beside the oracle's while the call was taken as the other property's only)."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.duplicates import bug_of
+
+    target, backend = get("planted_gla_h0_one_chunk_triton"), get_backend("triton-interpret")
+    rng = np.random.default_rng(2)
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    params = {"dtype": "float32", "chunk_size": 16, "scale": None, "output_final_state": False}
+    inputs = {"q": arr(1, 17, 1, 16), "k": arr(1, 17, 1, 16), "v": arr(1, 17, 1, 16)}
+    inputs |= {"g_gamma": np.array([-0.5], np.float32), "h0": arr(1, 1, 16, 16)}
+    chunks = _as_found(
+        target, backend, Case(inputs, params), {"finite-every-chunk": 0, "chunk-independence": 0}
+    )
+    one = Case({k: v[:, :1] if v.ndim == 4 and k != "h0" else v for k, v in inputs.items()}, params)
+    oracle = _as_found(target, backend, one)
+    assert chunks.key == "accuracy|chunk-independence|o|-" and oracle.key == "accuracy|oracle|o|-"
+    assert _duplicates(target, backend, {"accuracy": oracle}).of(chunks) == (
+        bug_of(oracle),
+        "property",
+    )
+
+
 def test_one_bug_seen_through_two_outputs_is_one_bug_by_what_both_ignore(plugins):
     """The planted GLA kernel that drops the initial state of a one-chunk sequence: its final
     state ``ht`` is wrong (a minimal example with zero queries, whose ``o`` is 0 and right) and
