@@ -3,8 +3,9 @@
 Reads a campaign's ``report.json`` and the planted-bug tables (``PLANTED``) of the planted
 plugins (``tests/plugins/planted.py``, Triton; ``tests/plugins/planted_pallas.py``, Pallas;
 imported by path), and prints one line per planted kernel: its rows (findings) in the report,
-their classes and element counts (``case_size``), whether each planted bug was found (a row its
-record matches: by default one of its expected class), then the totals: rows per planted bug,
+their classes and element counts (``case_size``) and the ways each row's bug was also seen,
+whether each planted bug was found (a row its record matches, or a way a row's bug was also
+seen: by default one of its expected class), then the totals: rows per planted bug,
 the median and largest row size, rows over 4,096 elements. Rows of the bug-free ``control_*``
 targets, where a campaign ran them, are listed after: they are not planted bugs.
 
@@ -92,7 +93,15 @@ def _describe(row: Mapping[str, Any]) -> str:
     finish, ``maybe-known`` where its key is a shrunk bug's."""
     size = f"{_size(row)}" + (", unshrunk" if row.get("shrunk") is False else "")
     out = f"{row.get('class')}/{row.get('property')}:{row.get('output') or '-'}({size})"
-    return out + (" maybe-known" if row.get("maybe_of") else "")
+    also = [
+        f"{s.get('class')}/{s.get('property')}:{s.get('output') or '-'}({_size(s)})"
+        for s in row.get("also_seen") or []
+    ]
+    return (
+        out
+        + (f" [also seen as {', '.join(also)}]" if also else "")
+        + (" maybe-known" if row.get("maybe_of") else "")
+    )
 
 
 def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
@@ -123,7 +132,10 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
                 "unrun (no example ran: the budget ended first)"
             )
             continue
-        found = [any(b.matches(r) for r in rows) for b in bugs]
+        # (a row found a bug as itself, or as a way its bug was also seen: its smallest
+        # example stands for the bug, another class beside it)
+        ways = [w for r in rows for w in [r, *(r.get("also_seen") or [])]]
+        found = [any(b.matches(w) for w in ways) for b in bugs]
         bugs_run += len(bugs)
         found_run += sum(found)
         rows_all.extend(rows)

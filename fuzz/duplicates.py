@@ -4,10 +4,15 @@ A round's bugs are told apart by their failure keys and triggers (``fuzz.signatu
 the evidence says a new bug is a known one met another way, it is that bug: its minimal example
 is the known bug's kernel call (``case``), fails the known bug's way too, with the known bug's
 conditions holding (``property``: of any class and output, the known bug's property checked on
-the new example), or its NaN or Inf is born at the same kernel expression (``site``, whatever
-its key). A known bug of another key met so is one bug seen another way (the campaign keeps the
-new record beside it as "also seen as", with its reproducer); of the same key, one bug reached
-through other conditions. Distinctness is never decided by shrinking through the union of the
+the new example, or on the kernel call its failing metamorphic property derived from it: the
+second half of a sequence cut in two), its NaN or Inf is born at the same kernel expression
+(``site``, whatever its key), or the wrong elements of both minimal examples read, or ignore,
+the same inputs as their references do not (``influence``: ``fuzz.influence``; a bias row read
+for every row shows as ``accuracy`` with two columns and as ``masking`` with one, and neither
+example fails the other's way). A known bug of another key met so is one bug seen another way
+(the campaign keeps the new record beside it as "also seen as", with its reproducer, the smaller
+minimal example standing for the bug); of the same key, one bug reached through other
+conditions. Distinctness is never decided by shrinking through the union of the
 known and the new failure: two independent bugs whose triggers are free choices (a softmax wrong
 for every fp16 input and, apart, for bf16 rows of odd length) walked from one into the other so
 and were reported as one. :class:`Duplicates` holds what the check needs from the hunt (its
@@ -18,6 +23,7 @@ does not match as a new one.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +78,60 @@ def _half(a: Any) -> bool:
     return dtype_name(a.dtype) in ("float16", "bfloat16")
 
 
+# Kernel calls a check derived from an example, checked again as examples of a bug (each is a
+# check of its own): at most this many per example and key.
+DERIVED_CHECKS = 6
+
+
+def fails_as(
+    target: Target, backend: Backend, options: HuntOptions, f: Any, key: str, own: str = ""
+) -> tuple[Any, bool] | None:
+    """Whether ``f``'s example (a :class:`Found`, or anything with its ``case`` and ``params``)
+    fails the way of bug ``key``: its own check, ``key`` preferred, or else one of the kernel
+    calls that its own failing property (that of ``own``, its bug key) derived from it (a
+    metamorphic property's: a sequence cut in two with the state carried on, segments
+    permuted, a constant added), checked as an example of its own with ``key``'s property
+    alone: the call whose result made that property fail. Returns (the failing check's outcome,
+    whether it was a derived call's), or None. A planted GLA kernel that dropped the initial
+    state of a one-chunk sequence came as two rows: the oracle with an initial state, and
+    ``state-continuation`` without one, whose second half is a one-chunk call with the first
+    half's state: that call fails the oracle. (Calls derived by other properties than the one
+    that failed say nothing of its failure: not taken.)"""
+    outcome = check_as(target, backend, options, f, key)
+    if outcome is None:
+        return None
+    if _fails(outcome, key):
+        return outcome, False
+    prop = own.split("|")[1] if own.count("|") >= 1 else None
+    seen: set[str] = {f.case.digest()}
+    for by, case in outcome.context.derived_cases:
+        digest = case.digest()
+        if by != prop or digest in seen:
+            continue
+        seen.add(digest)
+        if len(seen) > 1 + DERIVED_CHECKS:
+            break
+        try:
+            derived = check_case(
+                target,
+                backend,
+                case,
+                params={},
+                **options.check_kwargs(),
+                prefer=key,
+                only=key.split("|")[1:2],
+            )
+        except Exception:
+            continue
+        if _fails(derived, key):
+            return derived, True
+    return None
+
+
+def _fails(outcome: Any, key: str) -> bool:
+    return outcome is not None and outcome.finding is not None and bug_key(outcome.finding) == key
+
+
 def check_as(target: Target, backend: Backend, options: HuntOptions, f: Any, key: str) -> Any:
     """The outcome of ``f``'s example (a :class:`Found`, or anything with its ``case`` and
     ``params``) on ``backend``, the property of bug ``key`` checked first; None where the check
@@ -124,6 +184,9 @@ class Duplicates:
         found: the bugs the hunt has settled (``HuntResult.found``), by label.
         known_bugs: every bug the hunt knows (settled, or found before it); a known bug reached
             through other conditions gains them as another way to it (:meth:`same_site`).
+
+    One instance may serve a hunt's successive checks (``fuzz.engine``): what it computed of an
+    example (its failures another way, its influence anomalies) is kept by the example's call.
     """
 
     target: Target
@@ -133,13 +196,20 @@ class Duplicates:
     known_bugs: list[Bug]
     # Known bugs' examples read back from their reproducers, by path (None: unreadable here).
     _examples: dict[str, _Example | None] = field(default_factory=dict)
+    # fails_as of an example (its call and parameters) and a key.
+    _failing: dict[tuple[str, str, str], tuple[Any, bool] | None] = field(default_factory=dict)
+    # influence.anomalies of an example's call.
+    _anomalies: dict[str, frozenset[tuple[str, str]] | None] = field(default_factory=dict)
 
     def of(self, f: Found) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
         minimal example is a known bug's kernel call, failing another way; ``"property"``: its
         minimal example fails a known bug's way too, with that bug's triggers or under fewer of
-        its own, or a settled bug's minimal example fails ``f``'s way with ``f``'s triggers; ``"site"``: its NaN or Inf is born at a known bug's kernel expression), or
-        None: a bug of its own.
+        its own, or a settled bug's minimal example fails ``f``'s way with ``f``'s triggers, the
+        example itself or a kernel call its check derived; ``"site"``: its NaN or Inf is born at
+        a known bug's kernel expression; ``"influence"``: the wrong elements of both minimal
+        examples read, or ignore, one input as their references do not), or None: a bug of its
+        own.
 
         An example of a known bug's key counts as a hit of it only where all of the bug's
         triggers hold, and a bug's triggers are those of its minimal example, some of them
@@ -167,7 +237,11 @@ class Duplicates:
         twin = self.needs_fewer(f, twins)
         if twin is not None:
             return twin, "conditions"
-        return self._under_more(f)
+        under_more = self._under_more(f)
+        if under_more is not None:
+            return under_more
+        twin = self.reads_alike(f)
+        return None if twin is None else (twin, "influence")
 
     def needs_fewer(self, f: Found, twins: list[Bug]) -> Bug | None:
         """The bug of ``twins`` (of ``f``'s key, triggers that do not nest with ``f``'s) that
@@ -195,7 +269,7 @@ class Duplicates:
         return None
 
     def _under_more(self, f: Found) -> tuple[Bug, str] | None:
-        """The last check of :meth:`of`, after those of ``f``'s own key: :meth:`also_fails` the
+        """A check of :meth:`of`, after those of ``f``'s own key: :meth:`also_fails` the
         other way round."""
         also = self.also_fails(f, under_more=True)
         return None if also is None else (also, "property")
@@ -211,6 +285,24 @@ class Duplicates:
                 return bug_of(old)
         return None
 
+    def fails_as(self, example: Any, own: str, key: str) -> tuple[Any, bool] | None:
+        """:func:`fails_as` of an example of bug key ``own``, computed once per example (its
+        call and parameters) and key."""
+        memo = (example.case.digest(), json.dumps(example.params, sort_keys=True, default=str), key)
+        if memo not in self._failing:
+            self._failing[memo] = fails_as(
+                self.target, self.backend, self.options, example, key, own
+            )
+        return self._failing[memo]
+
+    def _holds(self, failing: tuple[Any, bool], own: frozenset[str]) -> frozenset[str]:
+        """What holds for the call that failed (``fails_as``): ``own`` (the example's triggers)
+        where it is the example itself, else that derived call's conditions."""
+        outcome, derived = failing
+        if not derived:
+            return own
+        return conditions(self.target, outcome.context.case, outcome.context.hazards)
+
     def also_fails(self, f: Found, *, under_more: bool = False) -> Bug | None:
         """The known bug of another key (any class, any output) whose way ``f``'s minimal
         example fails too, with every one of that bug's triggers holding for it, or None: ``f``
@@ -219,7 +311,9 @@ class Duplicates:
         that a masked poison also shows). On an H100 two_bugs_softmax's rescale bug came back
         through ``rows-sum-to-one`` so, shrunk to a 33-column row that fails the oracle with the
         known rescale bug's conditions; a planted Triton kernel's one NaN bug came back as 12
-        rows of four classes.
+        rows of four classes. Where ``f``'s example does not fail that way itself, a kernel call
+        its check derived from it may, with the triggers holding for that call (:func:`fails_as`:
+        the second half of a ``state-continuation`` failure, a one-chunk call with a state).
 
         ``under_more``: the other way round, a known bug whose triggers contain all of ``f``'s
         (and more) is the same bug met under more conditions (had ``f`` come first, it would
@@ -227,21 +321,47 @@ class Duplicates:
         rescale bug came first through ``rows-sum-to-one`` on values below the finite sentinel,
         then through the oracle on plain values, and was reported twice. (The weaker check:
         :meth:`of` makes it last, after those of ``f``'s own key.)"""
-        holds = frozenset(f.triggers)
-        mine = [
-            b
-            for b in self.known_bugs
-            if b.key != f.key and (holds < b.triggers if under_more else b.triggers <= holds)
-        ]
-        for key in sorted({b.key for b in mine}):
-            outcome = check_as(self.target, self.backend, self.options, f, key)
-            if (
-                outcome is not None
-                and outcome.finding is not None
-                and bug_key(outcome.finding) == key
-            ):
-                return max((b for b in mine if b.key == key), key=lambda b: len(b.triggers))
+        own = frozenset(f.triggers)
+        others = [b for b in self.known_bugs if b.key != f.key]
+        for key in sorted({b.key for b in others}):
+            failing = self.fails_as(f, f.key, key)
+            if failing is None:
+                continue
+            holds = self._holds(failing, own)
+            mine = [
+                b
+                for b in others
+                if b.key == key and (holds < b.triggers if under_more else b.triggers <= holds)
+            ]
+            if mine:
+                return max(mine, key=lambda b: len(b.triggers))
         return None
+
+    def _known_examples(self, f: Found, *, twins: bool = False) -> list[tuple[Bug, Any]]:
+        """The minimal examples of the known bugs of another key than ``f``'s (``twins``: and
+        of its key, other bugs than ``f``): those this hunt settled, and an earlier slice's read
+        back from their reproducers (``Bug.example``)."""
+        me = bug_of(f)
+
+        def other(b: Bug) -> bool:
+            return b.key != f.key or (twins and not same_bug(b, me))
+
+        examples: list[tuple[Bug, Any]] = [
+            (bug_of(old), old)
+            for old in self.found.values()
+            if old.choices and old.key and other(bug_of(old))
+        ]
+        mine = {b.signature for b, _ in examples}  # (their examples are here already)
+        read: set[str] = set()
+        for b in self.known_bugs:
+            if other(b) and b.example and b.signature not in mine and b.example not in read:
+                read.add(b.example)
+                if b.example not in self._examples:
+                    self._examples[b.example] = _example_of(b, self.target)
+                example = self._examples[b.example]
+                if example is not None:
+                    examples.append((b, example))
+        return examples
 
     def shown_by_known(self, f: Found) -> Bug | None:
         """The bug this hunt settled, of another key, whose minimal example fails ``f``'s way
@@ -253,28 +373,56 @@ class Duplicates:
         too. Of ``f``'s triggers, its free choices must hold for that example (the optional
         features and half dtypes: two independent bugs differ so, fp16 inputs for one and
         bf16 for the other), not the hazards of its shape or values, which its minimal example
-        may hold only for being the smallest (one visible key: the ``lse`` row's). Two bugs of
-        one key are never told apart here (see :meth:`needs_fewer`)."""
-        holds = frozenset(t for t in f.triggers if t.startswith(("feature ", "dtype ")))
-        examples: list[tuple[Bug, Any]] = [
-            (bug_of(old), old)
-            for old in self.found.values()
-            if old.key != f.key and old.choices and old.key
-        ]
-        mine = {b.signature for b, _ in examples}
-        for b in self.known_bugs:  # an earlier slice's, its example read from its reproducer
-            if b.key != f.key and b.example and b.signature not in mine:
-                mine.add(b.signature)
-                if b.example not in self._examples:
-                    self._examples[b.example] = _example_of(b, self.target)
-                example = self._examples[b.example]
-                if example is not None:
-                    examples.append((b, example))
-        for bug, old in examples:
-            outcome = check_as(self.target, self.backend, self.options, old, f.key)
-            if outcome is None or outcome.finding is None or bug_key(outcome.finding) != f.key:
+        may hold only for being the smallest (one visible key: the ``lse`` row's). The example
+        itself or a kernel call its check derived (:func:`fails_as`). Two bugs of one key are
+        never told apart here (see :meth:`needs_fewer`)."""
+        holds = _free(f.triggers)
+        for bug, old in self._known_examples(f):
+            failing = self.fails_as(old, bug.key, f.key)
+            if failing is None:
                 continue
-            if holds <= conditions(self.target, old.case, outcome.context.hazards):
+            outcome = failing[0]
+            if holds <= conditions(self.target, outcome.context.case, outcome.context.hazards):
+                return bug
+        return None
+
+    def anomalies(self, example: Any) -> frozenset[tuple[str, str]] | None:
+        """:func:`fuzz.influence.anomalies` of an example's call, computed once."""
+        from fuzz import influence
+
+        digest = example.case.digest()
+        if digest not in self._anomalies:
+            try:
+                self._anomalies[digest] = influence.anomalies(
+                    self.target, self.backend, self.options, example.case
+                )
+            except Exception:  # evidence, never the hunt's error
+                self._anomalies[digest] = None
+        return self._anomalies[digest]
+
+    def reads_alike(self, f: Found) -> Bug | None:
+        """The known bug (of any key, with a minimal example here) whose minimal example's wrong
+        elements read, or ignore, the same inputs as ``f``'s do where their references do not
+        (:func:`fuzz.influence.anomalies`: the anomalies of one contain the other's), with free
+        choices (features, half dtypes) that nest, or None. A planted softmax that read row 0's
+        bias for every row came as two rows: ``accuracy`` (two rows of two columns, the bias
+        differing) and ``masking`` (one column, row 1's bias -inf): neither example fails the
+        other's way (one column is 1 whatever its bias), and in both the wrong row ignores its
+        own bias. A planted jagged softmax that read the next segment's rows did the same
+        (``masking`` for a one-row segment, ``accuracy`` for two rows): both read the next
+        segment's values. Two bugs that only scale values read what their references read: no
+        evidence (the two-bug softmax's fp16 and bf16 bugs stay two); free choices that do not
+        nest (a causal mask for one, a window for the other) keep two bugs apart."""
+        mine = self.anomalies(f)
+        if not mine:
+            return None
+        free = _free(f.triggers)
+        for bug, old in self._known_examples(f, twins=True):
+            theirs = _free(bug.triggers)
+            if not (free <= theirs or theirs <= free):
+                continue
+            other = self.anomalies(old)
+            if other and (mine <= other or other <= mine):
                 return bug
         return None
 
@@ -306,3 +454,9 @@ class Duplicates:
                     self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
                 return b
         return None
+
+
+def _free(triggers: Any) -> frozenset[str]:
+    """The free choices among ``triggers``: the optional features and half dtypes (two
+    independent bugs differ so), not the hazards of a shape or of values."""
+    return frozenset(t for t in triggers if t.startswith(("feature ", "dtype ")))

@@ -282,6 +282,9 @@ class _Hunter:
         self.failed_as: dict[tuple[Any, ...], Finding] = {}
         # When the time given past the hard limit to settle the hunt's bugs ends (once set).
         self.settle_at: float | None = None
+        # The duplicate check, kept over the hunt's rounds: what it learned of an example (its
+        # failures other ways, its influence anomalies) is not computed again.
+        self.duplicates: Duplicates | None = None
 
     # The test body -----------------------------------------------------------------------------
 
@@ -885,6 +888,8 @@ class _Hunter:
             mine = next((o for o in result.found.values() if o.signature == twin.signature), None)
             if mine is not None and twin.key != f.key:  # this hunt's bug, seen another way
                 mine.seen_as.append(f)
+            if how == "influence":  # later examples the way f came are hits of its twin
+                self.known_bugs.append(Bug(f.key, frozenset(f.triggers), twin.signature))
             result.duplicates.append(
                 {
                     "round": self.round,
@@ -963,14 +968,10 @@ class _Hunter:
         (:meth:`fuzz.duplicates.Duplicates.of`); None for a shrink stage's own result."""
         if self.stage.only is not None or self.stage.start:
             return None
-        duplicates = Duplicates(
-            self.target,
-            self.b,
-            self.options,
-            found=self.result.found,
-            known_bugs=self.known_bugs,
-        )
-        return duplicates.of(f)
+        if self.duplicates is None:
+            self.duplicates = Duplicates(self.target, self.b, self.options, found={}, known_bugs=[])
+        self.duplicates.found, self.duplicates.known_bugs = self.result.found, self.known_bugs
+        return self.duplicates.of(f)
 
     def _shrink_again(self, f: Found) -> Found | None:
         """``f`` shrunk once more on its own key (:func:`fuzz.shrink.shrink_again`), its seconds

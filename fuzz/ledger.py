@@ -90,6 +90,8 @@ SEEN_FIELDS = (
     "shrunk",
     "reproducer",
     "message",
+    "also_triggers",
+    "params",
 )
 
 
@@ -135,7 +137,9 @@ class Recorded:
             after all (no gain of its slice).
         merged: (signature first seen as new, signature of the known bug it is, how, its class)
             for each record taken back into a known bug: ``"same"`` (an example of it),
-            ``"shrank"`` (the engine's duplicate check).
+            ``"shrank"`` (the engine's duplicate check), ``"also"`` (the bug seen another way,
+            kept beside it), ``"stands"`` (the same, with a smaller minimal example: it stands
+            for the bug, the bug's record kept beside it).
         superseded: reproducers of records no longer standing for a bug (removed once a report
             not naming them is written).
         maybe_of: for a new record not shrunk, a known bug with its failure key (shrinking
@@ -288,11 +292,15 @@ class BugLedger:
         self.sightings[sighting] = twin
         out.signature = twin
         if rec.get("bug_key") != keep.get("bug_key"):  # the bug seen another way: kept beside
-            out.superseded += seen_as(keep, rec, str(dup.get("how")))
-            out.merged.append((sig, twin, "also", str(rec.get("class"))))
+            if _smaller(rec, keep):
+                self._promote(out, sig, twin, rec, str(dup.get("how")))
+                out.merged.append((sig, twin, "stands", str(rec.get("class"))))
+            else:
+                out.superseded += seen_as(keep, rec, str(dup.get("how")))
+                out.merged.append((sig, twin, "also", str(rec.get("class"))))
             return out
         _supersede(out, rec, keep)
-        if dup.get("how") in ("site", "conditions"):  # (its minimal example's conditions)
+        if dup.get("how") in ("site", "conditions", "influence"):  # (its minimal example's)
             also(keep, dup.get("triggers"))
         # The conditions it was first seen with lead to the twin: later examples with all of
         # them are its hits, not shrunk again (a GPU plugin campaign shrank examples with one
@@ -300,6 +308,24 @@ class BugLedger:
         also(keep, rec.get("first_triggers", rec.get("triggers")))
         out.merged.append((sig, twin, "shrank", str(rec.get("class"))))
         return out
+
+    def _promote(self, out: Recorded, sig: str, twin: str, rec: dict[str, Any], how: str) -> None:
+        """``rec``, bug ``twin`` seen another way (its key another) with a smaller minimal
+        example, stands for the bug from now on (the smallest reproducer first): the bug's
+        record so far is kept beside it, as a way it was also seen, with the ways it was seen
+        before. The bug was first seen when its first record was."""
+        keep = self.found.pop(twin)
+        new = {**rec, "also_seen": list(rec.get("also_seen", []))}
+        for k in ("first_example", "first_seconds"):
+            if k in keep:
+                new[k] = keep[k]
+        out.superseded += seen_as(new, keep, how)
+        self.found[sig] = new
+        self.replaced.pop(sig, None)
+        self.replaced[twin] = sig
+        self.known_hits[sig] += self.known_hits.pop(twin, 0)
+        self.sightings = {k: sig if v == twin else v for k, v in self.sightings.items()}
+        out.signature = sig
 
     def hit(self, hits: Mapping[str, int]) -> None:
         """Counts examples as hits of known bugs (signature -> count)."""
@@ -327,9 +353,11 @@ class BugLedger:
         for rec in self.found.values():
             for s in rec.get("also_seen", []):
                 if s.get("bug_key"):
-                    out.append(
-                        Bug(s["bug_key"], frozenset(s.get("triggers") or ()), rec["signature"])
-                    )
+                    example = s.get("reproducer") if s.get("shrunk") else None
+                    out += [
+                        Bug(s["bug_key"], frozenset(t or ()), rec["signature"], example=example)
+                        for t in [s.get("triggers"), *(s.get("also_triggers") or [])]
+                    ]
         return out
 
     def hits(self) -> Counter[str]:
@@ -369,6 +397,17 @@ class BugLedger:
     def records(self) -> list[Mapping[str, Any]]:
         """Every record kept: each bug's, and each way it was also seen."""
         return [r for rec in self.found.values() for r in [rec, *rec.get("also_seen", [])]]
+
+
+def _smaller(rec: Mapping[str, Any], than: Mapping[str, Any]) -> bool:
+    """Whether ``rec``'s minimal example is smaller than ``than``'s (shrunk, where ``than`` is
+    not, or of fewer elements)."""
+    if not rec.get("shrunk"):
+        return False
+    size, other = rec.get("case_size"), than.get("case_size")
+    if not than.get("shrunk"):
+        return True
+    return isinstance(size, int) and isinstance(other, int) and size < other
 
 
 def sighting(slice_id: int, rec: Mapping[str, Any]) -> str:

@@ -39,7 +39,7 @@ import contextlib
 import contextvars
 import functools
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -248,6 +248,13 @@ class Context:
         # The output a check looks at first where a property compares several (``check_case``'s
         # ``prefer``, a bug key naming one).
         self.prefer_output: str | None = None
+        # The kernel calls its properties derived from the case (a shorter sequence, a state
+        # carried on, poisoned masked inputs), run on its own backend through the target's own
+        # entry point, in launch order, each with the property that launched it: a call of the
+        # kernel on inputs of its own, which the duplicate check may check again as an example
+        # (``fuzz.duplicates.fails_as``).
+        self.derived_cases: list[tuple[str, Case]] = []
+        self.only: frozenset[str] | None = None  # the properties checked (``check_case``'s)
 
     def failed_comparison(self) -> RunsCompared | None:
         """The two runs whose difference is the failure this case's check returned, where it
@@ -509,6 +516,9 @@ class Context:
                 prop, case, fill=fill, backend=backend, outputs=outputs, entry=entry
             )
 
+        if case is not None and case is not self.case and backend in (None, self.backend):
+            if entry is None:  # (a launch shared by several properties: each one's)
+                self.derived_cases.append((prop, case))
         launch = run() if share is None else self.memo(("derived", share), run)
         if launch.declined is not None:
             raise PropertyDeclined(prop, launch.declined.reason)
@@ -1205,6 +1215,7 @@ def check_case(
     note: Callable[[str, Any], None] | None = None,
     spare_derived: bool = False,
     admit: Callable[[], None] | None = None,
+    only: Collection[str] | None = None,
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
@@ -1223,6 +1234,7 @@ def check_case(
     for; a small case fails the oracle before the metamorphic property a large one failed
     alone), the remaining properties are still checked and a failure of the preferred class or
     key is returned if one shows. A crash ends the check at once.
+    ``only``: the names of the properties to check (None: all of them).
 
     Raises:
         Unsupported: the kernel declined the case itself (its clean run): the example is not
@@ -1242,6 +1254,7 @@ def check_case(
         spare_derived=spare_derived,
     )
     ctx.scores = draw is not None
+    ctx.only = None if only is None else frozenset(only)
     if prefer is not None and prefer.count("|") >= 2:
         ctx.prefer_output = prefer.split("|")[2]
     used: dict[str, Any] = {}
@@ -1273,7 +1286,7 @@ def _drawn(
     not record a property's parameter skips that property."""
     out = []
     for prop in properties_of(ctx.target):
-        if not prop.applies(ctx):
+        if (ctx.only is not None and prop.name not in ctx.only) or not prop.applies(ctx):
             continue
         value = None
         if prop.params_strategy is not None:

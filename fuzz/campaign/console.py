@@ -19,10 +19,15 @@ def recorded(pair: PairState, out: Recorded) -> list[str]:
     name = f"{pair.target.name} on {pair.backend}"
     lines = []
     for sig, into, how, cls in out.merged:
-        if how == "also":
+        if how in ("also", "stands"):
             lines.append(
                 f"{name}: the {cls} first seen as new ({sig}) is the bug found before ({into}) "
-                "seen another way: one bug, one row (its reproducer kept beside it)"
+                "seen another way: one bug, one row "
+                + (
+                    "(its reproducer kept beside it)"
+                    if how == "also"
+                    else "(its smaller example stands for it, the other kept beside it)"
+                )
             )
             continue
         what = "shrank to" if how == "shrank" else "is"

@@ -265,6 +265,7 @@ SEEN_HOW = {
     "case": "minimal example, the bug's own kernel call",
     "property": "minimal example failing the bug's way too",
     "site": "NaN/Inf born at the bug's kernel expression",
+    "influence": "wrong elements reading (or ignoring) the inputs the bug's do, unlike the oracle",
 }
 
 

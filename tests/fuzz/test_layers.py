@@ -24,6 +24,7 @@ CORE = {
     "families",
     "files",
     "hypothesis_internals",
+    "influence",
     "issue",
     "kit",
     "ledger",

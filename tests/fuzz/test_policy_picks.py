@@ -14,7 +14,11 @@ record (``also_seen``) instead of dropped: its conditions are then known to late
 superseded. Since commit f06fcfc, the ways a bug was also seen count with its class too (a
 mutant whose expected class was seen that way is found and shrunk, and retires sooner): the
 replay counts only each bug's own record, as the old campaign did (``_own_records_only``), and
-``test_scheduling`` holds the new rule."""
+``test_scheduling`` holds the new rule. Since the duplicate check's influence evidence, a bug
+seen another way with a smaller minimal example stands for the bug (the smallest reproducer
+first, its signature the bug's from then on): the replay keeps the bug's first record in its
+place, as the old campaign did (``_own_records_only`` too), and ``test_scheduling`` holds the
+new rule."""
 
 from __future__ import annotations
 
@@ -149,10 +153,12 @@ def _row(p: PairState) -> dict[str, Any]:
 
 
 def _own_records_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The rule of the recording: a bug's classes and records are its own record's, not the
-    ways it was also seen (see above)."""
+    """The rules of the recording: a bug's classes and records are its own record's, not the
+    ways it was also seen, and its first record stays in its place (see above)."""
+    from fuzz import ledger
     from fuzz.ledger import BugLedger
 
+    monkeypatch.setattr(ledger, "_smaller", lambda rec, than: False)
     monkeypatch.setattr(BugLedger, "records", lambda self: list(self.found.values()))
     monkeypatch.setattr(
         BugLedger, "classes", property(lambda self: {r["class"] for r in self.found.values()})

@@ -474,6 +474,59 @@ def test_a_bug_streamed_as_new_that_shrank_to_a_known_one_is_retracted():
     assert frozenset({"feature bias", "tail"}) in {b.triggers for b in p.bugs()}
 
 
+def test_a_bug_seen_another_way_with_a_smaller_example_stands_for_the_bug():
+    """A slice's duplicate check finds that a bug it streamed as new (another key) is a known
+    bug seen another way: one row. Where its minimal example is smaller than the known bug's, it
+    stands for the bug (the smallest reproducer first), and the known bug's record is kept
+    beside it as a way it was also seen, with its reproducer and its other conditions; a later
+    duplicate check naming the old record goes to the new one."""
+    p = _pair("p")
+    policy = _policy([p])
+    led = _Ledger(policy)
+    masking = _rec(
+        "m", key="masking|oracle|y|-", triggers=("tile",), shrunk=True, case_size=12,
+        first_example=5, also_triggers=[["lone-row"]],
+    )  # fmt: skip
+    assert led.record(p, masking)
+    p.ledger.known_hits["m"] = 3
+    small = _rec(
+        "a", key="accuracy|oracle|y|-", triggers=("tile",), shrunk=True, case_size=4,
+        details={"round": 0}, first_example=40,
+    )  # fmt: skip
+    assert led.record(p, small, origin=sighting(7, small))
+    said = {"round": 0, "bug_key": small["bug_key"], "signature": "a", "twin": "m",
+            "triggers": ["tile"], "how": "influence"}  # fmt: skip
+    led.withdraw(p, sighting(7, {"details": said, "bug_key": said["bug_key"]}), said)
+    assert list(p.found) == ["a"] and p.as_dict()["bugs"] == 1
+    assert led.last.merged == [("a", "m", "stands", "accuracy")]
+    from fuzz.campaign import console
+
+    (said_line,) = console.recorded(p, led.last)
+    assert "(a) is the bug found before (m)" in said_line and "smaller example" in said_line
+    row = p.found["a"]
+    assert row["case_size"] == 4 and row["first_example"] == 5  # first seen as the bug was
+    (seen,) = row["also_seen"]
+    assert seen["signature"] == "m" and seen["reproducer"] == "/nowhere/m.py"
+    assert seen["how"] == "influence" and not led.superseded  # both reproducers kept
+    assert p.ledger.current("m") == "a" and p.ledger.hits()["a"] == 3
+    # Its later slices know it each way it was seen, with each way's example to check.
+    ways = {(b.key, b.triggers, b.example) for b in p.bugs()}
+    assert ("masking|oracle|y|-", frozenset({"lone-row"}), "/nowhere/m.py") in ways
+    assert ("accuracy|oracle|y|-", frozenset({"tile"}), "/nowhere/a.py") in ways
+    assert {b.signature for b in p.bugs()} == {"a"}
+    # A larger example seen another way is kept beside the bug, not in its place.
+    big = _rec(
+        "b", key="accuracy|oracle|lse|-", triggers=("tile",), shrunk=True, case_size=9,
+        details={"round": 1},
+    )  # fmt: skip
+    assert led.record(p, big, origin=sighting(8, big))
+    said = {"round": 1, "bug_key": big["bug_key"], "signature": "b", "twin": "m",
+            "triggers": ["tile"], "how": "property"}  # fmt: skip
+    led.withdraw(p, sighting(8, {"details": said, "bug_key": said["bug_key"]}), said)
+    assert list(p.found) == ["a"]
+    assert [s["signature"] for s in p.found["a"]["also_seen"]] == ["b", "m"]
+
+
 def test_a_bug_streamed_as_new_that_is_a_known_one_is_no_gain_of_its_slice():
     """A slice's gain (new bugs, new coverage: what favours a pair once floors are met) does not
     count a bug it streamed as new that turned out to be one found before (a GPU plugin campaign

@@ -129,3 +129,233 @@ def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, backend
             f"{name}: {bug.expected} ({bug.trigger}) not found; found "
             f"{[(r['class'], r['property']) for r in rows]}"
         )
+
+
+# One bug, several rows: the duplicate check's evidence on the planted kernels' minimal examples
+# (hand-written as a campaign shrank them). Each row is a Found as a hunt settles it: its key and
+# triggers as the hunt computes them.
+
+
+def _as_found(target, backend, case, params=None):
+    from fuzz.failures import bug_key
+    from fuzz.properties import check_case
+    from fuzz.results import Found
+    from fuzz.signatures import conditions, signature
+
+    outcome = check_case(target, backend, case, params=params or {}, **_options().check_kwargs())
+    f = outcome.finding
+    assert f is not None, case
+    key, holds = bug_key(f), sorted(conditions(target, case, outcome.context.hazards))
+    f.details.update(bug_key=key, triggers=holds, signature=signature(target.name, key, holds))
+    return Found(f, case, dict(outcome.params), 1, 0.0, choices=(1,), key=key, final=True)
+
+
+def _options():
+    from fuzz.profiles import HuntOptions
+
+    return HuntOptions.of(get_profile("ci"))
+
+
+def _duplicates(target, backend, settled):
+    """The duplicate check of a hunt that settled ``settled`` (label -> Found)."""
+    from fuzz.duplicates import Duplicates, bug_of
+
+    return Duplicates(
+        target,
+        backend,
+        _options(),
+        found=dict(settled),
+        known_bugs=[bug_of(f) for f in settled.values()],
+    )
+
+
+def _softmax_case(x, bias):
+    import numpy as np
+
+    from fuzz.case import Case
+
+    params = {"dtype": "float32", "scale": None, "block_m": 8, "block_n": 16}
+    return Case({"x": np.asarray(x, np.float32), "bias": np.asarray(bias, np.float32)}, params)
+
+
+def _jagged_case(values, offsets):
+    import numpy as np
+
+    from fuzz.case import Case
+
+    params = {"dtype": "float32", "block_n": 4, "block_m": 4, "num_programs": None, "guard": "nan"}
+    inputs = {"values": np.asarray(values, np.float32), "offsets": np.asarray(offsets, np.int32)}
+    return Case(inputs, params)
+
+
+INF = float("inf")
+# (target, the accuracy row's minimal example, the masking row's), as a 480 s CPU campaign
+# reported them: neither fails the other's way.
+ONE_BUG_TWO_CLASSES = {
+    # every row reads row 0's bias: two rows of two columns (accuracy); one column, row 1's bias
+    # -inf (masking: the row has no valid key, its output is fixed at 0, and is 1)
+    "planted_softmax_bias_row0_triton": (
+        _softmax_case([[0.5, -0.3], [0.2, 0.9]], [[0.0, 1.0], [1.5, -0.5]]),
+        _softmax_case([[0.3], [0.7]], [[0.4], [-INF]]),
+    ),
+    # row tiles masked against the whole array: a segment of two rows reads the next one's
+    # (accuracy); a segment of one row, whose output is fixed at 1, does too (masking)
+    "planted_jagged_read_next_segment_triton": (
+        _jagged_case([[0.1], [-0.4], [0.8], [1.2]], [0, 2, 4]),
+        _jagged_case([[0.1, 0.2, -0.3, 0.4], [0.9, -1.0, 0.5, 1.5]], [0, 1, 2]),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_BUG_TWO_CLASSES))
+def test_one_bug_seen_as_accuracy_and_masking_is_one_bug_by_what_its_rows_read(plugins, name):
+    """One planted bug came as two rows, ``accuracy`` and ``masking`` of one output, whose
+    minimal examples do not fail each other's way. In both, the wrong elements read (or ignore)
+    an input as their reference does not (``fuzz.influence``): one bug, whichever came first."""
+    from fuzz import influence
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import bug_of
+
+    target, backend = get(name), get_backend("triton-interpret")
+    accuracy, masking = (_as_found(target, backend, c) for c in ONE_BUG_TWO_CLASSES[name])
+    assert (accuracy.finding.cls, masking.finding.cls) == ("accuracy", "masking")
+    for new, old in ((masking, accuracy), (accuracy, masking)):
+        me = _duplicates(target, backend, {old.finding.cls: old})
+        assert me.also_fails(new) is None and me.shown_by_known(new) is None
+        assert me.of(new) == (bug_of(old), "influence"), (new.key, old.key)
+    for f in (accuracy, masking):
+        assert influence.anomalies(target, backend, _options(), f.case), f.key
+
+
+def test_two_independent_bugs_of_one_key_are_not_one_by_what_they_read(plugins):
+    """The planted two-bug softmax: float16 outputs times 1.01, bfloat16 rows of odd length >= 3
+    times 0.97. Both only scale what the references compute: no influence anomaly, and free
+    choices that do not nest (fp16, bf16): two bugs."""
+    import numpy as np
+
+    from fuzz import influence
+    from fuzz.arrays import np_dtype
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+
+    target, backend = get("planted_two_bugs_softmax"), get_backend("triton-interpret")
+
+    def case(x, dtype):
+        params = {"dtype": dtype, "scale": None, "block_m": 8, "block_n": 16}
+        return Case({"x": np.asarray(x, np.float32).astype(np_dtype(dtype))}, params)
+
+    fp16 = _as_found(target, backend, case([[0.5]], "float16"))
+    bf16 = _as_found(target, backend, case([[0.5, -1.0, 0.25]], "bfloat16"))
+    assert fp16.key == bf16.key == "accuracy|oracle|y|-"
+    for f in (fp16, bf16):
+        assert not influence.anomalies(target, backend, _options(), f.case)
+    assert _duplicates(target, backend, {"accuracy": fp16}).of(bf16) is None
+    assert _duplicates(target, backend, {"accuracy": bf16}).of(fp16) is None
+
+
+def test_a_metamorphic_row_whose_derived_call_fails_a_known_bugs_way_is_that_bug(plugins):
+    """The planted GLA kernel that starts a one-chunk sequence from a zero state came as two
+    rows: the oracle with an initial state (T = 1), and ``state-continuation`` without one
+    (T = 2 cut in two: the second half is a one-chunk call given the first half's state). That
+    example does not fail the oracle, but the call its check derived does, with the oracle
+    row's triggers: one bug, whichever came first."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.duplicates import bug_of
+
+    target, backend = get("planted_gla_h0_one_chunk_triton"), get_backend("triton-interpret")
+    rng = np.random.default_rng(0)
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    params = {"dtype": "float32", "chunk_size": 16, "scale": None, "output_final_state": False}
+    gate = np.array([-0.5], np.float32)
+    split = Case({"q": arr(1, 2, 1, 16), "k": arr(1, 2, 1, 16), "v": arr(1, 2, 1, 16)}, params)
+    split = split.replace(inputs={"g_gamma": gate})
+    one = Case(
+        {"q": arr(1, 1, 1, 16), "k": arr(1, 1, 1, 16), "v": arr(1, 1, 1, 16), "g_gamma": gate},
+        params,
+    ).replace(inputs={"h0": arr(1, 1, 16, 16)})
+    carried = _as_found(target, backend, split, {"state-continuation": [0, 0.5]})
+    oracle = _as_found(target, backend, one)
+    assert carried.key == "accuracy|state-continuation|o|-" and oracle.key == "accuracy|oracle|o|-"
+    assert "feature initial_state" not in carried.triggers
+    assert "feature initial_state" in oracle.triggers
+    # the oracle row settled first: the state-continuation row's derived call fails its way
+    assert _duplicates(target, backend, {"accuracy": oracle}).of(carried) == (
+        bug_of(oracle),
+        "property",
+    )
+    # the other way round: the settled state-continuation row's derived call fails the oracle
+    # with the oracle row's free choices (its initial state) holding for that call
+    assert _duplicates(target, backend, {"accuracy": carried}).of(oracle) == (
+        bug_of(carried),
+        "property",
+    )
+
+
+def test_a_derived_call_two_properties_share_is_each_ones(plugins):
+    """``chunk-independence`` runs the case again with chunks of 32, a launch it shares with
+    ``finite-every-chunk``, which launched it first: a 17-token sequence with an initial state is
+    one chunk there, whose state the planted kernel drops. The shared call is the failing
+    property's too, and it fails the oracle as the known bug does (a 480 s CPU campaign left
+    this row beside the oracle's while the call was taken as the other property's only)."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.duplicates import bug_of
+
+    target, backend = get("planted_gla_h0_one_chunk_triton"), get_backend("triton-interpret")
+    rng = np.random.default_rng(2)
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    params = {"dtype": "float32", "chunk_size": 16, "scale": None, "output_final_state": False}
+    inputs = {"q": arr(1, 17, 1, 16), "k": arr(1, 17, 1, 16), "v": arr(1, 17, 1, 16)}
+    inputs |= {"g_gamma": np.array([-0.5], np.float32), "h0": arr(1, 1, 16, 16)}
+    chunks = _as_found(
+        target, backend, Case(inputs, params), {"finite-every-chunk": 0, "chunk-independence": 0}
+    )
+    one = Case({k: v[:, :1] if v.ndim == 4 and k != "h0" else v for k, v in inputs.items()}, params)
+    oracle = _as_found(target, backend, one)
+    assert chunks.key == "accuracy|chunk-independence|o|-" and oracle.key == "accuracy|oracle|o|-"
+    assert _duplicates(target, backend, {"accuracy": oracle}).of(chunks) == (
+        bug_of(oracle),
+        "property",
+    )
+
+
+def test_one_bug_seen_through_two_outputs_is_one_bug_by_what_both_ignore(plugins):
+    """The planted GLA kernel that drops the initial state of a one-chunk sequence: its final
+    state ``ht`` is wrong (a minimal example with zero queries, whose ``o`` is 0 and right) and
+    its ``o`` is wrong (a minimal example without the final state). Neither fails the other's
+    way; both ignore the initial state (an input of 256 elements: changed in runs)."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.duplicates import bug_of
+
+    target, backend = get("planted_gla_h0_one_chunk_triton"), get_backend("triton-interpret")
+    rng = np.random.default_rng(1)
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    def case(q, final):
+        params = {"dtype": "float32", "chunk_size": 16, "scale": None, "output_final_state": final}
+        inputs = {"q": q, "k": arr(1, 1, 1, 16), "v": arr(1, 1, 1, 16)}
+        inputs |= {"g_gamma": np.array([-0.5], np.float32), "h0": arr(1, 1, 16, 16)}
+        return Case(inputs, params)
+
+    ht = _as_found(target, backend, case(np.zeros((1, 1, 1, 16), np.float32), True))
+    o = _as_found(target, backend, case(arr(1, 1, 1, 16), False))
+    assert (ht.key, o.key) == ("accuracy|oracle|ht|-", "accuracy|oracle|o|-")
+    me = _duplicates(target, backend, {"accuracy": ht})
+    assert me.also_fails(o) is None and me.shown_by_known(o) is None
+    assert me.of(o) == (bug_of(ht), "influence")

@@ -1,0 +1,133 @@
+"""Which inputs a kernel's wrong outputs read that their reference does not, or ignore that it
+reads: evidence, from the kernel's own behaviour, of where a wrong value comes from.
+
+A bug that reads the wrong data (a row stride taken as 0, a load masked against the whole array
+instead of its segment, a query aligned to the wrong key) shows itself through several failure
+keys: a masked element that should be fixed is not (``masking``), an element whose reference is
+free is off (``accuracy``). The minimal examples of two such keys often do not fail each other's
+way (a one-column softmax cannot show a wrong bias as ``accuracy``), yet both have one cause: in
+both, the wrong elements depend on inputs they should not, or not on inputs they should.
+
+:func:`anomalies` finds that on a small example: each floating input element is changed alone
+(an input of more than :data:`PER_INPUT` elements in as many runs of neighbouring elements), the
+kernel is launched again and the reference computed again, and for every wrong element (a
+finite kernel value off its reference) the two changes are compared against the size of its
+error. The element *reads* an input where the kernel's value moves by a tenth of its error or
+more while the reference's does not move (by at most a hundredth of it, or within tolerance);
+it *ignores* it the other way round. What comes back is a set of ``(input name, "reads" |
+"ignores")``: the duplicate check (``fuzz.duplicates.Duplicates.reads_alike``) takes two bugs
+whose minimal examples' sets nest, with free choices (features, half dtypes) that nest, for one
+bug. Two independent bugs that only scale a value (a softmax wrong by 1.01x for fp16, by 0.97x
+for bf16 rows of odd length) read what their references read: no anomaly, no evidence.
+
+Non-finite kernel values are left out (a NaN depends on nothing: it would ignore every input),
+as are integer and boolean inputs (offsets, masks: changing one changes the case's structure).
+An example that would take more than :data:`MAX_LAUNCHES` launches is not analysed: a bug's
+minimal example is small; an unshrunk one is not.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from fuzz.backends import Backend
+    from fuzz.case import Case
+    from fuzz.profiles import HuntOptions
+    from fuzz.target import Target
+
+PER_INPUT = 16  # changes of one input: each element, or so many runs of neighbouring ones
+MAX_LAUNCHES = 96  # an example needing more is not analysed
+READS, IGNORES = "reads", "ignores"
+MOVES, STILL = 0.1, 0.01  # of the wrong element's error: a change that explains it, or none
+
+
+def _changed(a: np.ndarray) -> np.ndarray:
+    """Other values for some input elements (float64): finite ones moved by one (halved beyond
+    1e3), a -inf, Inf or NaN taken to 0 (a key masked by its value made visible)."""
+    return np.where(np.isfinite(a), np.where(np.abs(a) < 1e3, a + 1.0, a * 0.5), 0.0)
+
+
+def _probes(case: Case) -> list[tuple[str, np.ndarray]]:
+    """The changes to try: (input name, the flat indices of the elements changed together)."""
+    from fuzz.arrays import dtype_name, is_float
+
+    out = []
+    for name, a in sorted(case.inputs.items()):
+        if a.size and is_float(dtype_name(a.dtype)):
+            out += [
+                (name, run) for run in np.array_split(np.arange(a.size), min(a.size, PER_INPUT))
+            ]
+    return out
+
+
+def _wrong(ctx: Any) -> dict[str, np.ndarray]:
+    """Each output's wrong elements with a finite kernel value: output -> (mask, error, bound)."""
+    from fuzz.arrays import to_float64
+    from fuzz.properties import excess
+
+    out = {}
+    for name, oracle in ctx.oracle.items():
+        got = to_float64(ctx.clean.outputs[name])
+        both = np.isfinite(got) & np.isfinite(oracle)
+        err = np.where(both, np.abs(got - oracle), 0.0)
+        bound = ctx.bound(name)
+        mask = both & (excess(err, bound) > 1.0)
+        if mask.any():
+            out[name] = np.stack([mask.astype(np.float64), err, np.broadcast_to(bound, err.shape)])
+    return out
+
+
+def anomalies(
+    target: Target, backend: Backend, options: HuntOptions, case: Case
+) -> frozenset[tuple[str, str]] | None:
+    """The ``(input, "reads" | "ignores")`` anomalies of ``case``'s wrong elements (see the
+    module's docstring); None where nothing can be said (no finite wrong element, more launches
+    than :data:`MAX_LAUNCHES`, a clean run that fails)."""
+    from fuzz.arrays import to_float64
+    from fuzz.properties import Context
+
+    def context(c: Case) -> Context:
+        return Context(target, backend, c, ref_device=options.ref_device)
+
+    probes = _probes(case)
+    if not probes or len(probes) > MAX_LAUNCHES:
+        return None
+    base = context(case)
+    if base.clean.error is not None:
+        return None
+    wrong = _wrong(base)
+    if not wrong:
+        return None
+    found: set[tuple[str, str]] = set()
+    for name, run in probes:
+        a = np.array(case.inputs[name], copy=True)
+        flat = a.reshape(-1)
+        flat[run] = _changed(to_float64(flat[run])).astype(a.dtype)
+        ctx = context(case.replace(inputs={name: a}))
+        launch = ctx.launch()
+        if launch.error is not None or launch.declined is not None:
+            continue  # (the kernel's own business: this change tells nothing)
+        try:
+            oracle = ctx.oracle
+        except Exception:  # a reference that refuses the changed inputs: nothing told
+            continue
+        for out, (mask, err, bound) in wrong.items():
+            if out not in launch.outputs or out not in oracle:
+                continue
+            on = mask > 0
+            moved = np.abs(to_float64(launch.outputs[out]) - to_float64(base.clean.outputs[out]))
+            moved = np.where(np.isnan(moved), np.inf, moved)[on]
+            ref = np.abs(oracle[out] - base.oracle[out])
+            ref = np.where(np.isnan(ref), np.inf, ref)[on]
+            e, still = err[on], np.maximum(bound[on], STILL * err[on])
+            if np.any((moved >= MOVES * e) & (moved > bound[on]) & (ref <= still)):
+                found.add((name, READS))
+            if np.any((ref >= MOVES * e) & (ref > bound[on]) & (moved <= still)):
+                found.add((name, IGNORES))
+    return frozenset(found)
+
+
+__all__ = ["IGNORES", "MAX_LAUNCHES", "PER_INPUT", "READS", "anomalies"]
