@@ -22,8 +22,9 @@ for bf16 rows of odd length) read what their references read: no anomaly, no evi
 
 Non-finite kernel values are left out (a NaN depends on nothing: it would ignore every input),
 as are integer and boolean inputs (offsets, masks: changing one changes the case's structure).
-An example that would take more than :data:`MAX_LAUNCHES` launches is not analysed: a bug's
-minimal example is small; an unshrunk one is not.
+An example that would take more than :data:`MAX_LAUNCHES` launches, or of more than
+:data:`MAX_ELEMENTS` elements, is not analysed: a bug's minimal example is small; an unshrunk
+one is not.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
 
 PER_INPUT = 16  # changes of one input: each element, or so many runs of neighbouring ones
 MAX_LAUNCHES = 96  # an example needing more is not analysed
+# Nor one larger than a reproducer a maintainer reads: each launch recomputes the float64
+# reference, and an unshrunk GPU case (98,304-262,144 elements) analysed past a slice's hard
+# limit would outlast the time the slice has left there.
+MAX_ELEMENTS = 4096
 READS, IGNORES = "reads", "ignores"
 MOVES, STILL = 0.1, 0.01  # of the wrong element's error: a change that explains it, or none
 
@@ -92,6 +97,8 @@ def anomalies(
     def context(c: Case) -> Context:
         return Context(target, backend, c, ref_device=options.ref_device)
 
+    if case.size > MAX_ELEMENTS:
+        return None
     probes = _probes(case)
     if not probes or len(probes) > MAX_LAUNCHES:
         return None
@@ -130,4 +137,4 @@ def anomalies(
     return frozenset(found)
 
 
-__all__ = ["IGNORES", "MAX_LAUNCHES", "PER_INPUT", "READS", "anomalies"]
+__all__ = ["IGNORES", "MAX_ELEMENTS", "MAX_LAUNCHES", "PER_INPUT", "READS", "anomalies"]

@@ -359,3 +359,22 @@ def test_one_bug_seen_through_two_outputs_is_one_bug_by_what_both_ignore(plugins
     me = _duplicates(target, backend, {"accuracy": ht})
     assert me.also_fails(o) is None and me.shown_by_known(o) is None
     assert me.of(o) == (bug_of(ht), "influence")
+
+
+def test_an_example_larger_than_a_reproducer_is_not_analysed(plugins, monkeypatch):
+    """Influence is evidence from minimal examples: a case over ``MAX_ELEMENTS`` (an unshrunk GPU
+    case, analysed past a slice's hard limit, would outlast the slice) is not launched at all."""
+    import numpy as np
+
+    from fuzz import influence, properties
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+
+    def launched(*a, **k):
+        raise AssertionError("an example over MAX_ELEMENTS was launched")
+
+    monkeypatch.setattr(properties, "Context", launched)
+    target, backend = get("planted_two_bugs_softmax"), get_backend("triton-interpret")
+    params = {"dtype": "float32", "scale": None, "block_m": 8, "block_n": 16}
+    big = Case({"x": np.ones((2, influence.MAX_ELEMENTS), np.float32)}, params)
+    assert influence.anomalies(target, backend, _options(), big) is None
