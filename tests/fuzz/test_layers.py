@@ -140,15 +140,17 @@ def test_the_layers_name_modules_that_exist():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
 
 
-# The campaign's scheduling policy and what it keeps (fuzz.campaign.policy, pairs, tunables, and
-# the bug ledger it shares with the engine): no processes, clock, files or console. Whoever runs
-# the workers (processes on one host, actors on a cluster) tells it what happened; a test feeds it
-# scripted events (tests/fuzz/test_scheduling.py, test_policy_picks.py).
+# The campaign's scheduling policy and what it keeps (fuzz.campaign.policy, the picks and
+# estimates it decides by, pairs, tunables, and the bug ledger it shares with the engine): no
+# processes, clock, files or console. Whoever runs the workers (processes on one host, actors on
+# a cluster) tells it what happened; a test feeds it scripted events (tests/fuzz/
+# test_scheduling.py, test_policy_picks.py). A module the policy imports is held to it too.
 PURE = {
     "campaign.booking",
     "campaign.estimates",
     "campaign.messages",
     "campaign.pairs",
+    "campaign.picks",
     "campaign.policy",
     "campaign.tunables",
     "ledger",
