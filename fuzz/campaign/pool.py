@@ -218,7 +218,7 @@ class ProcessPool:
 
     def log_tail(self, w: WorkerHandle, n: int) -> str:
         """The last ``n`` lines of ``w``'s log (faulthandler's tracebacks of a crash or hang)."""
-        from fuzz.campaign.faults import tail
+        from fuzz.campaign.process import tail
 
         return tail(w.config.log, n)
 

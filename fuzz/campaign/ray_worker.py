@@ -186,7 +186,7 @@ class NodeAgent:
         clear_inflight(prefix)
 
     def tail(self, path: str, n: int) -> str:
-        from fuzz.campaign.faults import tail
+        from fuzz.campaign.process import tail
 
         return tail(path, n)
 

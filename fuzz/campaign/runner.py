@@ -37,12 +37,12 @@ from fuzz.backends import get_backend
 from fuzz.campaign import console, estimates, report
 from fuzz.campaign import messages as M
 from fuzz.campaign.config import CampaignConfig, refund_cap, worker_configs
-from fuzz.campaign.faults import Faults, exit_text, stop_signal
+from fuzz.campaign.faults import Faults
 from fuzz.campaign.outdir import OutputFolder
 from fuzz.campaign.pairs import PairState, Warmth, interleave
 from fuzz.campaign.policy import Lost, SchedulingPolicy
 from fuzz.campaign.pool import Arrived, Job, ProcessPool, WorkerHandle, overran
-from fuzz.campaign.process import EXIT_NODE_LOST, EXIT_RECYCLE, map_limit
+from fuzz.campaign.process import EXIT_NODE_LOST, EXIT_RECYCLE, exit_text, map_limit, stop_signal
 from fuzz.engine import run_narrowing
 from fuzz.ledger import Recorded
 from fuzz.target import Target
