@@ -27,9 +27,9 @@ from typing import Any
 
 from fuzz.campaign import messages as M
 from fuzz.campaign.hosts import HostPlan, plan_host
+from fuzz.campaign.messages import WorkerConfig
 from fuzz.campaign.pool import Arrived, Exited, Job, WorkerHandle
 from fuzz.campaign.process import EXIT_NODE_LOST
-from fuzz.campaign.worker import WorkerConfig
 
 GPU_SHARE_OF_COMPILE = 0.1  # of each GPU, for the node's compile actors
 CALL_TIMEOUT = 30.0  # seconds a call to a node's agent may take
