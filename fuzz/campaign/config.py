@@ -59,7 +59,7 @@ class CampaignConfig:
     plugins: Sequence[str] = ()
     triage: bool = True
     # A Ray cluster's address (``--cluster``): its workers are actors there (else processes
-    # here), planned by ``host`` (a ``fuzz.campaign.cluster.ClusterPlan``).
+    # here), planned by ``host`` (a ``fuzz.campaign.cluster_plan.ClusterPlan``).
     cluster: str | None = None
     # How this host's (or the cluster's) workers were sized: ``fuzz.campaign.hosts.HostPlan``
     # or ``ClusterPlan`` (said in the console's header and the report).
