@@ -600,12 +600,12 @@ def _or(value: Any, default: Any) -> Any:
 def _sizing(args: argparse.Namespace, compiled: bool) -> tuple[Any, list[str]]:
     """How many workers the campaign runs, and the visible GPUs they are spread over: sized
     from this host's GPUs, their memory and its cores (``fuzz.campaign.hosts``), or from each
-    node of a Ray cluster (``--cluster``: ``fuzz.campaign.cluster``)."""
+    node of a Ray cluster (``--cluster``: ``fuzz.campaign.cluster_plan``)."""
     from fuzz.campaign.config import visible_gpus
     from fuzz.campaign.hosts import cpu_cores, gpu_inventory, plan_host, sharing_gpus
 
     if args.cluster is not None:
-        from fuzz.campaign import cluster
+        from fuzz.campaign import cluster, cluster_plan
 
         if args.workers is not None or args.compile_workers is not None:
             raise ValueError(
@@ -613,7 +613,7 @@ def _sizing(args: argparse.Namespace, compiled: bool) -> tuple[Any, list[str]]:
                 "sized from its own GPUs and cores: leave them out"
             )
         cluster.connect(args.cluster)
-        return cluster.plan_cluster(cluster.live_nodes(), compiled=compiled), []
+        return cluster_plan.plan_cluster(cluster.live_nodes(), compiled=compiled), []
     gpus = visible_gpus() if compiled else []
     host_gpus, memory = gpu_inventory() if gpus else (0, None)
     cores = cpu_cores()

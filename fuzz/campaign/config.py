@@ -15,7 +15,7 @@ from fuzz.profiles import HuntOptions, Profile
 from fuzz.target import Target, plugins, target_plugin
 
 if TYPE_CHECKING:
-    from fuzz.campaign.worker import WorkerConfig
+    from fuzz.campaign.messages import WorkerConfig
 
 CAMPAIGN_COMPILE_SHARE = 0.25  # where a profile sets no share of its own (the CPU profiles)
 
@@ -59,7 +59,7 @@ class CampaignConfig:
     plugins: Sequence[str] = ()
     triage: bool = True
     # A Ray cluster's address (``--cluster``): its workers are actors there (else processes
-    # here), planned by ``host`` (a ``fuzz.campaign.cluster.ClusterPlan``).
+    # here), planned by ``host`` (a ``fuzz.campaign.cluster_plan.ClusterPlan``).
     cluster: str | None = None
     # How this host's (or the cluster's) workers were sized: ``fuzz.campaign.hosts.HostPlan``
     # or ``ClusterPlan`` (said in the console's header and the report).
@@ -85,7 +85,7 @@ class CampaignConfig:
 def slot_devices(config: CampaignConfig) -> list[str | None]:
     """The GPU of each worker slot (fuzzing workers, then compile workers), round robin over
     ``config.devices`` (None: no GPU). The processes on one GPU split its memory
-    (``fuzz.campaign.worker.WorkerConfig.gpu_share``: how many name it)."""
+    (``fuzz.campaign.messages.WorkerConfig.gpu_share``: how many name it)."""
     slots = range(config.workers + config.compile_workers)
     devices = list(config.devices)
     return [devices[s % len(devices)] if devices else None for s in slots]
@@ -95,7 +95,7 @@ def worker_configs(config: CampaignConfig, *, parent_pid: int) -> list[WorkerCon
     """What each worker slot of a campaign on this host is started with (fuzzing workers
     first, then compile workers; ``config.out/workers`` holds their logs and in-flight
     records)."""
-    from fuzz.campaign.worker import WorkerConfig
+    from fuzz.campaign.messages import WorkerConfig
 
     workdir = config.out / "workers"
     devices = slot_devices(config)

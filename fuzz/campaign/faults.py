@@ -35,9 +35,8 @@ from fuzz.campaign.inflight import clear_inflight, is_disk_full, read_inflight
 from fuzz.campaign.process import (
     EXIT_CONTEXT_LOST,
     EXIT_DEVICE_MEMORY,
-    EXIT_NODE_LOST,
-    EXIT_RECYCLE,
     OUT_OF_MAPS_AT,
+    exit_text,
 )
 from fuzz.failures import Finding
 from fuzz.signatures import bug_key, signature
@@ -45,10 +44,6 @@ from fuzz.target import Target
 
 # Signals of a process that faulted (a kernel's wild access, or LLVM out of memory maps).
 FAULT_SIGNALS = {signal.SIGSEGV.value, signal.SIGBUS.value, signal.SIGABRT.value}
-
-# Signals that ask a process to stop (timeout, systemd, a CI runner, Ctrl-C, a closed terminal):
-# a worker ended by one of them was stopped, it did not crash.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 # The lines of a dead worker's log kept with its finding: faulthandler's dump of every thread,
 # most recent call first (a hung kernel's frame is 50 lines down the main thread's stack, below
@@ -447,57 +442,3 @@ class Faults:
                 say=True,
             )
         return None
-
-
-def stop_signal(code: int | None) -> str | None:
-    """The name of the stop signal that ended a process with exit ``code``, else None."""
-    if code is None or code >= 0 or -code not in {s.value for s in STOP_SIGNALS}:
-        return None
-    return signal.Signals(-code).name
-
-
-def exit_text(code: int | None, reason: str | None) -> str:
-    """How a worker's process ended, in words."""
-    if reason == "hang":
-        return "was killed after the per-example timeout"
-    if reason == "overran":
-        return "was killed: its slice overran"
-    if reason == "shutdown":
-        return "was stopped at the end of the campaign"
-    if code is None:
-        return "vanished"
-    if code == EXIT_CONTEXT_LOST:
-        return "exited after losing its CUDA context"
-    if code == EXIT_NODE_LOST:
-        return "was lost with its node"
-    if code == EXIT_RECYCLE:
-        return "was recycled (too many memory maps)"
-    if code == EXIT_DEVICE_MEMORY:
-        return "exited after the GPU ran out of memory"
-    if stop_signal(code):
-        return f"was stopped by {stop_signal(code)}"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        extra = {
-            "SIGSEGV": " (segmentation fault)",
-            "SIGABRT": " (abort)",
-            "SIGKILL": " (out of memory? the kernel's OOM killer sends SIGKILL)",
-            "SIGBUS": " (bus error)",
-            "SIGFPE": " (arithmetic fault)",
-        }.get(name, "")
-        return f"was killed by {name}{extra}"
-    return f"exited with status {code}"
-
-
-def tail(path: str, n: int) -> str:
-    """The last ``n`` lines of the file at ``path`` (at most 16,000 characters, the first of
-    them kept: a stack dump's most recent calls come first; "" if unread)."""
-    try:
-        with open(path, errors="replace") as f:
-            lines = f.readlines()
-    except OSError:
-        return ""
-    return "".join(lines[-n:])[:16000]

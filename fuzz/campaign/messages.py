@@ -6,16 +6,20 @@ Coordinator to worker: :class:`Hunt` (a slice: a :class:`SlicePlan` of the sched
 then per slice :class:`Progress`, :class:`Feature`, :class:`Found` (streamed as it happens, so a
 worker that dies loses nothing), :class:`DiskFull`, :class:`ContextLost`, and its end:
 :class:`Done` (the slice's summary) or :class:`Replayed`. Every message is a small frozen
-record that pickles (a pipe, a Ray object).
+record that pickles (a pipe, a Ray object). What a worker is started with, before any message:
+:class:`WorkerConfig`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from fuzz.signatures import Bug
+
+if TYPE_CHECKING:
+    from fuzz.profiles import HuntOptions
 
 
 @dataclass(frozen=True)
@@ -168,3 +172,21 @@ class Replayed:
 
 # What a worker streams while a slice runs, and how it ends.
 SLICE_MESSAGES = (Progress, Feature, Found, DiskFull, ContextLost, Done)
+
+
+@dataclass
+class WorkerConfig:
+    """What a worker needs to rebuild the parent's world (everything picklable)."""
+
+    slot: int
+    plugins: list[str]
+    options: HuntOptions  # what every hunt of the campaign runs under
+    repro_dir: str
+    inflight: str  # path prefix of the in-flight record
+    log: str  # faulthandler output (tracebacks of a crash or a hang)
+    db: str | None = None
+    db_shared: list[str] = field(default_factory=list)
+    db_fallback: str | None = None  # a folder for a server ``db`` while it does not answer
+    cuda_device: str | None = None  # CUDA_VISIBLE_DEVICES for this worker
+    gpu_share: int = 1  # processes of the campaign on this worker's GPU (its memory is split)
+    parent_pid: int | None = None  # the campaign's process: the worker dies with it

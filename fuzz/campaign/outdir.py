@@ -13,8 +13,8 @@ from typing import IO, Any
 
 from fuzz import reproducer
 from fuzz.campaign import report, report_html
-from fuzz.campaign.faults import STOP_SIGNALS
 from fuzz.campaign.inflight import is_disk_full
+from fuzz.campaign.process import STOP_SIGNALS
 
 LOCK_FILE = ".campaign.lock"
 RESERVE = ".campaign.reserve"

@@ -38,15 +38,14 @@ What it decides:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz.campaign import booking, estimates
+from fuzz.campaign import booking, estimates, picks
 from fuzz.campaign.messages import SlicePlan, WarmUp
 from fuzz.campaign.pairs import PairState, Warmth
-from fuzz.campaign.tunables import REFUSED, Tunables
+from fuzz.campaign.tunables import Tunables
 from fuzz.ledger import Recorded, sighting
 
 
@@ -220,96 +219,10 @@ class SchedulingPolicy:
         return plan
 
     def pick(self, loaded: set[str] | frozenset[str] = frozenset()) -> PairState | None:
-        """The pair the next fuzzing slice fuzzes, for a worker that has ``loaded`` these pairs:
-        every pair compiled ahead once (real targets before mutants), then every pair to its
-        floor (real targets first, then those the worker has fuzzed before, the least fuzzed
-        first; pairs not compiled ahead last, those that compile cheapest first), then those
-        that met it by seconds short of its examples (for up to ``examples_floor_factor`` times
-        its seconds), then the pairs that found new bugs or coverage lately, per fuzzing second,
-        with an exploration bonus (:func:`ucb`; a pair another worker has loaded counts at
-        ``affinity``). Compile time is a setup cost: it counts neither toward a floor nor
-        against a pair's rate. Where a pair's slices run matters on a compiled backend: a
-        process that fuzzed the pair has its kernels loaded, another loads them again from the
-        caches on disk (JAX traces and lowers them again), which is compile time on the fuzzing
-        path."""
-        ahead = self._compile_workers() > 0
-        free = [p for p in self.pairs if not p.retired and not p.running and not self.done(p)]
-        active = [p for p in free if p.warmth is Warmth.READY or not ahead]
-        if ahead:  # and the cold pairs whose warm-up is far away: none waits for its turn
-            far = estimates.far_from_warm(
-                self.cold_queue(), self.pairs, self._compile_workers(), self.t
-            )
-            active += [p for p in free if p.key in far]
-        if not active:
-            return self._shared(loaded, ahead) if self.t.share_pairs else None
-        under = [p for p in active if self.floor_progress(p) < 1.0]
-        if under:
-            return min(under, key=lambda p: self._under_floor_order(p, loaded))
-        # Then the pairs that met their floor by seconds, short of its examples (a slow pair:
-        # GPU campaign after GPU campaign left a missed GLA mutant pair on Pallas at 130 of 200
-        # examples), up to examples_floor_factor times their floor's seconds.
-        short = [p for p in active if estimates.short_of_examples(p, self.t)]
-        if short:
-            return min(
-                short,
-                key=lambda p: (
-                    p.warmth is Warmth.COLD,
-                    p.target.is_mutant,
-                    p.key not in loaded,
-                    p.total_examples,
-                ),
-            )
-        total = sum(p.slices for p in self.pairs) + 1
-        return max(
-            active,
-            key=lambda p: (
-                (1.0 if p.key in loaded else self.t.affinity)
-                * estimates.ucb(p.rate, p.slices, total)
-            ),
-        )
-
-    def _shared(self, loaded: set[str] | frozenset[str], ahead: bool) -> PairState | None:
-        """A pair another worker is fuzzing, for a worker that would otherwise idle (more
-        workers than pairs left: a plugin's few kernels on a host of several GPUs): under its
-        floor the least fuzzed, else the most productive (:func:`estimates.ucb`), each shared
-        by the fewest workers first. Its slices draw other examples (each slice its own seed;
-        the example database is replayed by a pair's first slice only). Never a pair whose
-        first slice or warm-up is in flight, nor a cold one where compiling goes ahead."""
-        busy = [
-            p
-            for p in self.pairs
-            if p.running
-            and p.slices > 0
-            and not p.retired
-            and not self.done(p)
-            and (p.warmth is Warmth.READY or not ahead)
-        ]
-        if not busy:
-            return None
-        total = sum(p.slices for p in self.pairs) + 1
-
-        def order(p: PairState) -> tuple[Any, ...]:
-            progress = self.floor_progress(p)
-            favour = estimates.ucb(p.rate, p.slices, total) * (1.0 if p.key in loaded else 0.9)
-            return (len(p.live), progress >= 1.0, progress if progress < 1.0 else -favour)
-
-        return min(busy, key=order)
-
-    def _under_floor_order(self, p: PairState, loaded: Iterable[str]) -> tuple[Any, ...]:
-        """The order of the pairs under their floor. A cold pair compiles as it goes, on the
-        fuzzing path: it comes after the first slice of every pair compiled ahead, and among the
-        pairs under their floor after the real targets and the warmed-up mutants, the cheapest
-        first (on an H100, GLA mutant pairs taken cold while warmed-up pairs were under their
-        floor paid a third of the campaign's compiles on the fuzzing path)."""
-        cold = p.warmth is Warmth.COLD
-        return (
-            p.slices > 0 or cold,
-            p.target.is_mutant,
-            self.compile_cost(p, math.inf) if cold else 0.0,
-            p.slices > 0 and p.key not in loaded,
-            self.floor_progress(p),
-            p.slices,
-        )
+        """The pair the next fuzzing slice fuzzes, for a worker that has ``loaded`` these pairs
+        (:func:`fuzz.campaign.picks.pick`: every pair compiled ahead once, then to its floor,
+        then short of its examples, then a bandit)."""
+        return picks.pick(self.pairs, self.t, loaded, self._compile_workers())
 
     def floor_progress(self, pair: PairState) -> float:
         """How much of its floor ``pair`` has had (1: met; ``estimates.floor_progress``)."""
@@ -317,8 +230,7 @@ class SchedulingPolicy:
 
     def done(self, pair: PairState) -> bool:
         """Whether ``pair`` has run the examples the campaign asked of each pair (a quota)."""
-        quota = self.t.examples
-        return quota is not None and pair.examples >= quota
+        return picks.done(pair, self.t)
 
     def schedulable(self) -> bool:
         """Whether any pair is left to fuzz."""
@@ -327,50 +239,13 @@ class SchedulingPolicy:
     # Compiling ahead -------------------------------------------------------------------------
 
     def next_warm_up(self) -> PairState | None:
-        """The pair a compile worker warms up next: one not compiled yet (:meth:`cold_queue`);
-        then a pair whose kernel variants were widened, real targets first, the earliest widened
-        first; then again the one whose fuzzing paid the most compile seconds since its last
-        warm-up, or refused the most examples that would have compiled (its variants are not
-        all compiled: the next warm-up draws more of them), up to ``max_warms`` times."""
-        cold = self.cold_queue()
-        if cold:
-            return cold[0]
-        idle = [p for p in self.pairs if not p.retired and not p.running and not self.done(p)]
-        wider = [p for p in idle if p.pending is not None and p.warmth is Warmth.READY]
-        if wider:  # widened choices, compiled ahead before they are fuzzed
-            return min(wider, key=lambda p: (p.target.is_mutant, p.pending_since))
-        again = [
-            p
-            for p in idle
-            if p.warmth is Warmth.READY
-            and 0 < p.warm_count < self.t.max_warms
-            and (
-                p.stats["compile_seconds"] - p.compile_at_warm >= self.t.rewarm_after
-                or p.events[REFUSED] - p.refused_at_warm >= self.t.rewarm_refused
-            )
-        ]
-        return max(
-            again,
-            key=lambda p: (
-                p.stats["compile_seconds"] - p.compile_at_warm,
-                p.events[REFUSED] - p.refused_at_warm,
-            ),
-            default=None,
-        )
+        """The pair a compile worker warms up next (:func:`fuzz.campaign.picks.next_warm_up`)."""
+        return picks.next_warm_up(self.pairs, self.t)
 
     def cold_queue(self) -> list[PairState]:
-        """The pairs not warmed up yet, in the order the compile workers take them: real targets
-        first, then the costliest to compile (:meth:`compile_cost`: their family's compiles on
-        their backend so far; of a family none has compiled yet, first) first, else the first
-        round's order. A pair far down the queue may be fuzzed cold (:meth:`_far_from_warm`),
-        compiling on the fuzzing path, so it is best one whose compiles are cheap: a GPU
-        campaign that warmed its pairs in the first round's order left ten GLA mutant pairs
-        (20-60 s of compiles each) to fuzzing workers, a third of its compile seconds on the
-        fuzzing path."""
-        cold = [
-            p for p in self.pairs if p.warmth is Warmth.COLD and not p.retired and not p.running
-        ]
-        return sorted(cold, key=lambda p: (p.target.is_mutant, -self.compile_cost(p, math.inf)))
+        """The pairs not warmed up yet, in the order the compile workers take them
+        (:func:`fuzz.campaign.picks.cold_queue`)."""
+        return picks.cold_queue(self.pairs)
 
     def compile_cost(self, pair: PairState, unknown: float = 0.0) -> float:
         """The seconds one compile of ``pair``'s kernels is expected to take

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz.campaign.inflight import clear_inflight, read_inflight
-from fuzz.campaign.messages import Stop
+from fuzz.campaign.messages import Stop, WorkerConfig
 from fuzz.campaign.process import count_maps
 from fuzz.campaign.threads import children_share_cpus
-from fuzz.campaign.worker import WorkerConfig, worker_main
+from fuzz.campaign.worker import worker_main
 
 
 @dataclass
@@ -218,7 +218,7 @@ class ProcessPool:
 
     def log_tail(self, w: WorkerHandle, n: int) -> str:
         """The last ``n`` lines of ``w``'s log (faulthandler's tracebacks of a crash or hang)."""
-        from fuzz.campaign.faults import tail
+        from fuzz.campaign.process import tail
 
         return tail(w.config.log, n)
 

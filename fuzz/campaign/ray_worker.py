@@ -24,8 +24,8 @@ from typing import Any
 
 from fuzz.campaign import database
 from fuzz.campaign import messages as M
+from fuzz.campaign.messages import WorkerConfig
 from fuzz.campaign.threads import POOL_VARIABLES
-from fuzz.campaign.worker import WorkerConfig
 
 # How often a worker's example clock is sent to the coordinator (where it changed).
 CLOCK_EVERY = 0.25
@@ -186,7 +186,7 @@ class NodeAgent:
         clear_inflight(prefix)
 
     def tail(self, path: str, n: int) -> str:
-        from fuzz.campaign.faults import tail
+        from fuzz.campaign.process import tail
 
         return tail(path, n)
 

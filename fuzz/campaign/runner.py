@@ -13,7 +13,8 @@
   that dies (segfault, abort, lost CUDA context, OOM kill) is a ``crash`` finding and one whose
   example outlives ``example_timeout`` twice (the second time in a fresh worker with
   ``hang_confirm_factor`` times the time) a ``hang`` finding, each with a reproducer of the case
-  the worker persisted before launching it;
+  the worker persisted before launching it; each worker's life from start to end, booked
+  (:mod:`fuzz.campaign.lifecycle`: a death's job, a hang's replay, a fresh process in its place);
 * the output folder (:mod:`fuzz.campaign.outdir`): its lock from start to end (a second
   campaign into the same folder stops at once, naming the one that holds it), ``report.json``
   written atomically whenever something is found and when a slice ends, the full report set
@@ -37,18 +38,18 @@ from fuzz.backends import get_backend
 from fuzz.campaign import console, estimates, report
 from fuzz.campaign import messages as M
 from fuzz.campaign.config import CampaignConfig, refund_cap, worker_configs
-from fuzz.campaign.faults import Faults, exit_text, stop_signal
+from fuzz.campaign.faults import Faults
+from fuzz.campaign.lifecycle import WorkerLifeCycle
 from fuzz.campaign.outdir import OutputFolder
 from fuzz.campaign.pairs import PairState, Warmth, interleave
-from fuzz.campaign.policy import Lost, SchedulingPolicy
+from fuzz.campaign.policy import SchedulingPolicy
 from fuzz.campaign.pool import Arrived, Job, ProcessPool, WorkerHandle, overran
-from fuzz.campaign.process import EXIT_NODE_LOST, EXIT_RECYCLE, map_limit
+from fuzz.campaign.process import map_limit
 from fuzz.engine import run_narrowing
-from fuzz.ledger import Recorded
 from fuzz.target import Target
 
 
-class Campaign:
+class Campaign(WorkerLifeCycle):
     """One campaign: its policy, its workers, its output folder (see the module's docstring)."""
 
     def __init__(
@@ -129,16 +130,6 @@ class Campaign:
         self.pool.start_all()
         for w in self.workers:
             self.policy.add_worker(w.slot, w.role)
-
-    def _start(self, w: WorkerHandle) -> None:
-        """A fresh process for ``w`` (it has loaded no pair's kernels)."""
-        self.pool.start(w)
-        self.policy.add_worker(w.slot, w.role)
-
-    def _retire_worker(self, w: WorkerHandle) -> None:
-        """``w`` takes no more work (the campaign is ending, or it cannot start)."""
-        w.process = None
-        self.policy.remove_worker(w.slot)
 
     # Time ----------------------------------------------------------------------------------------
 
@@ -233,13 +224,6 @@ class Campaign:
         elif isinstance(msg, M.Done):
             self._slice_done(w, msg.slice, msg.summary)
 
-    def _recorded(self, pair: PairState, out: Recorded) -> None:
-        """Says what the ledger did with a record of ``pair`` (``out``), and marks the
-        reproducers it superseded for removal."""
-        self.folder.supersede(out.superseded)
-        for line in console.recorded(pair, out):
-            self.log(line)
-
     def _slice_done(self, w: WorkerHandle, sid: int, summary: dict[str, Any]) -> None:
         """Books slice ``sid``'s summary (the policy) and says what it found and decided."""
         w.job = None
@@ -253,115 +237,6 @@ class Campaign:
         for line in console.ended(ended, summary, slot=w.slot):
             self.log(line)
         self._write_report(throttle=True)
-
-    # Deaths and hangs ----------------------------------------------------------------------------
-
-    def _worker_gone(self, w: WorkerHandle, code: int | None) -> None:
-        """Books a worker process that ended (died, hung and was killed, stopped, recycled): its
-        job's outcome, then a fresh worker unless the campaign is ending or it cannot start."""
-        job = w.job
-        reason = w.kill_reason
-        # A stop asked for from outside (timeout, systemd, kill -TERM -PGID) is never a finding,
-        # nor a worker ending itself to be replaced (recycled), nor the harness running out of
-        # memory maps or memory.
-        stopped = reason is None and (
-            stop_signal(code) is not None or code in (EXIT_RECYCLE, EXIT_NODE_LOST)
-        )
-        why = None
-        if not (reason or stopped or job is None):
-            why = self.faults.out_of_resources(w, code, self.map_limit)
-        if job is not None and job.is_replay:
-            status = "error" if stopped or why else "fail"
-            verdict = f"the replay {exit_text(code, reason)}" + (f" ({why})" if why else "")
-            self._replayed(w, {"path": job.replay_path, "status": status, "verdict": verdict})
-        elif job is not None:
-            lost = self.policy.lost(job.id, time.perf_counter())
-            if why:
-                self._out_of_resources(w, lost.pair, code, why)
-            else:
-                self._slice_lost(w, lost, code, reason, stopped=stopped)
-            if code == EXIT_NODE_LOST:
-                # What it streamed is kept; the pair is free again, for a worker elsewhere.
-                self._note(
-                    f"{lost.pair.target.name} on {lost.pair.backend}: worker {w.slot} was lost "
-                    f"with its node ({w.host or 'unknown'}) mid-slice; the slice's findings "
-                    "streamed before are kept and the pair is fuzzed on elsewhere",
-                    say=True,
-                )
-        self.pool.clear_inflight(w)
-        if not w.ready and code not in (EXIT_RECYCLE, EXIT_NODE_LOST):
-            w.startup_failures += 1  # died before it could take any work
-        self.pool.closed(w)
-        self._replace(w, reason)
-
-    def _slice_lost(
-        self, w: WorkerHandle, lost: Lost, code: int | None, reason: str | None, *, stopped: bool
-    ) -> None:
-        """What the end of worker ``w`` in the middle of slice ``lost`` means
-        (:meth:`fuzz.campaign.faults.Faults.loss`), booked as a death of its pair's."""
-        pair = lost.pair
-        elapsed = time.perf_counter() - lost.plan.started
-        how, rec, hang = self.faults.loss(w, pair, code, reason, stopped=stopped, elapsed=elapsed)
-        if hang is not None:  # a suspected hang: replayed next, in a fresh worker
-            self.replay_queue.insert(0, hang)
-        out = self.policy.died(lost, how, rec)
-        if out is not None:
-            self._recorded(pair, out)
-            self._write_report(throttle=True)
-        self.log(
-            f"worker {w.slot} {exit_text(code, reason)} while fuzzing "
-            f"{pair.target.name} on {pair.backend}"
-        )
-
-    def _hang_confirmed(self, item: dict[str, Any], result: dict[str, Any] | None) -> None:
-        """Settles a suspected hang, or a dead campaign's in-flight example, with its replay's
-        ``result`` (None: never replayed)."""
-        pair = item["pair"]
-        if item.get("orphan"):
-            rec = self.faults.orphan_settled(item, result)
-            out = None if rec is None else self.policy.record(pair, rec)
-        else:
-            rec = self.faults.hang_settled(item, result)
-            out = None if rec is None else self.policy.death_record(pair, rec)
-        if out is not None:
-            self._recorded(pair, out)
-            self._write_report(throttle=True)
-
-    def _out_of_resources(
-        self, w: WorkerHandle, pair: PairState, code: int | None, why: str
-    ) -> None:
-        """A worker that died of the harness's resources running out: no finding."""
-        text = (
-            f"worker {w.slot} {exit_text(code, None)} while fuzzing {pair.target.name} on "
-            f"{pair.backend}: the harness ran out of resources ({why}), not a kernel crash"
-        )
-        self.notes.append(text)
-        self.log(f"WARNING {text}; restarting it")
-        self.policy.out_of_resources(pair, why)
-
-    def _replace(self, w: WorkerHandle, reason: str | None) -> None:
-        """Starts a fresh process for worker ``w`` unless the campaign is ending, or ``w``
-        cannot start (then a harness error)."""
-        out_of_time = self.fuzz_started is not None and self.remaining() < 0.5
-        if self.stop_reason or reason == "shutdown" or (out_of_time and not self.replay_queue):
-            self._retire_worker(w)
-            return
-        if w.fatal is not None or w.startup_failures >= 3:
-            # An exception in the worker's set-up (a plugin that does not import there) is the
-            # same every time; a start-up that dies outright is tried three times.
-            why = w.fatal or f"it died 3 times while starting (see {w.config.log})"
-            self.errors.append(f"worker {w.slot} could not start: {why}")
-            self.log(f"ERROR worker {w.slot} could not start: {why}")
-            self._retire_worker(w)
-            return
-        self.restarts += 1
-        w.restarts += 1
-        self._start(w)
-
-    def _note(self, text: str, *, say: bool = False) -> None:
-        self.notes.append(text)
-        if say:
-            self.log(f"WARNING {text}")
 
     # Triage --------------------------------------------------------------------------------------
 

@@ -30,20 +30,12 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fuzz.campaign import messages as M
-from fuzz.campaign.inflight import (
-    clear_inflight,
-    is_disk_full,
-    note_inflight_param,
-    write_inflight_case,
-)
-from fuzz.campaign.messages import SlicePlan
+from fuzz.campaign.inflight import clear_inflight
+from fuzz.campaign.messages import SlicePlan, WorkerConfig
 from fuzz.campaign.process import (
-    EXIT_CONTEXT_LOST,
     EXIT_DEVICE_MEMORY,
     EXIT_RECYCLE,
     MapBudget,
@@ -53,27 +45,10 @@ from fuzz.campaign.process import (
     map_limit,
     share_gpu_memory,
 )
+from fuzz.campaign.slice_run import SliceRun
 
 if TYPE_CHECKING:
     from fuzz.profiles import HuntOptions
-
-
-@dataclass
-class WorkerConfig:
-    """What a worker needs to rebuild the parent's world (everything picklable)."""
-
-    slot: int
-    plugins: list[str]
-    options: HuntOptions  # what every hunt of the campaign runs under
-    repro_dir: str
-    inflight: str  # path prefix of the in-flight record
-    log: str  # faulthandler output (tracebacks of a crash or a hang)
-    db: str | None = None
-    db_shared: list[str] = field(default_factory=list)
-    db_fallback: str | None = None  # a folder for a server ``db`` while it does not answer
-    cuda_device: str | None = None  # CUDA_VISIBLE_DEVICES for this worker
-    gpu_share: int = 1  # processes of the campaign on this worker's GPU (its memory is split)
-    parent_pid: int | None = None  # the campaign's process: the worker dies with it
 
 
 def _setup(config: WorkerConfig) -> None:
@@ -147,12 +122,6 @@ def _pause_clock_while_compiling(started: Any) -> None:
             started.value = time.time()
 
     watch_compiles(start, end)
-
-
-def _found_dict(found: Any) -> dict[str, Any]:
-    d: dict[str, Any] = found.as_dict()
-    d["signature"] = found.signature
-    return d
 
 
 def _hunt(
@@ -310,160 +279,6 @@ def _memo(options: HuntOptions, target: str, backend: str) -> Any:
     return _MEMOS[key]
 
 
-class SliceRun:
-    """One slice running in a worker: the engine's hooks, which persist each example before it
-    runs and stream progress, coverage and findings to the parent, and the slice's summary."""
-
-    def __init__(
-        self,
-        conn: Any,
-        config: WorkerConfig,
-        started: Any,
-        plan: SlicePlan,
-        maps: MapBudget,
-        *,
-        target: Any,
-        backend: Any,
-    ) -> None:
-        self.conn, self.config, self.started, self.maps = conn, config, started, maps
-        self.id = plan.id
-        self.target, self.backend = target, backend
-        self.last_progress = 0.0
-        self.t0 = time.perf_counter()
-        # A warm-up slice (a compile worker's) ends as its plan says (``policy.WarmUp``).
-        self.warm_up = plan.warm_up
-        self.compiles = 0
-        self.calm = 0
-        self.warmed = False
-        self.memo: Any = None  # the pair's structure memo (set by ``_hunt``), if any
-        self.relengthed = 0
-        self.disk_was_full = False  # a file could not be written: the slice ended for it
-
-    def hooks(self) -> Any:
-        from fuzz import engine
-        from fuzz.campaign.plots import error_maps
-
-        return engine.Hooks(
-            before_example=self.before_example,
-            on_draw=self.on_draw,
-            after_example=self.after_example,
-            on_found=self.on_found,
-            on_feature=self.on_feature,
-            error_maps=error_maps,
-        )
-
-    def before_example(self, case: Any) -> None:
-        from fuzz.engine import OutOfTime
-        from fuzz.hypothesis_internals import is_final_replay
-
-        if (self.maps.check() or self.warmed) and not is_final_replay():
-            # Too many memory maps, or a warm-up done: end the slice as its time limit would
-            # (the engine's own stop, which Hypothesis does not take for a failure), before this
-            # example runs.
-            raise OutOfTime
-        try:
-            write_inflight_case(self.config.inflight, self.target.name, self.backend.name, case)
-        except OSError as e:  # no example runs without its record: a crash would lose it
-            self.disk_full(e, f"the in-flight record {self.config.inflight}.*")
-            raise OutOfTime from None
-        self.started.value = time.time()
-
-    def on_draw(self, name: str, value: Any) -> None:
-        from fuzz.engine import OutOfTime
-
-        try:
-            note_inflight_param(self.config.inflight, name, value)
-        except OSError as e:
-            self.disk_full(e, f"the in-flight record {self.config.inflight}.json")
-            raise OutOfTime from None
-
-    def disk_full(self, e: OSError, what: str) -> None:
-        """Tells the campaign that ``what`` could not be written because the disk is full (it
-        stops: nothing more could be kept); any other error goes on up."""
-        if not is_disk_full(e):
-            raise e
-        self.disk_was_full = True
-        self.conn.send(M.DiskFull(self.id, f"{what} could not be written ({e.strerror})"))
-
-    def after_example(self, result: Any) -> None:
-        self.started.value = 0.0
-        warm = self.warm_up
-        if warm is not None:
-            compiled = result.stats.compiles > self.compiles
-            self.compiles = result.stats.compiles
-            relengthed = self.memo.counts["relengthed"] if self.memo is not None else 0
-            same_variant = relengthed > self.relengthed
-            self.relengthed = relengthed
-            self.calm = warm.calm(self.calm, compiled=compiled, same_variant=same_variant)
-            if warm.done(self.calm, time.perf_counter() - self.t0):
-                self.warmed = True
-                result.stopped = "warmed"
-        now = time.perf_counter()
-        if now - self.last_progress > 0.25:
-            self.last_progress = now
-            self.conn.send(
-                M.Progress(self.id, result.examples, now - self.t0, result.stats.compile_seconds)
-            )
-
-    def on_feature(self, name: str) -> None:
-        self.conn.send(M.Feature(self.id, name))
-
-    @property
-    def _trace_cost(self) -> float:
-        """The costliest case of a compiled backend's finding a slice traces (``fuzz.origin``)."""
-        return float(self.config.options.interpreter_max_cost)
-
-    def on_found(self, result: Any, found: Any) -> None:
-        from fuzz import origin
-        from fuzz.reproducer import kills_context
-
-        if found.final and found.finding.cls in ("nan", "inf"):
-            # Its site tells the campaign at once whether it is a known bug reached otherwise
-            # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
-            origin.of_finding(found, self.target, self.backend.name, self._trace_cost)
-        found.reproducer = self.try_reproducer(found)
-        self.conn.send(M.Found(self.id, _found_dict(found)))
-        f = found.finding
-        if kills_context(f):
-            self.conn.send(M.ContextLost(self.id, f.message))
-            exit_worker(EXIT_CONTEXT_LOST)
-
-    def write_reproducer(self, found: Any) -> Path:
-        from fuzz.engine import write_reproducer
-
-        return write_reproducer(
-            self.config.repro_dir, self.target, self.backend.name, found, self.config.options
-        )
-
-    def try_reproducer(self, found: Any) -> Path | None:
-        """:meth:`write_reproducer`; None where the disk is full (the finding is still sent,
-        and the campaign told)."""
-        try:
-            return self.write_reproducer(found)
-        except OSError as e:
-            self.disk_full(e, f"a reproducer of {self.target.name} in {self.config.repro_dir}")
-            return None
-
-    def summary(self, result: Any) -> dict[str, Any]:
-        """The slice's summary: the hunt's numbers, and each finding with its pictures, the
-        origin of a NaN or Inf, and its reproducer written again (its final minimal example)."""
-        from fuzz import origin
-
-        found = []
-        for f in result.found.values():
-            if not f.plots:  # the best example so far when shrinking was cut short: plot it too
-                f.plots = _plots(self.target, self.backend, f)
-            if f.finding.cls in ("nan", "inf"):
-                origin.of_finding(f, self.target, self.backend.name, self._trace_cost)
-            f.reproducer = self.try_reproducer(f) or f.reproducer
-            found.append(_found_dict(f))
-        summary: dict[str, Any] = result.as_dict()
-        summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
-        summary["found"] = found
-        summary["features"] = sorted(result.features)
-        return summary
-
-
 def checked_strategy(target: Any) -> Any:
     """``target`` whose strategy fails with a message naming the target when it is not a
     Hypothesis strategy or draws something other than a :class:`fuzz.case.Case` (a plugin's
@@ -498,17 +313,6 @@ def checked_strategy(target: Any) -> Any:
         return s.map(check)
 
     return dataclasses.replace(target, strategy=strategy)
-
-
-def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:
-    from fuzz.campaign.plots import error_maps
-    from fuzz.properties import check_case
-
-    try:
-        outcome = check_case(target, backend, found.case, params=found.params)
-        return error_maps(outcome.context)
-    except Exception:  # a picture is never worth losing the finding
-        return []
 
 
 def _replay(conn: Any, started: Any, task: M.Replay) -> None:

@@ -1054,14 +1054,14 @@ def test_gpu_memory_running_out_outside_an_example_is_an_exhaustion_too(monkeypa
     from types import SimpleNamespace
 
     from fuzz import engine, get_profile
-    from fuzz.campaign import worker
+    from fuzz.campaign import messages, worker
     from fuzz.campaign.process import EXIT_DEVICE_MEMORY
     from fuzz.profiles import HuntOptions
     from fuzz.target import load_builtin
 
     load_builtin()
     sent = []
-    config = worker.WorkerConfig(
+    config = messages.WorkerConfig(
         slot=0,
         plugins=[],
         options=HuntOptions.of(get_profile("ci")),

@@ -1,5 +1,5 @@
 """How many workers a host, or each node of a Ray cluster, gets: from its GPUs, their memory and
-its cores (``fuzz.campaign.hosts``, ``fuzz.campaign.cluster``'s plan)."""
+its cores (``fuzz.campaign.hosts``, ``fuzz.campaign.cluster_plan``)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_gpu_inventory_without_nvidia_smi(monkeypatch):
 
 def test_a_cluster_is_planned_node_by_node_and_its_actors_fit_their_gpus():
     pytest.importorskip("ray")
-    from fuzz.campaign.cluster import Node, actor_options, plan_cluster
+    from fuzz.campaign.cluster_plan import Node, actor_options, plan_cluster
 
     nodes = [
         Node("a", "h1", cpus=32, gpus=2),

@@ -141,15 +141,17 @@ def test_the_layers_name_modules_that_exist():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
 
 
-# The campaign's scheduling policy and what it keeps (fuzz.campaign.policy, pairs, tunables, and
-# the bug ledger it shares with the engine): no processes, clock, files or console. Whoever runs
-# the workers (processes on one host, actors on a cluster) tells it what happened; a test feeds it
-# scripted events (tests/fuzz/test_scheduling.py, test_policy_picks.py).
+# The campaign's scheduling policy and what it keeps (fuzz.campaign.policy, the picks and
+# estimates it decides by, pairs, tunables, and the bug ledger it shares with the engine): no
+# processes, clock, files or console. Whoever runs the workers (processes on one host, actors on
+# a cluster) tells it what happened; a test feeds it scripted events (tests/fuzz/
+# test_scheduling.py, test_policy_picks.py). A module the policy imports is held to it too.
 PURE = {
     "campaign.booking",
     "campaign.estimates",
     "campaign.messages",
     "campaign.pairs",
+    "campaign.picks",
     "campaign.policy",
     "campaign.tunables",
     "ledger",
@@ -393,7 +395,12 @@ def test_the_length_check_sees_nested_functions_and_methods(tmp_path):
 
 # The campaign package's files ------------------------------------------------------------------
 
-MAX_CAMPAIGN_FILE_LINES = 600
+MAX_CAMPAIGN_FILE_LINES = 520
+# Files allowed over it for now, at their size when the limit came down (name -> lines).
+CAMPAIGN_FILES_OVER: dict[str, int] = {
+    # Another change is reducing it: drop this entry once it is under the limit.
+    "report.py": 550,
+}
 
 
 @pytest.mark.parametrize(
@@ -404,4 +411,9 @@ def test_no_file_of_the_campaign_package_is_much_over_500_lines(path):
     own of about 500 lines at most: one that grows past ``MAX_CAMPAIGN_FILE_LINES`` holds two
     concerns (its runner once held the policy, the bug ledger and every mechanism in 2,162
     lines, and every scheduling experiment edited the whole machine)."""
-    assert len(path.read_text().splitlines()) <= MAX_CAMPAIGN_FILE_LINES
+    limit = CAMPAIGN_FILES_OVER.get(path.name, MAX_CAMPAIGN_FILE_LINES)
+    assert len(path.read_text().splitlines()) <= limit
+
+
+def test_the_campaign_files_over_the_limit_name_files_that_exist():
+    assert {p.name for p in (FUZZ / "campaign").glob("*.py")} >= set(CAMPAIGN_FILES_OVER)

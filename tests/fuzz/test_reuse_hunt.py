@@ -573,11 +573,11 @@ def test_what_a_derived_launch_compiles_is_not_held_against_fresh_lengths(exact,
 def _worker_config(tmp_path, profile):
     """A campaign worker's configuration for ``profile``, reusing structures, with a compile
     share of 25%."""
-    from fuzz.campaign import worker
+    from fuzz.campaign.messages import WorkerConfig
     from fuzz.profiles import HuntOptions
 
     options = HuntOptions.of(dataclasses.replace(profile, reuse_share=0.25, compile_share=0.25))
-    return worker.WorkerConfig(
+    return WorkerConfig(
         slot=0,
         plugins=[],
         options=options,

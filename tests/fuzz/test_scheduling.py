@@ -908,7 +908,7 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
     only from the slice's summary (a slice may end without one)."""
     from fuzz import origin
     from fuzz.campaign.messages import Found
-    from fuzz.campaign.worker import SliceRun
+    from fuzz.campaign.slice_run import SliceRun
     from fuzz.failures import Finding
 
     sent = []
@@ -932,7 +932,7 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
             reproducer=None,
         )
 
-    monkeypatch.setattr("fuzz.campaign.worker._found_dict", lambda f: dict(f.finding.details))
+    monkeypatch.setattr("fuzz.campaign.slice_run._found_dict", lambda f: dict(f.finding.details))
     for cls, final, traced in (
         ("nan", True, True),
         ("nan", False, False),
