@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.backends import get_backend
-from fuzz.campaign.report import write_json
+from fuzz.campaign.report_files import write_json
 from fuzz.case import Case
 from fuzz.engine import hunt
 from fuzz.files import atomic_write_text

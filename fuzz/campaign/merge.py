@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz import reproducer
-from fuzz.campaign import report, report_html
+from fuzz.campaign import report, report_files, report_html
 from fuzz.results import status_of
 
 # Row fields summed over hosts.
@@ -136,7 +136,7 @@ def read_sources(folders: Sequence[str], out: Path) -> tuple[list[Source], list[
         if folder.resolve() in seen:
             raise ValueError(f"{name!r} is named twice")
         seen.add(folder.resolve())
-        data, problem = report.read_report(folder / "report.json")
+        data, problem = report_files.read_report(folder / "report.json")
         if data is None:
             raise ValueError(
                 f"{name!r} holds no campaign report: {problem or 'there is no report.json'}"
@@ -305,10 +305,10 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
     the merged report. The caller holds ``out``'s lock."""
     sources, notes = read_sources(folders, out)
     repro_dir = out / "reproducers"
-    previous, problem = report.read_previous(out / "report.json")
+    previous, problem = report_files.read_previous(out / "report.json")
     if problem is not None:
         notes.append(problem)
-    report.archive_previous(out)
+    report_files.archive_previous(out)
     by_pair: dict[tuple[str, str], list[tuple[Source, dict[str, Any]]]] = {}
     for s in sources:
         for r in s.data["results"]:
@@ -394,7 +394,7 @@ def merge(folders: Sequence[str], out: Path, *, argv: Sequence[str] = ()) -> dic
     }
     for f in data["findings"]:
         f["hosts"] = sorted(hosts_of.get(f.get("signature"), ()))
-    report.write_json(out / "report.json", data)
+    report_files.write_json(out / "report.json", data)
     for _, write in report_html.writers(out, data):
         write()
     return data

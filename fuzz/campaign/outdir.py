@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fuzz import reproducer
-from fuzz.campaign import report, report_html
+from fuzz.campaign import report_files, report_html
 from fuzz.campaign.inflight import is_disk_full
 from fuzz.campaign.process import STOP_SIGNALS
 
@@ -148,7 +148,7 @@ class OutputFolder:
         data = make()
         out = self.out
         writers: list[tuple[str, Callable[[], None]]] = [
-            ("report.json", lambda: report.write_json(out / "report.json", data))
+            ("report.json", lambda: report_files.write_json(out / "report.json", data))
         ]
         if final:
             writers += [(name, write) for name, write in report_html.writers(out, data)]

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.backends import get_backend
-from fuzz.campaign import console, estimates, report
+from fuzz.campaign import console, estimates, report, report_files
 from fuzz.campaign import messages as M
 from fuzz.campaign.config import CampaignConfig, refund_cap, worker_configs
 from fuzz.campaign.faults import Faults
@@ -241,7 +241,7 @@ class Campaign(WorkerLifeCycle):
     # Triage --------------------------------------------------------------------------------------
 
     def _load_previous(self) -> None:
-        prev, problem = report.read_previous(self.config.out / "report.json")
+        prev, problem = report_files.read_previous(self.config.out / "report.json")
         if problem is not None:
             self._note(problem, say=True)
         if prev is None:
@@ -286,7 +286,7 @@ class Campaign(WorkerLifeCycle):
         c.repro_dir.mkdir(parents=True, exist_ok=True)
         if c.triage:
             self._load_previous()
-            report.archive_previous(c.out)
+            report_files.archive_previous(c.out)
         problem = self.folder.reserve_space()
         if problem is not None:
             self.notes.append(problem)

@@ -352,7 +352,7 @@ def test_a_harness_error_is_exit_2_not_a_failing_real_target(tmp_path):
 
 
 def test_a_previous_report_of_another_shape_is_not_triaged_against(tmp_path):
-    from fuzz.campaign.report import read_previous
+    from fuzz.campaign.report_files import read_previous
 
     path = tmp_path / "report.json"
     for text, problem in [

@@ -270,7 +270,8 @@ def test_sigterm_to_a_replays_process_group_is_interrupted_not_a_verdict(tmp_pat
     "umask, text_mode, script_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)]
 )
 def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask, text_mode, script_mode):
-    from fuzz.campaign.report import atomic_write_text, write_json
+    from fuzz.campaign.report_files import write_json
+    from fuzz.files import atomic_write_text
 
     old = os.umask(umask)
     try:
