@@ -247,10 +247,20 @@ class ProcessPool:
         return st, None
 
 
+def slice_deadline(deadline: float, began: float, hard_limit: float) -> float:
+    """A slice's hard deadline once its worker said when it began (``began``: a progress
+    message's arrival less the seconds the worker has spent on the slice): a worker that starts
+    the slice late (a fresh process importing torch, JAX and Triton, a loaded machine) stops its
+    hunt by its own clock, and a deadline counted from the dispatch killed such slices while
+    they settled their bugs. Never earlier than the dispatch's deadline."""
+    return max(deadline, began + hard_limit)
+
+
 def overran(
     job: Job, *, now: float, live_compile: float, compiling: float, example_since: float = 0.0
 ) -> bool:
-    """Whether slice ``job`` is 30 s past its hard limit, compiling not counted (a setup cost,
+    """Whether slice ``job`` is 30 s past its hard limit and the time to settle its bugs
+    (``fuzz.engine.SETTLE_SECONDS``), compiling not counted (a setup cost,
     as in its time limits): neither its compiles so far (``live_compile``) nor the one in
     flight, ``compiling`` seconds long (an H100 campaign killed a Pallas GLA pair's slices twice
     while they compiled, and the pair ran 19 examples in 188 s). An example in flight that began
@@ -260,7 +270,13 @@ def overran(
     examples lost). A replay never overruns (its example timeout bounds it)."""
     if job.is_replay:
         return False
-    limit = job.hard_deadline + 30 + live_compile + compiling
+    from fuzz.engine import SETTLE_SECONDS
+
+    # The hunt is given SETTLE_SECONDS past its hard limit to shrink what the limit cut, then
+    # checks its bugs against the known ones: 30 s more for that and the slice's summary. (With
+    # the settling inside the 30 s, a CPU slice ended 20 s past its limit on a quiet machine
+    # and was killed on a loaded one.)
+    limit = job.hard_deadline + SETTLE_SECONDS + 30 + live_compile + compiling
     if 0.0 < example_since <= limit:
         return False
     return now > limit

@@ -43,7 +43,7 @@ from fuzz.campaign.lifecycle import WorkerLifeCycle
 from fuzz.campaign.outdir import OutputFolder
 from fuzz.campaign.pairs import PairState, Warmth, interleave
 from fuzz.campaign.policy import SchedulingPolicy
-from fuzz.campaign.pool import Arrived, Job, ProcessPool, WorkerHandle, overran
+from fuzz.campaign.pool import Arrived, Job, ProcessPool, WorkerHandle, overran, slice_deadline
 from fuzz.campaign.process import map_limit
 from fuzz.engine import run_narrowing
 from fuzz.target import Target
@@ -207,6 +207,10 @@ class Campaign(WorkerLifeCycle):
     def _slice_message(self, w: WorkerHandle, pair: PairState, msg: Any) -> None:
         if isinstance(msg, M.Progress):
             self.policy.progress(msg.slice, msg.examples, msg.compile_seconds)
+            if w.job is not None and w.job.plan is not None:
+                w.job.hard_deadline = slice_deadline(
+                    w.job.hard_deadline, time.perf_counter() - msg.seconds, w.job.plan.hard_limit
+                )
         elif isinstance(msg, M.Feature):
             self.policy.feature(msg.slice, msg.name)
         elif isinstance(msg, M.Found):

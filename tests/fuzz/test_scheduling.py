@@ -838,16 +838,34 @@ def test_a_slice_is_not_killed_for_overrunning_while_it_compiles():
     flight (an H100 campaign killed a Pallas GLA pair's slices while they compiled)."""
     from fuzz.campaign.pool import Job, overran
 
-    late = Job(1, 0.0, plan=object(), hard_deadline=160.0)  # 40 s past its hard limit at 200
+    late = Job(1, 0.0, plan=object(), hard_deadline=145.0)  # 55 s past its hard limit at 200
     assert overran(late, now=200.0, live_compile=0.0, compiling=0.0)
     assert not overran(late, now=200.0, live_compile=0.0, compiling=15.0)  # 15 s in flight
     assert not overran(late, now=200.0, live_compile=12.0, compiling=0.0)  # its compiles so far
     replay = Job(2, 0.0, replay_path="r.py", hard_deadline=160.0)
     assert not overran(replay, now=200.0, live_compile=0.0, compiling=0.0)
-    # An example in flight that began before the slice was 30 s past its limit is left to its
-    # own timeout; one begun after that point is not.
+    # 40 s past: within the time to settle its bugs (SETTLE_SECONDS) and 30 s more.
+    assert not overran(late, now=185.0, live_compile=0.0, compiling=0.0)
+    # An example in flight that began before that point is left to its own timeout; one begun
+    # after it is not.
     assert not overran(late, now=200.0, live_compile=0.0, compiling=0.0, example_since=185.0)
-    assert overran(late, now=200.0, live_compile=0.0, compiling=0.0, example_since=195.0)
+    assert overran(late, now=200.0, live_compile=0.0, compiling=0.0, example_since=192.0)
+
+
+def test_a_slice_whose_worker_began_late_has_its_deadline_from_then():
+    """A worker that began a slice late (a fresh process importing torch, JAX and Triton on a
+    loaded machine) stops its hunt by its own clock: its hard deadline counts from when it
+    began (a progress message less the seconds it reports), never before the dispatch's. A CPU
+    campaign's slice was killed 30 s past a deadline counted from the dispatch while it settled
+    its bug by its own."""
+    from fuzz.campaign.pool import Job, overran, slice_deadline
+
+    job = Job(1, 100.0, plan=object(), hard_deadline=160.0)  # dispatched at 100, 60 s limit
+    job.hard_deadline = slice_deadline(job.hard_deadline, began=118.0, hard_limit=60.0)
+    assert job.hard_deadline == 178.0
+    assert not overran(job, now=215.0, live_compile=0.0, compiling=0.0)  # 37 s past: not 45
+    assert overran(job, now=225.0, live_compile=0.0, compiling=0.0)
+    assert slice_deadline(160.0, began=95.0, hard_limit=60.0) == 160.0  # never earlier
 
 
 def test_a_nan_born_where_a_known_ones_is_counts_as_it_and_its_conditions_as_another_way():
