@@ -251,12 +251,18 @@ class Faults:
             return P.SUSPECTED_HANG, None, hang
         if code == EXIT_CONTEXT_LOST:
             return P.CONTEXT_LOST, None, None
-        if reason == "overran":
+        if reason in ("overran", "budget"):
             why = "shrinking too slow" if pair.found else "its examples too slow"
             where = where_stuck(self.pool.log_since_job(w) or "")
+            what = (
+                f"a slice overran its hard limit ({why}); the worker was restarted"
+                if reason == "overran"
+                else "the campaign's time ran out while a slice still ran; it was stopped, what "
+                "it streamed is kept"
+            )
             self.note(
-                f"{pair.target.name} on {pair.backend}: a slice overran its hard limit ({why}); "
-                "the worker was restarted" + (f"; it was in {where}" if where else "")
+                f"{pair.target.name} on {pair.backend}: {what}"
+                + (f"; it was in {where}" if where else "")
             )
             return P.OVERRAN, None, None
         msg = f"the worker {exit_text(code, reason)}"

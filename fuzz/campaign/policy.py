@@ -189,6 +189,10 @@ class SchedulingPolicy:
             2 * t.slice_seconds,
             min(t.shrink_max, t.shrink_compiles * self.compile_cost(pair)),
         )
+        # ... but ended, with the bugs' settling and 5 s for the summary, before the campaign
+        # stops what still runs (``end_grace`` past its budget): a slice begun near the end was
+        # killed there while it settled a bug, and its shrinking was lost.
+        shrink = min(shrink, max(1.0, left + t.end_grace - limit - t.settle_seconds - 5.0))
         if warm:
             pair.warmth = Warmth.WARMING
         if not pair.running:  # (a pair shared by several workers: their gains together)

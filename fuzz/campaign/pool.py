@@ -146,7 +146,7 @@ class ProcessPool:
     def kill(self, w: WorkerHandle, reason: str) -> None:
         w.kill_reason = reason
         if w.process is not None and w.process.is_alive():
-            if reason in ("hang", "overran"):
+            if reason in ("hang", "overran", "budget"):
                 try:  # ask faulthandler for every thread's stack, for the finding or the note
                     os.kill(w.process.pid, signal.SIGUSR1)
                     time.sleep(0.3)

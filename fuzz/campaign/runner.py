@@ -45,6 +45,7 @@ from fuzz.campaign.pairs import PairState, Warmth, interleave
 from fuzz.campaign.policy import SchedulingPolicy
 from fuzz.campaign.pool import Arrived, Job, ProcessPool, WorkerHandle, overran, slice_deadline
 from fuzz.campaign.process import map_limit
+from fuzz.campaign.tunables import end_grace
 from fuzz.engine import run_narrowing
 from fuzz.target import Target
 
@@ -334,9 +335,9 @@ class Campaign(WorkerLifeCycle):
             if self.stop_reason and busy:
                 self._drain(busy, grace=2.0)
                 return
-            if started and self.remaining() < -max(15.0, 0.1 * c.budget):
+            if started and self.remaining() < -end_grace(c.budget):
                 for w in busy:  # shrinking that would not end: keep what was streamed
-                    self._kill(w, "overran")
+                    self._kill(w, "budget")
                 return
             if all(w.process is None for w in self.workers):
                 if not self.stop_reason:  # (a stop ends its workers: not their failure)

@@ -38,6 +38,10 @@ class Tunables:
             many).
         examples_floor_factor: a pair short of the floor's examples is fuzzed to this many
             times its floor's seconds.
+        end_grace: how long past its budget the campaign waits for running slices
+            (:func:`end_grace`); settle_seconds: the time a hunt is given past its hard limit to
+            settle its bugs (``fuzz.engine.SETTLE_SECONDS``). A slice's time to shrink ends
+            before both are spent.
         affinity: the weight of a pair another worker has loaded, once every floor is met.
         rewarm_after: seconds its fuzzing compiled since its last warm-up that call for another.
         rewarm_refused: or examples of new structures it refused since (its compile share spent:
@@ -73,6 +77,8 @@ class Tunables:
     rewarm_refused: int = 10
     share_pairs: bool = True
     floor_slices: bool = True
+    end_grace: float = 15.0
+    settle_seconds: float = 15.0
 
     @classmethod
     def of(cls, config: Any, *, pairs: int) -> Tunables:
@@ -88,10 +94,17 @@ class Tunables:
             compile_ahead=bool(config.compile_workers),
             warm_quiet=config.warm_quiet,
             max_deaths=config.max_deaths,
+            end_grace=end_grace(config.budget),
         )
 
     def replace(self, **changes: Any) -> Tunables:
         return dataclasses.replace(self, **changes)
+
+
+def end_grace(budget: float) -> float:
+    """How long past its budget a campaign waits for the slices still running (what they settle,
+    their summaries) before it stops them: a tenth of the budget, at least 15 s."""
+    return max(15.0, 0.1 * budget)
 
 
 def slice_seconds(budget: float, pairs: int) -> float:

@@ -18,7 +18,8 @@ replay counts only each bug's own record, as the old campaign did (``_own_record
 seen another way with a smaller minimal example stands for the bug (the smallest reproducer
 first, its signature the bug's from then on): the replay keeps the bug's first record in its
 place, as the old campaign did (``_own_records_only`` too), and ``test_scheduling`` holds the
-new rule."""
+new rule. A slice's time to shrink now ends before the campaign stops what still runs past its
+budget (off here: ``end_grace`` unbounded; ``test_scheduling`` holds the rule)."""
 
 from __future__ import annotations
 
@@ -119,6 +120,7 @@ def _policy(scenario: dict[str, Any]) -> SchedulingPolicy:
     tunables = Tunables(
         share_pairs=False,  # (recorded before pairs could be shared by idle workers)
         floor_slices=False,  # (and before a slice under its floor ended at it)
+        end_grace=float("inf"),  # (and before a slice's shrink time ended with the campaign)
         examples=scenario["examples"],
         slice_seconds=slice_seconds(scenario["budget"], len(pairs)),
         seed=scenario["seed"],

@@ -1243,3 +1243,17 @@ def test_the_console_says_a_bug_once_seen_then_once_found_with_its_minimal_repro
     assert list(p.found) == [sig]
     # The same bug met again by a later slice is a hit: nothing more is said.
     assert console.recorded(p, policy.record(p, _rec(sig, shrunk=True), sighting="2:0:k")) == []
+
+
+def test_a_slice_begun_near_the_end_shrinks_no_longer_than_the_campaign_waits():
+    """A slice's time to shrink (and the bugs' settling past its hard limit) ends before the
+    campaign stops what still runs, ``end_grace`` past its budget: a CPU campaign killed a slice
+    begun near its end while it settled a bug, and the shrinking was lost."""
+    a, b = _pair("a", examples=500, seconds=100.0), _pair("b", examples=500, seconds=100.0)
+    policy = _policy([a, b], slice_seconds=3.0, end_grace=15.0, settle_seconds=15.0)
+    early = policy.begin(a, 0, slice_id=1, now=0.0, left=1000.0)
+    assert early.hard_limit == 3.0 + 30.0  # the usual 30 s to shrink
+    late = policy.begin(b, 0, slice_id=2, now=990.0, left=10.0)
+    # 3 s of fuzzing, then shrinking, then 15 s to settle and 5 s for the summary: within the
+    # 10 s left and the 15 s the campaign waits.
+    assert late.hard_limit + 15.0 + 5.0 <= 10.0 + 15.0, late.hard_limit
