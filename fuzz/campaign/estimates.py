@@ -309,6 +309,7 @@ def fitted_floors(config: Any, pairs: list[PairState]) -> tuple[Tunables, dict[s
         # too little of the budget for them (:func:`refit`): not floors asked for.
         "fit_to_budget": bool(config.scale_floors),
         "lowered": 1.0,
+        "budget": config.budget,
     }
     if config.scale_floors and pairs and config.budget * FLOORS_SHARE < need:
         factor = config.budget * FLOORS_SHARE / need
@@ -394,6 +395,11 @@ def refit(
     if left is None or floors is None or not floors.get("fit_to_budget"):
         return t, None
     if left < t.slice_seconds:  # no slice to come: nothing to plan (nor to explain away)
+        return t, None
+    if left > floors.get("budget", 0.0) / 2 and any(p.slices == 0 for p in pairs):
+        # Too early to forecast: the first slices compile and shrink the mutants' bugs, and an
+        # H200 campaign that forecast the rest from its first 33 lowered its floors to 9% in
+        # 50 s (its real Pallas pairs then ran 25-68 examples of a 450 s budget).
         return t, None
     now = floors["lowered"]
     fit = refitted_floors(pairs, fitted, t, overheads, left=left, workers=workers, factor=now)

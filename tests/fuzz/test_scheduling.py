@@ -1119,6 +1119,8 @@ def test_floors_are_lowered_only_as_far_as_the_budget_left_needs_and_never_raise
     fitted = policy.t
     assert policy.refit(60.0) is None  # nothing measured: the floors fitted up front fit
     m0 = policy.pair("m0|fake")
+    for p in policy.pairs:  # every pair has had its first slice: forecasts may be made
+        p.slices = max(p.slices, 1)
     policy.overheads.book(m0, first=True, busy=9.0, fuzzed=3.0)  # 6 s past fuzzing
     said = policy.refit(50.0)
     assert said.startswith("floors lowered") and policy.t.floor_seconds < fitted.floor_seconds
@@ -1140,6 +1142,20 @@ def test_floors_are_lowered_only_as_far_as_the_budget_left_needs_and_never_raise
     assert floors["examples"] == 4 and policy.t.floor_examples == 4
 
 
+def test_floors_are_not_lowered_on_the_first_slices_forecast():
+    """Before every pair has had a slice, and with more than half the budget left, the floors
+    are kept: the first slices compile and shrink the mutants' bugs, and an H200 campaign that
+    forecast the rest from its first 33 slices lowered its floors to 9% in 50 s of 450."""
+    policy, floors = _fitted_policy(_reals_and_mutants(), 60.0)
+    m0 = policy.pair("m0|fake")
+    assert any(p.slices == 0 for p in policy.pairs)
+    policy.overheads.book(m0, first=True, busy=30.0, fuzzed=3.0)  # a costly first slice
+    kept = dict(floors)
+    assert policy.refit(50.0) is None and floors == kept  # too early to forecast
+    said = policy.refit(29.0)  # under half the budget left: planned for
+    assert said is not None and said.startswith("floors lowered"), said
+
+
 def test_floors_are_not_lowered_at_the_budgets_end_nor_where_asked_for():
     """A refit plans the slices to come: with less than a slice left there are none, and a pair
     short of its floor then is reported short, not explained away by floors lowered to what it
@@ -1154,7 +1170,7 @@ def test_floors_are_not_lowered_at_the_budgets_end_nor_where_asked_for():
     floors["fit_to_budget"] = False  # asked for
     assert policy.refit(40.0) is None and floors == {**kept, "fit_to_budget": False}
     floors["fit_to_budget"] = True
-    assert policy.refit(40.0).startswith("floors lowered") and floors["lowered"] < 1.0
+    assert policy.refit(29.0).startswith("floors lowered") and floors["lowered"] < 1.0
 
 
 def test_a_slice_of_a_pair_under_its_floor_ends_at_it():
