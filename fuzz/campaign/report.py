@@ -101,6 +101,19 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def not_shrunk_why(f: dict[str, Any]) -> str | None:
+    """Why a finding was not shrunk, for the reports (None: it was): its shrinking's last note
+    (what cut it, what the stages tried), else its slice having ended before it could be (a
+    first sight streamed by a slice stopped or killed; the campaign's notes say which). A GPU
+    campaign's unshrunk rows of 98,304-262,144 elements said nothing of why."""
+    if f.get("shrunk", True):
+        return None
+    notes = [n for n in f.get("shrink_notes") or [] if n]
+    if notes:
+        return notes[-1]
+    return "its slice ended before it was shrunk (stopped or killed: see the campaign's notes)"
+
+
 def also_seen_text(f: dict[str, Any]) -> str:
     """How a finding's bug was also seen ("" where it was not): each other class, property
     and output, with how many records and the smallest case."""

@@ -9,7 +9,14 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from fuzz.campaign import plots
-from fuzz.campaign.report import SEEN_HOW, UNRUN, also_seen_text, cell_text, matrix
+from fuzz.campaign.report import (
+    SEEN_HOW,
+    UNRUN,
+    also_seen_text,
+    cell_text,
+    matrix,
+    not_shrunk_why,
+)
 from fuzz.campaign.report_md import hosts_cell, markdown, origin_text, rel_path
 from fuzz.files import atomic_write_text
 
@@ -151,6 +158,8 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
         parts.append(
             f"<p>minimal case ({_e(f.get('case_size'))} elements): <code>{_e(f['case'][:400])}</code></p>"
         )
+    if (why := not_shrunk_why(f)) and not f.get("maybe_of"):
+        parts.append(f"<p>not shrunk: {_e(why)}</p>")
     if f.get("maybe_of"):
         parts.append(
             f"<p>not shrunk (its slice ended first) and failing as bug {_e(f['maybe_of'])} does: "

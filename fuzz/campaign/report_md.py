@@ -7,7 +7,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fuzz.campaign.report import SEEN_HOW, also_seen_text, cell_text, matrix, starved
+from fuzz.campaign.report import (
+    SEEN_HOW,
+    also_seen_text,
+    cell_text,
+    matrix,
+    not_shrunk_why,
+    starved,
+)
 from fuzz.failures import is_harness_limit
 from fuzz.origin import describe
 
@@ -214,6 +221,8 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         lines.append(
             f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
         )
+    if (why := not_shrunk_why(f)) and not f.get("maybe_of"):
+        lines.append(f"- not shrunk: {why}")
     if f.get("maybe_of"):
         lines.append(
             f"- not shrunk (its slice ended first) and failing as bug `{f['maybe_of']}` does "

@@ -1273,3 +1273,33 @@ def test_a_slice_begun_near_the_end_shrinks_no_longer_than_the_campaign_waits():
     # 3 s of fuzzing, then shrinking, then 15 s to settle and 5 s for the summary: within the
     # 10 s left and the 15 s the campaign waits.
     assert late.hard_limit + 15.0 + 5.0 <= 10.0 + 15.0, late.hard_limit
+
+
+def test_a_row_not_shrunk_says_why_in_the_reports(tmp_path):
+    """A finding that was not shrunk says why in report.md and index.html: its shrinking's last
+    note where it has one, else that its slice ended first (a GPU campaign's unshrunk rows of
+    98,304-262,144 elements said nothing)."""
+    from fuzz.campaign.report import not_shrunk_why
+    from fuzz.campaign.report_html import _finding_html
+    from fuzz.campaign.report_md import _markdown_finding
+
+    base = {
+        "class": "nan",
+        "target": "t",
+        "backends": ["triton"],
+        "message": "m",
+        "case": "Case(x=f32[512,192])",
+        "case_size": 98304,
+        "triage": "new",
+        "signature": "s",
+    }
+    cut = {**base, "shrunk": False, "shrink_notes": ["a", "interpreter not tried: cost 80 > 16"]}
+    ended = {**base, "shrunk": False, "shrink_notes": []}
+    assert not_shrunk_why({**base, "shrunk": True}) is None
+    assert not_shrunk_why(cut) == "interpreter not tried: cost 80 > 16"
+    md = "\n".join(_markdown_finding(cut, tmp_path))
+    assert "- not shrunk: interpreter not tried: cost 80 > 16" in md
+    md = "\n".join(_markdown_finding(ended, tmp_path))
+    assert "- not shrunk: its slice ended before it was shrunk" in md
+    html = _finding_html(ended, tmp_path)
+    assert "not shrunk: its slice ended before it was shrunk" in str(html)
