@@ -125,9 +125,12 @@ def anomalies(
             if out not in launch.outputs or out not in oracle:
                 continue
             on = mask > 0
-            moved = np.abs(to_float64(launch.outputs[out]) - to_float64(base.clean.outputs[out]))
+            with np.errstate(invalid="ignore"):  # inf - inf: a NaN, taken as moved (inf) below
+                moved = np.abs(
+                    to_float64(launch.outputs[out]) - to_float64(base.clean.outputs[out])
+                )
+                ref = np.abs(oracle[out] - base.oracle[out])
             moved = np.where(np.isnan(moved), np.inf, moved)[on]
-            ref = np.abs(oracle[out] - base.oracle[out])
             ref = np.where(np.isnan(ref), np.inf, ref)[on]
             e, still = err[on], np.maximum(bound[on], STILL * err[on])
             if np.any((moved >= MOVES * e) & (moved > bound[on]) & (ref <= still)):
