@@ -8,6 +8,9 @@
 2. The backward's case from an H100 campaign (rebuilt from its recipe: bf16, 16 heads, K 16, V 128,
    g_gamma = -8, four packed sequences of 65, 63, 13 and 79 tokens, key bursts of 2^8, an initial
    state), its gradients against the float64 oracle, with each config of the dq kernel pinned.
+3. What that case needs (``--ablate``): the dq kernel pinned to a ``num_warps=4`` config, the case
+   changed one choice at a time (no initial state, one sequence, another dtype, no key bursts, a
+   milder decay, fewer heads, other head dims, shorter sequences), dq's largest error for each.
 """
 
 import sys
@@ -67,23 +70,36 @@ def forward_nan():
             )
 
 
-def backward_case():
-    heads, kd, vd, dtype, lengths = 16, 16, 128, "bfloat16", [65, 63, 13, 79]
+def backward_case(
+    heads=16,
+    kd=16,
+    vd=128,
+    dtype="bfloat16",
+    lengths=(65, 63, 13, 79),
+    gamma=-8.0,
+    burst=8,
+    h0=True,
+    magnitude=3.0,
+):
+    lengths = list(lengths)
     length = sum(lengths)
     cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    recipe = ValueRecipe(seed=63618893, distribution="normal", magnitude=3.0)
+    recipe = ValueRecipe(seed=63618893, distribution="normal", magnitude=magnitude)
     shape = (1, length, heads)
     arrays = {
         n: materialize(_reseed(recipe, i), (*shape, d), dtype)
         for i, (n, d) in enumerate((("q", kd), ("k", kd), ("v", vd), ("do", vd)))
     }
     bounds = [(int(cu[i]), int(cu[i + 1])) for i in range(len(lengths))]
-    arrays = TokenRecipe("key_burst", 8, 0).apply(arrays, bounds, length)
+    if burst:
+        arrays = TokenRecipe("key_burst", burst, 0).apply(arrays, bounds, length)
     t = {
-        n: torch.from_numpy(np.asarray(a, np.float32)).to(torch.bfloat16) for n, a in arrays.items()
+        n: torch.from_numpy(np.asarray(a, np.float32)).to(getattr(torch, dtype))
+        for n, a in arrays.items()
     }
-    h0 = torch.from_numpy(materialize(_reseed(recipe, 4), (4, heads, kd, vd), "float32"))
-    return t, h0, torch.full((heads,), -8.0), torch.from_numpy(cu)
+    state = materialize(_reseed(recipe, 4), (len(lengths), heads, kd, vd), "float32")
+    h0 = torch.from_numpy(state) if h0 else None
+    return t, h0, torch.full((heads,), gamma), torch.from_numpy(cu)
 
 
 # dq elements the H100 campaign reported wrong (the worst, and the first it printed)
@@ -131,6 +147,86 @@ def backward(picks_for_dq):
         print(f"      where the H100 campaign saw dq wrong: {at}")
 
 
+def dq_error(case, warps):
+    """dq's largest error and the oracle's largest |dq| for ``case`` (backward_case's keywords),
+    the dq kernel pinned to its first config of ``warps`` warps, and the config."""
+    t, h0, gg, cu = backward_case(**case)
+    single = len(case.get("lengths", (0, 0, 0, 0))) == 1
+    ref = simple_gla_reference_grads(
+        t["q"],
+        t["k"],
+        t["v"],
+        t["do"],
+        g_gamma=gg,
+        initial_state=h0,
+        cu_seqlens=None if single else cu.tolist(),
+    )
+    dq_kernel = "fla.ops.common.chunk_o.chunk_bwd_kernel_dqkwg"
+
+    def chooser(kernel, candidates):
+        if kernel != dq_kernel:
+            return 0
+        fits = [i for i, c in enumerate(candidates) if c.config.num_warps == warps]
+        return fits[0] if fits else 0
+
+    leaves = [t[n].to(DEV).clone().requires_grad_() for n in ("q", "k", "v")]
+    with scope(), tr.pinned_configs(chooser) as choices:
+        o, _ = chunk_simple_gla(
+            *leaves,
+            g_gamma=gg.to(DEV),
+            initial_state=None if h0 is None else h0.to(DEV),
+            cu_seqlens=None if single else cu.to(DEV),
+            chunk_size=64,
+        )
+        o.backward(t["do"].to(DEV))
+    config = next((str(c.config) for c in choices if c.kernel == dq_kernel), "(one config)")
+    err = (leaves[0].grad.cpu().double() - ref.dq).abs().max().item()
+    return err, ref.dq.abs().max().item(), config
+
+
+ABLATIONS = (
+    ("the campaign's case", {}),
+    ("no initial state", {"h0": False}),
+    ("one sequence of 220", {"lengths": (220,)}),
+    ("one sequence of 65", {"lengths": (65,)}),
+    ("one sequence of 64", {"lengths": (64,)}),
+    ("one sequence of 128", {"lengths": (128,)}),
+    ("two sequences 65, 63", {"lengths": (65, 63)}),
+    ("float16", {"dtype": "float16"}),
+    ("float32", {"dtype": "float32"}),
+    ("no key bursts", {"burst": 0}),
+    ("magnitude 1, no bursts", {"burst": 0, "magnitude": 1.0}),
+    ("g_gamma -1", {"gamma": -1.0}),
+    ("g_gamma -0.05", {"gamma": -0.05}),
+    ("one head", {"heads": 1}),
+    ("K 64", {"kd": 64}),
+    ("K 128", {"kd": 128}),
+    ("V 16", {"vd": 16}),
+    ("V 64", {"vd": 64}),
+    (
+        "one head, one sequence of 64, no state, no bursts, magnitude 1",
+        {"heads": 1, "lengths": (64,), "h0": False, "burst": 0, "magnitude": 1.0},
+    ),
+)
+
+
+def ablate():
+    print(f"3. what the backward's case needs ({WHERE}): dq's largest error, num_warps 4 and 2")
+    for name, case in ABLATIONS:
+        try:
+            row = []
+            for warps in (4, 2):
+                err, peak, config = dq_error(case, warps)
+                pinned = f"num_warps: {warps}," in config
+                row.append(f"w{warps} {err:9.3g}" + ("" if pinned else f" ({config})"))
+            print(f"   {name:62} |dq| <= {peak:9.3g}: " + ", ".join(row))
+        except Exception as e:  # a variant the library refuses: say so, go on
+            print(f"   {name:62} {type(e).__name__}: {str(e)[:80]}")
+
+
 if __name__ == "__main__":
+    if "--ablate" in sys.argv:
+        ablate()
+        sys.exit(0)
     forward_nan()
     backward(range(8) if GPU else (0, 3))

@@ -111,3 +111,41 @@ def test_fla_refusal_of_the_gated_backward_on_hopper_is_declined_not_a_crash():
                 )
     finally:
         interpreter_adapter(client.without_hopper_guard)
+
+
+def test_where_fla_refuses_the_gated_backward_the_compiled_backward_is_fuzzed_with_g_gamma():
+    """On a host where fla's own guard refuses per-token gates in the backward (#640), the
+    client's compiled backward declares the g_gamma form only (what fla supports there), so no
+    compiled case is drawn only to be declined; the interpreted backward (the guard lifted) keeps
+    both forms, and elsewhere nothing changes."""
+    import importlib
+    from unittest import mock
+
+    import fla.ops.common.chunk_o as chunk_o
+
+    import fuzz
+    from fuzz.backends import get_backend
+    from fuzz.target import unregister
+
+    compiled, interpreted = get_backend("triton"), get_backend("triton-interpret")
+    client = importlib.import_module("fuzz.clients.fla_simple_gla")
+    assert not client.refuses_gated_backward()  # no Hopper GPU here
+    assert get("fla_chunk_simple_gla_bwd").library.supports("g", compiled)
+    flags = dict(IS_NVIDIA_HOPPER=True, TRITON_ABOVE_3_4_0=True, TRITON_ABOVE_3_7_1=False)
+    with mock.patch.multiple(chunk_o, **flags):
+        assert client.refuses_gated_backward()
+    for refuses in (True, False):
+        name = f"fla_bwd_where_gated_refused_{refuses}"
+        target = fuzz.fuzz_kernel(
+            name,
+            family="simple_gla_bwd",
+            kernel=client.refusing_hopper(fuzz.autograd_backward(client.forward)),
+            capabilities=client.backward_capabilities(refuses),
+        )
+        try:
+            lib = target.library
+            assert lib.supports("g", compiled) is not refuses
+            assert lib.supports("g_gamma", compiled) and lib.supports("dht", compiled)
+            assert lib.supports("varlen", compiled) and lib.supports("g", interpreted)
+        finally:
+            unregister(name)
