@@ -149,3 +149,20 @@ def test_where_fla_refuses_the_gated_backward_the_compiled_backward_is_fuzzed_wi
             assert lib.supports("varlen", compiled) and lib.supports("g", interpreted)
         finally:
             unregister(name)
+    # The kernel called as the harness calls it where per-token gates are not declared (here on
+    # the interpreter: the compiled kind cannot run on this machine): no `g` keyword at all.
+    name = "fla_bwd_without_gates"
+    target = fuzz.fuzz_kernel(
+        name,
+        family="simple_gla_bwd",
+        kernel=client.refusing_hopper(fuzz.autograd_backward(client.forward)),
+        capabilities=fuzz.Capabilities(
+            tiles=client.chunks, head_dims=(16, 8), features=(client.supported - {"g"}) | {"dht"}
+        ),
+    )
+    try:
+        result = hunt(target, "triton-interpret", get_profile("ci"), database=None, max_examples=4)
+        assert result.error is None and result.examples >= 4, result.error
+        assert not result.found, [f.finding.summary() for f in result.found.values()]
+    finally:
+        unregister(name)

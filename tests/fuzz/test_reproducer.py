@@ -36,6 +36,29 @@ def test_arrays_round_trip_without_pickle():
         assert np.array_equal(back[k].view(np.uint8), a.view(np.uint8))
 
 
+def test_large_data_is_cut_into_lines_without_textwrap(monkeypatch):
+    """A large case's data (MBs of base64, one word) is cut in linear time: textwrap took 34 s
+    for 4 MB, and a GPU campaign's slices were killed while writing such reproducers."""
+    import textwrap
+
+    text = reproducer.encode_arrays({"x": np.random.default_rng(0).random(3000)})[0]
+    assert reproducer._lines(text, 100).split("\n") == textwrap.wrap(text, 100)
+    assert "".join(reproducer._lines(text, 100).split()) == text
+
+    def refuse(text, *args, **kwargs):
+        if len(text) > 10_000:
+            raise AssertionError("textwrap on a long text (quadratic time)")
+        return real(text, *args, **kwargs)
+
+    real = textwrap.wrap
+    monkeypatch.setattr(textwrap, "wrap", refuse)
+    monkeypatch.setattr(textwrap, "fill", lambda text, *a, **k: "\n".join(refuse(text, *a, **k)))
+    big = reproducer.encode_arrays({"x": np.random.default_rng(1).random(200_000)})[0]
+    assert len(big) > 10**6
+    lines = reproducer._lines(big, 100).split("\n")
+    assert len(lines) == -(-len(big) // 100) and "".join(lines) == big
+
+
 def test_script_reproduces_and_names_the_failure(fake_plugin, fake_profile, tmp_path):
     result = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path)
     path = result.found["nan"].reproducer
