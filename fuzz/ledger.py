@@ -193,6 +193,13 @@ class BugLedger:
                 rec["first_example"] = old.get("first_example", rec.get("first_example"))
                 rec["first_seconds"] = old.get("first_seconds", rec.get("first_seconds"))
                 rec["first_triggers"] = old.get("first_triggers", old.get("triggers", []))
+        standing = self.current(sig)
+        if prev is None and sig not in self.found and standing in self.found:
+            # A first sight of a signature taken into a bug before (its minimal example, a bug
+            # seen another way): that bug again, not a new row (a GPU campaign reported a
+            # nondeterminism merged at 79 s as a new bug when another slice met it at 381 s).
+            self._hit_by(out, rec, standing, streamed=False, sighting=sighting)
+            return out
         bug = bug_of_record(rec)
         for other_sig, other in list(self.found.items()):
             if other_sig != sig and same_call(rec, other):

@@ -411,6 +411,37 @@ def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct
     assert {f["signature"]: f["hits"] for f in p.as_dict()["findings"]}["small"] == 7
 
 
+def test_a_signature_taken_into_a_bug_is_that_bug_when_another_slice_meets_it_again():
+    """A record merged into a bug (seen another way, or replaced by its minimal example) and
+    met again unshrunk by a later slice is a hit of the bug standing for it, not a new row (a
+    GPU campaign reported a nondeterminism it had merged at 79 s as a new bug at 381 s, when
+    the later slice ended before shrinking it)."""
+    p = _pair("p")
+    policy = _policy([p])
+    led = _Ledger(policy)
+    acc = _rec("acc", key="accuracy|oracle|o|-", triggers=("tile",), shrunk=True, case_size=16)
+    assert led.record(p, acc, origin=sighting(1, acc))
+    flaky = _rec("flaky", key="nondeterminism|replays|-|-", case_size=524288, details={"round": 0})
+    assert led.record(p, flaky, origin=sighting(2, flaky))
+    said = {"round": 0, "bug_key": flaky["bug_key"], "signature": "flaky", "twin": "acc",
+            "triggers": [], "how": "influence"}  # fmt: skip
+    led.withdraw(p, sighting(2, {"details": said, "bug_key": said["bug_key"]}), said)
+    assert list(p.found) == ["acc"] and p.ledger.current("flaky") == "acc"
+    again = _rec("flaky", key="nondeterminism|replays|-|-", case_size=524288,
+                 details={"round": 0})  # fmt: skip
+    assert not led.record(p, again, origin=sighting(9, again))
+    assert list(p.found) == ["acc"] and p.as_dict()["bugs"] == 1
+    assert p.ledger.hits()["acc"] >= 1
+    # A first sight replaced by its slice's minimal example, met again first by another slice.
+    first = _rec("big", key="nan|oracle|o|-", triggers=("tile", "causal"), case_size=4096)
+    assert led.record(p, first, origin="3:k")
+    small = _rec("small", key="nan|oracle|o|-", triggers=("causal",), shrunk=True, case_size=2)
+    assert not led.record(p, small, origin="3:k")
+    assert sorted(p.found) == ["acc", "small"]
+    assert not led.record(p, dict(first), origin="4:k")
+    assert sorted(p.found) == ["acc", "small"]
+
+
 def test_a_bug_found_again_is_a_hit_and_a_smaller_example_of_it_takes_its_place():
     p = _pair("p")
     policy = _policy([p])
