@@ -59,10 +59,23 @@ def main(argv: list[str]) -> int:
     sizes = sorted(f.get("case_size", 0) for f in findings)
     median = sizes[len(sizes) // 2] if sizes else 0
     print(f"rows: {len(findings)}, median {median} elements, over {LARGE}: {len(large)}")
+    # A row whose bug the interpreted twin reproduced smaller carries that reproducer too (a case
+    # the compiled backend did not confirm): the smallest reproducer a maintainer can run.
+    smallest = sorted(min(f.get("case_size", 0), _twin_size(f)) for f in findings)
+    over = sum(1 for n in smallest if n > LARGE)
+    median = smallest[len(smallest) // 2] if smallest else 0
+    print(f"smallest reproducer per row (the twin's where smaller): median {median}, over {LARGE}: {over}")
     for f in large:
+        twin = _twin_size(f)
         print(f"  {f['case_size']:8} {f['class']:15} {f['target']} on {f['backend']} "
-              f"shrunk={f.get('shrunk')} {str(f.get('shrink_path') or '')[:80]}")
+              f"shrunk={f.get('shrunk')} {str(f.get('shrink_path') or '')[:60]}"
+              + (f" (twin: {twin})" if twin < f["case_size"] else ""))
     return 0
+
+
+def _twin_size(f) -> float:
+    small = f.get("interpreter_minimal") or {}
+    return small.get("case_size") or float("inf")
 
 
 if __name__ == "__main__":
