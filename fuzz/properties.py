@@ -862,12 +862,14 @@ def runs_agree(
     cls: str,
     *,
     where: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None,
+    against: str = "clean run",
     **details: Any,
 ) -> Finding | None:
     """None when output ``name`` of a run derived from the case (``got``, described by ``what``)
     agrees with the clean run's ``want`` (:func:`compare_runs` within ``tol``), else the finding
     of ``prop``: ``nan``/``inf`` where NaN or Inf appeared, ``cls`` for any other difference.
-    ``where`` maps an index of ``got`` to the clean output's (for the report); ``details`` are
+    ``where`` maps an index of ``got`` to the clean output's (for the report); ``against`` names
+    ``want`` in the message (another reference than the clean run: the oracle); ``details`` are
     added to the finding's."""
     d = compare_runs(got, want, tol)
     if d is None:
@@ -887,13 +889,13 @@ def runs_agree(
         return ctx.finding(
             F.NAN if np.isnan(d.got) else F.INF,
             prop,
-            f"{what}: {d.where(name, at)} becomes {d.got} (clean run {_fmt(d.want)})",
+            f"{what}: {d.where(name, at)} becomes {d.got} ({against} {_fmt(d.want)})",
             **common,
         )
     return ctx.finding(
         cls,
         prop,
-        f"{what}: {d.where(name, at)} = {_fmt(d.got)}, clean run {_fmt(d.want)}: difference "
+        f"{what}: {d.where(name, at)} = {_fmt(d.got)}, {against} {_fmt(d.want)}: difference "
         f"{d.difference:.3g} > tolerance {d.tolerance:.3g}",
         error=d.difference,
         tolerance=d.tolerance,

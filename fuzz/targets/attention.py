@@ -802,6 +802,29 @@ def _decode_last_row(ctx: Context, pick: Any) -> Finding | None:
     if isinstance(run, Finding):
         return run
     last = {k: v[:, :, rows - 1 :] for k, v in run.outputs.items() if k in ctx.oracle}
+    # The prefill's last row has the decode's oracle: where the dense kernel is off it, the
+    # finding is the dense kernel's, and says so (a GPU campaign reported a decode kernel that
+    # matched its oracle as wrong, where the library's dense kernel was wrong for a prefill of 1).
+    if entry is not DENSE_ENTRIES.get(ctx.backend.impl):
+        for name in ("o", "lse"):
+            if name not in last:
+                continue
+            f = runs_agree(
+                ctx,
+                "decode-equals-last-causal-row",
+                f"the library's dense kernel (its attention sibling), last row of a causal "
+                f"prefill of {n}, against the float64 oracle",
+                name,
+                last[name],
+                ctx.oracle[name][b : b + 1],
+                np.broadcast_to(ctx.bound(name), ctx.oracle[name].shape)[b : b + 1],
+                F.ACCURACY,
+                where=lambda i: (b, *i[1:]),
+                against="oracle",
+                wrong="sibling",
+            )
+            if f is not None:
+                return f
     return _equivalent(
         ctx,
         "decode-equals-last-causal-row",

@@ -502,6 +502,11 @@ def test_a_sibling_given_as_a_target_brings_its_own_conventions():
     )
     out = check_case(wrong, TRITON, case, params=prop)
     assert out.finding is not None and out.finding.prop == "decode-equals-last-causal-row"
+    # The decode matched its oracle; the finding names the dense kernel as the one off it (a GPU
+    # campaign blamed a decode kernel for its library's dense kernel's bug at a prefill of 1).
+    assert "dense kernel (its attention sibling)" in out.finding.message, out.finding.message
+    assert "oracle" in out.finding.message and "clean run" not in out.finding.message
+    assert out.finding.details["wrong"] == "sibling"
     with pytest.raises(
         ValueError, match=r"siblings\['attention'\] is target 'walls_softmax_triton'"
     ):
