@@ -31,7 +31,19 @@ forms; states; packed sequences), but for two findings:
   ``num_warps=4`` config of ``chunk_bwd_kernel_dqkwg`` (chunk_o.py) gives dq = 450 and -65 at
   those elements, whatever its stages; the ``num_warps=2`` configs give 0.5039 and 0.001259 there
   (their largest dq error, 376 on an element of -6.98e4, is 0.5%: bf16 rounding). dk and dv are
-  right under every config.
+  right under every config. What it needs (``python .ci/fla_evidence.py --ablate`` on an H200,
+  the case changed one choice at a time, the dq kernel at its first ``num_warps=4`` config): K =
+  16 and V >= 64, in bf16 or fp16; neither packed sequences, an initial state, key bursts, a
+  strong decay nor large values: one head, one sequence of 64 tokens, values of magnitude 1 give
+  411 wrong elements of dq (18.1 for -6.89). Right with K = 64 or 128, with V = 16, in fp32, and
+  at ``num_warps=2`` in every variant. Fuzzed unaided: where fla refuses the gated backward (the
+  same kernel; #640), per-token gates are not declared on the compiled backend, so every
+  compiled backward case draws the g_gamma form that reaches it (two thirds of a GPU campaign's
+  backward cases had been drawn with per-token gates, only to be declined).
+- Seen once, not localized: one sequence of 128 or 220 tokens (no packing) with every autotuned
+  kernel but the dq kernel at its first config ended in an illegal memory access (the same case
+  packed, or of 64 or 65 tokens, ran); fla's shipped configs and its autotuner may never pick
+  that set.
 """
 
 import contextlib
