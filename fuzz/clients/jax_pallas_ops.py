@@ -44,6 +44,22 @@ Findings (JAX 0.10.2, interpret mode on the CPU; each against JAX's own referenc
    blocks to the sequence length, so short sequences are supported: the GPU domain declares them
    (it had declared multiples of the tile only, and a nightly run never drew one).
 
+On an H200 (``pallas-gpu``, JAX 0.11.2, one 450 s campaign of the bundled clients: ``bash
+.ci/gpu-session bundled 450``), every row and what it is:
+
+- ``mha`` accuracy, 48 elements (and ``mha_varlen``, 48): finding 6, T = 1 (17.2 for 2.15).
+- ``mha`` nan, nondeterminism and accuracy rows of 131,072 to 524,288 elements (causal, more
+  queries than keys): finding 1, its reads past the keys; on the GPU what lies there varies
+  between runs (NaN or not). The NaN row's case shrank to 2 elements in ``pallas-interpret``
+  (Tq = 2, Tk = 1: finding 1 as on the CPU), which the GPU does not confirm at that size.
+- ``gqa`` accuracy, 256 elements, through ``decode-equals-last-causal-row``: ``mha``'s finding 6
+  (its prefill of 1 gives 25.1 where the decode and the oracle give 1.57), not a ``gqa`` bug: the
+  property now names the dense kernel as the one off the oracle.
+- ``gqa`` masking, 512 elements (16 in ``pallas-interpret``): finding 4.
+- ``mha_varlen`` masking, 1,024 elements, compiled only (``pallas-interpret`` passes): keys past a
+  sequence's end (``segment_ids``) set to float32's largest make o NaN, finding 4's kind for
+  ``mha`` on the GPU: ``q . k`` overflows before the segment mask applies.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
