@@ -2,20 +2,24 @@
 
 Reads a campaign's ``report.json`` and the planted-bug tables (``PLANTED``) of the planted
 plugins (``tests/plugins/planted.py``, Triton; ``tests/plugins/planted_pallas.py``, Pallas;
-imported by path), and prints one line per planted kernel: its rows (findings) in the report,
+imported by path; ``--round 3``: ``planted3.py`` and ``planted3_pallas.py``), and prints one line per planted kernel: its rows (findings) in the report,
 their classes and element counts (``case_size``) and the ways each row's bug was also seen,
 whether each planted bug was found (a row its record matches, or a way a row's bug was also
 seen: by default one of its expected class), then the totals: rows per planted bug,
-the median and largest row size, rows over 4,096 elements. Rows of the bug-free ``control_*``
-targets, where a campaign ran them, are listed after: they are not planted bugs.
+the median and largest row size, rows over 4,096 elements. Rows of the bug-free controls
+(``control_*``, ``control3_*``), where a campaign ran them, are listed after: they are not
+planted bugs (a row there is a false positive of the harness, or a bug of the kernel itself).
 
     python .ci/planted_rows.py OUT                 # a campaign folder (or its report.json)
     python .ci/planted_rows.py --cpu-campaign 300  # run the planted kernels on the CPU first
+    python .ci/planted_rows.py --round 3 --cpu-campaign 300             # round 3's kernels
+    python .ci/planted_rows.py --round 3 --cpu-campaign 300 --targets 'control3_*'  # its controls
 
 ``--cpu-campaign SECONDS`` runs ``python -m fuzz run --targets 'planted_*' --backends
 triton-interpret,pallas-interpret --budget SECONDS --db none --seed 1`` with both plugins into
-``--out`` (default: a new temporary folder), then prints the table for it. Exit status: 0, or 2
-for a usage error (no report, a plugin that does not import).
+``--out`` (default: a new temporary folder), then prints the table for it (``--round 3``:
+``--targets 'planted3_*'`` with round 3's plugins; ``--targets GLOBS`` replaces the targets).
+Exit status: 0, or 2 for a usage error (no report, a plugin that does not import).
 """
 
 from __future__ import annotations
@@ -37,6 +41,18 @@ PLUGINS = (
     ROOT / "tests" / "plugins" / "planted.py",
     ROOT / "tests" / "plugins" / "planted_pallas.py",
 )
+# Each round's plugins and the targets its campaign runs.
+ROUNDS = {
+    1: (PLUGINS, "planted_*"),
+    3: (
+        (
+            ROOT / "tests" / "plugins" / "planted3.py",
+            ROOT / "tests" / "plugins" / "planted3_pallas.py",
+        ),
+        "planted3_*",
+    ),
+}
+CONTROLS = ("control_", "control3_")  # the bug-free targets' name prefixes
 LARGE = 4096  # elements: a row larger than this is not a reproducer a maintainer reads
 
 
@@ -166,7 +182,7 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
             f"row size (elements): median {statistics.median(sizes):g}, max {sizes[-1]}, "
             f"rows over {LARGE:,}: {sum(s > LARGE for s in sizes)}"
         )
-    controls = sorted(t for t in ran if t.startswith("control_"))
+    controls = sorted(t for t in ran if t.startswith(CONTROLS))
     if controls:
         lines.append("")
         lines.append("controls (no bug planted; any row here is not a planted bug's):")
@@ -182,14 +198,16 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def cpu_campaign(seconds: float, out: Path, plugins: Sequence[Path]) -> int:
-    """Runs the planted kernels on the CPU interpreters into ``out``; the campaign's exit
-    status (1: failing targets, as planted ones are)."""
+def cpu_campaign(
+    seconds: float, out: Path, plugins: Sequence[Path], targets: str = "planted_*"
+) -> int:
+    """Runs the planted kernels (``targets``: comma-separated globs) on the CPU interpreters into
+    ``out``; the campaign's exit status (1: failing targets, as planted ones are)."""
     cmd = [sys.executable, "-m", "fuzz", "run"]
     for p in plugins:
         cmd += ["--plugin", str(p)]
     cmd += [
-        "--targets", "planted_*", "--backends", "triton-interpret,pallas-interpret",
+        "--targets", targets, "--backends", "triton-interpret,pallas-interpret",
         "--budget", f"{seconds:g}", "--db", "none", "--seed", "1", "--out", str(out),
     ]  # fmt: skip
     env = dict(os.environ)
@@ -214,10 +232,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--plugin",
         action="append",
         default=[],
-        help="a planted plugin to read PLANTED from (repeatable; default: the two planted plugins)",
+        help="a planted plugin to read PLANTED from (repeatable; default: the round's two plugins)",
+    )
+    parser.add_argument(
+        "--round",
+        type=int,
+        choices=sorted(ROUNDS),
+        default=1,
+        help="which round of planted kernels: its plugins and campaign targets (default 1: "
+        "planted.py and planted_pallas.py, 'planted_*'; 3: planted3.py and planted3_pallas.py, "
+        "'planted3_*')",
+    )
+    parser.add_argument(
+        "--targets",
+        help="comma-separated globs of the targets --cpu-campaign runs (default: the round's "
+        "planted targets; e.g. 'control3_*' for round 3's controls)",
     )
     args = parser.parse_args(argv)
-    plugins = [Path(p).resolve() for p in args.plugin] or list(PLUGINS)
+    round_plugins, round_targets = ROUNDS[args.round]
+    plugins = [Path(p).resolve() for p in args.plugin] or list(round_plugins)
     try:
         if args.cpu_campaign is not None:
             if args.report:
@@ -225,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.cpu_campaign > 0:
                 raise UsageError(f"--cpu-campaign={args.cpu_campaign:g} must be > 0 seconds")
             out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="planted-rows-"))
-            code = cpu_campaign(args.cpu_campaign, out, plugins)
+            code = cpu_campaign(args.cpu_campaign, out, plugins, args.targets or round_targets)
             if code not in (0, 1):
                 raise UsageError(f"the campaign exited with {code}: see its output above")
             where = out

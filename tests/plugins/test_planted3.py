@@ -1,0 +1,189 @@
+"""The planted one-bug kernels of round 3 (``tests/plugins/planted3.py``, Triton;
+``planted3_pallas.py``, Pallas): each target registered through the public plugin API, its bug
+in its plugin's docstring and in the shared records (``_planted3_bugs.py``), the bug-free
+controls clean on short seeded hunts, and a few of the bugs found with their expected class by
+short hunts on the CPU interpreters (stopped by example counts, never by seconds).
+
+How many rows each bug becomes is measured by ``.ci/planted_rows.py --round 3``, not asserted
+here.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+
+import pytest
+
+from fuzz.engine import hunt
+from fuzz.failures import CLASSES
+from fuzz.families import family_names
+from fuzz.profiles import get_profile
+from fuzz.target import get, load_plugin
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLUGINS = {
+    "triton": os.path.join(HERE, "planted3.py"),
+    "pallas": os.path.join(HERE, "planted3_pallas.py"),
+}
+BACKENDS = {"triton": "triton-interpret", "pallas": "pallas-interpret"}
+# The families the round must cover (attention: dense, packed or decode).
+FAMILIES = ("softmax", "jagged_softmax", "attention", "simple_gla_fwd")
+
+
+def _module(path: str):
+    """The plugin module ``load_plugin`` imported from ``path``."""
+    for module in list(sys.modules.values()):
+        if os.path.abspath(getattr(module, "__file__", None) or "") == path:
+            return module
+    raise AssertionError(f"no module imported from {path}")
+
+
+@pytest.fixture(scope="module")
+def plugins():
+    """Each language's plugin module, loaded as ``--plugin`` loads it."""
+    out = {}
+    for language, path in PLUGINS.items():
+        load_plugin(path)
+        out[language] = _module(path)
+    return out
+
+
+def _planted(plugins):
+    return {
+        name: (language, record)
+        for language, module in plugins.items()
+        for name, record in module.PLANTED.items()
+    }
+
+
+def test_every_planted_kernel_is_a_registered_plugin_target(plugins):
+    planted = _planted(plugins)
+    assert len(planted) >= 10
+    patterns = plugins["triton"].PATTERNS
+    for language, module in plugins.items():
+        assert len(module.PLANTED) >= 4, language
+        # each pattern is written in the languages its record names, and nowhere else
+        mine = {p for p, r in patterns.items() if language in r.languages}
+        assert set(module.PLANTED) == {module.target_name(p) for p in mine}, language
+    for name, (language, record) in planted.items():
+        assert name.startswith("planted3_") and name.endswith(f"_{language}"), name
+        target = get(name)  # registered through fuzz.fuzz_kernel by the plugin
+        assert target.source == PLUGINS[language], (name, target.source)
+        assert target.family == record.family, name
+        assert set(target.kernels) == {language}, (name, sorted(target.kernels))
+        assert target.mutant is None, name  # a real target to the harness, as a user's is
+    families = {r.family.replace("_varlen", "").replace("_decode", "") for _, r in planted.values()}
+    assert set(FAMILIES) <= families, sorted(families)
+
+
+def test_every_control_is_a_registered_bug_free_target(plugins):
+    for language, module in plugins.items():
+        assert module.CONTROLS, language
+        kernel_families = {r.family for r in module.PLANTED.values()}
+        # every kernel a planted target runs has its control
+        assert kernel_families <= {get(n).family for n in module.CONTROLS}, language
+        for name in module.CONTROLS:
+            target = get(name)
+            assert name.startswith("control3_") and name.endswith(f"_{language}"), name
+            assert target.source == PLUGINS[language] and target.mutant is None, name
+
+
+def test_every_record_names_a_family_a_class_and_a_trigger(plugins):
+    for name, (_, record) in _planted(plugins).items():
+        assert record.family in family_names(), name
+        assert len(record.bugs) == 1, name  # one planted bug per target
+        bug = record.bugs[0]
+        assert bug.expected in CLASSES, (name, bug.expected)
+        assert bug.what.strip() and bug.trigger.strip(), name
+
+
+def test_the_patterns_are_new(plugins):
+    """No pattern of the earlier round's records, nor a mutant of the same family and name, is
+    planted again (the patterns were checked against the mutants' descriptions when they were
+    written: ``softmax_masked_scale_twice`` scales twice only on the masked path, where the
+    mutant ``softmax_mutant_scale_twice`` does everywhere; names are what a test can hold)."""
+    from fuzz.target import all_targets
+
+    earlier = os.path.join(HERE, "_planted_bugs.py")
+    tree = ast.parse(open(earlier).read())
+    old = {
+        k.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        for k in node.keys
+        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+    }
+    mutants = {t.name.replace("_mutant_", "_") for t in all_targets() if "_mutant_" in t.name}
+    assert "softmax_scale_twice" in mutants  # (what the names look like)
+    for pattern in plugins["triton"].PATTERNS:
+        assert pattern not in old and pattern not in mutants, pattern
+
+
+def _docstring_entries(doc: str) -> dict[str, str]:
+    """The docstring's ``- ``name``: ...`` bullets, by target name."""
+    entries = {}
+    for bullet in re.split(r"\n(?=- ``)", doc):
+        m = re.match(r"- ``(planted3_\w+)``", bullet)
+        if m:
+            entries[m.group(1)] = " ".join(bullet.split())
+    return entries
+
+
+def test_every_planted_kernel_has_a_docstring_line_with_its_trigger_and_class(plugins):
+    for language, module in plugins.items():
+        entries = _docstring_entries(module.__doc__)
+        assert set(entries) == set(module.PLANTED), (
+            language,
+            sorted(set(entries) ^ set(module.PLANTED)),
+        )
+        for name, record in module.PLANTED.items():
+            text = entries[name]
+            assert "Trigger:" in text, name
+            assert f"Expected: {record.bugs[0].expected}" in text, (name, text)
+    assert "interpreted" in plugins["pallas"].__doc__.split("\n\n")[0]
+
+
+def _hunt(name: str, examples: int):
+    backend = BACKENDS["pallas" if name.endswith("_pallas") else "triton"]
+    result = hunt(
+        get(name), backend, get_profile("ci"), database=None, max_examples=examples, seed=1
+    )
+    assert result.error is None, result.error
+    return [f.as_dict() for f in result.found.values()]
+
+
+# Controls quick to hunt (the Pallas attention, decode and GLA controls compile a program per
+# case structure: the campaign of .ci/planted_rows.py --round 3 runs them).
+CONTROLS = [
+    "control3_softmax_triton",
+    "control3_jagged_softmax_triton",
+    "control3_attention_triton",
+    "control3_softmax_pallas",
+]
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_a_control_is_clean_on_a_short_seeded_hunt(plugins, name):
+    rows = _hunt(name, 15)
+    assert not rows, [(r["class"], r["property"], r.get("output"), r.get("message")) for r in rows]
+
+
+# A sample quick to find (within 20 examples under seed 1), of both languages.
+SAMPLE = [
+    ("planted3_jagged_store_inclusive_end_triton", 10),
+    ("planted3_softmax_masked_scale_twice_triton", 20),
+    ("planted3_attention_gqa_v_head_pallas", 20),
+]
+
+
+@pytest.mark.parametrize(("name", "examples"), SAMPLE, ids=[n for n, _ in SAMPLE])
+def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, examples):
+    bug = _planted(plugins)[name][1].bugs[0]
+    rows = _hunt(name, examples)
+    assert any(r["class"] == bug.expected for r in rows), (
+        f"{name}: {bug.expected} ({bug.trigger}) not found; found "
+        f"{[(r['class'], r['property']) for r in rows]}"
+    )
