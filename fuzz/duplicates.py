@@ -9,7 +9,8 @@ second half of a sequence cut in two), its NaN or Inf is born at the same kernel
 (``site``, whatever its key), or the wrong elements of both minimal examples read, or ignore,
 the same inputs as their references do not (``influence``: ``fuzz.influence``; a bias row read
 for every row shows as ``accuracy`` with two columns and as ``masking`` with one, and neither
-example fails the other's way). A known bug of another key met so is one bug seen another way
+example fails the other's way; a ``masked-poison`` failure reads the inputs whose poison moved
+an output). A known bug of another key met so is one bug seen another way
 (the campaign keeps the new record beside it as "also seen as", with its reproducer, the smaller
 minimal example standing for the bug); of the same key, one bug reached through other
 conditions. Distinctness is never decided by shrinking through the union of the
@@ -198,8 +199,11 @@ class Duplicates:
     _examples: dict[str, _Example | None] = field(default_factory=dict)
     # fails_as of an example (its call and parameters) and a key.
     _failing: dict[tuple[str, str, str], tuple[Any, bool] | None] = field(default_factory=dict)
-    # influence.anomalies of an example's call.
-    _anomalies: dict[str, frozenset[tuple[str, str]] | None] = field(default_factory=dict)
+    # influence.anomalies of an example's call (with the poison_reads of a masked-poison
+    # failure's poison), by the call and the poison.
+    _anomalies: dict[tuple[str, str | None], frozenset[tuple[str, str]] | None] = field(
+        default_factory=dict
+    )
 
     def of(self, f: Found) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
@@ -386,19 +390,27 @@ class Duplicates:
                 return bug
         return None
 
-    def anomalies(self, example: Any) -> frozenset[tuple[str, str]] | None:
-        """:func:`fuzz.influence.anomalies` of an example's call, computed once."""
+    def anomalies(self, example: Any, key: str = "") -> frozenset[tuple[str, str]] | None:
+        """:func:`fuzz.influence.anomalies` of an example's call, and where the example is of a
+        ``masked-poison`` bug (``key``), the inputs its poison showed read
+        (:func:`fuzz.influence.poison_reads`), computed once."""
         from fuzz import influence
 
-        digest = example.case.digest()
-        if digest not in self._anomalies:
+        poison = _poison_of(example, key)
+        memo = (example.case.digest(), poison)
+        if memo not in self._anomalies:
             try:
-                self._anomalies[digest] = influence.anomalies(
-                    self.target, self.backend, self.options, example.case
-                )
+                found = influence.anomalies(self.target, self.backend, self.options, example.case)
+                if poison is not None:
+                    reads = influence.poison_reads(
+                        self.target, self.backend, self.options, example.case, poison
+                    )
+                    if reads:
+                        found = (found or frozenset()) | reads
+                self._anomalies[memo] = found
             except Exception:  # evidence, never the hunt's error
-                self._anomalies[digest] = None
-        return self._anomalies[digest]
+                self._anomalies[memo] = None
+        return self._anomalies[memo]
 
     def reads_alike(self, f: Found) -> Bug | None:
         """The known bug (of any key, with a minimal example here) whose minimal example's wrong
@@ -410,10 +422,14 @@ class Duplicates:
         other's way (one column is 1 whatever its bias), and in both the wrong row ignores its
         own bias. A planted jagged softmax that read the next segment's rows did the same
         (``masking`` for a one-row segment, ``accuracy`` for two rows): both read the next
-        segment's values. Two bugs that only scale values read what their references read: no
+        segment's values. A ``masked-poison`` example reads the inputs whose poison moved an
+        output: a planted packed attention kernel that read a sequence's keys from its query
+        offset came as ``accuracy`` (its wrong elements read keys and values their references
+        do not) and as ``masked-poison`` (the keys it read past the data, poisoned; no oracle
+        failure). Two bugs that only scale values read what their references read: no
         evidence (the two-bug softmax's fp16 and bf16 bugs stay two); free choices that do not
         nest (a causal mask for one, a window for the other) keep two bugs apart."""
-        mine = self.anomalies(f)
+        mine = self.anomalies(f, f.key or "")
         if not mine:
             return None
         free = _free(f.triggers)
@@ -421,7 +437,7 @@ class Duplicates:
             theirs = _free(bug.triggers)
             if not (free <= theirs or theirs <= free):
                 continue
-            other = self.anomalies(old)
+            other = self.anomalies(old, bug.key)
             if other and (mine <= other or other <= mine):
                 return bug
         return None
@@ -454,6 +470,17 @@ class Duplicates:
                     self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
                 return b
         return None
+
+
+def _poison_of(example: Any, key: str) -> str | None:
+    """The poison of an example of a ``masked-poison`` bug (``key``: its bug key), as its check
+    drew it (``masked-poison``'s parameter), or None."""
+    if key.split("|")[1:2] != ["masked-poison"]:
+        return None
+    kind = (getattr(example, "params", None) or {}).get("masked-poison")
+    if kind is None and getattr(example, "finding", None) is not None:
+        kind = example.finding.details.get("poison")
+    return None if kind is None else str(kind)
 
 
 def _free(triggers: Any) -> frozenset[str]:

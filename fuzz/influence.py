@@ -20,6 +20,13 @@ whose minimal examples' sets nest, with free choices (features, half dtypes) tha
 bug. Two independent bugs that only scale a value (a softmax wrong by 1.01x for fp16, by 0.97x
 for bf16 rows of odd length) read what their references read: no anomaly, no evidence.
 
+A ``masked-poison`` failure is such evidence already: the elements it poisons are those no
+output depends on (``Target.poison``), so an output that moves when they do reads an input its
+reference does not. :func:`poison_reads` tells which inputs: each input's poisoned elements are
+set alone, and an input whose poison changes an output is read (a packed attention kernel that
+read the keys of its sequence from the query offset came as an ``accuracy`` row and as a
+``masked-poison`` row that failed no oracle: the keys it read past the data were poisoned).
+
 Non-finite kernel values are left out (a NaN depends on nothing: it would ignore every input),
 as are integer and boolean inputs (offsets, masks: changing one changes the case's structure).
 An example that would take more than :data:`MAX_LAUNCHES` launches, or of more than
@@ -140,4 +147,48 @@ def anomalies(
     return frozenset(found)
 
 
-__all__ = ["IGNORES", "MAX_ELEMENTS", "MAX_LAUNCHES", "PER_INPUT", "READS", "anomalies"]
+def poison_reads(
+    target: Target, backend: Backend, options: HuntOptions, case: Case, kind: str
+) -> frozenset[tuple[str, str]] | None:
+    """The ``(input, "reads")`` anomalies of a ``masked-poison`` failure of ``case``: each input
+    whose masked-out elements, set to the poison ``kind`` (``Target.poison``) with the other
+    inputs left clean, change an output bit for bit (as the property compares). Its reference
+    depends on none of those elements, so the output's moving is a read its reference does not
+    make (see the module's docstring). None where nothing can be said (no poison for the case,
+    an example over :data:`MAX_ELEMENTS`, a clean run that fails)."""
+    from fuzz.properties import Context, compare_runs
+
+    if target.poison is None or case.size > MAX_ELEMENTS:
+        return None
+    poisoned = target.poison(case, str(kind))
+    if poisoned is None:
+        return None
+    base = Context(target, backend, case, ref_device=options.ref_device)
+    if base.clean.error is not None:
+        return None
+    found: set[tuple[str, str]] = set()
+    for name, a in sorted(poisoned.inputs.items()):
+        clean = case.inputs.get(name)
+        if clean is None or np.array_equal(a, clean, equal_nan=True):
+            continue
+        launch = Context(
+            target, backend, case.replace(inputs={name: a}), ref_device=options.ref_device
+        ).launch()
+        if launch.error is not None or launch.declined is not None:
+            continue  # (the kernel's own business: this change tells nothing)
+        for out, got in base.clean.outputs.items():
+            if out in launch.outputs and compare_runs(launch.outputs[out], got) is not None:
+                found.add((name, READS))
+                break
+    return frozenset(found)
+
+
+__all__ = [
+    "IGNORES",
+    "MAX_ELEMENTS",
+    "MAX_LAUNCHES",
+    "PER_INPUT",
+    "READS",
+    "anomalies",
+    "poison_reads",
+]

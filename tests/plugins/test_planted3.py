@@ -171,11 +171,11 @@ def test_a_control_is_clean_on_a_short_seeded_hunt(plugins, name):
     assert not rows, [(r["class"], r["property"], r.get("output"), r.get("message")) for r in rows]
 
 
-# A sample quick to find (within 20 examples under seed 1), of both languages.
+# A sample quick to find (within 10-20 examples under seed 1), of both languages.
 SAMPLE = [
     ("planted3_jagged_store_inclusive_end_triton", 10),
     ("planted3_softmax_masked_scale_twice_triton", 20),
-    ("planted3_attention_gqa_v_head_pallas", 20),
+    ("planted3_attention_gqa_v_head_pallas", 10),
 ]
 
 
@@ -186,4 +186,106 @@ def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, example
     assert any(r["class"] == bug.expected for r in rows), (
         f"{name}: {bug.expected} ({bug.trigger}) not found; found "
         f"{[(r['class'], r['property']) for r in rows]}"
+    )
+
+
+# One bug, several rows: the duplicate check's evidence on round 3's minimal examples. Each row is
+# a Found as a hunt settles it: its key and triggers as the hunt computes them.
+
+
+def _options():
+    from fuzz.profiles import HuntOptions
+
+    return HuntOptions.of(get_profile("ci"))
+
+
+def _as_found(target, backend, case, params=None):
+    from fuzz.failures import bug_key
+    from fuzz.properties import check_case
+    from fuzz.results import Found
+    from fuzz.signatures import conditions, signature
+
+    outcome = check_case(target, backend, case, params=params or {}, **_options().check_kwargs())
+    f = outcome.finding
+    assert f is not None, case
+    key, holds = bug_key(f), sorted(conditions(target, case, outcome.context.hazards))
+    f.details.update(bug_key=key, triggers=holds, signature=signature(target.name, key, holds))
+    return Found(f, case, dict(outcome.params), 1, 0.0, choices=(1,), key=key, final=True)
+
+
+def _varlen_case(q, k, v, cu_q, cu_k):
+    import numpy as np
+
+    from fuzz.case import Case
+
+    def arr(x):
+        return np.asarray(x, np.float32).reshape(1, 1, -1, 1)
+
+    params = {
+        "dtype": "float32", "causal": False, "window": None, "scale": None, "softcap": None,
+        "alibi": None, "block_q": 16, "block_k": 16,
+    }  # fmt: skip
+    inputs = {"q": arr(q), "k": arr(k), "v": arr(v)}
+    inputs |= {
+        "cu_seqlens_q": np.asarray(cu_q, np.int32),
+        "cu_seqlens_k": np.asarray(cu_k, np.int32),
+    }
+    return Case(inputs, params)
+
+
+def test_a_masked_poison_row_is_the_bug_whose_wrong_elements_read_what_its_poison_moved(plugins):
+    """The planted packed attention kernel that reads a sequence's keys from its query offset came
+    as two rows (a CPU campaign of 900 s): ``accuracy`` of ``o`` (the second sequence reads the
+    first one's key), and ``masked-poison`` of ``o`` (the second sequence reads a guard row after
+    the data, which the poison sets to NaN; its clean values equal the right key's, so no oracle
+    fails). Neither example fails the other's way and the second has no wrong element to analyse;
+    but its poison is evidence of its own: the poisoned key and value rows, which no output may
+    depend on, moved ``o``: the inputs its wrong elements read as their reference does not
+    (``fuzz.influence.poison_reads``), as the accuracy row's do."""
+    from fuzz import influence
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import bug_of
+
+    target, backend = (
+        get("planted3_varlen_key_start_of_query_triton"),
+        get_backend("triton-interpret"),
+    )
+    # query lengths 1, 1 and key lengths 2, 1: the second sequence reads key 1, not key 2
+    accuracy = _as_found(
+        target,
+        backend,
+        _varlen_case([0.5, -1.0], [0.3, 1.5, -0.7], [1.0, -2.0, 0.5], [0, 1, 2], [0, 2, 3]),
+    )
+    # query lengths 2, 1 and key lengths 1, 1, a guard row after them: the second sequence reads
+    # the guard row (row 2), whose key and value equal its own key's (row 1)
+    poisoned = _as_found(
+        target,
+        backend,
+        _varlen_case([0.5, -1.0, 0.8], [0.3, 1.5, 1.5], [1.0, -2.0, -2.0], [0, 2, 3], [0, 1, 2]),
+        {"masked-poison": "nan"},
+    )
+    assert accuracy.key == "accuracy|oracle|o|-"
+    assert poisoned.key == "masking|masked-poison|o|-"
+    options = _options()
+    assert influence.anomalies(target, backend, options, poisoned.case) is None  # no wrong element
+    assert influence.poison_reads(target, backend, options, poisoned.case, "nan") == {
+        ("k", influence.READS),
+        ("v", influence.READS),
+    }
+    for new, old in ((poisoned, accuracy), (accuracy, poisoned)):
+        me = _duplicates(target, backend, {old.finding.cls: old})
+        assert me.also_fails(new) is None and me.shown_by_known(new) is None
+        assert me.of(new) == (bug_of(old), "influence"), (new.key, old.key)
+
+
+def _duplicates(target, backend, settled):
+    """The duplicate check of a hunt that settled ``settled`` (label -> Found)."""
+    from fuzz.duplicates import Duplicates, bug_of
+
+    return Duplicates(
+        target,
+        backend,
+        _options(),
+        found=dict(settled),
+        known_bugs=[bug_of(f) for f in settled.values()],
     )
