@@ -114,6 +114,45 @@ def test_a_campaign_runs_on_every_node_and_finds_what_a_local_one_finds(cluster,
     )
 
 
+PROBE = """
+import dataclasses, json, os
+from fuzz.target import get, load_plugin, register
+load_plugin({fake!r})
+base = get("fake_double")
+run = base.kernels["fake"]
+
+
+def probe(inputs, params, *, out, interpret):  # says how the process it runs in was started
+    seen = {{"nice": os.nice(0)}}
+    with open(os.path.join({seen!r}, str(os.getpid())), "w") as f:
+        json.dump(seen, f)
+    return run(inputs, params, out=out, interpret=interpret)
+
+
+register(dataclasses.replace(base, name="fake_probe", kernels={{"fake": probe}}))
+"""
+
+
+def test_actors_run_at_their_nodes_priority(cluster, tmp_path):
+    # Ray adds 15 to the nice value of the processes it runs actors in: beside any other work on
+    # a node, the actors fuzzed with what was left of its cores, where a local campaign's workers
+    # run at its own priority. (Robust to the other test's removed node: any actor will do.)
+    c, _ = cluster
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    plugin = tmp_path / "probe.py"
+    plugin.write_text(PROBE.format(fake=FAKE, seen=str(seen)))
+    args = ["run", "--profile", "ci", "--plugin", str(plugin), "--targets", "fake_probe"]
+    args += ["--backends", "fake", "--examples", "5", "--budget", "900", "--seed", "3"]
+    proc = _fuzz(*args, "--no-triage", "--out", str(tmp_path / "out"), "--cluster", c.address)
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out[-3000:]
+    runs = [json.loads(f.read_text()) for f in seen.iterdir()]
+    assert runs, out[-3000:]
+    # (the raylets were started by this process: its priority is theirs)
+    assert {r["nice"] for r in runs} == {os.nice(0)}, runs
+
+
 HELD = """
 import dataclasses, os, time
 from fuzz.target import get, load_plugin, register
