@@ -123,7 +123,7 @@ run = base.kernels["fake"]
 
 
 def probe(inputs, params, *, out, interpret):  # says how the process it runs in was started
-    seen = {{"nice": os.nice(0)}}
+    seen = {{"nice": os.nice(0), "hypothesis": os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")}}
     with open(os.path.join({seen!r}, str(os.getpid())), "w") as f:
         json.dump(seen, f)
     return run(inputs, params, out=out, interpret=interpret)
@@ -133,10 +133,14 @@ register(dataclasses.replace(base, name="fake_probe", kernels={{"fake": probe}})
 """
 
 
-def test_actors_run_at_their_nodes_priority(cluster, tmp_path):
+def test_actors_run_at_their_nodes_priority_with_hypothesis_files_in_the_cache(cluster, tmp_path):
     # Ray adds 15 to the nice value of the processes it runs actors in: beside any other work on
     # a node, the actors fuzzed with what was left of its cores, where a local campaign's workers
-    # run at its own priority. (Robust to the other test's removed node: any actor will do.)
+    # run at its own priority. And an actor has its raylet's environment, without the
+    # HYPOTHESIS_STORAGE_DIRECTORY a campaign gives its workers: Hypothesis wrote its files into
+    # the folder Ray was started in. (Robust to the other test's removed node: any actor will do.)
+    from fuzz.backends import cache_dir
+
     c, _ = cluster
     seen = tmp_path / "seen"
     seen.mkdir()
@@ -149,8 +153,10 @@ def test_actors_run_at_their_nodes_priority(cluster, tmp_path):
     assert proc.returncode == 0, out[-3000:]
     runs = [json.loads(f.read_text()) for f in seen.iterdir()]
     assert runs, out[-3000:]
-    # (the raylets were started by this process: its priority is theirs)
+    here = os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY") or os.path.join(cache_dir(), "hypothesis")
+    # (the raylets were started by this process: its priority and environment are theirs)
     assert {r["nice"] for r in runs} == {os.nice(0)}, runs
+    assert {r["hypothesis"] for r in runs} == {here}, runs
 
 
 HELD = """
