@@ -343,8 +343,14 @@ class Duplicates:
 
     def _known_examples(self, f: Found, *, twins: bool = False) -> list[tuple[Bug, Any]]:
         """The minimal examples of the known bugs of another key than ``f``'s (``twins``: and
-        of its key, other bugs than ``f``): those this hunt settled, and an earlier slice's read
-        back from their reproducers (``Bug.example``)."""
+        of its key, other bugs than ``f``): those this hunt settled and the ways it saw each
+        of them too (``Found.seen_as``: a bug's example met another way is as much its example,
+        as the campaign's ledger keeps it), and an earlier slice's read back from their
+        reproducers (``Bug.example``). A planted attention kernel whose window let one key too
+        many in came as three rows of one hunt: ``masking`` of ``o`` (a query whose window holds
+        no key sees one), ``accuracy`` of ``o`` (one with a key sees two: its wrong elements read
+        what the masking row's do, so it was seen as that bug) and ``accuracy`` of ``lse``, on
+        which only the second's example fails too."""
         me = bug_of(f)
 
         def other(b: Bug) -> bool:
@@ -354,6 +360,12 @@ class Duplicates:
             (bug_of(old), old)
             for old in self.found.values()
             if old.choices and old.key and other(bug_of(old))
+        ]
+        examples += [
+            (dataclasses.replace(bug_of(seen), signature=old.signature), seen)
+            for old in self.found.values()
+            for seen in old.seen_as
+            if seen.choices and seen.key and other(bug_of(seen))
         ]
         mine = {b.signature for b, _ in examples}  # (their examples are here already)
         read: set[str] = set()

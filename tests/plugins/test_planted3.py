@@ -289,3 +289,57 @@ def _duplicates(target, backend, settled):
         found=dict(settled),
         known_bugs=[bug_of(f) for f in settled.values()],
     )
+
+
+def _attention_case(q, k, v, window):
+    import numpy as np
+
+    from fuzz.case import Case
+
+    def arr(x):
+        return np.asarray(x, np.float32).reshape(1, 1, -1, 1)
+
+    params = {
+        "dtype": "float32", "causal": False, "window": list(window), "scale": None,
+        "softcap": None, "alibi": None, "block_q": 16, "block_k": 16,
+    }  # fmt: skip
+    return Case({"q": arr(q), "k": arr(k), "v": arr(v)}, params)
+
+
+def test_a_bug_seen_another_way_lends_its_example_to_the_duplicate_check(plugins):
+    """The planted attention kernel whose window's right bound lets one key too many in came as
+    three rows of one hunt (a CPU campaign of 900 s), its minimal examples two queries under a
+    window (-1, 0): ``masking`` of ``o`` (one key: query 0, whose window holds none, sees it),
+    ``accuracy`` of ``o`` (two keys: query 0 sees both) and ``accuracy`` of ``lse`` (two keys
+    whose values are equal: ``o`` is right). The ``o`` rows read alike (influence): one bug, the
+    masking example standing for it. The ``lse`` row has no evidence with the masking example
+    (its wrong element reads the key, the masking one's the value; neither fails the other's
+    way), but the accuracy example of ``o`` fails ``lse`` as it does: the bug seen another way
+    is the bug's example too, as the campaign's ledger keeps it for later slices."""
+    import dataclasses
+
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import bug_of
+    from fuzz.signatures import Bug
+
+    target, backend = get("planted3_attention_window_right_triton"), get_backend("triton-interpret")
+    q, k = [-1.2714454, -1.4785151], [-1.1290556, -0.084017724]
+    masking = _as_found(target, backend, _attention_case(q, k[:1], [-0.13898355], (-1, 0)))
+    o_row = _as_found(target, backend, _attention_case(q, k, [-0.13898355, 1.9015169], (-1, 0)))
+    lse_row = _as_found(target, backend, _attention_case(q, k, [60000.0, 60000.02], (-1, 0)))
+    assert (masking.key, o_row.key, lse_row.key) == (
+        "masking|oracle|o|-",
+        "accuracy|oracle|o|-",
+        "accuracy|oracle|lse|-",
+    )
+    assert _duplicates(target, backend, {"masking": masking}).of(o_row) == (
+        bug_of(masking),
+        "influence",
+    )
+    assert _duplicates(target, backend, {"masking": masking}).of(lse_row) is None
+    # the hunt settled the masking row and saw the o row as it (as fuzz.engine records it)
+    settled = dataclasses.replace(masking, seen_as=[o_row])
+    me = _duplicates(target, backend, {"masking": settled})
+    me.known_bugs.append(Bug(o_row.key, frozenset(o_row.triggers), masking.signature))
+    twin, how = me.of(lse_row)
+    assert (twin.signature, twin.key, how) == (masking.signature, o_row.key, "property")
