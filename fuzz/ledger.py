@@ -180,6 +180,7 @@ class BugLedger:
         out = Recorded()
         sig = rec["signature"]
         seen = False  # an earlier record of the same bug was kept or replaced
+        matched = False  # a bug's record was the same bug (kept, or replaced by this one)
         prev = None
         if sighting is not None:
             prev = self.sightings.get(sighting)
@@ -190,6 +191,7 @@ class BugLedger:
                 self.replaced[str(prev)] = sig
                 out.settled = True
                 _supersede(out, old, rec)
+                _carry_seen(rec, old)
                 rec["first_example"] = old.get("first_example", rec.get("first_example"))
                 rec["first_seconds"] = old.get("first_seconds", rec.get("first_seconds"))
                 rec["first_triggers"] = old.get("first_triggers", old.get("triggers", []))
@@ -211,7 +213,7 @@ class BugLedger:
                 return out
             if other_sig == sig or not same_bug(bug, bug_of_record(other)):
                 continue
-            seen = True
+            seen = matched = True
             if len(bug.triggers) >= len(other.get("triggers", ())):
                 also(other, rec.get("triggers"))  # an example of a bug found before
                 self._hit_by(out, rec, other_sig, streamed=prev == sig, sighting=sighting)
@@ -222,7 +224,14 @@ class BugLedger:
             _supersede(out, other, rec)
             rec = {**rec, "also_triggers": list(other.get("also_triggers", []))}
             also(rec, other.get("triggers"))
+            _carry_seen(rec, other)
             self.known_hits[sig] += 1 + self.known_hits.pop(other_sig, 0)
+        if not matched and sig not in self.found and rec.get("shrunk"):
+            # (an unshrunk record of a known key stays a bug of its own for now: ``maybe_of``)
+            way = self._way_of(bug)
+            if way is not None:
+                self._seen_way(out, rec, way, prev)
+                return out
         old = self.found.get(sig)
         if old is not None and prev is None:  # the same bug from another slice or death: a hit
             self.known_hits[sig] += 1
@@ -251,6 +260,52 @@ class BugLedger:
         self.found[sig] = rec
         out.signature = sig
         return out
+
+    def _way_of(self, bug: Bug) -> tuple[str, dict[str, Any]] | None:
+        """The bug (its record's signature) one of whose ways it was also seen (another key) is
+        ``bug`` (``same_bug``: that key, nesting triggers), and that way's entry; or None. Later
+        slices know those ways as the bug's (:meth:`bugs`), and so does a shrunk record of one: a
+        planted GLA kernel's ``state-continuation`` row, also seen as the oracle with an initial
+        state, got a second row when a later slice's oracle example needed a condition fewer."""
+        for other_sig, other in self.found.items():
+            for s in other.get("also_seen", []):
+                if s.get("bug_key") and same_bug(
+                    bug, Bug(s["bug_key"], frozenset(s.get("triggers") or ()), other_sig)
+                ):
+                    return other_sig, s
+        return None
+
+    def _seen_way(
+        self, out: Recorded, rec: dict[str, Any], way: tuple[str, dict[str, Any]], prev: Any
+    ) -> None:
+        """``rec`` is the bug of record ``way[0]``, met the way it was also seen (``way[1]``):
+        kept beside it where it needs fewer conditions than that way (in that way's place where
+        it is that way's record: its minimal example), else an example of it; a first sight of its
+        sighting kept beside it before (``prev``) goes. Its sighting keeps its own signature:
+        the record standing for the bug is not a first sight its minimal example replaces."""
+        other_sig, entry = way
+        sig = rec["signature"]
+        keep = self.found[other_sig]
+        # (no hit counted here: a slice counts its examples of a known bug as hits of it, and
+        # its duplicate check, where it tells the two apart, would count this one again)
+        self.replaced[sig] = other_sig
+        out.unnew = prev is not None
+        out.settled = False  # (the bug's record is not this one: nothing to say FOUND of)
+        if prev is not None and prev != sig:  # its first sight, kept beside the bug before
+            for s in keep.get("also_seen", []):
+                if s.get("signature") == prev:
+                    _supersede(out, s, rec)
+            keep["also_seen"] = [s for s in keep.get("also_seen", []) if s.get("signature") != prev]
+        if entry.get("signature") == sig:  # that way's own record again (its minimal example)
+            _supersede(out, entry, rec)
+            entry.update({k: rec.get(k) for k in SEEN_FIELDS})
+        elif len(rec.get("triggers") or ()) < len(entry.get("triggers") or ()):
+            out.superseded += seen_as(keep, rec, "same")
+        else:
+            _supersede(out, rec, keep)
+        _carry_seen(keep, rec)  # (the ways a first sight it replaced was seen)
+        out.merged.append((sig, other_sig, "also", str(rec.get("class"))))
+        out.signature = other_sig
 
     def _hit_by(
         self,
@@ -421,6 +476,20 @@ def sighting(slice_id: int, rec: Mapping[str, Any]) -> str:
     """Which bug of a slice a streamed finding record is (its first sight and its minimal
     example are records of one bug): a key is one bug per Hypothesis run of the slice's hunt."""
     return f"{slice_id}:{(rec.get('details') or {}).get('round', 0)}:{rec.get('bug_key')}"
+
+
+def _carry_seen(rec: dict[str, Any], old: Mapping[str, Any]) -> None:
+    """The ways ``old``'s bug was also seen, onto ``rec``, which takes its place (a smaller
+    example of the bug, or its first sight's minimal example): the ways stay the bug's."""
+    ways = {
+        s["signature"]: s
+        for s in [*old.get("also_seen", []), *rec.get("also_seen", [])]
+        if s.get("signature") and s.get("signature") != rec.get("signature")
+    }
+    if ways:
+        rec["also_seen"] = sorted(
+            ways.values(), key=lambda s: (s.get("case_size") or 0, s["signature"])
+        )
 
 
 def _supersede(out: Recorded, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:

@@ -1,0 +1,92 @@
+"""The bug ledger (``fuzz.ledger``) and the ways a bug was also seen: they stay the bug's when a
+smaller example of it takes its record's place, and a later record of one of them (that key,
+nesting triggers) is that bug, as later slices already count their examples (``BugLedger.bugs``).
+
+A planted GLA kernel that gave every batch element the first one's initial state came, in a CPU
+campaign of 900 s, as a ``state-continuation`` row (its first slice, also seen as the oracle with
+an initial state) and, from a later slice, as an oracle row whose triggers were those of that
+way but one: the smaller ``state-continuation`` example of that slice had taken the bug's place
+and dropped its ways, and the oracle record was then compared with the standing records only.
+"""
+
+from __future__ import annotations
+
+from fuzz.ledger import BugLedger
+
+SC = "accuracy|state-continuation|o|-"
+ORACLE = "accuracy|oracle|o|-"
+
+
+def _rec(sig, key, triggers, size, shrunk=True):
+    return {
+        "signature": sig,
+        "class": key.split("|")[0],
+        "bug_key": key,
+        "property": key.split("|")[1],
+        "output": "o",
+        "triggers": sorted(triggers),
+        "case_size": size,
+        "shrunk": shrunk,
+        "message": "m",
+        "reproducer": f"/nowhere/{sig}.py",
+    }
+
+
+def _ledger_with_a_way():
+    """A bug (state-continuation) also seen as the oracle with an initial state, as a slice's
+    duplicate check settles it: the oracle record streamed as new, then withdrawn into it."""
+    led = BugLedger()
+    assert led.record(_rec("sc", SC, {"feature g_gamma", "multi-chunk"}, 64), sighting="1:0:sc").new
+    oracle = {"feature g_gamma", "feature initial_state", "partial-chunk"}
+    assert led.record(_rec("or", ORACLE, oracle, 512), sighting="1:0:or").new
+    led.withdraw("1:0:or", {"twin": "sc", "how": "property", "triggers": sorted(oracle)})
+    assert set(led.found) == {"sc"}
+    assert [s["signature"] for s in led.found["sc"]["also_seen"]] == ["or"]
+    return led
+
+
+def test_a_smaller_example_taking_a_bugs_place_keeps_the_ways_it_was_seen():
+    led = _ledger_with_a_way()
+    out = led.record(_rec("sc2", SC, {"feature g_gamma"}, 64), sighting="2:0:sc")
+    assert not out.new and set(led.found) == {"sc2"}
+    assert [s["signature"] for s in led.found["sc2"]["also_seen"]] == ["or"]
+    assert {b.signature for b in led.bugs() if b.key == ORACLE} == {"sc2"}
+
+
+def test_a_record_of_a_way_a_bug_was_also_seen_is_that_bug():
+    led = _ledger_with_a_way()
+    led.record(_rec("sc2", SC, {"feature g_gamma"}, 64), sighting="2:0:sc")
+    # a later slice's oracle example under one condition fewer than that way: its first sight
+    # (not shrunk: a bug of its own for now, as an unshrunk record of a known key is), then its
+    # minimal example, which takes the first sight's place and is the bug's, kept beside it
+    first = led.record(
+        _rec("or-first", ORACLE, {"feature g_gamma", "feature initial_state", "partial-chunk",
+                                  "multi-chunk"}, 900, shrunk=False),
+        sighting="2:0:or",
+    )  # fmt: skip
+    assert first.new and set(led.found) == {"sc2", "or-first"}
+    minimal = led.record(
+        _rec("or2", ORACLE, {"feature g_gamma", "feature initial_state"}, 512), sighting="2:0:or"
+    )
+    assert not minimal.new and minimal.unnew and not minimal.settled
+    assert minimal.signature == "sc2" and minimal.merged == [("or2", "sc2", "also", "accuracy")]
+    assert set(led.found) == {"sc2"}
+    assert sorted(s["signature"] for s in led.found["sc2"]["also_seen"]) == ["or", "or2"]
+    assert led.current("or-first") == led.current("or2") == "sc2"
+    assert "/nowhere/or-first.py" in minimal.superseded
+    # a shrunk example of that way under more conditions: a hit of the bug, not kept
+    more = led.record(
+        _rec("or3", ORACLE, {"feature g_gamma", "feature initial_state", "multi-chunk"}, 8),
+        sighting="3:0:or",
+    )
+    assert not more.new and more.signature == "sc2" and "/nowhere/or3.py" in more.superseded
+    assert sorted(s["signature"] for s in led.found["sc2"]["also_seen"]) == ["or", "or2"]
+
+
+def test_a_record_of_another_key_than_a_bugs_ways_is_a_bug_of_its_own():
+    led = _ledger_with_a_way()
+    out = led.record(_rec("lse", "accuracy|oracle|ht|-", {"feature g_gamma"}, 4), sighting="3:0:x")
+    assert out.new and set(led.found) == {"sc", "lse"}
+    # the oracle of o under other conditions (free choices that do not nest): its own too
+    out = led.record(_rec("g", ORACLE, {"feature g", "feature initial_state"}, 4), sighting="3:0:y")
+    assert out.new and set(led.found) == {"sc", "lse", "g"}
