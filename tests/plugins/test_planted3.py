@@ -98,6 +98,8 @@ def test_every_record_names_a_family_a_class_and_a_trigger(plugins):
         bug = record.bugs[0]
         assert bug.expected in CLASSES, (name, bug.expected)
         assert bug.what.strip() and bug.trigger.strip(), name
+        # what the CPU campaigns found, in the language the pattern is written in
+        assert set(record.languages) <= set(record.cpu), name
 
 
 def test_the_patterns_are_new(plugins):
