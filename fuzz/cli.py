@@ -446,6 +446,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     repro_dir = Path(args.repro_dir) if args.repro_dir else out / "reproducers"
     for option, folder in (("--out", out), ("--repro-dir", repro_dir)):
         check_output_folder(option, folder)
+    from fuzz.hypothesis_internals import keep_hypothesis_files_out_of_cwd
+
     keep_hypothesis_files_out_of_cwd(out)
     console = _progress_console()
     assert isinstance(console, Console)
@@ -1120,24 +1122,6 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     if out is not None:
         save(board)
     return EXIT_ERROR if board["interrupted"] else EXIT_OK
-
-
-def keep_hypothesis_files_out_of_cwd(out: Path) -> None:
-    """Hypothesis's own files (its cache of the constants of the modules under the current
-    folder, ``.hypothesis/``) go to the project's cache folder (``backends.cache_dir()``:
-    ``$KERNEL_FUZZ_CACHE_DIR`` or ``~/.cache/kernel-fuzz``, shared by campaigns, which keeps it
-    warm: half a second per fresh campaign here), or to ``out/.hypothesis`` where the cache is
-    ``off``; never into the current folder. For this process and its workers; unless
-    ``HYPOTHESIS_STORAGE_DIRECTORY`` says where already."""
-    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        return
-    from fuzz.backends import cache_dir
-    from fuzz.hypothesis_internals import set_home_dir
-
-    off = os.environ.get("KERNEL_FUZZ_CACHE_DIR") == "off"
-    home = str(out.absolute() / ".hypothesis") if off else os.path.join(cache_dir(), "hypothesis")
-    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home  # the workers read it when they start
-    set_home_dir(home)
 
 
 def check_databases(db: str | None, shared: Sequence[str]) -> None:

@@ -68,8 +68,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from hypothesis import settings
@@ -483,6 +485,23 @@ def set_home_dir(directory: str) -> None:
     except ImportError:
         return
     set_hypothesis_home_dir(directory)
+
+
+def keep_hypothesis_files_out_of_cwd(out: Path) -> None:
+    """Hypothesis's own files (its cache of the constants of the modules under the current
+    folder, ``.hypothesis/``) go to the project's cache folder (``backends.cache_dir()``:
+    ``$KERNEL_FUZZ_CACHE_DIR`` or ``~/.cache/kernel-fuzz``, shared by campaigns, which keeps it
+    warm: half a second per fresh campaign here), or to ``out/.hypothesis`` where the cache is
+    ``off``; never into the current folder. For this process and its workers; unless
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` says where already."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    from fuzz.backends import cache_dir
+
+    off = os.environ.get("KERNEL_FUZZ_CACHE_DIR") == "off"
+    home = str(out.absolute() / ".hypothesis") if off else os.path.join(cache_dir(), "hypothesis")
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home  # the workers read it when they start
+    set_home_dir(home)
 
 
 def registered_profiles() -> list[str] | None:

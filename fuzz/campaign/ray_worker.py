@@ -39,25 +39,6 @@ def node_dir(uid: str) -> Path:
     return path
 
 
-def keep_hypothesis_files_on_node(uid: str) -> None:
-    """Hypothesis's own files (its cache of the constants of the modules it meets) go where a
-    campaign started on this node keeps them, the project's cache folder
-    (``fuzz.backends.cache_dir()``; the campaign's node folder where the cache is ``off``), as
-    ``fuzz.cli.keep_hypothesis_files_out_of_cwd`` has them go for a campaign's worker processes
-    (they inherit its ``HYPOTHESIS_STORAGE_DIRECTORY``; an actor has its raylet's environment):
-    never into the folder the node's Ray was started in (an actor wrote ``.hypothesis/`` there).
-    Unless ``HYPOTHESIS_STORAGE_DIRECTORY`` says where already."""
-    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        return
-    from fuzz.backends import cache_dir
-    from fuzz.hypothesis_internals import set_home_dir
-
-    off = os.environ.get("KERNEL_FUZZ_CACHE_DIR") == "off"
-    home = str(node_dir(uid) / ".hypothesis") if off else os.path.join(cache_dir(), "hypothesis")
-    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home
-    set_home_dir(home)
-
-
 class QueueConn:
     """A worker's pipe to the coordinator, over a Ray queue: each message goes with its
     worker's slot, and a finding's reproducers (written on this node) with their contents.
@@ -156,7 +137,11 @@ class WorkerActor:
         # Its thread pools' share of its node's cores (Ray gives an actor of no CPU one).
         for var in POOL_VARIABLES:
             os.environ[var] = str(threads)
-        keep_hypothesis_files_on_node(uid)  # (after the pools: it loads NumPy)
+        # Hypothesis's files in the node's cache (an actor has its raylet's environment, not the
+        # campaign's); after the pools: it loads NumPy.
+        from fuzz.hypothesis_internals import keep_hypothesis_files_out_of_cwd
+
+        keep_hypothesis_files_out_of_cwd(node_dir(uid))
         database.ACTORS.update(actors or {})  # (the coordinator's database server, by name)
         _setup(self.config)
         torch = sys.modules.get("torch")
