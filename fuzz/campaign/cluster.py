@@ -38,15 +38,9 @@ POLL_EVERY = 0.01
 NODE_DEATH_WAIT = 10.0
 # How Ray says an actor died with its node.
 _NODE_DIED = re.compile(r"node (has )?died|node .*(is )?dead|raylet", re.IGNORECASE)
-# What every actor of a campaign (its workers, their queue, the database's server, the nodes'
-# agents) is started with. Ray lowers the priority of the processes it runs actors in
-# (RAY_worker_niceness: it adds 15 to their nice value, so that its own daemons stay
-# responsive), where a local worker process runs at its campaign's priority: beside any other
-# work on a node (another job, the coordinator, Ray's daemons) the actors got what was left of
-# the cores. A local campaign and the same campaign over a local Ray cluster side by side on 2
-# cores (each the other's other job): the actors fuzzed 0.26-0.58x the local workers' examples
-# per second, at their raylet's priority 1.0-1.3x. (Ray reads the variable in the process it
-# starts; 0 adds nothing: the actors run at the priority their node's Ray was started at.)
+# Every actor of a campaign runs at its node's priority, as a local worker runs at its campaign's:
+# Ray adds 15 to its actors' nice value (RAY_worker_niceness), and beside other work the actors
+# got what was left of the cores (0.19-0.51x a local campaign's examples on 2 cores; 0.99-1.63x).
 ACTOR_ENV = {"RAY_worker_niceness": "0"}
 
 
