@@ -586,6 +586,12 @@ def simple_gla_cases(
             if cu is None
             else [(int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)]
         )
+        # In fp16 the bursts are applied in fp32 and the arrays scaled into fp16's range before
+        # they are cast: a burst of 2^exponent cast first made inf inputs (and an infinite
+        # bound) of a case the recipe meant finite.
+        dtypes = {k: a.dtype for k, a in arrays.items()}
+        if dtype == "float16":
+            arrays = {k: a.astype(np.float32) for k, a in arrays.items()}
         arrays = tokens.apply(arrays, bounds, length)
         state_shape = (n, heads, k_dim, v_dim)
         if has_h0:
@@ -598,6 +604,7 @@ def simple_gla_cases(
             if bound > FP16_OUTPUT_LIMIT:  # every term is a product of at least two arrays
                 e = int(np.ceil(np.log2(bound / FP16_OUTPUT_LIMIT) / 2))
                 arrays = {k: (a * np.float32(2.0**-e)).astype(a.dtype) for k, a in arrays.items()}
+            arrays = {k: a.astype(dtypes.get(k, a.dtype)) for k, a in arrays.items()}
         inputs: dict[str, np.ndarray] = {n_: arrays[n_] for n_ in ("q", "k", "v")}
         if form == "g_gamma":
             inputs["g_gamma"] = decay.g_gamma(heads)

@@ -204,3 +204,25 @@ def test_fp16_outputs_stay_representable():
             big,
             settings=settings(max_examples=40, database=None),
         )
+
+
+def test_fp16_token_bursts_are_scaled_before_the_cast(monkeypatch):
+    """A burst of 2^12 on a value of 20 goes past fp16's largest finite value (81,920 > 65,504):
+    the burst is applied in fp32 and the arrays scaled into range before they are cast, never
+    cast to inf first (which also made the output bound infinite and the strategy raise
+    OverflowError; met with large head dims, where a normal draw of magnitude 3 reaches 16)."""
+    import strategies.simple_gla as sg
+
+    real = sg.materialize
+    monkeypatch.setattr(
+        sg,
+        "materialize",
+        lambda r, shape, dtype: np.full(shape, 20.0).astype(real(r, (1,), dtype).dtype),
+    )
+    case = find(
+        simple_gla_cases("small", grads=True, dtypes=("float16",)),
+        lambda c: c.recipe["tokens"]["kind"] != "flat" and c.recipe["tokens"]["exponent"] == 12,
+        settings=settings(max_examples=500, database=None, derandomize=True),
+    )
+    for name, a in case.inputs.items():
+        assert np.isfinite(a.astype(np.float64)).all(), (name, case.recipe)
