@@ -353,6 +353,31 @@ def recorded_choices(data: Any, start: int) -> tuple[tuple[str, Any, dict[str, A
     return tuple((n.type, n.value, dict(n.constraints)) for n in data.nodes[start:] if _recorded(n))
 
 
+def draw_aside(
+    strategy: Any, rng: Any, before: Callable[[Any], None] | None = None
+) -> tuple[Any, Any]:
+    """Draws ``strategy`` on a ConjectureData of its own, generated from ``rng`` (a
+    ``random.Random``) by Hypothesis's own provider, outside any test: returns (its data, the
+    value); ``before(data)`` is called before the draw. What it draws touches no running test's
+    choices; its record (:func:`recorded_choices` from 0) makes the same value again through a
+    replaying provider. Raises what the strategy raises (a filter's ``UnsatisfiedAssumption``), and
+    ``ValueError`` where it ran out of choices."""
+    from hypothesis.control import BuildContext
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    data = ConjectureData(random=rng)
+    if before is not None:
+        before(data)
+    from hypothesis.errors import StopTest
+
+    try:
+        with BuildContext(data, is_final=False, wrapped_test=None):  # type: ignore[arg-type]
+            value = data.draw(strategy)
+    except StopTest:  # (a BaseException: it would pass through a caller's ``except``)
+        raise ValueError("the strategy ran out of choices") from None
+    return data, value
+
+
 def provider_of(data: Any) -> Any:
     """The primitive provider ``data`` draws from now."""
     return data.provider

@@ -70,6 +70,7 @@ from hypothesis.errors import InvalidArgument
 from fuzz.hypothesis_internals import (
     choice_count,
     choice_data,
+    draw_aside,
     generating,
     provider_of,
     providing,
@@ -304,6 +305,9 @@ LENGTHS_WEIGHT = 0.2
 # still goes to the variants it has not compiled.
 WARM_RELENGTH = 1 / 3
 WARM_RELENGTH_QUIET = 0.1
+# How many candidate structures an exploration draws aside, of which it launches the one that
+# brings the most combinations of choices no launched structure had (``StructureMemo.diverse``).
+DIVERSE_CANDIDATES = 8
 
 
 @dataclass
@@ -318,6 +322,19 @@ class StructureMemo:
         fresh_lengths: whether reused structures draw their lengths fresh: True always, False
             never (a structure is replayed whole), None as measured (:attr:`lengths_free`).
         seed: seeds the memo's own choices (explore or reuse, and which structure).
+        diverse: how many candidate structures an exploration draws (0 or 1: Hypothesis's
+            generator draws the one it launches). Where a pair can afford a few dozen compiles,
+            random structures repeat the common combinations of their choices and leave most
+            pairs of choices never launched together (a GPU campaign's fla backward pair
+            launched 103 structures and none had a key head dim of 16 with a value head dim of
+            64 or more in a half type, where its dq bug lies). Each exploration draws
+            ``diverse`` candidates aside (:func:`fuzz.hypothesis_internals.draw_aside`, the
+            same generator) and launches the one with the most pairs of choices (position,
+            value: lengths left out) that no structure launched under its strategy had: greedy
+            pairwise coverage, as adaptive random testing and covering-array generators do.
+            The candidate is made through a replaying provider, so its example's choices are
+            those of a fresh draw of it: shrinking and the database never see the memo. Only
+            where structures are rationed: in a warm-up, or at an explore rate below 1.
         costs: what it has measured (examples and compile seconds by how their structure was
             drawn, and the seconds besides compiling).
         counts: structures drawn ``explored`` (the memo chose a fresh one, or had none to
@@ -341,6 +358,7 @@ class StructureMemo:
     explore: float | None = None
     fresh_lengths: bool | None = None
     seed: int = 0
+    diverse: int = DIVERSE_CANDIDATES
     # Set by the hunt while its compile time is over its share (``Profile.compile_share``):
     # examples of new structures that would compile are refused then, so exploring more than
     # ``min_explore`` would only draw examples to throw away.
@@ -369,6 +387,11 @@ class StructureMemo:
         default_factory=set, init=False, repr=False
     )
     _open: _Open | None = field(default=None, init=False, repr=False)
+    # Per strategy key, the pairs of choices (position, kind, value; lengths left out) of the
+    # structures offered under it (``diverse``).
+    _covered: dict[Hashable, set[tuple[Any, ...]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
     # A moving average of whether fresh lengths compiled, and how many examples it has seen.
     _lengths_compile: float = field(default=0.0, init=False, repr=False)
     _lengths_seen: int = field(default=0, init=False, repr=False)
@@ -389,6 +412,8 @@ class StructureMemo:
             )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InvalidArgument(f"seed={self.seed!r} must be an int")
+        if isinstance(self.diverse, bool) or not isinstance(self.diverse, int) or self.diverse < 0:
+            raise InvalidArgument(f"diverse={self.diverse!r} must be an int >= 0")
         self._rng = random.Random(self.seed)
         for k in (
             "explored",
@@ -401,6 +426,7 @@ class StructureMemo:
             "borrowed",
             "relengthed",
             "unfree",
+            "diversified",
         ):
             self.counts[k] = 0
 
@@ -721,6 +747,7 @@ class StructureMemo:
             return
         known.add(ident)
         entry = _Entry(nodes, free=free, failing=failing, variant=_variant(nodes, free))
+        self._covered.setdefault(key, set()).update(_pairs(entry.variant))
         self._pools.setdefault(key, []).append(entry)
         self._variants.setdefault(key, {}).setdefault(entry.variant, []).append(entry)
         self.counts["offered"] += 1
@@ -788,6 +815,13 @@ class StructureMemo:
         if entry is not None:
             free = entry.free if relength and not entry.unfree else None
             replay = _Replay(provider_of(data), entry.nodes, widened=borrowed, free=free)
+        elif generated and self._covered.get(key) and (self._warming or self.explore_rate < 1):
+            # Only where structures are rationed (a compile worker's warm-up, a pair whose
+            # compiles cost): elsewhere (the Triton interpreter) every example explores anyway,
+            # and novel structures are the larger ones, slower to check.
+            chosen = self._diverse(strategy, key)
+            if chosen is not None:  # an exploration, of the most novel candidate
+                replay = _Replay(provider_of(data), chosen)
         outer, self._open = self._open, _Open(data, start, replay)
         opened = self._open
         try:
@@ -798,7 +832,10 @@ class StructureMemo:
                     value = draw(strategy, label=_STRUCTURE_LABEL)
         finally:
             self._open = outer
-        if entry is None or replay is None:
+        if entry is None and replay is not None:
+            mode = "explore"
+            self.counts["diversified"] += 1
+        elif entry is None or replay is None:
             # Choices given for the whole structure: a replay (shrinking, the database, a
             # mutation of an earlier example); for its beginning only: Hypothesis's generator
             # chose a prefix reaching into it, the rest is fresh.
@@ -831,6 +868,39 @@ class StructureMemo:
         self._drawn.append(_Drawn(data, key, nodes, mode, free, relengthed))
         return value
 
+    def _diverse(self, strategy: st.SearchStrategy[Any], key: Hashable) -> Nodes | None:
+        """Of ``diverse`` candidate structures drawn aside, the choices of the one with the most
+        pairs of choices that no structure offered under ``key`` had (ties: the first drawn);
+        None where fewer than two candidates could be drawn (Hypothesis's generator draws the
+        exploration then)."""
+        if self.diverse < 2:
+            return None
+        covered = self._covered.get(key, set())
+        best: int | None = None
+        chosen: Nodes | None = None
+        outer = self._open
+        drawn = 0
+
+        def opening(data: Any) -> None:  # records the candidate's lengths (free_lengths)
+            self._open = _Open(data, 0, None)
+
+        try:
+            for _ in range(self.diverse):
+                rng = random.Random(self._rng.getrandbits(64))
+                try:
+                    data, _value = draw_aside(strategy, rng, before=opening)
+                except Exception:
+                    continue
+                drawn += 1
+                nodes = recorded_choices(data, 0)
+                free = tuple(self._open.free) if self._open is not None else ()
+                score = len(_pairs(_variant(nodes, free)) - covered)
+                if best is None or score > best:
+                    best, chosen = score, nodes
+        finally:
+            self._open = outer
+        return chosen if drawn >= 2 else None
+
     def _borrowable(self, key: Hashable) -> list[_Entry]:
         """The structures of the memo's other strategies that strategy ``key`` may reuse too: a
         campaign widens a pair's compile-time choices (another tile pair, head dim, dtype)
@@ -849,6 +919,14 @@ class StructureMemo:
             for e in pool
             if _identity(e.nodes) not in known and _identity(e.nodes) not in skip
         ]
+
+
+def _pairs(variant: tuple[Any, ...]) -> set[tuple[Any, ...]]:
+    """The pairs of choices of a structure's ``_variant`` (lengths left out), each choice as
+    (position, kind, value): what :attr:`StructureMemo.diverse` counts as covered."""
+    kept, _runs = variant
+    items = [(i, kind, value) for i, (kind, value) in enumerate(kept)]
+    return {(a, b) for n, a in enumerate(items) for b in items[n + 1 :]} | {(a,) for a in items}
 
 
 def structure_key(*parts: Any) -> tuple[Any, ...]:

@@ -240,6 +240,93 @@ def test_a_structure_the_strategy_no_longer_draws_is_dropped():
     assert memo.structures("k") < offered + 60
 
 
+# Diverse explorations -----------------------------------------------------------------------------
+
+# Five independent choices of four values: 160 pairs of (choice, value) to cover.
+GRID = st.tuples(*(st.integers(0, 3) for _ in range(5)))
+
+
+def _pairs_covered(structures):
+    return {
+        ((i, s[i]), (j, s[j]))
+        for s in structures
+        for i in range(len(s))
+        for j in range(i + 1, len(s))
+    }
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_explorations_of_a_warm_up_cover_more_pairs_of_choices(seed):
+    """Where structures are rationed, an exploration launches the candidate (of ``diverse``
+    drawn aside) with the most pairs of choices no launched structure had: the first 15
+    structures the memo explored cover more pairs than Hypothesis's generator's."""
+    covered = {}
+    for diverse in (0, 8):
+        memo = StructureMemo(explore=1.0, seed=seed, diverse=diverse)
+        explored = []
+        prev = dict(memo.counts)
+
+        def body(case):
+            nonlocal prev
+            if _mode(memo, prev) == "explored":
+                explored.append(case[0])
+            memo.observe(1.0, 1.0)
+            prev = dict(memo.counts)
+
+        with memo.active(), memo.warming():
+            _run(toy_cases(GRID, key="grid"), body, examples=150, seed=seed)
+        assert len(explored) >= 15
+        covered[diverse] = len(_pairs_covered(explored[:15]))
+        assert (memo.counts["diversified"] > 0) == (diverse > 0)
+    assert covered[8] >= covered[0] + 10, covered
+
+
+def test_explorations_are_not_diversified_where_every_example_explores():
+    """At an explore rate of 1 outside a warm-up (the Triton interpreter: nothing compiles),
+    Hypothesis's generator draws every structure: no candidates drawn aside."""
+    memo = StructureMemo(explore=1.0)
+    _hunt_like(memo, toy_cases(GRID, key="grid"), examples=60)
+    assert memo.counts["explored"] > 10 and memo.counts["diversified"] == 0
+
+
+def test_shrinking_a_failure_found_on_a_diverse_exploration_reaches_the_fresh_minimal():
+    """A diverse exploration is a replay of the chosen candidate's choices: its example's
+    choice sequence is a fresh draw's, and shrinking reaches the minimal example without a
+    memo."""
+    memo = StructureMemo(explore=0.5, seed=2)
+    failures = []
+
+    def check(case):
+        (a, b, c, d, e), value = case
+        if a + b + c + d + e >= 9 and value >= 3:
+            failures.append(case)
+            raise AssertionError(case)
+
+    prev = dict(memo.counts)
+    modes = []
+
+    def body(case):
+        nonlocal prev
+        modes.append(_mode(memo, prev))
+        try:
+            check(case)
+        finally:
+            memo.observe(0.0, 0.001)
+            prev = dict(memo.counts)
+
+    with pytest.raises(AssertionError), memo.active():
+        _run(
+            toy_cases(GRID, key="grid"),
+            body,
+            examples=300,
+            seed=1,
+            phases=(Phase.generate, Phase.shrink),
+        )
+    assert memo.counts["diversified"] > 0
+    minimal = failures[-1]
+    assert sum(minimal[0]) == 9 and minimal[1] == 3, minimal
+
+
 # Shrinking ---------------------------------------------------------------------------------------
 
 
@@ -533,6 +620,8 @@ def test_families_reuse_their_structures(strategy, runtime):
         ({"explore": math.nan}, "explore=nan must be a number"),
         ({"seed": "x"}, "seed='x' must be an int"),
         ({"fresh_lengths": 1}, "fresh_lengths=1 must be None, True or False"),
+        ({"diverse": -1}, "diverse=-1 must be an int >= 0"),
+        ({"diverse": 2.0}, "diverse=2.0 must be an int >= 0"),
     ],
 )
 def test_invalid_memo_arguments_name_the_argument(kwargs, message):
