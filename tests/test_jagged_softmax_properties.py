@@ -193,6 +193,18 @@ def test_hazards_describe_the_layout():
     )
 
 
+@pytest.mark.parametrize("value, holds", [(-88.1, True), (-87.4, True), (-87.3, False), (88.7, False)])
+def test_the_exp_hazard_starts_where_exp_leaves_the_normal_range(value, holds):
+    """exp of a value below log(FLT_MIN) = -87.34 is subnormal (0 where subnormals flush: XLA on
+    the CPU): the hazard holds there, not only past the overflow threshold's mirror, -88.72."""
+    c = case([2], m=1)
+    c.inputs["values"][0, 0] = value
+    got = dict(h.split(":", 1) for h in REAL.hazards_of(c))
+    assert ("exp-overflow" in got) == holds, got
+    if holds:
+        assert "underflows" in got["exp-overflow"]
+
+
 def test_interpret_cost_counts_segments_and_tiles():
     assert fam.interpret_cost(case([5, 0, 1], m=5)) == (3 + 2 * (2 + 0 + 1)) * 2
 

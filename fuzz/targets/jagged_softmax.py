@@ -57,6 +57,7 @@ from strategies.jagged_softmax import jagged_softmax_cases
 TOLERANCE = Tolerance()
 MIN_TILE = 2  # the fewest rows a jagged kernel takes per step (block_n >= 2): its rescale count
 FP32_EXP_MAX = finfo("float32").log_max  # 88.72
+FP32_EXP_MIN_NORMAL = float(np.log(np.finfo(np.float32).tiny))  # -87.34: exp below is subnormal
 
 
 # Contract: entry points, outputs, structure of a case ---------------------------------------------
@@ -231,10 +232,19 @@ def _no_finite_value(case: Case) -> str | None:
 
 
 def _exp_overflow(case: Case) -> str | None:
+    """A value whose exp leaves fp32's normal range unless the max is subtracted: above 88.72 it
+    overflows; below -87.34 it is subnormal, and 0 where subnormals are flushed (XLA on the CPU
+    flushes them: a column whose running max started at 0 summed to 0 at -88.1)."""
     x = case.inputs["values"].astype(np.float64)
-    top = np.abs(x[np.isfinite(x)]).max(initial=0.0)
+    finite = x[np.isfinite(x)]
+    top, low = finite.max(initial=0.0), finite.min(initial=0.0)
     if top > FP32_EXP_MAX:
-        return f"|value| {top:.4g} > {FP32_EXP_MAX:.2f}: exp overflows fp32 unless the max is subtracted"
+        return f"value {top:.4g} > {FP32_EXP_MAX:.2f}: exp overflows fp32 unless the max is subtracted"
+    if low < FP32_EXP_MIN_NORMAL:
+        return (
+            f"value {low:.4g} < {FP32_EXP_MIN_NORMAL:.2f}: exp underflows fp32's normal range "
+            "unless the max is subtracted"
+        )
     return None
 
 
