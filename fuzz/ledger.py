@@ -78,6 +78,30 @@ def same_call(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     )
 
 
+def also_keys(rec: Mapping[str, Any]) -> list[str]:
+    """The failure keys a record's minimal example also failed with (``details["also_fails"]``:
+    its output's elements of other classes, ``fuzz.properties``): its key with each of those
+    classes in its own's place."""
+    key = rec.get("bug_key")
+    also = (rec.get("details") or {}).get("also_fails") or {}
+    if not key or not rec.get("shrunk") or not isinstance(also, Mapping):
+        return []
+    _cls, rest = str(key).split("|", 1) if "|" in str(key) else (key, "")
+    return [f"{c}|{rest}" for c in sorted(also)]
+
+
+def linked(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two records of two keys are one bug by their minimal examples: one of them also
+    failed the other's way (another class on other elements of the same output, ``also_keys``)
+    under triggers that nest. (A masking row of a planted jagged kernel, its fixed element wrong,
+    and an accuracy row, the same bug where no element is fixed, were two rows: the masking
+    row's example was wrong on its other elements too.)"""
+    ta, tb = set(a.get("triggers") or ()), set(b.get("triggers") or ())
+    if not (ta <= tb or tb <= ta):
+        return False
+    return b.get("bug_key") in also_keys(a) or a.get("bug_key") in also_keys(b)
+
+
 # What a record of a bug seen another way keeps of itself beside the bug's record.
 SEEN_FIELDS = (
     "signature",
@@ -204,9 +228,10 @@ class BugLedger:
             return out
         bug = bug_of_record(rec)
         for other_sig, other in list(self.found.items()):
-            if other_sig != sig and same_call(rec, other):
+            if other_sig != sig and (same_call(rec, other) or linked(rec, other)):
                 # Its minimal example is a bug's found before, failing another way: one kernel
-                # call, one bug (the engine's ``same_call``, across slices), seen another way.
+                # call, one bug (the engine's ``same_call``, across slices), seen another way;
+                # or one of the two minimal examples failed the other's way too (``linked``).
                 self._hit_by(
                     out, rec, other_sig, streamed=prev == sig, sighting=sighting, seen=True
                 )
@@ -406,13 +431,18 @@ class BugLedger:
 
     def bugs(self) -> list[Bug]:
         """The distinct bugs, once per way to each: its triggers and its ``also_triggers``, and
-        each way it was also seen (another key: its examples are hits of the bug too)."""
+        each way it was also seen (another key: its examples are hits of the bug too), and each
+        key its minimal example also failed with (``also_keys``)."""
         out = [
             bug_of_record(rec, t)
             for rec in self.found.values()
             for t in [rec.get("triggers", ()), *rec.get("also_triggers", [])]
         ]
         for rec in self.found.values():
+            # The ways its minimal example also failed (another class on other elements).
+            out += [
+                Bug(k, frozenset(rec.get("triggers", ())), rec["signature"]) for k in also_keys(rec)
+            ]
             for s in rec.get("also_seen", []):
                 if s.get("bug_key"):
                     example = s.get("reproducer") if s.get("shrunk") else None

@@ -922,6 +922,8 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
         if name not in ctx.analytic
         else "per-element error bound (Target.error_bound)",
     }
+    fixed = ctx.fixed.get(name)
+    also = _also_fails(m, tol, fixed)
     if m.nonfinite_where_finite:
         w = m.first_nonfinite
         assert w is not None
@@ -938,9 +940,8 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
             oracle_value=w.oracle,
             error=float("inf"),
             tolerance=float(tol[w.index]),
-            details=details,
+            details=_with_also(details, also, cls),
         )
-    fixed = ctx.fixed.get(name)
     if m.special_mismatch:
         w = m.first_nonfinite
         assert w is not None
@@ -955,7 +956,7 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
             oracle_value=w.oracle,
             error=float("inf"),
             tolerance=float(tol[w.index]),
-            details=details,
+            details=_with_also(details, also, cls),
         )
     k = to_float64(got)
     err = m.errors
@@ -965,6 +966,7 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
     if fixed is not None and (fixed & (ratio > 1.0)).any():
         cls = F.MASKING
         idx = _argmax_index(np.where(fixed, ratio, -1.0))
+    details = _with_also(details, also, cls)
     kv, ov, ev, tv = float(k[idx]), float(o[idx]), float(err[idx]), float(tol[idx])
     where = f"{name}[{', '.join(map(str, idx))}]"
     what = "masked/fixed element" if cls == F.MASKING else "worst element"
@@ -985,6 +987,28 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
         tolerance=tv,
         details={**details, "excess": float(ratio[idx])},
     )
+
+
+def _also_fails(m: Any, tol: np.ndarray, fixed: np.ndarray | None) -> dict[str, int]:
+    """The classes of an output's failing elements besides the non-finite ones: ``masking``
+    (fixed or masked elements over their bound) and ``accuracy`` (the others), each with its
+    element count. A finding names one class; its record keeps the others
+    (``details["also_fails"]``): the same kernel call failing another way, evidence that a
+    row of that class is this bug seen another way (``fuzz.ledger``)."""
+    over = excess(m.errors, tol) > 1.0
+    out = {}
+    if fixed is not None and (fixed & over).any():
+        out[F.MASKING] = int((fixed & over).sum())
+        over = over & ~fixed
+    if over.any():
+        out[F.ACCURACY] = int(over.sum())
+    return out
+
+
+def _with_also(details: dict[str, Any], also: dict[str, int], cls: str) -> dict[str, Any]:
+    """``details`` with ``also_fails``: the classes of ``also`` but the finding's own."""
+    rest = {c: n for c, n in also.items() if c != cls}
+    return {**details, "also_fails": rest} if rest else details
 
 
 # The case parameter under which a family's error bound lets fp32 dot products round their

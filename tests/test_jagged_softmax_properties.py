@@ -193,7 +193,9 @@ def test_hazards_describe_the_layout():
     )
 
 
-@pytest.mark.parametrize("value, holds", [(-88.1, True), (-87.4, True), (-87.3, False), (88.7, False)])
+@pytest.mark.parametrize(
+    "value, holds", [(-88.1, True), (-87.4, True), (-87.3, False), (88.7, False)]
+)
 def test_the_exp_hazard_starts_where_exp_leaves_the_normal_range(value, holds):
     """exp of a value below log(FLT_MIN) = -87.34 is subnormal (0 where subnormals flush: XLA on
     the CPU): the hazard holds there, not only past the overflow threshold's mirror, -88.72."""

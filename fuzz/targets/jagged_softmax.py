@@ -239,7 +239,9 @@ def _exp_overflow(case: Case) -> str | None:
     finite = x[np.isfinite(x)]
     top, low = finite.max(initial=0.0), finite.min(initial=0.0)
     if top > FP32_EXP_MAX:
-        return f"value {top:.4g} > {FP32_EXP_MAX:.2f}: exp overflows fp32 unless the max is subtracted"
+        return (
+            f"value {top:.4g} > {FP32_EXP_MAX:.2f}: exp overflows fp32 unless the max is subtracted"
+        )
     if low < FP32_EXP_MIN_NORMAL:
         return (
             f"value {low:.4g} < {FP32_EXP_MIN_NORMAL:.2f}: exp underflows fp32's normal range "

@@ -90,3 +90,52 @@ def test_a_record_of_another_key_than_a_bugs_ways_is_a_bug_of_its_own():
     # the oracle of o under other conditions (free choices that do not nest): its own too
     out = led.record(_rec("g", ORACLE, {"feature g", "feature initial_state"}, 4), sighting="3:0:y")
     assert out.new and set(led.found) == {"sc", "lse", "g"}
+
+
+# A minimal example that also failed another way ----------------------------------------------
+
+MASK = "masking|oracle|y|-"
+ACC = "accuracy|oracle|y|-"
+
+
+def _failing_also(rec, **classes):
+    return {**rec, "details": {"also_fails": classes}}
+
+
+def test_a_row_whose_minimal_example_also_failed_the_others_way_is_that_bug():
+    """A jagged kernel whose running max starts at 0: its masking row (a fixed element wrong)
+    had an example wrong on its other elements too (accuracy), under the triggers of the
+    accuracy row: one bug, kept beside the row found first, whichever order they come in."""
+    for first, second in ((ACC, MASK), (MASK, ACC)):
+        led = BugLedger()
+        a = _rec("a", first, {"exp-overflow"}, 8)
+        b = _rec("b", second, {"exp-overflow"}, 16)
+        if first == MASK:
+            a = _failing_also(a, accuracy=3)
+        else:
+            b = _failing_also(b, accuracy=3)
+        assert led.record(a, sighting="1:0:a").new
+        out = led.record(b, sighting="2:0:b")
+        assert not out.new and out.signature == "a", (first, second)
+        assert set(led.found) == {"a"}
+        assert [s["signature"] for s in led.found["a"]["also_seen"]] == ["b"]
+
+
+def test_two_keys_stay_two_bugs_without_that_evidence():
+    """Without the minimal example failing the other's way, or with triggers that do not nest,
+    two keys are two rows."""
+    led = BugLedger()
+    assert led.record(_rec("a", MASK, {"exp-overflow"}, 16), sighting="1:0:a").new
+    assert led.record(_rec("b", ACC, {"exp-overflow"}, 8), sighting="2:0:b").new
+    led = BugLedger()
+    assert led.record(
+        _failing_also(_rec("a", MASK, {"masked"}, 16), accuracy=2), sighting="1:0:a"
+    ).new
+    assert led.record(_rec("b", ACC, {"feature bias"}, 8), sighting="2:0:b").new
+    assert set(led.found) == {"a", "b"}
+
+
+def test_the_way_a_minimal_example_also_failed_is_a_known_way_of_its_bug():
+    led = BugLedger()
+    led.record(_failing_also(_rec("a", MASK, {"exp-overflow"}, 16), accuracy=2), sighting="1:0:a")
+    assert {(b.key, b.signature) for b in led.bugs()} == {(MASK, "a"), (ACC, "a")}

@@ -345,3 +345,29 @@ def test_a_bug_seen_another_way_lends_its_example_to_the_duplicate_check(plugins
     me.known_bugs.append(Bug(o_row.key, frozenset(o_row.triggers), masking.signature))
     twin, how = me.of(lse_row)
     assert (twin.signature, twin.key, how) == (masking.signature, o_row.key, "property")
+
+
+def test_a_finding_keeps_the_other_classes_its_example_failed_with(plugins):
+    """The running max from 0: in one segment of two rows, a column with one finite value (its
+    output fixed at 1) and columns of two values below -104 are all wrong. The finding is
+    ``masking`` (a fixed element) and keeps ``accuracy`` (the others) in ``also_fails``: the
+    evidence that joins the accuracy row of the same bug (``fuzz.ledger.linked``)."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.properties import check_case
+    from fuzz.target import get
+
+    target = get(plugins["pallas"].target_name("jagged_max_from_zero"))
+    values = np.full((2, 4), -120.0, np.float32)
+    values[1, 1:] = -121.0
+    values[0, 3] = -np.inf
+    case = Case(
+        {"values": values, "offsets": np.array([0, 2], np.int32)},
+        {"dtype": "float32", "block_n": 4, "block_m": 4, "num_programs": None, "guard": "nan"},
+        {"lengths": [2]},
+    )
+    finding = check_case(target, get_backend("pallas-interpret"), case).finding
+    assert finding is not None and finding.cls == "masking", finding
+    assert finding.details["also_fails"] == {"accuracy": 6}, finding.details.get("also_fails")
