@@ -462,8 +462,11 @@ class Duplicates:
         through other conditions (of its key: kept as another way to it, so that later examples
         through them are hits, not shrunk again), or seen another way (another key: a NaN
         through the oracle and through shift invariance, both born at one ``exp``)."""
-        twins = [b for b in twins if key_class(b.key) in ("nan", "inf")]
-        if f.finding.cls not in ("nan", "inf") or not twins:
+        group = next(
+            (g for g in (origin.BIRTH_CLASSES, origin.STORE_CLASSES) if f.finding.cls in g), ()
+        )
+        twins = [b for b in twins if key_class(b.key) in group]
+        if not group or not twins:
             return None
         name = self.backend.name
         cost = self.options.interpreter_max_cost

@@ -319,17 +319,27 @@ def _hazards(finding: Finding) -> list[str]:
 
 
 def _origin(finding: Finding, script: str) -> list[str]:
-    if finding.cls not in ("nan", "inf"):
-        return []
-    from fuzz.origin import describe
+    from fuzz.origin import STORE_CLASSES, TRACED_CLASSES, describe
 
+    if finding.cls not in TRACED_CLASSES:
+        return []
     origin = finding.details.get("origin")
-    lines = [f"## Where the {'NaN' if finding.cls == 'nan' else 'Inf'} is born", ""]
+    store = finding.cls in STORE_CLASSES
+    title = (
+        "Where it stores past the end"
+        if store
+        else f"Where the {'NaN' if finding.cls == 'nan' else 'Inf'} is born"
+    )
+    lines = [f"## {title}", ""]
     if not origin:
+        what = (
+            "the kernel line of the first store outside its launch's buffers"
+            if store
+            else "the kernel line of the first overflow, invalid operation or division by zero"
+        )
         return [
             *lines,
-            f"Not traced when this was written; `python {script}` traces it (the kernel line of "
-            "the first overflow, invalid operation or division by zero).",
+            f"Not traced when this was written; `python {script}` traces it ({what}).",
             "",
         ]
     return [*lines, FENCE, *describe(origin), FENCE, ""]

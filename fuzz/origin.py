@@ -125,6 +125,118 @@ def trace_finding(
     return first or trace(target, backend, case)
 
 
+# Stores past a buffer's end -------------------------------------------------------------------
+
+# The failure class whose site is a store's (``trace_stores``), and the ones a NaN or Inf birth's.
+STORE_CLASSES = ("out-of-bounds-write",)
+BIRTH_CLASSES = ("nan", "inf")
+TRACED_CLASSES = BIRTH_CLASSES + STORE_CLASSES
+
+
+def trace_stores(
+    target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Where a kernel stores past the end of the buffers it was given: the case is checked again
+    in Triton's interpreter (``triton-interpret``, whatever ``backend`` found it) with every
+    launch's tensor arguments and every store spied on; the first store that writes an element
+    outside all of its launch's tensors (inputs, outputs, what the kernel allocated: their
+    views, not the guard bands around them) names the kernel line (innermost frame outside the
+    libraries). Two out-of-bounds rows of one kernel with one store site are one bug
+    (``fuzz.signatures.site``), as two NaN rows born at one ``exp`` are.
+
+    Returns the shape of :func:`trace`'s answer: ``found``, and ``kind`` ("store past a
+    buffer"), ``file``, ``line``, ``function``, ``source``, ``expression``, ``detail``; or a
+    ``note`` saying why nothing was found (a Pallas kernel: not traced)."""
+    import dataclasses
+
+    if not (backend.startswith("triton") or "triton" in target.kernels):
+        return {
+            "found": False,
+            "note": f"stores are traced in Triton's interpreter only ({backend})",
+        }
+    from fuzz.backends import get_backend
+    from fuzz.properties import check_case
+
+    interp = get_backend("triton-interpret")
+    reason = interp.unavailable_reason()
+    if reason:
+        return {"found": False, "note": f"the Triton interpreter cannot run here: {reason}"}
+    import triton.runtime.interpreter as ti
+
+    ranges: list[tuple[int, int]] = []
+    first: dict[str, Any] = {}
+    libs = _library_dirs()
+    builder = ti.interpreter_builder
+    store, init = builder.create_masked_store, ti.GridExecutor._init_args_hst
+
+    def spy_init(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        args_hst, kwargs_hst = init(self, args_dev, kwargs)
+        ranges.clear()
+        for a in [*args_hst, *kwargs_hst.values()]:
+            extent = _extent(a)
+            if extent is not None:
+                ranges.append(extent)
+        return args_hst, kwargs_hst
+
+    def spy_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        if not first:
+            size = np.dtype(value.data.dtype).itemsize
+            at = np.asarray(ptrs.data, np.uint64)[np.asarray(mask.data, bool)].astype(np.int64)
+            inside = np.zeros(at.shape, bool)
+            for lo, hi in ranges:
+                inside |= (at >= lo) & (at + size <= hi)
+            if at.size and not inside.all():
+                frames = [
+                    f for f in traceback.extract_stack()[:-1] if not f.filename.startswith(libs)
+                ]
+                if frames:
+                    f = frames[-1]
+                    first.update(
+                        _frame_record(
+                            f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno
+                        )
+                    )
+                    first["detail"] = (
+                        f"{int((~inside).sum())} of {at.size} element(s) of one store outside "
+                        "every buffer of its launch"
+                    )
+        return store(ptrs, value, mask, *rest)
+
+    builder.create_masked_store = spy_store
+    ti.GridExecutor._init_args_hst = spy_init  # type: ignore[method-assign]
+    try:
+        quiet = dataclasses.replace(target.search, targeting=False)
+        check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
+    finally:
+        builder.create_masked_store = store
+        ti.GridExecutor._init_args_hst = init  # type: ignore[method-assign]
+    if not first:
+        return {
+            "found": False,
+            "note": "no store outside its launch's buffers in the interpreted replay",
+        }
+    return {
+        "found": True,
+        "kind": "store past a buffer",
+        "interpreter": "Triton interpreter",
+        **first,
+    }
+
+
+def _extent(a: Any) -> tuple[int, int] | None:
+    """The bytes a tensor view spans: [first element, one past the last)."""
+    if not hasattr(a, "data_ptr") or not hasattr(a, "stride"):
+        return None
+    try:
+        if a.numel() == 0:
+            return None
+        start = int(a.data_ptr())
+        last = sum((int(n) - 1) * abs(int(st)) for n, st in zip(a.shape, a.stride(), strict=True))
+        return start, start + (last + 1) * int(a.element_size())
+    except Exception:
+        return None
+
+
 def too_costly(target: Target, backend: str, case: Case, max_cost: float | None) -> str | None:
     """Why a finding of compiled ``backend`` is not traced in the interpreter, or None: its case
     costs more than ``max_cost`` (``Profile.interpreter_max_cost``, in Triton-interpreter units,
@@ -164,8 +276,10 @@ def of_finding(
     if "origin" not in details and (why := too_costly(target, backend, found.case, max_cost)):
         return {"found": False, "note": why}  # (not kept: a smaller example of it may be traced)
     if "origin" not in details:
+        cls = getattr(found.finding, "cls", None)
+        tracer = trace_stores if cls in STORE_CLASSES else trace_finding
         try:
-            details["origin"] = trace_finding(target, backend, found.case, found.params)
+            details["origin"] = tracer(target, backend, found.case, found.params)
         except Exception as e:
             details["origin"] = {"error": f"{type(e).__name__}: {e}"}
     o = details["origin"]

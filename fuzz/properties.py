@@ -1095,6 +1095,11 @@ def _twin(ctx: Context) -> Backend | None:
         twin = get_backend(ctx.backend.twin)
     except ValueError:
         return None
+    # A kernel declared for some backends only (a plugin written for TPUs, interpreted here) is
+    # never run on another as a twin: its pallas-interpret pairs on a GPU host compared it with
+    # pallas-gpu and reported Pallas's missing GPU lowering of ``reduce_or`` as its divergence.
+    if ctx.target.unsupported(twin) is not None:
+        return None
     return twin if twin.available else None
 
 

@@ -912,14 +912,14 @@ def _print_failure(meta: dict[str, Any], outcome: Any, backend: str) -> None:
         print(f"  error {f.error:.6g} vs tolerance {f.tolerance:.6g}")
     for h in f.hazards:
         print(f"  hazard: {h}")
-    if f.cls in ("nan", "inf"):
-        from fuzz import origin
+    from fuzz import origin
+
+    if f.cls in origin.TRACED_CLASSES:
         from fuzz.target import get
 
+        tracer = origin.trace_stores if f.cls in origin.STORE_CLASSES else origin.trace_finding
         try:
-            o = origin.trace_finding(
-                get(meta["target"]), backend, outcome.context.case, outcome.params
-            )
+            o = tracer(get(meta["target"]), backend, outcome.context.case, outcome.params)
         except Exception as e:
             o = {"error": f"{type(e).__name__}: {e}"}
         for line in origin.describe(o):

@@ -128,8 +128,8 @@ class SliceRun:
         from fuzz import origin
         from fuzz.reproducer import kills_context
 
-        if found.final and found.finding.cls in ("nan", "inf"):
-            # Its site tells the campaign at once whether it is a known bug reached otherwise
+        if found.final and found.finding.cls in origin.TRACED_CLASSES:
+            # Its site (a NaN's birth, a store past a buffer) tells the campaign at once whether it is a known bug reached otherwise
             # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
             origin.of_finding(found, self.target, self.backend.name, self._trace_cost)
         found.reproducer = self.try_reproducer(found)
@@ -164,7 +164,7 @@ class SliceRun:
         for f in result.found.values():
             if not f.plots:  # the best example so far when shrinking was cut short: plot it too
                 f.plots = _plots(self.target, self.backend, f)
-            if f.finding.cls in ("nan", "inf"):
+            if f.finding.cls in origin.TRACED_CLASSES:
                 origin.of_finding(f, self.target, self.backend.name, self._trace_cost)
             f.reproducer = self.try_reproducer(f) or f.reproducer
             found.append(_found_dict(f))

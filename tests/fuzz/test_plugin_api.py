@@ -2,6 +2,7 @@
 drawing only what its capabilities allow, checked under its declared conventions and layout; bad
 plugin input is a clear error naming the field."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -227,3 +228,34 @@ def test_a_decode_kernel_without_its_dense_sibling_does_not_compare_with_the_pro
             capabilities=fuzz.Capabilities(features=()),
             siblings={"softmax": decode},
         )
+
+
+def test_a_kernel_declared_for_some_backends_is_never_run_on_another_as_a_twin(monkeypatch):
+    """A Pallas plugin declared interpreted-only: on a GPU host its pallas-interpret pairs must
+    not compare it with pallas-gpu (they reported Pallas's missing GPU lowering of
+    ``reduce_or`` as the kernel's backend divergence)."""
+    import types
+
+    import fuzz.properties as P
+    from fuzz.target import get
+
+    gpu = types.SimpleNamespace(name="pallas-gpu", impl="pallas", available=True)
+    monkeypatch.setattr(P, "get_backend", lambda name: gpu)
+    interp = types.SimpleNamespace(name="pallas-interpret", impl="pallas", twin="pallas-gpu")
+    base = get("softmax")
+    declared = dataclasses.replace(
+        base, library=dataclasses.replace(base.library, backends=("pallas-interpret",))
+    )
+
+    def ctx(target):
+        return types.SimpleNamespace(
+            differential=True,
+            backend=interp,
+            target=target,
+            case=None,
+            differential_max_cost=float("inf"),
+        )
+
+    monkeypatch.setattr(type(base.search), "cost", lambda self, case: 0.0)
+    assert P._twin(ctx(base)) is gpu
+    assert P._twin(ctx(declared)) is None

@@ -371,3 +371,43 @@ def test_a_finding_keeps_the_other_classes_its_example_failed_with(plugins):
     finding = check_case(target, get_backend("pallas-interpret"), case).finding
     assert finding is not None and finding.cls == "masking", finding
     assert finding.details["also_fails"] == {"accuracy": 6}, finding.details.get("also_fails")
+
+
+def _jagged_case(rows, cols, seed=0):
+    import numpy as np
+
+    from fuzz.case import Case
+
+    values = np.random.default_rng(seed).standard_normal((rows, cols)).astype(np.float32)
+    return Case(
+        {"values": values, "offsets": np.array([0, rows], np.int32)},
+        {"dtype": "float32", "block_n": 4, "block_m": 4, "num_programs": None, "guard": "nan"},
+        {"lengths": [rows]},
+    )
+
+
+def test_a_store_past_the_end_is_traced_to_its_kernel_line(plugins):
+    """The inclusive segment end: a one-row segment of four columns and a two-row segment of one
+    column write past the output through one ``tl.store``; their minimal examples share no
+    trigger, and the store site makes them one bug (``fuzz.signatures.same_bug``). The bug-free
+    control stores nothing outside its buffers."""
+    from fuzz import origin
+    from fuzz.signatures import Bug, same_bug, site
+    from fuzz.target import get
+
+    target = get(plugins["triton"].target_name("jagged_store_inclusive_end"))
+    sites = []
+    for rows, cols in ((1, 4), (2, 1)):
+        o = origin.trace_stores(target, "triton-interpret", _jagged_case(rows, cols))
+        assert o["found"] and "tl.store(" in o["source"], o
+        assert o["file"].endswith("planted3.py") and "outside every buffer" in o["detail"]
+        sites.append(site(o))
+    assert sites[0] == sites[1]
+    key = "out-of-bounds-write|guard-bands|-|-"
+    a = Bug(key, frozenset({"single-row-segments"}), "a", sites[0])
+    b = Bug(key, frozenset({"partial-column-block"}), "b", sites[1])
+    assert same_bug(a, b)
+    control = get("control3_jagged_softmax_triton")
+    for rows, cols in ((1, 4), (2, 1), (5, 7)):
+        o = origin.trace_stores(control, "triton-interpret", _jagged_case(rows, cols))
+        assert not o["found"], o
