@@ -50,8 +50,9 @@ def bug_of(f: Found) -> Bug:
 
 def _without(target: Target, case: Any, drop: Collection[str]) -> Any:
     """``case`` without the conditions ``drop`` (``feature NAME``: its family's ``drop``;
-    ``dtype NAME``: its floating inputs in float32), or None where one cannot be dropped so
-    (a hazard of its values or shape) or nothing is to drop."""
+    ``dtype NAME``: its floating inputs in float32; a shape hazard its family can take away:
+    its ``reduce``), or None where one cannot be dropped so (a hazard of its values, a shape
+    hazard without a reduction) or nothing is to drop."""
     import numpy as np
 
     from fuzz.families import family_of
@@ -68,6 +69,10 @@ def _without(target: Target, case: Any, drop: Collection[str]) -> Any:
         elif c.startswith("dtype "):
             inputs = {k: v.astype(np.float32) if _half(v) else v for k, v in case.inputs.items()}
             case = case.replace(inputs=inputs, dtype="float32")
+        elif family is not None and c in family.reduce:  # a shape hazard: the case cut
+            case = family.reduce[c](case)
+            if case is None:
+                return None
         else:
             return None
     return case
@@ -254,7 +259,8 @@ class Duplicates:
         wrong rescale across tiles: an H100 campaign reported the rescale bug a second time with
         a bias and no partial tile). Each of ``f``'s conditions a twin lacks that the case can
         drop without changing its other draws (an optional feature: its family's ``drop``; a
-        half-precision dtype: the inputs in float32) is dropped from ``f``'s minimal example;
+        half-precision dtype: the inputs in float32; a shape hazard: its family's ``reduce``, a
+        softmax row cut to its first tile) is dropped from ``f``'s minimal example;
         where it still fails with ``f``'s key and its conditions then nest with the twin's, it is
         that bug. Nothing is searched: a condition its failure needs keeps it apart (two bugs of
         one key whose triggers are free choices, fp16 inputs for one and bf16 for the other,

@@ -62,6 +62,10 @@ class Family:
         drop: ``{feature: drop(case) -> case}``: the case without the feature, for the features
             a case can lose without changing its other draws (``fuzz.Constraint`` with a
             feature).
+        reduce: ``{hazard: reduce(case) -> case or None}``: the case with a shape hazard taken
+            away, its other inputs kept where they can be (a softmax row cut to its first tile,
+            or to whole tiles), None where it cannot: the duplicate check drops an incidental
+            trigger so (``fuzz.duplicates.Duplicates.needs_fewer``).
         guard_inputs: ``guard_inputs(inputs, params) -> inputs``: torch inputs as views into
             poisoned guard buffers, as the family's own entry points pass them (the jagged
             family's guard rows: the masked-poison property swaps their poison).
@@ -93,6 +97,7 @@ class Family:
     same_lengths: Callable[[Any], bool] | None = None
     uses: Mapping[str, Callable[[Any], bool]] = field(default_factory=dict)
     drop: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
+    reduce: Mapping[str, Callable[[Case], Case | None]] = field(default_factory=dict)
     guard_inputs: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     runtime: tuple[str, ...] = ()
     types: Mapping[str, str] = field(default_factory=dict)
@@ -185,6 +190,30 @@ def _softmax_empty(case: Case) -> dict[str, np.ndarray]:
 
 _SOFTMAX_USES = {"mask": _has("mask"), "bias": _has("bias"), "scale": _set("scale")}
 _SOFTMAX_DROP = {"mask": _without("mask"), "bias": _without("bias"), "scale": _param("scale", None)}
+
+
+def _softmax_columns(keep: Callable[[int, int], int]) -> Callable[[Case], Case | None]:
+    """A softmax case whose rows are cut to their first ``keep(n, block_n)`` columns (every
+    input of the row's length alike), or None where that keeps none or all of them."""
+
+    def reduce(case: Case) -> Case | None:
+        n, block = case.inputs["x"].shape[-1], int(case.params.get("block_n") or 0)
+        k = keep(n, block) if block > 0 else 0
+        if not 0 < k < n:
+            return None
+        inputs = {
+            name: a[..., :k] if a.ndim and a.shape[-1] == n else a
+            for name, a in case.inputs.items()
+        }
+        return Case(inputs, case.params, case.recipe)
+
+    return reduce
+
+
+_SOFTMAX_REDUCE = {
+    "multi-tile": _softmax_columns(lambda n, b: b),
+    "partial-tile": _softmax_columns(lambda n, b: n // b * b),
+}
 
 
 def _softmax_narrowing(caps: Any) -> dict[str, Any]:
@@ -593,6 +622,7 @@ def _softmax_families() -> list[Family]:
             space=_space("strategies.softmax", block_m="block_m", block_n="block_n"),
             uses=_SOFTMAX_USES,
             drop=_SOFTMAX_DROP,
+            reduce=_SOFTMAX_REDUCE,
             types=_SOFTMAX_TYPES,
         ),
         Family(

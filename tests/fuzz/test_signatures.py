@@ -198,6 +198,41 @@ def test_a_bug_met_under_an_incidental_condition_is_the_known_one_once_it_is_dro
     assert me.needs_fewer(g, [rescale]) is None and me.of(g) is None
 
 
+def test_a_shape_trigger_is_dropped_by_cutting_the_row_where_the_family_can():
+    """A known bias bug (one partial tile) met again through an example of three whole tiles
+    (48 columns, equal logits: no rescale shows), a row the shrinker could not cut past the known
+    bug's partial tiles (an H200 campaign reported a planted Pallas bias bug twice so, 2 and 48
+    elements). ``multi-tile`` is a shape hazard the softmax family takes away by cutting the row
+    to its first tile: the cut example fails alike under nesting conditions, the same bug. The
+    rescale bug needs its second tile: cut to one, it passes, and stays a bug of its own."""
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates
+    from fuzz.profiles import HuntOptions
+
+    params = {"dtype": "float32", "scale": 0.5, "block_m": 16, "block_n": 16}
+    bias = np.linspace(-1.0, 1.0, 48, dtype=np.float32)[None, :]
+    case = Case({"x": np.zeros((1, 48), np.float32), "bias": bias}, dict(params))
+    f = _found("accuracy", "oracle", case, triggers=("feature bias", "feature scale", "multi-tile"))
+    known = Bug(
+        "accuracy|oracle|y|-",
+        frozenset({"feature bias", "feature scale", "partial-tile"}),
+        "bias",
+    )
+    me = Duplicates(
+        get("two_bugs_softmax"),
+        get_backend("triton-interpret"),
+        HuntOptions.of(fuzz.get_profile("ci")),
+        found={},
+        known_bugs=[known],
+    )
+    assert me.needs_fewer(f, [known]) is known
+    row = np.zeros((1, 32), np.float32)
+    row[0, 20] = 50.0
+    rescale = Case({"x": row}, {**params, "scale": None})
+    g = _found("accuracy", "oracle", rescale, triggers=("multi-tile",))
+    assert me.needs_fewer(g, [known]) is None
+
+
 def test_a_declared_known_failure_never_ends_the_hunt_for_the_other_bug():
     """tf32_softmax fails every float32 case (inputs rounded to TF32), which its library
     declares; its other bug (NaN for a row with no valid key) is still found, and the accuracy
