@@ -36,6 +36,7 @@ from fuzz.campaign import messages as M
 from fuzz.campaign.inflight import clear_inflight
 from fuzz.campaign.messages import SlicePlan, WorkerConfig
 from fuzz.campaign.process import (
+    EXIT_CONTEXT_LOST,
     EXIT_DEVICE_MEMORY,
     EXIT_RECYCLE,
     MapBudget,
@@ -103,8 +104,24 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
             _hunt(conn, config, db, started, msg.plan, maps)
         elif isinstance(msg, M.Replay):
             _replay(conn, started, msg)
+        if context_lost() is not None:
+            # Its slice's summary is sent; nothing may run on the GPU here any more.
+            print(f"CUDA context lost: {context_lost()}", file=sys.stderr, flush=True)
+            exit_worker(EXIT_CONTEXT_LOST)
         if maps.recycle is not None:
             sys.exit(EXIT_RECYCLE)  # its slice's summary is sent: a fresh process takes over
+
+
+def context_lost() -> str | None:
+    """What lost this process's CUDA context (``fuzz.engine``'s record of a sticky CUDA error),
+    or None. A slice whose own streamed finding lost it ends its worker at once
+    (``SliceRun.on_found``); one that met it elsewhere (a replay while shrinking another bug, a
+    compile worker's warm-up) ends its slice, and the worker must not take another: on an H200
+    a compile worker whose fla backward warm-up hit an illegal address went on to warm up two
+    more pairs, each a harness error ("this process lost its CUDA context earlier")."""
+    engine = sys.modules.get("fuzz.engine")
+    lost = getattr(engine, "_context_lost", None) if engine is not None else None
+    return lost[0] if lost else None
 
 
 def _pause_clock_while_compiling(started: Any) -> None:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).parent
 FAKE = str(HERE / "fake_targets.py")
 
@@ -411,3 +413,54 @@ def test_a_slice_killed_past_its_hard_limit_says_where_its_worker_was():
         "fuzz.origin:160 (of_finding)"
     )
     assert where_stuck("no dump here") == ""
+
+
+def test_a_worker_that_lost_its_cuda_context_in_a_slice_takes_no_other(monkeypatch):
+    """A sticky CUDA error met where no streamed finding ends the worker (a replay while
+    shrinking another bug, a compile worker's warm-up) leaves the process unable to launch: the
+    worker sends its slice's summary and exits with EXIT_CONTEXT_LOST, for a fresh process. On an
+    H200 a compile worker whose fla backward warm-up hit an illegal address warmed up two more
+    pairs, each a harness error ("this process lost its CUDA context earlier")."""
+    from fuzz import engine
+    from fuzz.campaign import database, worker
+    from fuzz.campaign import messages as M
+    from fuzz.campaign.process import EXIT_CONTEXT_LOST
+
+    class Exited(Exception):
+        pass
+
+    def exit_worker(code):
+        raise Exited(code)
+
+    ran = []
+
+    def hunt(conn, config, db, started, plan, maps=None):
+        ran.append(plan)
+        engine._context_lost.append("fake on fake: CUDA error: an illegal memory access")
+
+    class Conn:
+        def __init__(self, messages):
+            self.messages, self.sent = list(messages), []
+
+        def recv(self):
+            return self.messages.pop(0)
+
+        def send(self, msg):
+            self.sent.append(msg)
+
+    for name, value in {
+        "die_with_campaign": lambda pid: None,
+        "_setup": lambda config: None,
+        "_pause_clock_while_compiling": lambda started: None,
+        "_hunt": hunt,
+        "exit_worker": exit_worker,
+    }.items():
+        monkeypatch.setattr(worker, name, value)
+    monkeypatch.setattr(database, "open_database", lambda *a, **k: None)
+    config = dataclasses.make_dataclass("C", ["parent_pid", "db", "db_shared", "db_fallback"])
+    conn = Conn([M.Hunt(plan="first"), M.Hunt(plan="second"), M.Stop()])
+    with pytest.raises(Exited) as info:
+        worker.worker_main(conn, config(1, None, None, None), started=None)
+    assert info.value.args == (EXIT_CONTEXT_LOST,)
+    assert ran == ["first"]  # the second slice goes to a fresh process
+    assert worker.context_lost() == "fake on fake: CUDA error: an illegal memory access"
