@@ -60,6 +60,14 @@ On an H200 (``pallas-gpu``, JAX 0.11.2, one 450 s campaign of the bundled client
   sequence's end (``segment_ids``) set to float32's largest make o NaN, finding 4's kind for
   ``mha`` on the GPU: ``q . k`` overflows before the segment mask applies.
 
+A second H200 campaign (400 s, 2026-11-29, diverse structure explorations) gave 6 rows, each one
+of these: ``mha`` accuracy, 16 elements (finding 6, T = 1; its inf row of 16 merged into it);
+``mha_varlen`` inf, 512 elements, and masking, 5,120 (both ``varlen-equals-alone``: a sequence
+of one query and one key run alone gives inf in fp16 where the packed run gives 60,000, or a
+wrong value: the run alone is the wrong one, finding 6 at T = 1);
+``gqa`` inf, 256 (finding 5) and masking, 256 (finding 4). None is a harness error or a
+convention.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
