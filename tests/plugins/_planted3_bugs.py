@@ -250,7 +250,9 @@ CPU: dict[str, dict[str, str]] = {
         "that one key whose minimal examples' triggers do not nest (a 2-row segment of 1 column: "
         "partial-column-block; a 1-row segment of 4 columns: single-row-segments): the second "
         "example was shrunk away from the first one's triggers (they were hits) and no evidence "
-        "ties two out-of-bounds writes (influence reads outputs; a store's site is not traced)",
+        "tied two out-of-bounds writes (influence reads outputs). Since 602e728 a store's site is "
+        "traced in the interpreter (fuzz.origin.trace_stores): both write past the output "
+        "through one tl.store line, one bug (tests/plugins/test_planted3.py)",
     },
     "attention_window_right": {
         "triton": "900 s: found, 1 row (masking/oracle of o, 2 elements; also seen as accuracy "
@@ -283,7 +285,12 @@ CPU: dict[str, dict[str, str]] = {
         "(masking where the wrong element is fixed, accuracy elsewhere) under triggers that do "
         "not nest (exp-overflow, the family's 88.72 threshold, holds below -88.72 but not at "
         "-88.1, where XLA on the CPU flushes exp's subnormal result to 0 as well), and "
-        "influence that says 'reads' of one and 'ignores' of the other",
+        "influence that says 'reads' of one and 'ignores' of the other. Since 3120295 the "
+        "hazard holds below -87.34, where exp leaves fp32's normal range. A 240 s run after it: "
+        "2 rows (masking of a one-row segment of 4 columns, 4 elements; accuracy of a two-row "
+        "segment of 1 column, 2): neither example fails the other's way; where the masking "
+        "example also has wrong elements that are not fixed (also_fails), the two are one "
+        "(1aff67b). On the GPU (pallas-interpret, 450 s): 1 row, masking, 2 elements",
     },
     "attention_gqa_v_head": {
         "pallas": f"900 s: found, 1 row (accuracy/oracle of o, 32 elements). 300 s: {STARVED} "
