@@ -592,6 +592,12 @@ class _Hunter:
                 f"shrinking cut after {self.shrink_cap:g} s (the hunt's shrink time): the best "
                 "example so far is the reproducer"
             )
+        if context_lost:
+            found.shrink_notes.append(
+                "not shrunk: a sticky CUDA error lost the process's context (every later launch "
+                "there fails); the example that did it is the reproducer, replayed in a child "
+                "process"
+            )
         plot = self.hooks.error_maps
         if final and plot is not None:
             found.plots = plot(outcome.context)
