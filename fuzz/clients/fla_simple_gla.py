@@ -51,8 +51,8 @@ forms; states; packed sequences), but for two findings:
   runs of one case in 82,188 elements (fp16, g_gamma, one sequence of 193 tokens, 64 heads, K =
   32, V = 16: 395,264 elements). Both have 64 heads and the drawn configs of a half-precision
   case; whether they are the illegal access above, or one bug, is not known: a bug of fla's with
-  evidence (a crash; runs that differ), not yet localized. The dq bug was not met (74 compiled
-  structures explored, none with K = 16 and V >= 64 in a half type).
+  evidence (a crash; runs that differ), not yet localized. The dq bug was not met in its 516
+  examples (74 compiled structures explored; the report does not record which).
 """
 
 import contextlib
