@@ -396,6 +396,9 @@ class StructureMemo:
     _lengths_compile: float = field(default=0.0, init=False, repr=False)
     _lengths_seen: int = field(default=0, init=False, repr=False)
     _rng: random.Random = field(init=False, repr=False)
+    # The candidates' own generator (``diverse``): drawing them leaves the memo's choices
+    # (explore or reuse, which structure) as they would be without them.
+    _aside: random.Random = field(init=False, repr=False)
     _warming: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -415,6 +418,7 @@ class StructureMemo:
         if isinstance(self.diverse, bool) or not isinstance(self.diverse, int) or self.diverse < 0:
             raise InvalidArgument(f"diverse={self.diverse!r} must be an int >= 0")
         self._rng = random.Random(self.seed)
+        self._aside = random.Random(f"diverse {self.seed}")
         for k in (
             "explored",
             "reused",
@@ -886,7 +890,7 @@ class StructureMemo:
 
         try:
             for _ in range(self.diverse):
-                rng = random.Random(self._rng.getrandbits(64))
+                rng = random.Random(self._aside.getrandbits(64))
                 try:
                     data, _value = draw_aside(strategy, rng, before=opening)
                 except Exception:

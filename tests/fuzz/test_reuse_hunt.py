@@ -402,19 +402,23 @@ def _buggy_over_the_share(profile, seed):
     )
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_a_failing_structure_replays_over_the_share(exact, seed, monkeypatch):
+def test_a_failing_structure_replays_over_the_share(exact, monkeypatch):
     """An example that failed is not offered for reuse (it would only hit its bug again), but it
     launched: replaying it over the share must not be refused as a structure no process
     launched, or the hunt ends in `UnsatisfiedAssumption` (a CPU campaign of
     attention_mutant_causal_loop_bound on pallas-interpret did). Shrinking itself is exempt from
     the share (the test after this one); here it is not, so that its replays meet the share as
-    replays outside it do (the database's, a flaky failure's re-shrinks)."""
+    replays outside it do (the database's, a flaky failure's re-shrinks). Over several seeds:
+    whether a hunt of some 20 examples explores a new structure after its share is spent
+    depends on its draws, and most must have (refused ones: it was over the share)."""
     monkeypatch.setattr(engine, "in_shrink_phase", lambda: False)
-    result = _buggy_over_the_share(exact[1], seed)
-    assert result.error is None, result.error
-    assert "accuracy" in result.found, dict(result.events)
-    assert result.events["rejected: would compile"] > 0  # it was over the share
+    over = 0
+    for seed in range(6):
+        result = _buggy_over_the_share(exact[1], seed)
+        assert result.error is None, (seed, result.error)
+        assert "accuracy" in result.found, (seed, dict(result.events))
+        over += result.events["rejected: would compile"] > 0
+    assert over >= 3, over
 
 
 @pytest.mark.parametrize("seed", range(3))
