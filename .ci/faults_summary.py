@@ -17,8 +17,12 @@ from pathlib import Path
 
 LARGE = 4096
 KILLED = re.compile(r"overran|killed|restarted|hard limit|too slow", re.I)
-HYPOTHESIS = re.compile(r"PLEASE REPORT THIS|exited early because|@seed\(|Hypothesis has spent", re.I)
-HARNESS = re.compile(r"fuzz[/.](arrays|engine|properties|campaign|backends|shrink|narrowing)|NewCompile")
+HYPOTHESIS = re.compile(
+    r"PLEASE REPORT THIS|exited early because|@seed\(|Hypothesis has spent", re.I
+)
+HARNESS = re.compile(
+    r"fuzz[/.](arrays|engine|properties|campaign|backends|shrink|narrowing)|NewCompile"
+)
 
 
 def main(argv: list[str]) -> int:
@@ -33,8 +37,10 @@ def main(argv: list[str]) -> int:
     r = json.loads(path.read_text())
     rows, findings = r["results"], r["findings"]
     errors = r["summary"].get("harness_errors", [])
-    print(f"{r['summary']['examples']} examples, {len(rows)} pairs, {len(findings)} rows, "
-          f"complete={r['complete']}, worker restarts={r.get('worker_restarts')}")
+    print(
+        f"{r['summary']['examples']} examples, {len(rows)} pairs, {len(findings)} rows, "
+        f"complete={r['complete']}, worker restarts={r.get('worker_restarts')}"
+    )
     print(f"harness errors: {len(errors)}")
     for e in errors:
         print(f"  {e[:300]}")
@@ -55,7 +61,9 @@ def main(argv: list[str]) -> int:
     if len(argv) > 1 and Path(argv[1]).is_file():
         text = Path(argv[1]).read_text(errors="replace")
         print(f"Hypothesis's own warnings on the console: {len(HYPOTHESIS.findall(text))}")
-    large = sorted((f for f in findings if f.get("case_size", 0) > LARGE), key=lambda f: -f["case_size"])
+    large = sorted(
+        (f for f in findings if f.get("case_size", 0) > LARGE), key=lambda f: -f["case_size"]
+    )
     sizes = sorted(f.get("case_size", 0) for f in findings)
     median = sizes[len(sizes) // 2] if sizes else 0
     print(f"rows: {len(findings)}, median {median} elements, over {LARGE}: {len(large)}")
@@ -64,12 +72,16 @@ def main(argv: list[str]) -> int:
     smallest = sorted(min(f.get("case_size", 0), _twin_size(f)) for f in findings)
     over = sum(1 for n in smallest if n > LARGE)
     median = smallest[len(smallest) // 2] if smallest else 0
-    print(f"smallest reproducer per row (the twin's where smaller): median {median}, over {LARGE}: {over}")
+    print(
+        f"smallest reproducer per row (the twin's where smaller): median {median}, over {LARGE}: {over}"
+    )
     for f in large:
         twin = _twin_size(f)
-        print(f"  {f['case_size']:8} {f['class']:15} {f['target']} on {f['backend']} "
-              f"shrunk={f.get('shrunk')} {str(f.get('shrink_path') or '')[:60]}"
-              + (f" (twin: {twin})" if twin < f["case_size"] else ""))
+        print(
+            f"  {f['case_size']:8} {f['class']:15} {f['target']} on {f['backend']} "
+            f"shrunk={f.get('shrunk')} {str(f.get('shrink_path') or '')[:60]}"
+            + (f" (twin: {twin})" if twin < f["case_size"] else "")
+        )
     return 0
 
 
