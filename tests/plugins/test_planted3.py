@@ -411,3 +411,38 @@ def test_a_store_past_the_end_is_traced_to_its_kernel_line(plugins):
     for rows, cols in ((1, 4), (2, 1), (5, 7)):
         o = origin.trace_stores(control, "triton-interpret", _jagged_case(rows, cols))
         assert not o["found"], o
+
+
+def test_a_hunts_duplicate_check_joins_two_stores_past_the_end_by_their_site(plugins):
+    """The duplicate check of a hunt (``fuzz.duplicates.Duplicates.same_site``): a new
+    out-of-bounds write of the inclusive-end kernel, under triggers that do not nest with the
+    known one's, stores through the known one's line: that bug, reached through other
+    conditions. Its site is traced for both (the known one's from its kept example)."""
+    from fuzz import failures as F
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates
+    from fuzz.failures import Finding, bug_key
+    from fuzz.profiles import HuntOptions, get_profile
+    from fuzz.results import Found
+    from fuzz.signatures import Bug
+    from fuzz.target import get
+
+    target = get(plugins["triton"].target_name("jagged_store_inclusive_end"))
+
+    def found(case, triggers, sig):
+        f = Finding(F.OOB_WRITE, "guard-bands", "written outside output y")
+        f.details.update(triggers=sorted(triggers), signature=sig)
+        return Found(f, case, {}, 1, 0.1, choices=(1,), key=bug_key(f), final=True)
+
+    old = found(_jagged_case(1, 4), {"single-row-segments"}, "old")
+    new = found(_jagged_case(2, 1), {"partial-column-block"}, "new")
+    known = Bug(old.key, frozenset(old.triggers), "old")
+    me = Duplicates(
+        target,
+        get_backend("triton-interpret"),
+        HuntOptions.of(get_profile("ci")),
+        found={old.key: old},
+        known_bugs=[known],
+    )
+    assert me.same_site(new, [known]) is known
+    assert "tl.store(" in new.finding.details["origin"]["source"]
