@@ -326,8 +326,8 @@ class StructureMemo:
             generator draws the one it launches). Where a pair can afford a few dozen compiles,
             random structures repeat the common combinations of their choices and leave most
             pairs of choices never launched together (a GPU campaign's fla backward pair
-            launched 103 structures and none had a key head dim of 16 with a value head dim of
-            64 or more in a half type, where its dq bug lies). Each exploration draws
+            launched 103 structures without meeting its dq bug, which needs a key head dim of
+            16 with a value head dim of 64 or more in a half type). Each exploration draws
             ``diverse`` candidates aside (:func:`fuzz.hypothesis_internals.draw_aside`, the
             same generator) and launches the one with the most pairs of choices (position,
             value: lengths left out) that no structure launched under its strategy had: greedy
