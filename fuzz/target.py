@@ -441,6 +441,30 @@ _loading: list[str] = []
 _loaded_names: list[set[str]] = []  # the names registered so far by each plugin loading now
 
 
+def load_file(path: str, name: str, *, again: bool = False) -> Any:
+    """The module ``name`` executed from the file at ``path`` and kept in ``sys.modules``: a
+    module loaded by path, not as a package (a plugin, or a file beside it that it imports: its
+    records, its shared kernels). Once loaded it is returned as it is, unless ``again``; a file
+    that raises leaves no module of that name behind."""
+    if not again and name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def load_beside(file: str, filename: str, name: str) -> Any:
+    """:func:`load_file` of ``filename`` in the folder of ``file`` (a plugin's ``__file__``)."""
+    return load_file(os.path.join(os.path.dirname(os.path.abspath(file)), filename), name)
+
+
 def load_plugin(spec: str) -> str:
     """Imports a plugin: a ``.py`` file path or a module name. Returns how it is recorded.
 
@@ -471,15 +495,7 @@ def load_plugin(spec: str) -> str:
         if is_file:
             digest = hashlib.sha1(path.encode()).hexdigest()[:8]
             mod_name = f"fuzz_plugin_{os.path.splitext(os.path.basename(path))[0]}_{digest}"
-            loader_spec = importlib.util.spec_from_file_location(mod_name, path)
-            assert loader_spec is not None and loader_spec.loader is not None
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules[mod_name] = module
-            try:
-                loader_spec.loader.exec_module(module)
-            except Exception:
-                sys.modules.pop(mod_name, None)
-                raise
+            load_file(path, mod_name, again=True)
         else:
             try:
                 importlib.import_module(spec)

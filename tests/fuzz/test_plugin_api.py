@@ -259,3 +259,22 @@ def test_a_kernel_declared_for_some_backends_is_never_run_on_another_as_a_twin(m
     monkeypatch.setattr(type(base.search), "cost", lambda self, case: 0.0)
     assert P._twin(ctx(base)) is gpu
     assert P._twin(ctx(declared)) is None
+
+
+def test_a_plugin_loads_a_file_beside_it_once(tmp_path):
+    """``fuzz.load_beside``: a plugin loaded by path imports a module beside it (its records, its
+    shared kernels) by path, once; a file that raises leaves nothing of its name behind."""
+    import sys
+
+    (tmp_path / "records.py").write_text("COUNT = [0]\nCOUNT[0] += 1\n")
+    (tmp_path / "broken.py").write_text("raise RuntimeError('no')\n")
+    me = str(tmp_path / "plugin.py")
+    try:
+        first = fuzz.load_beside(me, "records.py", "kernel_fuzz_test_records")
+        assert fuzz.load_beside(me, "records.py", "kernel_fuzz_test_records") is first
+        assert first.COUNT == [1]
+        with pytest.raises(RuntimeError, match="no"):
+            fuzz.load_beside(me, "broken.py", "kernel_fuzz_test_broken")
+        assert "kernel_fuzz_test_broken" not in sys.modules
+    finally:
+        sys.modules.pop("kernel_fuzz_test_records", None)

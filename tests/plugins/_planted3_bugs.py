@@ -17,26 +17,17 @@ the CPU campaign found, and for a bug of more than one row, why.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import fuzz
 
 
 def _round_two():
     """``_planted_bugs.py`` beside this file, under the name its plugins load it by (records are
     loaded by path, not as a package): its ``Bug`` record and class match serve here too."""
-    name = "kernel_fuzz_planted_bugs"
-    if name not in sys.modules:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_planted_bugs.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return fuzz.load_beside(__file__, "_planted_bugs.py", "kernel_fuzz_planted_bugs")
 
 
 Bug = _round_two().Bug

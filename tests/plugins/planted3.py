@@ -45,10 +45,6 @@ campaigns found); ``CONTROLS`` the bug-free targets.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-
 import torch
 import triton
 import triton.language as tl
@@ -58,15 +54,7 @@ import fuzz
 
 def _load_bugs():
     """``_planted3_bugs.py`` beside this file (a plugin is loaded by path, not as a package)."""
-    name = "kernel_fuzz_planted3_bugs"
-    if name not in sys.modules:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_planted3_bugs.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return fuzz.load_beside(__file__, "_planted3_bugs.py", "kernel_fuzz_planted3_bugs")
 
 
 PATTERNS = _load_bugs().PATTERNS
