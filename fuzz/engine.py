@@ -1111,6 +1111,14 @@ def _check_spent(spent: Any) -> tuple[float, float, float]:
     return float(spent[0]), float(spent[1]), float(spent[2]) if len(spent) == 3 else 0.0
 
 
+def context_lost() -> str | None:
+    """What lost this process's CUDA context (a sticky CUDA error an example met), or None. A
+    campaign's worker that finds it lost after a slice takes no other (``fuzz.campaign.worker``):
+    where no streamed finding of the slice ended it (a replay while shrinking, a compile
+    worker's warm-up), an H200 compile worker warmed up two more pairs, each a harness error."""
+    return _context_lost[0] if _context_lost else None
+
+
 def _refusal(target: Target, b: Backend, options: HuntOptions) -> str | None:
     """Why a hunt of ``target`` on ``b`` cannot run here (None if it can)."""
     reason = b.unavailable_reason()

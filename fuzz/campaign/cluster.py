@@ -44,10 +44,15 @@ _NODE_DIED = re.compile(r"node (has )?died|node .*(is )?dead|raylet", re.IGNOREC
 ACTOR_ENV = {"RAY_worker_niceness": "0"}
 
 
-def runtime_env() -> dict[str, Any]:
-    """The Ray runtime environment of a campaign's actors (:data:`ACTOR_ENV`; Ray merges it with
-    a Ray job's own)."""
-    return {"env_vars": dict(ACTOR_ENV)}
+def pinned(node: str, *, soft: bool) -> dict[str, Any]:
+    """The options of an actor placed on ``node`` (``soft``: there where it can be) and run at its
+    node's priority (:data:`ACTOR_ENV`; Ray merges the runtime environment with a Ray job's own)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return {
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node, soft=soft),
+        "runtime_env": {"env_vars": dict(ACTOR_ENV)},
+    }
 
 
 def ray_module() -> Any:
@@ -113,24 +118,14 @@ def place(
         raise ValueError(
             f"the cluster's plan has {len(slots)} actors and the campaign {len(configs)} slots"
         )
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     out, options = [], []
     for cfg, (node, p, role) in zip(configs, slots, strict=True):
         share = p.per_gpu + -(-p.compile_workers // max(1, p.gpus)) if p.gpus else 1
         out.append(
             dataclasses.replace(cfg, db=db, db_fallback=None, cuda_device=None, gpu_share=share)
         )
-        strategy = NodeAffinitySchedulingStrategy(node_id=node.id, soft=True)
         threads = max(1, p.cores // max(1, p.workers))  # as a host's worker processes get
-        options.append(
-            {
-                **actor_options(p, role),
-                "scheduling_strategy": strategy,
-                "runtime_env": runtime_env(),
-                "threads": threads,
-            }
-        )
+        options.append({**actor_options(p, role), **pinned(node.id, soft=True), "threads": threads})
     return out, options
 
 
@@ -140,15 +135,10 @@ def serve_database(location: str, uid: str) -> str:
     from fuzz.campaign.ray_worker import DatabaseServer
 
     ray = ray_module()
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     name = f"kernel-fuzz-db-{uid}"
     here = ray.get_runtime_context().get_node_id()
-    strategy = NodeAffinitySchedulingStrategy(node_id=here, soft=False)
     server = ray.remote(num_cpus=0)(DatabaseServer)
-    actor = server.options(
-        name=name, scheduling_strategy=strategy, runtime_env=runtime_env()
-    ).remote(location)
+    actor = server.options(name=name, **pinned(here, soft=False)).remote(location)
     ray.get(actor.fetch.remote(b"kernel-fuzz-probe"))  # up before any worker asks it
     SERVED[name] = actor  # handed to every worker actor (no lookup by name across namespaces)
     return f"ray-actor://{name}"
@@ -193,18 +183,10 @@ class RayPool:
         self.ray = ray
         self.configs, self.roles, self.options = configs, roles, options
         self.uid, self.repro_dir = uid, repro_dir
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        # On the coordinator's node: a lost node must not take the actors' messages with it.
+        # On the coordinator's node: a lost node must not take the actors' messages with it (at
+        # its priority too: every message and slice's end goes through it).
         here = ray.get_runtime_context().get_node_id()
-        strategy = NodeAffinitySchedulingStrategy(node_id=here, soft=False)
-        self.queue = Queue(
-            actor_options={
-                "num_cpus": 0,
-                "scheduling_strategy": strategy,
-                "runtime_env": runtime_env(),  # (every message and slice's end goes through it)
-            }
-        )
+        self.queue = Queue(actor_options={"num_cpus": 0, **pinned(here, soft=False)})
         self.workers: list[WorkerHandle] = []
         self.actors: dict[int, _Actor] = {}
         self.lost_nodes: list[str] = []
@@ -423,12 +405,7 @@ class RayPool:
 
     def _agent(self, node: str) -> Any:
         if node not in self._agents:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            strategy = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
-            self._agents[node] = self._agent_class.options(
-                scheduling_strategy=strategy, runtime_env=runtime_env()
-            ).remote()
+            self._agents[node] = self._agent_class.options(**pinned(node, soft=False)).remote()
         return self._agents[node]
 
     def _call(self, node: str, method: str, *args: Any, default: Any = None) -> Any:

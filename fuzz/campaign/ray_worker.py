@@ -167,15 +167,8 @@ class WorkerActor:
         """Runs a slice or a replay; returns the exit code of a worker that must be replaced
         (too many memory maps, a lost CUDA context: a fresh one takes over), else None."""
         from fuzz.campaign import worker
-        from fuzz.campaign.process import EXIT_CONTEXT_LOST, EXIT_RECYCLE
 
-        if isinstance(message, M.Hunt):
-            worker._hunt(self.conn, self.config, self.db, self.clock, message.plan, self.maps)
-        elif isinstance(message, M.Replay):
-            worker._replay(self.conn, self.clock, message)
-        if worker.context_lost() is not None:  # (as a process worker: a fresh actor takes over)
-            return EXIT_CONTEXT_LOST
-        return EXIT_RECYCLE if self.maps.recycle is not None else None
+        return worker.serve(self.conn, self.config, self.db, self.clock, message, self.maps)
 
 
 class NodeAgent:

@@ -100,28 +100,28 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
             return
         if isinstance(msg, M.Stop):
             return
-        if isinstance(msg, M.Hunt):
-            _hunt(conn, config, db, started, msg.plan, maps)
-        elif isinstance(msg, M.Replay):
-            _replay(conn, started, msg)
-        if context_lost() is not None:
-            # Its slice's summary is sent; nothing may run on the GPU here any more.
-            print(f"CUDA context lost: {context_lost()}", file=sys.stderr, flush=True)
-            exit_worker(EXIT_CONTEXT_LOST)
-        if maps.recycle is not None:
-            sys.exit(EXIT_RECYCLE)  # its slice's summary is sent: a fresh process takes over
+        code = serve(conn, config, db, started, msg, maps)
+        if code == EXIT_CONTEXT_LOST:  # its slice's summary is sent: a fresh process takes over
+            exit_worker(code)
+        if code is not None:
+            sys.exit(code)
 
 
-def context_lost() -> str | None:
-    """What lost this process's CUDA context (``fuzz.engine``'s record of a sticky CUDA error),
-    or None. A slice whose own streamed finding lost it ends its worker at once
-    (``SliceRun.on_found``); one that met it elsewhere (a replay while shrinking another bug, a
-    compile worker's warm-up) ends its slice, and the worker must not take another: on an H200
-    a compile worker whose fla backward warm-up hit an illegal address went on to warm up two
-    more pairs, each a harness error ("this process lost its CUDA context earlier")."""
-    engine = sys.modules.get("fuzz.engine")
-    lost = getattr(engine, "_context_lost", None) if engine is not None else None
-    return lost[0] if lost else None
+def serve(
+    conn: Any, config: WorkerConfig, db: Any, started: Any, msg: Any, maps: Any
+) -> int | None:
+    """Runs a slice or a replay (a process worker's, or a Ray actor's); returns the exit code of
+    a worker that must be replaced (a lost CUDA context: nothing more may run here; too many
+    memory maps), else None."""
+    from fuzz.engine import context_lost
+
+    if isinstance(msg, M.Hunt):
+        _hunt(conn, config, db, started, msg.plan, maps)
+    elif isinstance(msg, M.Replay):
+        _replay(conn, started, msg)
+    if context_lost():
+        return EXIT_CONTEXT_LOST
+    return EXIT_RECYCLE if maps.recycle is not None else None
 
 
 def _pause_clock_while_compiling(started: Any) -> None:

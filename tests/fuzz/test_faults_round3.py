@@ -463,4 +463,4 @@ def test_a_worker_that_lost_its_cuda_context_in_a_slice_takes_no_other(monkeypat
         worker.worker_main(conn, config(1, None, None, None), started=None)
     assert info.value.args == (EXIT_CONTEXT_LOST,)
     assert ran == ["first"]  # the second slice goes to a fresh process
-    assert worker.context_lost() == "fake on fake: CUDA error: an illegal memory access"
+    assert engine.context_lost() == "fake on fake: CUDA error: an illegal memory access"
