@@ -80,3 +80,10 @@ class Case:
         if self.recipe:
             parts.append("recipe=" + json.dumps(dict(self.recipe), default=str, sort_keys=True))
         return f"Case({', '.join(parts)})"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """How Hypothesis prints a case (a failing example's arguments, its notes): this
+        repr, not the call that built it with every array in full. A GPU campaign's worker was
+        killed past its slice's hard limit while Hypothesis formatted a case of 196,608 elements
+        that way."""
+        p.text(repr(self))

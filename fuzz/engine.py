@@ -24,7 +24,7 @@ from hypothesis import Phase, event, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
-from fuzz import reproducer, timing
+from fuzz import isolated, reproducer, timing
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.duplicates import Duplicates, bug_of, check_as
@@ -545,7 +545,9 @@ class _Hunter:
         self.feature(f"failure: {f.cls} in {f.prop}")
         # A sticky CUDA error: nothing more runs in this process, so this example is kept as it
         # is, unshrunk (its reproducer replays in a fresh process), even of a known class.
-        context_lost = reproducer.kills_context(f)
+        # (A child shrinking such a crash replays its known example without launching it: its
+        # context is intact, fuzz.isolated.)
+        context_lost = reproducer.kills_context(f) and not isolated.replays_known(case)
         dtype = case.params.get("dtype")
         key = bug_key(f)
         holds = conditions(target, case, outcome.context.hazards)
@@ -592,12 +594,16 @@ class _Hunter:
                 f"shrinking cut after {self.shrink_cap:g} s (the hunt's shrink time): the best "
                 "example so far is the reproducer"
             )
+        isolate = 0.0
         if context_lost:
-            found.shrink_notes.append(
-                "not shrunk: a sticky CUDA error lost the process's context (every later launch "
-                "there fails); the example that did it is the reproducer, replayed in a child "
-                "process"
-            )
+            isolate = self._isolated_seconds(found)
+            found.isolating = isolate > 0
+            if not found.isolating:
+                found.shrink_notes.append(
+                    "not shrunk: a sticky CUDA error lost the process's context (every later "
+                    "launch there fails) and no time was left to shrink it in child processes; "
+                    "the example that did it is the reproducer, replayed in a child process"
+                )
         plot = self.hooks.error_maps
         if final and plot is not None:
             found.plots = plot(outcome.context)
@@ -608,6 +614,12 @@ class _Hunter:
             self.hooks.on_found(result, found)
         if context_lost:
             _context_lost.append(f"{target.name} on {self.b.name}: {f.message[:160]}")
+            if found.isolating:  # nothing more launches here: its shrinking goes on in children
+                found = self._shrink_isolated(found, isolate)
+                self.minimal[key] = found
+                self.last_seen.pop(key, None)
+                if self.hooks.on_found is not None:
+                    self.hooks.on_found(result, found)
             result.stopped = "context-lost"
             raise _ContextLost
         if self.stage.goal is not None and not final and self.stage.goal(case):
@@ -963,6 +975,39 @@ class _Hunter:
             self.result.shrink_seconds += max(0.0, spent)
 
         return done
+
+    def _isolated_seconds(self, found: Found) -> float:
+        """Seconds to shrink ``found``, a crash that lost the process's context, in child
+        processes (``fuzz.isolated``): the shrink time of one failure, within the hard limit;
+        0 where it cannot be (a child itself, too little time, no choices to start from)."""
+        if isolated.KNOWN or not found.choices or self.stage.only is not None:
+            return 0.0
+        seconds = float(self.options.shrink_seconds)
+        hard_at = self.shrink_hard_at()
+        if hard_at is not None:
+            seconds = min(seconds, hard_at - time.perf_counter() - isolated.MIN_SECONDS)
+        return seconds if seconds >= 2 * isolated.MIN_SECONDS else 0.0
+
+    def _shrink_isolated(self, found: Found, seconds: float) -> Found:
+        """``found`` shrunk in child processes for at most ``seconds`` (``fuzz.isolated``), with
+        a note of what it took."""
+        start = found.case.size
+        got = isolated.shrink(
+            self.target, self.b, self.options, found, narrowing=self.narrowing, seconds=seconds
+        )
+        best = dataclasses.replace(
+            got.found,
+            first_example=found.first_example,
+            first_seconds=found.first_seconds,
+            minimal_seconds=time.perf_counter() - self.t0,
+            final=True,
+            isolating=False,
+            shrink_notes=[*found.shrink_notes, got.note(start)],
+            shrink_path="isolated" if got.found is not found else found.shrink_path,
+        )
+        self.result.shrink_examples += got.examples
+        self.result.events["shrink: child processes"] += got.children
+        return best
 
     def shrink_hard_at(self) -> float | None:
         """``time.perf_counter()`` at which the hard limit ends a shrink stage run now (the

@@ -163,6 +163,9 @@ def trace_stores(
         return {"found": False, "note": f"the Triton interpreter cannot run here: {reason}"}
     import triton.runtime.interpreter as ti
 
+    from fuzz import store_fence
+
+    store_fence.install()  # (under the spies below: they see a wild store before it is dropped)
     ranges: list[tuple[int, int]] = []
     first: dict[str, Any] = {}
     libs = _library_dirs()

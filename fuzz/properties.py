@@ -47,6 +47,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz import failures as F
+from fuzz import isolated, store_fence
 from fuzz.arrays import POISON_KINDS, bits, dtype_name, is_float, to_float64
 from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_for, get_backend
 from fuzz.compare import Metrics, measure, measure_naive
@@ -114,6 +115,8 @@ class Launch:
     compiled: bool = False
     loaded: bool = False  # every compile it made was a persistent-cache hit
     input_writes: dict[str, str] = field(default_factory=dict)  # input -> what changed in it
+    # Stores Triton's interpreter dropped: outside every buffer of the launch (fuzz.store_fence).
+    fenced: list[str] = field(default_factory=list)
 
 
 class PropertySpared(Exception):
@@ -342,12 +345,17 @@ class Context:
                 writes_out = self.target.library.writes_out
                 out = {k: b.array for k, b in bufs.items()} if writes_out else None
                 token = _LAUNCH_FILL.set(fill)
+                if backend.interpret:
+                    store_fence.install()
+                store_fence.reset()
                 try:
+                    isolated.before_launch(case)  # (a child shrinking a lost context's crash)
                     with LaunchTimer() as timer, np.errstate(all="ignore"):
                         got = entry(inputs, dict(case.params), out=out, interpret=backend.interpret)
                         adapter.synchronize()
                 finally:
                     _LAUNCH_FILL.reset(token)
+                    result.fenced = store_fence.take()
                 result.seconds, result.compiled = timer.seconds, timer.compiled
                 result.loaded = timer.loaded
                 result.input_writes = input_writes(adapter, inputs, case)
@@ -640,6 +648,18 @@ def describe_offset(off: int, shape: tuple[int, ...]) -> str:
 
 def _guard_bands(ctx: Context, _: Any) -> Finding | None:
     for launch in (ctx.clean, ctx.repeat):
+        if launch.fenced:
+            return ctx.finding(
+                F.OOB_WRITE,
+                "guard-bands",
+                f"stored outside every buffer of the launch: {launch.fenced[0]}"
+                + (
+                    f" (and {len(launch.fenced) - 1} more store(s))"
+                    if len(launch.fenced) > 1
+                    else ""
+                ),
+                details={"where": list(launch.fenced[:64])},
+            )
         for label, where in launch.guard_notes.items():
             if where:
                 return ctx.finding(
@@ -1166,9 +1186,12 @@ GENERIC: tuple[Property, ...] = (
         "guard-bands",
         _guard_bands,
         applies=lambda ctx: (
-            (ctx.adapter.guards and ctx.target.library.writes_out) or ctx.target.library.allocates
+            (ctx.adapter.guards and ctx.target.library.writes_out)
+            or ctx.target.library.allocates
+            or ctx.backend.interpret  # (stores the interpreter's fence dropped)
         ),
-        description="memory before, between the rows of, and after each output keeps its bits",
+        description="memory before, between the rows of, and after each output keeps its bits, "
+        "and no store lands outside every buffer of the launch",
     ),
     Property(
         "inputs-unchanged",

@@ -60,6 +60,9 @@ class Found:
     # The same bug seen other ways in this hunt (another class, property or output: the
     # duplicate check's evidence, ``fuzz.duplicates``), each its own minimal example.
     seen_as: list[Found] = field(default_factory=list)
+    # A crash that lost its process's CUDA context, handed over while it is shrunk in child
+    # processes (``fuzz.isolated``): the shrunk example follows.
+    isolating: bool = False
 
     @property
     def signature(self) -> str:

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.campaign import messages as M
-from fuzz.campaign.inflight import is_disk_full, note_inflight_param, write_inflight_case
+from fuzz.campaign.inflight import (
+    clear_inflight,
+    is_disk_full,
+    note_inflight_param,
+    write_inflight_case,
+)
 from fuzz.campaign.messages import SlicePlan, WorkerConfig
 from fuzz.campaign.process import EXIT_CONTEXT_LOST, MapBudget, exit_worker
 
@@ -135,7 +140,12 @@ class SliceRun:
         found.reproducer = self.try_reproducer(found)
         self.conn.send(M.Found(self.id, _found_dict(found)))
         f = found.finding
-        if kills_context(f):
+        if kills_context(f) and found.isolating:
+            # Kept (sent, its reproducer written) while child processes shrink it: nothing
+            # runs here meanwhile, so no example is in flight (fuzz.isolated).
+            self.started.value = 0.0
+            clear_inflight(self.config.inflight)
+        elif kills_context(f):
             self.conn.send(M.ContextLost(self.id, f.message))
             exit_worker(EXIT_CONTEXT_LOST)
 
@@ -177,8 +187,11 @@ class SliceRun:
 
 def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:
     from fuzz.campaign.plots import error_maps
+    from fuzz.engine import context_lost
     from fuzz.properties import check_case
 
+    if context_lost() is not None and not backend.interpret:
+        return []  # nothing may launch in this process any more
     try:
         outcome = check_case(target, backend, found.case, params=found.params)
         return error_maps(outcome.context)

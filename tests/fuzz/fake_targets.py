@@ -70,6 +70,8 @@ def fixed(case):
 
 
 def make_kernel(bug):
+    poisoned = []  # (bug "sticky": this process's context is lost)
+
     def run(inputs, params, *, out, interpret):
         x, mask, y = inputs["x"], inputs.get("mask"), out["y"]
         val = 2 * x
@@ -83,6 +85,10 @@ def make_kernel(bug):
             raise RuntimeError("kernel fault (simulated)")
         if bug == "context" and x.shape[1] > 3:  # on a GPU: the process's CUDA context is lost
             raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
+        if bug == "sticky" and (poisoned or x.shape[1] > 3):
+            # As a real lost context: every later launch in this process fails too.
+            poisoned.append(True)
+            raise RuntimeError("CUDA error: an illegal memory access was encountered (sticky)")
         if bug == "accuracy" and x.shape[1] >= 2:
             val = val.clone()
             val[:, 1] *= 1.01
@@ -119,6 +125,7 @@ def make_kernel(bug):
 BUGS = {
     "crash": "crash",
     "context": "crash",
+    "sticky": "crash",
     "oob": "out-of-bounds-write",
     "unwritten": "nan",
     "nondeterminism": "nondeterminism",

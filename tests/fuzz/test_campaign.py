@@ -65,7 +65,7 @@ def fault_campaign(tmp_path_factory):
                 FAKE,
                 "--mutants",
                 "--targets",
-                "faults*,fake_double,fake_double_nan",
+                "faults*,fake_double,fake_double_nan,fake_double_sticky",
                 "--backends",
                 "triton-interpret,fake",
                 "--examples",
@@ -112,7 +112,17 @@ def test_faults_are_reported_with_their_class_and_the_campaign_goes_on(fault_cam
     assert rows[("faults", "triton-interpret")]["status"] == "pass"
     assert rows[("fake_double", "fake")]["status"] == "pass"
     assert report["worker_restarts"] >= 1
-    assert report["summary"]["new"] == 4 and report["summary"]["mutants_found"] == 4
+    # A crash that loses its worker's CUDA context (faked: every later launch in that process
+    # fails too) is shrunk in child processes before the worker makes way for a fresh one.
+    sticky = rows[("fake_double_sticky", "fake")]["findings"]
+    assert [(f["class"], f["shapes"], f["shrunk"]) for f in sticky] == [
+        ("crash", {"x": [1, 4]}, True)
+    ], sticky
+    assert any("child process" in n for n in sticky[0]["shrink_notes"]), sticky[0]
+    assert any(
+        "fake_double_sticky on fake: the CUDA context was lost" in n for n in report["notes"]
+    )
+    assert report["summary"]["new"] == 5 and report["summary"]["mutants_found"] == 5
     for f in report["findings"]:
         assert Path(f["reproducer"]).exists() and f["signature"]
 
@@ -122,7 +132,7 @@ def test_every_saved_reproducer_replays_and_crashes_do_not_kill_the_replayer(fau
     proc = fuzz_cli("replay", "--plugin", FAULTS, "--plugin", FAKE, str(out / "reproducers"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     text = proc.stdout
-    assert text.count("== ") == len(report["findings"]) == 4
+    assert text.count("== ") == len(report["findings"]) == 5
     assert (
         "faults_mutant_wild_store on triton-interpret: FAIL crash (the replay process was killed by SIGSEGV)"
         in text
@@ -130,6 +140,7 @@ def test_every_saved_reproducer_replays_and_crashes_do_not_kill_the_replayer(fau
     assert "faults_mutant_spin on triton-interpret: FAIL hang" in text
     assert "faults_mutant_raise on triton-interpret: FAIL crash (same class as recorded)" in text
     assert "fake_double_nan on fake: FAIL nan" in text
+    assert "fake_double_sticky on fake: FAIL crash" in text  # (in a child: it loses the context)
     assert "cannot replay" not in text
 
 
@@ -140,12 +151,13 @@ def test_replay_in_parallel_processes_gives_every_verdict(fault_campaign):
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     text = proc.stdout
-    assert text.count("== ") == len(report["findings"]) == 4
+    assert text.count("== ") == len(report["findings"]) == 5
     for verdict in (
         "faults_mutant_wild_store on triton-interpret: FAIL crash",
         "faults_mutant_spin on triton-interpret: FAIL hang",
         "faults_mutant_raise on triton-interpret: FAIL crash",
         "fake_double_nan on fake: FAIL nan",
+        "fake_double_sticky on fake: FAIL crash",
     ):
         assert verdict in text
     bad = fuzz_cli("replay", "--jobs", "0", str(out / "reproducers"))
@@ -155,7 +167,7 @@ def test_replay_in_parallel_processes_gives_every_verdict(fault_campaign):
 def test_reports_markdown_and_junit(fault_campaign):
     _, out, report = fault_campaign
     md = (out / "report.md").read_text()
-    assert "**4 new, 0 still failing, 0 fixed**" in md
+    assert "**5 new, 0 still failing, 0 fixed**" in md
     assert "### `hang` in faults_mutant_spin (mutant, expected)" in md
     assert "python reproducers/faults_mutant_wild_store__triton-interpret__crash__" in md
     suite = ET.parse(out / "report.xml").getroot().find("testsuite")

@@ -1,9 +1,11 @@
 """The engine on fake CPU targets: each planted bug is found, classified and shrunk; a correct
 target passes; the differential catches what only the twin backend does differently."""
 
+import dataclasses
+
 import pytest
 
-from fuzz import reproducer
+from fuzz import engine, reproducer
 from fuzz.engine import check, hunt
 from fuzz.target import MutantOf, get
 
@@ -169,25 +171,55 @@ def test_the_profile_sets_how_long_hypothesis_may_shrink(fake_plugin, fake_profi
     assert none.found["nan"].case.size > full.found["nan"].case.size
 
 
-def test_a_lost_cuda_context_ends_the_hunt_unshrunk_and_later_gpu_hunts_refuse(
+def test_a_lost_cuda_context_ends_the_hunt_and_later_gpu_hunts_refuse(
     fake_plugin, fake_profile, tmp_path
 ):
     # A sticky CUDA error (an illegal address) poisons every later launch in the process: the
-    # example that did it is the reproducer. Shrinking on would walk down to the simplest example
-    # (every launch fails now) and report that instead, as an H100 run showed.
+    # hunt ends at the example that did it, and shrinks it in child processes only. Shrinking on
+    # in-process would walk down to the simplest example (every launch fails now) and report
+    # that instead, as an H100 run showed.
     result = hunt(get("fake_double_context"), "fake", fake_profile, repro_dir=tmp_path)
     assert result.error is None and result.stopped == "context-lost"
     found = result.found["crash"]
-    assert found.first_example == result.examples  # nothing ran after it
-    assert found.case.inputs["x"].shape[1] > 3  # the example that did it
+    assert found.first_example == result.examples  # nothing ran here after it
+    assert found.case.inputs["x"].shape[1] > 3  # an example that crashes so
     assert reproducer.load(found.reproducer)[0]["isolate"] is True  # replays in a child process
-    # The report says why the row is not shrunk (an H200 row of 241,664 elements said nothing).
-    assert any("sticky CUDA error" in n for n in found.shrink_notes), found.shrink_notes
     later = hunt(get("fake_double"), "fake-compiled", fake_profile)
     assert "lost its CUDA context earlier (fake_double_context on fake" in later.error
     assert later.examples == 0
     # Nothing on the CPU depends on the lost context.
     assert hunt(get("fake_double"), "fake", fake_profile).error is None
+    # Without the time to shrink it elsewhere, the row says why it is not shrunk (an H200 row of
+    # 241,664 elements said nothing).
+    engine._context_lost.clear()
+    bare = hunt(
+        get("fake_double_context"),
+        "fake",
+        dataclasses.replace(fake_profile, shrink_seconds=0.0),
+        database=None,
+    )
+    notes = bare.found["crash"].shrink_notes
+    assert any("not shrunk: a sticky CUDA error" in n for n in notes), notes
+
+
+def test_a_crash_that_loses_the_context_is_shrunk_one_child_process_per_crash(
+    fake_plugin, fake_profile
+):
+    """A crash whose process can launch nothing more (this fake kernel, as a lost CUDA context,
+    fails every launch after its first crash) is shrunk in child processes: each starts from the
+    smallest example known to crash (not launched again) and ends at the next smaller one that
+    crashes; in-process, every step after the first would "crash" and the shrink would walk to
+    the simplest example of all. A GPU campaign's fla-core row stayed at 241,664 elements."""
+    result = hunt(get("fake_double_sticky"), "fake", fake_profile, database=None, seed=1)
+    assert result.stopped == "context-lost" and result.error is None
+    found = result.found["crash"]
+    # The minimal crash: one row of 4 columns (the kernel crashes from 4 columns on).
+    assert found.case.shapes() == {"x": [1, 4]}, found.case.shapes()
+    assert found.final and found.shrink_path == "isolated"
+    assert result.events["shrink: child processes"] >= 2  # the first crash ended one at least
+    assert any("child process" in n and "-> 4 elements" in n for n in found.shrink_notes)
+    # What the engine remembers: this process lost its context (the children's did not count).
+    assert "fake_double_sticky on fake" in engine.context_lost()
 
 
 @pytest.mark.parametrize("seed", range(3))

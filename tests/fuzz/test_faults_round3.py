@@ -464,3 +464,28 @@ def test_a_worker_that_lost_its_cuda_context_in_a_slice_takes_no_other(monkeypat
     assert info.value.args == (EXIT_CONTEXT_LOST,)
     assert ran == ["first"]  # the second slice goes to a fresh process
     assert engine.context_lost() == "fake on fake: CUDA error: an illegal memory access"
+
+
+def test_hypothesis_prints_a_case_as_its_short_repr_never_its_arrays():
+    """Hypothesis prints a failing example's arguments on its final replay, through the call
+    that built each (``st.builds``, ``.map``) with every argument in full: a GPU campaign's
+    worker formatted a case of 196,608 elements that way until its slice's hard limit killed it
+    (faulthandler: ``numpy/_core/arrayprint.py`` under ``hypothesis/vendor/pretty.py``). A case
+    prints as its own short repr, however it was built."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.vendor.pretty import pretty
+
+    from fuzz.case import Case
+
+    np = pytest.importorskip("numpy")
+    big = np.arange(4 * 8 * 64 * 24, dtype=np.float32).reshape(4, 8, 64, 24)
+    printed = []
+
+    @settings(max_examples=1, database=None)
+    @given(case=st.builds(Case, st.just({"x": big}), st.just({"dtype": "float32"})))
+    def test(case):
+        printed.append(pretty(case))
+
+    test()
+    assert printed == ["Case(x=f32[4,8,64,24], dtype='float32')"]

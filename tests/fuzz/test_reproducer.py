@@ -1,5 +1,6 @@
 """Reproducer scripts: standalone, exit 1 while failing and 0 once fixed, replayable elsewhere."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -173,7 +174,8 @@ def test_a_crash_that_loses_the_cuda_context_replays_in_a_child_and_so_do_the_on
     # a child process.
     from fuzz import cli
 
-    crash = hunt(get("fake_double_context"), "fake", fake_profile, repro_dir=tmp_path / "a")
+    unshrunk = dataclasses.replace(fake_profile, shrink_seconds=0.0)  # (no child shrinking it)
+    crash = hunt(get("fake_double_context"), "fake", unshrunk, repro_dir=tmp_path / "a")
     nan = hunt(get("fake_double_nan"), "fake", fake_profile, repro_dir=tmp_path / "b")
     crash_path, nan_path = crash.found["crash"].reproducer, nan.found["nan"].reproducer
     assert reproducer.load(crash_path)[0]["isolate"] is True  # "illegal memory access"

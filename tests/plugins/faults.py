@@ -7,15 +7,17 @@ Triton kernel, ``y = 2 * x`` row by row, and three mutants of it:
     the launcher raises (as a failed launch does) when a row has >= 4 columns: ``crash``, found
     in-process and shrunk to one row of 4.
 ``faults_mutant_wild_store``
-    with >= 2 rows of >= 5 columns, the kernel stores through a pointer 2**40 elements past the
-    output: on a GPU a real illegal memory access (the CUDA context is lost); in Triton's
-    interpreter a real segmentation fault. Either way the process running it dies: ``crash``.
+    with >= 2 rows of >= 5 columns, the kernel loads and stores through pointers 2**40 elements
+    past its buffers: on a GPU a real illegal memory access (the CUDA context is lost); in
+    Triton's interpreter a real segmentation fault (of the load: the harness fences the
+    interpreter's stores, ``fuzz.store_fence``). Either way the process running it dies:
+    ``crash``.
 ``faults_mutant_spin``
     with >= 6 columns, the kernel spins on a flag that is never set: ``hang`` (the campaign's
     per-example timeout kills the worker).
 
 Never load this plugin into an in-process run (``pytest --plugin``, ``python -m fuzz mutants``):
-the wild store and the spin take that process down; campaigns run kernels in worker processes
+the wild load and the spin take that process down; campaigns run kernels in worker processes
 precisely so that they survive such kernels.
 """
 
@@ -50,7 +52,10 @@ def _scale_kernel(
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     ok = cols < n_cols
-    x = tl.load(x_ptr + row * stride_xm + cols, mask=ok, other=0.0)
+    if WILD:  # a wild load faults in the interpreter too (its stores are fenced)
+        x = tl.load(x_ptr + row * stride_xm + cols + WILD_OFFSET, mask=ok, other=0.0)
+    else:
+        x = tl.load(x_ptr + row * stride_xm + cols, mask=ok, other=0.0)
     if SPIN:
         while tl.load(flag_ptr, volatile=True) == 0:  # nobody ever sets the flag
             pass

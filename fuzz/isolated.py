@@ -1,0 +1,270 @@
+"""Shrinking a failure that kills its process's CUDA context: one child process per crash.
+
+A sticky CUDA error (an illegal address, a launch failure) poisons the process that met it: every
+later launch there fails, so the engine cannot shrink such a crash where it found it (shrinking
+on would walk to the simplest example, every launch failing now). A GPU campaign's fla-core
+backward row stayed at 241,664 elements for that reason. Here the crash is shrunk in child
+processes, each a shrink stage of :func:`fuzz.engine.hunt` on the same target and backend:
+
+* the child starts from the smallest example known to crash so (its Hypothesis choices), and
+  does not launch it again: the launch of a case known to crash raises the recorded exception
+  (:func:`before_launch`, by the case's digest), which the engine takes as a failure like any
+  other, not as a lost context (:func:`replays_known`). Hypothesis then shrinks from it;
+* a smaller example that crashes the same way for real loses the child's context: the engine
+  reports it (the child writes it down at once) and ends the child's hunt. The next child starts
+  from it, that example now known;
+* an example that loses the context with another bug ends a child too; the next one declines
+  it (:data:`AVOID`), so that the shrink cannot meet it again;
+* a child that shrinks to the end without losing its context, a stall (two children without
+  progress) or the time given ends the shrink.
+
+A child costs its imports and its compiles (a few seconds each on a GPU host); each step of
+progress ends one. The parent (the process that lost its context) launches nothing: it only
+waits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fuzz.failures import Unsupported
+
+if TYPE_CHECKING:
+    from fuzz.backends import Backend
+    from fuzz.case import Case
+    from fuzz.profiles import HuntOptions
+    from fuzz.results import Found
+    from fuzz.target import Target
+
+# In a child: case digest -> (exception type name, its text) of the crashes known to lose the
+# context the way the shrunk bug does, and the digests of cases that lose it another way.
+KNOWN: dict[str, tuple[str, str]] = {}
+AVOID: set[str] = set()
+# Seconds a child is given at least, beyond its imports; below it no child is started.
+MIN_SECONDS = 8.0
+# Children in a row that brought no progress before the shrink gives up.
+STALLS = 2
+# Exit statuses of a child: its shrink ran to the end; an example lost its context.
+DONE, LOST = 0, 3
+_CHILD = "import sys; from fuzz.isolated import child_main; sys.exit(child_main(sys.argv[1:]))"
+
+
+def _active() -> bool:
+    return bool(KNOWN or AVOID)
+
+
+def before_launch(case: Case) -> None:
+    """In a child, before a kernel launch of ``case``: a case known to lose the context the
+    shrunk way raises what it raised then (without launching); one known to lose it another way
+    is declined. Elsewhere: nothing."""
+    if not _active():
+        return
+    digest = case.digest()
+    if digest in AVOID:
+        raise Unsupported("an example that lost a child's CUDA context with another bug")
+    known = KNOWN.get(digest)
+    if known is not None:
+        name, text = known
+        raise type(name, (RuntimeError,), {})(text)
+
+
+def replays_known(case: Case) -> bool:
+    """Whether ``case``'s crash was raised by :func:`before_launch` (a known crash replayed in a
+    child: its context is intact)."""
+    return _active() and case.digest() in KNOWN
+
+
+def _known_crash(found: Found) -> tuple[str, str] | None:
+    details = found.finding.details
+    name, text = details.get("exception"), details.get("text")
+    if not isinstance(name, str) or not name.isidentifier() or not isinstance(text, str):
+        return None
+    return name, text
+
+
+@dataclasses.dataclass
+class Isolated:
+    """What :func:`shrink` did: its best example (``found``), how many children it started, the
+    examples they ran and why it stopped."""
+
+    found: Found
+    children: int = 0
+    examples: int = 0
+    stopped: str = ""
+
+    def note(self, start_size: int) -> str:
+        size = self.found.case.size
+        done = (
+            f"shrunk in {self.children} child process(es), one per crash (a sticky CUDA error "
+            f"loses a process's context): {start_size:,} -> {size:,} elements"
+        )
+        if size >= start_size:
+            done = (
+                f"not shrunk: a sticky CUDA error lost the process's context; "
+                f"{self.children} child process(es) found no smaller example that crashes so"
+            )
+        return f"{done} ({self.stopped})" if self.stopped else done
+
+
+def shrink(
+    target: Target,
+    backend: Backend,
+    options: HuntOptions,
+    found: Found,
+    *,
+    narrowing: dict[str, tuple[Any, ...]],
+    seconds: float,
+) -> Isolated:
+    """Shrinks ``found`` (a crash that lost this process's CUDA context) in child processes for
+    at most ``seconds`` (see the module docstring); returns the smallest example that crashed so
+    and what it took. Nothing here launches a kernel."""
+    from fuzz.reproducer import kills_context
+    from fuzz.target import target_plugin
+
+    out = Isolated(found)
+    known = _known_crash(found)
+    if known is None or not found.choices or not found.key:
+        out.stopped = "no exception or choices recorded to start from"
+        return out
+    deadline = time.monotonic() + seconds
+    spec: dict[str, Any] = {
+        "target": target.name,
+        "plugin": target_plugin(target),
+        "backend": backend.name,
+        "options": options,
+        "narrowing": narrowing,
+        "key": found.key,
+        "known": {found.case.digest(): known},
+        "avoid": set(),
+    }
+    stalls = 0
+    with tempfile.TemporaryDirectory(prefix="kernel-fuzz-isolated-") as tmp:
+        while True:
+            left = deadline - time.monotonic()
+            if left < MIN_SECONDS:
+                out.stopped = out.stopped or f"its {seconds:.0f} s spent"
+                return out
+            spec.update(choices=out.found.choices, seconds=left)
+            code, reports, tail = _run_child(Path(tmp), out.children, spec, left)
+            out.children += 1
+            progress = False
+            for rec in reports:
+                out.examples = max(out.examples, rec["examples"])
+                f: Found = rec["found"]
+                digest = f.case.digest()
+                if f.key != found.key:
+                    if kills_context(f.finding):
+                        spec["avoid"].add(digest)
+                    continue
+                crash = _known_crash(f)
+                if crash is not None and kills_context(f.finding):
+                    spec["known"][digest] = crash
+                if f.case.size < out.found.case.size or (
+                    f.case.size == out.found.case.size and len(f.choices) < len(out.found.choices)
+                ):
+                    out.found, progress = f, True
+            if code == DONE:
+                out.stopped = "nothing smaller crashes so"
+                return out
+            if code != LOST:
+                out.stopped = f"a child ended with status {code}: {tail}"[:400]
+                return out
+            stalls = 0 if progress else stalls + 1
+            if stalls >= STALLS:
+                out.stopped = f"{STALLS} children in a row found nothing smaller"
+                return out
+
+
+def _run_child(
+    tmp: Path, n: int, spec: dict[str, Any], seconds: float
+) -> tuple[int, list[dict[str, Any]], str]:
+    """Runs one child on ``spec``; (its exit status, what it reported, its output's last
+    lines)."""
+    spec_path, out_path, log_path = (tmp / f"{n}.{x}" for x in ("spec", "out", "log"))
+    spec_path.write_bytes(pickle.dumps(spec))
+    root = str(Path(__file__).resolve().parent.parent)  # the fuzz package's, for the child
+    paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(spec_path), str(out_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        try:  # its imports, then its shrink (bounded by its own hard limit), then a margin
+            code = proc.wait(seconds + 60)
+        except subprocess.TimeoutExpired:
+            code = -9
+        finally:  # also when this process is stopped: the child never outlives it
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    reports: list[dict[str, Any]] = []
+    if out_path.exists():
+        try:
+            reports = pickle.loads(out_path.read_bytes())
+        except Exception:  # a child killed mid-write: its earlier file was replaced atomically
+            reports = []
+    lines = log_path.read_text(errors="replace").strip().splitlines()
+    return code, reports, " | ".join(lines[-3:])
+
+
+def child_main(argv: list[str]) -> int:
+    """A child of :func:`shrink`: ``SPEC OUT``. Shrinks from the spec's choices, writing each
+    example of the bug it meets to ``OUT`` at once (a pickled list, replaced atomically)."""
+    from fuzz.backends import get_backend
+    from fuzz.engine import Hooks, hunt
+    from fuzz.reproducer import load_plugins
+    from fuzz.shrink import SHRINK_PHASES, Stage
+    from fuzz.target import get
+
+    spec_path, out_path = Path(argv[0]), Path(argv[1])
+    spec = pickle.loads(spec_path.read_bytes())
+    if spec["plugin"]:
+        load_plugins([spec["plugin"]])
+    target, backend = get(spec["target"]), get_backend(spec["backend"])
+    KNOWN.update(spec["known"])
+    AVOID.update(spec["avoid"])
+    reports: list[dict[str, Any]] = []
+
+    def keep(result: Any, found: Found) -> None:
+        rec = dataclasses.replace(found, plots=[], seen_as=[], interpreted=None, reproducer=None)
+        reports.append({"found": rec, "examples": result.examples})
+        part = out_path.with_suffix(".part")
+        part.write_bytes(pickle.dumps(reports))
+        part.replace(out_path)
+
+    seconds = float(spec["seconds"])
+    stage = Stage(
+        start=(tuple(spec["choices"]),),
+        phases=SHRINK_PHASES,
+        shrink_seconds=seconds,
+        only=spec["key"],
+    )
+    # Every step is a new shape: the stage's time bounds its compiles, not the compile share.
+    options = dataclasses.replace(spec["options"], compile_share=None)
+    run = hunt(
+        target,
+        backend,
+        options,
+        database=None,
+        hard_limit=max(1.0, seconds),
+        stage=stage,
+        narrowing=spec["narrowing"],
+        hooks=Hooks(on_found=keep),
+    )
+    final = next((f for f in run.found.values() if f.key == spec["key"]), None)
+    if final is not None:
+        keep(run, final)
+    sys.stdout.flush()
+    # A child whose context is lost exits at once (nothing more may touch the device).
+    os._exit(LOST if run.stopped == "context-lost" else DONE)

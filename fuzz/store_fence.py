@@ -1,0 +1,128 @@
+"""A fence around the stores of Triton's interpreter: none lands outside its launch's buffers.
+
+The interpreter stores through a kernel's raw pointers into host memory. A store past every
+buffer of its launch lands in the process's heap: the guard bands around outputs and allocations
+catch the near misses, but a store far past them corrupts the allocator, and the process aborts
+later, somewhere else (a GPU campaign's worker died of SIGABRT in ``inspect.getmembers`` while
+replaying a planted jagged kernel's out-of-bounds store of 2,340 elements in the interpreter: a
+``crash`` row beside that bug's own ``out-of-bounds-write`` row, whose stack named the harness).
+
+Installed once (:func:`install`), the fence takes the extent of every tensor a launch is given
+(its whole allocation: the storage, guard bands included) and, at each store, drops the lanes
+that would write outside all of them, noting how many and where (:func:`take`). A launch that
+dropped any is an ``out-of-bounds-write`` finding (``fuzz.properties``); what it did write is
+kept. Loads are not fenced (a wild load reads or faults; it corrupts nothing). Compiled launches
+do not pass through the interpreter's builder: nothing changes for them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+_state = threading.local()
+_lock = threading.Lock()
+_installed = False
+
+
+def _extent(a: Any) -> tuple[int, int] | None:
+    """The bytes of ``a``'s whole allocation (its storage), else of its view; None for what is
+    not a tensor."""
+    if not hasattr(a, "data_ptr"):
+        return None
+    try:
+        storage = a.untyped_storage()
+        lo = int(storage.data_ptr())
+        return lo, lo + int(storage.nbytes())
+    except Exception:
+        pass
+    try:
+        if a.numel() == 0:
+            return None
+        start = int(a.data_ptr())
+        last = sum((int(n) - 1) * abs(int(s)) for n, s in zip(a.shape, a.stride(), strict=True))
+        return start, start + (last + 1) * int(a.element_size())
+    except Exception:
+        return None
+
+
+def _tensors(args: Any) -> list[Any]:
+    """The tensors among a launch's arguments, those in tuples and tensor descriptors too."""
+    found: list[Any] = []
+    for a in args:
+        if isinstance(a, (tuple, list)):
+            found += _tensors(a)
+        elif hasattr(a, "data_ptr"):
+            found.append(a)
+        elif hasattr(a, "base") and hasattr(a.base, "data_ptr"):
+            found.append(a.base)  # a TensorDescriptor
+    return found
+
+
+def reset() -> None:
+    """Forgets what this thread's launches dropped (before a launch)."""
+    _state.dropped = []
+
+
+def take() -> list[str]:
+    """What this thread's launches dropped since :func:`reset`, one line per store, and forgets
+    it."""
+    dropped = list(getattr(_state, "dropped", []))
+    _state.dropped = []
+    return dropped
+
+
+def install() -> None:
+    """Fences the interpreter's stores (once per process; a no-op without Triton)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        try:
+            import triton.runtime.interpreter as ti
+        except Exception:
+            return
+        builder = ti.interpreter_builder
+        store, init = builder.create_masked_store, ti.GridExecutor._init_args_hst
+
+        def fenced_init(self: Any, args_dev: Any, kwargs: Any) -> Any:
+            args_hst, kwargs_hst = init(self, args_dev, kwargs)
+            extents = [_extent(a) for a in _tensors([*args_hst, *kwargs_hst.values()])]
+            _state.extents = [e for e in extents if e is not None]
+            return args_hst, kwargs_hst
+
+        def fenced_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+            extents = getattr(_state, "extents", None)
+            if not extents:
+                return store(ptrs, value, mask, *rest)
+            size = np.dtype(value.data.dtype).itemsize
+            at = np.asarray(ptrs.data).astype(np.uint64, copy=False).astype(np.int64)
+            on = np.asarray(mask.data, bool)
+            inside = np.zeros(at.shape, bool)
+            for lo, hi in extents:
+                inside |= (at >= lo) & (at + size <= hi)
+            wild = on & ~inside
+            if not wild.any():
+                return store(ptrs, value, mask, *rest)
+            nearest = min(extents, key=lambda e: abs(int(at[wild].flat[0]) - e[0]))
+            past = (int(at[wild].flat[0]) - nearest[1]) // size
+            where = (
+                f"{past + 1} element(s) past the end of the nearest buffer"
+                if past >= 0
+                else f"{(nearest[0] - int(at[wild].flat[0])) // size} element(s) before it"
+            )
+            dropped = getattr(_state, "dropped", None)
+            if dropped is None:
+                dropped = _state.dropped = []
+            dropped.append(
+                f"{int(wild.sum())} of {int(on.sum())} element(s) of one store outside every "
+                f"buffer of its launch (first: {where}), not written"
+            )
+            keep = type(mask)(on & inside, mask.dtype)
+            return store(ptrs, value, keep, *rest)
+
+        builder.create_masked_store = fenced_store
+        ti.GridExecutor._init_args_hst = fenced_init  # type: ignore[method-assign]
+        _installed = True
