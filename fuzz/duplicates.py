@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,6 +157,10 @@ def check_as(target: Target, backend: Backend, options: HuntOptions, f: Any, key
         return None
 
 
+class _OutOfTime(Exception):
+    """The duplicate check's :attr:`Duplicates.deadline` has passed."""
+
+
 @dataclass(frozen=True)
 class _Example:
     """A known bug's minimal example read back from its reproducer (``Bug.example``)."""
@@ -209,6 +214,10 @@ class Duplicates:
     _anomalies: dict[tuple[str, str | None], frozenset[tuple[str, str]] | None] = field(
         default_factory=dict
     )
+    # ``time.perf_counter()`` past which no more evidence is gathered (None: no limit), and how
+    # many checks it cut (:meth:`of`).
+    deadline: float | None = None
+    cut: int = 0
 
     def of(self, f: Found) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
@@ -228,6 +237,22 @@ class Duplicates:
         docstring)."""
         if not f.choices or not f.key:
             return None  # nothing to replay
+        try:
+            return self._of(f)
+        except _OutOfTime:
+            # Each piece of evidence is a kernel call, a new shape a compile on a GPU: a pair
+            # of many bugs on pallas-gpu spent its slice's hard limit on them, outside any
+            # example, and its worker was killed with what it was shrinking. Undecided: a bug
+            # of its own (a row too many, never a bug lost).
+            self.cut += 1
+            return None
+
+    def _in_time(self) -> None:
+        """Raises :class:`_OutOfTime` once :attr:`deadline` has passed."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise _OutOfTime
+
+    def _of(self, f: Found) -> tuple[Bug, str] | None:
         bug = bug_of(f)
         same_call = self.same_call(f)
         if same_call is not None:
@@ -266,6 +291,7 @@ class Duplicates:
         one key whose triggers are free choices, fp16 inputs for one and bf16 for the other,
         stay two)."""
         for b in twins:
+            self._in_time()
             case = _without(self.target, f.case, frozenset(f.triggers) - b.triggers)
             if case is None:
                 continue
@@ -298,6 +324,7 @@ class Duplicates:
     def fails_as(self, example: Any, own: str, key: str) -> tuple[Any, bool] | None:
         """:func:`fails_as` of an example of bug key ``own``, computed once per example (its
         call and parameters) and key."""
+        self._in_time()
         memo = (example.case.digest(), json.dumps(example.params, sort_keys=True, default=str), key)
         if memo not in self._failing:
             self._failing[memo] = fails_as(
@@ -414,6 +441,7 @@ class Duplicates:
         (:func:`fuzz.influence.poison_reads`), computed once."""
         from fuzz import influence
 
+        self._in_time()
         poison = _poison_of(example, key)
         memo = (example.case.digest(), poison)
         if memo not in self._anomalies:
@@ -476,6 +504,7 @@ class Duplicates:
             return None
         name = self.backend.name
         cost = self.options.interpreter_max_cost
+        self._in_time()
         here = site(origin.of_finding(f, self.target, name, cost))
         if here is None:
             return None

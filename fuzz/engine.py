@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import time
 import unittest
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +47,7 @@ from fuzz.hypothesis_internals import (
 from fuzz.narrowing import run_narrowing  # also imported from here (fuzz.campaign)
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
-from fuzz.results import Found, HuntResult, trace_of
+from fuzz.results import Found, HuntResult, Resume, decode_choices, trace_of
 from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_again, shrink_compiled
 from fuzz.signatures import (
     Bug,
@@ -976,6 +976,79 @@ class _Hunter:
 
         return done
 
+    def resume(self, entry: Resume) -> bool:
+        """Replays and shrinks ``entry``, an unshrunk bug of a lost slice, within the hunt's hard
+        limit; streams the result (``Found.resumes``). Returns whether there was time to."""
+        hard_at = self.shrink_hard_at()
+        if hard_at is not None and time.perf_counter() >= hard_at:
+            return False
+        try:
+            choices = decode_choices(entry.choices)
+        except ValueError:
+            self.result.events["resumed: choices unreadable"] += 1
+            return True
+        narrowing = dict(entry.narrowing) if entry.narrowing is not None else {}
+        seconds = float(self.options.shrink_seconds)
+        if hard_at is not None:
+            seconds = max(1.0, min(seconds, hard_at - time.perf_counter()))
+        shrinking = self._shrinking()
+        try:
+            if hands_off(self.b, self.options):  # as the search's hand-off: replayed, then staged
+                run = self._stage_run(entry.key, choices, narrowing, seconds, (Phase.reuse,))
+                got = next((f for f in run.found.values() if f.key == entry.key), None)
+                if got is not None:
+                    got = shrink_compiled(
+                        self.target,
+                        self.b,
+                        self.options,
+                        got,
+                        hunt=hunt,
+                        into=self.result,
+                        hard_at=self.shrink_hard_at(),
+                        narrowing=narrowing,
+                        known_keys={b.key for b in self.known_bugs} - {entry.key},
+                    )
+            else:
+                run = self._stage_run(entry.key, choices, narrowing, seconds, SHRINK_PHASES)
+                got = next((f for f in run.found.values() if f.key == entry.key), None)
+        finally:
+            shrinking()
+        if got is None:
+            self.result.events["resumed: did not fail so again"] += 1
+            return True
+        self.result.events["resumed: shrunk"] += 1
+        got = dataclasses.replace(got, resumes=entry.sighting)
+        if self.hooks.on_found is not None:
+            self.hooks.on_found(self.result, got)
+        return True
+
+    def _stage_run(
+        self,
+        key: str,
+        choices: tuple[Any, ...],
+        narrowing: dict[str, Any],
+        seconds: float,
+        phases: tuple[Phase, ...],
+    ) -> HuntResult:
+        """A run of a shrink stage from ``choices`` (bug ``key`` only), its numbers taken into
+        this hunt's as shrinking."""
+        stage = Stage(start=(choices,), phases=phases, shrink_seconds=seconds, only=key)
+        options = dataclasses.replace(self.options, compile_share=None)  # (its time bounds it)
+        run = hunt(
+            self.target,
+            self.b,
+            options,
+            database=None,
+            hard_limit=max(1.0, seconds),
+            stage=stage,
+            narrowing=narrowing,
+        )
+        self.result.stats.merge(run.stats)
+        self.result.shrink_examples += run.examples
+        for name, count in run.events.items():
+            self.result.events[f"shrink: {name}"] += count
+        return run
+
     def _isolated_seconds(self, found: Found) -> float:
         """Seconds to shrink ``found``, a crash that lost the process's context, in child
         processes (``fuzz.isolated``): the shrink time of one failure, within the hard limit;
@@ -1022,7 +1095,25 @@ class _Hunter:
         if self.duplicates is None:
             self.duplicates = Duplicates(self.target, self.b, self.options, found={}, known_bugs=[])
         self.duplicates.found, self.duplicates.known_bugs = self.result.found, self.known_bugs
-        return self.duplicates.of(f)
+        # Within the time given past the hunt's hard limit to settle its bugs (the campaign
+        # kills a slice some seconds after that).
+        hard_at = self.shrink_hard_at()
+        self.duplicates.deadline = (
+            self.settle_at
+            if self.settle_at is not None
+            else None
+            if hard_at is None
+            else hard_at + SETTLE_SECONDS
+        )
+        cut = self.duplicates.cut
+        twin = self.duplicates.of(f)
+        if self.duplicates.cut > cut:
+            self.result.events["duplicate check cut at the hard limit"] += 1
+            f.shrink_notes.append(
+                "not checked against the bugs found before past the hunt's hard limit: it may "
+                "be one of them seen another way"
+            )
+        return twin
 
     def _shrink_again(self, f: Found) -> Found | None:
         """``f`` shrunk once more on its own key (:func:`fuzz.shrink.shrink_again`), its seconds
@@ -1201,6 +1292,7 @@ def hunt(
     stop_when: Callable[[HuntResult], bool] | None = None,
     memo: StructureMemo | None = None,
     compile_spent: tuple[float, ...] = (0.0, 0.0),
+    resume: Sequence[Resume] = (),
 ) -> HuntResult:
     """Fuzzes ``target`` on ``backend`` under ``profile``; returns the minimal example of each
     distinct bug (failure signature, ``fuzz.signatures``) it found.
@@ -1242,6 +1334,10 @@ def hunt(
             profile reuses them (``Profile.reuse_share``); None: a new one for this hunt. Pass
             the same memo to the hunts of one target and backend that a process runs: it keeps
             the structures they launched and what compiling them cost.
+        resume: unshrunk bugs a campaign slice streamed before its worker was lost
+            (:class:`fuzz.results.Resume`): each is replayed and shrunk first, as the search
+            shrinks what it finds, and handed to ``hooks.on_found`` (``Found.resumes`` says
+            which record it replaces).
         compile_spent: (compile seconds, seconds) of earlier hunts of the same target and backend
             (a campaign's slices), and optionally the seconds one compile of its kernels is
             expected to take (else measured by this hunt): ``Profile.compile_share`` bounds the
@@ -1275,6 +1371,9 @@ def hunt(
         memo=memo,
         compile_spent=_check_spent(compile_spent),
     )
+    for entry in resume:
+        if not hunter.resume(entry):
+            break
     _search(
         hunter,
         max_examples=options.max_examples if max_examples is None else max_examples,

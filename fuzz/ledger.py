@@ -429,6 +429,13 @@ class BugLedger:
             seen.add(sig)
         return sig
 
+    def unshrunk(self, sighting: str) -> bool:
+        """Whether the record streamed as ``sighting`` stands as its bug's row, unshrunk (no
+        smaller example of it since, nor merged into another)."""
+        sig = self.sightings.get(sighting)
+        rec = None if sig is None else self.found.get(sig)
+        return rec is not None and not rec.get("shrunk")
+
     def bugs(self) -> list[Bug]:
         """The distinct bugs, once per way to each: its triggers and its ``also_triggers``, and
         each way it was also seen (another key: its examples are hits of the bug too), and each

@@ -63,6 +63,10 @@ class Found:
     # A crash that lost its process's CUDA context, handed over while it is shrunk in child
     # processes (``fuzz.isolated``): the shrunk example follows.
     isolating: bool = False
+    # The sighting (``fuzz.ledger.sighting``) of the unshrunk record this example shrinks: a bug
+    # streamed by a slice whose worker was lost before it was shrunk, taken up by a later slice
+    # (``Resume``).
+    resumes: str = ""
 
     @property
     def signature(self) -> str:
@@ -93,6 +97,10 @@ class Found:
             "bug_key": self.key,
             "triggers": self.triggers,
             "reproducer": str(self.reproducer) if self.reproducer else None,
+            # An example not shrunk yet keeps its choices: a later slice can take up its
+            # shrinking where its own slice was lost (``Resume``).
+            "choices": None if self.final or not self.choices else encode_choices(self.choices),
+            **({"resumes": self.resumes} if self.resumes else {}),
             "plots": self.plots,
             "interpreter_minimal": None
             if self.interpreted is None
@@ -106,6 +114,44 @@ class Found:
                 else None,
             },
         }
+
+
+def encode_choices(choices: tuple[Any, ...]) -> str:
+    """Hypothesis's choices for an example as text (base64 of the example database's bytes)."""
+    import base64
+
+    from fuzz.hypothesis_internals import choices_to_bytes
+
+    return base64.b64encode(choices_to_bytes(choices)).decode("ascii")
+
+
+def decode_choices(text: str) -> tuple[Any, ...]:
+    """:func:`encode_choices`, read back; ValueError where ``text`` is not such choices."""
+    import base64
+    import binascii
+
+    from fuzz.hypothesis_internals import choices_from_bytes
+
+    try:
+        choices = choices_from_bytes(base64.b64decode(text.encode("ascii"), validate=True))
+    except (binascii.Error, UnicodeEncodeError) as e:
+        raise ValueError(f"choices {text[:40]!r} are not base64: {e}") from None
+    if choices is None:
+        raise ValueError(f"choices {text[:40]!r} do not decode")
+    return tuple(choices)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """An unshrunk bug a lost slice streamed, for a later slice of its pair to shrink: its bug
+    key, its example's choices (:func:`encode_choices`), the compile-time choices its slice drew
+    from (its example replays under them only) and its record's sighting, which the shrunk
+    example replaces (``fuzz.ledger.BugLedger.record``)."""
+
+    key: str
+    choices: str
+    narrowing: dict[str, Any] | None
+    sighting: str
 
 
 @dataclass

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fuzz.results import Resume
 from fuzz.signatures import Bug
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class SlicePlan:
         structures: the case structures its pair's warm-up compiled (``strategies.reuse``).
         compile_spent: (compile seconds, seconds, seconds per compile) of the pair's fuzzing
             so far: its compile share holds over the whole campaign.
+        resume: unshrunk bugs a lost slice of the pair streamed, shrunk first
+            (:class:`fuzz.results.Resume`).
     """
 
     id: int
@@ -79,6 +82,7 @@ class SlicePlan:
     warm_up: WarmUp | None
     structures: tuple[Any, ...]
     compile_spent: tuple[float, float, float]
+    resume: tuple[Resume, ...] = ()
 
     @property
     def pair(self) -> str:

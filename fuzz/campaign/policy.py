@@ -47,6 +47,7 @@ from fuzz.campaign.messages import SlicePlan, WarmUp
 from fuzz.campaign.pairs import PairState, Warmth
 from fuzz.campaign.tunables import Tunables
 from fuzz.ledger import Recorded, sighting
+from fuzz.results import Resume
 
 
 @dataclass
@@ -99,7 +100,12 @@ class _Running:
     plan: SlicePlan
     pair: PairState
     found_new: bool = False
+    # The records it streamed, by sighting (the last of each).
+    streamed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+
+# How many bugs of lost slices one fuzzing slice shrinks first (``SchedulingPolicy._resumes``).
+RESUME_PER_SLICE = 2
 
 # Losses (``SchedulingPolicy.died``): how a slice's worker ended.
 STOPPED = "stopped"  # asked to stop from outside: its example was interrupted, not faulty
@@ -218,6 +224,7 @@ class SchedulingPolicy:
             compile_spent=(0.0, 0.0, 0.0)
             if warm
             else (pair.stats["compile_seconds"], pair.seconds, self.compile_cost(pair)),
+            resume=() if warm else self._resumes(pair),
         )
         self._running[slice_id] = _Running(plan, pair)
         return plan
@@ -287,7 +294,9 @@ class SchedulingPolicy:
         r = self._running.get(sid)
         if r is None:
             return None
-        out = self.record(r.pair, rec, sighting=sighting(sid, rec))
+        seen = rec.get("resumes") or sighting(sid, rec)  # (a lost slice's bug, shrunk now)
+        r.streamed[seen] = rec
+        out = self.record(r.pair, rec, sighting=seen)
         r.found_new = r.found_new or out.new
         return out
 
@@ -424,7 +433,37 @@ class SchedulingPolicy:
         booking.book_lost(r.pair, r.plan, now, max_warms=self.t.max_warms)
         if r.plan.warm_up is None:
             self.overheads.slice_ended(r.pair, r.plan, now, mark)
+        self._to_resume(r)
         return Lost(r.plan, r.pair, r.found_new, self._retire(r.pair, {}))
+
+    def _to_resume(self, r: _Running) -> None:
+        """The bugs lost slice ``r`` streamed unshrunk, each for the pair's next fuzzing slice
+        to shrink (``SlicePlan.resume``), once: JAX's ``mha`` on pallas-gpu kept rows of
+        196,608 elements on an H200 because the slice shrinking them was killed. Not a bug whose
+        shrinking was resumed already, nor one the worker's death itself was (no choices)."""
+        for seen, rec in r.streamed.items():
+            if rec.get("shrunk") or not rec.get("choices") or rec.get("resumes"):
+                continue
+            if any(e.sighting == seen for e in r.pair.resume):
+                continue
+            r.pair.resume.append(
+                Resume(
+                    key=str(rec.get("bug_key") or ""),
+                    choices=str(rec["choices"]),
+                    narrowing=None if r.plan.narrowing is None else dict(r.plan.narrowing),
+                    sighting=seen,
+                )
+            )
+
+    def _resumes(self, pair: PairState) -> tuple[Resume, ...]:
+        """The lost slices' bugs a fuzzing slice of ``pair`` shrinks first (``RESUME_PER_SLICE``
+        at most): those whose record still stands unshrunk in the pair's ledger."""
+        taken: list[Resume] = []
+        while pair.resume and len(taken) < RESUME_PER_SLICE:
+            entry = pair.resume.pop(0)
+            if pair.ledger.unshrunk(entry.sighting):
+                taken.append(entry)
+        return tuple(taken)
 
     def died(self, lost: Lost, how: str, record: dict[str, Any] | None = None) -> Recorded | None:
         """What the end of ``lost``'s worker was (``how``: :data:`DEATH` with its finding

@@ -299,3 +299,58 @@ def test_a_hunt_runs_under_options_as_under_their_profile(fake_plugin, fake_prof
     by_options = hunt(target, "fake", HuntOptions.of(fake_profile), seed=3, database=None)
     assert by_profile.examples == by_options.examples
     assert repr(by_profile.found["nan"].case) == repr(by_options.found["nan"].case)
+
+
+def test_a_hunt_resumes_the_shrinking_of_a_bug_a_lost_slice_streamed(fake_plugin, fake_profile):
+    """A campaign slice whose worker was lost leaves what it streamed unshrunk; the pair's next
+    slice is given each such bug (``fuzz.results.Resume``: its key, its example's choices, the
+    narrowing it was drawn under, its record's sighting) and shrinks it first, as its search
+    shrinks what it finds, streaming the shrunk example as that sighting's."""
+    from fuzz.engine import Hooks
+    from fuzz.results import Resume, decode_choices, encode_choices
+
+    first_sights = []
+    unshrunk = hunt(
+        get("fake_double_nan"),
+        "fake",
+        fake_profile,
+        seed=3,
+        database=None,
+        hooks=Hooks(on_found=lambda r, f: f.final or first_sights.append(f)),
+    )
+    big = first_sights[0]  # what a slice streams first: its first sight, unshrunk
+    assert not big.final and big.case.size > unshrunk.found["nan"].case.size
+    text = big.as_dict()["choices"]
+    assert decode_choices(text) == tuple(big.choices)  # an unshrunk record keeps its choices
+    entry = Resume(big.key, text, dict(unshrunk.variants), "3:0:" + big.key)
+    streamed = []
+    result = hunt(
+        get("fake_double_nan"),
+        "fake",
+        fake_profile,
+        database=None,
+        max_examples=1,
+        known=[big.finding.cls],  # (the search itself counts it as a hit)
+        hooks=Hooks(on_found=lambda r, f: streamed.append(f)),
+        resume=[entry],
+    )
+    shrunk = [f for f in streamed if f.resumes == entry.sighting]
+    assert len(shrunk) == 1 and shrunk[0].final, streamed
+    assert shrunk[0].case.size <= 2 and shrunk[0].key == big.key
+    assert shrunk[0].as_dict()["choices"] is None and shrunk[0].as_dict()["resumes"]
+    assert result.events["resumed: shrunk"] == 1 and result.shrink_examples > 0
+    # Choices that do not replay under the narrowing, or do not decode, cost nothing more.
+    bad = Resume(big.key, "not base64!", None, "x")
+    assert (
+        hunt(
+            get("fake_double_nan"),
+            "fake",
+            fake_profile,
+            database=None,
+            max_examples=1,
+            known=["nan"],
+            resume=[bad],
+        ).events["resumed: choices unreadable"]
+        == 1
+    )
+    assert encode_choices(tuple(big.choices)) == text

@@ -489,3 +489,41 @@ def test_hypothesis_prints_a_case_as_its_short_repr_never_its_arrays():
 
     test()
     assert printed == ["Case(x=f32[4,8,64,24], dtype='float32')"]
+
+
+def test_stack_dumps_every_few_seconds_say_where_a_worker_was(tmp_path, monkeypatch, capsys):
+    """``KERNEL_FUZZ_STACK_DUMPS=S``: every S seconds a worker writes every thread's stack into
+    its log, from a thread of faulthandler's. Two H200 campaigns killed slices of JAX's
+    ``mha`` on pallas-gpu past their hard limit with no stack in the worker's log (the
+    parent's SIGUSR1 probe was not taken in time), so the note could not say where it was; the
+    last periodic dump says. A bad value is a clear error before anything starts."""
+    import faulthandler
+    import time
+
+    from fuzz import cli
+    from fuzz.campaign.faults import where_stuck
+    from fuzz.campaign.worker import STACK_DUMPS_ENV, stack_dump_seconds
+
+    monkeypatch.delenv(STACK_DUMPS_ENV, raising=False)
+    assert stack_dump_seconds() is None
+    monkeypatch.setenv(STACK_DUMPS_ENV, "0.5")
+    assert cli.main(["run", "--budget", "1", "--out", str(tmp_path / "out")]) == 2
+    assert "KERNEL_FUZZ_STACK_DUMPS='0.5' must be a number of seconds >= 1" in (
+        capsys.readouterr().err
+    )
+    monkeypatch.setenv(STACK_DUMPS_ENV, "1")
+    every = stack_dump_seconds()
+    assert every == 1.0
+    log = tmp_path / "worker.log"
+    with open(log, "w") as f:
+        faulthandler.dump_traceback_later(every, repeat=True, file=f)
+        try:
+            end = time.monotonic() + 30
+            while "most recent call first" not in log.read_text() and time.monotonic() < end:
+                time.sleep(0.05)  # (this test's own frame is what a dump shows)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+    # The dump's last thread is this one, waiting in this test: what a killed slice's note says.
+    assert "(test_stack_dumps_every_few_seconds_say_where_a_worker_was)" in where_stuck(
+        log.read_text()
+    )

@@ -1334,3 +1334,51 @@ def test_a_row_not_shrunk_says_why_in_the_reports(tmp_path):
     assert "- not shrunk: its slice ended before it was shrunk" in md
     html = _finding_html(ended, tmp_path)
     assert "not shrunk: its slice ended before it was shrunk" in str(html)
+
+
+def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice():
+    """A slice killed past its hard limit (or whose worker died) leaves what it streamed
+    unshrunk: JAX's ``mha`` on pallas-gpu kept rows of 196,608 elements on an H200 so. The
+    pair's next fuzzing slice shrinks each such bug first (``SlicePlan.resume``: its choices,
+    under the lost slice's compile-time choices), once, and its shrunk example replaces the
+    record (its sighting). Not a bug shrunk since, nor one whose own resumption was lost, nor a
+    warm-up's business."""
+    from fuzz.results import Resume
+
+    p = _pair("p")
+    p.narrowing = {"dtypes": ["float16"]}
+    policy = _policy([p])
+    policy.add_worker(9, "compile")
+    key = "nan|oracle|y|-"
+    policy.begin(p, 0, slice_id=3, now=0.0, left=100.0)
+    seen = _rec("big", key=key, triggers=("multi-tile",), details={"round": 0}, choices="AAE=")
+    shrunk = _rec("done", key="inf|oracle|y|-", shrunk=True, details={"round": 0}, choices=None)
+    assert policy.found(3, seen).new and policy.found(3, shrunk).new
+    policy.lost(3, 5.0)
+    first = sighting(3, seen)
+    assert p.resume == [Resume(key, "AAE=", {"dtypes": ["float16"]}, first)]
+    assert policy.begin(p, 9, slice_id=4, now=6.0, left=100.0).resume == ()  # (a warm-up)
+    plan = policy.begin(p, 0, slice_id=5, now=6.0, left=100.0)
+    assert plan.resume == (Resume(key, "AAE=", {"dtypes": ["float16"]}, first),)
+    assert p.resume == []  # once
+    # The slice streams the shrunk example as that sighting's: it replaces the row.
+    small = _rec("small", key=key, shrunk=True, details={"round": 0}, resumes=first)
+    policy.found(5, small)
+    assert sorted(p.found) == ["done", "small"]
+    # Lost again: what it streamed as a resumption is not resumed a second time.
+    again = _rec("again", key="accuracy|oracle|y|-", details={"round": 1}, choices="AAI=")
+    policy.found(5, {**again, "resumes": "1:0:x"})
+    policy.lost(5, 9.0)
+    assert p.resume == []
+    # A resumption whose record was shrunk meanwhile (another slice's example of it replaced
+    # it) is dropped.
+    policy.begin(p, 0, slice_id=6, now=10.0, left=100.0)
+    other = _rec("other", key="masking|oracle|y|-", details={"round": 0}, choices="AAM=")
+    policy.found(6, other)
+    policy.begin(p, 0, slice_id=7, now=10.0, left=100.0)  # (a second worker's slice)
+    policy.lost(6, 12.0)
+    assert [e.sighting for e in p.resume] == [sighting(6, other)]
+    replaced = _rec("other2", key="masking|oracle|y|-", shrunk=True, details={"round": 0})
+    policy.found(7, {**replaced, "resumes": sighting(6, other)})
+    assert not p.ledger.unshrunk(sighting(6, other))
+    assert policy.begin(p, 0, slice_id=8, now=13.0, left=100.0).resume == ()

@@ -198,6 +198,48 @@ def test_a_bug_met_under_an_incidental_condition_is_the_known_one_once_it_is_dro
     assert me.needs_fewer(g, [rescale]) is None and me.of(g) is None
 
 
+def test_the_duplicate_check_gathers_no_evidence_past_its_deadline(monkeypatch):
+    """Each piece of the duplicate check's evidence is a kernel call, and on a GPU a new shape is
+    a compile: a pair of many bugs on pallas-gpu spent its slice's hard limit on them, outside
+    any example, and the campaign killed its worker with what it was shrinking (twice in one
+    H200 campaign). Past its deadline the check runs nothing and leaves the bug undecided (a
+    bug of its own: a row too many, never a bug lost); before it, the same check decides."""
+    import time
+
+    from fuzz import duplicates
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates
+    from fuzz.profiles import HuntOptions
+
+    row = np.zeros((1, 32), np.float32)
+    row[0, 20] = 50.0
+    params = {"dtype": "float32", "scale": None, "block_m": 16, "block_n": 16}
+    bias = np.full((1, 32), 0.5, np.float32)
+    case = Case({"x": row, "bias": bias}, dict(params))
+    f = _found("accuracy", "oracle", case, triggers=("feature bias", "multi-tile"))
+    rescale = Bug("accuracy|oracle|y|-", frozenset({"multi-tile", "partial-tile"}), "rescale")
+
+    def checker():
+        return Duplicates(
+            get("two_bugs_softmax"),
+            get_backend("triton-interpret"),
+            HuntOptions.of(fuzz.get_profile("ci")),
+            found={},
+            known_bugs=[rescale],
+        )
+
+    calls = []
+    real = duplicates.check_case
+    monkeypatch.setattr(duplicates, "check_case", lambda *a, **k: calls.append(1) or real(*a, **k))
+    late = checker()
+    late.deadline = time.perf_counter() - 1.0
+    assert late.of(f) is None and late.cut == 1
+    assert calls == []  # nothing ran
+    in_time = checker()
+    in_time.deadline = time.perf_counter() + 600.0
+    assert in_time.of(f) == (rescale, "conditions") and in_time.cut == 0 and calls
+
+
 def test_a_shape_trigger_is_dropped_by_cutting_the_row_where_the_family_can():
     """A known bias bug (one partial tile) met again through an example of three whole tiles
     (48 columns, equal logits: no rescale shows), a row the shrinker could not cut past the known

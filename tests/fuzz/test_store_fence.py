@@ -1,7 +1,6 @@
 """The fence around Triton's interpreter's stores (``fuzz.store_fence``): a store outside every
 buffer of its launch is dropped and said, never written into the process's heap."""
 
-
 import pytest
 import torch
 import triton
