@@ -240,10 +240,10 @@ class Duplicates:
         try:
             return self._of(f)
         except _OutOfTime:
-            # Each piece of evidence is a kernel call, a new shape a compile on a GPU: a pair
-            # of many bugs on pallas-gpu spent its slice's hard limit on them, outside any
-            # example, and its worker was killed with what it was shrinking. Undecided: a bug
-            # of its own (a row too many, never a bug lost).
+            # Each piece of evidence is a kernel call, a new shape a compile on a GPU: for a
+            # pair of many bugs, unbounded, they can take a slice past its hard limit outside
+            # any example, where the campaign kills its worker with what it was shrinking.
+            # Undecided: a bug of its own (a row too many, never a bug lost).
             self.cut += 1
             return None
 

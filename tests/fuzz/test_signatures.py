@@ -200,10 +200,11 @@ def test_a_bug_met_under_an_incidental_condition_is_the_known_one_once_it_is_dro
 
 def test_the_duplicate_check_gathers_no_evidence_past_its_deadline(monkeypatch):
     """Each piece of the duplicate check's evidence is a kernel call, and on a GPU a new shape is
-    a compile: a pair of many bugs on pallas-gpu spent its slice's hard limit on them, outside
-    any example, and the campaign killed its worker with what it was shrinking (twice in one
-    H200 campaign). Past its deadline the check runs nothing and leaves the bug undecided (a
-    bug of its own: a row too many, never a bug lost); before it, the same check decides."""
+    a compile: for a pair of many bugs (JAX's ``mha`` on pallas-gpu has ten), unbounded, they
+    can take a slice past its hard limit outside any example, where the campaign kills its
+    worker with what it was shrinking. Past its deadline the check runs nothing and leaves the
+    bug undecided (a bug of its own: a row too many, never a bug lost); before it, the same
+    check decides."""
     import time
 
     from fuzz import duplicates
