@@ -437,11 +437,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.campaign.process import map_limit
     from fuzz.campaign.runner import Campaign
     from fuzz.campaign.threads import threads_for
-    from fuzz.campaign.worker import stack_dump_seconds
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
     map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT
-    stack_dump_seconds()  # and a bad KERNEL_FUZZ_STACK_DUMPS
     if not args.out.strip():
         raise ValueError("--out='' is empty; it must name the campaign's output folder")
     out = Path(args.out)

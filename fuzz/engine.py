@@ -24,7 +24,7 @@ from hypothesis import Phase, event, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
-from fuzz import isolated, reproducer, timing
+from fuzz import isolated, known_crashes, reproducer, timing
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.duplicates import Duplicates, bug_of, check_as
@@ -47,10 +47,11 @@ from fuzz.hypothesis_internals import (
 from fuzz.narrowing import run_narrowing  # also imported from here (fuzz.campaign)
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
-from fuzz.results import Found, HuntResult, Resume, decode_choices, trace_of
+from fuzz.results import Found, HuntResult, decode_choices, trace_of
 from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_again, shrink_compiled
 from fuzz.signatures import (
     Bug,
+    Resume,
     bug_key,
     conditions,
     covering,
@@ -547,7 +548,7 @@ class _Hunter:
         # is, unshrunk (its reproducer replays in a fresh process), even of a known class.
         # (A child shrinking such a crash replays its known example without launching it: its
         # context is intact, fuzz.isolated.)
-        context_lost = reproducer.kills_context(f) and not isolated.replays_known(case)
+        context_lost = reproducer.kills_context(f) and not known_crashes.replays_known(case)
         dtype = case.params.get("dtype")
         key = bug_key(f)
         holds = conditions(target, case, outcome.context.hazards)
@@ -977,8 +978,10 @@ class _Hunter:
         return done
 
     def resume(self, entry: Resume) -> bool:
-        """Replays and shrinks ``entry``, an unshrunk bug of a lost slice, within the hunt's hard
-        limit; streams the result (``Found.resumes``). Returns whether there was time to."""
+        """Replays and shrinks ``entry`` (:class:`fuzz.signatures.Resume`), an unshrunk bug of a
+        lost campaign slice, as the search shrinks what it finds, within the hunt's hard limit;
+        hands the result to ``hooks.on_found`` (``Found.resumes``: the record it replaces).
+        Returns whether there was time to."""
         hard_at = self.shrink_hard_at()
         if hard_at is not None and time.perf_counter() >= hard_at:
             return False
@@ -1053,7 +1056,7 @@ class _Hunter:
         """Seconds to shrink ``found``, a crash that lost the process's context, in child
         processes (``fuzz.isolated``): the shrink time of one failure, within the hard limit;
         0 where it cannot be (a child itself, too little time, no choices to start from)."""
-        if isolated.KNOWN or not found.choices or self.stage.only is not None:
+        if known_crashes.active() or not found.choices or self.stage.only is not None:
             return 0.0
         seconds = float(self.options.shrink_seconds)
         hard_at = self.shrink_hard_at()
@@ -1322,8 +1325,7 @@ def hunt(
             new bugs. A failure the target's library declares (``Library.known_failures``) is
             counted (``HuntResult.declared_hits``) and never reported as a bug.
         reuse: replay the database first (a campaign's later slices skip it).
-        on_example: called after every example (progress display).
-        hooks: campaign callbacks (:class:`Hooks`).
+        on_example: called after every example (progress display); hooks: a campaign's (Hooks).
         stage: a shrink stage (:class:`Stage`; ``fuzz.shrink`` runs them). None: the search.
         narrowing: the compile-time choices to draw from (strategy keywords, e.g.
             ``{"dtypes": ("float32",)}``); None: picked for this run by the profile
@@ -1334,10 +1336,7 @@ def hunt(
             profile reuses them (``Profile.reuse_share``); None: a new one for this hunt. Pass
             the same memo to the hunts of one target and backend that a process runs: it keeps
             the structures they launched and what compiling them cost.
-        resume: unshrunk bugs a campaign slice streamed before its worker was lost
-            (:class:`fuzz.results.Resume`): each is replayed and shrunk first, as the search
-            shrinks what it finds, and handed to ``hooks.on_found`` (``Found.resumes`` says
-            which record it replaces).
+        resume: bugs a lost campaign slice streamed unshrunk, shrunk first (``_Hunter.resume``).
         compile_spent: (compile seconds, seconds) of earlier hunts of the same target and backend
             (a campaign's slices), and optionally the seconds one compile of its kernels is
             expected to take (else measured by this hunt): ``Profile.compile_share`` bounds the
@@ -1371,9 +1370,7 @@ def hunt(
         memo=memo,
         compile_spent=_check_spent(compile_spent),
     )
-    for entry in resume:
-        if not hunter.resume(entry):
-            break
+    all(hunter.resume(entry) for entry in resume)  # (until the hard limit)
     _search(
         hunter,
         max_examples=options.max_examples if max_examples is None else max_examples,

@@ -6,15 +6,14 @@ on would walk to the simplest example, every launch failing now). A GPU campaign
 backward row stayed at 241,664 elements for that reason. Here the crash is shrunk in child
 processes, each a shrink stage of :func:`fuzz.engine.hunt` on the same target and backend:
 
-* the child starts from the smallest example known to crash so (its Hypothesis choices), and
-  does not launch it again: the launch of a case known to crash raises the recorded exception
-  (:func:`before_launch`, by the case's digest), which the engine takes as a failure like any
-  other, not as a lost context (:func:`replays_known`). Hypothesis then shrinks from it;
+* the child (``fuzz.isolated_child``) starts from the smallest example known to crash so (its
+  Hypothesis choices), and does not launch it again (``fuzz.known_crashes``): Hypothesis
+  shrinks from it;
 * a smaller example that crashes the same way for real loses the child's context: the engine
   reports it (the child writes it down at once) and ends the child's hunt. The next child starts
   from it, that example now known;
 * an example that loses the context with another bug ends a child too; the next one declines
-  it (:data:`AVOID`), so that the shrink cannot meet it again;
+  it (``fuzz.known_crashes.AVOID``), so that the shrink cannot meet it again;
 * a child that shrinks to the end without losing its context, a stall (two children without
   progress) or the time given ends the shrink.
 
@@ -35,51 +34,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fuzz.failures import Unsupported
-
 if TYPE_CHECKING:
     from fuzz.backends import Backend
-    from fuzz.case import Case
     from fuzz.profiles import HuntOptions
     from fuzz.results import Found
     from fuzz.target import Target
 
-# In a child: case digest -> (exception type name, its text) of the crashes known to lose the
-# context the way the shrunk bug does, and the digests of cases that lose it another way.
-KNOWN: dict[str, tuple[str, str]] = {}
-AVOID: set[str] = set()
 # Seconds a child is given at least, beyond its imports; below it no child is started.
 MIN_SECONDS = 8.0
 # Children in a row that brought no progress before the shrink gives up.
 STALLS = 2
 # Exit statuses of a child: its shrink ran to the end; an example lost its context.
 DONE, LOST = 0, 3
-_CHILD = "import sys; from fuzz.isolated import child_main; sys.exit(child_main(sys.argv[1:]))"
-
-
-def _active() -> bool:
-    return bool(KNOWN or AVOID)
-
-
-def before_launch(case: Case) -> None:
-    """In a child, before a kernel launch of ``case``: a case known to lose the context the
-    shrunk way raises what it raised then (without launching); one known to lose it another way
-    is declined. Elsewhere: nothing."""
-    if not _active():
-        return
-    digest = case.digest()
-    if digest in AVOID:
-        raise Unsupported("an example that lost a child's CUDA context with another bug")
-    known = KNOWN.get(digest)
-    if known is not None:
-        name, text = known
-        raise type(name, (RuntimeError,), {})(text)
-
-
-def replays_known(case: Case) -> bool:
-    """Whether ``case``'s crash was raised by :func:`before_launch` (a known crash replayed in a
-    child: its context is intact)."""
-    return _active() and case.digest() in KNOWN
+_CHILD = (
+    "import sys; from fuzz.isolated_child import child_main; sys.exit(child_main(sys.argv[1:]))"
+)
 
 
 def _known_crash(found: Found) -> tuple[str, str] | None:
@@ -216,55 +185,3 @@ def _run_child(
             reports = []
     lines = log_path.read_text(errors="replace").strip().splitlines()
     return code, reports, " | ".join(lines[-3:])
-
-
-def child_main(argv: list[str]) -> int:
-    """A child of :func:`shrink`: ``SPEC OUT``. Shrinks from the spec's choices, writing each
-    example of the bug it meets to ``OUT`` at once (a pickled list, replaced atomically)."""
-    from fuzz.backends import get_backend
-    from fuzz.engine import Hooks, hunt
-    from fuzz.reproducer import load_plugins
-    from fuzz.shrink import SHRINK_PHASES, Stage
-    from fuzz.target import get
-
-    spec_path, out_path = Path(argv[0]), Path(argv[1])
-    spec = pickle.loads(spec_path.read_bytes())
-    if spec["plugin"]:
-        load_plugins([spec["plugin"]])
-    target, backend = get(spec["target"]), get_backend(spec["backend"])
-    KNOWN.update(spec["known"])
-    AVOID.update(spec["avoid"])
-    reports: list[dict[str, Any]] = []
-
-    def keep(result: Any, found: Found) -> None:
-        rec = dataclasses.replace(found, plots=[], seen_as=[], interpreted=None, reproducer=None)
-        reports.append({"found": rec, "examples": result.examples})
-        part = out_path.with_suffix(".part")
-        part.write_bytes(pickle.dumps(reports))
-        part.replace(out_path)
-
-    seconds = float(spec["seconds"])
-    stage = Stage(
-        start=(tuple(spec["choices"]),),
-        phases=SHRINK_PHASES,
-        shrink_seconds=seconds,
-        only=spec["key"],
-    )
-    # Every step is a new shape: the stage's time bounds its compiles, not the compile share.
-    options = dataclasses.replace(spec["options"], compile_share=None)
-    run = hunt(
-        target,
-        backend,
-        options,
-        database=None,
-        hard_limit=max(1.0, seconds),
-        stage=stage,
-        narrowing=spec["narrowing"],
-        hooks=Hooks(on_found=keep),
-    )
-    final = next((f for f in run.found.values() if f.key == spec["key"]), None)
-    if final is not None:
-        keep(run, final)
-    sys.stdout.flush()
-    # A child whose context is lost exits at once (nothing more may touch the device).
-    os._exit(LOST if run.stopped == "context-lost" else DONE)

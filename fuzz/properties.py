@@ -47,7 +47,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz import failures as F
-from fuzz import isolated, store_fence
+from fuzz import known_crashes, store_fence
 from fuzz.arrays import POISON_KINDS, bits, dtype_name, is_float, to_float64
 from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_for, get_backend
 from fuzz.compare import Metrics, measure, measure_naive
@@ -349,7 +349,7 @@ class Context:
                     store_fence.install()
                 store_fence.reset()
                 try:
-                    isolated.before_launch(case)  # (a child shrinking a lost context's crash)
+                    known_crashes.before_launch(case)  # (a child of fuzz.isolated)
                     with LaunchTimer() as timer, np.errstate(all="ignore"):
                         got = entry(inputs, dict(case.params), out=out, interpret=backend.interpret)
                         adapter.synchronize()

@@ -141,19 +141,6 @@ def decode_choices(text: str) -> tuple[Any, ...]:
     return tuple(choices)
 
 
-@dataclass(frozen=True)
-class Resume:
-    """An unshrunk bug a lost slice streamed, for a later slice of its pair to shrink: its bug
-    key, its example's choices (:func:`encode_choices`), the compile-time choices its slice drew
-    from (its example replays under them only) and its record's sighting, which the shrunk
-    example replaces (``fuzz.ledger.BugLedger.record``)."""
-
-    key: str
-    choices: str
-    narrowing: dict[str, Any] | None
-    sighting: str
-
-
 @dataclass
 class HuntResult:
     target: str

@@ -111,6 +111,19 @@ def signature(target: str, key: str, triggers: Collection[str]) -> str:
 
 
 @dataclass(frozen=True)
+class Resume:
+    """An unshrunk bug a lost slice streamed, for a later slice of its pair to shrink: its bug
+    key, its example's choices (``fuzz.results.encode_choices``), the compile-time choices its slice drew
+    from (its example replays under them only) and its record's sighting, which the shrunk
+    example replaces (``fuzz.ledger.BugLedger.record``)."""
+
+    key: str
+    choices: str
+    narrowing: dict[str, Any] | None
+    sighting: str
+
+
+@dataclass(frozen=True)
 class Bug:
     """A distinct bug found earlier: its key, its triggers and its signature, and for a NaN or Inf
     bug whose origin was traced, its :func:`site`. One bug reached through other conditions too

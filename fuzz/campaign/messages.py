@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fuzz.results import Resume
-from fuzz.signatures import Bug
+from fuzz.signatures import Bug, Resume
 
 if TYPE_CHECKING:
     from fuzz.profiles import HuntOptions

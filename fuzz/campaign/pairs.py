@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fuzz.failures import status_of
 from fuzz.ledger import BugLedger
-from fuzz.results import Resume
-from fuzz.signatures import Bug
+from fuzz.signatures import Bug, Resume
 
 if TYPE_CHECKING:
     from fuzz.target import Target

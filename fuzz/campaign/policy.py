@@ -47,7 +47,7 @@ from fuzz.campaign.messages import SlicePlan, WarmUp
 from fuzz.campaign.pairs import PairState, Warmth
 from fuzz.campaign.tunables import Tunables
 from fuzz.ledger import Recorded, sighting
-from fuzz.results import Resume
+from fuzz.signatures import Resume
 
 
 @dataclass

@@ -52,27 +52,6 @@ if TYPE_CHECKING:
     from fuzz.profiles import HuntOptions
 
 
-STACK_DUMPS_ENV = "KERNEL_FUZZ_STACK_DUMPS"
-
-
-def stack_dump_seconds() -> float | None:
-    """Seconds between dumps of every thread's stack into a worker's log
-    (``KERNEL_FUZZ_STACK_DUMPS``; unset: none). The parent asks a worker it kills for its stacks
-    (SIGUSR1), but a worker stuck where the signal is not taken in time (a driver call) leaves
-    none, and the note of its killed slice cannot say where it was: with dumps every few
-    seconds, the last one says (``fuzz.campaign.faults.where_stuck``)."""
-    text = os.environ.get(STACK_DUMPS_ENV, "").strip()
-    if not text:
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 1.0:
-        raise ValueError(f"{STACK_DUMPS_ENV}={text!r} must be a number of seconds >= 1")
-    return seconds
-
-
 def _setup(config: WorkerConfig) -> None:
     if config.cuda_device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = config.cuda_device
@@ -90,9 +69,6 @@ def _setup(config: WorkerConfig) -> None:
     os.dup2(log.fileno(), 2)
     faulthandler.enable(file=log, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)  # the parent's hang probe
-    every = stack_dump_seconds()
-    if every is not None:  # every thread's stack, every so often, from a thread of faulthandler's
-        faulthandler.dump_traceback_later(every, repeat=True, file=log)
     sys.stdout = sys.stderr = log
     from fuzz.target import load_builtin, load_plugin
 

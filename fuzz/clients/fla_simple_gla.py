@@ -46,8 +46,10 @@ forms; states; packed sequences), but for two findings:
   that set.
 - Found by a 400 s bundled campaign on an H200 (2026-11-29), compiled backward, both unshrunk:
   an illegal memory access (fp16, g_gamma, an initial state, five packed sequences of 118
-  tokens in all, 64 heads, K = 32, V = 16: 241,664 elements; a context-killing crash is kept as
-  the example that did it, its reproducer replays in a child process), and dv differing between
+  tokens in all, 64 heads, K = 32, V = 16: 241,664 elements; a context-killing crash was then
+  kept as the example that did it; since, it is shrunk in child processes, ``fuzz.isolated``,
+  shown on an H200 with a planted wild store, not yet with this crash, which did not come back
+  in the three bundled campaigns that followed), and dv differing between
   runs of one case in 82,188 elements (fp16, g_gamma, one sequence of 193 tokens, 64 heads, K =
   32, V = 16: 395,264 elements). Both have 64 heads and the drawn configs of a half-precision
   case; whether they are the illegal access above, or one bug, is not known: a bug of fla's with

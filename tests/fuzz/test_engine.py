@@ -307,7 +307,8 @@ def test_a_hunt_resumes_the_shrinking_of_a_bug_a_lost_slice_streamed(fake_plugin
     narrowing it was drawn under, its record's sighting) and shrinks it first, as its search
     shrinks what it finds, streaming the shrunk example as that sighting's."""
     from fuzz.engine import Hooks
-    from fuzz.results import Resume, decode_choices, encode_choices
+    from fuzz.results import decode_choices, encode_choices
+    from fuzz.signatures import Resume
 
     first_sights = []
     unshrunk = hunt(

@@ -1343,7 +1343,7 @@ def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice(
     under the lost slice's compile-time choices), once, and its shrunk example replaces the
     record (its sighting). Not a bug shrunk since, nor one whose own resumption was lost, nor a
     warm-up's business."""
-    from fuzz.results import Resume
+    from fuzz.signatures import Resume
 
     p = _pair("p")
     p.narrowing = {"dtypes": ["float16"]}

@@ -1,0 +1,70 @@
+"""The child process of :func:`fuzz.isolated.shrink`: one life of a lost context's crash shrink.
+
+Run as ``python -c "from fuzz.isolated_child import child_main; ..." SPEC OUT`` (nothing imports
+this module: the engine, which it runs, imports :mod:`fuzz.isolated`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+from fuzz import known_crashes
+from fuzz.isolated import DONE, LOST
+from fuzz.results import Found
+
+
+def child_main(argv: list[str]) -> int:
+    """A child of :func:`shrink`: ``SPEC OUT``. Shrinks from the spec's choices, writing each
+    example of the bug it meets to ``OUT`` at once (a pickled list, replaced atomically)."""
+    from fuzz.backends import get_backend
+    from fuzz.engine import Hooks, hunt
+    from fuzz.reproducer import load_plugins
+    from fuzz.shrink import SHRINK_PHASES, Stage
+    from fuzz.target import get
+
+    spec_path, out_path = Path(argv[0]), Path(argv[1])
+    spec = pickle.loads(spec_path.read_bytes())
+    if spec["plugin"]:
+        load_plugins([spec["plugin"]])
+    target, backend = get(spec["target"]), get_backend(spec["backend"])
+    known_crashes.KNOWN.update(spec["known"])
+    known_crashes.AVOID.update(spec["avoid"])
+    reports: list[dict[str, Any]] = []
+
+    def keep(result: Any, found: Found) -> None:
+        rec = dataclasses.replace(found, plots=[], seen_as=[], interpreted=None, reproducer=None)
+        reports.append({"found": rec, "examples": result.examples})
+        part = out_path.with_suffix(".part")
+        part.write_bytes(pickle.dumps(reports))
+        part.replace(out_path)
+
+    seconds = float(spec["seconds"])
+    stage = Stage(
+        start=(tuple(spec["choices"]),),
+        phases=SHRINK_PHASES,
+        shrink_seconds=seconds,
+        only=spec["key"],
+    )
+    # Every step is a new shape: the stage's time bounds its compiles, not the compile share.
+    options = dataclasses.replace(spec["options"], compile_share=None)
+    run = hunt(
+        target,
+        backend,
+        options,
+        database=None,
+        hard_limit=max(1.0, seconds),
+        stage=stage,
+        narrowing=spec["narrowing"],
+        hooks=Hooks(on_found=keep),
+    )
+    final = next((f for f in run.found.values() if f.key == spec["key"]), None)
+    if final is not None:
+        keep(run, final)
+    sys.stdout.flush()
+    # A child whose context is lost exits at once (nothing more may touch the device).
+    os._exit(LOST if run.stopped == "context-lost" else DONE)
