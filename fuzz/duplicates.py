@@ -252,6 +252,12 @@ class Duplicates:
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise _OutOfTime
 
+    def _trace_seconds(self) -> float:
+        """The seconds a trace of the check may take: what is left before :attr:`deadline`."""
+        if self.deadline is None:
+            return origin.TRACE_SECONDS
+        return min(origin.TRACE_SECONDS, max(0.0, self.deadline - time.perf_counter()))
+
     def _of(self, f: Found) -> tuple[Bug, str] | None:
         bug = bug_of(f)
         same_call = self.same_call(f)
@@ -505,7 +511,7 @@ class Duplicates:
         name = self.backend.name
         cost = self.options.interpreter_max_cost
         self._in_time()
-        here = site(origin.of_finding(f, self.target, name, cost))
+        here = site(origin.of_finding(f, self.target, name, cost, seconds=self._trace_seconds()))
         if here is None:
             return None
         for b in twins:
@@ -513,7 +519,13 @@ class Duplicates:
             if there is None:
                 old = next((o for o in self.found.values() if o.signature == b.signature), None)
                 there = (
-                    None if old is None else site(origin.of_finding(old, self.target, name, cost))
+                    None
+                    if old is None
+                    else site(
+                        origin.of_finding(
+                            old, self.target, name, cost, seconds=self._trace_seconds()
+                        )
+                    )
                 )
             if there == here:
                 if b.key == f.key:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,21 @@ _KIND_OF_NUMPY = {
     "invalid value": "invalid operation",
     "divide by zero": "division by zero",
 }
+
+
+# ``time.perf_counter()`` past which a trace stops (``of_finding``'s ``seconds``), innermost last.
+_DEADLINES: list[float] = []
+# Seconds a finding's trace is given at most (within what its caller has left).
+TRACE_SECONDS = 30.0
+
+
+class TraceCut(Exception):
+    """A trace ran past its time (``of_finding``'s ``seconds``)."""
+
+
+def _in_time() -> None:
+    if _DEADLINES and time.perf_counter() > _DEADLINES[-1]:
+        raise TraceCut
 
 
 def trace(target: Target, backend: str, case: Case) -> dict[str, Any]:
@@ -112,6 +128,7 @@ def trace_finding(
             distinct.append(c)
     first: dict[str, Any] | None = None
     for c in distinct or [case]:
+        _in_time()
         o = trace(target, backend, c)
         if o.get("found"):
             if c is not case and not _same(c, case):
@@ -268,23 +285,35 @@ def too_costly(target: Target, backend: str, case: Case, max_cost: float | None)
 
 
 def of_finding(
-    found: Any, target: Target, backend: str, max_cost: float | None = None
+    found: Any,
+    target: Target,
+    backend: str,
+    max_cost: float | None = None,
+    *,
+    seconds: float = TRACE_SECONDS,
 ) -> dict[str, Any] | None:
     """The origin of a finding's NaN or Inf (``found``: a ``fuzz.results.Found``), traced once
     (:func:`trace_finding`) and kept in its details; a trace that raised is kept as ``{"error":
     ...}`` (a diagnosis: the finding is never lost over it). None where the kept value is not a
-    dict. A compiled backend's case over ``max_cost`` is not traced (:func:`too_costly`): kept
-    as not found, with why."""
+    dict. A compiled backend's case over ``max_cost`` is not traced (:func:`too_costly`), nor
+    the rest of a trace past ``seconds`` (a Pallas trace evaluates the kernel one primitive at a
+    time: a GPU campaign's worker was killed past its slice's hard limit in one, of a case of
+    196,608 elements): not found, with why, and not kept (a smaller example may be traced)."""
     details = found.finding.details
     if "origin" not in details and (why := too_costly(target, backend, found.case, max_cost)):
         return {"found": False, "note": why}  # (not kept: a smaller example of it may be traced)
     if "origin" not in details:
         cls = getattr(found.finding, "cls", None)
         tracer = trace_stores if cls in STORE_CLASSES else trace_finding
+        _DEADLINES.append(time.perf_counter() + max(0.0, seconds))
         try:
             details["origin"] = tracer(target, backend, found.case, found.params)
+        except TraceCut:
+            return {"found": False, "note": f"not traced: the trace ran past its {seconds:.0f} s"}
         except Exception as e:
             details["origin"] = {"error": f"{type(e).__name__}: {e}"}
+        finally:
+            _DEADLINES.pop()
     o = details["origin"]
     return o if isinstance(o, dict) else None
 
@@ -672,6 +701,7 @@ def _eval(
     for v, a, t in zip(jaxpr.invars, args, taints or [None] * len(args), strict=True):
         env[v], tenv[v] = a, t
     for eqn in jaxpr.eqns:
+        _in_time()  # (a Pallas kernel's grid, one primitive at a time: slow on large cases)
         invals = _on_trace_device([read(v) for v in eqn.invars])
         outs, outtaints = _eval_eqn(eqn, invals, [taint(v) for v in eqn.invars])
         for v, o, t in zip(eqn.outvars, outs, outtaints, strict=True):
@@ -825,6 +855,8 @@ def _trace_pallas(target: Target, case: Case) -> dict[str, Any]:
     try:
         with jax.default_device(device), _intercept_pallas_call(), np.errstate(all="ignore"):
             target.kernels["pallas"](inputs, dict(case.params), out=None, interpret=True)
+    except TraceCut:
+        raise
     except Exception as e:
         raised = f"the interpreted replay raised {type(e).__name__}: {e}"[:300]
         if not flow.births:

@@ -43,6 +43,7 @@ class SliceRun:
     ) -> None:
         self.conn, self.config, self.started, self.maps = conn, config, started, maps
         self.id = plan.id
+        self.hard_limit = plan.hard_limit
         self.target, self.backend = target, backend
         self.last_progress = 0.0
         self.t0 = time.perf_counter()
@@ -129,6 +130,16 @@ class SliceRun:
         """The costliest case of a compiled backend's finding a slice traces (``fuzz.origin``)."""
         return float(self.config.options.interpreter_max_cost)
 
+    def _trace_seconds(self) -> float:
+        """The seconds a trace may take: at most ``origin.TRACE_SECONDS``, and none past the
+        slice's hard limit and the time given to settle its bugs (the campaign kills a slice
+        some seconds after that: a worker was killed so in a Pallas trace on an H200)."""
+        from fuzz import origin
+        from fuzz.engine import SETTLE_SECONDS
+
+        left = self.t0 + self.hard_limit + SETTLE_SECONDS - time.perf_counter()
+        return min(origin.TRACE_SECONDS, max(0.0, left))
+
     def on_found(self, result: Any, found: Any) -> None:
         from fuzz import origin
         from fuzz.reproducer import kills_context
@@ -136,7 +147,13 @@ class SliceRun:
         if found.final and found.finding.cls in origin.TRACED_CLASSES:
             # Its site (a NaN's birth, a store past a buffer) tells the campaign at once whether it is a known bug reached otherwise
             # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
-            origin.of_finding(found, self.target, self.backend.name, self._trace_cost)
+            origin.of_finding(
+                found,
+                self.target,
+                self.backend.name,
+                self._trace_cost,
+                seconds=self._trace_seconds(),
+            )
         found.reproducer = self.try_reproducer(found)
         self.conn.send(M.Found(self.id, _found_dict(found)))
         f = found.finding
@@ -175,7 +192,13 @@ class SliceRun:
             if not f.plots:  # the best example so far when shrinking was cut short: plot it too
                 f.plots = _plots(self.target, self.backend, f)
             if f.finding.cls in origin.TRACED_CLASSES:
-                origin.of_finding(f, self.target, self.backend.name, self._trace_cost)
+                origin.of_finding(
+                    f,
+                    self.target,
+                    self.backend.name,
+                    self._trace_cost,
+                    seconds=self._trace_seconds(),
+                )
             f.reproducer = self.try_reproducer(f) or f.reproducer
             found.append(_found_dict(f))
         summary: dict[str, Any] = result.as_dict()

@@ -228,3 +228,41 @@ def test_a_compiled_backends_costly_case_is_not_traced_in_a_slice(fake_plugin, m
     origin.of_finding(found(40), target, "fake", max_cost=16.0)  # the interpreter's own
     origin.of_finding(found(40), target, "fake-compiled")  # no bound given: traced
     assert traced == ["fake-compiled", "fake", "fake-compiled"]
+
+
+def test_a_trace_past_its_seconds_is_cut_and_not_kept(monkeypatch):
+    """A Pallas trace evaluates the interpreted kernel one primitive at a time; on a GPU host a
+    case of 196,608 elements kept a worker in one past its slice's hard limit, and the campaign
+    killed it with what the slice was shrinking. A trace stops at its time (``seconds``), says
+    so and keeps nothing (a smaller example may be traced later); in time, it traces."""
+    target = get("softmax_mutant_no_rowmax")
+    outcome = check_case(target, get_backend("pallas-interpret"), OVERFLOW)
+    assert outcome.finding is not None and outcome.finding.cls in origin.BIRTH_CLASSES
+
+    def found() -> SimpleNamespace:
+        return SimpleNamespace(
+            finding=dataclasses.replace(outcome.finding, details={}),
+            case=OVERFLOW,
+            params=outcome.params,
+        )
+
+    evaluated = []
+    real = origin._eval_eqn
+
+    def slow(*args):  # the third primitive takes the trace past its time (a clock, not a wait)
+        evaluated.append(1)
+        if len(evaluated) == 3 and expire:
+            origin._DEADLINES[-1] = float("-inf")
+        return real(*args)
+
+    monkeypatch.setattr(origin, "_eval_eqn", slow)
+    expire = True
+    late = found()
+    o = origin.of_finding(late, target, "pallas-interpret", seconds=600.0)
+    assert o == {"found": False, "note": "not traced: the trace ran past its 600 s"}, o
+    assert "origin" not in late.finding.details and len(evaluated) == 3
+    expire = False
+    in_time = found()
+    o = origin.of_finding(in_time, target, "pallas-interpret")
+    assert o["found"] and o["expression"] == "jnp.exp(s)", o
+    assert len(evaluated) > 6 and in_time.finding.details["origin"] is o
