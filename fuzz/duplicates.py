@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,6 +218,7 @@ class Duplicates:
     # many checks it cut (:meth:`of`).
     deadline: float | None = None
     cut: int = 0
+    clock: Callable[[], float] = time.perf_counter  # (the hunt's: its deadline's clock)
 
     def of(self, f: Found) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told (``"case"``: its
@@ -249,14 +250,14 @@ class Duplicates:
 
     def _in_time(self) -> None:
         """Raises :class:`_OutOfTime` once :attr:`deadline` has passed."""
-        if self.deadline is not None and time.perf_counter() > self.deadline:
+        if self.deadline is not None and self.clock() > self.deadline:
             raise _OutOfTime
 
     def _trace_seconds(self) -> float:
         """The seconds a trace of the check may take: what is left before :attr:`deadline`."""
         if self.deadline is None:
             return origin.TRACE_SECONDS
-        return min(origin.TRACE_SECONDS, max(0.0, self.deadline - time.perf_counter()))
+        return min(origin.TRACE_SECONDS, max(0.0, self.deadline - self.clock()))
 
     def _of(self, f: Found) -> tuple[Bug, str] | None:
         bug = bug_of(f)

@@ -1101,6 +1101,7 @@ class _Hunter:
         # Within the time given past the hunt's hard limit to settle its bugs (the campaign
         # kills a slice some seconds after that).
         hard_at = self.shrink_hard_at()
+        self.duplicates.clock = time.perf_counter
         self.duplicates.deadline = (
             self.settle_at
             if self.settle_at is not None
