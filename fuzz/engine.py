@@ -28,7 +28,7 @@ from fuzz import isolated, known_crashes, reproducer, timing
 from fuzz.backends import Backend, get_backend
 from fuzz.case import Case
 from fuzz.duplicates import Duplicates, bug_of, check_as
-from fuzz.failures import NONDETERMINISM, Finding, KernelFailure, Unsupported, raise_for
+from fuzz.failures import CRASH, NONDETERMINISM, Finding, KernelFailure, Unsupported, raise_for
 from fuzz.hypothesis_internals import (
     add_digest,
     choices_to_bytes,
@@ -153,6 +153,7 @@ def flaky_finding(
     every flaky example of the hunt so far."""
     failed = [v for v in verdicts if v is not None]
     words = [_said(v) if v is None else v.summary() for v in verdicts]
+    sticky = next((v for v in failed if reproducer.kills_context(v)), None)
     first = failed[0].summary() if failed else "-"
     message = (
         f"flaky: the same example failed {len(failed)} of {len(verdicts)} runs ({first}; "
@@ -169,6 +170,8 @@ def flaky_finding(
             "results": [w[:300] for w in words],
             "failed_in_all": tally[0],
             "runs_in_all": tally[1],
+            # (a run that lost the process's CUDA context: ``reproducer.kills_context``)
+            **({"lost_context": sticky.summary()[:500]} if sticky is not None else {}),
         },
         hazards=list(hazards),
     )
@@ -565,9 +568,12 @@ class _Hunter:
                 if flaky is not None:  # one flaky bug, however its runs failed (no triggers)
                     outcome = dataclasses.replace(outcome, finding=flaky)
                     f, key, holds = flaky, bug_key(flaky), frozenset()
-                    if self._known(f, key, holds):
+                    # A run of it may have lost the context (a wrong dv, then an illegal
+                    # address: fla's backward on an H200): nothing more runs here then.
+                    context_lost = reproducer.kills_context(f)
+                    if not context_lost and self._known(f, key, holds):
                         return
-            if self.stage.only is not None and key != self.stage.only:
+            if self.stage.only is not None and key != self.stage.only and not context_lost:
                 self._met_another(f, key, holds, case, outcome.params, elapsed)
                 return
         if f.prop == FLAKY_PROPERTY:
@@ -600,10 +606,15 @@ class _Hunter:
             isolate = self._isolated_seconds(found)
             found.isolating = isolate > 0
             if not found.isolating:
+                why = (
+                    "a flaky failure is not shrunk in child processes"
+                    if f.cls != CRASH
+                    else "no time was left to shrink it in child processes"
+                )
                 found.shrink_notes.append(
                     "not shrunk: a sticky CUDA error lost the process's context (every later "
-                    "launch there fails) and no time was left to shrink it in child processes; "
-                    "the example that did it is the reproducer, replayed in a child process"
+                    f"launch there fails) and {why}; the example that did it is the "
+                    "reproducer, replayed in a child process"
                 )
         plot = self.hooks.error_maps
         if final and plot is not None:
@@ -1057,6 +1068,8 @@ class _Hunter:
         processes (``fuzz.isolated``): the shrink time of one failure, within the hard limit;
         0 where it cannot be (a child itself, too little time, no choices to start from)."""
         if known_crashes.active() or not found.choices or self.stage.only is not None:
+            return 0.0
+        if found.finding.cls != CRASH:  # (a flaky one: its known replay would not be flaky)
             return 0.0
         seconds = float(self.options.shrink_seconds)
         hard_at = self.shrink_hard_at()

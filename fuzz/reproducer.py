@@ -478,9 +478,12 @@ def out_of_device_memory(finding: Finding) -> bool:
 
 
 def kills_context(finding: Finding) -> bool:
-    """A crash whose exception is a sticky CUDA error (an illegal address...): the process that
-    saw it can launch nothing more, so its reproducer replays in a child process."""
+    """A crash whose exception is a sticky CUDA error (an illegal address...), or a flaky
+    failure one of whose runs was one (``lost_context``): the process that saw it can launch
+    nothing more, so its reproducer replays in a child process."""
     text = _crash_text(finding)
+    if text is None and isinstance(finding.details.get("lost_context"), str):
+        text = finding.details["lost_context"]
     return text is not None and sticky_cuda_error(text)
 
 

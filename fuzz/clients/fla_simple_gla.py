@@ -55,6 +55,11 @@ forms; states; packed sequences), but for two findings:
   case; whether they are the illegal access above, or one bug, is not known: a bug of fla's with
   evidence (a crash; runs that differ), not yet localized. The dq bug was not met in its 516
   examples (74 compiled structures explored; the report does not record which).
+  Three more bundled campaigns on an H200 (2026-11-29, night, 360-380 s each): the dv
+  nondeterminism came back in the third (fp16, 64 heads, 395,264 elements, flaky: 2 of 2 runs,
+  unshrunk: its shrink on the compiled backend ran out of time), the illegal access did not;
+  the dq bug was not met (210-370 backward examples a campaign; the compile share refused
+  744-1,901 new structures).
 """
 
 import contextlib

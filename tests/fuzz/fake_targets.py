@@ -70,7 +70,8 @@ def fixed(case):
 
 
 def make_kernel(bug):
-    poisoned = []  # (bug "sticky": this process's context is lost)
+    poisoned = []  # (bugs "sticky", "flaky_sticky": this process's context is lost)
+    seen = []  # (bug "flaky_sticky": the shapes it ran)
 
     def run(inputs, params, *, out, interpret):
         x, mask, y = inputs["x"], inputs.get("mask"), out["y"]
@@ -85,6 +86,14 @@ def make_kernel(bug):
             raise RuntimeError("kernel fault (simulated)")
         if bug == "context" and x.shape[1] > 3:  # on a GPU: the process's CUDA context is lost
             raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
+        if bug == "flaky_sticky" and x.shape[1] > 3:
+            # fla's backward on an H200: wrong values on a first check of a case (its two
+            # runs), then an illegal address on its replay (the context lost, as for "sticky").
+            seen.append(x.shape)
+            if poisoned or seen.count(x.shape) > 2:
+                poisoned.append(True)
+                raise RuntimeError("CUDA error: an illegal memory access was encountered (flaky)")
+            val = val * 1.5
         if bug == "sticky" and (poisoned or x.shape[1] > 3):
             # As a real lost context: every later launch in this process fails too.
             poisoned.append(True)
@@ -126,6 +135,7 @@ BUGS = {
     "crash": "crash",
     "context": "crash",
     "sticky": "crash",
+    "flaky_sticky": "nondeterminism",
     "oob": "out-of-bounds-write",
     "unwritten": "nan",
     "nondeterminism": "nondeterminism",

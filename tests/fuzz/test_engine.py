@@ -355,3 +355,22 @@ def test_a_hunt_resumes_the_shrinking_of_a_bug_a_lost_slice_streamed(fake_plugin
         == 1
     )
     assert encode_choices(tuple(big.choices)) == text
+
+
+def test_a_flaky_failure_one_of_whose_runs_lost_the_context_ends_the_hunt(
+    fake_plugin, fake_profile
+):
+    """fla's backward on an H200: one case gave a wrong dv on its first run and an illegal
+    address on its replay. The flaky finding kept it, but the hunt went on shrinking in a
+    process whose context was lost, each stage an error ("this process lost its CUDA context
+    earlier"). A flaky failure one of whose runs lost the context is a lost context: the hunt
+    ends there, the row says why it is not shrunk."""
+    result = hunt(get("fake_double_flaky_sticky"), "fake", fake_profile, database=None, seed=1)
+    assert result.stopped == "context-lost" and result.error is None
+    (found,) = result.found.values()
+    assert found.finding.cls == "nondeterminism" and found.finding.prop == "replays"
+    assert "illegal memory access" in found.finding.details["lost_context"]
+    assert reproducer.kills_context(found.finding)
+    assert found.first_example == result.examples and result.shrink_examples == 0
+    assert any("a flaky failure is not shrunk in child processes" in n for n in found.shrink_notes)
+    assert "fake_double_flaky_sticky on fake" in engine.context_lost()

@@ -489,4 +489,3 @@ def test_hypothesis_prints_a_case_as_its_short_repr_never_its_arrays():
 
     test()
     assert printed == ["Case(x=f32[4,8,64,24], dtype='float32')"]
-

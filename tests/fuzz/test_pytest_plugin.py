@@ -58,7 +58,7 @@ def test_mutant_fixture_collects_mutants(pytester):
     result = pytester.runpytest_subprocess(
         "--plugin", FAKE, "--fuzz-targets", "fake_*", "--fuzz-backends", "fake"
     )
-    result.assert_outcomes(passed=10)  # the fake plugin's 10 bugs (fake_targets.BUGS)
+    result.assert_outcomes(passed=11)  # the fake plugin's 11 bugs (fake_targets.BUGS)
 
 
 def test_failing_real_target_fails_with_the_finding(pytester, tmp_path):
