@@ -189,7 +189,10 @@ class SliceRun:
 
         found = []
         for f in result.found.values():
-            if not f.plots:  # the best example so far when shrinking was cut short: plot it too
+            # The best example so far when shrinking was cut short: plot it too, if the slice has
+            # time left (a plot checks the case again: past the hard limit, a large case on a
+            # GPU is how a slice gets killed with what it found).
+            if not f.plots and self._trace_seconds() > 0:
                 f.plots = _plots(self.target, self.backend, f)
             if f.finding.cls in origin.TRACED_CLASSES:
                 origin.of_finding(

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -489,3 +490,38 @@ def test_hypothesis_prints_a_case_as_its_short_repr_never_its_arrays():
 
     test()
     assert printed == ["Case(x=f32[4,8,64,24], dtype='float32')"]
+
+
+def test_a_slices_summary_checks_nothing_again_once_its_time_is_spent(monkeypatch):
+    """A slice's summary plots each finding that has no picture yet (the best example so far of
+    a bug whose shrinking was cut: its case checked again) and traces a NaN's origin: both run
+    the kernel again, outside any example. Past the slice's hard limit and the time given to
+    settle its bugs, a large case doing so on a GPU is how a slice is killed with what it found;
+    the summary then writes what it has, unplotted and untraced."""
+    import time
+
+    import numpy as np
+
+    from fuzz import origin
+    from fuzz.campaign import slice_run
+    from fuzz.case import Case
+    from fuzz.failures import Finding
+    from fuzz.results import Found, HuntResult
+
+    run = object.__new__(slice_run.SliceRun)
+    run.target, run.backend = SimpleNamespace(name="t"), SimpleNamespace(name="b", interpret=False)
+    run.config = SimpleNamespace(options=SimpleNamespace(interpreter_max_cost=16.0))
+    run.try_reproducer = lambda f: None
+    checked = []
+    monkeypatch.setattr(slice_run, "_plots", lambda *a: checked.append("plot") or [{"p": 1}])
+    monkeypatch.setattr(origin, "of_finding", lambda *a, **k: checked.append(k["seconds"]))
+    result = HuntResult("t", "b", None, None)
+    case = Case({"x": np.zeros((2, 2), np.float32)}, {"dtype": "float32"})
+    result.found["nan"] = Found(Finding("nan", "oracle", "m"), case, {}, 1, 0.1)
+    run.t0, run.hard_limit = time.perf_counter() - 1000.0, 10.0  # long past it
+    summary = run.summary(result)
+    assert checked == [0.0] and summary["found"][0]["plots"] == []  # (a trace of 0 s: none)
+    checked.clear()
+    run.t0 = time.perf_counter()  # in time
+    summary = run.summary(result)
+    assert checked[0] == "plot" and 0 < checked[1] <= origin.TRACE_SECONDS
