@@ -47,19 +47,21 @@ forms; states; packed sequences), but for two findings:
 - Found by a 400 s bundled campaign on an H200 (2026-11-29), compiled backward, both unshrunk:
   an illegal memory access (fp16, g_gamma, an initial state, five packed sequences of 118
   tokens in all, 64 heads, K = 32, V = 16: 241,664 elements; a context-killing crash was then
-  kept as the example that did it; since, it is shrunk in child processes, ``fuzz.isolated``,
-  shown on an H200 with a planted wild store, not yet with this crash, which did not come back
-  in the three bundled campaigns that followed), and dv differing between
+  kept as the example that did it; since, a crash that loses the context is shrunk in child
+  processes, ``fuzz.isolated``, shown on an H200 with a planted wild store, not yet with
+  fla's), and dv differing between
   runs of one case in 82,188 elements (fp16, g_gamma, one sequence of 193 tokens, 64 heads, K =
   32, V = 16: 395,264 elements). Both have 64 heads and the drawn configs of a half-precision
   case; whether they are the illegal access above, or one bug, is not known: a bug of fla's with
   evidence (a crash; runs that differ), not yet localized. The dq bug was not met in its 516
   examples (74 compiled structures explored; the report does not record which).
-  Three more bundled campaigns on an H200 (2026-11-29, night, 360-380 s each): the dv
-  nondeterminism came back in the third (fp16, 64 heads, 395,264 elements, flaky: 2 of 2 runs,
-  unshrunk: its shrink on the compiled backend ran out of time), the illegal access did not;
-  the dq bug was not met (210-370 backward examples a campaign; the compile share refused
-  744-1,901 new structures).
+  Three more bundled campaigns on an H200 (2026-11-29, night, 360-380 s each): the two are one
+  case. In the third, a bf16 case (one sequence of 193 tokens, 64 heads, K = 32, V = 16,
+  395,264 elements) gave a wrong dv (-0.154 for -9.8e-6) on its first check and an illegal
+  memory access on its replay: one flaky row, unshrunk (its shrink stages ran in the process
+  whose context the replay had lost; such a row now ends its hunt as a lost context). The dq
+  bug was not met (210-370 backward examples a campaign; the compile share refused 744-1,901
+  new structures).
 """
 
 import contextlib
