@@ -68,6 +68,13 @@ wrong value: the run alone is the wrong one, finding 6 at T = 1);
 ``gqa`` inf, 256 (finding 5) and masking, 256 (finding 4). None is a harness error or a
 convention.
 
+Three more H200 campaigns (2026-11-29, night, 360-380 s, beside another campaign): ``mha``'s
+rows of finding 1 (NaN, accuracy and nondeterminism of causal cases with more queries than
+keys) stayed at 43,008-196,608 elements where the slices shrinking them were killed past their
+hard limit (2-4 a campaign: a Pallas NaN-origin trace and checks outside any example, since
+bounded); a later slice now resumes their shrinking, and in the third campaign its masking and
+NaN rows came back at 384 and 1,024 elements. Not triaged row by row.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
