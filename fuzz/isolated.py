@@ -40,12 +40,18 @@ if TYPE_CHECKING:
     from fuzz.results import Found
     from fuzz.target import Target
 
-# Seconds a child is given at least, beyond its imports; below it no child is started.
+# Seconds a child is given at least, beyond its imports; below it no child is started. A
+# child's shrink is given what is left less IMPORT_SECONDS (torch, JAX, Triton and the plugin
+# load first); past what is left and GRACE_SECONDS it is killed (a child that hangs: the slice
+# that started it must end in its time, or the campaign kills it past its hard limit).
 MIN_SECONDS = 8.0
+IMPORT_SECONDS = 8.0
+GRACE_SECONDS = 5.0
 # Children in a row that brought no progress before the shrink gives up.
 STALLS = 2
 # Exit statuses of a child: its shrink ran to the end; an example lost its context.
 DONE, LOST = 0, 3
+_KILLED = -9  # (this process killed it: its time was up)
 _CHILD = (
     "import sys; from fuzz.isolated_child import child_main; sys.exit(child_main(sys.argv[1:]))"
 )
@@ -121,7 +127,7 @@ def shrink(
             if left < MIN_SECONDS:
                 out.stopped = out.stopped or f"its {seconds:.0f} s spent"
                 return out
-            spec.update(choices=out.found.choices, seconds=left)
+            spec.update(choices=out.found.choices, seconds=max(1.0, left - IMPORT_SECONDS))
             code, reports, tail = _run_child(Path(tmp), out.children, spec, left)
             out.children += 1
             progress = False
@@ -142,6 +148,9 @@ def shrink(
                     out.found, progress = f, True
             if code == DONE:
                 out.stopped = "nothing smaller crashes so"
+                return out
+            if code == _KILLED:
+                out.stopped = "a child did not end within the time left; killed"
                 return out
             if code != LOST:
                 out.stopped = f"a child ended with status {code}: {tail}"[:400]
@@ -170,9 +179,9 @@ def _run_child(
             env=env,
         )
         try:  # its imports, then its shrink (bounded by its own hard limit), then a margin
-            code = proc.wait(seconds + 60)
+            code = proc.wait(seconds + GRACE_SECONDS)
         except subprocess.TimeoutExpired:
-            code = -9
+            code = _KILLED
         finally:  # also when this process is stopped: the child never outlives it
             if proc.poll() is None:
                 proc.kill()
