@@ -193,7 +193,7 @@ def trace_stores(
         args_hst, kwargs_hst = init(self, args_dev, kwargs)
         ranges.clear()
         for a in [*args_hst, *kwargs_hst.values()]:
-            extent = _extent(a)
+            extent = store_fence.view_extent(a)
             if extent is not None:
                 ranges.append(extent)
         return args_hst, kwargs_hst
@@ -241,20 +241,6 @@ def trace_stores(
         "interpreter": "Triton interpreter",
         **first,
     }
-
-
-def _extent(a: Any) -> tuple[int, int] | None:
-    """The bytes a tensor view spans: [first element, one past the last)."""
-    if not hasattr(a, "data_ptr") or not hasattr(a, "stride"):
-        return None
-    try:
-        if a.numel() == 0:
-            return None
-        start = int(a.data_ptr())
-        last = sum((int(n) - 1) * abs(int(st)) for n, st in zip(a.shape, a.stride(), strict=True))
-        return start, start + (last + 1) * int(a.element_size())
-    except Exception:
-        return None
 
 
 def too_costly(target: Target, backend: str, case: Case, max_cost: float | None) -> str | None:

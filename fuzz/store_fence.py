@@ -27,17 +27,11 @@ _lock = threading.Lock()
 _installed = False
 
 
-def _extent(a: Any) -> tuple[int, int] | None:
-    """The bytes of ``a``'s whole allocation (its storage), else of its view; None for what is
-    not a tensor."""
-    if not hasattr(a, "data_ptr"):
+def view_extent(a: Any) -> tuple[int, int] | None:
+    """The bytes a tensor view spans: [first element, one past the last); None for what is not a
+    tensor, or an empty one."""
+    if not hasattr(a, "data_ptr") or not hasattr(a, "stride"):
         return None
-    try:
-        storage = a.untyped_storage()
-        lo = int(storage.data_ptr())
-        return lo, lo + int(storage.nbytes())
-    except Exception:
-        pass
     try:
         if a.numel() == 0:
             return None
@@ -46,6 +40,16 @@ def _extent(a: Any) -> tuple[int, int] | None:
         return start, start + (last + 1) * int(a.element_size())
     except Exception:
         return None
+
+
+def _extent(a: Any) -> tuple[int, int] | None:
+    """The bytes of ``a``'s whole allocation (its storage), else of its view."""
+    try:
+        storage = a.untyped_storage()
+        lo = int(storage.data_ptr())
+        return lo, lo + int(storage.nbytes())
+    except Exception:
+        return view_extent(a)
 
 
 def _tensors(args: Any) -> list[Any]:
