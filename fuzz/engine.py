@@ -603,6 +603,7 @@ class _Hunter:
             )
         isolate = 0.0
         if context_lost:
+            found.lost_context = True
             isolate = self._isolated_seconds(found)
             found.isolating = isolate > 0
             if not found.isolating:

@@ -63,6 +63,9 @@ class Found:
     # A crash that lost its process's CUDA context, handed over while it is shrunk in child
     # processes (``fuzz.isolated``): the shrunk example follows.
     isolating: bool = False
+    # Its example lost the process's CUDA context: replayed in a process that goes on, it would
+    # lose that one's too (never resumed by another slice: ``resumes``).
+    lost_context: bool = False
     # The sighting (``fuzz.ledger.sighting``) of the unshrunk record this example shrinks: a bug
     # streamed by a slice whose worker was lost before it was shrunk, taken up by a later slice
     # (``Resume``).
@@ -99,7 +102,9 @@ class Found:
             "reproducer": str(self.reproducer) if self.reproducer else None,
             # An example not shrunk yet keeps its choices: a later slice can take up its
             # shrinking where its own slice was lost (``Resume``).
-            "choices": None if self.final or not self.choices else encode_choices(self.choices),
+            "choices": None
+            if self.final or self.lost_context or not self.choices
+            else encode_choices(self.choices),
             **({"resumes": self.resumes} if self.resumes else {}),
             "plots": self.plots,
             "interpreter_minimal": None

@@ -373,4 +373,6 @@ def test_a_flaky_failure_one_of_whose_runs_lost_the_context_ends_the_hunt(
     assert reproducer.kills_context(found.finding)
     assert found.first_example == result.examples and result.shrink_examples == 0
     assert any("a flaky failure is not shrunk in child processes" in n for n in found.shrink_notes)
+    # Not for another slice to resume (replayed there, it would lose that process's context too).
+    assert not found.final and found.lost_context and found.as_dict()["choices"] is None
     assert "fake_double_flaky_sticky on fake" in engine.context_lost()
