@@ -11,8 +11,11 @@ Installed once (:func:`install`), the fence takes the extent of every tensor a l
 (its whole allocation: the storage, guard bands included) and, at each store, drops the lanes
 that would write outside all of them, noting how many and where (:func:`take`). A launch that
 dropped any is an ``out-of-bounds-write`` finding (``fuzz.properties``); what it did write is
-kept. Loads are not fenced (a wild load reads or faults; it corrupts nothing). Compiled launches
-do not pass through the interpreter's builder: nothing changes for them.
+kept. Loads are not fenced (a wild load reads or faults; it corrupts nothing). A launch whose
+kernel stores through pointers the fence cannot see the buffers of (loaded from a table of
+pointers, or made from an integer address) is not fenced from that point: its stores are not the
+kernel's fault for being outside its arguments. Compiled launches do not pass through the
+interpreter's builder: nothing changes for them.
 """
 
 from __future__ import annotations
@@ -127,6 +130,26 @@ def install() -> None:
             keep = type(mask)(on & inside, mask.dtype)
             return store(ptrs, value, keep, *rest)
 
+        load, bitcast = builder.create_masked_load, builder.create_bitcast
+        pointer = ti.tl.pointer_type
+
+        def blind(dtype: Any) -> bool:
+            """A pointer the fence cannot see the buffer of: loaded from memory (a table of
+            pointers) or made from an integer (an address passed as a number)."""
+            return isinstance(getattr(dtype, "scalar", dtype), pointer)
+
+        def fenced_load(ptrs: Any, *rest: Any) -> Any:
+            if blind(getattr(ptrs.dtype, "element_ty", None)):
+                _state.extents = []  # (the fence is off for the rest of this launch)
+            return load(ptrs, *rest)
+
+        def fenced_bitcast(src: Any, dst_type: Any) -> Any:
+            if blind(dst_type) and not blind(getattr(src, "dtype", None)):
+                _state.extents = []
+            return bitcast(src, dst_type)
+
         builder.create_masked_store = fenced_store
+        builder.create_masked_load = fenced_load
+        builder.create_bitcast = builder.create_int_to_ptr = fenced_bitcast
         ti.GridExecutor._init_args_hst = fenced_init  # type: ignore[method-assign]
         _installed = True

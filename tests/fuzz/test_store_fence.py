@@ -18,6 +18,40 @@ def _store_at(x_ptr, y_ptr, offset, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offset + cols, x * 2.0, mask=ok)
 
 
+@triton.jit
+def _store_through_address(x_ptr, address, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    ok = cols < n
+    y_ptr = address.to(tl.pointer_type(tl.float32))  # a buffer the launch was given as a number
+    tl.store(y_ptr + cols, tl.load(x_ptr + cols, mask=ok, other=0.0) * 2.0, mask=ok)
+
+
+@triton.jit
+def _store_through_table(x_ptr, table_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    ok = cols < n
+    y_ptr = tl.load(table_ptr).to(tl.pointer_type(tl.float32))
+    tl.store(y_ptr + cols, tl.load(x_ptr + cols, mask=ok, other=0.0) * 2.0, mask=ok)
+
+
+def test_a_store_through_a_pointer_the_fence_cannot_see_is_written():
+    """A kernel may store through a pointer made from an integer (an address passed as a
+    number) or loaded from a table of pointers (grouped kernels): the buffers behind them are
+    not the launch's arguments, and the store is no bug of the kernel's. The fence stands aside
+    for the rest of such a launch."""
+    store_fence.install()
+    x = torch.arange(16, dtype=torch.float32)
+    for kernel in (_store_through_address, _store_through_table):
+        y = torch.zeros(16)
+        arg = y.data_ptr()
+        if kernel is _store_through_table:
+            arg = torch.tensor([y.data_ptr()], dtype=torch.int64)
+        store_fence.reset()
+        interpreted(kernel)[(1,)](x, arg, 16, BLOCK=16)
+        assert store_fence.take() == [], kernel
+        assert torch.equal(y, x * 2), kernel
+
+
 def _launch(offset: int) -> tuple[torch.Tensor, list[str]]:
     store_fence.install()
     x = torch.arange(16, dtype=torch.float32)
