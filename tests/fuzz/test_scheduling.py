@@ -970,6 +970,7 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
         conn=SimpleNamespace(send=sent.append),
         try_reproducer=lambda found: None,
         _trace_cost=None,  # (no cost bound: tests/fuzz/test_origin.py has it)
+        _trace_seconds=lambda: 30.0,  # (a slice with time left)
     )
 
     def found(cls, final):
