@@ -138,11 +138,24 @@ FLAKY_PROPERTY = "replays"
 # more, tell whether they are bugs found before): a campaign kills a slice 30 s past its hard
 # limit (compiling not counted), and what it streamed before arrives unshrunk.
 SETTLE_SECONDS = 15.0
+# Seconds past that to tell whether the hunt's new bugs are known ones seen another way (the
+# duplicate check, ``fuzz.duplicates``); the rest of the campaign's 30 s is the summary's.
+DUPLICATE_SECONDS = 20.0
 
 
 def _said(verdict: Finding | None) -> str:
     """One run's result, as runs are compared: its bug key, or "passes"."""
     return "passes" if verdict is None else bug_key(verdict)
+
+
+def duplicate_deadline(settle_at: float | None, hard_at: float | None) -> float | None:
+    """When a hunt's duplicate check stops gathering evidence: ``DUPLICATE_SECONDS`` past the
+    end of the time given to settle its bugs (``settle_at``, else ``SETTLE_SECONDS`` past its
+    hard limit ``hard_at``); None without a hard limit."""
+    if settle_at is None and hard_at is None:
+        return None
+    settled = settle_at if settle_at is not None else hard_at + SETTLE_SECONDS  # type: ignore[operator]
+    return settled + DUPLICATE_SECONDS
 
 
 def flaky_finding(
@@ -1112,17 +1125,10 @@ class _Hunter:
         if self.duplicates is None:
             self.duplicates = Duplicates(self.target, self.b, self.options, found={}, known_bugs=[])
         self.duplicates.found, self.duplicates.known_bugs = self.result.found, self.known_bugs
-        # Within the time given past the hunt's hard limit to settle its bugs (the campaign
-        # kills a slice some seconds after that).
-        hard_at = self.shrink_hard_at()
+        # Past the time given to settle the hunt's bugs, DUPLICATE_SECONDS of the 30 s the
+        # campaign gives a slice before it kills it (``pool.overran``), the rest its summary's.
         self.duplicates.clock = time.perf_counter
-        self.duplicates.deadline = (
-            self.settle_at
-            if self.settle_at is not None
-            else None
-            if hard_at is None
-            else hard_at + SETTLE_SECONDS
-        )
+        self.duplicates.deadline = duplicate_deadline(self.settle_at, self.shrink_hard_at())
         cut = self.duplicates.cut
         twin = self.duplicates.of(f)
         if self.duplicates.cut > cut:

@@ -238,6 +238,8 @@ def exit_text(code: int | None, reason: str | None) -> str:
         return "was killed: its slice overran"
     if reason == "shutdown":
         return "was stopped at the end of the campaign"
+    if reason == "budget":  # (SIGKILL: never the kernel's OOM killer's, whatever the code says)
+        return "was stopped: the campaign's time ran out while its slice still ran"
     if code is None:
         return "vanished"
     if code == EXIT_CONTEXT_LOST:

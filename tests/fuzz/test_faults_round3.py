@@ -525,3 +525,16 @@ def test_a_slices_summary_checks_nothing_again_once_its_time_is_spent(monkeypatc
     run.t0 = time.perf_counter()  # in time
     summary = run.summary(result)
     assert checked[0] == "plot" and 0 < checked[1] <= origin.TRACE_SECONDS
+
+
+def test_a_worker_stopped_when_the_campaigns_time_ran_out_is_not_said_to_be_out_of_memory():
+    """A slice still running past the campaign's end (its shrinking would not end) is stopped
+    with SIGKILL; the console said "worker 0 was killed by SIGKILL (out of memory? the kernel's
+    OOM killer sends SIGKILL)" for it (a 300 s CPU campaign of the planted round 3). A death by
+    SIGKILL the campaign did not send still says what it may be."""
+    from fuzz.campaign.process import exit_text
+
+    assert exit_text(-9, "budget") == (
+        "was stopped: the campaign's time ran out while its slice still ran"
+    )
+    assert "out of memory?" in exit_text(-9, None)
