@@ -48,7 +48,14 @@ from fuzz.narrowing import run_narrowing  # also imported from here (fuzz.campai
 from fuzz.profiles import HuntOptions, Profile
 from fuzz.properties import Context, check_case
 from fuzz.results import Found, HuntResult, decode_choices, trace_of
-from fuzz.shrink import SHRINK_PHASES, Stage, hands_off, shrink_again, shrink_compiled
+from fuzz.shrink import (
+    SHRINK_PHASES,
+    Stage,
+    hands_off,
+    run_stage,
+    shrink_again,
+    shrink_compiled,
+)
 from fuzz.signatures import (
     Bug,
     Resume,
@@ -152,10 +159,11 @@ def duplicate_deadline(settle_at: float | None, hard_at: float | None) -> float 
     """When a hunt's duplicate check stops gathering evidence: ``DUPLICATE_SECONDS`` past the
     end of the time given to settle its bugs (``settle_at``, else ``SETTLE_SECONDS`` past its
     hard limit ``hard_at``); None without a hard limit."""
-    if settle_at is None and hard_at is None:
-        return None
-    settled = settle_at if settle_at is not None else hard_at + SETTLE_SECONDS  # type: ignore[operator]
-    return settled + DUPLICATE_SECONDS
+    if settle_at is not None:
+        return settle_at + DUPLICATE_SECONDS
+    if hard_at is not None:
+        return hard_at + SETTLE_SECONDS + DUPLICATE_SECONDS
+    return None
 
 
 def flaky_finding(
@@ -1019,10 +1027,25 @@ class _Hunter:
         seconds = float(self.options.shrink_seconds)
         if hard_at is not None:
             seconds = max(1.0, min(seconds, hard_at - time.perf_counter()))
+
+        def staged(phases: tuple[Phase, ...]) -> HuntResult:
+            return run_stage(
+                hunt,
+                self.target,
+                self.b,
+                self.options,
+                start=choices,
+                key=entry.key,
+                seconds=seconds,
+                narrowing=narrowing,
+                into=self.result,
+                phases=phases,
+            )
+
         shrinking = self._shrinking()
         try:
             if hands_off(self.b, self.options):  # as the search's hand-off: replayed, then staged
-                run = self._stage_run(entry.key, choices, narrowing, seconds, (Phase.reuse,))
+                run = staged((Phase.reuse,))
                 got = next((f for f in run.found.values() if f.key == entry.key), None)
                 if got is not None:
                     got = shrink_compiled(
@@ -1037,7 +1060,7 @@ class _Hunter:
                         known_keys={b.key for b in self.known_bugs} - {entry.key},
                     )
             else:
-                run = self._stage_run(entry.key, choices, narrowing, seconds, SHRINK_PHASES)
+                run = staged(SHRINK_PHASES)
                 got = next((f for f in run.found.values() if f.key == entry.key), None)
         finally:
             shrinking()
@@ -1049,33 +1072,6 @@ class _Hunter:
         if self.hooks.on_found is not None:
             self.hooks.on_found(self.result, got)
         return True
-
-    def _stage_run(
-        self,
-        key: str,
-        choices: tuple[Any, ...],
-        narrowing: dict[str, Any],
-        seconds: float,
-        phases: tuple[Phase, ...],
-    ) -> HuntResult:
-        """A run of a shrink stage from ``choices`` (bug ``key`` only), its numbers taken into
-        this hunt's as shrinking."""
-        stage = Stage(start=(choices,), phases=phases, shrink_seconds=seconds, only=key)
-        options = dataclasses.replace(self.options, compile_share=None)  # (its time bounds it)
-        run = hunt(
-            self.target,
-            self.b,
-            options,
-            database=None,
-            hard_limit=max(1.0, seconds),
-            stage=stage,
-            narrowing=narrowing,
-        )
-        self.result.stats.merge(run.stats)
-        self.result.shrink_examples += run.examples
-        for name, count in run.events.items():
-            self.result.events[f"shrink: {name}"] += count
-        return run
 
     def _isolated_seconds(self, found: Found) -> float:
         """Seconds to shrink ``found``, a crash that lost the process's context, in child

@@ -429,6 +429,17 @@ class BugLedger:
             seen.add(sig)
         return sig
 
+    def streamed_unshrunk(self, slice_id: int) -> list[tuple[str, Mapping[str, Any]]]:
+        """The records slice ``slice_id`` streamed that stand unshrunk as their bug's row, each
+        with its sighting (``sighting``): what a later slice may shrink once the slice is lost.
+        A slice's shrunk example of an earlier slice's bug stands under that slice's sighting."""
+        prefix = f"{slice_id}:"
+        return [
+            (seen, self.found[sig])
+            for seen, sig in self.sightings.items()
+            if seen.startswith(prefix) and self.unshrunk(seen)
+        ]
+
     def unshrunk(self, sighting: str) -> bool:
         """Whether the record streamed as ``sighting`` stands as its bug's row, unshrunk (no
         smaller example of it since, nor merged into another)."""

@@ -223,6 +223,57 @@ def shrink_again(
     return shrunk
 
 
+def run_stage(
+    hunt: Callable[..., HuntResult],
+    target: Target,
+    backend: Backend,
+    options: HuntOptions,
+    *,
+    start: tuple[Any, ...],
+    key: str,
+    seconds: float,
+    narrowing: dict[str, Any],
+    into: HuntResult,
+    known: Collection[str] = (),
+    phases: tuple[Phase, ...] = SHRINK_PHASES,
+    only_compiled: bool = False,
+    goal: Callable[[Case], bool] | None = None,
+) -> HuntResult:
+    """One run (``hunt``, :func:`fuzz.engine.hunt`) of a stage that replays the example of
+    choices ``start`` and, with ``phases`` (default: replay and shrink), shrinks it as bug
+    ``key`` (every key where ""), for at most ``seconds``; its numbers are taken into
+    ``into``'s as shrinking."""
+    if not only_compiled:
+        # The stage's compiles are the price of shrinking there (Pallas's interpreter has
+        # XLA compile a program per shape, and every shrink step is a new shape): the
+        # search's compile share refused them all and left a GPU finding of 458,752
+        # elements unshrunk. The stage's time bounds them.
+        options = dataclasses.replace(options, compile_share=None)
+    stage = Stage(
+        start=(start,),
+        phases=phases,
+        only_compiled=only_compiled,
+        goal=goal,
+        shrink_seconds=seconds,
+        only=key or None,
+    )
+    run = hunt(
+        target,
+        backend,
+        options,
+        database=None,
+        known=known,
+        hard_limit=max(1.0, seconds),
+        stage=stage,
+        narrowing=narrowing,
+    )
+    into.stats.merge(run.stats)
+    into.shrink_examples += run.examples
+    for name, count in run.events.items():
+        into.events[f"shrink: {name}"] += count
+    return run
+
+
 class _Shrinker:
     """One handed-over finding on its way through the stages; ``current`` is the smallest
     failing example so far, ``notes`` what each stage said."""
@@ -276,37 +327,22 @@ class _Shrinker:
         """Replays ``current`` on ``backend`` and shrinks it (its class only) for at most
         ``seconds``; returns the smallest failing example of the class (None if it did not fail
         so) and the run, whose numbers the search's result takes in."""
-        if not only_compiled:
-            # The stage's compiles are the price of shrinking there (Pallas's interpreter has
-            # XLA compile a program per shape, and every shrink step is a new shape): the
-            # search's compile share refused them all and left a GPU finding of 458,752
-            # elements unshrunk. The stage's time bounds them.
-            options = dataclasses.replace(options, compile_share=None)
-        stage = Stage(
-            start=(self.current.choices,),
-            phases=SHRINK_PHASES,
-            only_compiled=only_compiled,
-            goal=goal,
-            shrink_seconds=seconds,
-            only=self.key or None,
-        )
-        run = self.hunt(
+        run = run_stage(
+            self.hunt,
             self.target,
             backend,
             options,
-            database=None,
+            start=self.current.choices,
+            key=self.key,
             known=() if self.key else set(CLASSES) - {self.cls},
-            hard_limit=max(1.0, seconds),
-            stage=stage,
+            seconds=seconds,
             narrowing=self.narrowing,
+            into=self.into,
+            only_compiled=only_compiled,
+            goal=goal,
         )
-        main = self.into
         for key, met in run.met_while_shrinking.items():  # the hunt that runs the stage reports
-            main.met_while_shrinking.setdefault(key, met)
-        main.stats.merge(run.stats)
-        main.shrink_examples += run.examples
-        for key, count in run.events.items():
-            main.events[f"shrink: {key}"] += count
+            self.into.met_while_shrinking.setdefault(key, met)
         return (_of_key(run, self.key) if self.key else run.found.get(self.cls)), run
 
     def cut(self) -> None:

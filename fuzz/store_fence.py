@@ -84,6 +84,8 @@ def take() -> list[str]:
 def install() -> None:
     """Fences the interpreter's stores (once per process; a no-op without Triton)."""
     global _installed
+    if _installed:  # (every interpreted launch calls this)
+        return
     with _lock:
         if _installed:
             return

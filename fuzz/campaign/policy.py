@@ -100,8 +100,6 @@ class _Running:
     plan: SlicePlan
     pair: PairState
     found_new: bool = False
-    # The records it streamed, by sighting (the last of each).
-    streamed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 # How many bugs of lost slices one fuzzing slice shrinks first (``SchedulingPolicy._resumes``).
@@ -295,7 +293,6 @@ class SchedulingPolicy:
         if r is None:
             return None
         seen = rec.get("resumes") or sighting(sid, rec)  # (a lost slice's bug, shrunk now)
-        r.streamed[seen] = rec
         out = self.record(r.pair, rec, sighting=seen)
         r.found_new = r.found_new or out.new
         return out
@@ -440,11 +437,10 @@ class SchedulingPolicy:
         """The bugs lost slice ``r`` streamed unshrunk, each for the pair's next fuzzing slice
         to shrink (``SlicePlan.resume``), once: JAX's ``mha`` on pallas-gpu kept rows of
         196,608 elements on an H200 because the slice shrinking them was killed. Not a bug whose
-        shrinking was resumed already, nor one the worker's death itself was (no choices)."""
-        for seen, rec in r.streamed.items():
-            if rec.get("shrunk") or not rec.get("choices") or rec.get("resumes"):
-                continue
-            if any(e.sighting == seen for e in r.pair.resume):
+        shrinking was resumed already (its record stands under the sighting of the slice that
+        first streamed it), nor one the worker's death itself was (no choices)."""
+        for seen, rec in r.pair.ledger.streamed_unshrunk(r.plan.id):
+            if not rec.get("choices"):
                 continue
             r.pair.resume.append(
                 Resume(

@@ -140,6 +140,15 @@ class SliceRun:
         left = self.t0 + self.hard_limit + SETTLE_SECONDS - time.perf_counter()
         return min(origin.TRACE_SECONDS, max(0.0, left))
 
+    def _trace(self, found: Any) -> None:
+        """The origin of ``found``'s NaN or store past a buffer (``fuzz.origin``), within the
+        slice's cost bound and the seconds it has left."""
+        from fuzz import origin
+
+        origin.of_finding(
+            found, self.target, self.backend.name, self._trace_cost, seconds=self._trace_seconds()
+        )
+
     def on_found(self, result: Any, found: Any) -> None:
         from fuzz import origin
         from fuzz.reproducer import kills_context
@@ -147,13 +156,7 @@ class SliceRun:
         if found.final and found.finding.cls in origin.TRACED_CLASSES:
             # Its site (a NaN's birth, a store past a buffer) tells the campaign at once whether it is a known bug reached otherwise
             # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
-            origin.of_finding(
-                found,
-                self.target,
-                self.backend.name,
-                self._trace_cost,
-                seconds=self._trace_seconds(),
-            )
+            self._trace(found)
         found.reproducer = self.try_reproducer(found)
         self.conn.send(M.Found(self.id, _found_dict(found)))
         f = found.finding
@@ -195,13 +198,7 @@ class SliceRun:
             if not f.plots and self._trace_seconds() > 0:
                 f.plots = _plots(self.target, self.backend, f)
             if f.finding.cls in origin.TRACED_CLASSES:
-                origin.of_finding(
-                    f,
-                    self.target,
-                    self.backend.name,
-                    self._trace_cost,
-                    seconds=self._trace_seconds(),
-                )
+                self._trace(f)
             f.reproducer = self.try_reproducer(f) or f.reproducer
             found.append(_found_dict(f))
         summary: dict[str, Any] = result.as_dict()

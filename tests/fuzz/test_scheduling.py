@@ -972,6 +972,7 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
         _trace_cost=None,  # (no cost bound: tests/fuzz/test_origin.py has it)
         _trace_seconds=lambda: 30.0,  # (a slice with time left)
     )
+    me._trace = lambda found: SliceRun._trace(me, found)
 
     def found(cls, final):
         return SimpleNamespace(
