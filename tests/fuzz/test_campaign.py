@@ -74,6 +74,11 @@ def fault_campaign(tmp_path_factory):
                 "900",
                 "--example-timeout",
                 "2",
+                # Slices end at their pair's 40 examples; a long slice only gives the lost-context
+                # crash's shrink in child processes (each a fresh interpreter's imports) its time
+                # on a slow machine, within the slice's hard limit.
+                "--slice",
+                "60",
                 "--seed",
                 "1",
                 "--out",
