@@ -5,6 +5,12 @@ window of (-1, -1)). Prints each choice's failing share and the first failures: 
 rows are the kernel's (or the compiler's), or the harness's.
 
     python .ci/control_attention_diag.py
+    python .ci/control_attention_diag.py REPRO.py ...   # the inputs of the harness's reproducers
+
+With reproducers: each one's inputs (read with NumPy from its ``DATA``) run through the kernel's
+own wrapper on plain tensors of ``DIAG_DEVICE`` (cuda), three times, and are compared with the
+float64 reference (keys past ``key_lengths`` left out): a kernel (or compiler) fault fails here
+too; a fault of the harness does not.
 """
 
 from __future__ import annotations
@@ -33,6 +39,46 @@ def reference(q, k, v, scale, hq, hkv):
     return torch.softmax(s, -1) @ v, lse
 
 
+def replay(paths: list[str], dev: str, scope) -> int:
+    """The reproducers' inputs through the kernel alone; 1 where any run is wrong."""
+    from fuzz.reproducer import load
+    from fuzz.standalone import decode_for_reading
+
+    wrong = 0
+    for path in paths:
+        meta, data = load(path)
+        a = {n: torch.from_numpy(x.copy()) for n, x in decode_for_reading(data, meta["dtypes"]).items()}
+        p = meta["params"]
+        q, k, v = a["q"], a["k"], a["v"]
+        d, hq, hkv = q.shape[-1], q.shape[1], k.shape[1]
+        scale = p.get("scale") or d**-0.5
+        lengths = a.get("key_lengths")
+        window = p.get("window")
+        kw = {} if lengths is None else {"key_lengths": lengths.to(dev)}
+        errs = []
+        for _ in range(3):
+            with scope():
+                o, lse = mod.attention(
+                    q.to(dev), k.to(dev), v.to(dev), scale=scale, block_q=p["block_q"],
+                    block_k=p["block_k"], causal=bool(p.get("causal")),
+                    window=None if window is None else tuple(window), **kw,
+                )  # fmt: skip
+            if dev == "cuda":
+                torch.cuda.synchronize()
+            err = 0.0
+            for b in range(q.shape[0]):
+                n = k.shape[2] if lengths is None else int(lengths[b])
+                ro, rl = reference(q[b : b + 1], k[b : b + 1, :, :n], v[b : b + 1, :, :n], scale, hq, hkv)
+                err = max(err, (o[b : b + 1].double().cpu() - ro).abs().max().item(),
+                          (lse[b : b + 1].double().cpu() - rl).abs().max().item())  # fmt: skip
+            errs.append(err)
+        bad = not max(errs) < 1e-4
+        wrong += bad
+        print(f"{'WRONG' if bad else 'right'} {Path(path).name}: {meta['message'][:90]}; "
+              f"outside the harness, max errors {', '.join(f'{e:.3g}' for e in errs)}")  # fmt: skip
+    return int(wrong > 0)
+
+
 def main() -> int:
     import contextlib
     import os
@@ -43,6 +89,8 @@ def main() -> int:
         from fuzz.triton_runtime import interpreting
 
         scope = interpreting
+    if sys.argv[1:]:
+        return replay(sys.argv[1:], dev, scope)
     fails = defaultdict(lambda: [0, 0])
     shown = 0
     grid = itertools.product(

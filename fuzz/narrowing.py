@@ -24,7 +24,9 @@ def run_narrowing(
     """This run's compile-time choices (``Profile.variant_choices``): per dimension of the
     target's variant space with more values than that, the simplest value first, then others
     drawn with ``seed``. Empty where the profile draws from everything or the family is not
-    built in.
+    built in. For a target whose library autotunes its kernels (``Library.autotune``), the
+    configs too (:data:`AUTOTUNE`): each kernel's first config and others picked by keys drawn
+    with ``seed`` (``fuzz.triton_runtime.positions``), as many as a dimension's values.
 
     ``widen`` adds that many more values per dimension (while the space has them), after the
     choices of a smaller ``widen`` with the same seed: a campaign pair that has had its floor
@@ -47,7 +49,27 @@ def run_narrowing(
             continue
         rng.shuffle(rest)
         narrowing[dim] = (choices[0], *_relations_first(choices[0], rest)[: k - 1 + widen])
+    if getattr(target.library, "autotune", False):
+        # Every config of every autotuned kernel is a compile: fla's backward launches five
+        # autotuned kernels of 3 to 48 configs each, so that a drawn config per kernel made
+        # nearly every example a new set of compiles. Keys drawn after the dimensions' shuffles
+        # (those stay as they were), the same prefix whatever ``widen``.
+        keys = [rng.randrange(1, 2**31) for _ in range(AUTOTUNE_KEYS)]
+        narrowing[AUTOTUNE] = (0, *keys[: k - 1 + widen])
     return narrowing
+
+
+# The narrowing's entry for autotuned configs: (0, key, ...), 0 for each kernel's first config,
+# each key one more config of each kernel (``fuzz.triton_runtime.positions``); not a keyword of
+# the target's strategy (``strategy_keywords``). At most AUTOTUNE_KEYS keys: widening stops there.
+AUTOTUNE = "autotune"
+AUTOTUNE_KEYS = 7
+
+
+def strategy_keywords(narrowing: dict[str, tuple[Any, ...]]) -> dict[str, tuple[Any, ...]]:
+    """``narrowing`` as the target's strategy takes it: the autotuned configs' entry left out
+    (the launch's chooser reads it)."""
+    return {k: v for k, v in narrowing.items() if k != AUTOTUNE}
 
 
 def _relation(value: Any) -> tuple[int, ...] | None:

@@ -39,7 +39,7 @@ import contextlib
 import contextvars
 import functools
 import time
-from collections.abc import Callable, Collection, Hashable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -1270,6 +1270,7 @@ def check_case(
     spare_derived: bool = False,
     admit: Callable[[], None] | None = None,
     only: Collection[str] | None = None,
+    autotune: Sequence[int] | None = None,
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
@@ -1289,6 +1290,8 @@ def check_case(
     alone), the remaining properties are still checked and a failure of the preferred class or
     key is returned if one shows. A crash ends the check at once.
     ``only``: the names of the properties to check (None: all of them).
+    ``autotune``: the run's narrowing of the autotuned kernels' drawn configs
+    (``fuzz.narrowing.AUTOTUNE``; None: every config).
 
     Raises:
         Unsupported: the kernel declined the case itself (its clean run): the example is not
@@ -1312,7 +1315,7 @@ def check_case(
     if prefer is not None and prefer.count("|") >= 2:
         ctx.prefer_output = prefer.split("|")[2]
     used: dict[str, Any] = {}
-    with _pinned_configs(target, draw, params, note) as choices:
+    with _pinned_configs(target, draw, params, note, autotune) as choices:
         outcome = _check_properties(ctx, draw, params, used, prefer, admit)
     if choices:
         used["autotune"] = [c.record() for c in choices]
@@ -1406,10 +1409,12 @@ def _check_properties(
     return Outcome(first, used, ctx, declined, spared)
 
 
-# Picks of the autotuned kernels' configs: a list of integers drawn with the example, each
-# answering one kernel's first launch (fuzz.triton_runtime.positions: it shrinks toward each
-# kernel's first config).
-AUTOTUNE_PICKS = st.lists(st.integers(0, 2**16 - 1), max_size=8)
+# Picks of the autotuned kernels' configs: integers drawn with the example, each answering one
+# kernel's launch in order (fuzz.triton_runtime.positions: it shrinks toward each kernel's first
+# config). As many as eight kernels' launches each draw one: a list of Hypothesis's own length
+# (four on average) left the fourth kernel of fla's backward, its dq kernel, at its first config
+# in three examples of five.
+AUTOTUNE_PICKS = st.lists(st.integers(0, 2**16 - 1), min_size=8, max_size=8)
 
 
 @contextlib.contextmanager
@@ -1418,13 +1423,15 @@ def _pinned_configs(
     draw: Callable[[SearchStrategy[Any], str], Any] | None,
     params: Mapping[str, Any] | None,
     note: Callable[[str, Any], None] | None = None,
+    among: Sequence[int] | None = None,
 ) -> Iterator[list[Any]]:
     """For a target whose kernels are autotuned (``Library.autotune``), every launch of the
     example runs one config per kernel, never benchmarked: drawn (``draw``), replayed from a
     reproducer's ``params["autotune"]``, or the first. Yields the choices made (empty
     otherwise). ``note("autotune", records)``: the choices so far as a replay reads them
     (``Choice.record``), said before any launch and again as each launch chooses, so that a
-    process that dies in the launch leaves the configs it ran, never the raw draw."""
+    process that dies in the launch leaves the configs it ran, never the raw draw. ``among``:
+    the run's narrowing of the drawn configs (``fuzz.narrowing.AUTOTUNE``)."""
     if not target.library.autotune:
         yield []
         return
@@ -1434,7 +1441,7 @@ def _pinned_configs(
     if recorded is not None:
         chooser = tr.replay(recorded)
     elif draw is not None:
-        chooser = tr.positions(draw(AUTOTUNE_PICKS, "autotune"))
+        chooser = tr.positions(draw(AUTOTUNE_PICKS, "autotune"), among)
         if note is not None:
             chooser = _noting_choices(chooser, note)
     else:

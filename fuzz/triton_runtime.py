@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -106,17 +107,34 @@ def first(kernel: str, candidates: Sequence[Candidate]) -> int:
     return 0
 
 
-def positions(picks: Sequence[int]) -> Chooser:
+def positions(picks: Sequence[int], among: Sequence[int] | None = None) -> Chooser:
     """A chooser that answers its n-th question with ``picks[n] % len(candidates)`` (0 once the
     picks run out): a list of integers drawn with the example is the whole config dimension,
-    and it shrinks toward each kernel's first candidate."""
+    and it shrinks toward each kernel's first candidate.
+
+    ``among`` narrows each kernel's candidates as a compiled backend's run narrows its tiles
+    (``fuzz.narrowing``): ``0`` is the first candidate, and each other value a key that names
+    one more, the same for a kernel's same candidates in every run with the same keys
+    (``1 + crc32(key|kernel) % (n - 1)`` of its ``n``); the pick is then taken modulo those."""
     picks = list(picks)
     if not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in picks):
         raise ValueError(f"picks must be integers >= 0, got {picks!r}")
+    keys = None if among is None else list(among)
+    if keys is not None and not all(isinstance(k, int) and k >= 0 for k in keys):
+        raise ValueError(f"among must be integers >= 0, got {among!r}")
     asked = iter(picks)
 
     def chooser(kernel: str, candidates: Sequence[Candidate]) -> int:
-        return next(asked, 0) % len(candidates)
+        pick, n = next(asked, 0), len(candidates)
+        if keys is None:
+            return pick % n
+        allowed = list(
+            dict.fromkeys(
+                0 if key == 0 or n < 2 else 1 + zlib.crc32(f"{key}|{kernel}".encode()) % (n - 1)
+                for key in keys or [0]
+            )
+        )
+        return allowed[pick % len(allowed)]
 
     return chooser
 

@@ -330,3 +330,35 @@ def test_a_bug_met_while_shrinking_another_is_reported_and_shrunk(fake_plugin, f
     assert acc.final and acc.case.inputs["x"].shape == (1, 2)
     (nan,) = result.of_class("nan")
     assert nan.case.inputs["x"].shape == (2, 1)
+
+
+def test_a_bug_met_on_the_twin_is_not_confirmed_past_the_hard_limit(
+    fake_plugin, fake_profile, monkeypatch
+):
+    """Confirming a bug the interpreter twin met is a launch on the hunt's backend, a compile of
+    the met example's variant: past the hunt's hard limit it ran into the campaign's kill (an
+    H200 slice of JAX's mha was killed while it traced one). Past the limit the met bug is left
+    to the pair's next slices, counted; the search's own bug stays as shrunk."""
+    from fuzz import engine
+
+    real_shrink, real_check = engine.shrink_compiled, engine.check_as
+    shrunk, checked = [], []
+
+    def shrink_then_the_limit_passes(*args, **kwargs):
+        out = real_shrink(*args, **kwargs)
+        shrunk.append(out.key)
+        return out
+
+    def check_as(target, backend, options, f, key):
+        checked.append(key)
+        return real_check(target, backend, options, f, key)
+
+    monkeypatch.setattr(engine, "shrink_compiled", shrink_then_the_limit_passes)
+    monkeypatch.setattr(engine._Hunter, "shrink_hard_at", lambda self: 0.0 if shrunk else None)
+    monkeypatch.setattr(engine, "check_as", check_as)
+    profile = dataclasses.replace(fake_profile, backends=("fake-compiled",), max_examples=200)
+    result = hunt(get("fake_nan_accuracy"), "fake-compiled", profile, database=None, seed=0)
+    assert shrunk and shrunk[0].startswith("nan|")
+    assert not any(k.startswith("accuracy|") for k in checked), checked
+    assert result.events["met while shrinking, not confirmed: past the hard limit"] == 1
+    assert sorted(result.classes) == ["nan"]

@@ -1,0 +1,97 @@
+"""A compiled backend's run narrows the configs of autotuned kernels as it narrows tiles
+(``fuzz.narrowing.AUTOTUNE``): each kernel's first config and those its keys name, so that the
+examples of a run share their compiles; and every autotuned kernel of a launch draws its own
+config (``fuzz.properties.AUTOTUNE_PICKS``). fla's backward launches five autotuned kernels of 3
+to 48 configs: the list Hypothesis sized (four on average) left its fourth kernel, the dq kernel
+with a compiled-only bug at half its configs, at its first config in three examples of five, and
+a config drawn for every kernel made nearly every GPU example a new set of compiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import triton
+
+from fuzz.engine import hunt
+from fuzz.narrowing import AUTOTUNE, AUTOTUNE_KEYS, run_narrowing, strategy_keywords
+from fuzz.profiles import get_profile
+from fuzz.target import get, load_plugin
+from fuzz.triton_runtime import Candidate, autotuned_name, positions
+
+PLUGIN = str(Path(__file__).parent.parent / "plugins" / "autotuned_config_bug.py")
+SIX = [Candidate(i, triton.Config({}, num_warps=1)) for i in range(6)]
+
+
+def reached(among, kernel="k", candidates=SIX, picks=range(40)):
+    return {positions([p], among)(kernel, candidates) for p in picks}
+
+
+def test_the_keys_name_the_configs_a_run_draws_from():
+    assert reached(None) == set(range(6))
+    assert reached((0,)) == {0}
+    one = reached((0, 12345))
+    assert len(one) == 2 and 0 in one
+    assert reached((0, 12345)) == one  # the same keys, the same configs
+    assert one <= reached((0, 12345, 777)) and len(reached((0, 12345, 777))) <= 3
+    # Each kernel its own: one key names other configs of other kernels.
+    assert len({frozenset(reached((0, 12345), kernel=f"k{i}")) for i in range(20)}) > 1
+    # A kernel of one config (after its pruner) runs it; a pick past the list wraps.
+    assert reached((0, 12345), candidates=SIX[:1]) == {0}
+    with pytest.raises(ValueError, match="among"):
+        positions([0], (-1,))
+
+
+@pytest.fixture(scope="module")
+def target():
+    load_plugin(PLUGIN)
+    return get("autotuned_config_bug")
+
+
+def test_a_compiled_profile_narrows_the_configs_and_widens_them_prefix_first(target):
+    gpu = get_profile("gpu")
+    two = run_narrowing(target, gpu, 3)
+    assert two[AUTOTUNE][0] == 0 and len(two[AUTOTUNE]) == gpu.variant_choices
+    assert AUTOTUNE not in strategy_keywords(two)
+    wider = run_narrowing(target, gpu, 3, widen=2)
+    assert wider[AUTOTUNE][:2] == two[AUTOTUNE]
+    most = run_narrowing(target, gpu, 3, widen=100)[AUTOTUNE]
+    assert len(most) == 1 + AUTOTUNE_KEYS  # widening ends there
+    assert run_narrowing(target, gpu, 3, widen=1000)[AUTOTUNE] == most
+    assert AUTOTUNE not in run_narrowing(target, get_profile("ci"), 3)  # the CPU draws any
+    assert AUTOTUNE not in run_narrowing(get("softmax"), gpu, 3)  # the project's: not autotuned
+
+
+def _key(target, hits: bool) -> int:
+    """A key under which the wrong config is (``hits``) or is not among the run's two."""
+    import sys
+
+    (module,) = [m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == PLUGIN]
+    name = autotuned_name(module.softmax_kernel)
+    for key in range(1, 10_000):
+        if (module.BAD in reached((0, key), kernel=name)) == hits:
+            return key
+    raise AssertionError("no key")
+
+
+@pytest.mark.parametrize("hits", [True, False])
+def test_a_run_draws_only_its_configs(target, hits):
+    """The wrong config is found where the run's keys name it, and never ran where they do
+    not: 40 examples (each a drawn config among two) pass."""
+    narrowing = {AUTOTUNE: (0, _key(target, hits))}
+    result = hunt(
+        target,
+        "triton-interpret",
+        get_profile("ci"),
+        database=None,
+        max_examples=40,
+        seed=0,
+        narrowing=narrowing,
+    )
+    assert result.error is None, result.error
+    if hits:
+        assert "accuracy" in result.found, result.found
+        (record,) = result.found["accuracy"].params["autotune"]
+        assert record[1] == 4 and "SKEW: 1" in record[2]
+    else:
+        assert result.found == {} and result.examples >= 40
