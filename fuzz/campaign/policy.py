@@ -102,7 +102,7 @@ class _Running:
     found_new: bool = False
 
 
-# How many bugs of lost slices one fuzzing slice shrinks first (``SchedulingPolicy._resumes``).
+# How many unshrunk bugs of earlier slices one fuzzing slice shrinks first (``SchedulingPolicy._resumes``).
 RESUME_PER_SLICE = 2
 
 # Losses (``SchedulingPolicy.died``): how a slice's worker ended.
@@ -345,6 +345,7 @@ class SchedulingPolicy:
         booking.book_counters(pair, summary)
         for feat in summary.get("features", []):
             self._feature(pair, feat)
+        self._to_resume(r)  # (what its hard limit cut, where settling it did not end)
         out.retired = self._retire(pair, summary)
         if plan.warm_up is None:
             out.widened = self._widen(pair, now)
@@ -434,9 +435,11 @@ class SchedulingPolicy:
         return Lost(r.plan, r.pair, r.found_new, self._retire(r.pair, {}))
 
     def _to_resume(self, r: _Running) -> None:
-        """The bugs lost slice ``r`` streamed unshrunk, each for the pair's next fuzzing slice
-        to shrink (``SlicePlan.resume``), once: JAX's ``mha`` on pallas-gpu kept rows of
-        196,608 elements on an H200 because the slice shrinking them was killed. Not a bug whose
+        """The bugs slice ``r`` streamed that stand unshrunk once it ended, each for the pair's
+        next fuzzing slice to shrink (``SlicePlan.resume``), once: JAX's ``mha`` on pallas-gpu
+        kept rows of 196,608 elements on an H200 because the slice shrinking them was killed,
+        and a planted kernel's rows of 6,288 and 9,632 elements stayed so where the slices'
+        hard limits cut their shrinking (an H200's planted campaign). Not a bug whose
         shrinking was resumed already (its record stands under the sighting of the slice that
         first streamed it), nor one the worker's death itself was (no choices)."""
         for seen, rec in r.pair.ledger.streamed_unshrunk(r.plan.id):
@@ -452,7 +455,7 @@ class SchedulingPolicy:
             )
 
     def _resumes(self, pair: PairState) -> tuple[Resume, ...]:
-        """The lost slices' bugs a fuzzing slice of ``pair`` shrinks first (``RESUME_PER_SLICE``
+        """The earlier slices' unshrunk bugs a fuzzing slice of ``pair`` shrinks first (``RESUME_PER_SLICE``
         at most): those whose record still stands unshrunk in the pair's ledger."""
         taken: list[Resume] = []
         while pair.resume and len(taken) < RESUME_PER_SLICE:

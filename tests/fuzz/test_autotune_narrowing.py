@@ -95,3 +95,10 @@ def test_a_run_draws_only_its_configs(target, hits):
         assert record[1] == 4 and "SKEW: 1" in record[2]
     else:
         assert result.found == {} and result.examples >= 40
+
+
+def test_the_console_says_a_widening_of_the_configs_as_a_count():
+    from fuzz.campaign.console import _widened
+
+    assert _widened(AUTOTUNE, [1423048526]) == "configs of each autotuned kernel + 1"
+    assert _widened("head_dims", [256, 8]) == "head_dims + 256, 8"

@@ -1384,3 +1384,25 @@ def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice(
     policy.found(7, {**replaced, "resumes": sighting(6, other)})
     assert not p.ledger.unshrunk(sighting(6, other))
     assert policy.begin(p, 0, slice_id=8, now=13.0, left=100.0).resume == ()
+
+
+def test_a_bug_a_slice_left_unshrunk_at_its_end_is_shrunk_by_the_pairs_next_slice():
+    """A slice that ends with its summary can still leave a bug unshrunk: its hard limit cut
+    the shrinking and the time given past it to settle the bug did not end it (a planted
+    kernel's rows of 6,288 and 9,632 elements on an H200). The pair's next fuzzing slice
+    resumes it as it resumes a lost slice's; a bug the summary brought shrunk is not resumed."""
+    from fuzz.signatures import Resume
+
+    p = _pair("p")
+    policy = _policy([p])
+    key = "nan|oracle|y|-"
+    policy.begin(p, 0, slice_id=3, now=0.0, left=100.0)
+    cut = _rec("cut", key=key, details={"round": 0}, choices="AAE=")
+    big = _rec("big", key="inf|oracle|y|-", details={"round": 0}, choices="AAI=")
+    policy.found(3, cut)
+    policy.found(3, big)
+    small = _rec("small", key="inf|oracle|y|-", shrunk=True, details={"round": 0})
+    policy.ended(3, {"found": [cut, small], "seconds": 5.0}, 5.0)
+    assert p.resume == [Resume(key, "AAE=", None, sighting(3, cut))]
+    plan = policy.begin(p, 0, slice_id=4, now=6.0, left=100.0)
+    assert plan.resume == (Resume(key, "AAE=", None, sighting(3, cut)),)
