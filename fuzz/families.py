@@ -686,9 +686,20 @@ def _attention_families() -> list[Family]:
             always=("cache_len",),
             types=_DECODE_TYPES,
             conventions=("empty_rows", "lse", "fp32_dots", "masked_inputs"),
-            space=_space("strategies.attention", blocks_k="blocks_k", head_dims="head_dims"),
+            space=_decode_space,
         ),
     ]
+
+
+def _decode_space(scale: str) -> dict[str, tuple[Any, ...]]:
+    """The decode family's variant space: the dense kernels' dimensions and the split counts,
+    each a compile where the kernel is built per count (a planted Pallas decode kernel whose
+    bug needs two splits ran 300 examples on an H200 without meeting one: its compile share
+    kept it to the one-split variants compiled first, and no warm-up compiled others)."""
+    from strategies.attention import decode_splits
+
+    space = _space("strategies.attention", blocks_k="blocks_k", head_dims="head_dims")(scale)
+    return {**space, "num_splits": decode_splits(scale)}
 
 
 def _gla_families() -> list[Family]:

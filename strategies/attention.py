@@ -709,6 +709,13 @@ def varlen_cases(
     return build()
 
 
+def decode_splits(scale: str) -> tuple[int, ...]:
+    """The split counts a decode case draws at ``scale`` (the simplest, one split, first): a
+    compile-time choice where the kernel's grid or its merge is built per count (a Pallas
+    kernel's ``n_splits``), so a variant dimension of the family (``fuzz.families``)."""
+    return tuple(s for s in (1, 2, 4, 8, 16) if s <= LIMITS[scale].max_splits)
+
+
 def decode_cases(
     scale: str = "small",
     *,
@@ -738,7 +745,7 @@ def decode_cases(
     dtypes = check_subset("dtypes", dtypes, FLOAT_DTYPES)
     feats = check_features(features, DECODE_FEATURES)
     rules = check_lengths(lengths, ("k",))
-    default_splits = tuple(s for s in (1, 2, 4, 8, 16) if s <= lim.max_splits)
+    default_splits = decode_splits(scale)
     splits_st = (
         occasionally(default_splits, lim.rare_splits, one_in=8)
         if num_splits is None

@@ -42,3 +42,27 @@ def test_values_without_parts_keep_the_seeds_order():
         (8, 2),
         (1, 1),
     ]
+
+
+def test_a_decode_run_draws_its_split_counts_from_a_few():
+    """The split count is a compile-time choice of a decode kernel built per count (a Pallas
+    kernel's ``n_splits``): a planted decode bug that needs two splits went unmet for 300
+    examples on an H200, its compile share holding the pair to the one-split variants it
+    compiled first. It is a variant dimension now: narrowed, warmed up, widened."""
+    from fuzz.families import variant_space
+    from fuzz.target import generate
+
+    gpu = get_profile("gpu")
+    target = get("attention_decode")
+    assert variant_space(target, gpu.scale)["num_splits"] == (1, 2, 4, 8, 16)
+    narrowing = run_narrowing(target, gpu, 1)
+    splits = narrowing["num_splits"]
+    assert splits[0] == 1 and len(splits) == 2
+    assert len({run_narrowing(target, gpu, s)["num_splits"][1] for s in range(20)}) >= 3
+    drawn = set()
+
+    def keep(case):
+        drawn.add(case.params["num_splits"])
+
+    generate(target.strategy(gpu.scale, **narrowing), keep, examples=60, seed=0)
+    assert drawn == set(splits)
