@@ -20,8 +20,9 @@ import triton.language as tl
 
 @triton.jit
 def _kernel(
-    q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, len_ptr, Tq, Tk, D, scale,
+    q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, len_ptr, Tq, Tk, D, scale, w_left, w_right,
     KEY_PADDING: tl.constexpr, SEEN: tl.constexpr, IEEE: tl.constexpr, TRANS: tl.constexpr,
+    WINDOW: tl.constexpr,
     BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     b = tl.program_id(1)
@@ -54,6 +55,15 @@ def _kernel(
         else:
             s = tl.dot(q, kt) * scale
         keep = q_ok[:, None] & k_ok[None, :]
+        pos = offs_q + (k_len - Tq)
+        if WINDOW == 1:  # the control's: runtime branches on the window's sides
+            if w_left >= 0:
+                keep = keep & (offs_k[None, :] >= pos[:, None] - w_left)
+            if w_right >= 0:
+                keep = keep & (offs_k[None, :] <= pos[:, None] + w_right)
+        if WINDOW == 2:  # the same without branches
+            keep = keep & ((offs_k[None, :] >= pos[:, None] - w_left) | (w_left < 0))
+            keep = keep & ((offs_k[None, :] <= pos[:, None] + w_right) | (w_right < 0))
         s = tl.where(keep, s, float("-inf"))
         if SEEN:
             seen = tl.max(keep.to(tl.int32), 0) > 0
@@ -75,7 +85,7 @@ def _kernel(
     tl.store(lse_ptr + q_rows, lse, mask=q_ok)
 
 
-def run(q, k, v, *, padding, seen, ieee, trans, bq, bk, warps, dev):
+def run(q, k, v, *, padding, seen, ieee, trans, bq, bk, warps, dev, window=0):
     b, tq, d = q.shape
     tk = k.shape[1]
     o = torch.zeros_like(q)
@@ -83,8 +93,8 @@ def run(q, k, v, *, padding, seen, ieee, trans, bq, bk, warps, dev):
     q, k, v, o, lse = (t.to(dev) for t in (q, k, v, o, lse))
     lengths = torch.full((b,), tk, dtype=torch.int32, device=dev)
     _kernel[(triton.cdiv(tq, bq), b)](
-        q, k, v, o, lse, lengths, tq, tk, d, d**-0.5, KEY_PADDING=padding, SEEN=seen, IEEE=ieee,
-        TRANS=trans, BLOCK_Q=bq, BLOCK_K=bk, BLOCK_D=max(16, triton.next_power_of_2(d)),
+        q, k, v, o, lse, lengths, tq, tk, d, d**-0.5, -1, -1, KEY_PADDING=padding, SEEN=seen,
+        IEEE=ieee, TRANS=trans, WINDOW=window, BLOCK_Q=bq, BLOCK_K=bk, BLOCK_D=max(16, triton.next_power_of_2(d)),
         num_warps=warps,
     )  # fmt: skip
     return o.cpu().double(), lse.cpu().double()
@@ -110,6 +120,8 @@ def main() -> int:
         s = torch.einsum("bqd,bkd->bqk", q.double(), k.double()) * q.shape[-1] ** -0.5
         ro, rl = torch.softmax(s, -1) @ v.double(), torch.logsumexp(s, -1)
         grid = itertools.product((0, 1), (0, 1), (0, 1), (0, 1), (16,), (16, 32), (1, 4))
+        if os.environ.get("ABLATE_WINDOW_ONLY"):
+            grid = ()
         for padding, seen, ieee, trans, bq, bk, warps in grid:
             if dev == "cpu" and warps != 4:
                 continue
@@ -121,6 +133,18 @@ def main() -> int:
             if bad or (padding, seen, ieee, trans, warps) == (1, 1, 1, 1, 4):
                 print(f"{'WRONG' if bad else 'right'} {name} | {padding} {seen} {ieee} {trans} "
                       f"{bq} {bk} {warps} | {eo:.3g}, {el:.3g}")  # fmt: skip
+    print("window (-1, -1): 0 none, 1 the control's runtime branches, 2 branch-free")
+    for name, (q, k, v) in cases.items():
+        s = torch.einsum("bqd,bkd->bqk", q.double(), k.double()) * q.shape[-1] ** -0.5
+        ro, rl = torch.softmax(s, -1) @ v.double(), torch.logsumexp(s, -1)
+        for window, padding, seen, bk in itertools.product((1, 2), (0, 1), (0, 1), (16, 32)):
+            o, lse = run(q, k, v, padding=padding, seen=seen, ieee=1, trans=1, bq=16, bk=bk,
+                         warps=4, dev=dev, window=window)  # fmt: skip
+            eo, el = (o - ro).abs().max().item(), (lse - rl).abs().max().item()
+            bad = not max(eo, el) < 1e-4
+            wrong += bad
+            print(f"{'WRONG' if bad else 'right'} {name} | window {window} padding {padding} "
+                  f"seen {seen} bk {bk} | {eo:.3g}, {el:.3g}")  # fmt: skip
     print(f"{wrong} wrong variant(s)")
     return int(wrong > 0)
 
