@@ -219,6 +219,12 @@ class Hooks:
         error_maps: ``(context) -> plots``, the pictures of a failing example's errors attached
             to its finding (``Found.plots``; ``fuzz.campaign.plots.error_maps``) when it first appears and
             when it is minimal.
+        progress: ``(examples, compile seconds)`` of the hunt so far, its running shrink stage's
+            compiles counted, after each example of a shrink stage: a stage is a hunt of its own
+            (:func:`hunt` with a :class:`fuzz.shrink.Stage`), which also calls the outer hunt's
+            ``before_example`` before each of its examples. Without them a campaign saw no
+            example in flight and no compile while a slice shrank, and killed slices of JAX's
+            ``mha`` on an H200 whose shrink stages compiled past the hard limit it knew of.
     """
 
     before_example: Callable[[Case], None] | None = None
@@ -227,6 +233,11 @@ class Hooks:
     on_found: Callable[[HuntResult, Found], None] | None = None
     on_feature: Callable[[str], None] | None = None
     error_maps: Callable[[Context], list[dict[str, Any]]] | None = None
+    progress: Callable[[int, float], None] | None = None
+
+    def watches(self) -> bool:
+        """Whether a campaign watches the hunt's examples (its shrink stages' too)."""
+        return self.before_example is not None or self.progress is not None
 
 
 class _HandOff(BaseException):
@@ -314,6 +325,8 @@ class _Hunter:
         # The duplicate check, kept over the hunt's rounds: what it learned of an example (its
         # failures other ways, its influence anomalies) is not computed again.
         self.duplicates: Duplicates | None = None
+        # The hunt a shrink stage runs for (its hooks watch the stage's examples; Hooks.progress).
+        self.outer: _Hunter | None = None
 
     # The test body -----------------------------------------------------------------------------
 
@@ -523,11 +536,17 @@ class _Hunter:
     def run_one(self, case: Case, data: st.DataObject) -> None:
         final = is_final_replay()
         self._check_time(final)
-        if self.hooks.before_example is not None:
-            self.hooks.before_example(case)
+        before = self.hooks.before_example
+        if before is None and self.outer is not None:
+            before = self.outer.hooks.before_example
+        if before is not None:
+            before(case)
         t0, compiled = time.perf_counter(), self.result.stats.compile_seconds
         self._mark = timing.compile_mark()
-        outcome = self._check(case, data)
+        try:
+            outcome = self._check(case, data)
+        finally:  # (checked, refused before its launch, or failed: no longer in flight)
+            self._stage_progress()
         # Counted once checked: an example refused before its launch (it would compile past the
         # share) or declined by the kernel is an event, not an example (one pair reported 285
         # examples of which 258 were refused).
@@ -555,6 +574,15 @@ class _Hunter:
             outcome = self._flaky_step(case, outcome, final)
         if outcome.finding is not None:
             self._failed(case, outcome, final, replayed=replayed)
+
+    def _stage_progress(self) -> None:
+        """A shrink stage's example has ended: the hunt it runs for hears of it (its numbers
+        with the stage's so far; they join its result when the stage ends)."""
+        if self.outer is None or self.outer.hooks.progress is None:
+            return
+        outer = self.outer.result
+        compiled = outer.stats.compile_seconds + self.result.stats.compile_seconds
+        self.outer.hooks.progress(outer.examples, compiled)
 
     def _flaky(self) -> bool:
         """Whether the hunt has met a flaky bug, or knows one (an earlier slice's)."""
@@ -1242,6 +1270,9 @@ class _Hunter:
 # backend calls with another bug it meets (the hunt streams it as first seen: the stage may be
 # cut before it ends). A stage on the interpreter twin is another backend's finding, and its
 # own-space search another strategy's: what it meets is not the hunt's.
+# The watched hunt (Hooks.watches) running in this context: the shrink stages it runs as hunts of
+# their own report their examples to its hooks.
+_OUTER: contextvars.ContextVar[_Hunter | None] = contextvars.ContextVar("outer_hunt", default=None)
 _MET: contextvars.ContextVar[tuple[str, Callable[[Found], None]] | None] = contextvars.ContextVar(
     "kernel_fuzz_met_while_shrinking", default=None
 )
@@ -1402,17 +1433,25 @@ def hunt(
         memo=memo,
         compile_spent=_check_spent(compile_spent),
     )
-    all(hunter.resume(entry) for entry in resume)  # (until the hard limit)
-    _search(
-        hunter,
-        max_examples=options.max_examples if max_examples is None else max_examples,
-        seed=seed,
-        database=database,
-        narrowing=narrowing,
-        reuse=reuse,
-        rounds=time_limit is not None and stage is None,
-        stop_when=stop_when,
-    )
+    outer = _OUTER.get()
+    if hooks is None and stage is not None and outer is not None:
+        hunter.outer = outer  # a shrink stage of a watched hunt
+    token = _OUTER.set(hunter) if hooks is not None and hooks.watches() else None
+    try:
+        all(hunter.resume(entry) for entry in resume)  # (until the hard limit)
+        _search(
+            hunter,
+            max_examples=options.max_examples if max_examples is None else max_examples,
+            seed=seed,
+            database=database,
+            narrowing=narrowing,
+            reuse=reuse,
+            rounds=time_limit is not None and stage is None,
+            stop_when=stop_when,
+        )
+    finally:
+        if token is not None:
+            _OUTER.reset(token)
     if repro_dir is not None:
         _write_reproducers(result, repro_dir, target, b.name, options)
     return result

@@ -67,6 +67,7 @@ class SliceRun:
             on_found=self.on_found,
             on_feature=self.on_feature,
             error_maps=error_maps,
+            progress=self.progress,
         )
 
     def before_example(self, case: Any) -> None:
@@ -101,6 +102,15 @@ class SliceRun:
             raise e
         self.disk_was_full = True
         self.conn.send(M.DiskFull(self.id, f"{what} could not be written ({e.strerror})"))
+
+    def progress(self, examples: int, compile_seconds: float) -> None:
+        """After an example of a shrink stage: none in flight, and the slice's compile seconds
+        with the stage's so far, which move its hard limit (``fuzz.campaign.pool.overran``)."""
+        self.started.value = 0.0
+        now = time.perf_counter()
+        if now - self.last_progress > 0.25:
+            self.last_progress = now
+            self.conn.send(M.Progress(self.id, examples, now - self.t0, compile_seconds))
 
     def after_example(self, result: Any) -> None:
         self.started.value = 0.0

@@ -362,3 +362,37 @@ def test_a_bug_met_on_the_twin_is_not_confirmed_past_the_hard_limit(
     assert not any(k.startswith("accuracy|") for k in checked), checked
     assert result.events["met while shrinking, not confirmed: past the hard limit"] == 1
     assert sorted(result.classes) == ["nan"]
+
+
+def test_a_watched_hunt_hears_of_its_shrink_stages_examples_and_compiles(
+    fake_plugin, compiled_profile
+):
+    """A shrink stage is a hunt of its own: a campaign's worker heard nothing of its examples
+    (no example in flight, no compile, no progress), its hard limit did not move with the
+    stage's compiles, and the campaign killed slices of JAX's ``mha`` on an H200 that were
+    shrinking within their own limits. The watched hunt's ``before_example`` runs before each
+    stage example, and ``progress`` after it, with the compile seconds so far, the running
+    stage's counted."""
+    from fuzz.engine import Hooks
+
+    heard = []
+    hooks = Hooks(
+        before_example=lambda case: heard.append(("before", case.inputs["x"].size)),
+        after_example=lambda result: heard.append(("after", result.stats.compile_seconds)),
+        progress=lambda examples, compiled: heard.append(("progress", compiled)),
+    )
+    result = hunt(
+        get("fake_slow_compiled-only"),
+        "fake-compiled",
+        compiled_profile,
+        seed=0,
+        database=None,
+        hooks=hooks,
+    )
+    assert result.found["accuracy"].shrink_path == "compiled"
+    kinds = [k for k, _ in heard]
+    assert kinds.count("before") == kinds.count("after") + kinds.count("progress")
+    progress = [c for k, c in heard if k == "progress"]
+    assert progress == sorted(progress) and progress[-1] <= result.stats.compile_seconds + 1e-6
+    last_after = max(c for k, c in heard if k == "after")
+    assert progress[-1] > last_after  # the stages' compiles, heard while they ran
