@@ -1412,8 +1412,8 @@ def _check_properties(
 # Picks of the autotuned kernels' configs: integers drawn with the example, each answering one
 # kernel's launch in order (fuzz.triton_runtime.positions: it shrinks toward each kernel's first
 # config). As many as eight kernels' launches each draw one: a list of Hypothesis's own length
-# (four on average) left the fourth kernel of fla's backward, its dq kernel, at its first config
-# in three examples of five.
+# left the fourth kernel of fla's backward, its dq kernel, without a pick of its own (its first
+# config) in 29% of examples, and at a num_warps=2 config in 64% (2,000 draws; 50% now).
 AUTOTUNE_PICKS = st.lists(st.integers(0, 2**16 - 1), min_size=8, max_size=8)
 
 

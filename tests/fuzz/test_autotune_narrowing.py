@@ -2,9 +2,9 @@
 (``fuzz.narrowing.AUTOTUNE``): each kernel's first config and those its keys name, so that the
 examples of a run share their compiles; and every autotuned kernel of a launch draws its own
 config (``fuzz.properties.AUTOTUNE_PICKS``). fla's backward launches five autotuned kernels of 3
-to 48 configs: the list Hypothesis sized (four on average) left its fourth kernel, the dq kernel
-with a compiled-only bug at half its configs, at its first config in three examples of five, and
-a config drawn for every kernel made nearly every GPU example a new set of compiles."""
+to 48 configs: the list Hypothesis sized left its fourth kernel, the dq kernel with a
+compiled-only bug at half its configs, without a pick of its own in 29% of examples; and each
+config of each kernel is a compile, which a GPU campaign's compile share pays for."""
 
 from __future__ import annotations
 
