@@ -62,6 +62,10 @@ forms; states; packed sequences), but for two findings:
   whose context the replay had lost; such a row now ends its hunt as a lost context). The dq
   bug was not met (210-370 backward examples a campaign; the compile share refused 744-1,901
   new structures).
+  Two more (2026-11-29, afternoon, 340-370 s): no backward row; the dq bug was not met in 210
+  and 267 backward examples (the second with each autotuned kernel's config drawn on its own
+  and the configs narrowed per run as tiles are; its head dims, (16, 32) with the campaign's
+  seed, reached V >= 64 with the first widening, at 101 s).
 """
 
 import contextlib

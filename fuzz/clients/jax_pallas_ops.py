@@ -75,6 +75,21 @@ hard limit (2-4 a campaign: a Pallas NaN-origin trace and checks outside any exa
 bounded); a later slice now resumes their shrinking, and in the third campaign its masking and
 NaN rows came back at 384 and 1,024 elements. Not triaged row by row.
 
+Two more bundled campaigns on an H200 (2026-11-29, afternoon, 340-370 s beside another
+campaign: ``bash .ci/gpu-session side-by-side``), the second's rows each read from its case:
+
+- ``mha`` accuracy, 48 elements (T = 1), and ``mha_varlen`` accuracy, 16: finding 6.
+- ``mha`` accuracy (524,288 elements), inf (49,152), nondeterminism x3 (49,152-196,608), all
+  unshrunk (a slice killed while shrinking, and the campaign's end): each causal with more
+  queries than keys (Tq 256-2,048 against Tk 1-512), finding 1; nondeterminism ("NaN then 0")
+  is what lies past the keys changing between runs.
+- ``mha`` masking, 384 (causal, one query, 8 keys) and 16,384 (key padding): keys the mask
+  hides, set to float32's largest, make o NaN: ``q . k`` overflows before the mask applies,
+  finding 4's kind, as ``mha_varlen``'s masking row (128).
+- ``gqa`` accuracy, 256, through ``decode-equals-last-causal-row``: ``mha``'s finding 6 (its
+  prefill of one); ``gqa`` masking, 2,048: finding 4.
+- ``mha_varlen`` inf, 256 (fp16, four packed sequences), not read further.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key

@@ -7,8 +7,14 @@ only (``fuzz.fuzz_kernel``). They measure how many report rows one bug becomes
 Four kernels written as a user would (a row-block softmax, a jagged softmax, a flash-attention
 forward for dense and packed batches, a chunked simple GLA forward), each with a ``BUG`` switch
 that plants exactly one bug; each ``planted3_*`` target runs one of them, each ``control3_*``
-target the same kernel with no bug (what a campaign finds there is the harness's, not a planted
-bug's). The records (``_planted3_bugs.py``) are shared with the Pallas kernels of
+target the same kernel with no bug (what a campaign finds there is not a planted bug's). The
+attention kernel with no bug planted is wrong compiled on an H200 (Triton 3.6; right in Triton's
+interpreter): ``lse`` of log 4 for five equal logits, an ``lse`` of -inf for a query with keys,
+with key padding and a window of (-1, -1); its inputs give the same wrong values on plain CUDA
+tensors outside the harness (``.ci/control_attention_diag.py REPRO``), so the rows of
+``control3_attention_triton`` and the compiled-only ``lse = -inf`` rows of the planted
+attention kernels built on it are that bug, not the harness's and not the planted ones
+(``.ci/control_attention_ablate.py`` narrows it down). The records (``_planted3_bugs.py``) are shared with the Pallas kernels of
 ``planted3_pallas.py``. Each bug, its trigger (the smallest input that shows it) and the failure
 class expected:
 
