@@ -1406,3 +1406,23 @@ def test_a_bug_a_slice_left_unshrunk_at_its_end_is_shrunk_by_the_pairs_next_slic
     assert p.resume == [Resume(key, "AAE=", None, sighting(3, cut))]
     plan = policy.begin(p, 0, slice_id=4, now=6.0, left=100.0)
     assert plan.resume == (Resume(key, "AAE=", None, sighting(3, cut)),)
+
+
+def test_past_the_floors_a_pair_with_a_bug_to_resume_comes_first():
+    """Once every pair has its floor, a pair whose slices left a bug unshrunk is fuzzed next
+    (its slice shrinks the bug first), before the productive ones; not once the bug is shrunk
+    by another slice."""
+    from fuzz.signatures import Resume
+
+    busy = _pair("busy", examples=300, seconds=40.0, rate=9.0)
+    cut = _pair("cut", examples=300, seconds=40.0, rate=0.0)
+    policy = _policy([busy, cut])
+    assert policy.pick() is busy
+    policy.begin(cut, 0, slice_id=71, now=0.0, left=100.0)
+    big = _rec("big", key="nan|oracle|y|-", details={"round": 0}, choices="AAE=")
+    policy.ended(71, {"found": [big], "seconds": 5.0}, 5.0)
+    assert cut.resume == [Resume("nan|oracle|y|-", "AAE=", None, sighting(71, big))]
+    assert policy.pick() is cut
+    small = _rec("small", key="nan|oracle|y|-", shrunk=True, details={"round": 0})
+    policy.record(cut, {**small, "resumes": sighting(71, big)}, sighting=sighting(71, big))
+    assert policy.pick() is busy  # shrunk meanwhile: nothing left to resume
