@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import time
 import unittest
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -1399,12 +1399,11 @@ def hunt(
             profile reuses them (``Profile.reuse_share``); None: a new one for this hunt. Pass
             the same memo to the hunts of one target and backend that a process runs: it keeps
             the structures they launched and what compiling them cost.
-        resume: bugs a lost campaign slice streamed unshrunk, shrunk first (``_Hunter.resume``).
+        resume: bugs earlier campaign slices left unshrunk, shrunk first (``_Hunter.resume``).
         compile_spent: (compile seconds, seconds) of earlier hunts of the same target and backend
             (a campaign's slices), and optionally the seconds one compile of its kernels is
             expected to take (else measured by this hunt): ``Profile.compile_share`` bounds the
-            compile time of them and this hunt together, and refuses a compile that would take
-            it past that bound.
+            compile time of them and this hunt together, refusing a compile past that bound.
 
     On a compiled backend whose profile shrinks in the interpreter (``Profile.interpreter_shrink``)
     a new failure ends the search unshrunk and is shrunk by :func:`fuzz.shrink.shrink_compiled`:
@@ -1433,11 +1432,7 @@ def hunt(
         memo=memo,
         compile_spent=_check_spent(compile_spent),
     )
-    outer = _OUTER.get()
-    if hooks is None and stage is not None and outer is not None:
-        hunter.outer = outer  # a shrink stage of a watched hunt
-    token = _OUTER.set(hunter) if hooks is not None and hooks.watches() else None
-    try:
+    with _stages_heard(hunter, hooks, stage):
         all(hunter.resume(entry) for entry in resume)  # (until the hard limit)
         _search(
             hunter,
@@ -1449,12 +1444,24 @@ def hunt(
             rounds=time_limit is not None and stage is None,
             stop_when=stop_when,
         )
-    finally:
-        if token is not None:
-            _OUTER.reset(token)
     if repro_dir is not None:
         _write_reproducers(result, repro_dir, target, b.name, options)
     return result
+
+
+@contextlib.contextmanager
+def _stages_heard(hunter: _Hunter, hooks: Hooks | None, stage: Stage | None) -> Iterator[None]:
+    """Inside it, ``hunter``'s examples reach the hooks of the watched hunt it is a shrink stage
+    of (``Hooks.progress``), or, where it is watched itself, the stages it runs reach its own."""
+    outer = _OUTER.get()
+    if hooks is None and stage is not None and outer is not None:
+        hunter.outer = outer
+    token = _OUTER.set(hunter) if hooks is not None and hooks.watches() else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _OUTER.reset(token)
 
 
 def _write_reproducers(
