@@ -1273,6 +1273,7 @@ class _Hunter:
 # The watched hunt (Hooks.watches) running in this context: the shrink stages it runs as hunts of
 # their own report their examples to its hooks.
 _OUTER: contextvars.ContextVar[_Hunter | None] = contextvars.ContextVar("outer_hunt", default=None)
+_IN_STAGE: contextvars.ContextVar[bool] = contextvars.ContextVar("in_stage", default=False)
 _MET: contextvars.ContextVar[tuple[str, Callable[[Found], None]] | None] = contextvars.ContextVar(
     "kernel_fuzz_met_while_shrinking", default=None
 )
@@ -1454,14 +1455,25 @@ def _stages_heard(hunter: _Hunter, hooks: Hooks | None, stage: Stage | None) -> 
     """Inside it, ``hunter``'s examples reach the hooks of the watched hunt it is a shrink stage
     of (``Hooks.progress``), or, where it is watched itself, the stages it runs reach its own."""
     outer = _OUTER.get()
+    staged = None
     if hooks is None and stage is not None and outer is not None:
         hunter.outer = outer
+        staged = _IN_STAGE.set(True)
     token = _OUTER.set(hunter) if hooks is not None and hooks.watches() else None
     try:
         yield
     finally:
         if token is not None:
             _OUTER.reset(token)
+        if staged is not None:
+            _IN_STAGE.reset(staged)
+
+
+def in_stage() -> bool:
+    """Whether the example about to run is a shrink stage's of a watched hunt (its hooks'
+    ``before_example`` runs for it): a warm-up slice that has compiled enough ends its search,
+    not the shrinking of what it found."""
+    return _IN_STAGE.get()
 
 
 def _write_reproducers(

@@ -71,10 +71,11 @@ class SliceRun:
         )
 
     def before_example(self, case: Any) -> None:
-        from fuzz.engine import OutOfTime
+        from fuzz.engine import OutOfTime, in_stage
         from fuzz.hypothesis_internals import is_final_replay
 
-        if (self.maps.check() or self.warmed) and not is_final_replay():
+        warmed = self.warmed and not in_stage()  # (what the warm-up found is still shrunk)
+        if (self.maps.check() or warmed) and not is_final_replay():
             # Too many memory maps, or a warm-up done: end the slice as its time limit would
             # (the engine's own stop, which Hypothesis does not take for a failure), before this
             # example runs.

@@ -373,11 +373,11 @@ def test_a_watched_hunt_hears_of_its_shrink_stages_examples_and_compiles(
     shrinking within their own limits. The watched hunt's ``before_example`` runs before each
     stage example, and ``progress`` after it, with the compile seconds so far, the running
     stage's counted."""
-    from fuzz.engine import Hooks
+    from fuzz.engine import Hooks, in_stage
 
-    heard = []
+    heard, staged = [], []
     hooks = Hooks(
-        before_example=lambda case: heard.append(("before", case.inputs["x"].size)),
+        before_example=lambda case: heard.append(("before", staged.append(in_stage()))),
         after_example=lambda result: heard.append(("after", result.stats.compile_seconds)),
         progress=lambda examples, compiled: heard.append(("progress", compiled)),
     )
@@ -396,3 +396,45 @@ def test_a_watched_hunt_hears_of_its_shrink_stages_examples_and_compiles(
     assert progress == sorted(progress) and progress[-1] <= result.stats.compile_seconds + 1e-6
     last_after = max(c for k, c in heard if k == "after")
     assert progress[-1] > last_after  # the stages' compiles, heard while they ran
+    # A stage's example says so (a warm-up slice that has compiled enough still shrinks).
+    assert staged.count(True) == kinds.count("progress") and staged.count(False) >= 1
+    assert not in_stage()
+
+
+def test_a_warmed_up_slice_ends_its_search_not_the_shrinking_of_what_it_found(
+    tmp_path, monkeypatch
+):
+    """A compile worker's warm-up slice ends before its next example once it has compiled
+    enough; the examples of the shrink stages that follow (now heard by the slice's hooks) are
+    no such examples: what the warm-up found is still shrunk, each stage example persisted and
+    on the example clock, then off it with the slice's progress."""
+    import types
+
+    import numpy as np
+
+    from fuzz import engine, hypothesis_internals
+    from fuzz.campaign import messages as M
+    from fuzz.campaign import slice_run
+    from fuzz.case import Case
+
+    monkeypatch.setattr(hypothesis_internals, "is_final_replay", lambda: False)
+    sent = []
+    run = object.__new__(slice_run.SliceRun)
+    run.conn = types.SimpleNamespace(send=sent.append)
+    run.config = types.SimpleNamespace(inflight=str(tmp_path / "inflight"))
+    run.started = types.SimpleNamespace(value=0.0)
+    run.maps = types.SimpleNamespace(check=lambda: False)
+    run.target, run.backend = types.SimpleNamespace(name="t"), types.SimpleNamespace(name="b")
+    run.id, run.t0, run.last_progress, run.warmed = 7, 0.0, 0.0, True
+    case = Case({"x": np.ones((1, 2), np.float32)}, {"dtype": "float32"})
+    with pytest.raises(engine.OutOfTime):
+        run.before_example(case)  # the search's next example
+    token = engine._IN_STAGE.set(True)
+    try:
+        run.before_example(case)  # a shrink stage's
+    finally:
+        engine._IN_STAGE.reset(token)
+    assert run.started.value > 0 and list(tmp_path.iterdir())
+    run.progress(12, 3.5)
+    assert run.started.value == 0.0
+    assert sent == [M.Progress(7, 12, sent[0].seconds, 3.5)]
