@@ -383,11 +383,20 @@ class _Hunter:
             cost = (stats.compile_seconds - stats.cache_load_seconds) / n
         return compiled + cost > share * (before_seconds + time.perf_counter() - self.t0)
 
+    def _on_draw(self) -> Callable[[str, Any], None] | None:
+        """The hook told of each drawn parameter: this hunt's, or the watched hunt's it is a
+        shrink stage of (a worker dying in a stage's example leaves its parameters too)."""
+        if self.hooks.on_draw is None and self.outer is not None:
+            return self.outer.hooks.on_draw
+        return self.hooks.on_draw
+
     def _check(self, case: Case, data: st.DataObject) -> Any:
+        on_draw = self._on_draw()
+
         def draw(s: SearchStrategy[Any], label: str) -> Any:
             value = data.draw(s, label=label)
-            if self.hooks.on_draw is not None:
-                self.hooks.on_draw(label, value)
+            if on_draw is not None:
+                on_draw(label, value)
             return value
 
         # Hypothesis's final replay of a failing example reproduces it whatever it compiles: a
@@ -465,7 +474,7 @@ class _Hunter:
                 differential_every=self.options.differential_every,
                 stats=self.result.stats,
                 race_repeats=self.race_repeats,
-                note=self.hooks.on_draw if draw is not None else None,
+                note=self._on_draw() if draw is not None else None,
                 spare_derived=spare,
                 prefer=self.stage.only if self.stage.past_first else None,
                 admit=admit,

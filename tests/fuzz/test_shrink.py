@@ -398,6 +398,14 @@ def test_a_watched_hunt_hears_of_its_shrink_stages_examples_and_compiles(
     assert progress[-1] > last_after  # the stages' compiles, heard while they ran
     # A stage's example says so (a warm-up slice that has compiled enough still shrinks).
     assert staged.count(True) == kinds.count("progress") and staged.count(False) >= 1
+    # A stage example's drawn parameters are told to the watched hunt's hook too (a worker
+    # dying in it leaves them with its case).
+    from fuzz.engine import _Hunter
+
+    stage, watched = object.__new__(_Hunter), object.__new__(_Hunter)
+    told = Hooks(on_draw=lambda name, value: None)
+    stage.hooks, stage.outer, watched.hooks = Hooks(), watched, told
+    assert stage._on_draw() is told.on_draw
     assert not in_stage()
 
 
