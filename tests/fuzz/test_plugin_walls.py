@@ -702,3 +702,19 @@ def test_a_reproducer_the_kernel_now_declines_cannot_replay_and_says_why(tmp_pat
     assert (
         "cannot replay: the kernel declines this case (unsupported: rows of an odd length)" in out
     )
+
+
+def test_a_masked_input_s_sign_of_zero_is_no_masking_change():
+    """``masked-poison`` compares the poisoned run with the clean one value for value: a zero of
+    the other sign (0 * a masked value of the other sign) is no change, any other difference
+    is, and NaN stays NaN."""
+    import numpy as np
+
+    from fuzz.properties import masked_change
+
+    clean = np.array([-0.0, 1.0, np.nan], np.float32)
+    assert masked_change(np.array([0.0, 1.0, np.nan], np.float32), clean) is None
+    d = masked_change(np.array([0.0, 1.0 + 2**-23, np.nan], np.float32), clean)
+    assert d is not None and d.index == (1,) and d.count == 1
+    d = masked_change(np.array([np.nan, 1.0, np.nan], np.float32), clean)
+    assert d is not None and d.appeared

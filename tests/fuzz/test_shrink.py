@@ -197,7 +197,7 @@ def test_every_target_accepts_its_own_narrowing():
     gpu profile, and every run of it failed before its first example)."""
     from fuzz.campaign.worker import checked_strategy
     from fuzz.families import family_of
-    from fuzz.narrowing import run_narrowing
+    from fuzz.narrowing import run_narrowing, strategy_keywords
     from fuzz.profiles import get_profile
     from fuzz.target import KNOWN_FAMILIES, all_targets
 
@@ -210,7 +210,8 @@ def test_every_target_accepts_its_own_narrowing():
             assert family_of(target) is family_of(real) is not None, target.name
             narrowing = run_narrowing(target, gpu, 0)
             assert narrowing, target.name
-            target.strategy(gpu.scale, **narrowing)  # raises TypeError for a keyword it lacks
+            # (raises TypeError for a keyword it lacks)
+            target.strategy(gpu.scale, **strategy_keywords(narrowing))
     decode = get("attention_decode_lse_merge")
     assert family_of(decode) is family_of(get("attention_decode"))
 
@@ -375,6 +376,9 @@ def test_a_watched_hunt_hears_of_its_shrink_stages_examples_and_compiles(
     stage's counted."""
     from fuzz.engine import Hooks, in_stage
 
+    mod = _plugin_module()
+    mod.COMPILES.clear()  # (what this process compiled before is no compile now)
+    mod._compiled.clear()
     heard, staged = [], []
     hooks = Hooks(
         before_example=lambda case: heard.append(("before", staged.append(in_stage()))),
