@@ -34,7 +34,9 @@ def _kernel(
     q_ok = offs_q < Tq
     d_ok = offs_d < D
     q_rows = b * Tq + offs_q
-    q = tl.load(q_ptr + q_rows[:, None] * D + offs_d[None, :], mask=q_ok[:, None] & d_ok[None, :], other=0.0)
+    q = tl.load(
+        q_ptr + q_rows[:, None] * D + offs_d[None, :], mask=q_ok[:, None] & d_ok[None, :], other=0.0
+    )
     m = tl.full([BLOCK_Q], float("-inf"), tl.float32)
     ell = tl.zeros([BLOCK_Q], tl.float32)
     acc = tl.zeros([BLOCK_Q, BLOCK_D], tl.float32)
@@ -94,8 +96,8 @@ def run(q, k, v, *, padding, seen, ieee, trans, bq, bk, warps, dev, window=0):
     lengths = torch.full((b,), tk, dtype=torch.int32, device=dev)
     _kernel[(triton.cdiv(tq, bq), b)](
         q, k, v, o, lse, lengths, tq, tk, d, d**-0.5, -1, -1, KEY_PADDING=padding, SEEN=seen,
-        IEEE=ieee, TRANS=trans, WINDOW=window, BLOCK_Q=bq, BLOCK_K=bk, BLOCK_D=max(16, triton.next_power_of_2(d)),
-        num_warps=warps,
+        IEEE=ieee, TRANS=trans, WINDOW=window, BLOCK_Q=bq, BLOCK_K=bk,
+        BLOCK_D=max(16, triton.next_power_of_2(d)), num_warps=warps,
     )  # fmt: skip
     return o.cpu().double(), lse.cpu().double()
 
@@ -110,7 +112,11 @@ def main() -> int:
         scope.__enter__()
     g = torch.Generator().manual_seed(0)
     cases = {
-        "five equal logits": (torch.zeros(3, 1, 1), torch.randn(3, 5, 1, generator=g), torch.randn(3, 5, 1, generator=g)),
+        "five equal logits": (
+            torch.zeros(3, 1, 1),
+            torch.randn(3, 5, 1, generator=g),
+            torch.randn(3, 5, 1, generator=g),
+        ),
         "random d=1 tk=5": tuple(torch.randn(3, n, 1, generator=g) for n in (1, 5, 5)),
         "random d=16 tk=33": tuple(torch.randn(2, n, 16, generator=g) for n in (3, 33, 33)),
     }  # fmt: skip

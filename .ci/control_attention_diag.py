@@ -47,7 +47,10 @@ def replay(paths: list[str], dev: str, scope) -> int:
     wrong = 0
     for path in paths:
         meta, data = load(path)
-        a = {n: torch.from_numpy(x.copy()) for n, x in decode_for_reading(data, meta["dtypes"]).items()}
+        a = {
+            n: torch.from_numpy(x.copy())
+            for n, x in decode_for_reading(data, meta["dtypes"]).items()
+        }
         p = meta["params"]
         q, k, v = a["q"], a["k"], a["v"]
         d, hq, hkv = q.shape[-1], q.shape[1], k.shape[1]
@@ -68,7 +71,9 @@ def replay(paths: list[str], dev: str, scope) -> int:
             err = 0.0
             for b in range(q.shape[0]):
                 n = k.shape[2] if lengths is None else int(lengths[b])
-                ro, rl = reference(q[b : b + 1], k[b : b + 1, :, :n], v[b : b + 1, :, :n], scale, hq, hkv)
+                ro, rl = reference(
+                    q[b : b + 1], k[b : b + 1, :, :n], v[b : b + 1, :, :n], scale, hq, hkv
+                )
                 err = max(err, (o[b : b + 1].double().cpu() - ro).abs().max().item(),
                           (lse[b : b + 1].double().cpu() - rl).abs().max().item())  # fmt: skip
             errs.append(err)

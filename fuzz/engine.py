@@ -383,11 +383,17 @@ class _Hunter:
             cost = (stats.compile_seconds - stats.cache_load_seconds) / n
         return compiled + cost > share * (before_seconds + time.perf_counter() - self.t0)
 
+    def _on_outer_backend(self) -> bool:
+        """Whether this hunt is a shrink stage of a watched hunt on the same backend: its
+        examples are persisted as that hunt's are (a stage on the interpreter twin's are not: a
+        worker dying there would leave its case under the compiled backend's name)."""
+        return self.outer is not None and self.outer.b.name == self.b.name
+
     def _on_draw(self) -> Callable[[str, Any], None] | None:
         """The hook told of each drawn parameter: this hunt's, or the watched hunt's it is a
-        shrink stage of (a worker dying in a stage's example leaves its parameters too)."""
-        if self.hooks.on_draw is None and self.outer is not None:
-            return self.outer.hooks.on_draw
+        shrink stage of on its backend (a worker dying in a stage's example leaves them too)."""
+        if self.hooks.on_draw is None and self._on_outer_backend():
+            return self.outer.hooks.on_draw  # type: ignore[union-attr]
         return self.hooks.on_draw
 
     def _check(self, case: Case, data: st.DataObject) -> Any:
@@ -546,8 +552,8 @@ class _Hunter:
         final = is_final_replay()
         self._check_time(final)
         before = self.hooks.before_example
-        if before is None and self.outer is not None:
-            before = self.outer.hooks.before_example
+        if before is None and self._on_outer_backend():
+            before = self.outer.hooks.before_example  # type: ignore[union-attr]
         if before is not None:
             before(case)
         t0, compiled = time.perf_counter(), self.result.stats.compile_seconds
@@ -1275,14 +1281,15 @@ class _Hunter:
         return {**self.last_seen, **self.minimal}
 
 
-# While a hunt shrinks one of its bugs: its backend, and what a shrink stage's run on that
-# backend calls with another bug it meets (the hunt streams it as first seen: the stage may be
-# cut before it ends). A stage on the interpreter twin is another backend's finding, and its
-# own-space search another strategy's: what it meets is not the hunt's.
 # The watched hunt (Hooks.watches) running in this context: the shrink stages it runs as hunts of
 # their own report their examples to its hooks.
 _OUTER: contextvars.ContextVar[_Hunter | None] = contextvars.ContextVar("outer_hunt", default=None)
 _IN_STAGE: contextvars.ContextVar[bool] = contextvars.ContextVar("in_stage", default=False)
+
+# While a hunt shrinks one of its bugs: its backend, and what a shrink stage's run on that
+# backend calls with another bug it meets (the hunt streams it as first seen: the stage may be
+# cut before it ends). A stage on the interpreter twin is another backend's finding, and its
+# own-space search another strategy's: what it meets is not the hunt's.
 _MET: contextvars.ContextVar[tuple[str, Callable[[Found], None]] | None] = contextvars.ContextVar(
     "kernel_fuzz_met_while_shrinking", default=None
 )

@@ -102,7 +102,8 @@ class _Running:
     found_new: bool = False
 
 
-# How many unshrunk bugs of earlier slices one fuzzing slice shrinks first (``SchedulingPolicy._resumes``).
+# How many unshrunk bugs of earlier slices one fuzzing slice shrinks first
+# (``SchedulingPolicy._resumes``).
 RESUME_PER_SLICE = 2
 
 # Losses (``SchedulingPolicy.died``): how a slice's worker ended.
@@ -455,8 +456,9 @@ class SchedulingPolicy:
             )
 
     def _resumes(self, pair: PairState) -> tuple[Resume, ...]:
-        """The earlier slices' unshrunk bugs a fuzzing slice of ``pair`` shrinks first (``RESUME_PER_SLICE``
-        at most): those whose record still stands unshrunk in the pair's ledger."""
+        """The earlier slices' unshrunk bugs a fuzzing slice of ``pair`` shrinks first
+        (``RESUME_PER_SLICE`` at most): those whose record still stands unshrunk in the pair's
+        ledger."""
         taken: list[Resume] = []
         while pair.resume and len(taken) < RESUME_PER_SLICE:
             entry = pair.resume.pop(0)
