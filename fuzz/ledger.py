@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz import failures as F
-from fuzz.signatures import Bug, same_bug, site
+from fuzz.signatures import Bug, Resume, same_bug, site
 
 NEW = "new"
 COVERED = "covered"  # a known bug with no more triggers covers it: a hit of that bug
@@ -190,12 +190,14 @@ class BugLedger:
         sightings: "slice:round:key" (:func:`sighting`) -> the signature its records went to.
         replaced: signature -> the record that took its place (a smaller example, a merge).
         known_hits: signature -> examples counted as hits of that bug.
+        resume: the bugs left unshrunk that the pair's next fuzzing slices shrink first.
     """
 
     found: dict[str, dict[str, Any]] = field(default_factory=dict)
     sightings: dict[str, str] = field(default_factory=dict)
     replaced: dict[str, str] = field(default_factory=dict)
     known_hits: Counter[str] = field(default_factory=Counter)
+    resume: list[Resume] = field(default_factory=list)
 
     def record(self, rec: dict[str, Any], *, sighting: str | None = None) -> Recorded:
         """Keeps finding ``rec``: a new bug, a later (smaller) example of the bug its
@@ -429,16 +431,37 @@ class BugLedger:
             seen.add(sig)
         return sig
 
-    def streamed_unshrunk(self, slice_id: int) -> list[tuple[str, Mapping[str, Any]]]:
-        """The records slice ``slice_id`` streamed that stand unshrunk as their bug's row, each
-        with its sighting (``sighting``): what a later slice may shrink once the slice is lost.
-        A slice's shrunk example of an earlier slice's bug stands under that slice's sighting."""
+    def queue_resumes(self, slice_id: int, narrowing: Mapping[str, Any] | None) -> None:
+        """Queues the bugs slice ``slice_id`` streamed that stand unshrunk once it ended (under
+        its ``narrowing``), each for the pair's next fuzzing slice to shrink
+        (``SlicePlan.resume``), once: JAX's ``mha`` on pallas-gpu kept rows of 196,608 elements
+        on an H200 because the slice shrinking them was killed, and a planted kernel's rows of
+        6,288 and 9,632 elements stayed so where the slices' hard limits cut their shrinking.
+        Not a bug whose shrinking was resumed already (a slice's shrunk example of an earlier
+        slice's bug stands under that slice's sighting), nor one a worker's death itself was
+        (no choices)."""
         prefix = f"{slice_id}:"
-        return [
-            (seen, self.found[sig])
-            for seen, sig in self.sightings.items()
-            if seen.startswith(prefix) and self.unshrunk(seen)
-        ]
+        for seen, sig in self.sightings.items():
+            rec = self.found.get(sig)
+            if seen.startswith(prefix) and self.unshrunk(seen) and rec and rec.get("choices"):
+                key, choices = str(rec.get("bug_key") or ""), str(rec["choices"])
+                self.resume.append(
+                    Resume(key, choices, None if narrowing is None else dict(narrowing), seen)
+                )
+
+    def take_resumes(self, most: int) -> tuple[Resume, ...]:
+        """The queued bugs (:meth:`queue_resumes`) a fuzzing slice shrinks first, ``most`` at
+        most: those whose record still stands unshrunk."""
+        taken: list[Resume] = []
+        while self.resume and len(taken) < most:
+            entry = self.resume.pop(0)
+            if self.unshrunk(entry.sighting):
+                taken.append(entry)
+        return tuple(taken)
+
+    def resumable(self) -> bool:
+        """Whether a queued bug still stands unshrunk."""
+        return any(self.unshrunk(entry.sighting) for entry in self.resume)
 
     def unshrunk(self, sighting: str) -> bool:
         """Whether the record streamed as ``sighting`` stands as its bug's row, unshrunk (no

@@ -66,6 +66,14 @@ AUTOTUNE = "autotune"
 AUTOTUNE_KEYS = 7
 
 
+def said_added(dim: str, added: list[Any]) -> str:
+    """One dimension's values a widening added, as a console says them: the autotuned configs'
+    keys are no values to read, but how many more configs each kernel may run."""
+    if dim == AUTOTUNE:
+        return f"configs of each autotuned kernel + {len(added)}"
+    return f"{dim} + {', '.join(map(str, added))}"
+
+
 def strategy_keywords(narrowing: dict[str, tuple[Any, ...]]) -> dict[str, tuple[Any, ...]]:
     """``narrowing`` as the target's strategy takes it: the autotuned configs' entry left out
     (the launch's chooser reads it)."""

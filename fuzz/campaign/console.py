@@ -9,6 +9,7 @@ from typing import Any
 from fuzz.campaign.pairs import PairState
 from fuzz.campaign.policy import Ended
 from fuzz.ledger import Recorded
+from fuzz.narrowing import said_added
 
 
 def recorded(pair: PairState, out: Recorded) -> list[str]:
@@ -57,16 +58,6 @@ def recorded(pair: PairState, out: Recorded) -> list[str]:
     return lines
 
 
-def _widened(dim: str, added: list[Any]) -> str:
-    """One dimension's values added by a widening, as the console says them: the autotuned
-    configs' keys are no values to read, but how many more configs each kernel may run."""
-    from fuzz.narrowing import AUTOTUNE
-
-    if dim == AUTOTUNE:
-        return f"configs of each autotuned kernel + {len(added)}"
-    return f"{dim} + {', '.join(map(str, added))}"
-
-
 def ended(out: Ended, summary: Mapping[str, Any], *, slot: int) -> list[str]:
     """What the end of a slice on worker ``slot`` decided, and its numbers."""
     pair = out.pair
@@ -76,7 +67,7 @@ def ended(out: Ended, summary: Mapping[str, Any], *, slot: int) -> list[str]:
     if out.retired == "harness error":
         lines.append(f"ERROR {name}: {str(pair.error)[:400]}")
     if out.widened is not None:
-        said = "; ".join(_widened(d, v) for d, v in out.widened.items() if v)
+        said = "; ".join(said_added(d, v) for d, v in out.widened.items() if v)
         lines.append(f"{name}: kernel variants widened ({pair.widened}): {said or 'nothing new'}")
     if summary.get("recycle"):
         r = summary["recycle"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fuzz.failures import status_of
 from fuzz.ledger import BugLedger
-from fuzz.signatures import Bug, Resume
+from fuzz.signatures import Bug
 
 if TYPE_CHECKING:
     from fuzz.target import Target
@@ -74,7 +74,6 @@ class PairState:
     # with the choices compiled (``narrowing``) until then.
     pending: dict[str, Any] | None = None
     # Unshrunk bugs its lost slices streamed, for its next fuzzing slices to shrink first.
-    resume: list[Resume] = field(default_factory=list)
     pending_since: float = 0.0  # when it was widened (the earliest are warmed up first)
     widened_at: tuple[int, float] = (0, 0.0)  # its examples and fuzzing seconds then
     structures: list[Any] = field(default_factory=list)  # its warm-ups' (strategies.reuse)

@@ -32,7 +32,7 @@ def pick(
     every pair compiled ahead once (real targets before mutants), then every pair to its
     floor (real targets first, then those the worker has fuzzed before, the least fuzzed
     first; pairs not compiled ahead last, those that compile cheapest first), then the pairs
-    with unshrunk bugs to resume (:func:`resumable`), then those
+    with unshrunk bugs to resume (``BugLedger.resumable``), then those
     that met it by seconds short of its examples (for up to ``examples_floor_factor`` times
     its seconds), then the pairs that found new bugs or coverage lately, per fuzzing second,
     with an exploration bonus (:func:`estimates.ucb`; a pair another worker has loaded counts
@@ -52,10 +52,9 @@ def pick(
     under = [p for p in active if estimates.floor_progress(p, t) < 1.0]
     if under:
         return min(under, key=lambda p: under_floor_order(p, pairs, t, loaded))
-    # Then a pair with bugs its slices left unshrunk (``PairState.resume``): its next slice
-    # shrinks them first, and a row's small reproducer is what its maintainer runs (an H200
-    # campaign left 4 of 16 planted rows unshrunk, 6,288 and 9,632 elements among them).
-    resuming = [p for p in active if resumable(p)]
+    # Then a pair with bugs its slices left unshrunk: its next slice shrinks them first, and
+    # a row's small reproducer is what its maintainer runs (4 of 16 planted rows on an H200).
+    resuming = [p for p in active if p.ledger.resumable()]
     if resuming:
         return min(resuming, key=lambda p: (p.key not in loaded, p.total_examples))
     # Then the pairs that met their floor by seconds, short of its examples (a slow pair:
@@ -79,11 +78,6 @@ def pick(
             (1.0 if p.key in loaded else t.affinity) * estimates.ucb(p.rate, p.slices, total)
         ),
     )
-
-
-def resumable(pair: PairState) -> bool:
-    """Whether ``pair`` has a bug to resume that still stands unshrunk in its ledger."""
-    return any(pair.ledger.unshrunk(entry.sighting) for entry in pair.resume)
 
 
 def shared(

@@ -47,7 +47,6 @@ from fuzz.campaign.messages import SlicePlan, WarmUp
 from fuzz.campaign.pairs import PairState, Warmth
 from fuzz.campaign.tunables import Tunables
 from fuzz.ledger import Recorded, sighting
-from fuzz.signatures import Resume
 
 
 @dataclass
@@ -102,8 +101,7 @@ class _Running:
     found_new: bool = False
 
 
-# How many unshrunk bugs of earlier slices one fuzzing slice shrinks first
-# (``SchedulingPolicy._resumes``).
+# How many unshrunk bugs of earlier slices one fuzzing slice shrinks first (``BugLedger.resume``).
 RESUME_PER_SLICE = 2
 
 # Losses (``SchedulingPolicy.died``): how a slice's worker ended.
@@ -223,7 +221,7 @@ class SchedulingPolicy:
             compile_spent=(0.0, 0.0, 0.0)
             if warm
             else (pair.stats["compile_seconds"], pair.seconds, self.compile_cost(pair)),
-            resume=() if warm else self._resumes(pair),
+            resume=() if warm else pair.ledger.take_resumes(RESUME_PER_SLICE),
         )
         self._running[slice_id] = _Running(plan, pair)
         return plan
@@ -346,7 +344,7 @@ class SchedulingPolicy:
         booking.book_counters(pair, summary)
         for feat in summary.get("features", []):
             self._feature(pair, feat)
-        self._to_resume(r)  # (what its hard limit cut, where settling it did not end)
+        pair.ledger.queue_resumes(plan.id, plan.narrowing)  # (what its hard limit cut, unsettled)
         out.retired = self._retire(pair, summary)
         if plan.warm_up is None:
             out.widened = self._widen(pair, now)
@@ -432,39 +430,8 @@ class SchedulingPolicy:
         booking.book_lost(r.pair, r.plan, now, max_warms=self.t.max_warms)
         if r.plan.warm_up is None:
             self.overheads.slice_ended(r.pair, r.plan, now, mark)
-        self._to_resume(r)
+        r.pair.ledger.queue_resumes(r.plan.id, r.plan.narrowing)
         return Lost(r.plan, r.pair, r.found_new, self._retire(r.pair, {}))
-
-    def _to_resume(self, r: _Running) -> None:
-        """The bugs slice ``r`` streamed that stand unshrunk once it ended, each for the pair's
-        next fuzzing slice to shrink (``SlicePlan.resume``), once: JAX's ``mha`` on pallas-gpu
-        kept rows of 196,608 elements on an H200 because the slice shrinking them was killed,
-        and a planted kernel's rows of 6,288 and 9,632 elements stayed so where the slices'
-        hard limits cut their shrinking (an H200's planted campaign). Not a bug whose
-        shrinking was resumed already (its record stands under the sighting of the slice that
-        first streamed it), nor one the worker's death itself was (no choices)."""
-        for seen, rec in r.pair.ledger.streamed_unshrunk(r.plan.id):
-            if not rec.get("choices"):
-                continue
-            r.pair.resume.append(
-                Resume(
-                    key=str(rec.get("bug_key") or ""),
-                    choices=str(rec["choices"]),
-                    narrowing=None if r.plan.narrowing is None else dict(r.plan.narrowing),
-                    sighting=seen,
-                )
-            )
-
-    def _resumes(self, pair: PairState) -> tuple[Resume, ...]:
-        """The earlier slices' unshrunk bugs a fuzzing slice of ``pair`` shrinks first
-        (``RESUME_PER_SLICE`` at most): those whose record still stands unshrunk in the pair's
-        ledger."""
-        taken: list[Resume] = []
-        while pair.resume and len(taken) < RESUME_PER_SLICE:
-            entry = pair.resume.pop(0)
-            if pair.ledger.unshrunk(entry.sighting):
-                taken.append(entry)
-        return tuple(taken)
 
     def died(self, lost: Lost, how: str, record: dict[str, Any] | None = None) -> Recorded | None:
         """What the end of ``lost``'s worker was (``how``: :data:`DEATH` with its finding

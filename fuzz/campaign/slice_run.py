@@ -105,8 +105,9 @@ class SliceRun:
         self.conn.send(M.DiskFull(self.id, f"{what} could not be written ({e.strerror})"))
 
     def progress(self, examples: int, compile_seconds: float) -> None:
-        """After an example of a shrink stage: none in flight, and the slice's compile seconds
-        with the stage's so far, which move its hard limit (``fuzz.campaign.pool.overran``)."""
+        """After an example (a shrink stage's too): none in flight, and the slice's examples
+        and compile seconds so far, which move its hard limit (``fuzz.campaign.pool.overran``),
+        sent at most every 0.25 s."""
         self.started.value = 0.0
         now = time.perf_counter()
         if now - self.last_progress > 0.25:
@@ -114,7 +115,6 @@ class SliceRun:
             self.conn.send(M.Progress(self.id, examples, now - self.t0, compile_seconds))
 
     def after_example(self, result: Any) -> None:
-        self.started.value = 0.0
         warm = self.warm_up
         if warm is not None:
             compiled = result.stats.compiles > self.compiles
@@ -126,12 +126,7 @@ class SliceRun:
             if warm.done(self.calm, time.perf_counter() - self.t0):
                 self.warmed = True
                 result.stopped = "warmed"
-        now = time.perf_counter()
-        if now - self.last_progress > 0.25:
-            self.last_progress = now
-            self.conn.send(
-                M.Progress(self.id, result.examples, now - self.t0, result.stats.compile_seconds)
-            )
+        self.progress(result.examples, result.stats.compile_seconds)
 
     def on_feature(self, name: str) -> None:
         self.conn.send(M.Feature(self.id, name))

@@ -98,7 +98,7 @@ def test_a_run_draws_only_its_configs(target, hits):
 
 
 def test_the_console_says_a_widening_of_the_configs_as_a_count():
-    from fuzz.campaign.console import _widened
+    from fuzz.narrowing import said_added
 
-    assert _widened(AUTOTUNE, [1423048526]) == "configs of each autotuned kernel + 1"
-    assert _widened("head_dims", [256, 8]) == "head_dims + 256, 8"
+    assert said_added(AUTOTUNE, [1423048526]) == "configs of each autotuned kernel + 1"
+    assert said_added("head_dims", [256, 8]) == "head_dims + 256, 8"

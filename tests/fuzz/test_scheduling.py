@@ -1358,11 +1358,11 @@ def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice(
     assert policy.found(3, seen).new and policy.found(3, shrunk).new
     policy.lost(3, 5.0)
     first = sighting(3, seen)
-    assert p.resume == [Resume(key, "AAE=", {"dtypes": ["float16"]}, first)]
+    assert p.ledger.resume == [Resume(key, "AAE=", {"dtypes": ["float16"]}, first)]
     assert policy.begin(p, 9, slice_id=4, now=6.0, left=100.0).resume == ()  # (a warm-up)
     plan = policy.begin(p, 0, slice_id=5, now=6.0, left=100.0)
     assert plan.resume == (Resume(key, "AAE=", {"dtypes": ["float16"]}, first),)
-    assert p.resume == []  # once
+    assert p.ledger.resume == []  # once
     # The slice streams the shrunk example as that sighting's: it replaces the row.
     small = _rec("small", key=key, shrunk=True, details={"round": 0}, resumes=first)
     policy.found(5, small)
@@ -1371,7 +1371,7 @@ def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice(
     again = _rec("again", key="accuracy|oracle|y|-", details={"round": 1}, choices="AAI=")
     policy.found(5, {**again, "resumes": "1:0:x"})
     policy.lost(5, 9.0)
-    assert p.resume == []
+    assert p.ledger.resume == []
     # A resumption whose record was shrunk meanwhile (another slice's example of it replaced
     # it) is dropped.
     policy.begin(p, 0, slice_id=6, now=10.0, left=100.0)
@@ -1379,7 +1379,7 @@ def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice(
     policy.found(6, other)
     policy.begin(p, 0, slice_id=7, now=10.0, left=100.0)  # (a second worker's slice)
     policy.lost(6, 12.0)
-    assert [e.sighting for e in p.resume] == [sighting(6, other)]
+    assert [e.sighting for e in p.ledger.resume] == [sighting(6, other)]
     replaced = _rec("other2", key="masking|oracle|y|-", shrunk=True, details={"round": 0})
     policy.found(7, {**replaced, "resumes": sighting(6, other)})
     assert not p.ledger.unshrunk(sighting(6, other))
@@ -1403,7 +1403,7 @@ def test_a_bug_a_slice_left_unshrunk_at_its_end_is_shrunk_by_the_pairs_next_slic
     policy.found(3, big)
     small = _rec("small", key="inf|oracle|y|-", shrunk=True, details={"round": 0})
     policy.ended(3, {"found": [cut, small], "seconds": 5.0}, 5.0)
-    assert p.resume == [Resume(key, "AAE=", None, sighting(3, cut))]
+    assert p.ledger.resume == [Resume(key, "AAE=", None, sighting(3, cut))]
     plan = policy.begin(p, 0, slice_id=4, now=6.0, left=100.0)
     assert plan.resume == (Resume(key, "AAE=", None, sighting(3, cut)),)
 
@@ -1421,7 +1421,7 @@ def test_past_the_floors_a_pair_with_a_bug_to_resume_comes_first():
     policy.begin(cut, 0, slice_id=71, now=0.0, left=100.0)
     big = _rec("big", key="nan|oracle|y|-", details={"round": 0}, choices="AAE=")
     policy.ended(71, {"found": [big], "seconds": 5.0}, 5.0)
-    assert cut.resume == [Resume("nan|oracle|y|-", "AAE=", None, sighting(71, big))]
+    assert cut.ledger.resume == [Resume("nan|oracle|y|-", "AAE=", None, sighting(71, big))]
     assert policy.pick() is cut
     small = _rec("small", key="nan|oracle|y|-", shrunk=True, details={"round": 0})
     policy.record(cut, {**small, "resumes": sighting(71, big)}, sighting=sighting(71, big))
