@@ -1072,7 +1072,9 @@ class _Hunter:
         """Replays and shrinks ``entry`` (:class:`fuzz.signatures.Resume`), an unshrunk bug of a
         lost campaign slice, as the search shrinks what it finds, within the hunt's hard limit;
         hands the result to ``hooks.on_found`` (``Found.resumes``: the record it replaces).
-        Returns whether there was time to."""
+        An entry of the compile ladder (``Resume.ladder``, a compile worker's slice) is shrunk
+        on this backend through any variant, compiling what its steps need. Returns whether
+        there was time to."""
         hard_at = self.shrink_hard_at()
         if hard_at is not None and time.perf_counter() >= hard_at:
             return False
@@ -1102,7 +1104,20 @@ class _Hunter:
 
         shrinking = self._shrinking()
         try:
-            if hands_off(self.b, self.options):  # as the search's hand-off: replayed, then staged
+            if entry.ladder:  # (a compile worker's: through new variants, each a compile)
+                run = staged(SHRINK_PHASES)
+                got = next((f for f in run.found.values() if f.key == entry.key), None)
+                if got is not None:
+                    got = dataclasses.replace(
+                        got,
+                        shrink_path="compiled",
+                        shrink_notes=[
+                            *entry.notes,
+                            f"{self.b.name}, any variant, on a compile worker: {run.examples} "
+                            f"examples, {run.stats.compiles} compiles, {got.case.size} elements",
+                        ],
+                    )
+            elif hands_off(self.b, self.options):  # as the search's: replayed, then staged
                 run = staged((Phase.reuse,))
                 got = next((f for f in run.found.values() if f.key == entry.key), None)
                 if got is not None:
@@ -1383,7 +1398,7 @@ def hunt(
     Args:
         profile: a :class:`fuzz.profiles.Profile`, or :class:`fuzz.profiles.HuntOptions` (a
             profile with a front end's overrides).
-        max_examples: overrides the profile's example count.
+        max_examples: overrides the profile's example count (0: only ``resume``, no search).
         seed: a fixed seed (the run is then not derandomized by the profile).
         database: a Hypothesis example database, None for none (nothing persists; failures are
             kept in memory for the hunt's own use), ``'profile'`` for the profile's. Failing
@@ -1532,6 +1547,9 @@ def _search(
     database (:func:`_example_database`), runs its rounds (:func:`_run_rounds`), and counts in
     its result's events how its case structures were drawn."""
     target, b, options, memo = hunter.target, hunter.b, hunter.options, hunter.memo
+    if max_examples == 0:  # (only what it resumed)
+        hunter.result.stopped = "resumed"
+        return
     seed = _settle_seed(target, b, options, seed, max_examples, database)
     hunter.narrow(run_narrowing(target, options, seed) if narrowing is None else narrowing)
     db = _example_database(target, b, options, database, hunter.stage)

@@ -439,29 +439,41 @@ class BugLedger:
         6,288 and 9,632 elements stayed so where the slices' hard limits cut their shrinking.
         Not a bug whose shrinking was resumed already (a slice's shrunk example of an earlier
         slice's bug stands under that slice's sighting), nor one a worker's death itself was
-        (no choices)."""
+        (no choices). A bug shrunk through compiled variants only (``Found.ladder``) is queued
+        for a compile worker (``ladder``)."""
         prefix = f"{slice_id}:"
         for seen, sig in self.sightings.items():
             rec = self.found.get(sig)
-            if seen.startswith(prefix) and self.unshrunk(seen) and rec and rec.get("choices"):
+            if seen.startswith(prefix) and self.pending(seen) and rec and rec.get("choices"):
                 key, choices = str(rec.get("bug_key") or ""), str(rec["choices"])
                 self.resume.append(
-                    Resume(key, choices, None if narrowing is None else dict(narrowing), seen)
+                    Resume(
+                        key,
+                        choices,
+                        None if narrowing is None else dict(narrowing),
+                        seen,
+                        ladder=bool(rec.get("ladder")),
+                        notes=tuple(rec.get("shrink_notes") or ()),
+                    )
                 )
 
-    def take_resumes(self, most: int) -> tuple[Resume, ...]:
-        """The queued bugs (:meth:`queue_resumes`) a fuzzing slice shrinks first, ``most`` at
-        most: those whose record still stands unshrunk."""
+    def take_resumes(self, most: int, *, ladder: bool = False) -> tuple[Resume, ...]:
+        """The queued bugs (:meth:`queue_resumes`) a fuzzing slice shrinks first (``ladder``: a
+        compile worker's slice), ``most`` at most: those whose record still stands unshrunk."""
         taken: list[Resume] = []
-        while self.resume and len(taken) < most:
+        kept: list[Resume] = []
+        while self.resume:
             entry = self.resume.pop(0)
-            if self.unshrunk(entry.sighting):
+            if entry.ladder != ladder or len(taken) >= most:
+                kept.append(entry)
+            elif self.pending(entry.sighting):
                 taken.append(entry)
+        self.resume = kept
         return tuple(taken)
 
-    def resumable(self) -> bool:
-        """Whether a queued bug still stands unshrunk."""
-        return any(self.unshrunk(entry.sighting) for entry in self.resume)
+    def resumable(self, *, ladder: bool = False) -> bool:
+        """Whether a queued bug (of a compile worker's, ``ladder``) still stands unshrunk."""
+        return any(e.ladder == ladder and self.pending(e.sighting) for e in self.resume)
 
     def unshrunk(self, sighting: str) -> bool:
         """Whether the record streamed as ``sighting`` stands as its bug's row, unshrunk (no
@@ -469,6 +481,13 @@ class BugLedger:
         sig = self.sightings.get(sighting)
         rec = None if sig is None else self.found.get(sig)
         return rec is not None and not rec.get("shrunk")
+
+    def pending(self, sighting: str) -> bool:
+        """Whether the record streamed as ``sighting`` stands as its bug's row with shrinking
+        left to do: unshrunk, or shrunk through compiled variants only (``Found.ladder``)."""
+        sig = self.sightings.get(sighting)
+        rec = None if sig is None else self.found.get(sig)
+        return rec is not None and (not rec.get("shrunk") or bool(rec.get("ladder")))
 
     def bugs(self) -> list[Bug]:
         """The distinct bugs, once per way to each: its triggers and its ``also_triggers``, and

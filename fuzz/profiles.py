@@ -199,6 +199,9 @@ class HuntOptions:
     variant_choices: int | None
     compile_share: float | None
     reuse_share: float | None = None
+    # A campaign with compile workers: a compiled-only bug's shrinking through kernel variants
+    # not compiled yet (each a compile) is left to them (``fuzz.shrink``'s compile ladder).
+    compile_ladder: bool = False
 
     @classmethod
     def of(
@@ -212,7 +215,10 @@ class HuntOptions:
         """The options of ``profile`` (a :class:`Profile`, or options to override), with each
         override given (None: the profile's): ``scale`` (as :func:`with_scale`), the seconds
         Hypothesis may shrink one failure, and whether cases also run on the backend's twin."""
-        fields = {f.name: getattr(profile, f.name) for f in dataclasses.fields(cls)}
+        fields = {
+            f.name: getattr(profile, f.name, f.default)  # (a Profile has no campaign's fields)
+            for f in dataclasses.fields(cls)
+        }
         if scale is not None and scale not in SCALES:
             raise ValueError(f"scale={scale!r} must be one of {SCALES}")
         changes = {"scale": scale, "shrink_seconds": shrink_seconds, "differential": differential}

@@ -70,6 +70,10 @@ class Found:
     # streamed by a slice whose worker was lost before it was shrunk, taken up by a later slice
     # (``Resume``).
     resumes: str = ""
+    # Shrunk on its compiled backend through the variants compiled there; its shrinking through
+    # smaller variants, each a compile, is left to a campaign's compile worker (``fuzz.shrink``'s
+    # compile ladder), which replaces it with what it shrinks to.
+    ladder: bool = False
 
     @property
     def signature(self) -> str:
@@ -103,9 +107,10 @@ class Found:
             # An example not shrunk yet keeps its choices: a later slice can take up its
             # shrinking where its own slice was lost (``Resume``).
             "choices": None
-            if self.final or self.lost_context or not self.choices
+            if (self.final and not self.ladder) or self.lost_context or not self.choices
             else encode_choices(self.choices),
             **({"resumes": self.resumes} if self.resumes else {}),
+            **({"ladder": True} if self.ladder else {}),
             "plots": self.plots,
             "interpreter_minimal": None
             if self.interpreted is None

@@ -23,7 +23,10 @@ shrinks it in stages, each a Hypothesis run that replays the failing example and
                  does not run is kept beside it with the interpreter's reproducer
     compiled     otherwise (races, TF32 or fast exp, compiled-only divergence, illegal addresses,
                  or the minimal case did not confirm): shrink on the compiled backend, through
-                 compiled variants first, then any, within what is left of the time
+                 compiled variants first, then any, within what is left of the time; in a
+                 campaign with compile workers the second step is theirs (the compile ladder:
+                 ``Found.ladder``, resumed by a compile worker's slice with compiles allowed,
+                 off the fuzzing path)
 
 The finding records the path taken and what each stage said (``Found.shrink_path``,
 ``Found.shrink_notes``). Each stage is a run of :func:`fuzz.engine.hunt` with a :class:`Stage`;
@@ -311,6 +314,7 @@ class _Shrinker:
         self.max_cost = options.interpreter_max_cost * speedup
         self.too_costly = False  # the interpreter stage was not tried: the case cost too much
         self.known_keys: frozenset[str] = frozenset()  # the bugs the search knows
+        self.ladder = False  # its shrinking through new variants is left to a compile worker
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -504,9 +508,21 @@ class _Shrinker:
 
     def on_compiled(self) -> None:
         """Shrinks ``current`` on the compiled backend within what is left of the time: through
-        compiled variants first, then any."""
+        compiled variants first (its values, and its shapes where they compile nothing new),
+        then any. In a campaign with compile workers (``HuntOptions.compile_ladder``) the
+        second step, a compile per smaller variant, is not taken here, on the fuzzing path: a
+        case still over ``SMALL_ENOUGH`` elements is marked for a compile worker to shrink on
+        (``Found.ladder``; ``fuzz.engine``'s resume of it)."""
         for only_compiled in (True, False):
             if self.left() <= 0:
+                break
+            if not only_compiled and self.options.compile_ladder:
+                if self.current.case.size > SMALL_ENOUGH:
+                    self.ladder = True
+                    self.notes.append(
+                        f"smaller variants left to a compile worker: "
+                        f"{self.current.case.size} elements through compiled variants"
+                    )
                 break
             best, run = self.stage(
                 self.backend, self.options, seconds=self.left(), only_compiled=only_compiled
@@ -533,4 +549,5 @@ class _Shrinker:
             final=best.final or path == "interpreter",
             shrink_path=path,
             shrink_notes=self.notes,
+            ladder=self.ladder and path == "compiled",
         )

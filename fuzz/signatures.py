@@ -121,6 +121,10 @@ class Resume:
     choices: str
     narrowing: dict[str, Any] | None
     sighting: str
+    # Its record was shrunk through compiled variants only (``Found.ladder``): a compile
+    # worker shrinks it on through new ones, with the notes of its shrinking so far.
+    ladder: bool = False
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

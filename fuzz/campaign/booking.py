@@ -1,8 +1,9 @@
 """Booking a slice into its pair: its examples, its seconds, its compiles, whichever way the
 slice ended -- with its summary (:func:`book_time`, :func:`book_counters`), killed without one
 (:func:`book_lost`), or cut short by the campaign's end (:func:`book_stopped`). A warm-up's time
-and compiles are its pair's setup, off the fuzzing path (:func:`book_warm_up`). Pure: the
-scheduling policy (:mod:`fuzz.campaign.policy`) calls these with its clock's readings.
+and compiles are its pair's setup, off the fuzzing path (:func:`book_warm_up`), and so are a
+compile ladder's (:func:`book_ladder`). Pure: the scheduling policy
+(:mod:`fuzz.campaign.policy`) calls these with its clock's readings.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ def book_time(
     if plan.warm_up is not None:
         book_warm_up(pair, summary, secs)
         return 0.0, {**summary, **dict.fromkeys(WARM_OFF_PATH, 0.0)}
+    if plan.ladder:
+        book_ladder(pair, secs, summary.get("compile_seconds", 0.0))
+        return 0.0, {**summary, **dict.fromkeys(WARM_OFF_PATH, 0.0)}
     pair.slices += 1
     pair.seconds += secs
     refused = (summary.get("events") or {}).get(REFUSED, 0)
@@ -85,11 +89,21 @@ def book_warm_up(pair: PairState, summary: Mapping[str, Any], secs: float) -> No
     pair.stats["precompiles"] += summary.get("compiles", 0) - summary.get("cache_loads", 0)
 
 
+def book_ladder(pair: PairState, secs: float, compiled: float) -> None:
+    """A compile worker's shrinking of the pair's bugs through new variants (the compile
+    ladder): off the fuzzing path, neither fuzzing toward its floor nor its compile share."""
+    pair.stats["ladder_seconds"] += secs
+    pair.stats["ladder_compile_seconds"] += compiled
+
+
 def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -> None:
     """Books the examples and time of ``plan``'s slice, which ended without its summary (its
     worker died, hung or overran), from what it streamed."""
     _, compiled = _end(pair, plan)
     spent = now - plan.started
+    if plan.ladder:
+        book_ladder(pair, spent, compiled)
+        return
     if plan.warm_up is not None:  # a warm-up that died: its fuzz workers take it as it is
         pair.warmth = Warmth.READY
         pair.warm_count = max_warms  # and no warm-up again
@@ -112,7 +126,9 @@ def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -
 def book_stopped(pair: PairState, plan: SlicePlan, now: float) -> None:
     """Books ``plan``'s slice cut short by the campaign's end (its examples and time so far)."""
     _, compiled = _end(pair, plan)
-    if plan.warm_up is not None:
+    if plan.ladder:
+        book_ladder(pair, now - plan.started, compiled)
+    elif plan.warm_up is not None:
         pair.warm_seconds += now - plan.started
         pair.stats["precompile_seconds"] += compiled
     else:

@@ -73,12 +73,14 @@ class CampaignConfig:
         """What every hunt of the campaign runs under (its workers', its reproducers'). A
         campaign is not a derandomized CI run: whatever its profile, its hunts reuse case
         structures (``strategies.reuse``) and keep compiling to ``CAMPAIGN_COMPILE_SHARE`` of
-        their time, unless the profile sets its own shares."""
+        their time, unless the profile sets its own shares. With compile workers, a compiled-only
+        bug's shrinking through variants not compiled yet is theirs (``compile_ladder``)."""
         options = HuntOptions.of(self.profile)
         return dataclasses.replace(
             options,
             reuse_share=options.reuse_share or CAMPAIGN_COMPILE_SHARE,
             compile_share=options.compile_share or CAMPAIGN_COMPILE_SHARE,
+            compile_ladder=self.compile_workers > 0,
         )
 
 

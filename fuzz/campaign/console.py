@@ -75,10 +75,23 @@ def ended(out: Ended, summary: Mapping[str, Any], *, slot: int) -> list[str]:
             f"worker {slot} is recycled: its process holds {r['maps']} memory maps of the "
             f"{r['limit']} it may have; a fresh one takes over"
         )
-    lines.append(slice_line(pair, out.plan.warm_up is not None, summary, out.seconds))
+    if out.plan.ladder:
+        lines.append(ladder_line(pair, summary))
+    else:
+        lines.append(slice_line(pair, out.plan.warm_up is not None, summary, out.seconds))
     if out.floors is not None:
         lines.append(out.floors)
     return lines
+
+
+def ladder_line(pair: PairState, summary: Mapping[str, Any]) -> str:
+    """The console line of a compile worker's slice of the compile ladder that ended."""
+    events = summary.get("events") or {}
+    return (
+        f"{pair.target.name} on {pair.backend}: compile ladder: "
+        f"{events.get('resumed: shrunk', 0)} bug(s) shrunk through new variants, "
+        f"{summary.get('shrink_examples', 0)} examples, {summary.get('compiles', 0)} compiles"
+    )
 
 
 def slice_line(pair: PairState, warm: bool, summary: Mapping[str, Any], secs: float) -> str:

@@ -227,6 +227,24 @@ def floors_left(
     return fuzzing + past, past
 
 
+def shrink_seconds(t: Tunables, compile_cost: float, left: float, *, fuzzing: bool = True) -> float:
+    """The seconds a slice has to shrink what it finds past its fuzzing (``fuzzing`` False: a
+    compile ladder's slice, which only shrinks), ``left`` seconds of the budget left after its
+    fuzzing. Shrinking a new bug may take a while, and longer where each new shape compiles: a
+    GLA pair (5 s a compile on an H100) spent its 30 s in two cut stages on the compiled backend
+    and left none for the interpreter's search (665,600 elements, CPU: 272). But it ends, with
+    the bugs' settling and 5 s for the summary, before the campaign stops what still runs
+    (``end_grace`` past its budget): a slice begun near the end was killed there while it
+    settled a bug, and its shrinking was lost."""
+    shrink = max(
+        30.0,
+        2 * t.slice_seconds if fuzzing else 0.0,
+        min(t.shrink_max, t.shrink_compiles * compile_cost),
+    )
+    end = left + t.end_grace - t.settle_seconds - 5.0
+    return min(shrink, max(1.0, end) if fuzzing else end)
+
+
 def compile_cost(pair: PairState, pairs: Iterable[PairState], unknown: float = 0.0) -> float:
     """The seconds one compile of ``pair``'s kernels is expected to take: the mean of its
     compiles so far (warm-ups included; loads of kernels compiled elsewhere not), else of the

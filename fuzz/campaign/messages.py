@@ -65,6 +65,9 @@ class SlicePlan:
             so far: its compile share holds over the whole campaign.
         resume: unshrunk bugs a lost slice of the pair streamed, shrunk first
             (:class:`fuzz.results.Resume`).
+        ladder: a compile worker's slice of the compile ladder: it only shrinks ``resume``
+            (bugs shrunk through compiled variants, ``Found.ladder``) through new variants,
+            compiling what their steps need, off the fuzzing path; no search.
     """
 
     id: int
@@ -82,6 +85,7 @@ class SlicePlan:
     structures: tuple[Any, ...]
     compile_spent: tuple[float, float, float]
     resume: tuple[Resume, ...] = ()
+    ladder: bool = False
 
     @property
     def pair(self) -> str:

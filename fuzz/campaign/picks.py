@@ -1,6 +1,6 @@
 """Which pair the scheduling policy gives a worker next: small pure functions of the pairs and the
-tunables, in the order they apply (:func:`pick` for a fuzzing worker, :func:`next_warm_up` for a
-compile worker). :class:`fuzz.campaign.policy.SchedulingPolicy` asks them with its pairs, its
+tunables, in the order they apply (:func:`pick` for a fuzzing worker, :func:`next_ladder` then
+:func:`next_warm_up` for a compile worker). :class:`fuzz.campaign.policy.SchedulingPolicy` asks them with its pairs, its
 tunables as fitted so far (the floors may have been lowered) and its workers; like the policy,
 they have no processes, clock or I/O (``tests/fuzz/test_layers.py``).
 """
@@ -160,6 +160,18 @@ def next_warm_up(pairs: Sequence[PairState], t: Tunables) -> PairState | None:
         ),
         default=None,
     )
+
+
+def next_ladder(pairs: Sequence[PairState]) -> PairState | None:
+    """The pair a compile worker shrinks a bug of next, through kernel variants not compiled
+    yet (the compile ladder: ``BugLedger.resumable(ladder=True)``), before any warm-up: a row a
+    maintainer runs is worth more than another pair's variants compiled ahead (JAX's ``mha``
+    on an H200 kept rows of 16,384-98,304 elements, shrunk through compiled variants only).
+    Real targets first, then the least fuzzed; a retired pair's too (a mutant retires once its
+    bug is shrunk), not a harness error's. A pair may be fuzzed meanwhile: the shrunk example
+    replaces its row."""
+    waiting = [p for p in pairs if p.error is None and p.ledger.resumable(ladder=True)]
+    return min(waiting, key=lambda p: (p.target.is_mutant, p.total_examples), default=None)
 
 
 def cold_queue(pairs: Sequence[PairState]) -> list[PairState]:

@@ -167,10 +167,46 @@ class SchedulingPolicy:
         if left < 0.5:
             return None
         seat = self._seats[wid]
+        if seat.role == "compile":
+            ladder = picks.next_ladder(self.pairs)
+            if ladder is not None:
+                return self.begin_ladder(ladder, slice_id=slice_id, now=now, left=left)
         pair = self.next_warm_up() if seat.role == "compile" else self.pick(seat.loaded)
         if pair is None:
             return None
         return self.begin(pair, wid, slice_id=slice_id, now=now, left=left)
+
+    def begin_ladder(
+        self, pair: PairState, *, slice_id: int, now: float, left: float
+    ) -> SlicePlan | None:
+        """Starts slice ``slice_id`` on a compile worker: it shrinks ``pair``'s bugs of the
+        compile ladder (``BugLedger.take_resumes(ladder=True)``) and nothing else, within the
+        shrink time a slice of the pair has, and ends before the campaign does. The pair goes
+        on being fuzzed meanwhile (the slice is not one of its ``live`` ones)."""
+        t = self.t
+        seconds = estimates.shrink_seconds(t, self.compile_cost(pair), left, fuzzing=False)
+        if seconds < 5.0:
+            return None
+        plan = SlicePlan(
+            id=slice_id,
+            target=pair.target.name,
+            backend=pair.backend,
+            started=now,
+            time_limit=0.0,
+            hard_limit=seconds,
+            seed=(t.seed * 1_000_003 + slice_id) % 2**32,
+            max_examples=None,
+            known=tuple(pair.bugs()),
+            reuse=False,
+            narrowing=pair.narrowing,
+            warm_up=None,
+            structures=(),
+            compile_spent=(0.0, 0.0, 0.0),
+            resume=pair.ledger.take_resumes(RESUME_PER_SLICE, ladder=True),
+            ladder=True,
+        )
+        self._running[slice_id] = _Running(plan, pair)
+        return plan
 
     def begin(
         self, pair: PairState, wid: int, *, slice_id: int, now: float, left: float
@@ -184,18 +220,7 @@ class SchedulingPolicy:
         limit = min(t.slice_seconds, left)
         if t.floor_slices and not warm and self.floor_progress(pair) < 1.0:
             limit = min(limit, estimates.floor_left(pair, t))  # its floor is its share
-        # Shrinking a new bug may take a while, and longer where each new shape compiles: a
-        # GLA pair (5 s a compile on an H100) spent its 30 s in two cut stages on the compiled
-        # backend and left none for the interpreter's search (665,600 elements, CPU: 272).
-        shrink = max(
-            30.0,
-            2 * t.slice_seconds,
-            min(t.shrink_max, t.shrink_compiles * self.compile_cost(pair)),
-        )
-        # ... but ended, with the bugs' settling and 5 s for the summary, before the campaign
-        # stops what still runs (``end_grace`` past its budget): a slice begun near the end was
-        # killed there while it settled a bug, and its shrinking was lost.
-        shrink = min(shrink, max(1.0, left + t.end_grace - limit - t.settle_seconds - 5.0))
+        shrink = estimates.shrink_seconds(t, self.compile_cost(pair), left - limit)
         if warm:
             pair.warmth = Warmth.WARMING
         if not pair.running:  # (a pair shared by several workers: their gains together)
@@ -241,8 +266,10 @@ class SchedulingPolicy:
         return picks.done(pair, self.t)
 
     def schedulable(self) -> bool:
-        """Whether any pair is left to fuzz."""
-        return any(not p.retired and not self.done(p) for p in self.pairs)
+        """Whether any pair is left to fuzz, or a bug to shrink on a compile worker (the compile
+        ladder: ``picks.next_ladder``)."""
+        ladder = self._compile_workers() > 0 and picks.next_ladder(self.pairs) is not None
+        return ladder or any(not p.retired and not self.done(p) for p in self.pairs)
 
     # Compiling ahead -------------------------------------------------------------------------
 
@@ -346,7 +373,7 @@ class SchedulingPolicy:
             self._feature(pair, feat)
         pair.ledger.queue_resumes(plan.id, plan.narrowing)  # (what its hard limit cut, unsettled)
         out.retired = self._retire(pair, summary)
-        if plan.warm_up is None:
+        if plan.warm_up is None and not plan.ladder:
             out.widened = self._widen(pair, now)
             fuzz = max(secs - summary.get("compile_seconds", 0.0), 0.1)
             pair.rate = 0.5 * pair.rate + 0.5 * pair.slice_new / fuzz
@@ -428,7 +455,7 @@ class SchedulingPolicy:
         r = self._running.pop(sid)
         mark = self.overheads.mark(r.pair)
         booking.book_lost(r.pair, r.plan, now, max_warms=self.t.max_warms)
-        if r.plan.warm_up is None:
+        if r.plan.warm_up is None and not r.plan.ladder:
             self.overheads.slice_ended(r.pair, r.plan, now, mark)
         r.pair.ledger.queue_resumes(r.plan.id, r.plan.narrowing)
         return Lost(r.plan, r.pair, r.found_new, self._retire(r.pair, {}))

@@ -1426,3 +1426,141 @@ def test_past_the_floors_a_pair_with_a_bug_to_resume_comes_first():
     small = _rec("small", key="nan|oracle|y|-", shrunk=True, details={"round": 0})
     policy.record(cut, {**small, "resumes": sighting(71, big)}, sighting=sighting(71, big))
     assert policy.pick() is busy  # shrunk meanwhile: nothing left to resume
+
+
+def test_a_bug_shrunk_through_compiled_variants_only_is_shrunk_on_by_a_compile_worker():
+    """The compile ladder: a compiled-only bug that a slice shrank through the variants it had
+    compiled (``Found.ladder``: JAX's ``mha`` on an H200 stayed at 16,384-98,304 elements so)
+    is shrunk on through new variants by a compile worker, before any warm-up, off the fuzzing
+    path: its slice only shrinks (``SlicePlan.ladder``), books no fuzzing toward the pair's
+    floor, leaves the pair free to be fuzzed meanwhile, and its example replaces the row. A
+    fuzzing slice never takes such a bug; nor is it taken again once shrunk."""
+    from fuzz.signatures import Resume
+
+    p, cold = _pair("p", examples=50, seconds=10.0), _pair("cold", slices=0)
+    cold.warmth = Warmth.COLD
+    policy = _policy([p, cold], compile_ahead=True)
+    policy.add_worker(9, "compile")
+    policy.begin(p, 0, slice_id=81, now=0.0, left=500.0)
+    notes = ["pallas-gpu, compiled variants only: 51 examples, 0 compiles, 98304 elements"]
+    rec = _rec(
+        "big",
+        shrunk=True,
+        ladder=True,
+        choices="AAE=",
+        shrink_notes=notes,
+        details={"round": 0},
+    )
+    policy.ended(81, {"found": [rec], "seconds": 5.0}, 5.0)
+    entry = Resume("nan|oracle|y|-", "AAE=", None, sighting(81, rec), ladder=True, notes=(*notes,))
+    assert p.ledger.resume == [entry]
+    assert p.ledger.resumable(ladder=True) and not p.ledger.resumable()
+    # A fuzzing slice does not take it (nor does the pick favour the pair for it).
+    fuzzing = policy.begin(p, 0, slice_id=82, now=6.0, left=500.0)
+    assert fuzzing.resume == () and not fuzzing.ladder
+    policy.ended(82, {"seconds": 5.0, "examples": 10}, 11.0)
+    slices, seconds = p.slices, p.seconds
+    # The compile worker shrinks it before warming up the cold pair.
+    plan = policy.next_slice(9, slice_id=83, now=12.0, left=500.0)
+    assert plan is not None and plan.ladder and plan.target == "p"
+    assert plan.resume == (entry,) and plan.warm_up is None and plan.time_limit == 0.0
+    assert p.ledger.resume == [] and 83 not in p.live  # the pair may be fuzzed meanwhile
+    assert policy.pick() is p
+    small = _rec("big", shrunk=True, details={"round": 0}, resumes=entry.sighting)
+    policy.found(83, small)  # (streamed as the worker does, then in its summary)
+    summary = {"found": [small], "seconds": 20.0, "compile_seconds": 12.0, "compiles": 4}
+    ended = policy.ended(83, summary, 32.0)
+    assert p.found["big"].get("ladder") is None and p.found["big"]["resumes"] == entry.sighting
+    assert (p.slices, p.seconds) == (slices, seconds)  # no fuzzing booked
+    assert p.stats["compile_seconds"] == 0.0 and p.stats["ladder_compile_seconds"] == 12.0
+    assert ended.widened is None
+    # Nothing left for the ladder: the compile worker warms the cold pair up.
+    nxt = policy.next_slice(9, slice_id=84, now=33.0, left=500.0)
+    assert nxt is not None and not nxt.ladder and nxt.target == "cold"
+
+
+def test_a_compile_ladder_slice_ends_before_the_campaign_does():
+    """A ladder slice is given the shrink time a slice of the pair has, within what is left of
+    the budget and the campaign's grace; none where too little is left."""
+    p = _pair("p", examples=50, seconds=10.0)
+    policy = _policy([p], compile_ahead=True, end_grace=15.0, settle_seconds=15.0)
+    policy.add_worker(9, "compile")
+    policy.begin(p, 0, slice_id=91, now=0.0, left=500.0)
+    rec = _rec("big", shrunk=True, ladder=True, choices="AAE=", details={"round": 0})
+    policy.ended(91, {"found": [rec], "seconds": 5.0}, 5.0)
+    assert policy.next_slice(9, slice_id=92, now=6.0, left=4.0) is None
+    plan = policy.next_slice(9, slice_id=93, now=6.0, left=100.0)
+    assert plan is not None and plan.ladder and 5.0 <= plan.hard_limit <= 100.0
+
+
+_WIDE_ROWS = """
+import dataclasses
+import sys
+
+from fuzz.target import get, load_plugin, register
+
+load_plugin({fake!r})
+fake = next(m for n, m in list(sys.modules.items()) if n.startswith("fuzz_plugin_fake_targets"))
+base = fake.cached_kernel(None)
+
+
+def run(inputs, params, *, out, interpret):
+    res = base(inputs, params, out=out, interpret=interpret)
+    x = inputs["x"]
+    if not interpret and x.shape[0] >= 2 and x.shape[1] >= 40:  # compiled only, 80 elements
+        res["y"][1, 0] += 1.0
+    return res
+
+
+register(
+    dataclasses.replace(
+        get("fake_cached"),
+        name="fake_cached_wide_rows",
+        kernels={{"fake": run}},
+        description="compiled per column bucket; wrong when compiled with 2 rows of 40 columns",
+    )
+)
+"""
+
+
+def test_a_campaign_with_a_compile_worker_shrinks_a_compiled_only_bug_off_the_fuzzing_path(
+    tmp_path, monkeypatch
+):
+    """End to end, in processes: a compiled-only bug (the interpreter twin passes) found by a
+    fuzzing worker is shrunk there through the variants compiled already, then by the compile
+    worker through new ones (the compile ladder), and the row says so; the campaign waits for
+    that shrinking once its pairs have their examples."""
+    from fuzz.profiles import Profile
+    from fuzz.target import get, load_plugin
+
+    plugin = tmp_path / "wide_rows.py"
+    plugin.write_text(_WIDE_ROWS.format(fake=FAKE))
+    load_plugin(str(plugin))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("KERNEL_FUZZ_FAKE_CACHE", str(cache))
+    monkeypatch.setenv("KERNEL_FUZZ_FAKE_COMPILE", "0.2")
+    lines = []
+    config = CampaignConfig(
+        targets=[get("fake_cached_wide_rows")],
+        backends=["fake-gpu"],
+        profile=Profile("ci", ("fake-gpu",), "small", False, "cpu", False, 60),
+        budget=900,  # a safety net: the campaign ends at its examples
+        examples=60,
+        out=tmp_path / "out",
+        repro_dir=tmp_path / "out" / "reproducers",
+        db=None,
+        plugins=[str(plugin)],
+        seed=3,
+        compile_workers=1,
+    )
+    report = Campaign(config, log=lines.append).run()
+    [row] = [f for f in report["findings"] if f["class"] == "accuracy"]
+    notes = row["shrink_notes"]
+    assert row["shrunk"] and "ladder" not in row, notes
+    assert any(n.startswith("smaller variants left to a compile worker") for n in notes), notes
+    assert "on a compile worker" in notes[-1], notes
+    assert row["case_size"] == 80, row["case"]  # 2 rows of 40 columns: the least that fails
+    assert any("compile ladder: 1 bug(s) shrunk" in line for line in lines), lines[-20:]
+    [result] = report["results"]
+    assert result["examples"] >= 60

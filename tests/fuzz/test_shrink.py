@@ -65,6 +65,74 @@ def test_a_compiled_only_failure_is_shrunk_on_the_compiled_backend_through_compi
     assert " 0 compiles" in only_compiled, found.shrink_notes
 
 
+def test_a_compiled_only_failure_leaves_new_variants_to_a_compile_worker(
+    fake_plugin, compiled_profile, monkeypatch
+):
+    """The compile ladder. In a campaign with compile workers (``HuntOptions.compile_ladder``)
+    a compiled-only failure is shrunk on the fuzzing path through compiled variants only: the
+    steps to new variants, each a compile, are left to a compile worker (``Found.ladder``, its
+    record keeping its choices). That worker's slice resumes it (``Resume.ladder``, a hunt of no
+    search: ``max_examples=0``) in a process that has compiled nothing, and compiles what the
+    steps need, down to the least that fails; its example replaces the row (``resumes``)."""
+    from hypothesis import Phase
+
+    from fuzz import shrink
+    from fuzz.engine import Hooks, Stage
+    from fuzz.profiles import HuntOptions
+    from fuzz.results import encode_choices
+    from fuzz.signatures import Resume
+
+    mod = _plugin_module()
+    mod.COMPILES.clear()
+    mod._compiled.clear()
+    monkeypatch.setattr(shrink, "SMALL_ENOUGH", 0)  # (every case is left to the ladder)
+    target = get("fake_slow_compiled-only")
+    options = dataclasses.replace(HuntOptions.of(compiled_profile), compile_ladder=True)
+    result = hunt(target, "fake-compiled", options, seed=0, database=None)
+    found = result.found["accuracy"]
+    assert found.shrink_path == "compiled" and found.ladder and found.final, found.shrink_notes
+    assert not any("any variant" in n for n in found.shrink_notes), found.shrink_notes
+    assert found.shrink_notes[-1].startswith("smaller variants left to a compile worker")
+    rec = found.as_dict()
+    assert rec["ladder"] and rec["shrunk"] and rec["choices"]
+    # Without compile workers the same failure takes both steps on the fuzzing path.
+    plain = hunt(target, "fake-compiled", compiled_profile, seed=0, database=None)
+    assert not plain.found["accuracy"].ladder
+    assert "ladder" not in plain.found["accuracy"].as_dict()
+
+    # A compile worker's slice, from a large failing example (a search that did not shrink).
+    unshrunk = dataclasses.replace(options, interpreter_shrink=False)
+    big = hunt(
+        target,
+        "fake-compiled",
+        unshrunk,
+        seed=1,
+        database=None,
+        stage=Stage(phases=(Phase.generate,)),
+    ).found["accuracy"]
+    assert big.case.size > 2 and big.choices
+    mod._compiled.clear()  # (a fresh process: nothing compiled in it)
+    before = len(mod.COMPILES)
+    entry = Resume(big.key, encode_choices(big.choices), None, "7:0:k", ladder=True, notes=("a",))
+    got = []
+    run = hunt(
+        target,
+        "fake-compiled",
+        dataclasses.replace(options, compile_share=None),
+        max_examples=0,
+        database=None,
+        hard_limit=120.0,
+        resume=[entry],
+        hooks=Hooks(on_found=lambda _, f: got.append(f)),
+    )
+    assert run.stopped == "resumed" and run.examples == 0 and run.error is None
+    [small] = got
+    assert small.resumes == "7:0:k" and small.final and not small.ladder
+    assert small.case.inputs["x"].shape == (2, 1), small.case
+    assert small.shrink_notes[0] == "a" and "on a compile worker" in small.shrink_notes[-1]
+    assert len(mod.COMPILES) > before  # the variants its steps needed, compiled there
+
+
 def test_a_case_too_costly_for_the_interpreter_is_cut_on_the_compiled_backend_first(
     fake_plugin, compiled_profile
 ):
