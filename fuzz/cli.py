@@ -436,10 +436,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.campaign.outdir import install_signal_handlers
     from fuzz.campaign.process import map_limit
     from fuzz.campaign.runner import Campaign
-    from fuzz.campaign.threads import threads_for
+    from fuzz.campaign.threads import gpu_share, threads_for
 
     threads_for(args.workers or 1)  # a bad KERNEL_FUZZ_THREADS stops here, not in a worker's start
     map_limit()  # and a bad KERNEL_FUZZ_MAP_LIMIT
+    gpu_share()  # and a bad KERNEL_FUZZ_GPU_SHARE
     if not args.out.strip():
         raise ValueError("--out='' is empty; it must name the campaign's output folder")
     out = Path(args.out)

@@ -75,8 +75,12 @@ def workers_per_gpu(workers: int, devices: int) -> int:
 
 def share_gpu_memory() -> float | None:
     """XLA's memory fraction for this worker, set before JAX starts; returns torch's fraction,
-    applied in ``pytest_configure`` (None when this worker has the GPU to itself)."""
-    if os.environ.get("KERNEL_FUZZ_GPU_SHARE") == "off":
+    applied in ``pytest_configure`` (None when this worker has the GPU to itself).
+    ``KERNEL_FUZZ_GPU_SHARE`` as for a campaign (``fuzz.campaign.threads.gpu_share``)."""
+    from fuzz.campaign.threads import gpu_share
+
+    share = gpu_share()
+    if share is None:
         return None
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if not os.environ.get("PYTEST_XDIST_WORKER") or not count.isdigit():
@@ -86,10 +90,10 @@ def share_gpu_memory() -> float | None:
     if gpus == 0:  # a CPU machine: nothing to share
         return None
     k = workers_per_gpu(int(count), gpus)
-    if k <= 1:
+    if k <= 1 and share == 1.0:
         return None
-    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE / k:.4f}")
-    return TORCH_SHARE / k
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE * share / k:.4f}")
+    return TORCH_SHARE * share / k
 
 
 def share_cpus_among_xdist_workers(config: pytest.Config) -> int | None:
@@ -103,7 +107,10 @@ def share_cpus_among_xdist_workers(config: pytest.Config) -> int | None:
 
 
 _XDIST_DEVICE = map_xdist_worker_to_gpu()  # at import: before any test module touches CUDA
-_TORCH_FRACTION = share_gpu_memory()
+try:
+    _TORCH_FRACTION, _GPU_SHARE_ERROR = share_gpu_memory(), None
+except ValueError as _e:  # KERNEL_FUZZ_GPU_SHARE: a usage error once pytest can say one
+    _TORCH_FRACTION, _GPU_SHARE_ERROR = None, str(_e)
 
 import fuzz.profiles  # noqa: E402
 from fuzz.profiles import Profile, get_profile, gpu_missing_message, with_scale  # noqa: E402
@@ -173,6 +180,8 @@ def _check_hypothesis_profile(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     _check_hypothesis_profile(config)
+    if _GPU_SHARE_ERROR is not None:
+        raise pytest.UsageError(_GPU_SHARE_ERROR)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         try:
             share_cpus_among_xdist_workers(config)

@@ -196,14 +196,16 @@ def share_gpu_memory(k: int) -> float | None:
     workers), as the pytest plugin splits it between xdist workers: XLA's fraction is set here,
     before JAX starts; torch's is returned, to be applied once torch is loaded. On an H100 with
     13 processes and no split, JAX grew until a kernel launch failed with CUDA_ERROR_OUT_OF_MEMORY
-    and a correct kernel read as a crash. ``KERNEL_FUZZ_GPU_SHARE=off`` leaves the allocators
-    alone."""
-    from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE
+    and a correct kernel read as a crash. ``KERNEL_FUZZ_GPU_SHARE``: ``off`` leaves the
+    allocators alone; a number, the share of the GPU the campaign takes (``threads.gpu_share``)."""
+    from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE, gpu_share
 
-    if k <= 1 or os.environ.get("KERNEL_FUZZ_GPU_SHARE") == "off":
+    share = gpu_share()
+    if share is None or (k <= 1 and share == 1.0):
         return None
-    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE / k:.4f}")
-    return TORCH_SHARE / k
+    k = max(1, k)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE * share / k:.4f}")
+    return TORCH_SHARE * share / k
 
 
 def cap_torch_memory(fraction: float) -> None:

@@ -30,6 +30,29 @@ SWITCH = "KERNEL_FUZZ_THREADS"
 # for what neither counts (each process's CUDA context, its loaded kernel modules). With 0.9 in
 # the pools, eleven processes on an H100 ran kernel launches out of memory.
 TORCH_SHARE, XLA_SHARE = 0.45, 0.30
+GPU_SHARE = "KERNEL_FUZZ_GPU_SHARE"
+
+
+def gpu_share() -> float | None:
+    """The share of each GPU this run's processes take together (``KERNEL_FUZZ_GPU_SHARE``: a
+    number in (0, 1], default 1; two campaigns on one GPU run with 0.5 each, where each had
+    split the whole GPU among its own processes and JAX's workers ran out of memory on an H200),
+    or None: ``off``, the allocators left alone. ValueError naming the variable otherwise."""
+    value = os.environ.get(GPU_SHARE, "").strip()
+    if value == "off":
+        return None
+    if not value:
+        return 1.0
+    try:
+        share = float(value)
+    except ValueError:
+        share = float("nan")
+    if not 0.0 < share <= 1.0:
+        raise ValueError(
+            f"{GPU_SHARE}={value!r} must be 'off' or a number in (0, 1]: the share of each GPU "
+            "this run's processes take together"
+        )
+    return share
 
 
 def cpu_count() -> int:

@@ -728,6 +728,17 @@ def test_the_processes_on_one_gpu_split_its_memory(monkeypatch):
     assert TORCH_SHARE + XLA_SHARE <= 0.75
     monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "off")
     assert process.share_gpu_memory(5) is None
+    # Two campaigns on one GPU, half each: each splits its half (a lone process too), where
+    # each had split the whole GPU among its own and JAX's workers ran out of memory on an H200.
+    monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "0.5")
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    assert process.share_gpu_memory(5) == pytest.approx(0.45 / 10)
+    assert float(__import__("os").environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]) == pytest.approx(0.03)
+    assert process.share_gpu_memory(1) == pytest.approx(0.45 / 2)
+    for bad in ("0", "1.5", "half", "-1"):
+        monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", bad)
+        with pytest.raises(ValueError, match=r"KERNEL_FUZZ_GPU_SHARE=.*'off' or a number in"):
+            process.share_gpu_memory(5)
 
 
 def test_a_pair_widens_its_kernel_variants_after_each_floor():

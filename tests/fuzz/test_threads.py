@@ -132,3 +132,15 @@ def test_a_bad_switch_is_a_clear_error_from_every_entry_point(pytester, monkeypa
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str() and "Traceback" not in result.stderr.str()
+
+
+def test_a_bad_gpu_share_is_a_clear_error_before_the_campaign_starts(tmp_path, monkeypatch, capsys):
+    """``KERNEL_FUZZ_GPU_SHARE`` (``off`` or the share of each GPU a run's processes take) is
+    checked up front, where a worker would have died of it at its start."""
+    from fuzz import cli
+
+    monkeypatch.setenv("KERNEL_FUZZ_GPU_SHARE", "2")
+    assert cli.main(["run", "--budget", "1", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "KERNEL_FUZZ_GPU_SHARE='2' must be 'off' or a number in (0, 1]" in err
+    assert "Traceback" not in err
