@@ -537,7 +537,21 @@ class _Shrinker:
             )
 
     def finish(self, best: Found, path: str) -> Found:
-        """``best`` as the minimal example of the finding first seen as ``found``."""
+        """``best`` as the minimal example of the finding first seen as ``found``. In a campaign
+        with compile workers, one still over ``SMALL_ENOUGH`` elements when the shrink time ran
+        out is left to them too, whatever its path (JAX's ``mha_varlen`` kept a row of 65,536
+        elements on an H200 whose cut stages took the time)."""
+        if (
+            self.options.compile_ladder
+            and not self.ladder
+            and best.case.size > SMALL_ENOUGH
+            and self.left() <= 0
+        ):
+            self.ladder = True
+            self.notes.append(
+                f"left to a compile worker: {best.case.size} elements when the shrink time here "
+                "ran out"
+            )
         found = self.found
         if "round" in found.finding.details:  # still the bug the search saw (fuzz.engine)
             best.finding.details["round"] = found.finding.details["round"]
@@ -549,5 +563,5 @@ class _Shrinker:
             final=best.final or path == "interpreter",
             shrink_path=path,
             shrink_notes=self.notes,
-            ladder=self.ladder and path == "compiled",
+            ladder=self.ladder,
         )

@@ -133,6 +133,28 @@ def test_a_compiled_only_failure_leaves_new_variants_to_a_compile_worker(
     assert len(mod.COMPILES) > before  # the variants its steps needed, compiled there
 
 
+def test_a_failure_whose_shrink_time_ran_out_is_left_to_a_compile_worker(
+    fake_plugin, compiled_profile, monkeypatch
+):
+    """In a campaign with compile workers, a failure still over ``SMALL_ENOUGH`` elements when
+    its shrink time ran out is left to them whatever its path (here no time was left for the
+    interpreter): JAX's ``mha_varlen`` kept a row of 65,536 elements on an H200 whose cut
+    stages took the time. Not one whose shrinking ended in time."""
+    from fuzz import shrink
+    from fuzz.profiles import HuntOptions
+
+    monkeypatch.setattr(shrink, "SMALL_ENOUGH", 0)
+    target = get("fake_slow_nan")
+    options = dataclasses.replace(HuntOptions.of(compiled_profile), compile_ladder=True)
+    rushed = dataclasses.replace(options, shrink_seconds=0.001)
+    found = hunt(target, "fake-compiled", rushed, seed=0, database=None).found["nan"]
+    assert found.ladder and found.case.size > 16, found.shrink_notes
+    assert "when the shrink time here ran out" in found.shrink_notes[-1]
+    assert found.as_dict()["ladder"] and found.as_dict()["choices"]
+    timely = hunt(target, "fake-compiled", options, seed=0, database=None).found["nan"]
+    assert timely.shrink_path == "interpreter" and not timely.ladder, timely.shrink_notes
+
+
 def test_a_case_too_costly_for_the_interpreter_is_cut_on_the_compiled_backend_first(
     fake_plugin, compiled_profile
 ):
