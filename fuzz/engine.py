@@ -50,7 +50,7 @@ from fuzz.narrowing import (
     strategy_keywords,
 )
 from fuzz.profiles import HuntOptions, Profile
-from fuzz.properties import Context, check_case
+from fuzz.properties import Context, check_case, properties_of
 from fuzz.results import Found, HuntResult, decode_choices, trace_of
 from fuzz.shrink import (
     SHRINK_PHASES,
@@ -485,7 +485,26 @@ class _Hunter:
                 prefer=self.stage.only if self.stage.past_first else None,
                 admit=admit,
                 autotune=self.narrowing.get(AUTOTUNE),
+                unchecked=self._past_shrunk() if in_shrink_phase() else (),
             )
+
+    def _past_shrunk(self) -> tuple[str, ...]:
+        """While Hypothesis shrinks, the properties after the last one a bug of this hunt failed
+        (checked in order, a case stops at its first failure): a shrink step that fails none of
+        those is none of its bugs, and what it would have failed past them is not checked (its
+        parameters are still drawn: the choices are a full check's). Most shrink steps fail
+        nothing, and paid every property's launches: the suite's mutant proofs spent most of
+        their time shrinking. None left out while a bug's property is not one of them (a
+        flaky kernel's), or past the first failure (``Stage.past_first``)."""
+        keys = set(self.first) | ({self.stage.only} if self.stage.only else set())
+        if not keys or self.stage.past_first:
+            return ()
+        names = [p.name for p in properties_of(self.target)]
+        props = {k.split("|")[1] if k.count("|") >= 1 else "" for k in keys}
+        if not props <= set(names):
+            return ()
+        last = max(names.index(p) for p in props)
+        return tuple(names[last + 1 :])
 
     def _recheck(self, case: Case, params: dict[str, Any]) -> Finding | str | None:
         """One more check of the running example (``params``: its parameters): what it failed

@@ -258,6 +258,9 @@ class Context:
         # (``fuzz.duplicates.fails_as``).
         self.derived_cases: list[tuple[str, Case]] = []
         self.only: frozenset[str] | None = None  # the properties checked (``check_case``'s)
+        # Drawn but not checked (``check_case``'s ``unchecked``): a shrink step's properties past
+        # those of the bugs it shrinks.
+        self.unchecked: frozenset[str] = frozenset()
 
     def failed_comparison(self) -> RunsCompared | None:
         """The two runs whose difference is the failure this case's check returned, where it
@@ -1280,6 +1283,7 @@ def check_case(
     admit: Callable[[], None] | None = None,
     only: Collection[str] | None = None,
     autotune: Sequence[int] | None = None,
+    unchecked: Collection[str] = (),
 ) -> Outcome:
     """Checks every property in order and stops at the first failure.
 
@@ -1299,6 +1303,8 @@ def check_case(
     alone), the remaining properties are still checked and a failure of the preferred class or
     key is returned if one shows. A crash ends the check at once.
     ``only``: the names of the properties to check (None: all of them).
+    ``unchecked``: properties whose parameters are drawn (the example's choices are those of a
+    full check) but which are not checked.
     ``autotune``: the run's narrowing of the autotuned kernels' drawn configs
     (``fuzz.narrowing.AUTOTUNE``; None: every config).
 
@@ -1321,6 +1327,7 @@ def check_case(
     )
     ctx.scores = draw is not None
     ctx.only = None if only is None else frozenset(only)
+    ctx.unchecked = frozenset(unchecked)
     if prefer is not None and prefer.count("|") >= 2:
         ctx.prefer_output = prefer.split("|")[2]
     used: dict[str, Any] = {}
@@ -1382,6 +1389,8 @@ def _check_properties(
     if admit is not None:
         admit()
     for prop, value in checks:
+        if prop.name in ctx.unchecked:
+            continue
         t0 = time.perf_counter()
         try:
             if first is None:

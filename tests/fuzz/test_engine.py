@@ -369,3 +369,45 @@ def test_a_flaky_failure_one_of_whose_runs_lost_the_context_ends_the_hunt(
     # Not for another slice to resume (replayed there, it would lose that process's context too).
     assert not found.final and found.lost_context and found.as_dict()["choices"] is None
     assert "fake_double_flaky_sticky on fake" in engine.context_lost()
+
+
+def test_shrink_steps_check_no_property_past_those_of_the_bugs_they_shrink(
+    fake_plugin, fake_profile
+):
+    """While Hypothesis shrinks, a step is checked up to the last property a bug of the hunt
+    failed (a case stops at its first failure, so a step that fails none of those is none of
+    its bugs): most steps fail nothing and paid every later property's launches, most of the
+    suite's mutant proofs' time. The later properties' parameters are still drawn (a step's
+    choices are a full check's) and they are checked while the search generates; the bug
+    shrinks to the same minimal example."""
+    from hypothesis import strategies as st
+
+    from fuzz.hypothesis_internals import in_shrink_phase
+    from fuzz.properties import Property, properties_of
+    from fuzz.target import get, register
+
+    calls = {"generate": 0, "shrink": 0}
+
+    def late(ctx, value):
+        calls["shrink" if in_shrink_phase() else "generate"] += 1
+        return None
+
+    base = get("fake_double_nan")
+    try:
+        target = get("fake_double_nan_late_property")
+    except Exception:
+        target = dataclasses.replace(
+            base,
+            name="fake_double_nan_late_property",
+            properties=(*base.properties, Property("late", late, st.integers(0, 3))),
+        )
+        register(target)
+    names = [p.name for p in properties_of(target)]
+    assert names.index("late") > names.index("oracle")
+    result = hunt(target, "fake", fake_profile, seed=3, database=None)
+    found = result.found["nan"]
+    assert found.final and found.key.split("|")[1] == "oracle", found.key
+    assert calls["generate"] > 0 and calls["shrink"] == 0, calls
+    assert "late" in found.params  # drawn all the same
+    plain = hunt(base, "fake", fake_profile, seed=3, database=None).found["nan"]
+    assert found.case.size == plain.case.size
