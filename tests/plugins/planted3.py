@@ -13,10 +13,17 @@ interpreter): ``lse`` of log 4 for five equal logits, an ``lse`` of -inf for a q
 with key padding and a window of (-1, -1); its inputs give the same wrong values on plain CUDA
 tensors outside the harness (``.ci/control_attention_diag.py REPRO``), so the rows of
 ``control3_attention_triton`` and the compiled-only ``lse = -inf`` rows of the planted
-attention kernels built on it are that bug, not the harness's and not the planted ones
-(``.ci/control_attention_ablate.py`` narrows it down). The records (``_planted3_bugs.py``) are shared with the Pallas kernels of
-``planted3_pallas.py``. Each bug, its trigger (the smallest input that shows it) and the failure
-class expected:
+attention kernels built on it are that bug, not the harness's and not the planted ones.
+``.ci/control_attention_ablate.py`` narrows it down (H200, Triton 3.6): the loop is wrong only
+where the window's sides are runtime branches that may narrow the key mask (as the control
+writes them, though a window of (-1, -1) takes neither), the mask's per-key reduction then
+zeroes ``v`` (the control's masked-key guard) and the key tile is 32; the same loop with the
+window written without branches is right in every variant, so this is how Triton compiles that
+construct, not the kernel's arithmetic. ``control3_attention_varlen_triton``, the same loop over
+packed sequences, had a compiled-only row of 3 elements on an H200 too (its interpreter passes):
+most likely the same construct. The records (``_planted3_bugs.py``) are shared with the Pallas
+kernels of ``planted3_pallas.py``. Each bug, its trigger (the smallest input that shows it) and
+the failure class expected:
 
 - ``planted3_softmax_masked_max_triton``: the row max is taken over the logits before the mask is
   applied, so masked keys shift the row: a masked NaN or Inf poisons every valid key, and a masked
