@@ -444,7 +444,10 @@ class BugLedger:
         prefix = f"{slice_id}:"
         for seen, sig in self.sightings.items():
             rec = self.found.get(sig)
-            if seen.startswith(prefix) and self.pending(seen) and rec and rec.get("choices"):
+            if not (seen.startswith(prefix) and rec and rec.get("choices")):
+                continue
+            ladder = bool(rec.get("ladder"))
+            if self.pending(seen, ladder=ladder):
                 key, choices = str(rec.get("bug_key") or ""), str(rec["choices"])
                 self.resume.append(
                     Resume(
@@ -452,7 +455,7 @@ class BugLedger:
                         choices,
                         None if narrowing is None else dict(narrowing),
                         seen,
-                        ladder=bool(rec.get("ladder")),
+                        ladder=ladder,
                         notes=tuple(rec.get("shrink_notes") or ()),
                     )
                 )
@@ -466,14 +469,16 @@ class BugLedger:
             entry = self.resume.pop(0)
             if entry.ladder != ladder or len(taken) >= most:
                 kept.append(entry)
-            elif self.pending(entry.sighting):
+            elif self.pending(entry.sighting, ladder=ladder):
                 taken.append(entry)
         self.resume = kept
         return tuple(taken)
 
     def resumable(self, *, ladder: bool = False) -> bool:
         """Whether a queued bug (of a compile worker's, ``ladder``) still stands unshrunk."""
-        return any(e.ladder == ladder and self.pending(e.sighting) for e in self.resume)
+        return any(
+            e.ladder == ladder and self.pending(e.sighting, ladder=ladder) for e in self.resume
+        )
 
     def unshrunk(self, sighting: str) -> bool:
         """Whether the record streamed as ``sighting`` stands as its bug's row, unshrunk (no
@@ -482,12 +487,15 @@ class BugLedger:
         rec = None if sig is None else self.found.get(sig)
         return rec is not None and not rec.get("shrunk")
 
-    def pending(self, sighting: str) -> bool:
+    def pending(self, sighting: str, *, ladder: bool = False) -> bool:
         """Whether the record streamed as ``sighting`` stands as its bug's row with shrinking
-        left to do: unshrunk, or shrunk through compiled variants only (``Found.ladder``)."""
+        left to do: unshrunk (:meth:`unshrunk`), or (``ladder``) shrunk through compiled
+        variants only (``Found.ladder``), its shrinking through new ones a compile worker's."""
+        if not ladder:
+            return self.unshrunk(sighting)
         sig = self.sightings.get(sighting)
         rec = None if sig is None else self.found.get(sig)
-        return rec is not None and (not rec.get("shrunk") or bool(rec.get("ladder")))
+        return rec is not None and bool(rec.get("ladder"))
 
     def bugs(self) -> list[Bug]:
         """The distinct bugs, once per way to each: its triggers and its ``also_triggers``, and

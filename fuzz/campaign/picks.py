@@ -1,8 +1,8 @@
 """Which pair the scheduling policy gives a worker next: small pure functions of the pairs and the
 tunables, in the order they apply (:func:`pick` for a fuzzing worker, :func:`next_ladder` then
-:func:`next_warm_up` for a compile worker). :class:`fuzz.campaign.policy.SchedulingPolicy` asks them with its pairs, its
-tunables as fitted so far (the floors may have been lowered) and its workers; like the policy,
-they have no processes, clock or I/O (``tests/fuzz/test_layers.py``).
+:func:`next_warm_up` for a compile worker). :class:`fuzz.campaign.policy.SchedulingPolicy` asks
+them with its pairs, its tunables as fitted so far (the floors may have been lowered) and its
+workers; like the policy, they have no processes, clock or I/O (``tests/fuzz/test_layers.py``).
 """
 
 from __future__ import annotations

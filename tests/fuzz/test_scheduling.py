@@ -1466,6 +1466,9 @@ def test_a_bug_shrunk_through_compiled_variants_only_is_shrunk_on_by_a_compile_w
     entry = Resume("nan|oracle|y|-", "AAE=", None, sighting(81, rec), ladder=True, notes=(*notes,))
     assert p.ledger.resume == [entry]
     assert p.ledger.resumable(ladder=True) and not p.ledger.resumable()
+    # An entry queued while the row stood unshrunk is no fuzzing slice's once it is a ladder's.
+    p.ledger.resume.append(Resume("nan|oracle|y|-", "AAE=", None, sighting(81, rec)))
+    assert p.ledger.take_resumes(2) == () and p.ledger.resume == [entry]
     # A fuzzing slice does not take it (nor does the pick favour the pair for it).
     fuzzing = policy.begin(p, 0, slice_id=82, now=6.0, left=500.0)
     assert fuzzing.resume == () and not fuzzing.ladder
