@@ -439,13 +439,16 @@ class BugLedger:
         6,288 and 9,632 elements stayed so where the slices' hard limits cut their shrinking.
         Not a bug whose shrinking was resumed already (a slice's shrunk example of an earlier
         slice's bug stands under that slice's sighting), nor one a worker's death itself was
-        (no choices). A bug shrunk through compiled variants only (``Found.ladder``) is queued
-        for a compile worker (``ladder``)."""
+        (no choices), nor a row queued already (several slices streamed it). A bug shrunk
+        through compiled variants only (``Found.ladder``) is queued for a compile worker
+        (``ladder``)."""
         prefix = f"{slice_id}:"
         for seen, sig in self.sightings.items():
             rec = self.found.get(sig)
             if not (seen.startswith(prefix) and rec and rec.get("choices")):
                 continue
+            if any(self.sightings.get(e.sighting) == sig for e in self.resume):
+                continue  # (its row is queued already, streamed by another slice too)
             ladder = bool(rec.get("ladder"))
             if self.pending(seen, ladder=ladder):
                 key, choices = str(rec.get("bug_key") or ""), str(rec["choices"])

@@ -1465,6 +1465,10 @@ def test_a_bug_shrunk_through_compiled_variants_only_is_shrunk_on_by_a_compile_w
     policy.ended(81, {"found": [rec], "seconds": 5.0}, 5.0)
     entry = Resume("nan|oracle|y|-", "AAE=", None, sighting(81, rec), ladder=True, notes=(*notes,))
     assert p.ledger.resume == [entry]
+    # Another slice that streams the same row queues nothing more (it would be shrunk twice).
+    policy.begin(p, 0, slice_id=80, now=5.0, left=500.0)
+    policy.ended(80, {"found": [{**rec, "details": {"round": 1}}], "seconds": 1.0}, 6.0)
+    assert p.ledger.resume == [entry]
     assert p.ledger.resumable(ladder=True) and not p.ledger.resumable()
     # An entry queued while the row stood unshrunk is no fuzzing slice's once it is a ladder's.
     p.ledger.resume.append(Resume("nan|oracle|y|-", "AAE=", None, sighting(81, rec)))
@@ -1576,5 +1580,6 @@ def test_a_campaign_with_a_compile_worker_shrinks_a_compiled_only_bug_off_the_fu
     assert "on a compile worker" in notes[-1], notes
     assert row["case_size"] == 80, row["case"]  # 2 rows of 40 columns: the least that fails
     assert any("compile ladder: 1 bug(s) shrunk" in line for line in lines), lines[-20:]
+    assert not any("compile ladder: 2 bug(s)" in line for line in lines), lines[-20:]
     [result] = report["results"]
     assert result["examples"] >= 60
