@@ -1123,37 +1123,33 @@ class _Hunter:
 
         shrinking = self._shrinking()
         try:
-            if entry.ladder:  # (a compile worker's: through new variants, each a compile)
-                run = staged(SHRINK_PHASES)
-                got = next((f for f in run.found.values() if f.key == entry.key), None)
-                if got is not None:
-                    got = dataclasses.replace(
-                        got,
-                        shrink_path="compiled",
-                        shrink_notes=[
-                            *entry.notes,
-                            f"{self.b.name}, any variant, on a compile worker: {run.examples} "
-                            f"examples, {run.stats.compiles} compiles, {got.case.size} elements",
-                        ],
-                    )
-            elif hands_off(self.b, self.options):  # as the search's: replayed, then staged
-                run = staged((Phase.reuse,))
-                got = next((f for f in run.found.values() if f.key == entry.key), None)
-                if got is not None:
-                    got = shrink_compiled(
-                        self.target,
-                        self.b,
-                        self.options,
-                        got,
-                        hunt=hunt,
-                        into=self.result,
-                        hard_at=self.shrink_hard_at(),
-                        narrowing=narrowing,
-                        known_keys={b.key for b in self.known_bugs} - {entry.key},
-                    )
-            else:
-                run = staged(SHRINK_PHASES)
-                got = next((f for f in run.found.values() if f.key == entry.key), None)
+            # As the search's hand-off (replayed, then staged), but an entry of the compile
+            # ladder, a compile worker's: shrunk here through new variants, each a compile.
+            staged_here = entry.ladder or not hands_off(self.b, self.options)
+            run = staged(SHRINK_PHASES if staged_here else (Phase.reuse,))
+            got = run.of_key(entry.key)
+            if got is not None and entry.ladder:
+                got = dataclasses.replace(
+                    got,
+                    shrink_path="compiled",
+                    shrink_notes=[
+                        *entry.notes,
+                        f"{self.b.name}, any variant, on a compile worker: {run.examples} "
+                        f"examples, {run.stats.compiles} compiles, {got.case.size} elements",
+                    ],
+                )
+            elif got is not None and not staged_here:
+                got = shrink_compiled(
+                    self.target,
+                    self.b,
+                    self.options,
+                    got,
+                    hunt=hunt,
+                    into=self.result,
+                    hard_at=self.shrink_hard_at(),
+                    narrowing=narrowing,
+                    known_keys={b.key for b in self.known_bugs} - {entry.key},
+                )
         finally:
             shrinking()
         if got is None:

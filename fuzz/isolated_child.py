@@ -62,7 +62,7 @@ def child_main(argv: list[str]) -> int:
         narrowing=spec["narrowing"],
         hooks=Hooks(on_found=keep),
     )
-    final = next((f for f in run.found.values() if f.key == spec["key"]), None)
+    final = run.of_key(spec["key"])
     if final is not None:
         keep(run, final)
     sys.stdout.flush()

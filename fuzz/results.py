@@ -202,6 +202,11 @@ class HuntResult:
         every = [g for f in self.found.values() for g in [f, *f.seen_as]]
         return [f for f in every if f.finding.cls == cls]
 
+    def of_key(self, key: str) -> Found | None:
+        """The bug of key ``key`` (``fuzz.signatures.bug_key``) the hunt found, if it did (a
+        shrink stage's run: whether it failed so)."""
+        return next((f for f in self.found.values() if f.key == key), None)
+
     @property
     def failed(self) -> bool:
         return bool(self.found) or self.error is not None

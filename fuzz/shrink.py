@@ -112,16 +112,11 @@ def _twin(backend: Backend) -> Backend | None:
     return twin if twin.interpret and twin.available else None
 
 
-def _of_key(run: HuntResult, key: str) -> Found | None:
-    """The bug of ``key`` a stage's run found (None: it did not fail so)."""
-    return next((f for f in run.found.values() if f.key == key), None)
-
-
 def _said(run: HuntResult, cls: str, key: str = "") -> str:
     """What a stage's backend said about the example (for the notes)."""
     if run.error is not None:
         return f"error: {run.error[:200]}"
-    if _of_key(run, key) is not None or (not key and cls in run.classes):
+    if run.of_key(key) is not None or (not key and cls in run.classes):
         return f"{cls} (reproduced)"
     other = sorted(run.known_hits)
     return f"{', '.join(other)} instead of {cls}" if other else "passes"
@@ -347,7 +342,7 @@ class _Shrinker:
         )
         for key, met in run.met_while_shrinking.items():  # the hunt that runs the stage reports
             self.into.met_while_shrinking.setdefault(key, met)
-        return (_of_key(run, self.key) if self.key else run.found.get(self.cls)), run
+        return (run.of_key(self.key) if self.key else run.found.get(self.cls)), run
 
     def cut(self) -> None:
         """Shrinks on the compiled backend through compiled variants until the case is cheap in
@@ -437,7 +432,7 @@ class _Shrinker:
             for key, count in run.events.items():
                 main.events[f"shrink: own space: {key}"] += count
             examples += run.examples
-            small = _of_key(run, self.key)
+            small = run.of_key(self.key)
             said = _said(run, self.cls, self.key)
             if small is not None:
                 break
