@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE
+from fuzz.campaign.threads import gpu_share, split_gpu_memory
 
 
 def _nvidia_smi_gpus() -> list[str]:
@@ -77,11 +77,7 @@ def share_gpu_memory() -> float | None:
     """XLA's memory fraction for this worker, set before JAX starts; returns torch's fraction,
     applied in ``pytest_configure`` (None when this worker has the GPU to itself).
     ``KERNEL_FUZZ_GPU_SHARE`` as for a campaign (``fuzz.campaign.threads.gpu_share``)."""
-    from fuzz.campaign.threads import gpu_share
-
-    share = gpu_share()
-    if share is None:
-        return None
+    share = gpu_share()  # (checked first: a bad value is a usage error on any machine)
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if not os.environ.get("PYTEST_XDIST_WORKER") or not count.isdigit():
         return None
@@ -89,11 +85,7 @@ def share_gpu_memory() -> float | None:
     gpus = len([d for d in env.split(",") if d])
     if gpus == 0:  # a CPU machine: nothing to share
         return None
-    k = workers_per_gpu(int(count), gpus)
-    if k <= 1 and share == 1.0:
-        return None
-    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE * share / k:.4f}")
-    return TORCH_SHARE * share / k
+    return split_gpu_memory(workers_per_gpu(int(count), gpus), share)
 
 
 def share_cpus_among_xdist_workers(config: pytest.Config) -> int | None:

@@ -198,14 +198,9 @@ def share_gpu_memory(k: int) -> float | None:
     13 processes and no split, JAX grew until a kernel launch failed with CUDA_ERROR_OUT_OF_MEMORY
     and a correct kernel read as a crash. ``KERNEL_FUZZ_GPU_SHARE``: ``off`` leaves the
     allocators alone; a number, the share of the GPU the campaign takes (``threads.gpu_share``)."""
-    from fuzz.campaign.threads import TORCH_SHARE, XLA_SHARE, gpu_share
+    from fuzz.campaign.threads import gpu_share, split_gpu_memory
 
-    share = gpu_share()
-    if share is None or (k <= 1 and share == 1.0):
-        return None
-    k = max(1, k)
-    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE * share / k:.4f}")
-    return TORCH_SHARE * share / k
+    return split_gpu_memory(k, gpu_share())
 
 
 def cap_torch_memory(fraction: float) -> None:

@@ -55,6 +55,18 @@ def gpu_share() -> float | None:
     return share
 
 
+def split_gpu_memory(k: int, share: float | None) -> float | None:
+    """Splits ``share`` of one GPU's memory (:func:`gpu_share`; None: leave the allocators
+    alone) between ``k`` processes on it: XLA's fraction is set here, before JAX starts, and
+    torch's is returned, to be applied once torch is loaded (None: a process with the whole GPU
+    to itself, or nothing to split)."""
+    if share is None or (k <= 1 and share == 1.0):
+        return None
+    k = max(1, k)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{XLA_SHARE * share / k:.4f}")
+    return TORCH_SHARE * share / k
+
+
 def cpu_count() -> int:
     """The CPUs this process may run on (its affinity mask where the OS has one)."""
     try:

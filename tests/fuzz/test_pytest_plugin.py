@@ -103,7 +103,8 @@ def test_xdist_workers_are_mapped_to_gpus_round_robin(monkeypatch):
 
 
 def test_xdist_workers_sharing_a_gpu_split_its_memory(monkeypatch):
-    from fuzz.pytest_plugin import XLA_SHARE, share_gpu_memory, workers_per_gpu
+    from fuzz.campaign.threads import XLA_SHARE
+    from fuzz.pytest_plugin import share_gpu_memory, workers_per_gpu
 
     assert workers_per_gpu(8, 1) == 8
     assert workers_per_gpu(8, 2) == 4
