@@ -483,11 +483,15 @@ class BugLedger:
             e.ladder == ladder and self.pending(e.sighting, ladder=ladder) for e in self.resume
         )
 
+    def _row(self, sighting: str) -> dict[str, Any] | None:
+        """The record standing for the bug ``sighting`` streamed (None: none stands for it)."""
+        sig = self.sightings.get(sighting)
+        return None if sig is None else self.found.get(sig)
+
     def unshrunk(self, sighting: str) -> bool:
         """Whether the record streamed as ``sighting`` stands as its bug's row, unshrunk (no
         smaller example of it since, nor merged into another)."""
-        sig = self.sightings.get(sighting)
-        rec = None if sig is None else self.found.get(sig)
+        rec = self._row(sighting)
         return rec is not None and not rec.get("shrunk")
 
     def pending(self, sighting: str, *, ladder: bool = False) -> bool:
@@ -496,8 +500,7 @@ class BugLedger:
         variants only (``Found.ladder``), its shrinking through new ones a compile worker's."""
         if not ladder:
             return self.unshrunk(sighting)
-        sig = self.sightings.get(sighting)
-        rec = None if sig is None else self.found.get(sig)
+        rec = self._row(sighting)
         return rec is not None and bool(rec.get("ladder"))
 
     def bugs(self) -> list[Bug]:
