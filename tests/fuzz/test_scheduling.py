@@ -631,33 +631,51 @@ def test_a_real_target_has_a_longer_seconds_floor_than_a_mutant():
 FAKE = str(Path(__file__).parent / "fake_targets.py")
 
 
-def _cached_campaign(tmp_path, monkeypatch, compile_workers):
-    """A campaign over two fake kernels compiled per column bucket (0.3 s each, into a cache on
-    disk that processes share, as Triton's is), on a compiled fake backend."""
+def _fake_gpu_campaign(
+    tmp_path, monkeypatch, targets, *, plugin, examples, seed, compile_workers, compile, log
+):
+    """A campaign over fake kernels (``targets``, names) compiled per column bucket (``compile``
+    seconds each, into a cache on disk that processes share, as Triton's is) on a compiled fake
+    backend, ended by its ``examples``; its report and the processes that paid a slow compile."""
     from fuzz.profiles import Profile
     from fuzz.target import get, load_plugin
 
-    load_plugin(FAKE)
+    load_plugin(plugin)
     cache = tmp_path / "cache"
     cache.mkdir(parents=True)
     monkeypatch.setenv("KERNEL_FUZZ_FAKE_CACHE", str(cache))
-    monkeypatch.setenv("KERNEL_FUZZ_FAKE_COMPILE", "0.3")
+    monkeypatch.setenv("KERNEL_FUZZ_FAKE_COMPILE", str(compile))
     config = CampaignConfig(
-        targets=[get("fake_cached"), get("fake_cached_nan")],
+        targets=[get(name) for name in targets],
         backends=["fake-gpu"],
         profile=Profile("ci", ("fake-gpu",), "small", False, "cpu", False, 60),
         budget=900,  # a safety net: the campaign ends at its examples
-        examples=120,
+        examples=examples,
         out=tmp_path / "out",
         repro_dir=tmp_path / "out" / "reproducers",
         db=None,
-        plugins=[FAKE],
-        seed=5,
+        plugins=[plugin],
+        seed=seed,
         compile_workers=compile_workers,
     )
-    report = Campaign(config, log=lambda line: None).run()
+    report = Campaign(config, log=log).run()
     slow = (cache / "slow.log").read_text().split() if (cache / "slow.log").exists() else []
-    return report, slow[0::2]  # the processes that paid a slow compile
+    return report, slow[0::2]
+
+
+def _cached_campaign(tmp_path, monkeypatch, compile_workers):
+    """A campaign over two fake kernels compiled per column bucket (0.3 s each)."""
+    return _fake_gpu_campaign(
+        tmp_path,
+        monkeypatch,
+        ["fake_cached", "fake_cached_nan"],
+        plugin=FAKE,
+        examples=120,
+        seed=5,
+        compile_workers=compile_workers,
+        compile=0.3,
+        log=lambda line: None,
+    )
 
 
 def test_compile_workers_compile_ahead_and_the_fuzzing_path_does_not_pay(tmp_path, monkeypatch):
@@ -1548,31 +1566,20 @@ def test_a_campaign_with_a_compile_worker_shrinks_a_compiled_only_bug_off_the_fu
     fuzzing worker is shrunk there through the variants compiled already, then by the compile
     worker through new ones (the compile ladder), and the row says so; the campaign waits for
     that shrinking once its pairs have their examples."""
-    from fuzz.profiles import Profile
-    from fuzz.target import get, load_plugin
-
     plugin = tmp_path / "wide_rows.py"
     plugin.write_text(_WIDE_ROWS.format(fake=FAKE))
-    load_plugin(str(plugin))
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    monkeypatch.setenv("KERNEL_FUZZ_FAKE_CACHE", str(cache))
-    monkeypatch.setenv("KERNEL_FUZZ_FAKE_COMPILE", "0.2")
     lines = []
-    config = CampaignConfig(
-        targets=[get("fake_cached_wide_rows")],
-        backends=["fake-gpu"],
-        profile=Profile("ci", ("fake-gpu",), "small", False, "cpu", False, 60),
-        budget=900,  # a safety net: the campaign ends at its examples
+    report, _ = _fake_gpu_campaign(
+        tmp_path,
+        monkeypatch,
+        ["fake_cached_wide_rows"],
+        plugin=str(plugin),
         examples=60,
-        out=tmp_path / "out",
-        repro_dir=tmp_path / "out" / "reproducers",
-        db=None,
-        plugins=[str(plugin)],
         seed=3,
         compile_workers=1,
+        compile=0.2,
+        log=lines.append,
     )
-    report = Campaign(config, log=lines.append).run()
     [row] = [f for f in report["findings"] if f["class"] == "accuracy"]
     notes = row["shrink_notes"]
     assert row["shrunk"] and "ladder" not in row, notes
