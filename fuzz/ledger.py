@@ -79,27 +79,41 @@ def same_call(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def also_keys(rec: Mapping[str, Any]) -> list[str]:
-    """The failure keys a record's minimal example also failed with (``details["also_fails"]``:
-    its output's elements of other classes, ``fuzz.properties``): its key with each of those
-    classes in its own's place."""
+    """The failure keys a record's minimal example also failed with: its key with each class of
+    its output's other elements in its own's place (``details["also_fails"]``), and each class
+    of the other outputs the same call failed (``details["also_outputs"]``; ``fuzz.properties``)."""
     key = rec.get("bug_key")
-    also = (rec.get("details") or {}).get("also_fails") or {}
+    details = rec.get("details") or {}
+    also = details.get("also_fails") or {}
+    outputs = details.get("also_outputs") or {}
     if not key or not rec.get("shrunk") or not isinstance(also, Mapping):
         return []
     _cls, rest = str(key).split("|", 1) if "|" in str(key) else (key, "")
-    return [f"{c}|{rest}" for c in sorted(also)]
+    keys = [f"{c}|{rest}" for c in sorted(also)]
+    prop, _out, last = [*rest.split("|", 2), "", ""][:3] if rest else ("", "", "")
+    if isinstance(outputs, Mapping) and prop:
+        # Other outputs of the same call (``fuzz.properties``' oracle check): each class there.
+        keys += [f"{c}|{prop}|{o}|{last or '-'}" for o in sorted(outputs) for c in outputs[o]]
+    return keys
 
 
 def linked(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two records of two keys are one bug by their minimal examples: one of them also
-    failed the other's way (another class on other elements of the same output, ``also_keys``)
-    under triggers that nest. (A masking row of a planted jagged kernel, its fixed element wrong,
+    failed the other's way (another class on other elements of the same output, or another
+    output of the same call: ``also_keys``) under triggers that nest, or each failed the other's
+    way. (A masking row of a planted jagged kernel, its fixed element wrong,
     and an accuracy row, the same bug where no element is fixed, were two rows: the masking
     row's example was wrong on its other elements too.)"""
+    ab, ba = b.get("bug_key") in also_keys(a), a.get("bug_key") in also_keys(b)
+    if ab and ba:
+        # Each minimal example failed the other's way: one bug, whatever triggers each shrink
+        # kept (a planted varlen bug's ``o`` row held a causal fp32 case, its ``lse`` row an
+        # fp16 one, and each failed on both outputs).
+        return True
     ta, tb = set(a.get("triggers") or ()), set(b.get("triggers") or ())
     if not (ta <= tb or tb <= ta):
         return False
-    return b.get("bug_key") in also_keys(a) or a.get("bug_key") in also_keys(b)
+    return ab or ba
 
 
 # What a record of a bug seen another way keeps of itself beside the bug's record.

@@ -714,26 +714,30 @@ def _inputs_unchanged(ctx: Context, _: Any) -> Finding | None:
 
 
 def _poisoned_output(ctx: Context, _: Any) -> Finding | None:
+    first = FirstOutput(ctx, "poisoned-output")
     for name in ctx.oracle:
         a, b = ctx.clean.outputs[name], ctx.repeat.outputs[name]
         fa, fb = to_float64(a), to_float64(b)
         unwritten = np.isnan(fa) & (fb == POISON_FINITE)
         if unwritten.any():
             idx = _first_index(unwritten)
-            return ctx.finding(
-                F.NAN,
-                "poisoned-output",
-                f"{int(unwritten.sum())} element(s) of {name} never written (they keep the poison), "
-                f"first at {name}[{', '.join(map(str, idx))}]",
-                output=name,
-                index=idx,
-                kernel_value=float("nan"),
-                oracle_value=float(ctx.oracle[name][idx]),
+            first.add(
+                ctx.finding(
+                    F.NAN,
+                    "poisoned-output",
+                    f"{int(unwritten.sum())} element(s) of {name} never written (they keep the poison), "
+                    f"first at {name}[{', '.join(map(str, idx))}]",
+                    output=name,
+                    index=idx,
+                    kernel_value=float("nan"),
+                    oracle_value=float(ctx.oracle[name][idx]),
+                )
             )
-    return None
+    return first.finding
 
 
 def _differing_run(ctx: Context, other: Launch, runs: int) -> Finding | None:
+    first = FirstOutput(ctx, "determinism")
     for name in ctx.oracle:
         d = compare_runs(other.outputs[name], ctx.clean.outputs[name])
         if d is not None:
@@ -741,17 +745,19 @@ def _differing_run(ctx: Context, other: Launch, runs: int) -> Finding | None:
             ctx.compared["determinism"] = RunsCompared(
                 "determinism", what, name, other.outputs[name], ctx.clean.outputs[name], None
             )
-            return ctx.finding(
-                F.NONDETERMINISM,
-                "determinism",
-                f"{runs} runs differ in {d.count} element(s) of {name}, at {d.where(name)}: "
-                f"{_fmt(d.want)} then {_fmt(d.got)}",
-                output=name,
-                index=d.index,
-                kernel_value=d.want,
-                details={"second_value": d.got, "runs": runs},
+            first.add(
+                ctx.finding(
+                    F.NONDETERMINISM,
+                    "determinism",
+                    f"{runs} runs differ in {d.count} element(s) of {name}, at {d.where(name)}: "
+                    f"{_fmt(d.want)} then {_fmt(d.got)}",
+                    output=name,
+                    index=d.index,
+                    kernel_value=d.want,
+                    details={"second_value": d.got, "runs": runs},
+                )
             )
-    return None
+    return first.finding
 
 
 def _determinism(ctx: Context, _: Any) -> Finding | None:
@@ -872,6 +878,35 @@ def compare_runs(
         count=int(bad.sum()),
         appeared=bool(appeared[idx]),
     )
+
+
+class FirstOutput:
+    """The finding of a property that checks a call's outputs in turn: the first output's, with
+    the classes the later outputs of the same runs failed with (``details["also_outputs"]``).
+    A call failing on ``o`` and on ``lse`` is evidence that a row of ``lse`` is the bug of the
+    row of ``o`` seen on another output (``fuzz.ledger.also_keys``): a planted window bug was a
+    masking row of each, shrunk to the same 2-element case. The comparison a report shows
+    (``Context.compared``) stays the first output's."""
+
+    def __init__(self, ctx: Context, prop: str) -> None:
+        self.ctx, self.prop = ctx, prop
+        self.finding: Finding | None = None
+        self._compared: RunsCompared | None = None
+
+    def add(self, f: Finding | None) -> None:
+        if f is None:
+            return
+        if self.finding is None:
+            self.finding, self._compared = f, self.ctx.compared.get(self.prop)
+            return
+        if f.output is None or f.output == self.finding.output:
+            return
+        classes = {f.cls, *((f.details or {}).get("also_fails") or {})}
+        outputs = dict((self.finding.details or {}).get("also_outputs") or {})
+        outputs[f.output] = sorted(classes | set(outputs.get(f.output, ())))
+        self.finding.details = {**(self.finding.details or {}), "also_outputs": outputs}
+        if self._compared is not None:
+            self.ctx.compared[self.prop] = self._compared
 
 
 def runs_agree(
@@ -1072,12 +1107,10 @@ def _tf32_hint(ctx: Context, name: str, err: np.ndarray) -> str:
 def _oracle(ctx: Context, _: Any) -> Finding | None:
     """The first output off its oracle; the output a check prefers first (``prefer``'s bug key:
     whether a known bug's example fails another bug's way, ``lse`` where ``o`` fails too)."""
-    names = sorted(ctx.oracle, key=lambda n: n != ctx.prefer_output)
-    for name in names:
-        f = compare_to_oracle(ctx, name, ctx.clean.outputs[name], "oracle")
-        if f is not None:
-            return f
-    return None
+    first = FirstOutput(ctx, "oracle")
+    for name in sorted(ctx.oracle, key=lambda n: n != ctx.prefer_output):
+        first.add(compare_to_oracle(ctx, name, ctx.clean.outputs[name], "oracle"))
+    return first.finding
 
 
 def masked_change(got: np.ndarray, want: np.ndarray) -> RunDifference | None:
@@ -1097,6 +1130,7 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
     launch = ctx.derived(poisoned, prop="masked-poison", what=f"with masked inputs = {value}")
     if isinstance(launch, Finding):
         return launch
+    first = FirstOutput(ctx, "masked-poison")
     for name in ctx.oracle:
         d = masked_change(launch.outputs[name], ctx.clean.outputs[name])
         if d is not None:
@@ -1104,18 +1138,20 @@ def _masked_poison(ctx: Context, value: Any) -> Finding | None:
             ctx.compared["masked-poison"] = RunsCompared(
                 "masked-poison", what, name, launch.outputs[name], ctx.clean.outputs[name], None
             )
-            return ctx.finding(
-                F.MASKING,
-                "masked-poison",
-                f"setting masked-out inputs to {value} changed {d.count} element(s) of {name}; "
-                f"{d.where(name)}: {_fmt(d.want)} -> {_fmt(d.got)}",
-                output=name,
-                index=d.index,
-                kernel_value=d.got,
-                oracle_value=float(ctx.oracle[name][d.index]),
-                details={"poison": value, "clean_value": d.want},
+            first.add(
+                ctx.finding(
+                    F.MASKING,
+                    "masked-poison",
+                    f"setting masked-out inputs to {value} changed {d.count} element(s) of {name}; "
+                    f"{d.where(name)}: {_fmt(d.want)} -> {_fmt(d.got)}",
+                    output=name,
+                    index=d.index,
+                    kernel_value=d.got,
+                    oracle_value=float(ctx.oracle[name][d.index]),
+                    details={"poison": value, "clean_value": d.want},
+                )
             )
-    return None
+    return first.finding
 
 
 def _twin(ctx: Context) -> Backend | None:

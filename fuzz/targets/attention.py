@@ -45,7 +45,7 @@ from fuzz.kit import (
     register_reformulations,
     torch_inputs,
 )
-from fuzz.properties import Context, Launch, Property, excess, runs_agree
+from fuzz.properties import Context, FirstOutput, Launch, Property, excess, runs_agree
 from fuzz.target import Baselines, Hazard, Search, Target, register
 from kernels.attention.mutants import MUTANTS
 from kernels.attention.reformulations import REFORMULATIONS
@@ -536,16 +536,25 @@ def _equivalent(
     The fp64 oracle gives the same numbers for both computations, and each run is within its
     tolerance of it, so they may differ by at most twice the tolerance (the kernels here agree
     bit for bit; ``tests/kernels`` checks that)."""
+    first = FirstOutput(ctx, prop)
     for name in ("o", "lse"):
         if name not in ctx.oracle:
             continue  # a plugin kernel without a log-sum-exp (Conventions(lse="none"))
         tol = 2.0 * select(ctx.bound(name))
-        f = runs_agree(
-            ctx, prop, what, name, got[name], select(ctx.clean.outputs[name]), tol, cls, where=where
+        first.add(
+            runs_agree(
+                ctx,
+                prop,
+                what,
+                name,
+                got[name],
+                select(ctx.clean.outputs[name]),
+                tol,
+                cls,
+                where=where,
+            )
         )
-        if f is not None:
-            return f
-    return None
+    return first.finding
 
 
 GATE_C = 2.0  # the power of two q is scaled by (and the scale divided by) in the gate launch
@@ -643,16 +652,15 @@ def _scale_once(ctx: Context, _: Any) -> Finding | None:
     if isinstance(launch, Finding):
         return launch
     what = f"with q * {GATE_C:g} and scale / {GATE_C:g}"
+    first = FirstOutput(ctx, "scale-applied-once")
     for name in ("o", "lse"):
         if name not in ctx.oracle:
             continue
         got, want, tol = launch.outputs[name], ctx.clean.outputs[name], 2.0 * ctx.bound(name)
         if name == "o":
             got, want, tol = got[..., :-1], want[..., :-1], tol[..., :-1]
-        f = runs_agree(ctx, "scale-applied-once", what, name, got, want, tol, F.ACCURACY)
-        if f is not None:
-            return f
-    return None
+        first.add(runs_agree(ctx, "scale-applied-once", what, name, got, want, tol, F.ACCURACY))
+    return first.finding
 
 
 def _is_gqa(ctx: Context) -> bool:

@@ -139,3 +139,54 @@ def test_the_way_a_minimal_example_also_failed_is_a_known_way_of_its_bug():
     led = BugLedger()
     led.record(_failing_also(_rec("a", MASK, {"exp-overflow"}, 16), accuracy=2), sighting="1:0:a")
     assert {(b.key, b.signature) for b in led.bugs()} == {(MASK, "a"), (ACC, "a")}
+
+
+# The same call failing on another output ---------------------------------------------------
+
+MASK_O = "masking|oracle|o|-"
+MASK_LSE = "masking|oracle|lse|-"
+ACC_O = "accuracy|oracle|o|-"
+ACC_LSE = "accuracy|oracle|lse|-"
+
+
+def _other_outputs(rec, **outputs):
+    return {**rec, "details": {**rec.get("details", {}), "also_outputs": outputs}}
+
+
+def test_a_row_whose_minimal_example_failed_on_the_others_output_is_that_bug():
+    """A planted window bug (a key too many on the right) was a masking row of ``o`` and one of
+    ``lse``, each shrunk to a case of 2 elements: the ``o`` row's example failed on ``lse``
+    too. One row, whichever comes first; the other output's failure is a known way of it."""
+    for first in ("o", "lse"):
+        led = BugLedger()
+        a = _rec("a", MASK_O, {"feature window"}, 2)
+        b = _rec("b", MASK_LSE, {"feature window"}, 2)
+        a = _other_outputs(a, lse=["masking"])
+        recs = (a, b) if first == "o" else (b, a)
+        assert led.record(recs[0], sighting="1:0:x").new
+        out = led.record(recs[1], sighting="2:0:y")
+        assert not out.new, first
+        assert len(led.found) == 1
+        assert {b.key for b in led.bugs()} == {MASK_O, MASK_LSE}
+
+
+def test_other_outputs_link_under_nesting_triggers_or_both_ways():
+    """Triggers that do not nest keep two rows where one example only failed the other's
+    output; where each example failed on the other's output, they are one bug (a planted varlen
+    bug's rows, one shrunk to a causal fp32 case, the other to an fp16 one)."""
+    led = BugLedger()
+    a = _other_outputs(
+        _rec("a", ACC_O, {"feature causal", "partial-kv-tile"}, 12), lse=["accuracy"]
+    )
+    b = _rec("b", ACC_LSE, {"dtype float16", "partial-kv-tile"}, 3)
+    assert led.record(a, sighting="1:0:a").new
+    assert led.record(b, sighting="2:0:b").new
+    assert set(led.found) == {"a", "b"}
+    led = BugLedger()
+    assert led.record(a, sighting="1:0:a").new
+    out = led.record(_other_outputs(b, o=["accuracy"]), sighting="2:0:b")
+    assert not out.new and len(led.found) == 1
+    # another class on the other output is another key: no link
+    led = BugLedger()
+    assert led.record(_other_outputs(_rec("a", ACC_O, {"w"}, 2), lse=["nan"]), sighting="1:0:a").new
+    assert led.record(_rec("b", ACC_LSE, {"w"}, 2), sighting="2:0:b").new

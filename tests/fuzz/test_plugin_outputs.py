@@ -86,3 +86,29 @@ def test_a_list_that_is_not_the_outputs_is_one_crash_whatever_the_rows(targets, 
     assert len(keys) == 1, keys
     result = hunt(get(f"outputs_{name}"), "triton-interpret", get_profile("ci"), database=None)
     assert list(result.found) == ["crash"], list(result.found)  # one bug, not one per size
+
+
+def attention_off_by_half(q, k, v, *, scale):
+    """Wrong on both outputs in every call, and on nothing else: each is 0.5 too high."""
+    s = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float()) * scale
+    o = torch.einsum("bhqk,bhkd->bhqd", torch.softmax(s, -1), v.float()) + 0.5
+    return o.to(q.dtype), torch.logsumexp(s, -1) + 0.5
+
+
+def test_a_call_failing_on_two_outputs_is_one_row_that_names_both():
+    """The oracle check names the first output off its oracle and records the other outputs the
+    same call failed on (``details["also_outputs"]``): the evidence that joins a row of ``lse``
+    to the row of ``o`` (``fuzz.ledger.also_keys``); one hunt, one row."""
+    name = "outputs_attention_off_by_half"
+    fuzz.fuzz_kernel(
+        name,
+        family="attention",
+        kernel=attention_off_by_half,
+        capabilities=fuzz.Capabilities(dtypes=("float32",), features={"scale"}),
+    )
+    result = hunt(get(name), "triton-interpret", get_profile("ci"), database=None)
+    assert result.error is None
+    assert list(result.found) == ["accuracy"], result.classes
+    found = result.found["accuracy"]
+    other = "lse" if found.finding.output == "o" else "o"
+    assert found.finding.details["also_outputs"] == {other: ["accuracy"]}

@@ -8,21 +8,20 @@ Four kernels written as a user would (a row-block softmax, a jagged softmax, a f
 forward for dense and packed batches, a chunked simple GLA forward), each with a ``BUG`` switch
 that plants exactly one bug; each ``planted3_*`` target runs one of them, each ``control3_*``
 target the same kernel with no bug (what a campaign finds there is not a planted bug's). The
-attention kernel with no bug planted is wrong compiled on an H200 (Triton 3.6; right in Triton's
+attention kernel as first written was wrong compiled on an H200 (Triton 3.6; right in Triton's
 interpreter): ``lse`` of log 4 for five equal logits, an ``lse`` of -inf for a query with keys,
-with key padding and a window of (-1, -1); its inputs give the same wrong values on plain CUDA
-tensors outside the harness (``.ci/control_attention_diag.py REPRO``), so the rows of
-``control3_attention_triton`` and the compiled-only ``lse = -inf`` rows of the planted
-attention kernels built on it are that bug, not the harness's and not the planted ones.
-``.ci/control_attention_ablate.py`` narrows it down (H200, Triton 3.6): the loop is wrong only
-where the window's sides are runtime branches that may narrow the key mask (as the control
-writes them, though a window of (-1, -1) takes neither), the mask's per-key reduction then
-zeroes ``v`` (the control's masked-key guard) and the key tile is 32; the same loop with the
-window written without branches is right in every variant, so this is how Triton compiles that
-construct, not the kernel's arithmetic. ``control3_attention_varlen_triton``, the same loop over
-packed sequences, had a compiled-only row of 3 elements on an H200 too (its interpreter passes):
-most likely the same construct. The records (``_planted3_bugs.py``) are shared with the Pallas
-kernels of ``planted3_pallas.py``. Each bug, its trigger (the smallest input that shows it) and
+with key padding and a window of (-1, -1), the same wrong values on plain CUDA tensors outside
+the harness (``.ci/control_attention_diag.py REPRO``). ``.ci/control_attention_ablate.py``
+narrowed it down (H200, Triton 3.6): the loop was wrong only where the window's sides were
+runtime branches that may narrow the key mask (though a window of (-1, -1) takes neither), the
+mask's per-key reduction then zeroed ``v`` (the masked-key guard) and the key tile was 32; the
+same loop with the window written without branches was right in all 24 variants: how Triton
+compiles that construct, not the kernel's arithmetic. Its controls had 1 and 4 compiled-only
+rows in a 390 s GPU campaign (2026-11-29), and the planted Triton attention kernels carried
+that second bug beside their planted one; the window is now written without branches (as the
+ablation's right variant), so that each planted kernel holds exactly one bug there too.
+The records (``_planted3_bugs.py``) are shared with the Pallas kernels of
+``planted3_pallas.py``. Each bug, its trigger (the smallest input that shows it) and
 the failure class expected:
 
 - ``planted3_softmax_masked_max_triton``: the row max is taken over the logits before the mask is
@@ -321,13 +320,11 @@ def _attention_kernel(
         if CAUSAL:
             keep = keep & (offs_k[None, :] <= pos[:, None])
         if WINDOW:
-            if w_left >= 0:
-                keep = keep & (offs_k[None, :] >= pos[:, None] - w_left)
-            if w_right >= 0:
-                if BUG == WINDOW_RIGHT:  # planted: one key too many on the right
-                    keep = keep & (offs_k[None, :] <= pos[:, None] + w_right + 1)
-                else:
-                    keep = keep & (offs_k[None, :] <= pos[:, None] + w_right)
+            # Each side without a runtime branch (a side of -1 is unbounded): with the sides as
+            # branches Triton 3.6 compiles this loop wrong on an H200 (the module docstring).
+            right = w_right + 1 if BUG == WINDOW_RIGHT else w_right  # planted: a key too many
+            keep = keep & ((offs_k[None, :] >= pos[:, None] - w_left) | (w_left < 0))
+            keep = keep & ((offs_k[None, :] <= pos[:, None] + right) | (w_right < 0))
         s = tl.where(keep, s, float("-inf"))
         # a key no query of the tile sees adds nothing, not 0 * its value (a NaN there)
         seen = tl.max(keep.to(tl.int32), 0) > 0
