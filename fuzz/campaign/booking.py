@@ -50,8 +50,8 @@ def book_time(
     if plan.warm_up is not None:
         book_warm_up(pair, summary, secs)
         return 0.0, {**summary, **dict.fromkeys(WARM_OFF_PATH, 0.0)}
-    if plan.ladder:
-        book_ladder(pair, secs, summary.get("compile_seconds", 0.0))
+    if plan.shrink_only:
+        book_ladder(pair, plan, secs, summary.get("compile_seconds", 0.0))
         return 0.0, {**summary, **dict.fromkeys(WARM_OFF_PATH, 0.0)}
     pair.slices += 1
     pair.seconds += secs
@@ -89,11 +89,14 @@ def book_warm_up(pair: PairState, summary: Mapping[str, Any], secs: float) -> No
     pair.stats["precompiles"] += summary.get("compiles", 0) - summary.get("cache_loads", 0)
 
 
-def book_ladder(pair: PairState, secs: float, compiled: float) -> None:
-    """A compile worker's shrinking of the pair's bugs through new variants (the compile
-    ladder): off the fuzzing path, neither fuzzing toward its floor nor its compile share."""
-    pair.stats["ladder_seconds"] += secs
-    pair.stats["ladder_compile_seconds"] += compiled
+def book_ladder(pair: PairState, plan: SlicePlan, secs: float, compiled: float) -> None:
+    """A slice that only shrinks (``SlicePlan.shrink_only``): a compile worker's shrinking of the
+    pair's bugs through new variants (the compile ladder), or a slice past the budget shrinking
+    rows left unshrunk (``finishing``); off the fuzzing path, neither fuzzing toward its floor
+    nor its compile share."""
+    kind = "ladder" if plan.ladder else "finishing"
+    pair.stats[f"{kind}_seconds"] += secs
+    pair.stats[f"{kind}_compile_seconds"] += compiled
 
 
 def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -> None:
@@ -101,8 +104,8 @@ def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -
     worker died, hung or overran), from what it streamed."""
     _, compiled = _end(pair, plan)
     spent = now - plan.started
-    if plan.ladder:
-        book_ladder(pair, spent, compiled)
+    if plan.shrink_only:
+        book_ladder(pair, plan, spent, compiled)
         return
     if plan.warm_up is not None:  # a warm-up that died: its fuzz workers take it as it is
         pair.warmth = Warmth.READY
@@ -126,8 +129,8 @@ def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -
 def book_stopped(pair: PairState, plan: SlicePlan, now: float) -> None:
     """Books ``plan``'s slice cut short by the campaign's end (its examples and time so far)."""
     _, compiled = _end(pair, plan)
-    if plan.ladder:
-        book_ladder(pair, now - plan.started, compiled)
+    if plan.shrink_only:
+        book_ladder(pair, plan, now - plan.started, compiled)
     elif plan.warm_up is not None:
         pair.warm_seconds += now - plan.started
         pair.stats["precompile_seconds"] += compiled

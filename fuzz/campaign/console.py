@@ -75,8 +75,8 @@ def ended(out: Ended, summary: Mapping[str, Any], *, slot: int) -> list[str]:
             f"worker {slot} is recycled: its process holds {r['maps']} memory maps of the "
             f"{r['limit']} it may have; a fresh one takes over"
         )
-    if out.plan.ladder:
-        lines.append(ladder_line(pair, summary))
+    if out.plan.shrink_only:
+        lines.append(ladder_line(pair, summary, out.plan.ladder))
     else:
         lines.append(slice_line(pair, out.plan.warm_up is not None, summary, out.seconds))
     if out.floors is not None:
@@ -84,12 +84,15 @@ def ended(out: Ended, summary: Mapping[str, Any], *, slot: int) -> list[str]:
     return lines
 
 
-def ladder_line(pair: PairState, summary: Mapping[str, Any]) -> str:
-    """The console line of a compile worker's slice of the compile ladder that ended."""
+def ladder_line(pair: PairState, summary: Mapping[str, Any], ladder: bool = True) -> str:
+    """The console line of a slice that only shrank (``SlicePlan.shrink_only``): a compile
+    worker's slice of the compile ladder, or (``ladder`` False) one past the budget."""
     events = summary.get("events") or {}
+    what = "compile ladder" if ladder else "past the budget, rows left unshrunk"
+    how = " through new variants" if ladder else ""
     return (
-        f"{pair.target.name} on {pair.backend}: compile ladder: "
-        f"{events.get('resumed: shrunk', 0)} bug(s) shrunk through new variants, "
+        f"{pair.target.name} on {pair.backend}: {what}: "
+        f"{events.get('resumed: shrunk', 0)} bug(s) shrunk{how}, "
         f"{summary.get('shrink_examples', 0)} examples, {summary.get('compiles', 0)} compiles"
     )
 

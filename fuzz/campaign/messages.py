@@ -68,6 +68,8 @@ class SlicePlan:
         ladder: a compile worker's slice of the compile ladder: it only shrinks ``resume``
             (bugs shrunk through compiled variants, ``Found.ladder``) through new variants,
             compiling what their steps need, off the fuzzing path; no search.
+        finishing: a slice past the campaign's budget, within its end grace: it only shrinks
+            ``resume`` (rows still unshrunk, of either kind), off the fuzzing path; no search.
     """
 
     id: int
@@ -86,6 +88,12 @@ class SlicePlan:
     compile_spent: tuple[float, float, float]
     resume: tuple[Resume, ...] = ()
     ladder: bool = False
+    finishing: bool = False
+
+    @property
+    def shrink_only(self) -> bool:
+        """Whether the slice only shrinks what it resumes (no search, off the fuzzing path)."""
+        return self.ladder or self.finishing
 
     @property
     def pair(self) -> str:

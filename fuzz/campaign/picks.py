@@ -174,6 +174,14 @@ def next_ladder(pairs: Sequence[PairState]) -> PairState | None:
     return min(waiting, key=lambda p: (p.target.is_mutant, p.total_examples), default=None)
 
 
+def next_unshrunk(pairs: Sequence[PairState]) -> PairState | None:
+    """The pair whose row left unshrunk (``BugLedger.resumable``) a slice past the campaign's
+    budget shrinks next (``SchedulingPolicy.begin_finishing``): real targets first, then the least
+    fuzzed; not a harness error's."""
+    waiting = [p for p in pairs if p.error is None and p.ledger.resumable()]
+    return min(waiting, key=lambda p: (p.target.is_mutant, p.total_examples), default=None)
+
+
 def cold_queue(pairs: Sequence[PairState]) -> list[PairState]:
     """The pairs not warmed up yet, in the order the compile workers take them: real targets
     first, then the costliest to compile (``estimates.compile_cost``: their family's compiles

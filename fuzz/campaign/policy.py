@@ -165,7 +165,9 @@ class SchedulingPolicy:
         """The slice worker ``wid`` runs next (``slice_id`` its id, ``left`` the budget's seconds
         left), or None: nothing for it now."""
         if left < 0.5:
-            return None
+            return self.begin_finishing(
+                self._seats[wid].role, slice_id=slice_id, now=now, left=left
+            )
         seat = self._seats[wid]
         if seat.role == "compile":
             ladder = picks.next_ladder(self.pairs)
@@ -204,6 +206,55 @@ class SchedulingPolicy:
             compile_spent=(0.0, 0.0, 0.0),
             resume=pair.ledger.take_resumes(RESUME_PER_SLICE, ladder=True),
             ladder=True,
+        )
+        self._running[slice_id] = _Running(plan, pair)
+        return plan
+
+    def finishing(self, role: str = "fuzz") -> PairState | None:
+        """The pair a worker of ``role`` shrinks a row of past the budget (``begin_finishing``),
+        or None: rows left unshrunk (a fuzzing slice's, queued by ``BugLedger.queue_resumes``),
+        and for a compile worker the compile ladder's too."""
+        if role == "compile":
+            ladder = picks.next_ladder(self.pairs)
+            if ladder is not None:
+                return ladder
+        return picks.next_unshrunk(self.pairs)
+
+    def begin_finishing(
+        self, role: str, *, slice_id: int, now: float, left: float
+    ) -> SlicePlan | None:
+        """Past the budget (``left`` < 0.5 s) and within its end grace: a slice that only
+        shrinks a row still standing unshrunk (or, on a compile worker, one of the compile
+        ladder), off the fuzzing path, ending before the campaign stops what still runs; None
+        where none is left or too little time is. A bug met near the end had its row cut at
+        524,288 elements on an H200 (JAX's varlen ``mha``, seen 95 s before the end): its
+        slice's shrink time ran out, and no later slice of its pair came to resume it."""
+        pair = self.finishing(role)
+        if pair is None:
+            return None
+        t = self.t
+        seconds = estimates.shrink_seconds(t, self.compile_cost(pair), left, fuzzing=False)
+        if seconds < 5.0:
+            return None
+        ladder = role == "compile" and pair.ledger.resumable(ladder=True)
+        plan = SlicePlan(
+            id=slice_id,
+            target=pair.target.name,
+            backend=pair.backend,
+            started=now,
+            time_limit=0.0,
+            hard_limit=seconds,
+            seed=(t.seed * 1_000_003 + slice_id) % 2**32,
+            max_examples=None,
+            known=tuple(pair.bugs()),
+            reuse=False,
+            narrowing=pair.narrowing,
+            warm_up=None,
+            structures=(),
+            compile_spent=(0.0, 0.0, 0.0),
+            resume=pair.ledger.take_resumes(RESUME_PER_SLICE, ladder=ladder),
+            ladder=ladder,
+            finishing=not ladder,
         )
         self._running[slice_id] = _Running(plan, pair)
         return plan
@@ -373,7 +424,7 @@ class SchedulingPolicy:
             self._feature(pair, feat)
         pair.ledger.queue_resumes(plan.id, plan.narrowing)  # (what its hard limit cut, unsettled)
         out.retired = self._retire(pair, summary)
-        if plan.warm_up is None and not plan.ladder:
+        if plan.warm_up is None and not plan.shrink_only:
             out.widened = self._widen(pair, now)
             fuzz = max(secs - summary.get("compile_seconds", 0.0), 0.1)
             pair.rate = 0.5 * pair.rate + 0.5 * pair.slice_new / fuzz
@@ -455,7 +506,7 @@ class SchedulingPolicy:
         r = self._running.pop(sid)
         mark = self.overheads.mark(r.pair)
         booking.book_lost(r.pair, r.plan, now, max_warms=self.t.max_warms)
-        if r.plan.warm_up is None and not r.plan.ladder:
+        if r.plan.warm_up is None and not r.plan.shrink_only:
             self.overheads.slice_ended(r.pair, r.plan, now, mark)
         r.pair.ledger.queue_resumes(r.plan.id, r.plan.narrowing)
         return Lost(r.plan, r.pair, r.found_new, self._retire(r.pair, {}))

@@ -215,7 +215,7 @@ def _run_hunt(
     options = config.options
     explore = memo.explore if memo is not None else None
     warm = plan.warm_up
-    if warm is not None or plan.ladder:  # there to compile: no compile share holds it back
+    if warm is not None or plan.shrink_only:  # there to compile: no compile share holds it back
         options = dataclasses.replace(options, compile_share=None)
     if warm is not None and memo is not None:  # and a warm-up's every example draws a fresh
         memo.explore = warm.explore  # structure (variants to compile)
@@ -228,7 +228,7 @@ def _run_hunt(
                 run.target,
                 plan.backend,
                 options,
-                max_examples=0 if plan.ladder else plan.max_examples or 10**9,
+                max_examples=0 if plan.shrink_only else plan.max_examples or 10**9,
                 seed=plan.seed,
                 database=db,
                 repro_dir=None,

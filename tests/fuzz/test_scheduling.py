@@ -1529,6 +1529,40 @@ def test_a_compile_ladder_slice_ends_before_the_campaign_does():
     assert plan is not None and plan.ladder and 5.0 <= plan.hard_limit <= 100.0
 
 
+def test_past_the_budget_a_row_left_unshrunk_is_shrunk_within_the_grace():
+    """A bug met near the end, its slice's shrink time run out (JAX's varlen ``mha`` kept a row
+    of 524,288 elements on an H200 so): past the budget, within the campaign's end grace, an
+    idle worker runs a slice that only shrinks it (``SlicePlan.finishing``), books no fuzzing,
+    ends before the campaign stops what still runs; none once the grace is too short, nor
+    without a row to shrink."""
+    from fuzz.signatures import Resume
+
+    p, other = _pair("p", examples=50, seconds=10.0), _pair("other", examples=50, seconds=10.0)
+    policy = _policy([p, other], end_grace=40.0, settle_seconds=10.0)
+    assert policy.next_slice(0, slice_id=100, now=0.0, left=-1.0) is None  # nothing to shrink
+    policy.begin(p, 0, slice_id=101, now=0.0, left=50.0)
+    big = _rec("big", key="nan|oracle|y|-", details={"round": 0}, choices="AAE=")
+    policy.ended(101, {"found": [big], "seconds": 5.0}, 5.0)
+    entry = Resume("nan|oracle|y|-", "AAE=", None, sighting(101, big))
+    assert p.ledger.resume == [entry]
+    slices, seconds = p.slices, p.seconds
+    assert policy.next_slice(0, slice_id=102, now=50.0, left=-30.0) is None  # too late
+    plan = policy.next_slice(0, slice_id=103, now=50.0, left=-1.0)
+    assert plan is not None and plan.finishing and plan.shrink_only and not plan.ladder
+    assert plan.target == "p" and plan.resume == (entry,) and plan.time_limit == 0.0
+    assert 5.0 <= plan.hard_limit <= 40.0 - 10.0 - 1.0
+    assert policy.next_slice(0, slice_id=104, now=50.0, left=-1.0) is None  # taken
+    small = _rec("big", shrunk=True, details={"round": 0}, resumes=entry.sighting)
+    policy.found(103, small)  # (streamed as the worker does, then in its summary)
+    policy.ended(103, {"found": [small], "seconds": 9.0}, 59.0)
+    assert p.found["big"].get("shrunk") and (p.slices, p.seconds) == (slices, seconds)
+    assert p.stats["finishing_seconds"] == 9.0
+    from fuzz.campaign.console import ladder_line
+
+    said = ladder_line(p, {"events": {"resumed: shrunk": 1}, "shrink_examples": 40}, False)
+    assert said.startswith("p on fake: past the budget, rows left unshrunk: 1 bug(s) shrunk,")
+
+
 _WIDE_ROWS = """
 import dataclasses
 import sys
