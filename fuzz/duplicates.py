@@ -502,9 +502,16 @@ class Duplicates:
         known bug of an earlier slice comes with its site). ``f`` is then that bug reached
         through other conditions (of its key: kept as another way to it, so that later examples
         through them are hits, not shrunk again), or seen another way (another key: a NaN
-        through the oracle and through shift invariance, both born at one ``exp``)."""
+        through the oracle and through shift invariance, both born at one ``exp``). A load past
+        a buffer's end is a site too (``fuzz.origin.trace_loads``), of any class it may explain:
+        garbage read on a GPU showed as wrong values, a NaN, an Inf and runs that differ."""
         group = next(
-            (g for g in (origin.BIRTH_CLASSES, origin.STORE_CLASSES) if f.finding.cls in g), ()
+            (
+                g
+                for g in (origin.BIRTH_CLASSES + origin.LOAD_CLASSES, origin.STORE_CLASSES)
+                if f.finding.cls in g
+            ),
+            (),
         )
         twins = [b for b in twins if key_class(b.key) in group]
         if not group or not twins:

@@ -319,17 +319,21 @@ def _hazards(finding: Finding) -> list[str]:
 
 
 def _origin(finding: Finding, script: str) -> list[str]:
-    from fuzz.origin import STORE_CLASSES, TRACED_CLASSES, describe
+    from fuzz.origin import LOAD_CLASSES, STORE_CLASSES, TRACED_CLASSES, describe
 
     if finding.cls not in TRACED_CLASSES:
         return []
     origin = finding.details.get("origin")
     store = finding.cls in STORE_CLASSES
-    title = (
-        "Where it stores past the end"
-        if store
-        else f"Where the {'NaN' if finding.cls == 'nan' else 'Inf'} is born"
-    )
+    load = finding.cls in LOAD_CLASSES or (origin or {}).get("kind") == "load past a buffer"
+    if finding.cls in LOAD_CLASSES and not (origin or {}).get("found"):
+        return []  # (a load past a buffer is one cause of wrong values among many)
+    if store:
+        title = "Where it stores past the end"
+    elif load:
+        title = "Where it loads past the end"
+    else:
+        title = f"Where the {'NaN' if finding.cls == 'nan' else 'Inf'} is born"
     lines = [f"## {title}", ""]
     if not origin:
         what = (

@@ -66,6 +66,16 @@ def bug_of_record(rec: Mapping[str, Any], triggers: Any = None) -> Bug:
     )
 
 
+def same_site(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two finding records of two keys are one bug by where it happens in the kernel
+    (``fuzz.origin``): a NaN or Inf born at one expression, a store or a load past a buffer at
+    one line (a planted varlen kernel's one wild load gave GPU rows of four classes)."""
+    if a.get("bug_key") == b.get("bug_key"):
+        return False  # (one key: ``fuzz.signatures.same_bug`` compares their sites)
+    here = site((a.get("details") or {}).get("origin"))
+    return here is not None and here == site((b.get("details") or {}).get("origin"))
+
+
 def same_call(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two finding records of one class are one kernel call (their minimal examples'
     ``case_digest``), failing two properties."""
@@ -244,7 +254,9 @@ class BugLedger:
             return out
         bug = bug_of_record(rec)
         for other_sig, other in list(self.found.items()):
-            if other_sig != sig and (same_call(rec, other) or linked(rec, other)):
+            if other_sig != sig and (
+                same_call(rec, other) or linked(rec, other) or same_site(rec, other)
+            ):
                 # Its minimal example is a bug's found before, failing another way: one kernel
                 # call, one bug (the engine's ``same_call``, across slices), seen another way;
                 # or one of the two minimal examples failed the other's way too (``linked``).

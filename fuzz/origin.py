@@ -142,12 +142,41 @@ def trace_finding(
     return first or trace(target, backend, case)
 
 
-# Stores past a buffer's end -------------------------------------------------------------------
+# Stores and loads past a buffer's end ----------------------------------------------------------
 
-# The failure class whose site is a store's (``trace_stores``), and the ones a NaN or Inf birth's.
+# The failure class whose site is a store's (``trace_stores``), the ones a NaN or Inf birth's (or,
+# where none is born in the interpreter, a load's), and those a load past a buffer may explain
+# (``trace_loads``: garbage read on a GPU is wrong values, a NaN, an Inf, or runs that differ).
 STORE_CLASSES = ("out-of-bounds-write",)
 BIRTH_CLASSES = ("nan", "inf")
-TRACED_CLASSES = BIRTH_CLASSES + STORE_CLASSES
+LOAD_CLASSES = ("accuracy", "masking", "nondeterminism", "backend-divergence")
+TRACED_CLASSES = BIRTH_CLASSES + STORE_CLASSES + LOAD_CLASSES
+
+
+def tracer_of(cls: str | None) -> Any:
+    """The trace of a finding of class ``cls`` (:func:`trace_stores`, :func:`trace_finding` or
+    :func:`trace_loads`), or None: not traced."""
+    if cls in STORE_CLASSES:
+        return trace_stores
+    if cls in BIRTH_CLASSES:
+        return trace_finding_or_load
+    if cls in LOAD_CLASSES:
+        return trace_loads
+    return None
+
+
+def trace_finding_or_load(
+    target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """:func:`trace_finding` (where the NaN or Inf is born), and where nothing is born in the
+    interpreted replay, :func:`trace_loads`: a NaN read past a buffer's end (its guard band, or
+    garbage on a GPU) is born nowhere. A planted varlen kernel reading its keys from the query's
+    offset gave four GPU rows (NaN, Inf, wrong values, runs that differ) of one load."""
+    o = trace_finding(target, backend, case, params)
+    if o.get("found") or "error" in o:
+        return o
+    loads = trace_loads(target, backend, case, params)
+    return loads if loads.get("found") else o
 
 
 def trace_stores(
@@ -164,12 +193,29 @@ def trace_stores(
     Returns the shape of :func:`trace`'s answer: ``found``, and ``kind`` ("store past a
     buffer"), ``file``, ``line``, ``function``, ``source``, ``expression``, ``detail``; or a
     ``note`` saying why nothing was found (a Pallas kernel: not traced)."""
+    return _trace_outside(target, backend, case, params, "store")
+
+
+def trace_loads(
+    target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Where a kernel loads past the end of the buffers it was given, as :func:`trace_stores`
+    finds a store (``kind`` "load past a buffer"): on a GPU such a load reads whatever lies
+    there, and one bug shows as wrong values, a NaN, an Inf or runs that differ, each a row of
+    its own class; one load site makes them one bug (``fuzz.signatures.site``)."""
+    return _trace_outside(target, backend, case, params, "load")
+
+
+def _trace_outside(
+    target: Target, backend: str, case: Case, params: dict[str, Any] | None, access: str
+) -> dict[str, Any]:
+    """:func:`trace_stores` (``access`` "store") or :func:`trace_loads` ("load")."""
     import dataclasses
 
     if not (backend.startswith("triton") or "triton" in target.kernels):
         return {
             "found": False,
-            "note": f"stores are traced in Triton's interpreter only ({backend})",
+            "note": f"{access}s are traced in Triton's interpreter only ({backend})",
         }
     from fuzz.backends import get_backend
     from fuzz.properties import check_case
@@ -187,7 +233,8 @@ def trace_stores(
     first: dict[str, Any] = {}
     libs = _library_dirs()
     builder = ti.interpreter_builder
-    store, init = builder.create_masked_store, ti.GridExecutor._init_args_hst
+    name = "create_masked_store" if access == "store" else "create_masked_load"
+    real, init = getattr(builder, name), ti.GridExecutor._init_args_hst
 
     def spy_init(self: Any, args_dev: Any, kwargs: Any) -> Any:
         args_hst, kwargs_hst = init(self, args_dev, kwargs)
@@ -198,46 +245,52 @@ def trace_stores(
                 ranges.append(extent)
         return args_hst, kwargs_hst
 
+    def check(ptrs: Any, mask: Any, size: int) -> None:
+        at = np.asarray(ptrs.data, np.uint64)[np.asarray(mask.data, bool)].astype(np.int64)
+        inside = np.zeros(at.shape, bool)
+        for lo, hi in ranges:
+            inside |= (at >= lo) & (at + size <= hi)
+        if at.size and not inside.all():
+            frames = [f for f in traceback.extract_stack()[:-2] if not f.filename.startswith(libs)]
+            if frames:
+                f = frames[-1]
+                first.update(
+                    _frame_record(
+                        f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno
+                    )
+                )
+                first["detail"] = (
+                    f"{int((~inside).sum())} of {at.size} element(s) of one {access} outside "
+                    "every buffer of its launch"
+                )
+
     def spy_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
         if not first:
-            size = np.dtype(value.data.dtype).itemsize
-            at = np.asarray(ptrs.data, np.uint64)[np.asarray(mask.data, bool)].astype(np.int64)
-            inside = np.zeros(at.shape, bool)
-            for lo, hi in ranges:
-                inside |= (at >= lo) & (at + size <= hi)
-            if at.size and not inside.all():
-                frames = [
-                    f for f in traceback.extract_stack()[:-1] if not f.filename.startswith(libs)
-                ]
-                if frames:
-                    f = frames[-1]
-                    first.update(
-                        _frame_record(
-                            f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno
-                        )
-                    )
-                    first["detail"] = (
-                        f"{int((~inside).sum())} of {at.size} element(s) of one store outside "
-                        "every buffer of its launch"
-                    )
-        return store(ptrs, value, mask, *rest)
+            check(ptrs, mask, np.dtype(value.data.dtype).itemsize)
+        return real(ptrs, value, mask, *rest)
 
-    builder.create_masked_store = spy_store
+    def spy_load(ptrs: Any, mask: Any, *rest: Any) -> Any:
+        if not first:
+            size = np.dtype(ti._get_np_dtype(ptrs.get_element_ty())).itemsize
+            check(ptrs, mask, size)
+        return real(ptrs, mask, *rest)
+
+    setattr(builder, name, spy_store if access == "store" else spy_load)
     ti.GridExecutor._init_args_hst = spy_init  # type: ignore[method-assign]
     try:
         quiet = dataclasses.replace(target.search, targeting=False)
         check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
     finally:
-        builder.create_masked_store = store
+        setattr(builder, name, real)
         ti.GridExecutor._init_args_hst = init  # type: ignore[method-assign]
     if not first:
         return {
             "found": False,
-            "note": "no store outside its launch's buffers in the interpreted replay",
+            "note": f"no {access} outside its launch's buffers in the interpreted replay",
         }
     return {
         "found": True,
-        "kind": "store past a buffer",
+        "kind": f"{access} past a buffer",
         "interpreter": "Triton interpreter",
         **first,
     }
@@ -289,8 +342,7 @@ def of_finding(
     if "origin" not in details and (why := too_costly(target, backend, found.case, max_cost)):
         return {"found": False, "note": why}  # (not kept: a smaller example of it may be traced)
     if "origin" not in details:
-        cls = getattr(found.finding, "cls", None)
-        tracer = trace_stores if cls in STORE_CLASSES else trace_finding
+        tracer = tracer_of(getattr(found.finding, "cls", None)) or trace_finding
         _DEADLINES.append(time.perf_counter() + max(0.0, seconds))
         try:
             details["origin"] = tracer(target, backend, found.case, found.params)

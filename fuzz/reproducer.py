@@ -920,7 +920,7 @@ def _print_failure(meta: dict[str, Any], outcome: Any, backend: str) -> None:
     if f.cls in origin.TRACED_CLASSES:
         from fuzz.target import get
 
-        tracer = origin.trace_stores if f.cls in origin.STORE_CLASSES else origin.trace_finding
+        tracer = origin.tracer_of(f.cls)
         try:
             o = tracer(get(meta["target"]), backend, outcome.context.case, outcome.params)
         except Exception as e:

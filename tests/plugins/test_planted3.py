@@ -446,3 +446,38 @@ def test_a_hunts_duplicate_check_joins_two_stores_past_the_end_by_their_site(plu
     )
     assert me.same_site(new, [known]) is known
     assert "tl.store(" in new.finding.details["origin"]["source"]
+
+
+def test_a_load_past_the_keys_is_the_site_of_every_row_it_gives(plugins):
+    """The packed attention kernel that reads a sequence's keys from its query offset: where the
+    last sequence's queries start past the last key, it loads past the end of ``k`` and ``v``.
+    On a GPU that load reads whatever lies there, and one bug gave rows of four classes (NaN,
+    Inf, wrong values, runs that differ); in the interpreted replay the load names its line
+    (``fuzz.origin.trace_loads``), the site that makes those rows one bug
+    (``fuzz.ledger.same_site``). A wrong key read inside the buffer, and the bug-free control,
+    load nothing past an end."""
+    from fuzz import origin
+    from fuzz.ledger import BugLedger
+    from fuzz.signatures import site
+
+    target = get("planted3_varlen_key_start_of_query_triton")
+    # query lengths 2, 1 and key lengths 1, 1: the second sequence reads key row 2 of 2
+    past = _varlen_case([0.5, -1.0, 0.8], [0.3, 1.5], [1.0, -2.0], [0, 2, 3], [0, 1, 2])
+    o = origin.trace_loads(target, "triton-interpret", past)
+    assert o["found"] and "tl.load(" in o["source"] and o["kind"] == "load past a buffer", o
+    assert o["file"].endswith("planted3.py") and "outside every buffer" in o["detail"]
+    inside = _varlen_case([0.5, -1.0], [0.3, 1.5, -0.7], [1.0, -2.0, 0.5], [0, 1, 2], [0, 2, 3])
+    assert not origin.trace_loads(target, "triton-interpret", inside)["found"]
+    control = get("control3_attention_varlen_triton")
+    assert not origin.trace_loads(control, "triton-interpret", past)["found"]
+    # Two rows of two classes from that one load: one bug.
+    led = BugLedger()
+    for sig, key in (("a", "nan|oracle|o|-"), ("b", "accuracy|oracle|lse|-")):
+        rec = {
+            "signature": sig, "class": key.split("|")[0], "bug_key": key,
+            "triggers": [sig], "case_size": 8, "shrunk": True, "message": "m",
+            "reproducer": f"/nowhere/{sig}.py", "details": {"origin": o},
+        }  # fmt: skip
+        led.record(rec, sighting=f"1:0:{sig}")
+    assert list(led.found) == ["a"] and site(o) is not None
+    assert [s["signature"] for s in led.found["a"]["also_seen"]] == ["b"]
