@@ -453,14 +453,18 @@ class Duplicates:
         memo = (example.case.digest(), poison)
         if memo not in self._anomalies:
             try:
-                found = influence.anomalies(self.target, self.backend, self.options, example.case)
+                found = influence.anomalies(
+                    self.target, self.backend, self.options, example.case, self._in_time
+                )
                 if poison is not None:
                     reads = influence.poison_reads(
-                        self.target, self.backend, self.options, example.case, poison
+                        self.target, self.backend, self.options, example.case, poison, self._in_time
                     )
                     if reads:
                         found = (found or frozenset()) | reads
                 self._anomalies[memo] = found
+            except _OutOfTime:
+                raise  # (undecided: the check says so, see ``of``)
             except Exception:  # evidence, never the hunt's error
                 self._anomalies[memo] = None
         return self._anomalies[memo]

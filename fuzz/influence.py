@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fuzz.backends import Backend
     from fuzz.case import Case
     from fuzz.profiles import HuntOptions
@@ -94,11 +96,17 @@ def _wrong(ctx: Any) -> dict[str, np.ndarray]:
 
 
 def anomalies(
-    target: Target, backend: Backend, options: HuntOptions, case: Case
+    target: Target,
+    backend: Backend,
+    options: HuntOptions,
+    case: Case,
+    in_time: Callable[[], None] | None = None,
 ) -> frozenset[tuple[str, str]] | None:
     """The ``(input, "reads" | "ignores")`` anomalies of ``case``'s wrong elements (see the
     module's docstring); None where nothing can be said (no finite wrong element, more launches
-    than :data:`MAX_LAUNCHES`, a clean run that fails)."""
+    than :data:`MAX_LAUNCHES`, a clean run that fails). ``in_time`` is called before each
+    launch (and raises once its caller's time is up: a GPU campaign's slice overran its hard
+    limit in these launches of an interpreted GLA kernel, and its worker was killed)."""
     from fuzz.arrays import to_float64
     from fuzz.properties import Context
 
@@ -118,6 +126,8 @@ def anomalies(
         return None
     found: set[tuple[str, str]] = set()
     for name, run in probes:
+        if in_time is not None:
+            in_time()
         a = np.array(case.inputs[name], copy=True)
         flat = a.reshape(-1)
         flat[run] = _changed(to_float64(flat[run])).astype(a.dtype)
@@ -149,7 +159,12 @@ def anomalies(
 
 
 def poison_reads(
-    target: Target, backend: Backend, options: HuntOptions, case: Case, kind: str
+    target: Target,
+    backend: Backend,
+    options: HuntOptions,
+    case: Case,
+    kind: str,
+    in_time: Callable[[], None] | None = None,
 ) -> frozenset[tuple[str, str]] | None:
     """The ``(input, "reads")`` anomalies of a ``masked-poison`` failure of ``case``: each input
     whose masked-out elements, set to the poison ``kind`` (``Target.poison``) with the other
@@ -169,6 +184,8 @@ def poison_reads(
         return None
     found: set[tuple[str, str]] = set()
     for name, a in sorted(poisoned.inputs.items()):
+        if in_time is not None:
+            in_time()
         clean = case.inputs.get(name)
         if clean is None or np.array_equal(a, clean, equal_nan=True):
             continue

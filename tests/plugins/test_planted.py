@@ -227,6 +227,51 @@ def test_one_bug_seen_as_accuracy_and_masking_is_one_bug_by_what_its_rows_read(p
         assert influence.anomalies(target, backend, _options(), f.case), f.key
 
 
+def test_the_influence_launches_stop_when_the_duplicate_checks_time_is_up(plugins):
+    """Each probe launch of the influence analysis asks its caller's clock first: a GPU
+    campaign's slice overran its hard limit inside these launches (an interpreted GLA kernel)
+    and its worker was killed. Past the duplicate check's deadline the check is undecided (a
+    row of its own, counted as cut), not a killed slice."""
+    from fuzz import influence
+    from fuzz.backends import get_backend
+
+    name = "planted_softmax_bias_row0_triton"
+    target, backend = get(name), get_backend("triton-interpret")
+    accuracy, masking = (_as_found(target, backend, c) for c in ONE_BUG_TWO_CLASSES[name])
+    calls = []
+
+    class Late(Exception):
+        pass
+
+    def in_time():
+        calls.append(1)
+        if len(calls) > 2:
+            raise Late
+
+    with pytest.raises(Late):
+        influence.anomalies(target, backend, _options(), accuracy.case, in_time)
+    assert len(calls) == 3
+    # The duplicate check that reaches the influence analysis: its clock runs out inside it.
+    ticks, entered = [], []
+    real = influence.anomalies
+
+    def spy(*args, **kwargs):
+        entered.append(len(ticks))
+        return real(*args, **kwargs)
+
+    def clock():
+        ticks.append(1)
+        return 0.0 if not entered or len(ticks) <= entered[0] + 1 else 100.0
+
+    me = _duplicates(target, backend, {"accuracy": accuracy})
+    me.clock, me.deadline = clock, 50.0
+    import unittest.mock
+
+    with unittest.mock.patch.object(influence, "anomalies", spy):
+        assert me.of(masking) is None  # undecided: a row of its own, in time
+    assert entered and me.cut == 1
+
+
 def test_two_independent_bugs_of_one_key_are_not_one_by_what_they_read(plugins):
     """The planted two-bug softmax: float16 outputs times 1.01, bfloat16 rows of odd length >= 3
     times 0.97. Both only scale what the references compute: no influence anomaly, and free
