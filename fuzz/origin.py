@@ -296,13 +296,21 @@ def _trace_outside(
     }
 
 
+# A trace is one interpreted check of the case where shrinking runs hundreds: a Triton kernel's
+# case is traced up to this many times ``Profile.interpreter_max_cost`` (within the trace's
+# seconds). At 1x, four GPU rows of one wild load (188 to 22,704 elements, costs 25 to 192) went
+# untraced, and nothing joined them.
+TRACE_COST_FACTOR = 16.0
+
+
 def too_costly(target: Target, backend: str, case: Case, max_cost: float | None) -> str | None:
     """Why a finding of compiled ``backend`` is not traced in the interpreter, or None: its case
     costs more than ``max_cost`` (``Profile.interpreter_max_cost``, in Triton-interpreter units,
-    scaled by the interpreter's speed) where the interpreter has not run it yet. A trace steps
-    the interpreter through every launch of the case: an unshrunk GPU case (98,304 elements)
-    took longer than the slice had past its hard limit, and its worker was killed with the
-    slice's findings."""
+    scaled by the interpreter's speed; times :data:`TRACE_COST_FACTOR` for a Triton kernel)
+    where the interpreter has not run it yet. A trace steps the interpreter through every launch
+    of the case: an unshrunk GPU case (98,304 elements) took longer than the slice had past its
+    hard limit, and its worker was killed with the slice's findings (a Pallas trace evaluates
+    one primitive at a time: 1x)."""
     from fuzz.backends import get_backend
 
     b = get_backend(backend)
@@ -314,6 +322,8 @@ def too_costly(target: Target, backend: str, case: Case, max_cost: float | None)
             speedup = get_backend(b.twin).cost_speedup
         except ValueError:
             pass
+    if backend.startswith("triton"):
+        max_cost *= TRACE_COST_FACTOR
     cost = target.search.cost(case)
     if cost <= max_cost * speedup:
         return None

@@ -228,6 +228,13 @@ def test_a_compiled_backends_costly_case_is_not_traced_in_a_slice(fake_plugin, m
     origin.of_finding(found(40), target, "fake", max_cost=16.0)  # the interpreter's own
     origin.of_finding(found(40), target, "fake-compiled")  # no bound given: traced
     assert traced == ["fake-compiled", "fake", "fake-compiled"]
+    # A Triton kernel's case, traced in one interpreted check: up to TRACE_COST_FACTOR times
+    # the bound (four GPU rows of one wild load, costs 25 to 192, went untraced at 1x).
+    traced.clear()
+    limit = 16.0 * origin.TRACE_COST_FACTOR
+    origin.of_finding(found(40), target, "triton", max_cost=16.0)
+    o = origin.of_finding(found(int(limit) + 8), target, "triton", max_cost=16.0)
+    assert traced == ["triton"] and o is not None and "not traced here" in o["note"], o
 
 
 def test_a_trace_past_its_seconds_is_cut_and_not_kept(monkeypatch):
