@@ -176,10 +176,21 @@ def next_ladder(pairs: Sequence[PairState]) -> PairState | None:
 
 def next_unshrunk(pairs: Sequence[PairState]) -> PairState | None:
     """The pair whose row left unshrunk (``BugLedger.resumable``) a slice past the campaign's
-    budget shrinks next (``SchedulingPolicy.begin_finishing``): real targets first, then the least
-    fuzzed; not a harness error's."""
+    budget shrinks next (``SlicePlan.finishing``; JAX's varlen ``mha`` kept a row of 524,288
+    elements on an H200, met 95 s before the end): real targets first, then the least fuzzed;
+    not a harness error's."""
     waiting = [p for p in pairs if p.error is None and p.ledger.resumable()]
     return min(waiting, key=lambda p: (p.target.is_mutant, p.total_examples), default=None)
+
+
+def next_finishing(pairs: Sequence[PairState], role: str) -> tuple[PairState | None, bool]:
+    """Past the budget, the pair a worker of ``role`` shrinks a row of, and whether it is the
+    compile ladder's (a compile worker takes those first, :func:`next_ladder`), else a row left
+    unshrunk (:func:`next_unshrunk`); (None, False) where none is left."""
+    ladder = next_ladder(pairs) if role == "compile" else None
+    if ladder is not None:
+        return ladder, True
+    return next_unshrunk(pairs), False
 
 
 def cold_queue(pairs: Sequence[PairState]) -> list[PairState]:

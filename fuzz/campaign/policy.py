@@ -164,11 +164,11 @@ class SchedulingPolicy:
     def next_slice(self, wid: int, *, slice_id: int, now: float, left: float) -> SlicePlan | None:
         """The slice worker ``wid`` runs next (``slice_id`` its id, ``left`` the budget's seconds
         left), or None: nothing for it now."""
-        if left < 0.5:
-            return self.begin_finishing(
-                self._seats[wid].role, slice_id=slice_id, now=now, left=left
-            )
         seat = self._seats[wid]
+        if left < 0.5:  # past the budget, within its end grace: only rows left unshrunk
+            done, ladder = picks.next_finishing(self.pairs, seat.role)
+            kw = dict(slice_id=slice_id, now=now, left=left, ladder=ladder)
+            return None if done is None else self.begin_ladder(done, **kw)  # type: ignore[arg-type]
         if seat.role == "compile":
             ladder = picks.next_ladder(self.pairs)
             if ladder is not None:
@@ -179,64 +179,17 @@ class SchedulingPolicy:
         return self.begin(pair, wid, slice_id=slice_id, now=now, left=left)
 
     def begin_ladder(
-        self, pair: PairState, *, slice_id: int, now: float, left: float
+        self, pair: PairState, *, slice_id: int, now: float, left: float, ladder: bool = True
     ) -> SlicePlan | None:
         """Starts slice ``slice_id`` on a compile worker: it shrinks ``pair``'s bugs of the
         compile ladder (``BugLedger.take_resumes(ladder=True)``) and nothing else, within the
         shrink time a slice of the pair has, and ends before the campaign does. The pair goes
-        on being fuzzed meanwhile (the slice is not one of its ``live`` ones)."""
+        on being fuzzed meanwhile (the slice is not one of its ``live`` ones). ``ladder``
+        False: past the budget, its rows left unshrunk (``SlicePlan.finishing``)."""
         t = self.t
         seconds = estimates.shrink_seconds(t, self.compile_cost(pair), left, fuzzing=False)
         if seconds < 5.0:
             return None
-        plan = SlicePlan(
-            id=slice_id,
-            target=pair.target.name,
-            backend=pair.backend,
-            started=now,
-            time_limit=0.0,
-            hard_limit=seconds,
-            seed=(t.seed * 1_000_003 + slice_id) % 2**32,
-            max_examples=None,
-            known=tuple(pair.bugs()),
-            reuse=False,
-            narrowing=pair.narrowing,
-            warm_up=None,
-            structures=(),
-            compile_spent=(0.0, 0.0, 0.0),
-            resume=pair.ledger.take_resumes(RESUME_PER_SLICE, ladder=True),
-            ladder=True,
-        )
-        self._running[slice_id] = _Running(plan, pair)
-        return plan
-
-    def finishing(self, role: str = "fuzz") -> PairState | None:
-        """The pair a worker of ``role`` shrinks a row of past the budget (``begin_finishing``),
-        or None: rows left unshrunk (a fuzzing slice's, queued by ``BugLedger.queue_resumes``),
-        and for a compile worker the compile ladder's too."""
-        if role == "compile":
-            ladder = picks.next_ladder(self.pairs)
-            if ladder is not None:
-                return ladder
-        return picks.next_unshrunk(self.pairs)
-
-    def begin_finishing(
-        self, role: str, *, slice_id: int, now: float, left: float
-    ) -> SlicePlan | None:
-        """Past the budget (``left`` < 0.5 s) and within its end grace: a slice that only
-        shrinks a row still standing unshrunk (or, on a compile worker, one of the compile
-        ladder), off the fuzzing path, ending before the campaign stops what still runs; None
-        where none is left or too little time is. A bug met near the end had its row cut at
-        524,288 elements on an H200 (JAX's varlen ``mha``, seen 95 s before the end): its
-        slice's shrink time ran out, and no later slice of its pair came to resume it."""
-        pair = self.finishing(role)
-        if pair is None:
-            return None
-        t = self.t
-        seconds = estimates.shrink_seconds(t, self.compile_cost(pair), left, fuzzing=False)
-        if seconds < 5.0:
-            return None
-        ladder = role == "compile" and pair.ledger.resumable(ladder=True)
         plan = SlicePlan(
             id=slice_id,
             target=pair.target.name,

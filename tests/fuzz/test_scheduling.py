@@ -1016,7 +1016,8 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
     for cls, final, traced in (
         ("nan", True, True),
         ("nan", False, False),
-        ("accuracy", True, False),
+        ("accuracy", True, True),  # (a load past a buffer: ``fuzz.origin.trace_loads``)
+        ("crash", True, False),
     ):
         sent.clear()
         SliceRun.on_found(me, None, found(cls, final))
