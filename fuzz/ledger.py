@@ -38,6 +38,7 @@ from fuzz import failures as F
 from fuzz.signatures import Bug, Resume, same_bug, site
 
 NEW = "new"
+RESUMES = 3  # the slices that may take one bug left unshrunk to shrink it (BugLedger.requeue)
 COVERED = "covered"  # a known bug with no more triggers covers it: a hit of that bug
 REPLACES = "replaces"  # it is a known bug with fewer triggers: it takes the known one's place
 
@@ -215,6 +216,7 @@ class BugLedger:
         replaced: signature -> the record that took its place (a smaller example, a merge).
         known_hits: signature -> examples counted as hits of that bug.
         resume: the bugs left unshrunk that the pair's next fuzzing slices shrink first.
+        resumed: sighting -> how many slices took it to shrink (:meth:`requeue`).
     """
 
     found: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -222,6 +224,7 @@ class BugLedger:
     replaced: dict[str, str] = field(default_factory=dict)
     known_hits: Counter[str] = field(default_factory=Counter)
     resume: list[Resume] = field(default_factory=list)
+    resumed: Counter[str] = field(default_factory=Counter)
 
     def record(self, rec: dict[str, Any], *, sighting: str | None = None) -> Recorded:
         """Keeps finding ``rec``: a new bug, a later (smaller) example of the bug its
@@ -500,8 +503,24 @@ class BugLedger:
                 kept.append(entry)
             elif self.pending(entry.sighting, ladder=ladder):
                 taken.append(entry)
+                self.resumed[entry.sighting] += 1
         self.resume = kept
         return tuple(taken)
+
+    def requeue(self, taken: Iterable[Resume]) -> None:
+        """Queues again the bugs a slice took to shrink (``SlicePlan.resume``) whose rows still
+        stand with shrinking left to do once it ended (its time ran out before their turn, or
+        it was lost), each taken :data:`RESUMES` times at most: a planted kernel's row of 536
+        elements stayed unshrunk, and without a note, after the slice that took it ended."""
+        queued = {e.sighting for e in self.resume}
+        for e in taken:
+            if (
+                e.sighting not in queued
+                and self.resumed[e.sighting] < RESUMES
+                and self.pending(e.sighting, ladder=e.ladder)
+            ):
+                self.resume.append(e)
+                queued.add(e.sighting)
 
     def resumable(self, *, ladder: bool = False) -> bool:
         """Whether a queued bug (of a compile worker's, ``ladder``) still stands unshrunk."""

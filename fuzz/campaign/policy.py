@@ -376,6 +376,7 @@ class SchedulingPolicy:
         for feat in summary.get("features", []):
             self._feature(pair, feat)
         pair.ledger.queue_resumes(plan.id, plan.narrowing)  # (what its hard limit cut, unsettled)
+        pair.ledger.requeue(plan.resume)  # (what it took to shrink and did not get to)
         out.retired = self._retire(pair, summary)
         if plan.warm_up is None and not plan.shrink_only:
             out.widened = self._widen(pair, now)
@@ -462,6 +463,7 @@ class SchedulingPolicy:
         if r.plan.warm_up is None and not r.plan.shrink_only:
             self.overheads.slice_ended(r.pair, r.plan, now, mark)
         r.pair.ledger.queue_resumes(r.plan.id, r.plan.narrowing)
+        r.pair.ledger.requeue(r.plan.resume)
         return Lost(r.plan, r.pair, r.found_new, self._retire(r.pair, {}))
 
     def died(self, lost: Lost, how: str, record: dict[str, Any] | None = None) -> Recorded | None:

@@ -1564,6 +1564,45 @@ def test_past_the_budget_a_row_left_unshrunk_is_shrunk_within_the_grace():
     assert said.startswith("p on fake: past the budget, rows left unshrunk: 1 bug(s) shrunk,")
 
 
+def test_a_row_a_slice_took_to_shrink_and_did_not_get_to_is_queued_again():
+    """A slice that took a row left unshrunk (``SlicePlan.resume``) and ended with it still
+    unshrunk (its time ran out before its turn, or it was lost) hands it back: the next slice
+    of the pair, or past the budget a finishing one, takes it again, up to ``RESUMES`` slices
+    (a planted kernel's row of 536 elements stayed unshrunk, without a note, so)."""
+    from fuzz.ledger import RESUMES
+    from fuzz.signatures import Resume
+
+    p = _pair("p", examples=50, seconds=10.0)
+    policy = _policy([p], end_grace=40.0, settle_seconds=10.0)
+    policy.begin(p, 0, slice_id=201, now=0.0, left=500.0)
+    big = _rec("big", details={"round": 0}, choices="AAE=")
+    policy.ended(201, {"found": [big], "seconds": 5.0}, 5.0)
+    entry = Resume("nan|oracle|y|-", "AAE=", None, sighting(201, big))
+    for n in range(RESUMES):
+        assert p.ledger.resume == [entry], n
+        plan = policy.begin(p, 0, slice_id=202 + n, now=10.0 + n, left=500.0)
+        assert plan.resume == (entry,) and p.ledger.resume == []
+        if n % 2:
+            policy.lost(202 + n, 12.0 + n)
+        else:
+            policy.ended(202 + n, {"seconds": 1.0, "examples": 3}, 12.0 + n)
+    assert p.ledger.resume == []  # taken RESUMES times: not again
+    # Shrunk meanwhile: not queued again either.
+    policy.begin(p, 0, slice_id=301, now=20.0, left=500.0)
+    other = _rec("other", details={"round": 0}, choices="AAI=")
+    policy.ended(301, {"found": [other], "seconds": 5.0}, 25.0)
+    plan = policy.next_slice(0, slice_id=302, now=30.0, left=-1.0)  # past the budget
+    assert (
+        plan is not None
+        and plan.finishing
+        and [e.sighting for e in plan.resume] == [sighting(301, other)]
+    )
+    small = _rec("other", shrunk=True, details={"round": 0}, resumes=sighting(301, other))
+    policy.found(302, small)
+    policy.ended(302, {"found": [small], "seconds": 3.0}, 33.0)
+    assert p.ledger.resume == []
+
+
 _WIDE_ROWS = """
 import dataclasses
 import sys
