@@ -273,3 +273,25 @@ def test_a_trace_past_its_seconds_is_cut_and_not_kept(monkeypatch):
     o = origin.of_finding(in_time, target, "pallas-interpret")
     assert o["found"] and o["expression"] == "jnp.exp(s)", o
     assert len(evaluated) > 6 and in_time.finding.details["origin"] is o
+
+
+def test_a_row_of_wrong_values_names_its_origin_only_where_a_load_past_a_buffer_was_found():
+    """Rows of wrong values are traced for a load past a buffer (``origin.trace_loads``); where
+    none was found the report says nothing of it (one cause among many), while a NaN row says
+    why its birth was not found."""
+    from fuzz.campaign.report_md import origin_text
+
+    none = {
+        "found": False,
+        "note": "no load outside its launch's buffers in the interpreted replay",
+    }
+    load = {
+        "found": True, "kind": "load past a buffer", "interpreter": "Triton interpreter",
+        "file": "k.py", "line": 3, "function": "f", "source": "x = tl.load(p)",
+        "expression": None, "detail": "1 of 8 element(s) of one load outside every buffer",
+    }  # fmt: skip
+    assert origin_text({"class": "accuracy", "details": {"origin": none}}) == []
+    assert origin_text({"class": "nondeterminism", "details": {"origin": load}})[0].startswith(
+        "origin: load past a buffer at k.py:3"
+    )
+    assert origin_text({"class": "nan", "details": {"origin": none}}) == [f"origin: {none['note']}"]
