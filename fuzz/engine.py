@@ -285,6 +285,7 @@ class _Hunter:
         self.t0 = time.perf_counter()
         self.stop_at = None if time_limit is None else self.t0 + time_limit
         self.hard_at = None if hard_limit is None else self.t0 + hard_limit
+        self.longest = 0.0  # the longest example so far, its compiles left out (_check_time)
         self.narrowing: dict[str, tuple[Any, ...]] = {}
         self.strategy: Any = None
         self.last_seen: dict[str, Found] = {}
@@ -341,6 +342,18 @@ class _Hunter:
         # that compiled for a minute still fuzzes for its seconds.
         now = time.perf_counter() - self.result.stats.compile_seconds
         if self.hard_at is not None and now > self.hard_at and not final:
+            self.result.stopped = "hard-limit"
+            raise OutOfTime
+        if (
+            self.hard_at is not None
+            and not final
+            and in_shrink_phase()
+            and now + self.longest > self.hard_at
+        ):
+            # A shrink step as long as the longest example so far would end past the hard
+            # limit: stopped before it starts, with what was shrunk so far. One step of a
+            # 63,600-element interpreted Pallas case ran past it on an H200, and the campaign
+            # killed the worker with the shrinking it had done.
             self.result.stopped = "hard-limit"
             raise OutOfTime
         if (
@@ -581,6 +594,8 @@ class _Hunter:
             outcome = self._check(case, data)
         finally:  # (checked, refused before its launch, or failed: no longer in flight)
             self._stage_progress()
+            spent = time.perf_counter() - t0 - (self.result.stats.compile_seconds - compiled)
+            self.longest = max(self.longest, spent)
         # Counted once checked: an example refused before its launch (it would compile past the
         # share) or declined by the kernel is an event, not an example (one pair reported 285
         # examples of which 258 were refused).

@@ -411,3 +411,29 @@ def test_shrink_steps_check_no_property_past_those_of_the_bugs_they_shrink(
     assert "late" in found.params  # drawn all the same
     plain = hunt(base, "fake", fake_profile, seed=3, database=None).found["nan"]
     assert found.case.size == plain.case.size
+
+
+def test_a_shrink_step_that_would_end_past_the_hard_limit_is_not_started(monkeypatch):
+    """While shrinking, a step is not started where one as long as the longest example so far
+    (its compiles left out) would end past the hunt's hard limit: the hunt stops there with what
+    it shrank (``stopped`` "hard-limit"). On an H200 one step of a 63,600-element interpreted
+    Pallas case ran past the limit and the campaign killed the worker. Fuzzing examples, and
+    Hypothesis's final replay, are not held back so."""
+    from types import SimpleNamespace
+
+    me = object.__new__(engine._Hunter)
+    me.hard_at, me.stop_at, me.longest = 100.0, None, 10.0
+    me.result = SimpleNamespace(stats=SimpleNamespace(compile_seconds=0.0), stopped=None)
+    monkeypatch.setattr(engine.time, "perf_counter", lambda: 95.0)
+    shrinking = [True]
+    monkeypatch.setattr(engine, "in_shrink_phase", lambda: shrinking[0])
+    with pytest.raises(engine.OutOfTime):
+        me._check_time(final=False)
+    assert me.result.stopped == "hard-limit"
+    me.result.stopped = None
+    me._check_time(final=True)  # the final replay runs
+    me.longest = 4.0
+    me._check_time(final=False)  # 95 + 4 <= 100: started
+    me.longest, shrinking[0] = 10.0, False
+    me._check_time(final=False)  # fuzzing: its own time limits
+    assert me.result.stopped is None
