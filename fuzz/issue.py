@@ -319,15 +319,13 @@ def _hazards(finding: Finding) -> list[str]:
 
 
 def _origin(finding: Finding, script: str) -> list[str]:
-    from fuzz.origin import LOAD_CLASSES, STORE_CLASSES, TRACED_CLASSES, describe
+    from fuzz.origin import LOAD_CLASSES, STORE_CLASSES, TRACED_CLASSES, describe, worth_showing
 
-    if finding.cls not in TRACED_CLASSES:
-        return []
     origin = finding.details.get("origin")
+    if finding.cls not in TRACED_CLASSES or not worth_showing(finding.cls, origin):
+        return []
     store = finding.cls in STORE_CLASSES
     load = finding.cls in LOAD_CLASSES or (origin or {}).get("kind") == "load past a buffer"
-    if finding.cls in LOAD_CLASSES and not (origin or {}).get("found"):
-        return []  # (a load past a buffer is one cause of wrong values among many)
     if store:
         title = "Where it stores past the end"
     elif load:

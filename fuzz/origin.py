@@ -153,6 +153,13 @@ LOAD_CLASSES = ("accuracy", "masking", "nondeterminism", "backend-divergence")
 TRACED_CLASSES = BIRTH_CLASSES + STORE_CLASSES + LOAD_CLASSES
 
 
+def worth_showing(cls: str | None, origin: Any) -> bool:
+    """Whether a finding of class ``cls`` shows its traced ``origin`` (reports, the replay, the
+    issue text): not a row of wrong values whose trace found no load past a buffer (one cause
+    among many, ruled out: saying so on every accuracy row is noise)."""
+    return cls not in LOAD_CLASSES or (isinstance(origin, dict) and bool(origin.get("found")))
+
+
 def tracer_of(cls: str | None) -> Any:
     """The trace of a finding of class ``cls`` (:func:`trace_stores`, :func:`trace_finding` or
     :func:`trace_loads`), or None: not traced."""

@@ -925,7 +925,5 @@ def _print_failure(meta: dict[str, Any], outcome: Any, backend: str) -> None:
             o = tracer(get(meta["target"]), backend, outcome.context.case, outcome.params)
         except Exception as e:
             o = {"error": f"{type(e).__name__}: {e}"}
-        if f.cls in origin.LOAD_CLASSES and not o.get("found"):
-            o = {}  # (no load past a buffer: one cause of wrong values among many, not said)
-        for line in origin.describe(o):
+        for line in origin.describe(o) if origin.worth_showing(f.cls, o) else []:
             print(f"  {line}")

@@ -2,7 +2,7 @@
 slice ended -- with its summary (:func:`book_time`, :func:`book_counters`), killed without one
 (:func:`book_lost`), or cut short by the campaign's end (:func:`book_stopped`). A warm-up's time
 and compiles are its pair's setup, off the fuzzing path (:func:`book_warm_up`), and so are a
-compile ladder's (:func:`book_ladder`). Pure: the scheduling policy
+slice's that only shrinks (:func:`book_shrink_only`). Pure: the scheduling policy
 (:mod:`fuzz.campaign.policy`) calls these with its clock's readings.
 """
 
@@ -51,7 +51,7 @@ def book_time(
         book_warm_up(pair, summary, secs)
         return 0.0, {**summary, **dict.fromkeys(WARM_OFF_PATH, 0.0)}
     if plan.shrink_only:
-        book_ladder(pair, plan, secs, summary.get("compile_seconds", 0.0))
+        book_shrink_only(pair, plan, secs, summary.get("compile_seconds", 0.0))
         return 0.0, {**summary, **dict.fromkeys(WARM_OFF_PATH, 0.0)}
     pair.slices += 1
     pair.seconds += secs
@@ -89,7 +89,7 @@ def book_warm_up(pair: PairState, summary: Mapping[str, Any], secs: float) -> No
     pair.stats["precompiles"] += summary.get("compiles", 0) - summary.get("cache_loads", 0)
 
 
-def book_ladder(pair: PairState, plan: SlicePlan, secs: float, compiled: float) -> None:
+def book_shrink_only(pair: PairState, plan: SlicePlan, secs: float, compiled: float) -> None:
     """A slice that only shrinks (``SlicePlan.shrink_only``): a compile worker's shrinking of the
     pair's bugs through new variants (the compile ladder), or a slice past the budget shrinking
     rows left unshrunk (``finishing``); off the fuzzing path, neither fuzzing toward its floor
@@ -105,7 +105,7 @@ def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -
     _, compiled = _end(pair, plan)
     spent = now - plan.started
     if plan.shrink_only:
-        book_ladder(pair, plan, spent, compiled)
+        book_shrink_only(pair, plan, spent, compiled)
         return
     if plan.warm_up is not None:  # a warm-up that died: its fuzz workers take it as it is
         pair.warmth = Warmth.READY
@@ -130,7 +130,7 @@ def book_stopped(pair: PairState, plan: SlicePlan, now: float) -> None:
     """Books ``plan``'s slice cut short by the campaign's end (its examples and time so far)."""
     _, compiled = _end(pair, plan)
     if plan.shrink_only:
-        book_ladder(pair, plan, now - plan.started, compiled)
+        book_shrink_only(pair, plan, now - plan.started, compiled)
     elif plan.warm_up is not None:
         pair.warm_seconds += now - plan.started
         pair.stats["precompile_seconds"] += compiled

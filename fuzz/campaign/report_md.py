@@ -16,7 +16,7 @@ from fuzz.campaign.report import (
     starved,
 )
 from fuzz.failures import is_harness_limit
-from fuzz.origin import LOAD_CLASSES, describe
+from fuzz.origin import describe, worth_showing
 
 # Markdown ------------------------------------------------------------------------------------------------
 
@@ -34,9 +34,7 @@ def origin_text(f: dict[str, Any]) -> list[str]:
     """The lines of a row's traced origin; none for a row of wrong values whose trace found no
     load past a buffer (one cause among many: the report says nothing of it)."""
     o = f.get("details", {}).get("origin")
-    if f.get("class") in LOAD_CLASSES and not (isinstance(o, dict) and o.get("found")):
-        return []
-    return describe(o)
+    return describe(o) if worth_showing(f.get("class"), o) else []
 
 
 def markdown(data: dict[str, Any], out: Path) -> str:
