@@ -1058,6 +1058,7 @@ class _Hunter:
             hard_at=self.shrink_hard_at(),
             narrowing=self.narrowing,
             known_keys={b.key for b in self.known_bugs} | {k for k in found if k != key},
+            known_bugs=self.known_bugs,
         )
 
     def _met(self, found: dict[str, Found]) -> list[tuple[str, Found]]:
@@ -1118,6 +1119,9 @@ class _Hunter:
             self.result.events["resumed: choices unreadable"] += 1
             return True
         narrowing = dict(entry.narrowing) if entry.narrowing is not None else {}
+        # The other bugs the slice knows: their examples are hits in this shrink (it must not
+        # walk into one of the same key); the resumed bug's own record is among the known.
+        others = [b for b in self.known_bugs if b.signature != entry.signature]
         seconds = float(self.options.shrink_seconds)
         if hard_at is not None:
             seconds = max(1.0, min(seconds, hard_at - time.perf_counter()))
@@ -1134,6 +1138,7 @@ class _Hunter:
                 narrowing=narrowing,
                 into=self.result,
                 phases=phases,
+                known=tuple(others),
             )
 
         shrinking = self._shrinking()
@@ -1164,6 +1169,7 @@ class _Hunter:
                     hard_at=self.shrink_hard_at(),
                     narrowing=narrowing,
                     known_keys={b.key for b in self.known_bugs} - {entry.key},
+                    known_bugs=others,
                 )
         finally:
             shrinking()
@@ -1252,6 +1258,7 @@ class _Hunter:
             into=self.result,
             hard_at=self.shrink_hard_at() if self.settle_at is None else self.settle_at,
             narrowing=self.narrowing,
+            known_bugs=self.known_bugs,
         )
         shrinking()
         return shrunk

@@ -230,6 +230,43 @@ class BugLedger:
         """Keeps finding ``rec``: a new bug, a later (smaller) example of the bug its
         ``sighting`` streamed first, or an example of a bug found before (the one with fewer
         triggers is kept and the other counted as a hit of it)."""
+        out = self._record(rec, sighting)
+        self._join_shared(out)
+        return out
+
+    def _join_shared(self, out: Recorded) -> None:
+        """Joins rows that hold one signature, each as its own or a way it was also seen (one
+        key and one set of triggers: one bug, ``fuzz.signatures.same_bug``): each was taken
+        into a row by its own evidence (one kernel call, a site), and a planted varlen kernel's
+        bug kept two rows on an H200, each also seen as one accuracy signature. The row of the
+        smaller minimal example stands, the other kept beside it."""
+        while True:
+            owner: dict[str, str] = {}
+            pair = None
+            for sig, rec in self.found.items():
+                for way in [sig, *(w.get("signature") for w in rec.get("also_seen", []))]:
+                    if way in owner and owner[way] != sig:
+                        pair = (owner[way], sig)
+                        break
+                    if way:
+                        owner.setdefault(way, sig)
+                if pair:
+                    break
+            if pair is None:
+                return
+            a, b = pair
+            keep, other = (b, a) if _smaller(self.found[b], self.found[a]) else (a, b)
+            rec = self.found.pop(other)
+            kept = self.found[keep]
+            out.superseded += seen_as(kept, rec, "shared")
+            self.replaced[other] = keep
+            self.known_hits[keep] += self.known_hits.pop(other, 0)
+            self.sightings = {k: keep if v == other else v for k, v in self.sightings.items()}
+            out.merged.append((other, keep, "also", str(rec.get("class"))))
+            if out.signature == other:
+                out.signature = keep
+
+    def _record(self, rec: dict[str, Any], sighting: str | None) -> Recorded:
         out = Recorded()
         sig = rec["signature"]
         seen = False  # an earlier record of the same bug was kept or replaced
@@ -237,6 +274,11 @@ class BugLedger:
         prev = None
         if sighting is not None:
             prev = self.sightings.get(sighting)
+            if prev is not None and prev != sig and _another_bug(self.found.get(prev), rec):
+                # The sighting's record is a minimal example already, and this one is another
+                # bug (a resumed shrink that met another of the key): both stay. Taken as the
+                # first one's smaller example, a GPU campaign's two-bug softmax lost one row.
+                prev = None
             self.sightings[sighting] = sig
             old = self.found.pop(prev, None) if prev is not None and prev != sig else None
             seen = prev is not None
@@ -399,6 +441,11 @@ class BugLedger:
         engine's duplicate check: shrunk once more, it became the twin's example, or its NaN is
         born at the twin's site): its record goes, its example counts as a hit of the twin (in
         the slice's hits), and a twin by site notes its conditions as another way to it."""
+        out = self._withdraw(sighting, dup)
+        self._join_shared(out)
+        return out
+
+    def _withdraw(self, sighting: str, dup: Mapping[str, Any]) -> Recorded:
         out = Recorded()
         sig, twin = self.sightings.get(sighting), self.current(dup["twin"])
         if sig is None or sig == twin or sig not in self.found or twin not in self.found:
@@ -489,6 +536,7 @@ class BugLedger:
                         seen,
                         ladder=ladder,
                         notes=tuple(rec.get("shrink_notes") or ()),
+                        signature=sig,
                     )
                 )
 
@@ -608,6 +656,16 @@ class BugLedger:
     def records(self) -> list[Mapping[str, Any]]:
         """Every record kept: each bug's, and each way it was also seen."""
         return [r for rec in self.found.values() for r in [rec, *rec.get("also_seen", [])]]
+
+
+def _another_bug(old: Mapping[str, Any] | None, rec: Mapping[str, Any]) -> bool:
+    """Whether ``rec``, a record a sighting streamed after ``old``, is another bug than
+    ``old``: ``old`` was shrunk already (the sighting's minimal example) and ``rec`` is not
+    the same bug (``fuzz.signatures.same_bug``: its key, nesting triggers or one site). A
+    first sight, unshrunk, is replaced by whatever its example shrank to."""
+    if old is None or not old.get("shrunk") or not rec.get("shrunk"):
+        return False
+    return not same_bug(bug_of_record(rec), bug_of_record(old))
 
 
 def _smaller(rec: Mapping[str, Any], than: Mapping[str, Any]) -> bool:

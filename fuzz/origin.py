@@ -55,13 +55,43 @@ _DEADLINES: list[float] = []
 TRACE_SECONDS = 30.0
 
 
-class TraceCut(Exception):
-    """A trace ran past its time (``of_finding``'s ``seconds``)."""
+class TraceCut(BaseException):
+    """A trace ran past its time (``of_finding``'s ``seconds``). Not an ``Exception``: raised
+    inside a kernel's interpreted launch, it is the harness's control flow, never the kernel's
+    crash (``fuzz.stops.is_fault``) nor an interpreter error a replay reports."""
 
 
 def _in_time() -> None:
     if _DEADLINES and time.perf_counter() > _DEADLINES[-1]:
         raise TraceCut
+
+
+@contextlib.contextmanager
+def _interpreter_clock() -> Any:
+    """Triton's interpreter checks the trace's time (:func:`_in_time`) at every program of a
+    launch's grid and every load and store: a trace of a large GPU case ran on in the
+    interpreter past its slice's hard limit, and the campaign killed the worker with what its
+    slice was shrinking (two H200 campaigns, a jagged kernel's store past its output)."""
+    import triton.runtime.interpreter as ti
+
+    builder = ti.interpreter_builder
+    names = ("set_grid_idx", "create_masked_load", "create_masked_store")
+    real = {n: getattr(builder, n) for n in names}
+
+    def timed(f: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            _in_time()
+            return f(*args, **kwargs)
+
+        return run
+
+    for n in names:
+        setattr(builder, n, timed(real[n]))
+    try:
+        yield
+    finally:
+        for n in names:
+            setattr(builder, n, real[n])
 
 
 def trace(target: Target, backend: str, case: Case) -> dict[str, Any]:
@@ -241,7 +271,7 @@ def _trace_outside(
     libs = _library_dirs()
     builder = ti.interpreter_builder
     name = "create_masked_store" if access == "store" else "create_masked_load"
-    real, init = getattr(builder, name), ti.GridExecutor._init_args_hst
+    init = ti.GridExecutor._init_args_hst
 
     def spy_init(self: Any, args_dev: Any, kwargs: Any) -> Any:
         args_hst, kwargs_hst = init(self, args_dev, kwargs)
@@ -282,14 +312,16 @@ def _trace_outside(
             check(ptrs, mask, size)
         return real(ptrs, mask, *rest)
 
-    setattr(builder, name, spy_store if access == "store" else spy_load)
-    ti.GridExecutor._init_args_hst = spy_init  # type: ignore[method-assign]
-    try:
-        quiet = dataclasses.replace(target.search, targeting=False)
-        check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
-    finally:
-        setattr(builder, name, real)
-        ti.GridExecutor._init_args_hst = init  # type: ignore[method-assign]
+    with _interpreter_clock():
+        real = getattr(builder, name)  # (timed)
+        setattr(builder, name, spy_store if access == "store" else spy_load)
+        ti.GridExecutor._init_args_hst = spy_init  # type: ignore[method-assign]
+        try:
+            quiet = dataclasses.replace(target.search, targeting=False)
+            check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
+        finally:
+            setattr(builder, name, real)
+            ti.GridExecutor._init_args_hst = init  # type: ignore[method-assign]
     if not first:
         return {
             "found": False,
@@ -484,7 +516,10 @@ def _trace_triton(target: Target, case: Case) -> dict[str, Any]:
         else None
     )
     try:
-        with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+        with (
+            _interpreter_clock(),
+            np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"),
+        ):
             target.kernels["triton"](inputs, dict(case.params), out=out, interpret=True)
     except Exception as e:
         fpe = _fp_error(e)

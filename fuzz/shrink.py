@@ -52,6 +52,7 @@ from fuzz.properties import check_case
 from fuzz.results import Found, HuntResult
 
 if TYPE_CHECKING:
+    from fuzz.signatures import Bug
     from fuzz.target import Target
 
 
@@ -157,6 +158,7 @@ def shrink_compiled(
     hard_at: float | None,
     narrowing: dict[str, Any],
     known_keys: Collection[str] = (),
+    known_bugs: Collection[Bug] = (),
 ) -> Found:
     """Shrinks ``found`` (a failure ``backend``, a compiled backend, found and handed over
     unshrunk) in the stages of the module docstring, within ``options.shrink_seconds``.
@@ -168,11 +170,16 @@ def shrink_compiled(
         narrowing: the search's compile-time choices: its examples replay under no other.
         known_keys: the keys of the bugs the search knows: a small case of the own-space
             search that fails one of them first is that bug's example, not this one's.
+        known_bugs: the bugs the search knows (``fuzz.signatures.Bug``): in every stage an
+            example of one is its hit, not a failure of ``found``'s key, so that shrinking
+            cannot walk from ``found`` into a known bug of the same key (two bugs of one class
+            and output, independent triggers, became one row on an H200).
     """
     s = _Shrinker(
         target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at, narrowing=narrowing
     )
     s.known_keys = frozenset(known_keys)
+    s.known_bugs = tuple(known_bugs)
     s.cut()
     own_space = s.own_space_differs()
     confirmed = s.in_interpreter(share=0.5 if own_space else 1.0)
@@ -206,15 +213,16 @@ def shrink_again(
     into: HuntResult,
     hard_at: float | None,
     narrowing: dict[str, Any],
+    known_bugs: Collection[Bug] = (),
 ) -> Found | None:
     """``found``, a bug whose shrinking was cut, shrunk once more on ``backend`` (its own key
-    only: no other bug's examples count as failures, so it cannot walk into another bug; on a
-    compiled backend through compiled variants only), within ``options.shrink_seconds`` and
-    ``hard_at``; None if it did not fail so or there is no time left. Arguments as for
-    :func:`shrink_compiled`."""
+    only, the known bugs' examples hits: it cannot walk into another bug; on a compiled backend
+    through compiled variants only), within ``options.shrink_seconds`` and ``hard_at``; None if
+    it did not fail so or there is no time left. Arguments as for :func:`shrink_compiled`."""
     s = _Shrinker(
         target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at, narrowing=narrowing
     )
+    s.known_bugs = tuple(known_bugs)
     if s.left() <= 0:
         return None
     shrunk, _ = s.stage(backend, options, seconds=s.left(), only_compiled=not backend.interpret)
@@ -232,7 +240,7 @@ def run_stage(
     seconds: float,
     narrowing: dict[str, Any],
     into: HuntResult,
-    known: Collection[str] = (),
+    known: Collection[str | Bug] = (),
     phases: tuple[Phase, ...] = SHRINK_PHASES,
     only_compiled: bool = False,
     goal: Callable[[Case], bool] | None = None,
@@ -240,7 +248,8 @@ def run_stage(
     """One run (``hunt``, :func:`fuzz.engine.hunt`) of a stage that replays the example of
     choices ``start`` and, with ``phases`` (default: replay and shrink), shrinks it as bug
     ``key`` (every key where ""), for at most ``seconds``; its numbers are taken into
-    ``into``'s as shrinking."""
+    ``into``'s as shrinking. ``known``: classes and bugs (``fuzz.signatures.Bug``) whose
+    examples are hits of theirs, not failures to shrink."""
     if not only_compiled:
         # The stage's compiles are the price of shrinking there (Pallas's interpreter has
         # XLA compile a program per shape, and every shrink step is a new shape): the
@@ -309,6 +318,7 @@ class _Shrinker:
         self.max_cost = options.interpreter_max_cost * speedup
         self.too_costly = False  # the interpreter stage was not tried: the case cost too much
         self.known_keys: frozenset[str] = frozenset()  # the bugs the search knows
+        self.known_bugs: tuple[Bug, ...] = ()  # (their examples are hits in every stage)
         self.ladder = False  # its shrinking through new variants is left to a compile worker
 
     def left(self) -> float:
@@ -333,7 +343,7 @@ class _Shrinker:
             options,
             start=self.current.choices,
             key=self.key,
-            known=() if self.key else set(CLASSES) - {self.cls},
+            known=(*(() if self.key else set(CLASSES) - {self.cls}), *self.known_bugs),
             seconds=seconds,
             narrowing=self.narrowing,
             into=self.into,
@@ -420,7 +430,7 @@ class _Shrinker:
                 twin,
                 options,
                 database=None,
-                known=(),
+                known=self.known_bugs,
                 hard_limit=seconds,
                 stage=Stage(shrink_seconds=seconds, only=self.key, past_first=True),
                 narrowing={},

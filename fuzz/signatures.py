@@ -125,6 +125,9 @@ class Resume:
     # worker shrinks it on through new ones, with the notes of its shrinking so far.
     ladder: bool = False
     notes: tuple[str, ...] = ()
+    # Its record's signature when queued: the bug the shrink resumes, which the slice knows as
+    # found (its other known bugs' examples are hits in that shrink, not this one's).
+    signature: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

@@ -146,8 +146,9 @@ UNRUN = "unrun"
 SEEN_HOW = {
     "case": "minimal example, the bug's own kernel call",
     "property": "minimal example failing the bug's way too",
-    "site": "NaN/Inf born at the bug's kernel expression",
+    "site": "NaN/Inf born, or a load or store past a buffer, at the bug's kernel line",
     "influence": "wrong elements reading (or ignoring) the inputs the bug's do, unlike the oracle",
+    "shared": "a way of the bug seen by each of the two rows (one key, one set of conditions)",
 }
 
 

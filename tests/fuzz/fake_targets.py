@@ -677,3 +677,59 @@ register(
         description="fake target its compiled twin declines",
     )
 )
+
+
+# Two bugs of one key (accuracy of y) with independent triggers, as a tiled softmax's wrong
+# rescale across tiles and its scaled bias: ``multi-tile`` (more columns than its ``block``) scales
+# y[0, 0]; ``tall`` (two rows or more) scales y[1, 0]. The block is drawn first, its simplest
+# value the smallest: shrinking an example of one bug toward a smaller block makes it an example
+# of both, from which it can walk into the other.
+def two_bugs_kernel():
+    base = make_kernel(None)
+
+    def run(inputs, params, *, out, interpret):
+        x = inputs["x"]
+        res = base(inputs, params, out=out, interpret=interpret)
+        y = res["y"]
+        if x.shape[1] > params["block"]:
+            y[0, 0] *= 1.5
+        if x.shape[0] >= 2:
+            y[1, 0] *= 1.5
+        return res
+
+    return run
+
+
+def two_bug_cases(scale: str) -> st.SearchStrategy[Case]:
+    @st.composite
+    def build(draw):
+        block = draw(st.sampled_from([2, 8]))
+        rows = draw(st.integers(1, 6))
+        cols = draw(st.integers(1, 8))
+        seed = draw(st.integers(0, 2**16))
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(1.0, 2.0, (rows, cols)).astype(np.float32)
+        return Case({"x": x}, {"dtype": "float32", "block": block}, {"seed": seed})
+
+    return build()
+
+
+register(
+    Target(
+        name="fake_two_bugs_one_key",
+        family="fake",
+        kernels={"fake": two_bugs_kernel()},
+        oracle=oracle,
+        naive=naive,
+        strategy=two_bug_cases,
+        tolerance=Tolerance(rho=2.0, floor_ulps=4.0),
+        hazards=(
+            Hazard(
+                "multi-tile",
+                lambda c: "cols > block" if c.inputs["x"].shape[1] > c.params["block"] else None,
+            ),
+            Hazard("tall", lambda c: "2+ rows" if c.inputs["x"].shape[0] >= 2 else None),
+        ),
+        description="fake target with two bugs of one key and independent triggers",
+    )
+)

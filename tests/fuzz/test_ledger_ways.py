@@ -190,3 +190,50 @@ def test_other_outputs_link_under_nesting_triggers_or_both_ways():
     led = BugLedger()
     assert led.record(_other_outputs(_rec("a", ACC_O, {"w"}, 2), lse=["nan"]), sighting="1:0:a").new
     assert led.record(_rec("b", ACC_LSE, {"w"}, 2), sighting="2:0:b").new
+
+
+def test_a_sightings_minimal_example_is_not_replaced_by_another_bug_of_its_key():
+    """Two bugs of one key with independent triggers (a scaled bias; a wrong rescale across
+    tiles). On an H200 the two-bug softmax's bias row came and went and was missing from the
+    report: a later record of the same sighting (a resumed shrink that walked into the other
+    bug) took the place of its shrunk minimal example. A first sight, unshrunk, still gives way
+    to what it shrank to; a shrunk record to a smaller example of the same bug."""
+    key = "accuracy|oracle|y|-"
+    led = BugLedger()
+    assert led.record(_rec("u", key, {"feature bias", "multi-tile"}, 900, False), sighting="1:0:k")
+    out = led.record(_rec("bias", key, {"feature bias", "partial-tile"}, 2), sighting="1:0:k")
+    assert out.settled and set(led.found) == {"bias"}  # (the first sight gave way)
+    out = led.record(_rec("rescale", key, {"multi-tile", "partial-tile"}, 33), sighting="1:0:k")
+    assert out.new and set(led.found) == {"bias", "rescale"}
+    # the same bug under fewer conditions still takes its record's place
+    out = led.record(_rec("bias2", key, {"feature bias"}, 2), sighting="2:0:k")
+    assert set(led.found) == {"bias2", "rescale"}
+    out = led.record(_rec("bias3", key, {"feature bias"}, 1), sighting="2:0:k")
+    assert set(led.found) == {"bias3", "rescale"}
+
+
+def test_two_rows_that_each_took_in_one_signature_are_one_row():
+    """A planted varlen kernel's one bug kept two rows on an H200, a NaN row (``o``) and an
+    accuracy row (``lse``), each also seen as one accuracy signature (one key, one set of
+    triggers: one bug), each taken in by evidence of its own. Rows holding one signature are
+    one: the smaller minimal example stands, the other beside it with its ways."""
+    way = {**_rec("w", "accuracy|oracle|o|-", {"partial-kv-tile"}, 4), "how": "case"}
+    led = BugLedger()
+    nan = {**_rec("nan", "nan|oracle|o|-", {"partial-kv-tile"}, 864), "also_seen": [way]}
+    assert led.record(nan, sighting="1:0:n").new
+    lse = _rec("lse", "accuracy|oracle|lse|-", {"feature window"}, 3)
+    assert led.record(lse, sighting="2:0:l").new and set(led.found) == {"nan", "lse"}
+    # a later slice's first sight of that signature, which its duplicate check tells is the
+    # accuracy row seen another way
+    assert led.record({**way, "shrunk": False, "case_size": 96}, sighting="3:0:w").new
+    out = led.withdraw("3:0:w", {"twin": "lse", "how": "property", "triggers": way["triggers"]})
+    assert set(led.found) == {"lse"}, led.found.keys()
+    assert out.merged[-1] == ("nan", "lse", "also", "nan"), out.merged
+    seen = {s["signature"]: s["how"] for s in led.found["lse"]["also_seen"]}
+    assert set(seen) == {"nan", "w"}, seen
+    assert led.current("nan") == "lse"
+    # two rows of one key under free choices that do not nest stay two
+    led = BugLedger()
+    led.record(_rec("a", ACC, {"feature bias"}, 2), sighting="1:0:a")
+    led.record(_rec("b", ACC, {"multi-tile"}, 33), sighting="2:0:b")
+    assert set(led.found) == {"a", "b"}

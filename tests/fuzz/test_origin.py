@@ -275,6 +275,44 @@ def test_a_trace_past_its_seconds_is_cut_and_not_kept(monkeypatch):
     assert len(evaluated) > 6 and in_time.finding.details["origin"] is o
 
 
+def test_a_triton_trace_stops_at_its_time_inside_the_interpreter(monkeypatch):
+    """Triton's interpreter checks a trace's time at every program, load and store: on an H200
+    a trace of a large case ran on in the interpreter past its slice's hard limit (a NaN birth,
+    a store and a load past a buffer are traced there alike), and the campaign killed the
+    worker with what its slice was shrinking. Past its time each stops inside the launch, not
+    as the kernel's crash or an interpreter error; in time, each traces."""
+    target = get("softmax_mutant_no_rowmax")
+    case = Case({"x": np.full((4, 64), 100.0, np.float32)}, PARAMS)
+    tracers = {
+        "birth": lambda: origin.trace(target, "triton-interpret", case),
+        "store": lambda: origin.trace_stores(target, "triton-interpret", case),
+        "load": lambda: origin.trace_loads(target, "triton-interpret", case),
+    }
+    import triton.runtime.interpreter as ti
+
+    steps = []
+    real = ti.interpreter_builder.create_masked_load
+
+    def counted(*args):
+        steps.append(1)
+        return real(*args)
+
+    for name, run in tracers.items():
+        monkeypatch.setattr(ti.interpreter_builder, "create_masked_load", counted)
+        steps.clear()
+        origin._DEADLINES.append(float("-inf"))  # already past: the first program stops
+        try:
+            with pytest.raises(origin.TraceCut):
+                run()
+        finally:
+            origin._DEADLINES.pop()
+        assert not steps, name  # (stopped before the first load)
+        monkeypatch.undo()
+        assert ti.interpreter_builder.create_masked_load == real, name  # (the clock is gone)
+        o = run()
+        assert o["found"] == (name == "birth"), (name, o)
+
+
 def test_a_row_of_wrong_values_names_its_origin_only_where_a_load_past_a_buffer_was_found():
     """Rows of wrong values are traced for a load past a buffer (``origin.trace_loads``); where
     none was found the report says nothing of it (one cause among many), while a NaN row says

@@ -550,3 +550,26 @@ def test_a_warmed_up_slice_ends_its_search_not_the_shrinking_of_what_it_found(
     run.progress(12, 3.5)
     assert run.started.value == 0.0
     assert sent == [M.Progress(7, 12, sent[0].seconds, 3.5)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_shrink_stage_does_not_walk_into_a_known_bug_of_the_same_key(
+    fake_plugin, compiled_profile, seed
+):
+    """Two bugs of one class and output with independent triggers stay two: every shrink stage
+    counts a known bug's examples as its hits, as the search does. The fake kernel's block is
+    drawn first and shrinks toward the smaller one, which turns an example of the ``tall`` bug
+    into one of both; a stage that took it as a failure went on into the known ``multi-tile``
+    bug and reported it as this hunt's (seeds 2 and 3, before), and on an H200 the two-bug
+    softmax's two rows came back as one."""
+    from fuzz.signatures import Bug
+
+    key = "accuracy|oracle|y|-"
+    known = Bug(key, frozenset({"multi-tile"}), "known")
+    profile = dataclasses.replace(compiled_profile, max_examples=200)
+    target = get("fake_two_bugs_one_key")
+    result = hunt(target, "fake-compiled", profile, seed=seed, database=None, known=[known])
+    (found,) = result.found.values()
+    assert found.key == key and found.shrink_path == "interpreter", found.shrink_notes
+    assert sorted(found.triggers) == ["tall"], (found.triggers, found.case)
+    assert found.case.inputs["x"].shape == (2, 1)
