@@ -1141,6 +1141,8 @@ class _Hunter:
                 known=tuple(others),
             )
 
+        if entry.check:
+            return self._check_resumed(entry, staged, others)
         shrinking = self._shrinking()
         try:
             # As the search's hand-off (replayed, then staged), but an entry of the compile
@@ -1180,6 +1182,56 @@ class _Hunter:
         got = dataclasses.replace(got, resumes=entry.sighting)
         if self.hooks.on_found is not None:
             self.hooks.on_found(self.result, got)
+        return True
+
+    def _check_resumed(
+        self,
+        entry: Resume,
+        staged: Callable[[tuple[Phase, ...]], HuntResult],
+        others: list[Bug],
+    ) -> bool:
+        """Checks ``entry``, a bug's minimal example whose check against the bugs found before
+        its slice's hard limit cut (``Resume.check``), against the bugs this slice knows but
+        its own (``others``): its replay is a known bug seen another way (a duplicate of the
+        sighting, which the campaign takes into that bug) or streamed again, checked. (A
+        planted GLA kernel's one bug stayed two rows on an H200, the second's check cut.)"""
+        shrinking = self._shrinking()
+        try:
+            got = staged((Phase.reuse,)).of_key(entry.key)
+            twin = None
+            if got is not None:
+                got = dataclasses.replace(got, final=True, shrink_notes=list(entry.notes))
+                twin = self.duplicate_of(got, known=others)
+        finally:
+            shrinking()
+        if got is None:
+            self.result.events["resumed check: did not fail so again"] += 1
+            return True
+        if got.finding.details.get("unchecked"):  # (cut again: left as it is)
+            self.result.events["resumed check: cut again"] += 1
+            return True
+        if twin is None:
+            self.result.events["resumed check: a bug of its own"] += 1
+            got.shrink_notes = [
+                n for n in got.shrink_notes if not n.startswith("not checked against the bugs")
+            ] + ["checked against the bugs found before by a later slice: a bug of its own"]
+            if self.hooks.on_found is not None:
+                self.hooks.on_found(self.result, dataclasses.replace(got, resumes=entry.sighting))
+            return True
+        bug, how = twin
+        self.result.events["resumed check: a known bug seen another way"] += 1
+        self.result.known_hits[bug.signature] += 1
+        self.result.duplicates.append(
+            {
+                "round": self.round,
+                "bug_key": got.key,
+                "signature": bug_of(got).signature,
+                "twin": bug.signature,
+                "triggers": sorted(got.triggers),
+                "how": how,
+                "resumes": entry.sighting,
+            }
+        )
         return True
 
     def _isolated_seconds(self, found: Found) -> float:
@@ -1222,14 +1274,18 @@ class _Hunter:
         limit counts fuzzing: the compiling so far moves it on)."""
         return None if self.hard_at is None else self.hard_at + self.result.stats.compile_seconds
 
-    def duplicate_of(self, f: Found) -> tuple[Bug, str] | None:
+    def duplicate_of(self, f: Found, known: list[Bug] | None = None) -> tuple[Bug, str] | None:
         """The known bug that new bug ``f`` is after all, and how that was told, or None
-        (:meth:`fuzz.duplicates.Duplicates.of`); None for a shrink stage's own result."""
+        (:meth:`fuzz.duplicates.Duplicates.of`); None for a shrink stage's own result.
+        ``known``: the bugs to check it against (default: those the hunt knows). A check cut
+        at the hard limit marks ``f`` unchecked (``details["unchecked"]``): a later slice of a
+        campaign checks it (:meth:`resume`)."""
         if self.stage.only is not None or self.stage.start:
             return None
         if self.duplicates is None:
             self.duplicates = Duplicates(self.target, self.b, self.options, found={}, known_bugs=[])
-        self.duplicates.found, self.duplicates.known_bugs = self.result.found, self.known_bugs
+        self.duplicates.found = self.result.found
+        self.duplicates.known_bugs = self.known_bugs if known is None else known
         # Past the time given to settle the hunt's bugs, DUPLICATE_SECONDS of the 30 s the
         # campaign gives a slice before it kills it (``pool.overran``), the rest its summary's.
         self.duplicates.clock = time.perf_counter
@@ -1238,6 +1294,7 @@ class _Hunter:
         twin = self.duplicates.of(f)
         if self.duplicates.cut > cut:
             self.result.events["duplicate check cut at the hard limit"] += 1
+            f.finding.details["unchecked"] = True
             f.shrink_notes.append(
                 "not checked against the bugs found before past the hunt's hard limit: it may "
                 "be one of them seen another way"

@@ -526,7 +526,8 @@ class BugLedger:
             if any(self.sightings.get(e.sighting) == sig for e in self.resume):
                 continue  # (its row is queued already, streamed by another slice too)
             ladder = bool(rec.get("ladder"))
-            if self.pending(seen, ladder=ladder):
+            check = _unchecked(rec)
+            if self.pending(seen, ladder=ladder, check=check):
                 key, choices = str(rec.get("bug_key") or ""), str(rec["choices"])
                 self.resume.append(
                     Resume(
@@ -537,6 +538,7 @@ class BugLedger:
                         ladder=ladder,
                         notes=tuple(rec.get("shrink_notes") or ()),
                         signature=sig,
+                        check=check,
                     )
                 )
 
@@ -549,7 +551,7 @@ class BugLedger:
             entry = self.resume.pop(0)
             if entry.ladder != ladder or len(taken) >= most:
                 kept.append(entry)
-            elif self.pending(entry.sighting, ladder=ladder):
+            elif self.pending(entry.sighting, ladder=ladder, check=entry.check):
                 taken.append(entry)
                 self.resumed[entry.sighting] += 1
         self.resume = kept
@@ -565,7 +567,7 @@ class BugLedger:
             if (
                 e.sighting not in queued
                 and self.resumed[e.sighting] < RESUMES
-                and self.pending(e.sighting, ladder=e.ladder)
+                and self.pending(e.sighting, ladder=e.ladder, check=e.check)
             ):
                 self.resume.append(e)
                 queued.add(e.sighting)
@@ -573,7 +575,8 @@ class BugLedger:
     def resumable(self, *, ladder: bool = False) -> bool:
         """Whether a queued bug (of a compile worker's, ``ladder``) still stands unshrunk."""
         return any(
-            e.ladder == ladder and self.pending(e.sighting, ladder=ladder) for e in self.resume
+            e.ladder == ladder and self.pending(e.sighting, ladder=ladder, check=e.check)
+            for e in self.resume
         )
 
     def _row(self, sighting: str) -> dict[str, Any] | None:
@@ -587,10 +590,14 @@ class BugLedger:
         rec = self._row(sighting)
         return rec is not None and not rec.get("shrunk")
 
-    def pending(self, sighting: str, *, ladder: bool = False) -> bool:
+    def pending(self, sighting: str, *, ladder: bool = False, check: bool = False) -> bool:
         """Whether the record streamed as ``sighting`` stands as its bug's row with shrinking
         left to do: unshrunk (:meth:`unshrunk`), or (``ladder``) shrunk through compiled
-        variants only (``Found.ladder``), its shrinking through new ones a compile worker's."""
+        variants only (``Found.ladder``), its shrinking through new ones a compile worker's;
+        or (``check``) shrunk with its check against the known bugs still to do."""
+        if check:
+            rec = self._row(sighting)
+            return rec is not None and _unchecked(rec)
         if not ladder:
             return self.unshrunk(sighting)
         rec = self._row(sighting)
@@ -656,6 +663,13 @@ class BugLedger:
     def records(self) -> list[Mapping[str, Any]]:
         """Every record kept: each bug's, and each way it was also seen."""
         return [r for rec in self.found.values() for r in [rec, *rec.get("also_seen", [])]]
+
+
+def _unchecked(rec: Mapping[str, Any]) -> bool:
+    """Whether ``rec`` is a minimal example whose check against the bugs found before was cut
+    (its slice's hard limit), with the choices a later slice replays it from."""
+    details = rec.get("details") or {}
+    return bool(rec.get("shrunk") and details.get("unchecked") and rec.get("choices"))
 
 
 def _another_bug(old: Mapping[str, Any] | None, rec: Mapping[str, Any]) -> bool:

@@ -106,8 +106,11 @@ class Found:
             "reproducer": str(self.reproducer) if self.reproducer else None,
             # An example not shrunk yet keeps its choices: a later slice can take up its
             # shrinking where its own slice was lost (``Resume``).
+            # So does a minimal example whose check against the known bugs was cut.
             "choices": None
-            if (self.final and not self.ladder) or self.lost_context or not self.choices
+            if (self.final and not self.ladder and not self.finding.details.get("unchecked"))
+            or self.lost_context
+            or not self.choices
             else encode_choices(self.choices),
             **({"resumes": self.resumes} if self.resumes else {}),
             **({"ladder": True} if self.ladder else {}),

@@ -128,6 +128,10 @@ class Resume:
     # Its record's signature when queued: the bug the shrink resumes, which the slice knows as
     # found (its other known bugs' examples are hits in that shrink, not this one's).
     signature: str = field(default="", compare=False)
+    # Its record is shrunk and its check against the bugs found before was cut at its slice's
+    # hard limit (``details["unchecked"]``): a later slice replays its minimal example and
+    # checks it (``fuzz.engine``), a known bug seen another way or a bug of its own.
+    check: bool = False
 
 
 @dataclass(frozen=True)

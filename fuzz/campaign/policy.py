@@ -370,7 +370,8 @@ class SchedulingPolicy:
         for rec in summary.get("found", []):
             out.found.append((rec, self.record(pair, rec, sighting=sighting(sid, rec))))
         for dup in summary.get("duplicates", []):
-            sight = sighting(sid, {"details": dup, "bug_key": dup["bug_key"]})
+            # (a row a later slice checked against the known bugs: its own sighting)
+            sight = dup.get("resumes") or sighting(sid, {"details": dup, "bug_key": dup["bug_key"]})
             out.withdrawn.append(self.withdraw(pair, sight, dup))
         booking.book_counters(pair, summary)
         for feat in summary.get("features", []):

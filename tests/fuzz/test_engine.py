@@ -350,6 +350,61 @@ def test_a_hunt_resumes_the_shrinking_of_a_bug_a_lost_slice_streamed(fake_plugin
     assert encode_choices(tuple(big.choices)) == text
 
 
+def test_a_bug_whose_check_against_the_known_bugs_was_cut_is_checked_by_a_later_slice(
+    fake_plugin, fake_profile, monkeypatch
+):
+    """A bug shrunk by a slice whose hard limit cut its check against the bugs found before
+    (``details["unchecked"]``; a planted GLA kernel's one bug stayed two rows on an H200 so)
+    keeps its choices; a later slice replays its minimal example and checks it against the
+    bugs it knows but its own (``Resume.check``): a known bug seen another way is a duplicate
+    of the row's sighting, else the row is streamed again, checked."""
+    from fuzz import duplicates as D
+    from fuzz.engine import Hooks
+    from fuzz.results import encode_choices
+    from fuzz.signatures import Bug, Resume
+
+    mine = hunt(get("fake_double_nan"), "fake", fake_profile, seed=3, database=None)
+    row = mine.found["nan"]
+    row.finding.details["unchecked"] = True
+    text = row.as_dict()["choices"]
+    assert text == encode_choices(tuple(row.choices))  # (kept: a later slice replays it)
+    own = Bug(row.key, frozenset(row.triggers), row.signature)
+    other = Bug("accuracy|oracle|y|-", frozenset({"wide"}), "other")
+    entry = Resume(row.key, text, dict(mine.variants), "3:0:" + row.key, signature=own.signature,
+                   check=True)  # fmt: skip
+    checked_against = []
+
+    def of(self, f):
+        checked_against.append({b.signature for b in self.known_bugs})
+        return twin
+
+    monkeypatch.setattr(D.Duplicates, "of", of)
+    for twin in (None, (other, "property")):
+        streamed = []
+        result = hunt(
+            get("fake_double_nan"),
+            "fake",
+            fake_profile,
+            database=None,
+            max_examples=1,
+            known=[own, other],  # (the slice knows the row's own bug)
+            hooks=Hooks(on_found=lambda r, f: streamed.append(f)),
+            resume=[entry],
+        )
+        assert checked_against[-1] == {"other"}  # (not against its own bug)
+        again = [f for f in streamed if f.resumes == entry.sighting]
+        if twin is None:
+            assert result.events["resumed check: a bug of its own"] == 1
+            (f,) = again
+            assert f.final and f.case.digest() == row.case.digest()
+            assert not f.finding.details.get("unchecked") and f.as_dict()["choices"] is None
+            assert f.shrink_notes[-1].startswith("checked against the bugs found before")
+        else:
+            assert not again and result.events["resumed check: a known bug seen another way"]
+            (dup,) = [d for d in result.duplicates if d.get("resumes")]
+            assert dup["twin"] == "other" and dup["resumes"] == entry.sighting
+
+
 def test_a_flaky_failure_one_of_whose_runs_lost_the_context_ends_the_hunt(
     fake_plugin, fake_profile
 ):

@@ -1664,3 +1664,37 @@ def test_a_campaign_with_a_compile_worker_shrinks_a_compiled_only_bug_off_the_fu
     assert not any("compile ladder: 2 bug(s)" in line for line in lines), lines[-20:]
     [result] = report["results"]
     assert result["examples"] >= 60
+
+
+def test_a_row_whose_check_was_cut_is_checked_by_the_next_slice_and_taken_into_its_twin():
+    """A row shrunk with its check against the known bugs cut at its slice's hard limit
+    (``details["unchecked"]``, its choices kept) is queued for the pair's next slice to check
+    (``Resume.check``); a duplicate that slice reports for that sighting (``resumes``) takes the
+    row into the known bug, as the check would have in its own slice."""
+    from fuzz.signatures import Resume
+
+    p = _pair("p", examples=50, seconds=10.0)
+    policy = _policy([p])
+    policy.begin(p, 0, slice_id=301, now=0.0, left=500.0)
+    o = _rec("o", "accuracy|oracle|o|-", ["feature g_gamma"], shrunk=True, case_size=512,
+             details={"round": 0}, choices="AAA=")  # fmt: skip
+    ht = _rec("ht", "accuracy|oracle|ht|-", ["feature g_gamma", "feature final_state"],
+              shrunk=True, case_size=512, choices="AAE=",
+              details={"round": 0, "unchecked": True})  # fmt: skip
+    policy.ended(301, {"found": [o, ht], "seconds": 5.0}, 5.0)
+    assert set(p.ledger.found) == {"o", "ht"}
+    entry = Resume(ht["bug_key"], "AAE=", None, sighting(301, ht), check=True)
+    assert p.ledger.resume == [entry] and p.ledger.resume[0].signature == "ht"
+    plan = policy.begin(p, 0, slice_id=302, now=10.0, left=500.0)
+    assert plan.resume == (entry,)
+    dup = {"round": 0, "bug_key": ht["bug_key"], "signature": "ht", "twin": "o",
+           "triggers": ht["triggers"], "how": "property", "resumes": entry.sighting}  # fmt: skip
+    policy.ended(302, {"found": [], "duplicates": [dup], "seconds": 5.0}, 15.0)
+    assert set(p.ledger.found) == {"o"} and p.ledger.resume == []
+    assert [s["signature"] for s in p.ledger.found["o"]["also_seen"]] == ["ht"]
+    # a checked row (no longer unchecked) is not queued again
+    q = _pair("q", examples=50, seconds=10.0)
+    policy = _policy([q])
+    policy.begin(q, 0, slice_id=401, now=0.0, left=500.0)
+    policy.ended(401, {"found": [{**ht, "details": {"round": 0}}], "seconds": 5.0}, 5.0)
+    assert q.ledger.resume == []
