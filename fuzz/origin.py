@@ -185,8 +185,9 @@ TRACED_CLASSES = BIRTH_CLASSES + STORE_CLASSES + LOAD_CLASSES
 
 def worth_showing(cls: str | None, origin: Any) -> bool:
     """Whether a finding of class ``cls`` shows its traced ``origin`` (reports, the replay, the
-    issue text): not a row of wrong values whose trace found no load past a buffer (one cause
-    among many, ruled out: saying so on every accuracy row is noise)."""
+    issue text): not a row of wrong values whose trace found no wrong access (a load or store
+    past a buffer, a store racing another program's: one cause among many, ruled out; saying
+    so on every accuracy row is noise)."""
     return cls not in LOAD_CLASSES or (isinstance(origin, dict) and bool(origin.get("found")))
 
 
@@ -198,7 +199,7 @@ def tracer_of(cls: str | None) -> Any:
     if cls in BIRTH_CLASSES:
         return trace_finding_or_load
     if cls in LOAD_CLASSES:
-        return trace_loads
+        return trace_accesses
     return None
 
 
@@ -206,13 +207,13 @@ def trace_finding_or_load(
     target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """:func:`trace_finding` (where the NaN or Inf is born), and where nothing is born in the
-    interpreted replay, :func:`trace_loads`: a NaN read past a buffer's end (its guard band, or
+    interpreted replay, :func:`trace_accesses`: a NaN read past a buffer's end (its guard band, or
     garbage on a GPU) is born nowhere. A planted varlen kernel reading its keys from the query's
     offset gave four GPU rows (NaN, Inf, wrong values, runs that differ) of one load."""
     o = trace_finding(target, backend, case, params)
     if o.get("found") or "error" in o:
         return o
-    loads = trace_loads(target, backend, case, params)
+    loads = trace_accesses(target, backend, case, params)
     return loads if loads.get("found") else o
 
 
@@ -243,16 +244,34 @@ def trace_loads(
     return _trace_outside(target, backend, case, params, "load")
 
 
+def trace_accesses(
+    target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Where a kernel's memory accesses go wrong, in one interpreted replay as
+    :func:`trace_stores`: the first load or store past the buffers of its launch, or store to
+    an element another program of the launch stored too (``kind`` "store racing another
+    program's"): on a GPU which program's value stays is up to the schedule, so one such store
+    shows as wrong values, masked elements overwritten or runs that differ, a row of each class
+    (a planted jagged kernel's store one past each row's end, into the next row's first
+    element: an out-of-bounds row and two masking rows on an H200; the interpreter, running
+    programs one after another, passes). Rows of wrong values are traced so."""
+    return _trace_outside(target, backend, case, params, "access")
+
+
+_NOUN = {"store": "store", "load": "load", "access": "load or store"}
+
+
 def _trace_outside(
     target: Target, backend: str, case: Case, params: dict[str, Any] | None, access: str
 ) -> dict[str, Any]:
-    """:func:`trace_stores` (``access`` "store") or :func:`trace_loads` ("load")."""
+    """:func:`trace_stores` (``access`` "store"), :func:`trace_loads` ("load") or
+    :func:`trace_accesses` ("access")."""
     import dataclasses
 
     if not (backend.startswith("triton") or "triton" in target.kernels):
         return {
             "found": False,
-            "note": f"{access}s are traced in Triton's interpreter only ({backend})",
+            "note": f"{_NOUN[access]}s are traced in Triton's interpreter only ({backend})",
         }
     from fuzz.backends import get_backend
     from fuzz.properties import check_case
@@ -267,72 +286,107 @@ def _trace_outside(
 
     store_fence.install()  # (under the spies below: they see a wild store before it is dropped)
     ranges: list[tuple[int, int]] = []
+    owner: dict[int, tuple[Any, Any]] = {}  # element address -> (the program, the value) stored
+    program: list[tuple[int, int, int]] = [(0, 0, 0)]
     first: dict[str, Any] = {}
     libs = _library_dirs()
     builder = ti.interpreter_builder
-    name = "create_masked_store" if access == "store" else "create_masked_load"
+    loads, stores = access in ("load", "access"), access in ("store", "access")
     init = ti.GridExecutor._init_args_hst
 
     def spy_init(self: Any, args_dev: Any, kwargs: Any) -> Any:
         args_hst, kwargs_hst = init(self, args_dev, kwargs)
         ranges.clear()
+        owner.clear()
         for a in [*args_hst, *kwargs_hst.values()]:
             extent = store_fence.view_extent(a)
             if extent is not None:
                 ranges.append(extent)
         return args_hst, kwargs_hst
 
-    def check(ptrs: Any, mask: Any, size: int) -> None:
-        at = np.asarray(ptrs.data, np.uint64)[np.asarray(mask.data, bool)].astype(np.int64)
+    def here(detail: str, kind: str) -> None:
+        frames = [f for f in traceback.extract_stack()[:-3] if not f.filename.startswith(libs)]
+        if frames:
+            f = frames[-1]
+            first.update(
+                _frame_record(f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno)
+            )
+            first["detail"], first["kind"] = detail, kind
+
+    def addresses(ptrs: Any, mask: Any) -> np.ndarray:
+        return np.asarray(ptrs.data, np.uint64)[np.asarray(mask.data, bool)].astype(np.int64)
+
+    def check(at: np.ndarray, size: int, what: str) -> None:
         inside = np.zeros(at.shape, bool)
         for lo, hi in ranges:
             inside |= (at >= lo) & (at + size <= hi)
         if at.size and not inside.all():
-            frames = [f for f in traceback.extract_stack()[:-2] if not f.filename.startswith(libs)]
-            if frames:
-                f = frames[-1]
-                first.update(
-                    _frame_record(
-                        f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno
-                    )
-                )
-                first["detail"] = (
-                    f"{int((~inside).sum())} of {at.size} element(s) of one {access} outside "
-                    "every buffer of its launch"
-                )
+            here(
+                f"{int((~inside).sum())} of {at.size} element(s) of one {what} outside every "
+                "buffer of its launch",
+                f"{what} past a buffer",
+            )
+
+    def race(at: np.ndarray, values: np.ndarray) -> None:
+        """Notes a store of another value to an element another program of the launch stored
+        (the same value from two programs is no race in effect)."""
+        me, others, n = program[0], set(), 0
+        for a, v in zip(at.tolist(), values.tolist(), strict=True):
+            prev = owner.get(a)
+            if prev is None:
+                owner[a] = (me, v)
+            elif prev[0] != me and not (prev[1] == v or (prev[1] != prev[1] and v != v)):
+                others.add(prev[0])
+                n += 1
+        if others:
+            here(
+                f"{n} of {at.size} element(s) of one store also stored, with other values, by "
+                f"program(s) {sorted(others)[:2]} of its launch, this one {me}: on a GPU which "
+                "value stays is up to the schedule",
+                "store racing another program's",
+            )
 
     def spy_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
         if not first:
-            check(ptrs, mask, np.dtype(value.data.dtype).itemsize)
-        return real(ptrs, value, mask, *rest)
+            at = addresses(ptrs, mask)
+            check(at, np.dtype(value.data.dtype).itemsize, "store")
+            if access == "access" and not first:
+                keep = np.asarray(mask.data, bool)
+                race(at, np.broadcast_to(np.asarray(value.data), keep.shape)[keep])
+        return real_store(ptrs, value, mask, *rest)
 
     def spy_load(ptrs: Any, mask: Any, *rest: Any) -> Any:
         if not first:
             size = np.dtype(ti._get_np_dtype(ptrs.get_element_ty())).itemsize
-            check(ptrs, mask, size)
-        return real(ptrs, mask, *rest)
+            check(addresses(ptrs, mask), size, "load")
+        return real_load(ptrs, mask, *rest)
+
+    def spy_grid(x: int, y: int, z: int) -> Any:
+        program[0] = (int(x), int(y), int(z))
+        return real_grid(x, y, z)
 
     with _interpreter_clock():
-        real = getattr(builder, name)  # (timed)
-        setattr(builder, name, spy_store if access == "store" else spy_load)
+        real_store, real_load = builder.create_masked_store, builder.create_masked_load  # (timed)
+        real_grid = builder.set_grid_idx
+        if stores:
+            builder.create_masked_store = spy_store
+        if loads:
+            builder.create_masked_load = spy_load
+        builder.set_grid_idx = spy_grid
         ti.GridExecutor._init_args_hst = spy_init  # type: ignore[method-assign]
         try:
             quiet = dataclasses.replace(target.search, targeting=False)
             check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
         finally:
-            setattr(builder, name, real)
+            builder.create_masked_store, builder.create_masked_load = real_store, real_load
+            builder.set_grid_idx = real_grid
             ti.GridExecutor._init_args_hst = init  # type: ignore[method-assign]
     if not first:
-        return {
-            "found": False,
-            "note": f"no {access} outside its launch's buffers in the interpreted replay",
-        }
-    return {
-        "found": True,
-        "kind": f"{access} past a buffer",
-        "interpreter": "Triton interpreter",
-        **first,
-    }
+        said = "outside its launch's buffers" + (
+            ", nor a store racing another program's," if access == "access" else ""
+        )
+        return {"found": False, "note": f"no {_NOUN[access]} {said} in the interpreted replay"}
+    return {"found": True, "interpreter": "Triton interpreter", **first}
 
 
 # A trace is one interpreted check of the case where shrinking runs hundreds: a Triton kernel's

@@ -413,6 +413,42 @@ def test_a_store_past_the_end_is_traced_to_its_kernel_line(plugins):
         assert not o["found"], o
 
 
+def test_a_store_into_the_next_segment_races_its_program_at_the_same_site(plugins):
+    """The inclusive segment end stores one row past each segment: into the next segment's first
+    row, which that segment's program stores too. On a GPU either value may stay (an H200 gave
+    two masking rows beside the out-of-bounds one); the interpreter, one program after another,
+    passes. The access trace (``fuzz.origin.trace_accesses``, rows of wrong values) names the
+    racing store, the line of the store past the end: one site, one bug
+    (``fuzz.ledger.same_site``). The control's programs store apart."""
+    import numpy as np
+
+    from fuzz import origin
+    from fuzz.case import Case
+    from fuzz.signatures import site
+    from fuzz.target import get
+
+    def case(rows, offsets):
+        values = np.random.default_rng(0).standard_normal((rows, 4)).astype(np.float32)
+        return Case(
+            {"values": values, "offsets": np.array(offsets, np.int32)},
+            {"dtype": "float32", "block_n": 4, "block_m": 4, "num_programs": None, "guard": "nan"},
+            {"lengths": list(np.diff(offsets))},
+        )
+
+    target = get(plugins["triton"].target_name("jagged_store_inclusive_end"))
+    # segments of rows [0, 2) and [2, 4) of 5: the first stores row 2, the second's first row
+    raced = origin.trace_accesses(target, "triton-interpret", case(5, [0, 2, 4]))
+    assert raced["found"] and raced["kind"] == "store racing another program's", raced
+    assert "(0, 0, 0)" in raced["detail"] and "this one (1, 0, 0)" in raced["detail"]
+    past = origin.trace_stores(target, "triton-interpret", _jagged_case(1, 4))
+    assert site(raced) == site(past) and "tl.store(" in raced["source"]
+    control = get("control3_jagged_softmax_triton")
+    for rows, offsets in ((5, [0, 2, 4]), (6, [0, 1, 3, 6])):
+        o = origin.trace_accesses(control, "triton-interpret", case(rows, offsets))
+        assert not o["found"], o
+        assert "nor a store racing another program's" in o["note"]
+
+
 def test_a_hunts_duplicate_check_joins_two_stores_past_the_end_by_their_site(plugins):
     """The duplicate check of a hunt (``fuzz.duplicates.Duplicates.same_site``): a new
     out-of-bounds write of the inclusive-end kernel, under triggers that do not nest with the
