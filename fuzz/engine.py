@@ -59,6 +59,7 @@ from fuzz.shrink import (
     run_stage,
     shrink_again,
     shrink_compiled,
+    what_it_said,
 )
 from fuzz.signatures import (
     Bug,
@@ -1177,12 +1178,28 @@ class _Hunter:
             shrinking()
         if got is None:
             self.result.events["resumed: did not fail so again"] += 1
+            self._resume_note(entry, run)
             return True
         self.result.events["resumed: shrunk"] += 1
         got = dataclasses.replace(got, resumes=entry.sighting)
         if self.hooks.on_found is not None:
             self.hooks.on_found(self.result, got)
         return True
+
+    def _resume_note(self, entry: Resume, run: HuntResult | None) -> None:
+        """Tells the campaign why the row ``entry`` stands for is left as it is: its example,
+        replayed by this slice, did not fail so again (a GPU NaN of reads past the keys came
+        and went between runs, and its row of 393,216 elements said only that its slice had
+        ended)."""
+        said = "passed" if run is None else what_it_said(run, entry.key.split("|", 1)[0], entry.key)
+        said = "passed" if said == "passes" else f"gave {said}"
+        self.result.resume_notes.append(
+            {
+                "resumes": entry.sighting,
+                "note": f"not shrunk: a later slice replayed its example on {self.b.name} and it "
+                f"{said}, not this failure (one that comes and goes between runs here)",
+            }
+        )
 
     def _check_resumed(
         self,
@@ -1206,6 +1223,7 @@ class _Hunter:
             shrinking()
         if got is None:
             self.result.events["resumed check: did not fail so again"] += 1
+            self._resume_note(entry, None)
             return True
         if got.finding.details.get("unchecked"):  # (cut again: left as it is)
             self.result.events["resumed check: cut again"] += 1

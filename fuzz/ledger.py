@@ -579,6 +579,13 @@ class BugLedger:
             for e in self.resume
         )
 
+    def note(self, sighting: str, note: str) -> None:
+        """Notes on the row ``sighting`` stands for what a later slice that took it found
+        (``fuzz.results.HuntResult.resume_notes``): the report says why it is left so."""
+        rec = self._row(sighting)
+        if rec is not None and note and note not in (rec.get("shrink_notes") or []):
+            rec["shrink_notes"] = [*(rec.get("shrink_notes") or []), note]
+
     def _row(self, sighting: str) -> dict[str, Any] | None:
         """The record standing for the bug ``sighting`` streamed (None: none stands for it)."""
         sig = self.sightings.get(sighting)

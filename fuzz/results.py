@@ -187,6 +187,9 @@ class HuntResult:
     # bugs first seen as new that shrank, with the known bugs of their key no longer excluded,
     # to one of those: {"round", "bug_key", "signature" (first seen as), "twin" (the known one)}
     duplicates: list[dict[str, Any]] = field(default_factory=list)
+    # what became of the rows a campaign slice took to shrink or check that it could not
+    # (``fuzz.signatures.Resume``): {"resumes" (the row's sighting), "note"}, for the row's report
+    resume_notes: list[dict[str, str]] = field(default_factory=list)
     # bugs a shrink stage met while it shrank another (by bug key, their first example there):
     # the hunt that ran the stage reports them (``fuzz.engine``)
     met_while_shrinking: dict[str, Found] = field(default_factory=dict)
@@ -255,5 +258,6 @@ class HuntResult:
             "known_hits": dict(self.known_hits),
             "declared_hits": dict(self.declared_hits),
             "duplicates": list(self.duplicates),
+            "resume_notes": list(self.resume_notes),
             "findings": [f.as_dict() for f in self.found.values()],
         }

@@ -113,7 +113,7 @@ def _twin(backend: Backend) -> Backend | None:
     return twin if twin.interpret and twin.available else None
 
 
-def _said(run: HuntResult, cls: str, key: str = "") -> str:
+def what_it_said(run: HuntResult, cls: str, key: str = "") -> str:
     """What a stage's backend said about the example (for the notes)."""
     if run.error is not None:
         return f"error: {run.error[:200]}"
@@ -443,7 +443,7 @@ class _Shrinker:
                 main.events[f"shrink: own space: {key}"] += count
             examples += run.examples
             small = run.of_key(self.key)
-            said = _said(run, self.cls, self.key)
+            said = what_it_said(run, self.cls, self.key)
             if small is not None:
                 break
         self.notes.append(
@@ -484,7 +484,7 @@ class _Shrinker:
             return None
         plain = HuntOptions.of(self.options, differential=False)  # no twin to run there
         small, run = self.stage(twin, plain, seconds=self.left() * share)
-        self.notes.append(f"{twin.name} said: {_said(run, cls, self.key)}")
+        self.notes.append(f"{twin.name} said: {what_it_said(run, cls, self.key)}")
         if small is None:
             return None
         if small.case.size > self.current.case.size:
@@ -538,7 +538,7 @@ class _Shrinker:
             self.notes.append(
                 f"{self.backend.name}, {which}: {run.examples} examples, "
                 f"{run.stats.compiles} compiles, {self.current.case.size} elements "
-                f"({_said(run, self.cls, self.key)})"
+                f"({what_it_said(run, self.cls, self.key)})"
             )
 
     def finish(self, best: Found, path: str) -> Found:

@@ -492,3 +492,33 @@ def test_a_shrink_step_that_would_end_past_the_hard_limit_is_not_started(monkeyp
     me.longest, shrinking[0] = 10.0, False
     me._check_time(final=False)  # fuzzing: its own time limits
     assert me.result.stopped is None
+
+
+def test_a_resumed_row_whose_example_no_longer_fails_says_so_to_the_campaign(
+    fake_plugin, fake_profile
+):
+    """A row a later slice took to shrink whose example passed when replayed (a GPU NaN of reads
+    past the keys came and went between runs; its row of 393,216 elements said only that its
+    slice had ended) gets a note saying so, for its report (``HuntResult.resume_notes``)."""
+    from fuzz.campaign.report import not_shrunk_why
+    from fuzz.engine import Hooks
+    from fuzz.ledger import BugLedger
+    from fuzz.signatures import Resume
+
+    first = []
+    hunt(get("fake_double_nan"), "fake", fake_profile, seed=3, database=None,
+         hooks=Hooks(on_found=lambda r, f: f.final or first.append(f)))  # fmt: skip
+    big = first[0]
+    rec = big.as_dict()
+    entry = Resume(big.key, rec["choices"], None, "3:0:" + big.key)
+    # the same example on the bug-free kernel: it passes
+    result = hunt(get("fake_double"), "fake", fake_profile, database=None, max_examples=1,
+                  resume=[entry])  # fmt: skip
+    assert result.events["resumed: did not fail so again"] == 1
+    (said,) = result.resume_notes
+    assert said["resumes"] == entry.sighting and "it passed" in said["note"], said
+    assert "resume_notes" in result.as_dict()
+    led = BugLedger()
+    led.record({**rec, "signature": "big"}, sighting=entry.sighting)
+    led.note(entry.sighting, said["note"])
+    assert not_shrunk_why(led.found["big"]) == said["note"]

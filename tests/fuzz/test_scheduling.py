@@ -1698,3 +1698,20 @@ def test_a_row_whose_check_was_cut_is_checked_by_the_next_slice_and_taken_into_i
     policy.begin(q, 0, slice_id=401, now=0.0, left=500.0)
     policy.ended(401, {"found": [{**ht, "details": {"round": 0}}], "seconds": 5.0}, 5.0)
     assert q.ledger.resume == []
+
+
+def test_what_a_later_slice_found_of_a_row_it_took_is_noted_on_the_row():
+    """A slice's ``resume_notes`` (a row it took whose example did not fail so again) go onto
+    that row: its report says why it is left unshrunk, not only that its slice ended."""
+    from fuzz.campaign.report import not_shrunk_why
+
+    p = _pair("p", examples=50, seconds=10.0)
+    policy = _policy([p])
+    policy.begin(p, 0, slice_id=501, now=0.0, left=500.0)
+    big = _rec("big", details={"round": 0}, choices="AAE=", shrunk=False)
+    policy.ended(501, {"found": [big], "seconds": 5.0}, 5.0)
+    assert not_shrunk_why(p.ledger.found["big"]).startswith("its slice ended")
+    policy.begin(p, 0, slice_id=502, now=10.0, left=500.0)
+    note = {"resumes": sighting(501, big), "note": "not shrunk: a later slice replayed it ..."}
+    policy.ended(502, {"found": [], "resume_notes": [note], "seconds": 5.0}, 15.0)
+    assert not_shrunk_why(p.ledger.found["big"]) == note["note"]
