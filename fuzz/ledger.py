@@ -230,6 +230,13 @@ class BugLedger:
         """Keeps finding ``rec``: a new bug, a later (smaller) example of the bug its
         ``sighting`` streamed first, or an example of a bug found before (the one with fewer
         triggers is kept and the other counted as a hit of it)."""
+        prev = None if sighting is None else self.sightings.get(sighting)
+        if prev is not None and prev != rec["signature"] and self._stands_elsewhere(prev, rec):
+            # The sighting's record is a minimal example already, and this one is a bug with a
+            # row of its own (a resumed shrink that walked into it): a hit of that row, and the
+            # sighting's row stays. Taken as the first one's smaller example, a GPU campaign's
+            # two-bug softmax lost one of its two rows.
+            sighting = None
         out = self._record(rec, sighting)
         self._join_shared(out)
         return out
@@ -274,11 +281,6 @@ class BugLedger:
         prev = None
         if sighting is not None:
             prev = self.sightings.get(sighting)
-            if prev is not None and prev != sig and _another_bug(self.found.get(prev), rec):
-                # The sighting's record is a minimal example already, and this one is another
-                # bug (a resumed shrink that met another of the key): both stay. Taken as the
-                # first one's smaller example, a GPU campaign's two-bug softmax lost one row.
-                prev = None
             self.sightings[sighting] = sig
             old = self.found.pop(prev, None) if prev is not None and prev != sig else None
             seen = prev is not None
@@ -579,6 +581,20 @@ class BugLedger:
             for e in self.resume
         )
 
+    def _stands_elsewhere(self, prev: str, rec: Mapping[str, Any]) -> bool:
+        """Whether ``rec``, a shrunk record streamed under the sighting whose shrunk record is
+        ``prev``, is a bug with a row of its own besides ``prev``'s (its signature, or the same
+        bug: ``fuzz.signatures.same_bug``)."""
+        old = self.found.get(prev)
+        if old is None or not old.get("shrunk") or not rec.get("shrunk"):
+            return False
+        bug = bug_of_record(rec)
+        return any(
+            other_sig != prev
+            and (other_sig == rec["signature"] or same_bug(bug, bug_of_record(other)))
+            for other_sig, other in self.found.items()
+        )
+
     def note(self, sighting: str, note: str) -> None:
         """Notes on the row ``sighting`` stands for what a later slice that took it found
         (``fuzz.results.HuntResult.resume_notes``): the report says why it is left so."""
@@ -677,16 +693,6 @@ def _unchecked(rec: Mapping[str, Any]) -> bool:
     (its slice's hard limit), with the choices a later slice replays it from."""
     details = rec.get("details") or {}
     return bool(rec.get("shrunk") and details.get("unchecked") and rec.get("choices"))
-
-
-def _another_bug(old: Mapping[str, Any] | None, rec: Mapping[str, Any]) -> bool:
-    """Whether ``rec``, a record a sighting streamed after ``old``, is another bug than
-    ``old``: ``old`` was shrunk already (the sighting's minimal example) and ``rec`` is not
-    the same bug (``fuzz.signatures.same_bug``: its key, nesting triggers or one site). A
-    first sight, unshrunk, is replaced by whatever its example shrank to."""
-    if old is None or not old.get("shrunk") or not rec.get("shrunk"):
-        return False
-    return not same_bug(bug_of_record(rec), bug_of_record(old))
 
 
 def _smaller(rec: Mapping[str, Any], than: Mapping[str, Any]) -> bool:

@@ -259,6 +259,7 @@ def trace_accesses(
 
 
 _NOUN = {"store": "store", "load": "load", "access": "load or store"}
+_NOUNS = {"store": "stores", "load": "loads", "access": "loads and stores"}
 
 
 def _trace_outside(
@@ -271,7 +272,7 @@ def _trace_outside(
     if not (backend.startswith("triton") or "triton" in target.kernels):
         return {
             "found": False,
-            "note": f"{_NOUN[access]}s are traced in Triton's interpreter only ({backend})",
+            "note": f"{_NOUNS[access]} are traced in Triton's interpreter only ({backend})",
         }
     from fuzz.backends import get_backend
     from fuzz.properties import check_case

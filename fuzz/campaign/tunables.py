@@ -50,6 +50,9 @@ class Tunables:
         share_pairs: a worker with no free pair fuzzes one another worker is fuzzing (each slice
             its own seed), rather than idle: on a host of several GPUs a plugin's few kernels
             would leave most workers idle.
+        warm_running: a compile worker warms up a pair being fuzzed too (its fuzzing loads what
+            the warm-up compiled from the caches), not only an idle one: with as many pairs as
+            fuzzing workers none was ever idle, and the compile workers stood by.
         floor_slices: a slice of a pair under its floor ends at its floor's seconds: the floor
             is the pair's share of a short budget (a pair at 3 s of a 3.69 s floor would take
             another whole 3 s slice; and floors lowered below a slice would shorten nothing).
@@ -76,6 +79,7 @@ class Tunables:
     rewarm_after: float = 2.0
     rewarm_refused: int = 10
     share_pairs: bool = True
+    warm_running: bool = True
     floor_slices: bool = True
     end_grace: float = 15.0
     settle_seconds: float = 15.0

@@ -66,6 +66,10 @@ forms; states; packed sequences), but for two findings:
   and 267 backward examples (the second with each autotuned kernel's config drawn on its own
   and the configs narrowed per run as tiles are; its head dims, (16, 32) with the campaign's
   seed, reached V >= 64 with the first widening, at 101 s).
+  One more (2026-11-29, late, the bundled clients alone: ``bash .ci/gpu-session bundled 450``):
+  one fla row, the forward's NaN final state above (16 elements, one token, also seen through
+  ``state-continuation``); the backward passed 541 examples (98 compiled structures explored,
+  3,112 examples refused by the compile share) and the dq bug was not met.
 """
 
 import contextlib

@@ -90,6 +90,24 @@ campaign: ``bash .ci/gpu-session side-by-side``), the second's rows each read fr
   prefill of one); ``gqa`` masking, 2,048: finding 4.
 - ``mha_varlen`` inf, 256 (fp16, four packed sequences), not read further.
 
+The bundled clients alone on an H200 (2026-11-29, late: ``bash .ci/gpu-session bundled 450``,
+22,491 examples, 13 rows), each row read from its case:
+
+- ``mha`` accuracy 16, ``mha_varlen`` accuracy 16 (T = 1) and ``mha_varlen`` masking 512
+  (``varlen-equals-alone``: a sequence of 2 run alone is the wrong one): finding 6.
+- ``gqa`` accuracy 256 (bf16) and 49,152 (fp16, 10 query heads on 2, D = 128; compiled only,
+  left to the compile ladder, which did not reach it) and ``gqa`` inf 256, each through
+  ``decode-equals-last-causal-row``: ``mha``'s finding 6 (its prefill of one; at values near
+  6e4 its wrong sum overflows fp16), not a ``gqa`` bug; two rows of one key where the dtype,
+  a free choice, keeps their conditions apart.
+- ``gqa`` inf 256 (the oracle, fp16, o = inf for 60,000): finding 5; ``gqa`` masking 256:
+  finding 4.
+- ``mha`` accuracy 512 (causal, 32 queries on 16 keys) and NaN 393,216 (causal, 2,048 queries
+  on one key; a later slice's replay passed: what lies past the keys varies between runs, and
+  the row says so): finding 1.
+- ``mha`` masking 21,504 (causal, compiled only: the interpreter passes) and ``mha_varlen``
+  masking 128: keys the mask hides set to float32's largest make o NaN, finding 4's kind.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key

@@ -192,24 +192,27 @@ def test_other_outputs_link_under_nesting_triggers_or_both_ways():
     assert led.record(_rec("b", ACC_LSE, {"w"}, 2), sighting="2:0:b").new
 
 
-def test_a_sightings_minimal_example_is_not_replaced_by_another_bug_of_its_key():
+def test_a_sightings_minimal_example_is_not_replaced_by_another_row_of_its_key():
     """Two bugs of one key with independent triggers (a scaled bias; a wrong rescale across
     tiles). On an H200 the two-bug softmax's bias row came and went and was missing from the
-    report: a later record of the same sighting (a resumed shrink that walked into the other
-    bug) took the place of its shrunk minimal example. A first sight, unshrunk, still gives way
-    to what it shrank to; a shrunk record to a smaller example of the same bug."""
+    report: a later record of its sighting (a resumed shrink that walked into the rescale bug)
+    took the place of its shrunk minimal example. A record of a bug that has a row of its own
+    is a hit of that row; otherwise a sighting's later record is its smaller example, as
+    before (a first sight, unshrunk, gives way to what it shrank to)."""
     key = "accuracy|oracle|y|-"
     led = BugLedger()
+    assert led.record(
+        _rec("rescale", key, {"multi-tile", "partial-tile"}, 33), sighting="0:0:k"
+    ).new
     assert led.record(_rec("u", key, {"feature bias", "multi-tile"}, 900, False), sighting="1:0:k")
     out = led.record(_rec("bias", key, {"feature bias", "partial-tile"}, 2), sighting="1:0:k")
-    assert out.settled and set(led.found) == {"bias"}  # (the first sight gave way)
+    assert out.settled and set(led.found) == {"rescale", "bias"}  # (the first sight gave way)
     out = led.record(_rec("rescale", key, {"multi-tile", "partial-tile"}, 33), sighting="1:0:k")
-    assert out.new and set(led.found) == {"bias", "rescale"}
-    # the same bug under fewer conditions still takes its record's place
-    out = led.record(_rec("bias2", key, {"feature bias"}, 2), sighting="2:0:k")
-    assert set(led.found) == {"bias2", "rescale"}
-    out = led.record(_rec("bias3", key, {"feature bias"}, 1), sighting="2:0:k")
-    assert set(led.found) == {"bias3", "rescale"}
+    assert not out.new and set(led.found) == {"rescale", "bias"}
+    assert led.hits()["rescale"] == 1
+    # a later record of the sighting that is no other row's bug: its smaller example
+    led.record(_rec("bias2", key, {"dtype bfloat16"}, 1), sighting="1:0:k")
+    assert set(led.found) == {"rescale", "bias2"}
 
 
 def test_two_rows_that_each_took_in_one_signature_are_one_row():

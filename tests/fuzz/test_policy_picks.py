@@ -5,8 +5,9 @@ the end), recorded from the old ``Campaign`` by ``tests/fuzz/record_picks.py`` a
 events, fed to :class:`fuzz.campaign.policy.SchedulingPolicy` through its public interface, must
 give the same slices and the same rows.
 
-Since the recording, three things changed on purpose, and the replay leaves them out: pairs are
-shared by workers that would otherwise idle (off here: ``share_pairs=False``), a slice of a pair
+Since the recording, four things changed on purpose, and the replay leaves them out: pairs are
+shared by workers that would otherwise idle (off here: ``share_pairs=False``), a pair being fuzzed
+is warmed up by an idle compile worker too (off here: ``warm_running=False``), a slice of a pair
 under its floor ends at its floor's seconds (off here: ``floor_slices=False``), and a bug seen
 another way (a record of another key that its duplicate check names) is kept beside the bug's
 record (``also_seen``) instead of dropped: its conditions are then known to later slices too
@@ -119,6 +120,7 @@ def _policy(scenario: dict[str, Any]) -> SchedulingPolicy:
             pairs.append(p)
     tunables = Tunables(
         share_pairs=False,  # (recorded before pairs could be shared by idle workers)
+        warm_running=False,  # (and before a pair being fuzzed was warmed up too)
         floor_slices=False,  # (and before a slice under its floor ended at it)
         end_grace=float("inf"),  # (and before a slice's shrink time ended with the campaign)
         examples=scenario["examples"],
