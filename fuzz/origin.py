@@ -286,108 +286,126 @@ def _trace_outside(
     from fuzz import store_fence
 
     store_fence.install()  # (under the spies below: they see a wild store before it is dropped)
-    ranges: list[tuple[int, int]] = []
-    owner: dict[int, tuple[Any, Any]] = {}  # element address -> (the program, the value) stored
-    program: list[tuple[int, int, int]] = [(0, 0, 0)]
-    first: dict[str, Any] = {}
-    libs = _library_dirs()
-    builder = ti.interpreter_builder
-    loads, stores = access in ("load", "access"), access in ("store", "access")
-    init = ti.GridExecutor._init_args_hst
+    spy = _Accesses(access, ti)
+    builder, init = ti.interpreter_builder, ti.GridExecutor._init_args_hst
+    with _interpreter_clock():
+        spy.real_store, spy.real_load = builder.create_masked_store, builder.create_masked_load
+        spy.real_grid, spy.init = builder.set_grid_idx, init  # (timed)
+        if access in ("store", "access"):
+            builder.create_masked_store = spy.store
+        if access in ("load", "access"):
+            builder.create_masked_load = spy.load
+        builder.set_grid_idx = spy.grid
+        ti.GridExecutor._init_args_hst = lambda ex, a, kw: spy.launch(ex, a, kw)  # type: ignore[method-assign]
+        try:
+            quiet = dataclasses.replace(target.search, targeting=False)
+            check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
+        finally:
+            builder.create_masked_store, builder.create_masked_load = spy.real_store, spy.real_load
+            builder.set_grid_idx = spy.real_grid
+            ti.GridExecutor._init_args_hst = init  # type: ignore[method-assign]
+    if not spy.first:
+        said = "outside its launch's buffers" + (
+            ", nor a store racing another program's," if access == "access" else ""
+        )
+        return {"found": False, "note": f"no {_NOUN[access]} {said} in the interpreted replay"}
+    return {"found": True, "interpreter": "Triton interpreter", **spy.first}
 
-    def spy_init(self: Any, args_dev: Any, kwargs: Any) -> Any:
-        args_hst, kwargs_hst = init(self, args_dev, kwargs)
-        ranges.clear()
-        owner.clear()
+
+class _Accesses:
+    """The spies of :func:`_trace_outside` on Triton's interpreter: each launch's buffers (their
+    views' extents), the program of the grid running, the elements stored and by which program
+    with which value, and the first wrong access (``first``: its kernel line, ``detail`` and
+    ``kind``)."""
+
+    def __init__(self, access: str, ti: Any) -> None:
+        from fuzz import store_fence
+
+        self.access, self.ti, self.extent = access, ti, store_fence.view_extent
+        self.ranges: list[tuple[int, int]] = []
+        self.owner: dict[int, tuple[Any, Any]] = {}  # address -> (the program, the value) stored
+        self.program: tuple[int, int, int] = (0, 0, 0)
+        self.first: dict[str, Any] = {}
+        self.libs = _library_dirs()
+        self.real_store: Any = None
+        self.real_load: Any = None
+        self.real_grid: Any = None
+        self.init: Any = None
+
+    def launch(self, executor: Any, args_dev: Any, kwargs: Any) -> Any:
+        args_hst, kwargs_hst = self.init(executor, args_dev, kwargs)
+        self.ranges.clear()
+        self.owner.clear()
         for a in [*args_hst, *kwargs_hst.values()]:
-            extent = store_fence.view_extent(a)
+            extent = self.extent(a)
             if extent is not None:
-                ranges.append(extent)
+                self.ranges.append(extent)
         return args_hst, kwargs_hst
 
-    def here(detail: str, kind: str) -> None:
-        frames = [f for f in traceback.extract_stack()[:-3] if not f.filename.startswith(libs)]
+    def grid(self, x: int, y: int, z: int) -> Any:
+        self.program = (int(x), int(y), int(z))
+        return self.real_grid(x, y, z)
+
+    def store(self, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        if not self.first:
+            at = _addresses(ptrs, mask)
+            self.check(at, np.dtype(value.data.dtype).itemsize, "store")
+            if self.access == "access" and not self.first:
+                keep = np.asarray(mask.data, bool)
+                self.race(at, np.broadcast_to(np.asarray(value.data), keep.shape)[keep])
+        return self.real_store(ptrs, value, mask, *rest)
+
+    def load(self, ptrs: Any, mask: Any, *rest: Any) -> Any:
+        if not self.first:
+            size = np.dtype(self.ti._get_np_dtype(ptrs.get_element_ty())).itemsize
+            self.check(_addresses(ptrs, mask), size, "load")
+        return self.real_load(ptrs, mask, *rest)
+
+    def here(self, detail: str, kind: str) -> None:
+        """Keeps the kernel line running now (the innermost frame outside the libraries and
+        these spies) as the first wrong access."""
+        stack = traceback.extract_stack()[:-3]  # (here, check or race, store or load)
+        frames = [f for f in stack if not f.filename.startswith(self.libs)]
         if frames:
             f = frames[-1]
-            first.update(
+            self.first.update(
                 _frame_record(f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno)
             )
-            first["detail"], first["kind"] = detail, kind
+            self.first["detail"], self.first["kind"] = detail, kind
 
-    def addresses(ptrs: Any, mask: Any) -> np.ndarray:
-        return np.asarray(ptrs.data, np.uint64)[np.asarray(mask.data, bool)].astype(np.int64)
-
-    def check(at: np.ndarray, size: int, what: str) -> None:
+    def check(self, at: np.ndarray, size: int, what: str) -> None:
         inside = np.zeros(at.shape, bool)
-        for lo, hi in ranges:
+        for lo, hi in self.ranges:
             inside |= (at >= lo) & (at + size <= hi)
         if at.size and not inside.all():
-            here(
+            self.here(
                 f"{int((~inside).sum())} of {at.size} element(s) of one {what} outside every "
                 "buffer of its launch",
                 f"{what} past a buffer",
             )
 
-    def race(at: np.ndarray, values: np.ndarray) -> None:
+    def race(self, at: np.ndarray, values: np.ndarray) -> None:
         """Notes a store of another value to an element another program of the launch stored
         (the same value from two programs is no race in effect)."""
-        me, others, n = program[0], set(), 0
+        me, others, n = self.program, set(), 0
         for a, v in zip(at.tolist(), values.tolist(), strict=True):
-            prev = owner.get(a)
+            prev = self.owner.get(a)
             if prev is None:
-                owner[a] = (me, v)
+                self.owner[a] = (me, v)
             elif prev[0] != me and not (prev[1] == v or (prev[1] != prev[1] and v != v)):
                 others.add(prev[0])
                 n += 1
         if others:
-            here(
+            self.here(
                 f"{n} of {at.size} element(s) of one store also stored, with other values, by "
                 f"program(s) {sorted(others)[:2]} of its launch, this one {me}: on a GPU which "
                 "value stays is up to the schedule",
                 "store racing another program's",
             )
 
-    def spy_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
-        if not first:
-            at = addresses(ptrs, mask)
-            check(at, np.dtype(value.data.dtype).itemsize, "store")
-            if access == "access" and not first:
-                keep = np.asarray(mask.data, bool)
-                race(at, np.broadcast_to(np.asarray(value.data), keep.shape)[keep])
-        return real_store(ptrs, value, mask, *rest)
 
-    def spy_load(ptrs: Any, mask: Any, *rest: Any) -> Any:
-        if not first:
-            size = np.dtype(ti._get_np_dtype(ptrs.get_element_ty())).itemsize
-            check(addresses(ptrs, mask), size, "load")
-        return real_load(ptrs, mask, *rest)
-
-    def spy_grid(x: int, y: int, z: int) -> Any:
-        program[0] = (int(x), int(y), int(z))
-        return real_grid(x, y, z)
-
-    with _interpreter_clock():
-        real_store, real_load = builder.create_masked_store, builder.create_masked_load  # (timed)
-        real_grid = builder.set_grid_idx
-        if stores:
-            builder.create_masked_store = spy_store
-        if loads:
-            builder.create_masked_load = spy_load
-        builder.set_grid_idx = spy_grid
-        ti.GridExecutor._init_args_hst = spy_init  # type: ignore[method-assign]
-        try:
-            quiet = dataclasses.replace(target.search, targeting=False)
-            check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
-        finally:
-            builder.create_masked_store, builder.create_masked_load = real_store, real_load
-            builder.set_grid_idx = real_grid
-            ti.GridExecutor._init_args_hst = init  # type: ignore[method-assign]
-    if not first:
-        said = "outside its launch's buffers" + (
-            ", nor a store racing another program's," if access == "access" else ""
-        )
-        return {"found": False, "note": f"no {_NOUN[access]} {said} in the interpreted replay"}
-    return {"found": True, "interpreter": "Triton interpreter", **first}
+def _addresses(ptrs: Any, mask: Any) -> np.ndarray:
+    return np.asarray(ptrs.data, np.uint64)[np.asarray(mask.data, bool)].astype(np.int64)
 
 
 # A trace is one interpreted check of the case where shrinking runs hundreds: a Triton kernel's

@@ -63,11 +63,14 @@ def book_time(
 
 def book_counters(pair: PairState, summary: Mapping[str, Any]) -> None:
     """Adds a slice's counters (launches, compiles, events, hits) to its pair's (after its
-    findings are recorded: a smaller example of a bug takes the hits of the one it replaces)."""
+    findings are recorded: a smaller example of a bug takes the hits of the one it replaces),
+    and what it found of the rows it took and left as they were (``resume_notes``) to them."""
     for k in STATS:
         pair.stats[k] += summary.get(k, 0)
     pair.events.update(summary.get("events", {}))
     pair.ledger.hit(summary.get("known_hits", {}))
+    for said in summary.get("resume_notes", []):
+        pair.ledger.note(str(said.get("resumes")), str(said.get("note")))
     pair.declared_hits.update(summary.get("declared_hits", {}))
 
 

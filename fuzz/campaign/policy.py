@@ -370,11 +370,8 @@ class SchedulingPolicy:
         for rec in summary.get("found", []):
             out.found.append((rec, self.record(pair, rec, sighting=sighting(sid, rec))))
         for dup in summary.get("duplicates", []):
-            # (a row a later slice checked against the known bugs: its own sighting)
             sight = dup.get("resumes") or sighting(sid, {"details": dup, "bug_key": dup["bug_key"]})
             out.withdrawn.append(self.withdraw(pair, sight, dup))
-        for said in summary.get("resume_notes", []):
-            pair.ledger.note(str(said.get("resumes")), str(said.get("note")))
         booking.book_counters(pair, summary)
         for feat in summary.get("features", []):
             self._feature(pair, feat)
