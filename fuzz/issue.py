@@ -325,9 +325,12 @@ def _origin(finding: Finding, script: str) -> list[str]:
     if finding.cls not in TRACED_CLASSES or not worth_showing(finding.cls, origin):
         return []
     store = finding.cls in STORE_CLASSES
-    load = finding.cls in LOAD_CLASSES or (origin or {}).get("kind") == "load past a buffer"
-    if store:
+    kind = (origin or {}).get("kind")
+    load = finding.cls in LOAD_CLASSES or kind == "load past a buffer"
+    if store or kind == "store past a buffer":
         title = "Where it stores past the end"
+    elif kind == "store racing another program's":
+        title = "Where its programs store over each other"
     elif load:
         title = "Where it loads past the end"
     else:

@@ -126,6 +126,20 @@ def test_a_nan_names_where_it_was_born_and_a_crash_what_was_raised(tmp_path):
     _, text = _write(tmp_path, target, case, crash)
     assert "The kernel raised `ValueError`:\n\n```\nblock_n=16 | rows: bad\n```" in text
     assert "## Where the" not in text
+    # Wrong values traced to their access: each kind its title; none where none was found.
+    for kind, title in (
+        ("load past a buffer", "Where it loads past the end"),
+        ("store past a buffer", "Where it stores past the end"),
+        ("store racing another program's", "Where its programs store over each other"),
+    ):
+        traced = {**origin, "kind": kind, "expression": None, "detail": "d"}
+        wrong = Finding("masking", "oracle", "y[0, 0]", output="y", details={"origin": traced})
+        _, text = _write(tmp_path, target, case, wrong)
+        assert f"## {title}\n" in text, kind
+    untraced = {"found": False, "note": "no load or store outside its launch's buffers"}
+    wrong = Finding("accuracy", "oracle", "y[0, 0]", output="y", details={"origin": untraced})
+    _, text = _write(tmp_path, target, case, wrong)
+    assert "## Where" not in text
 
 
 def test_large_inputs_are_summarized_and_bfloat16_written_exactly(tmp_path):
