@@ -29,6 +29,7 @@ Four operations:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -554,7 +555,10 @@ class BugLedger:
             if entry.ladder != ladder or len(taken) >= most:
                 kept.append(entry)
             elif self.pending(entry.sighting, ladder=ladder, check=entry.check):
-                taken.append(entry)
+                # The signature standing for its row now (a record merged or replaced since it
+                # was queued): the slice leaves its own bug out of those it knows.
+                now = self.sightings.get(entry.sighting, entry.signature)
+                taken.append(dataclasses.replace(entry, signature=now))
                 self.resumed[entry.sighting] += 1
         self.resume = kept
         return tuple(taken)

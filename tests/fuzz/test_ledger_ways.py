@@ -240,3 +240,21 @@ def test_two_rows_that_each_took_in_one_signature_are_one_row():
     led.record(_rec("a", ACC, {"feature bias"}, 2), sighting="1:0:a")
     led.record(_rec("b", ACC, {"multi-tile"}, 33), sighting="2:0:b")
     assert set(led.found) == {"a", "b"}
+
+
+def test_a_row_taken_to_resume_names_the_signature_standing_for_it_now():
+    """A resumed shrink leaves its own bug out of the bugs it knows (``Resume.signature``): the
+    row's signature when a slice takes it, not when it was queued (a record of the same
+    sighting took its place meanwhile), else its example is a hit of its own old record and
+    "did not fail so again"."""
+    led = BugLedger()
+    big = {**_rec("big", ACC, {"multi-tile"}, 900, False), "choices": "AAE=",
+           "details": {"round": 0}}  # fmt: skip
+    led.record(big, sighting="7:0:" + ACC)
+    led.queue_resumes(7, None)
+    assert [e.signature for e in led.resume] == ["big"]
+    led.record(
+        {**big, "signature": "big2", "triggers": ["multi-tile", "wide"]}, sighting="7:0:" + ACC
+    )
+    (entry,) = led.take_resumes(1)
+    assert entry.signature == "big2" and entry.sighting == "7:0:" + ACC
