@@ -54,9 +54,13 @@ def test_a_store_through_a_pointer_the_fence_cannot_see_is_written():
 
 def _launch(offset: int) -> tuple[torch.Tensor, list[str]]:
     store_fence.install()
-    x = torch.arange(16, dtype=torch.float32)
-    big = torch.zeros(4096)
-    y = big[:16]  # a view: its allocation (the storage) is the 4,096 elements
+    # One allocation holds both buffers: the one nearest a wild store is known whatever the
+    # heap's layout (x apart, a store 64 MB past big was "before" x in one run of the suite).
+    storage = torch.zeros(4096 + 16)
+    x = storage[4096:]
+    x.copy_(torch.arange(16, dtype=torch.float32))
+    big = storage[:4096]
+    y = big[:16]  # a view: its allocation (the storage) is the 4,112 elements
     store_fence.reset()
     interpreted(_store_at)[(1,)](x, y, offset, 16, BLOCK=16)
     return big, store_fence.take()
