@@ -68,7 +68,7 @@ def _setup(config: WorkerConfig) -> None:
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     faulthandler.enable(file=log, all_threads=True)
-    faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)  # the parent's hang probe
+    _probe(log)
     sys.stdout = sys.stderr = log
     from fuzz.target import load_builtin, load_plugin
 
@@ -77,6 +77,16 @@ def _setup(config: WorkerConfig) -> None:
         load_plugin(spec)
     if torch_share is not None:
         cap_torch_memory(torch_share)
+
+
+def _probe(log: Any) -> None:
+    """The parent's hang probe: SIGUSR1 dumps every thread's stack into the log
+    (``fuzz.campaign.pool.kill``). Registered again before each job: a library loaded since may
+    have taken the signal (a GPU worker killed past its slice's hard limit left an empty log).
+    Unregistered first: registering a signal faulthandler holds already does not take it back
+    from whoever took it since."""
+    faulthandler.unregister(signal.SIGUSR1)
+    faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)
 
 
 def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
@@ -100,6 +110,7 @@ def worker_main(conn: Any, config: WorkerConfig, started: Any) -> None:
             return
         if isinstance(msg, M.Stop):
             return
+        _probe(sys.stderr)  # (the log: ``_setup`` made it the process's stderr)
         code = serve(conn, config, db, started, msg, maps)
         if code == EXIT_CONTEXT_LOST:  # its slice's summary is sent: a fresh process takes over
             exit_worker(code)

@@ -23,6 +23,8 @@ precisely so that they survive such kernels.
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import torch
 import triton
@@ -33,6 +35,11 @@ from fuzz.case import Case
 from fuzz.compare import Tolerance
 from fuzz.target import MutantOf, Target, register
 from kernels._triton_interp import interpreted
+
+# As a library loaded after the campaign's worker started may (a GPU worker killed past its
+# slice's hard limit left an empty log): the hang probe's signal taken over. The worker
+# registers its probe again before each job, and the hung kernel's stack is dumped all the same.
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 WILD_OFFSET = tl.constexpr(1 << 40)  # elements past the output: far outside any allocation
 
