@@ -1191,13 +1191,17 @@ class _Hunter:
         replayed by this slice, did not fail so again (a GPU NaN of reads past the keys came
         and went between runs, and its row of 393,216 elements said only that its slice had
         ended)."""
-        said = "passed" if run is None else what_it_said(run, entry.key.split("|", 1)[0], entry.key)
-        said = "passed" if said == "passes" else f"gave {said}"
+        said = "passes" if run is None else what_it_said(run, entry.key.split("|", 1)[0], entry.key)
+        why = (
+            "passed: a failure that comes and goes between runs here"
+            if said == "passes"
+            else f"gave {said}"
+        )
         self.result.resume_notes.append(
             {
                 "resumes": entry.sighting,
                 "note": f"not shrunk: a later slice replayed its example on {self.b.name} and it "
-                f"{said}, not this failure (one that comes and goes between runs here)",
+                f"{why}",
             }
         )
 
