@@ -197,13 +197,13 @@ def tracer_of(cls: str | None) -> Any:
     if cls in STORE_CLASSES:
         return trace_stores
     if cls in BIRTH_CLASSES:
-        return trace_finding_or_load
+        return trace_finding_or_access
     if cls in LOAD_CLASSES:
         return trace_accesses
     return None
 
 
-def trace_finding_or_load(
+def trace_finding_or_access(
     target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """:func:`trace_finding` (where the NaN or Inf is born), and where nothing is born in the
@@ -286,24 +286,11 @@ def _trace_outside(
     from fuzz import store_fence
 
     store_fence.install()  # (under the spies below: they see a wild store before it is dropped)
-    spy = _Accesses(access, ti)
-    builder, init = ti.interpreter_builder, ti.GridExecutor._init_args_hst
     with _interpreter_clock():
-        spy.real_store, spy.real_load = builder.create_masked_store, builder.create_masked_load
-        spy.real_grid, spy.init = builder.set_grid_idx, init  # (timed)
-        if access in ("store", "access"):
-            builder.create_masked_store = spy.store
-        if access in ("load", "access"):
-            builder.create_masked_load = spy.load
-        builder.set_grid_idx = spy.grid
-        ti.GridExecutor._init_args_hst = lambda ex, a, kw: spy.launch(ex, a, kw)  # type: ignore[method-assign]
-        try:
+        spy = _Accesses(access, ti)  # (over the clock's timed builder)
+        with spy.spying():
             quiet = dataclasses.replace(target.search, targeting=False)
             check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
-        finally:
-            builder.create_masked_store, builder.create_masked_load = spy.real_store, spy.real_load
-            builder.set_grid_idx = spy.real_grid
-            ti.GridExecutor._init_args_hst = init  # type: ignore[method-assign]
     if not spy.first:
         said = "outside its launch's buffers" + (
             ", nor a store racing another program's," if access == "access" else ""
@@ -327,10 +314,30 @@ class _Accesses:
         self.program: tuple[int, int, int] = (0, 0, 0)
         self.first: dict[str, Any] = {}
         self.libs = _library_dirs()
-        self.real_store: Any = None
-        self.real_load: Any = None
-        self.real_grid: Any = None
-        self.init: Any = None
+        builder = ti.interpreter_builder
+        self.real_store, self.real_load = builder.create_masked_store, builder.create_masked_load
+        self.real_grid, self.init = builder.set_grid_idx, ti.GridExecutor._init_args_hst
+
+    @contextlib.contextmanager
+    def spying(self) -> Any:
+        """The spies in the interpreter's place while the block runs (loads, stores or both,
+        as ``access`` asks; the grid and each launch's buffers always)."""
+        builder, executor = self.ti.interpreter_builder, self.ti.GridExecutor
+        if self.access in ("store", "access"):
+            builder.create_masked_store = self.store
+        if self.access in ("load", "access"):
+            builder.create_masked_load = self.load
+        builder.set_grid_idx = self.grid
+        executor._init_args_hst = lambda ex, a, kw: self.launch(ex, a, kw)
+        try:
+            yield
+        finally:
+            builder.create_masked_store, builder.create_masked_load = (
+                self.real_store,
+                self.real_load,
+            )
+            builder.set_grid_idx = self.real_grid
+            executor._init_args_hst = self.init
 
     def launch(self, executor: Any, args_dev: Any, kwargs: Any) -> Any:
         args_hst, kwargs_hst = self.init(executor, args_dev, kwargs)

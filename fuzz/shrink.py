@@ -176,10 +176,17 @@ def shrink_compiled(
             and output, independent triggers, became one row on an H200).
     """
     s = _Shrinker(
-        target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at, narrowing=narrowing
+        target,
+        backend,
+        options,
+        found,
+        hunt=hunt,
+        into=into,
+        hard_at=hard_at,
+        narrowing=narrowing,
+        known_bugs=known_bugs,
     )
     s.known_keys = frozenset(known_keys)
-    s.known_bugs = tuple(known_bugs)
     s.cut()
     own_space = s.own_space_differs()
     confirmed = s.in_interpreter(share=0.5 if own_space else 1.0)
@@ -220,9 +227,16 @@ def shrink_again(
     through compiled variants only), within ``options.shrink_seconds`` and ``hard_at``; None if
     it did not fail so or there is no time left. Arguments as for :func:`shrink_compiled`."""
     s = _Shrinker(
-        target, backend, options, found, hunt=hunt, into=into, hard_at=hard_at, narrowing=narrowing
+        target,
+        backend,
+        options,
+        found,
+        hunt=hunt,
+        into=into,
+        hard_at=hard_at,
+        narrowing=narrowing,
+        known_bugs=known_bugs,
     )
-    s.known_bugs = tuple(known_bugs)
     if s.left() <= 0:
         return None
     shrunk, _ = s.stage(backend, options, seconds=s.left(), only_compiled=not backend.interpret)
@@ -296,6 +310,7 @@ class _Shrinker:
         into: HuntResult,
         hard_at: float | None,
         narrowing: dict[str, Any],
+        known_bugs: Collection[Bug] = (),
     ) -> None:
         self.target, self.backend, self.options = target, backend, options
         self.found = self.current = found
@@ -318,7 +333,7 @@ class _Shrinker:
         self.max_cost = options.interpreter_max_cost * speedup
         self.too_costly = False  # the interpreter stage was not tried: the case cost too much
         self.known_keys: frozenset[str] = frozenset()  # the bugs the search knows
-        self.known_bugs: tuple[Bug, ...] = ()  # (their examples are hits in every stage)
+        self.known_bugs = tuple(known_bugs)  # (their examples are hits in every stage)
         self.ladder = False  # its shrinking through new variants is left to a compile worker
 
     def left(self) -> float:

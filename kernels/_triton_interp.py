@@ -160,7 +160,7 @@ def _tensor_init(self: Any, handle: Any, type: Any) -> None:
     self.numel, self.dtype, self.shape = parts
 
 
-_original_np_dtype = getattr(_interpreter, "_get_np_dtype", None)
+_original_np_dtype: Any = getattr(_interpreter, "_get_np_dtype", None)  # (called once installed)
 if _original_np_dtype is not None and hasattr(_interpreter, "InterpreterBuilder"):
     _interpreter._get_np_dtype = _np_dtype
     _interpreter.InterpreterBuilder.get_block_ty = lambda self, dtype, shape: _block_type(

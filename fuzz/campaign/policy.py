@@ -166,9 +166,10 @@ class SchedulingPolicy:
         left), or None: nothing for it now."""
         seat = self._seats[wid]
         if left < 0.5:  # past the budget, within its end grace: only rows left unshrunk
-            done, ladder = picks.next_finishing(self.pairs, seat.role)
-            kw = dict(slice_id=slice_id, now=now, left=left, ladder=ladder)
-            return None if done is None else self.begin_ladder(done, **kw)  # type: ignore[arg-type]
+            done, of_ladder = picks.next_finishing(self.pairs, seat.role)
+            if done is None:
+                return None
+            return self.begin_ladder(done, slice_id=slice_id, now=now, left=left, ladder=of_ladder)
         if seat.role == "compile":
             ladder = picks.next_ladder(self.pairs)
             if ladder is not None:
