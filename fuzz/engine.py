@@ -1178,7 +1178,8 @@ class _Hunter:
             shrinking()
         if got is None:
             self.result.events["resumed: did not fail so again"] += 1
-            self._resume_note(entry, run)
+            if not self._replay_twin(entry, run, others):
+                self._resume_note(entry, run)
             return True
         self.result.events["resumed: shrunk"] += 1
         got = dataclasses.replace(got, resumes=entry.sighting)
@@ -1205,6 +1206,33 @@ class _Hunter:
             }
         )
 
+    def _replay_twin(self, entry: Resume, run: HuntResult, others: list[Bug]) -> bool:
+        """Where ``entry``'s example, replayed, failed as a known bug (``others``) and not its own
+        way, its row is that bug seen another way (its example fails so: the evidence there is
+        that it is that bug, and none that it is another): a duplicate the campaign takes into
+        that bug's row, its reproducer kept beside it. A GPU campaign's planted jagged kernel
+        kept an accuracy row of 3,239 elements beside its out-of-bounds row: each replay of its
+        example was a hit of the out-of-bounds bug (the kernel's race). Returns whether it
+        did."""
+        known = {b.signature for b in others}
+        hits = [(n, s) for s, n in run.known_hits.items() if s in known]
+        if not hits:
+            return False
+        twin = max(hits)[1]
+        self.result.known_hits[twin] += 1
+        self.result.duplicates.append(
+            {
+                "round": self.round,
+                "bug_key": entry.key,
+                "signature": entry.signature or "",
+                "twin": twin,
+                "triggers": [],
+                "how": "replay",
+                "resumes": entry.sighting,
+            }
+        )
+        return True
+
     def _check_resumed(
         self,
         entry: Resume,
@@ -1218,7 +1246,8 @@ class _Hunter:
         planted GLA kernel's one bug stayed two rows on an H200, the second's check cut.)"""
         shrinking = self._shrinking()
         try:
-            got = staged((Phase.reuse,)).of_key(entry.key)
+            run = staged((Phase.reuse,))
+            got = run.of_key(entry.key)
             twin = None
             if got is not None:
                 got = dataclasses.replace(got, final=True, shrink_notes=list(entry.notes))
@@ -1227,7 +1256,8 @@ class _Hunter:
             shrinking()
         if got is None:
             self.result.events["resumed check: did not fail so again"] += 1
-            self._resume_note(entry, None)
+            if not self._replay_twin(entry, run, others):
+                self._resume_note(entry, run)
             return True
         if got.finding.details.get("unchecked"):  # (cut again: left as it is)
             self.result.events["resumed check: cut again"] += 1

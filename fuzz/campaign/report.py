@@ -149,6 +149,7 @@ SEEN_HOW = {
     "site": "NaN/Inf born, or a load or store past a buffer, at the bug's kernel line",
     "influence": "wrong elements reading (or ignoring) the inputs the bug's do, unlike the oracle",
     "shared": "a way of the bug seen by each of the two rows (one key, one set of conditions)",
+    "replay": "example, replayed, failing as the bug (its first failure did not come again)",
 }
 
 

@@ -468,6 +468,35 @@ def test_shrink_steps_check_no_property_past_those_of_the_bugs_they_shrink(
     assert found.case.size == plain.case.size
 
 
+def test_a_resumed_row_whose_example_fails_as_a_known_bug_is_that_bug(fake_plugin, fake_profile):
+    """A row a later slice took whose example, replayed, did not fail its own way but as a
+    known bug is that bug seen another way (a duplicate with how "replay", its row taken into
+    the bug's), not a row beside it with a note: a planted jagged kernel's race kept an
+    accuracy row of 3,239 elements beside its out-of-bounds row on an H200, each replay of its
+    example a hit of the out-of-bounds bug. Where no known bug was hit, the note stays."""
+    from fuzz.engine import Hooks
+    from fuzz.signatures import Bug, Resume
+
+    first = []
+    hunt(get("fake_double_nan"), "fake", fake_profile, seed=3, database=None,
+         hooks=Hooks(on_found=lambda r, f: f.final or first.append(f)))  # fmt: skip
+    big = first[0]
+    rec = big.as_dict()
+    other_key = "accuracy|oracle|y|-"  # what its first run failed: it does not come again
+    entry = Resume(other_key, rec["choices"], None, "3:0:" + other_key, signature="acc")
+    known = [Bug(big.key, frozenset(), "nanbug")]
+    result = hunt(get("fake_double_nan"), "fake", fake_profile, database=None, max_examples=1,
+                  known=known, resume=[entry])  # fmt: skip
+    (dup,) = result.duplicates
+    assert dup["twin"] == "nanbug" and dup["how"] == "replay", dup
+    assert dup["resumes"] == entry.sighting and dup["bug_key"] == other_key
+    assert result.resume_notes == [] and result.known_hits["nanbug"] >= 1
+    # no known bug hit (the bug-free kernel passes): a note, no duplicate
+    result = hunt(get("fake_double"), "fake", fake_profile, database=None, max_examples=1,
+                  known=known, resume=[entry])  # fmt: skip
+    assert result.duplicates == [] and len(result.resume_notes) == 1
+
+
 def test_a_shrink_step_that_would_end_past_the_hard_limit_is_not_started(monkeypatch):
     """While shrinking, a step is not started where one as long as the longest example so far
     (its compiles left out) would end past the hunt's hard limit: the hunt stops there with what

@@ -1700,6 +1700,30 @@ def test_a_row_whose_check_was_cut_is_checked_by_the_next_slice_and_taken_into_i
     assert q.ledger.resume == []
 
 
+def test_a_row_whose_replay_was_a_known_bug_joins_that_bug_with_its_reproducer():
+    """A slice's duplicate of a row it took (``how`` "replay": its example failed as a known
+    bug when replayed) takes the row into that bug's, kept beside it with its reproducer and
+    told by the replay; it is no longer queued to shrink."""
+    from fuzz.campaign.report import SEEN_HOW
+
+    p = _pair("p", examples=50, seconds=10.0)
+    policy = _policy([p])
+    policy.begin(p, 0, slice_id=601, now=0.0, left=500.0)
+    oob = _rec("oob", key="out-of-bounds-write|guard-bands|-|-", details={"round": 0}, shrunk=True)
+    big = _rec("big", key="accuracy|oracle|y|-", details={"round": 1}, choices="AAE=",
+               shrunk=False, case_size=3239)  # fmt: skip
+    policy.ended(601, {"found": [oob, big], "seconds": 5.0}, 5.0)
+    assert set(p.ledger.found) == {"oob", "big"} and p.ledger.resume
+    policy.begin(p, 0, slice_id=602, now=10.0, left=500.0)
+    dup = {"round": 0, "bug_key": big["bug_key"], "signature": "big", "twin": "oob",
+           "triggers": [], "how": "replay", "resumes": sighting(601, big)}  # fmt: skip
+    policy.ended(602, {"found": [], "duplicates": [dup], "seconds": 5.0}, 15.0)
+    assert set(p.ledger.found) == {"oob"} and not p.ledger.resumable()
+    (way,) = p.ledger.found["oob"]["also_seen"]
+    assert way["signature"] == "big" and way["how"] == "replay" and way["reproducer"]
+    assert "replayed" in SEEN_HOW["replay"]
+
+
 def test_what_a_later_slice_found_of_a_row_it_took_is_noted_on_the_row():
     """A slice's ``resume_notes`` (a row it took whose example did not fail so again) go onto
     that row: its report says why it is left unshrunk, not only that its slice ended."""
