@@ -33,7 +33,7 @@ from typing import Any
 from fuzz import origin
 from fuzz.backends import Backend
 from fuzz.profiles import HuntOptions
-from fuzz.properties import check_case
+from fuzz.properties import check_case, properties_of
 from fuzz.results import Found
 from fuzz.signatures import Bug, bug_key, conditions, key_class, same_bug, site
 from fuzz.target import Target
@@ -50,7 +50,8 @@ def bug_of(f: Found) -> Bug:
 
 
 def _without(target: Target, case: Any, drop: Collection[str]) -> Any:
-    """``case`` without the conditions ``drop`` (``feature NAME``: its family's ``drop``;
+    """``case`` without the conditions ``drop`` (``feature NAME``: its family's ``drop``, or
+    its ``recast`` through another feature of the same meaning;
     ``dtype NAME``: its floating inputs in float32; a shape hazard its family can take away:
     its ``reduce``), or None where one cannot be dropped so (a hazard of its values, a shape
     hazard without a reduction) or nothing is to drop."""
@@ -67,6 +68,11 @@ def _without(target: Target, case: Any, drop: Collection[str]) -> Any:
     for c in sorted(drop):
         if c.startswith("feature ") and family is not None and c[8:] in family.drop:
             case = family.drop[c[8:]](case)
+        elif c.startswith("feature ") and family is not None and c[8:] in family.recast:
+            recast = family.recast[c[8:]][1](case)  # (the same meaning, another form)
+            if recast is None:
+                return None
+            case = recast
         elif c.startswith("dtype "):
             inputs = {k: v.astype(np.float32) if _half(v) else v for k, v in case.inputs.items()}
             case = case.replace(inputs=inputs, dtype="float32")
@@ -339,6 +345,36 @@ class Duplicates:
             )
         return self._failing[memo]
 
+    def _drawn(self, f: Found) -> dict[str, list[Any]]:
+        """Bug key -> the parameters the known bugs' minimal examples of that key drew for its
+        property (a ``masked-poison`` bug's poison), each once."""
+        out: dict[str, list[Any]] = {}
+        for bug, example in self._known_examples(f):
+            value = _param_of(example, bug.key)
+            if value is not None and value not in out.setdefault(bug.key, []):
+                out[bug.key].append(value)
+        return out
+
+    def _fails_as_drawn(
+        self, example: Any, own: str, key: str, drawn: Any
+    ) -> tuple[Any, bool] | None:
+        """:meth:`fails_as`, and where the example does not fail ``key``'s way under the
+        parameter it drew for ``key``'s property, under each of ``drawn`` (those the bug's own
+        minimal examples drew), then each other value of the property's few
+        (``Property.values``): a bug's way is its property with what showed it. A planted
+        softmax that took the row max over masked keys came as a masking row (masked NaNs move
+        the output) and an accuracy row whose example failed ``masked-poison`` with NaNs, not
+        with the poison it had drawn (the largest finite value, which the bug leaves alone)."""
+        failing = self.fails_as(example, own, key)
+        prop = key.split("|")[1] if key.count("|") >= 1 else ""
+        few = next((p.values for p in properties_of(self.target) if p.name == prop), ())
+        for value in [*drawn, *(v for v in few if v not in drawn)]:
+            if failing is not None or not prop or example.params.get(prop, value) == value:
+                continue
+            again = dataclasses.replace(example, params={**example.params, prop: value})
+            failing = self.fails_as(again, own, key)
+        return failing
+
     def _holds(self, failing: tuple[Any, bool], own: frozenset[str]) -> frozenset[str]:
         """What holds for the call that failed (``fails_as``): ``own`` (the example's triggers)
         where it is the example itself, else that derived call's conditions."""
@@ -367,8 +403,9 @@ class Duplicates:
         :meth:`of` makes it last, after those of ``f``'s own key.)"""
         own = frozenset(f.triggers)
         others = [b for b in self.known_bugs if b.key != f.key]
+        drawn = self._drawn(f)
         for key in sorted({b.key for b in others}):
-            failing = self.fails_as(f, f.key, key)
+            failing = self._fails_as_drawn(f, f.key, key, drawn.get(key, ()))
             if failing is None:
                 continue
             holds = self._holds(failing, own)
@@ -433,8 +470,9 @@ class Duplicates:
         itself or a kernel call its check derived (:func:`fails_as`). Two bugs of one key are
         never told apart here (see :meth:`needs_fewer`)."""
         holds = _free(f.triggers)
+        mine = _param_of(f, f.key)
         for bug, old in self._known_examples(f):
-            failing = self.fails_as(old, bug.key, f.key)
+            failing = self._fails_as_drawn(old, bug.key, f.key, () if mine is None else [mine])
             if failing is None:
                 continue
             outcome = failing[0]
@@ -544,6 +582,13 @@ class Duplicates:
                     self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
                 return b
         return None
+
+
+def _param_of(example: Any, key: str) -> Any:
+    """The parameter ``example`` drew for the property of bug ``key`` (None: none)."""
+    prop = key.split("|")[1] if key.count("|") >= 1 else ""
+    params = getattr(example, "params", None) or {}
+    return params.get(prop) if prop else None
 
 
 def _poison_of(example: Any, key: str) -> str | None:

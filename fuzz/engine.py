@@ -194,6 +194,9 @@ def flaky_finding(
             "runs": len(verdicts),
             "failed": len(failed),
             "results": [w[:300] for w in words],
+            # How its runs failed: a row of one of these keys is the bug that makes it flaky
+            # (``fuzz.ledger``; a race's runs fail as its masking or accuracy rows do).
+            "run_keys": sorted({bug_key(v) for v in failed}),
             "failed_in_all": tally[0],
             "runs_in_all": tally[1],
             # (a run that lost the process's CUDA context: ``reproducer.kills_context``)
@@ -671,10 +674,12 @@ class _Hunter:
                 flaky = self._replayed(case, outcome, 1 + CONFIRM_REPLAYS)
                 if flaky is not None:  # one flaky bug, however its runs failed (no triggers)
                     outcome = dataclasses.replace(outcome, finding=flaky)
-                    f, key, holds = flaky, bug_key(flaky), frozenset()
+                    example_holds, f, key, holds = holds, flaky, bug_key(flaky), frozenset()
                     # A run of it may have lost the context (a wrong dv, then an illegal
                     # address: fla's backward on an H200): nothing more runs here then.
                     context_lost = reproducer.kills_context(f)
+                    if not context_lost and self._known_runs(flaky, example_holds):
+                        return
                     if not context_lost and self._known(f, key, holds):
                         return
             if self.stage.only is not None and key != self.stage.only and not context_lost:
@@ -757,6 +762,17 @@ class _Hunter:
         if known is not None:
             self.result.known_hits[known.signature] += 1
             return True
+        return False
+
+    def _known_runs(self, flaky: Finding, holds: Collection[str]) -> bool:
+        """Counts the flaky example ``flaky`` (under the example's conditions ``holds``) as a
+        hit of the known bug one of its runs failed as, where one did (a race's example fails
+        as the race's rows do, one run or another); returns whether one did."""
+        for key in flaky.details.get("run_keys") or ():
+            known = covering(self.known_bugs, key, holds)
+            if known is not None:
+                self.result.known_hits[known.signature] += 1
+                return True
         return False
 
     def _met_another(

@@ -66,6 +66,11 @@ class Family:
             away, its other inputs kept where they can be (a softmax row cut to its first tile,
             or to whole tiles), None where it cannot: the duplicate check drops an incidental
             trigger so (``fuzz.duplicates.Duplicates.needs_fewer``).
+        recast: ``{feature: (other, recast(case) -> case or None)}``: the case with the
+            feature's input given through another feature of the same meaning (simple GLA's
+            per-head decay ``g_gamma`` as a per-token ``g`` equal over the tokens), None where
+            it cannot be: the duplicate check takes away a trigger that is only the form a free
+            choice drew so (a planted GLA kernel's one bug came as two rows, one with each form).
         guard_inputs: ``guard_inputs(inputs, params) -> inputs``: torch inputs as views into
             poisoned guard buffers, as the family's own entry points pass them (the jagged
             family's guard rows: the masked-poison property swaps their poison).
@@ -98,6 +103,7 @@ class Family:
     uses: Mapping[str, Callable[[Any], bool]] = field(default_factory=dict)
     drop: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
     reduce: Mapping[str, Callable[[Case], Case | None]] = field(default_factory=dict)
+    recast: Mapping[str, tuple[str, Callable[[Case], Case | None]]] = field(default_factory=dict)
     guard_inputs: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     runtime: tuple[str, ...] = ()
     types: Mapping[str, str] = field(default_factory=dict)
@@ -530,6 +536,40 @@ _GLA_USES: dict[str, Callable[[Any], bool]] = {
         and int(_host(case.inputs["cu_seqlens"])[-1]) < int(case.inputs["q"].shape[1])
     ),
 }
+
+
+def _g_gamma_as_g(case: Case) -> Case | None:
+    """A simple GLA case's per-head decay ``g_gamma`` ``[H]`` as a per-token ``g`` ``[B, T, H]``
+    equal over the tokens (the same decays)."""
+    gamma = case.inputs.get("g_gamma")
+    if gamma is None:
+        return None
+    batch, tokens = case.inputs["q"].shape[:2]
+    row = np.asarray(_host(gamma), np.float32)
+    g = np.ascontiguousarray(np.broadcast_to(row[None, None, :], (batch, tokens, row.shape[0])))
+    inputs = {k: v for k, v in case.inputs.items() if k != "g_gamma"}
+    return Case({**inputs, "g": g}, case.params, case.recipe)
+
+
+def _g_as_g_gamma(case: Case) -> Case | None:
+    """A simple GLA case's per-token decay ``g`` as a per-head ``g_gamma``, where ``g`` is equal
+    over the batch and the tokens; else None."""
+    g = case.inputs.get("g")
+    if g is None:
+        return None
+    host = np.asarray(_host(g), np.float32)
+    if host.size == 0 or not np.all(host == host[:1, :1, :]):
+        return None
+    inputs = {k: v for k, v in case.inputs.items() if k != "g"}
+    return Case({**inputs, "g_gamma": host[0, 0].copy()}, case.params, case.recipe)
+
+
+_GLA_RECAST: dict[str, tuple[str, Callable[[Case], Case | None]]] = {
+    "g_gamma": ("g", _g_gamma_as_g),
+    "g": ("g_gamma", _g_as_g_gamma),
+}
+
+
 _GLA_DROP: dict[str, Callable[[Case], Case]] = {
     "initial_state": _without("h0"),
     "final_state": _param("output_final_state", False),
@@ -727,6 +767,7 @@ def _gla_families() -> list[Family]:
             measure=_gla_measure,
             uses={f: u for f, u in _GLA_USES.items() if f != "dht"},
             drop={f: d for f, d in _GLA_DROP.items() if f != "dht"},
+            recast=_GLA_RECAST,
             runtime=_GLA_RUNTIME,
             types=_GLA_TYPES,
         ),
@@ -748,6 +789,7 @@ def _gla_families() -> list[Family]:
             measure=_gla_measure,
             uses={f: u for f, u in _GLA_USES.items() if f != "final_state"},
             drop={f: d for f, d in _GLA_DROP.items() if f != "final_state"},
+            recast=_GLA_RECAST,
             runtime=_GLA_RUNTIME,
             types=_GLA_TYPES,
         ),

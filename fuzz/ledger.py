@@ -240,6 +240,7 @@ class BugLedger:
             sighting = None
         out = self._record(rec, sighting)
         self._join_shared(out)
+        self._join_flaky(out)
         return out
 
     def _join_shared(self, out: Recorded) -> None:
@@ -264,15 +265,39 @@ class BugLedger:
                 return
             a, b = pair
             keep, other = (b, a) if _smaller(self.found[b], self.found[a]) else (a, b)
-            rec = self.found.pop(other)
-            kept = self.found[keep]
-            out.superseded += seen_as(kept, rec, "shared")
-            self.replaced[other] = keep
-            self.known_hits[keep] += self.known_hits.pop(other, 0)
-            self.sightings = {k: keep if v == other else v for k, v in self.sightings.items()}
-            out.merged.append((other, keep, "also", str(rec.get("class"))))
-            if out.signature == other:
-                out.signature = keep
+            self._fold(out, other, keep, "shared")
+
+    def _join_flaky(self, out: Recorded) -> None:
+        """Joins each flaky row (an example whose runs differ: ``details["run_keys"]``, how its
+        runs failed) into a row, not flaky, of one of those keys, its own or a way it was also
+        seen: that bug is what makes the example flaky (a planted jagged kernel's race on an
+        H200 gave a flaky row, its runs failing as the race's masking and nondeterminism ways,
+        beside its out-of-bounds row)."""
+        for sig, rec in list(self.found.items()):
+            keys = set((rec.get("details") or {}).get("run_keys") or ())
+            if not keys or sig not in self.found:
+                continue
+            for other_sig, other in self.found.items():
+                ways = {
+                    other.get("bug_key"),
+                    *(w.get("bug_key") for w in other.get("also_seen", [])),
+                }
+                if other_sig != sig and not (other.get("details") or {}).get("run_keys"):
+                    if keys & ways:
+                        self._fold(out, sig, other_sig, "runs")
+                        out.new = out.new and out.signature != other_sig
+                        break
+
+    def _fold(self, out: Recorded, other: str, keep: str, how: str) -> None:
+        """Takes row ``other`` into row ``keep`` as a way it was also seen (told by ``how``)."""
+        rec = self.found.pop(other)
+        out.superseded += seen_as(self.found[keep], rec, how)
+        self.replaced[other] = keep
+        self.known_hits[keep] += self.known_hits.pop(other, 0)
+        self.sightings = {k: keep if v == other else v for k, v in self.sightings.items()}
+        out.merged.append((other, keep, "also", str(rec.get("class"))))
+        if out.signature == other:
+            out.signature = keep
 
     def _record(self, rec: dict[str, Any], sighting: str | None) -> Recorded:
         out = Recorded()
@@ -446,6 +471,7 @@ class BugLedger:
         the slice's hits), and a twin by site notes its conditions as another way to it."""
         out = self._withdraw(sighting, dup)
         self._join_shared(out)
+        self._join_flaky(out)
         return out
 
     def _withdraw(self, sighting: str, dup: Mapping[str, Any]) -> Recorded:

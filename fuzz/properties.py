@@ -78,6 +78,9 @@ class Property:
     params_strategy: SearchStrategy[Any] | None = None
     applies: Callable[[Context], bool] = lambda ctx: True
     description: str = ""
+    # Its parameter's values, where they are few: the duplicate check tries each on an
+    # example that did not fail the property under the one it drew (``fuzz.duplicates``).
+    values: tuple[Any, ...] = ()
 
 
 # The key under which an entry point that allocates its outputs itself (``Library.allocates``: a
@@ -1266,6 +1269,7 @@ GENERIC: tuple[Property, ...] = (
         st.sampled_from(POISON_KINDS),
         applies=lambda ctx: ctx.target.poison is not None,
         description="NaN, Inf or huge values in masked-out inputs change no output bit",
+        values=POISON_KINDS,
     ),
 )
 DIFFERENTIAL = Property(

@@ -150,6 +150,7 @@ SEEN_HOW = {
     "influence": "wrong elements reading (or ignoring) the inputs the bug's do, unlike the oracle",
     "shared": "a way of the bug seen by each of the two rows (one key, one set of conditions)",
     "replay": "example, replayed, failing as the bug (its first failure did not come again)",
+    "runs": "flaky example, its runs failing as the bug does",
 }
 
 

@@ -291,6 +291,33 @@ def test_a_flaky_kernel_is_one_flaky_finding_shrunk(fake_plugin, fake_profile):
     assert 0 < f.details["failed_in_all"] < f.details["runs_in_all"]
 
 
+def test_a_flaky_example_failing_as_a_known_bug_is_a_hit_of_it(fake_plugin, fake_profile):
+    """A flaky example one of whose runs failed as a known bug is that bug's example (a race's
+    example fails as the race's rows do, one run or another), not a flaky row of its own: a
+    planted jagged kernel's race kept a flaky row beside its out-of-bounds row on an H200.
+    The flaky finding says how its runs failed (``run_keys``)."""
+    import collections
+    from types import SimpleNamespace
+
+    from fuzz import engine
+    from fuzz.signatures import Bug
+    from fuzz.target import get
+
+    alone = engine.hunt(
+        _second_call_nan(get("fake_double")), "fake", fake_profile, seed=1, database=None
+    )
+    keys = alone.found["nondeterminism"].finding.details["run_keys"]
+    assert keys == ["nondeterminism|determinism|y|-"], keys  # (two calls differ: a NaN)
+    me = object.__new__(engine._Hunter)
+    me.result = SimpleNamespace(known_hits=collections.Counter())
+    flaky = engine.flaky_finding([None, engine.Finding("masking", "oracle", "m"), None], [], (1, 3))
+    assert flaky.details["run_keys"] == ["masking|oracle|-|-"]
+    me.known_bugs = [Bug("masking|oracle|-|-", frozenset({"partial-tile"}), "race")]
+    assert not me._known_runs(flaky, {"wide"})  # its conditions are not the bug's
+    assert me._known_runs(flaky, {"wide", "partial-tile"})
+    assert me.result.known_hits == {"race": 1}
+
+
 FLAKY_SOFTMAX = """
 import collections
 

@@ -258,3 +258,33 @@ def test_a_row_taken_to_resume_names_the_signature_standing_for_it_now():
     )
     (entry,) = led.take_resumes(1)
     assert entry.signature == "big2" and entry.sighting == "7:0:" + ACC
+
+
+FLAKY = "nondeterminism|replays|-|-"
+
+
+def _flaky(sig, run_keys):
+    return {**_rec(sig, FLAKY, (), 14, shrunk=False), "details": {"run_keys": run_keys}}
+
+
+def test_a_flaky_row_whose_runs_fail_as_a_bug_is_that_bug_in_either_order():
+    """A flaky example's runs (``details["run_keys"]``) that fail as a row's key, its own or a
+    way it was also seen, are that bug (what makes the example flaky): the flaky row is kept
+    beside it, whichever came first. A planted jagged kernel's race gave an H200 campaign a
+    flaky row beside its out-of-bounds row, which was also seen as a nondeterminism."""
+    race = "nondeterminism|determinism|y|-"
+    led = _ledger_with_a_way()
+    assert led.record(_flaky("fl", [ORACLE, race]), sighting="3:0:fl").new is False
+    assert set(led.found) == {"sc"} and led.current("fl") == "sc"
+    ways = {s["signature"]: s["how"] for s in led.found["sc"]["also_seen"]}
+    assert ways == {"or": "property", "fl": "runs"}
+    # the flaky row first, then a row of one of its runs' keys
+    led = BugLedger()
+    assert led.record(_flaky("fl", [race]), sighting="1:0:fl").new
+    out = led.record(_rec("nd", race, {"multi-tile"}, 6), sighting="2:0:nd")
+    assert set(led.found) == {"nd"} and out.signature == "nd" and out.merged
+    # runs of no row's key: the flaky row stays a row of its own
+    led = BugLedger()
+    led.record(_rec("sc", SC, {"feature g_gamma"}, 64), sighting="1:0:sc")
+    assert led.record(_flaky("fl", [race]), sighting="2:0:fl").new
+    assert set(led.found) == {"sc", "fl"}

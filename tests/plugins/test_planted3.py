@@ -517,3 +517,78 @@ def test_a_load_past_the_keys_is_the_site_of_every_row_it_gives(plugins):
         led.record(rec, sighting=f"1:0:{sig}")
     assert list(led.found) == ["a"] and site(o) is not None
     assert [s["signature"] for s in led.found["a"]["also_seen"]] == ["b"]
+
+
+def test_a_bugs_way_is_its_property_with_the_parameter_that_showed_it(plugins):
+    """The planted softmax that takes the row max over masked keys came as a masking row (masked
+    NaNs moved the output by an ulp) and an accuracy row (a masked logit 1e4 above the valid
+    one underflows it), each its own row on an H200. The accuracy example fails
+    ``masked-poison`` with NaNs or -inf in the masked key, not with the poison its own check
+    drew (the largest finite value, which leaves the bug's output as it is): a way of a bug is
+    its property with a parameter that shows it, each of the few tried."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.duplicates import bug_of
+
+    target, backend = get("planted3_softmax_masked_max_triton"), get_backend("triton-interpret")
+    params = {"dtype": "float32", "scale": None, "block_m": 2, "block_n": 16}
+
+    def case(x, keep):
+        return Case({"x": np.asarray([x], np.float32), "mask": np.asarray([keep])}, dict(params))
+
+    masked_first = [False, True]  # key 0 masked out, key 1 valid
+    accuracy = _as_found(
+        target, backend, case([0.0, -10000.0], masked_first), {"masked-poison": "max"}
+    )
+    masking = _as_found(target, backend, case([0.5, 0.25], masked_first), {"masked-poison": "max"})
+    assert accuracy.key == "accuracy|oracle|y|-", accuracy.key
+    assert masking.key == "masking|masked-poison|y|-", masking.key
+    me = _duplicates(target, backend, {"masking": masking})
+    assert me.fails_as(accuracy, accuracy.key, masking.key) is None  # its own poison: nothing
+    assert me.also_fails(accuracy) == bug_of(masking)
+
+
+def test_a_trigger_that_is_only_a_decay_form_is_recast_by_the_duplicate_check(plugins):
+    """The planted GLA kernel that leaves the inter-chunk term unscaled came as two rows on an
+    H200, one per decay form the search drew (per-token ``g``, one token; per-head
+    ``g_gamma``, 16 tokens), each with an initial state. The second's form is recast into the
+    first's (``Family.recast``: ``g_gamma`` as a ``g`` equal over the tokens, the same decays)
+    and it still fails, under conditions that nest with the first's: the same bug. A bug of
+    the ``g_gamma`` path alone would pass once recast, and stay a row of its own."""
+    import numpy as np
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.duplicates import bug_of
+    from fuzz.families import get_family
+
+    target, backend = get("planted3_gla_inter_unscaled_triton"), get_backend("triton-interpret")
+    rng = np.random.default_rng(0)
+
+    def case(tokens, decay):
+        def arr(*shape):
+            return rng.standard_normal(shape).astype(np.float32)
+
+        params = {"dtype": "float32", "chunk_size": 16, "scale": None,
+                  "output_final_state": False}  # fmt: skip
+        inputs = {"q": arr(1, tokens, 1, 16), "k": arr(1, tokens, 1, 16), "v": arr(1, tokens, 1, 16),
+                  "h0": arr(1, 1, 16, 16), **decay}  # fmt: skip
+        return Case(inputs, params)
+
+    per_token = _as_found(target, backend, case(1, {"g": np.full((1, 1, 1), -0.3, np.float32)}))
+    per_head = _as_found(target, backend, case(16, {"g_gamma": np.full(1, -0.3, np.float32)}))
+    assert per_token.key == per_head.key == "accuracy|oracle|o|-"
+    assert "feature g" in per_token.triggers and "feature g_gamma" in per_head.triggers
+    me = _duplicates(target, backend, {"g": per_token})
+    assert me.needs_fewer(per_head, [bug_of(per_token)]) == bug_of(per_token)
+    # the recast goes both ways, and only where g is equal over the tokens
+    recast = get_family("simple_gla_fwd").recast["g_gamma"][1](per_head.case)
+    assert recast.inputs["g"].shape == (1, 16, 1) and "g_gamma" not in recast.inputs
+    back = get_family("simple_gla_fwd").recast["g"][1](recast)
+    assert np.array_equal(back.inputs["g_gamma"], per_head.case.inputs["g_gamma"])
+    ragged = recast.replace(
+        inputs={**recast.inputs, "g": recast.inputs["g"] * np.arange(16)[None, :, None]}
+    )
+    assert get_family("simple_gla_fwd").recast["g"][1](ragged) is None
