@@ -367,6 +367,8 @@ class Duplicates:
         with the poison it had drawn (the largest finite value, which the bug leaves alone)."""
         failing = self.fails_as(example, own, key)
         prop = key.split("|")[1] if key.count("|") >= 1 else ""
+        if failing is not None or not prop or prop not in (example.params or {}):
+            return failing
         few = next((p.values for p in properties_of(self.target) if p.name == prop), ())
         for value in [*drawn, *(v for v in few if v not in drawn)]:
             if failing is not None or not prop or example.params.get(prop, value) == value:
@@ -491,8 +493,15 @@ class Duplicates:
         memo = (example.case.digest(), poison)
         if memo not in self._anomalies:
             try:
+                left = None if self.deadline is None else self.deadline - self.clock()
                 found = influence.anomalies(
-                    self.target, self.backend, self.options, example.case, self._in_time
+                    self.target,
+                    self.backend,
+                    self.options,
+                    example.case,
+                    self._in_time,
+                    # (two examples analysed at most per known bug: half of what is left each)
+                    seconds=None if left is None else left / 2,
                 )
                 if poison is not None:
                     reads = influence.poison_reads(

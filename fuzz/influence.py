@@ -56,6 +56,7 @@ MAX_LAUNCHES = 96  # an example needing more is not analysed
 MAX_ELEMENTS = 4096
 READS, IGNORES = "reads", "ignores"
 MOVES, STILL = 0.1, 0.01  # of the wrong element's error: a change that explains it, or none
+LEAST_PER_INPUT = 2  # changes of each input below which an analysis tells too little to run
 
 
 def _changed(a: np.ndarray) -> np.ndarray:
@@ -64,17 +65,31 @@ def _changed(a: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(a), np.where(np.abs(a) < 1e3, a + 1.0, a * 0.5), 0.0)
 
 
-def _probes(case: Case) -> list[tuple[str, np.ndarray]]:
-    """The changes to try: (input name, the flat indices of the elements changed together)."""
+def _probes(case: Case, per_input: int = PER_INPUT) -> list[tuple[str, np.ndarray]]:
+    """The changes to try: (input name, the flat indices of the elements changed together),
+    ``per_input`` changes of each input at most."""
     from fuzz.arrays import dtype_name, is_float
 
     out = []
     for name, a in sorted(case.inputs.items()):
         if a.size and is_float(dtype_name(a.dtype)):
             out += [
-                (name, run) for run in np.array_split(np.arange(a.size), min(a.size, PER_INPUT))
+                (name, run) for run in np.array_split(np.arange(a.size), min(a.size, per_input))
             ]
     return out
+
+
+def _fitting(case: Case, launch: float, seconds: float | None) -> int:
+    """How many changes of each input fit in ``seconds`` when one launch (with its reference)
+    takes ``launch`` seconds: :data:`PER_INPUT`, fewer (coarser runs of elements, each input
+    still changed) where the launches are slow, 0 where not even :data:`LEAST_PER_INPUT`
+    fit (an interpreted GLA kernel's 80 launches took a GPU slice's whole time on a check that
+    was then cut, twice)."""
+    if seconds is None:
+        return PER_INPUT
+    inputs = len({name for name, _ in _probes(case, 1)})
+    fit = int(seconds / max(launch, 1e-6) / max(inputs, 1))
+    return min(PER_INPUT, fit) if fit >= LEAST_PER_INPUT else 0
 
 
 def _wrong(ctx: Any) -> dict[str, np.ndarray]:
@@ -101,12 +116,16 @@ def anomalies(
     options: HuntOptions,
     case: Case,
     in_time: Callable[[], None] | None = None,
+    seconds: float | None = None,
 ) -> frozenset[tuple[str, str]] | None:
     """The ``(input, "reads" | "ignores")`` anomalies of ``case``'s wrong elements (see the
     module's docstring); None where nothing can be said (no finite wrong element, more launches
-    than :data:`MAX_LAUNCHES`, a clean run that fails). ``in_time`` is called before each
+    than :data:`MAX_LAUNCHES`, a clean run that fails, or not enough ``seconds`` for the
+    launches: :func:`_fitting`, timed by the first). ``in_time`` is called before each
     launch (and raises once its caller's time is up: a GPU campaign's slice overran its hard
     limit in these launches of an interpreted GLA kernel, and its worker was killed)."""
+    import time
+
     from fuzz.arrays import to_float64
     from fuzz.properties import Context
 
@@ -115,15 +134,19 @@ def anomalies(
 
     if case.size > MAX_ELEMENTS:
         return None
-    probes = _probes(case)
-    if not probes or len(probes) > MAX_LAUNCHES:
+    if not _probes(case) or len(_probes(case)) > MAX_LAUNCHES:
         return None
+    t0 = time.perf_counter()
     base = context(case)
     if base.clean.error is not None:
         return None
     wrong = _wrong(base)
     if not wrong:
         return None
+    per_input = _fitting(case, time.perf_counter() - t0, seconds)
+    if not per_input:
+        return None
+    probes = _probes(case, per_input)
     found: set[tuple[str, str]] = set()
     for name, run in probes:
         if in_time is not None:

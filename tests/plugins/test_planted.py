@@ -272,6 +272,31 @@ def test_the_influence_launches_stop_when_the_duplicate_checks_time_is_up(plugin
     assert entered and me.cut == 1
 
 
+def test_the_influence_analysis_fits_its_launches_to_the_time_it_has(plugins):
+    """Each change of an input is a launch and a reference: where one launch (timed by the
+    first) is slow, each input is changed in fewer, coarser runs of elements, and where not even
+    two runs of each fit the analysis does not start (an interpreted GLA kernel's 80 launches
+    took a GPU slice's whole time on a duplicate check that was then cut, twice)."""
+    from fuzz import influence
+    from fuzz.backends import get_backend
+
+    name = "planted_softmax_bias_row0_triton"
+    target, backend = get(name), get_backend("triton-interpret")
+    accuracy, _ = (_as_found(target, backend, c) for c in ONE_BUG_TWO_CLASSES[name])
+    case = accuracy.case
+    inputs = len({n for n, _ in influence._probes(case, 1)})
+    assert inputs >= 2
+    assert influence._fitting(case, 1.0, None) == influence.PER_INPUT
+    assert influence._fitting(case, 1.0, 1000.0) == influence.PER_INPUT
+    assert influence._fitting(case, 1.0, 3.0 * inputs) == 3
+    assert influence._fitting(case, 1.0, 1.0 * inputs) == 0
+    full = influence.anomalies(target, backend, _options(), case)
+    assert full
+    assert influence.anomalies(target, backend, _options(), case, seconds=1e-9) is None
+    coarse = influence._probes(case, 2)
+    assert len(coarse) == 2 * inputs  # every input still changed, in two runs
+
+
 def test_two_independent_bugs_of_one_key_are_not_one_by_what_they_read(plugins):
     """The planted two-bug softmax: float16 outputs times 1.01, bfloat16 rows of odd length >= 3
     times 0.97. Both only scale what the references compute: no influence anomaly, and free
