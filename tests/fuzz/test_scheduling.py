@@ -1555,9 +1555,12 @@ def test_past_the_budget_a_row_left_unshrunk_is_shrunk_within_the_grace():
     assert policy.next_slice(0, slice_id=104, now=50.0, left=-1.0) is None  # taken
     small = _rec("big", shrunk=True, details={"round": 0}, resumes=entry.sighting)
     policy.found(103, small)  # (streamed as the worker does, then in its summary)
-    policy.ended(103, {"found": [small], "seconds": 9.0}, 59.0)
+    fuzzed = p.fuzz_seconds
+    policy.ended(103, {"found": [small], "seconds": 9.0, "shrink_seconds": 8.5}, 59.0)
     assert p.found["big"].get("shrunk") and (p.slices, p.seconds) == (slices, seconds)
     assert p.stats["finishing_seconds"] == 9.0
+    # its shrinking is off the fuzzing path: not taken from the pair's fuzzing seconds
+    assert p.fuzz_seconds == fuzzed and p.stats["shrink_seconds"] == 0.0
     from fuzz.campaign.console import ladder_line
 
     said = ladder_line(p, {"events": {"resumed: shrunk": 1}, "shrink_examples": 40}, False)
