@@ -70,6 +70,12 @@ forms; states; packed sequences), but for two findings:
   one fla row, the forward's NaN final state above (16 elements, one token, also seen through
   ``state-continuation``); the backward passed 541 examples (98 compiled structures explored,
   3,112 examples refused by the compile share) and the dq bug was not met.
+  Again (2026-11-30, the same command): the forward's NaN final state (16 elements), and the
+  backward's illegal memory access once more, in a smaller case: fp16, g_gamma, ``dht``, four
+  sequences of 21 tokens, 4 heads, K = 32, V = 16, chunk 64, scale 0.5 (10,752 elements; the
+  child processes shrinking it found no smaller example that crashes so before their time ran
+  out). A bug of fla's with evidence, not localized. The dq bug was not met (532 backward
+  examples, 126 compiled structures explored, 2,791 examples refused by the compile share).
 """
 
 import contextlib

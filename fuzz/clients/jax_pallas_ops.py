@@ -108,6 +108,24 @@ The bundled clients alone on an H200 (2026-11-29, late: ``bash .ci/gpu-session b
 - ``mha`` masking 21,504 (causal, compiled only: the interpreter passes) and ``mha_varlen``
   masking 128: keys the mask hides set to float32's largest make o NaN, finding 4's kind.
 
+Again (2026-11-30, the same command, 21,027 examples, 15 JAX rows), each row read from its case:
+
+- ``mha`` accuracy 16 (T = 1), ``mha_varlen`` accuracy 48 and inf 48 (fp16, a sequence of one
+  query: inf where the oracle gives 60,000) and masking 512 (``varlen-equals-alone``): finding 6.
+- ``mha`` masking 98,304 (``key-padding-equals-truncation``, bf16, compiled only: batch element
+  1 padded to 8 of 512 keys against the kernel run on its 8 keys alone): the run on 8 keys is
+  the wrong one, finding 6 (a sequence shorter than 16); shrunk on a compile worker from
+  196,608, no further in its 21 examples.
+- ``mha`` accuracy of ``lse`` 1,536 (causal, 32 queries on 16 keys), NaN 196,608 twice (fp16,
+  causal, 1,024 queries on 1 and 64 keys) and nondeterminism 1,024 and 163,840 (causal, more
+  queries than keys): finding 1; the NaN and 163,840 rows unshrunk, each replay of their
+  examples a hit of the accuracy row of finding 6 or passing (what lies past the keys varies
+  between runs). Such rows now join the row their replay hit (how "replay").
+- ``mha`` masking 384 and ``mha_varlen`` masking 128 and 1,024 (keys the mask hides set to
+  float32's largest make o NaN): finding 4's kind.
+- ``gqa`` inf 256 (fp16, o = inf for 60,000) and NaN 512 (fp16, 5 query heads on one kv
+  head, 32 keys: o = NaN for 60,000): finding 5, its overflowed split stored in fp16.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
