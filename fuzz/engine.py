@@ -1261,16 +1261,25 @@ class _Hunter:
         sighting, which the campaign takes into that bug) or streamed again, checked. (A
         planted GLA kernel's one bug stayed two rows on an H200, the second's check cut.)"""
         shrinking = self._shrinking()
+        run = None
         try:
-            run = staged((Phase.reuse,))
-            got = run.of_key(entry.key)
+            if entry.example:  # a row checked again: its minimal example read back
+                got = self._read_back(entry)
+            else:
+                run = staged((Phase.reuse,))
+                got = run.of_key(entry.key)
             twin = None
             if got is not None:
                 got = dataclasses.replace(got, final=True, shrink_notes=list(entry.notes))
                 twin = self.duplicate_of(got, known=others)
         finally:
             shrinking()
+        if entry.example and (got is None or twin is None):
+            said = "did not fail so again" if got is None else "a bug of its own"
+            self.result.events[f"checked again: {said}"] += 1
+            return True
         if got is None:
+            assert run is not None  # (a row checked again has returned above)
             self.result.events["resumed check: did not fail so again"] += 1
             if not self._replay_twin(entry, run, others):
                 self._resume_note(entry, run)
@@ -1298,9 +1307,36 @@ class _Hunter:
                 "triggers": sorted(got.triggers),
                 "how": how,
                 "resumes": entry.sighting,
+                "recheck": bool(entry.example),
             }
         )
         return True
+
+    def _read_back(self, entry: Resume) -> Found | None:
+        """The minimal example of the row ``entry`` checks again, read back from its reproducer
+        and checked on this backend: its finding, where it fails its row's way (None: it does
+        not, or cannot be read or run here)."""
+        try:
+            meta, data = reproducer.load(entry.example)
+            case = reproducer.recorded_case(meta, data)
+            params = reproducer.recorded_params(meta)
+            outcome = check_case(
+                self.target,
+                self.b,
+                case,
+                params=params,
+                **self.options.check_kwargs(),
+                prefer=entry.key,
+            )
+        except Exception:  # (evidence: never the hunt's error)
+            return None
+        f = outcome.finding
+        if f is None or bug_key(f) != entry.key:
+            return None
+        holds = conditions(self.target, case, outcome.context.hazards)
+        self._describe(f, entry.key, holds, case.params.get("dtype"))
+        f.details["signature"] = entry.signature or f.details["signature"]
+        return Found(f, case, dict(outcome.params), 0, 0.0, final=True, choices=(1,), key=entry.key)
 
     def _isolated_seconds(self, found: Found) -> float:
         """Seconds to shrink ``found``, a crash that lost the process's context, in child

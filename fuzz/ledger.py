@@ -40,6 +40,7 @@ from fuzz.signatures import Bug, Resume, same_bug, site
 
 NEW = "new"
 RESUMES = 3  # the slices that may take one bug left unshrunk to shrink it (BugLedger.requeue)
+RECHECKS = 2  # the checks again of one row against the bugs found since (queue_rechecks)
 COVERED = "covered"  # a known bug with no more triggers covers it: a hit of that bug
 REPLACES = "replaces"  # it is a known bug with fewer triggers: it takes the known one's place
 
@@ -226,6 +227,9 @@ class BugLedger:
     known_hits: Counter[str] = field(default_factory=Counter)
     resume: list[Resume] = field(default_factory=list)
     resumed: Counter[str] = field(default_factory=Counter)
+    # signature -> the signatures (rows and the ways they were seen) a check of the row was
+    # queued against (``queue_rechecks``).
+    checked: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def record(self, rec: dict[str, Any], *, sighting: str | None = None) -> Recorded:
         """Keeps finding ``rec``: a new bug, a later (smaller) example of the bug its
@@ -485,7 +489,9 @@ class BugLedger:
         keep = self.found[twin]
         self.sightings[sighting] = twin
         out.signature = twin
-        if rec.get("bug_key") != keep.get("bug_key"):  # the bug seen another way: kept beside
+        if rec.get("bug_key") != keep.get("bug_key") or dup.get("recheck"):
+            # The bug seen another way, or a row that stood, checked again: kept beside the
+            # bug's record (the smaller minimal example stands for it), with its reproducer.
             if _smaller(rec, keep):
                 self._promote(out, sig, twin, rec, str(dup.get("how")))
                 out.merged.append((sig, twin, "stands", str(rec.get("class"))))
@@ -570,6 +576,47 @@ class BugLedger:
                         check=check,
                     )
                 )
+        self.queue_rechecks()
+
+    def queue_rechecks(self) -> None:
+        """Queues each row, shrunk and checked, whose check did not know every other row and way
+        standing now, to be checked again against them (``Resume.example``: read back from its
+        reproducer), :data:`RECHECKS` times at most. A slice checks its bugs against those
+        known when it began: rows met in slices that ran side by side, or whose evidence (a
+        way a bug was also seen) came later, were never checked against each other, and a
+        planted softmax's one bug stayed three rows on an H200 although each of their minimal
+        examples failed, with every poison tried, as a way the smallest was also seen."""
+        ways = {  # (the rows shrunk and checked: the others are shrunk or checked first)
+            sig: {sig} | {str(w.get("signature")) for w in rec.get("also_seen", [])}
+            for sig, rec in self.found.items()
+            if rec.get("shrunk") and not _unchecked(rec)
+        }
+        queued = {e.signature for e in self.resume}
+        for sig, rec in self.found.items():
+            if sig in queued or not _recheckable(rec):
+                continue
+            others = frozenset(s for o, w in ways.items() if o != sig for s in w)
+            if not others or others <= self.checked.get(sig, frozenset()):
+                continue
+            if self.resumed[f"recheck:{sig}"] >= RECHECKS:
+                continue
+            seen = next((k for k, v in self.sightings.items() if v == sig), None)
+            if seen is None:
+                continue
+            self.checked[sig] = others
+            self.resumed[f"recheck:{sig}"] += 1
+            self.resume.append(
+                Resume(
+                    str(rec["bug_key"]),
+                    "",
+                    None,
+                    seen,
+                    notes=tuple(rec.get("shrink_notes") or ()),
+                    signature=sig,
+                    check=True,
+                    example=str(rec["reproducer"]),
+                )
+            )
 
     def take_resumes(self, most: int, *, ladder: bool = False) -> tuple[Resume, ...]:
         """The queued bugs (:meth:`queue_resumes`) a fuzzing slice shrinks first (``ladder``: a
@@ -580,7 +627,7 @@ class BugLedger:
             entry = self.resume.pop(0)
             if entry.ladder != ladder or len(taken) >= most:
                 kept.append(entry)
-            elif self.pending(entry.sighting, ladder=ladder, check=entry.check):
+            elif self._pending(entry):
                 # The signature standing for its row now (a record merged or replaced since it
                 # was queued): the slice leaves its own bug out of those it knows.
                 now = self.sightings.get(entry.sighting, entry.signature)
@@ -598,18 +645,24 @@ class BugLedger:
         for e in taken:
             if (
                 e.sighting not in queued
+                and not e.example  # (a check again is queued again when more is known)
                 and self.resumed[e.sighting] < RESUMES
-                and self.pending(e.sighting, ladder=e.ladder, check=e.check)
+                and self._pending(e)
             ):
                 self.resume.append(e)
                 queued.add(e.sighting)
 
     def resumable(self, *, ladder: bool = False) -> bool:
         """Whether a queued bug (of a compile worker's, ``ladder``) still stands unshrunk."""
-        return any(
-            e.ladder == ladder and self.pending(e.sighting, ladder=ladder, check=e.check)
-            for e in self.resume
-        )
+        return any(e.ladder == ladder and self._pending(e) for e in self.resume)
+
+    def _pending(self, entry: Resume) -> bool:
+        """Whether queued ``entry`` still has its work to do (:meth:`pending`; a check again:
+        its row still stands, under its signature)."""
+        if entry.example:
+            sig = self.sightings.get(entry.sighting)
+            return sig == entry.signature and sig in self.found
+        return self.pending(entry.sighting, ladder=entry.ladder, check=entry.check)
 
     def _stands_elsewhere(self, prev: str, rec: Mapping[str, Any]) -> bool:
         """Whether ``rec``, a shrunk record streamed under the sighting whose shrunk record is
@@ -716,6 +769,22 @@ class BugLedger:
     def records(self) -> list[Mapping[str, Any]]:
         """Every record kept: each bug's, and each way it was also seen."""
         return [r for rec in self.found.values() for r in [rec, *rec.get("also_seen", [])]]
+
+
+def _recheckable(rec: Mapping[str, Any]) -> bool:
+    """Whether a row can be checked again from its reproducer: shrunk, of a key, neither a
+    crash nor a hang (a launch that may lose the process's context or hang) nor flaky, nor
+    with shrinking or a check left to do."""
+    details = rec.get("details") or {}
+    return bool(
+        rec.get("shrunk")
+        and rec.get("reproducer")
+        and rec.get("bug_key")
+        and rec.get("class") not in (F.CRASH, F.HANG)
+        and not details.get("run_keys")
+        and not rec.get("ladder")
+        and not _unchecked(rec)
+    )
 
 
 def _unchecked(rec: Mapping[str, Any]) -> bool:

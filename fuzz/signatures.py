@@ -132,6 +132,11 @@ class Resume:
     # hard limit (``details["unchecked"]``): a later slice replays its minimal example and
     # checks it (``fuzz.engine``), a known bug seen another way or a bug of its own.
     check: bool = False
+    # A row, shrunk and checked, to check again against the bugs found since (its reproducer's
+    # path: its minimal example is read back from it, not replayed from choices): rows met in
+    # other slices were checked against the bugs known when they were found, and a bug met in
+    # three slices stayed three rows (``fuzz.ledger.BugLedger.queue_rechecks``).
+    example: str = ""
 
 
 @dataclass(frozen=True)

@@ -288,3 +288,34 @@ def test_a_flaky_row_whose_runs_fail_as_a_bug_is_that_bug_in_either_order():
     led.record(_rec("sc", SC, {"feature g_gamma"}, 64), sighting="1:0:sc")
     assert led.record(_flaky("fl", [race]), sighting="2:0:fl").new
     assert set(led.found) == {"sc", "fl"}
+
+
+def test_rows_are_queued_to_be_checked_again_when_more_is_known():
+    """Each row, shrunk and checked, whose check did not know every other row and way standing
+    now is queued to be checked again from its reproducer (``Resume.example``), twice at most,
+    and once more only when more is known; a crash, a flaky row or an unshrunk one is not. A
+    duplicate the check again finds (``recheck``) takes the row into its twin, kept beside it,
+    the smaller minimal example standing."""
+    from fuzz.ledger import RECHECKS
+
+    led = BugLedger()
+    led.record(_rec("big", ORACLE, {"multi-tile"}, 96), sighting="1:0:big")
+    led.queue_rechecks()
+    assert led.resume == []  # nothing else known
+    led.record(_rec("small", ORACLE, {"partial-tile"}, 3), sighting="2:0:small")
+    led.record(_rec("crash", "crash|crash|-|-", (), 8), sighting="3:0:crash")
+    led.record(_rec("big2", ORACLE, {"subnormal"}, 40, shrunk=False), sighting="4:0:big2")
+    led.queue_rechecks()
+    queued = {e.signature: e for e in led.resume}
+    assert set(queued) == {"big", "small"}, queued
+    assert queued["big"].example == "/nowhere/big.py" and queued["big"].check
+    led.queue_rechecks()
+    assert len(led.resume) == 2  # not again while nothing more is known
+    assert led.take_resumes(5) and led.resume == []
+    led.queue_rechecks()
+    assert led.resume == []  # taken: checked against what was known
+    # the check again of "small" found it to be "big" seen another way: the smaller stands
+    out = led.withdraw("2:0:small", {"twin": "big", "how": "property", "recheck": True})
+    assert set(led.found) == {"small", "crash", "big2"} and out.signature == "small"
+    assert [w["signature"] for w in led.found["small"]["also_seen"]] == ["big"]
+    assert RECHECKS == 2

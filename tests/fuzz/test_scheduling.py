@@ -353,6 +353,12 @@ def _rec(sig, key="nan|oracle|y|-", triggers=(), **kw):
     }
 
 
+def _queued(pair):
+    """The rows a pair's ledger queued to shrink or check (its checks again of rows checked
+    before, ``Resume.example``, left out: ``fuzz.ledger.BugLedger.queue_rechecks``)."""
+    return [e for e in pair.ledger.resume if not e.example]
+
+
 class _Ledger:
     """The policy's ``record`` and ``withdraw`` of a pair's findings, keeping the names of the
     reproducers they superseded and the last outcome."""
@@ -1388,11 +1394,11 @@ def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice(
     assert policy.found(3, seen).new and policy.found(3, shrunk).new
     policy.lost(3, 5.0)
     first = sighting(3, seen)
-    assert p.ledger.resume == [Resume(key, "AAE=", {"dtypes": ["float16"]}, first)]
+    assert _queued(p) == [Resume(key, "AAE=", {"dtypes": ["float16"]}, first)]
     assert policy.begin(p, 9, slice_id=4, now=6.0, left=100.0).resume == ()  # (a warm-up)
     plan = policy.begin(p, 0, slice_id=5, now=6.0, left=100.0)
     assert plan.resume == (Resume(key, "AAE=", {"dtypes": ["float16"]}, first),)
-    assert p.ledger.resume == []  # once
+    assert _queued(p) == []  # once
     # The slice streams the shrunk example as that sighting's: it replaces the row.
     small = _rec("small", key=key, shrunk=True, details={"round": 0}, resumes=first)
     policy.found(5, small)
@@ -1401,7 +1407,7 @@ def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice(
     again = _rec("again", key="accuracy|oracle|y|-", details={"round": 1}, choices="AAI=")
     policy.found(5, {**again, "resumes": "1:0:x"})
     policy.lost(5, 9.0)
-    assert p.ledger.resume == []
+    assert _queued(p) == []
     # A resumption whose record was shrunk meanwhile (another slice's example of it replaced
     # it) is dropped.
     policy.begin(p, 0, slice_id=6, now=10.0, left=100.0)
@@ -1409,7 +1415,7 @@ def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice(
     policy.found(6, other)
     policy.begin(p, 0, slice_id=7, now=10.0, left=100.0)  # (a second worker's slice)
     policy.lost(6, 12.0)
-    assert [e.sighting for e in p.ledger.resume] == [sighting(6, other)]
+    assert [e.sighting for e in _queued(p)] == [sighting(6, other)]
     replaced = _rec("other2", key="masking|oracle|y|-", shrunk=True, details={"round": 0})
     policy.found(7, {**replaced, "resumes": sighting(6, other)})
     assert not p.ledger.unshrunk(sighting(6, other))
@@ -1433,7 +1439,7 @@ def test_a_bug_a_slice_left_unshrunk_at_its_end_is_shrunk_by_the_pairs_next_slic
     policy.found(3, big)
     small = _rec("small", key="inf|oracle|y|-", shrunk=True, details={"round": 0})
     policy.ended(3, {"found": [cut, small], "seconds": 5.0}, 5.0)
-    assert p.ledger.resume == [Resume(key, "AAE=", None, sighting(3, cut))]
+    assert _queued(p) == [Resume(key, "AAE=", None, sighting(3, cut))]
     plan = policy.begin(p, 0, slice_id=4, now=6.0, left=100.0)
     assert plan.resume == (Resume(key, "AAE=", None, sighting(3, cut)),)
 
@@ -1451,7 +1457,7 @@ def test_past_the_floors_a_pair_with_a_bug_to_resume_comes_first():
     policy.begin(cut, 0, slice_id=71, now=0.0, left=100.0)
     big = _rec("big", key="nan|oracle|y|-", details={"round": 0}, choices="AAE=")
     policy.ended(71, {"found": [big], "seconds": 5.0}, 5.0)
-    assert cut.ledger.resume == [Resume("nan|oracle|y|-", "AAE=", None, sighting(71, big))]
+    assert _queued(cut) == [Resume("nan|oracle|y|-", "AAE=", None, sighting(71, big))]
     assert policy.pick() is cut
     small = _rec("small", key="nan|oracle|y|-", shrunk=True, details={"round": 0})
     policy.record(cut, {**small, "resumes": sighting(71, big)}, sighting=sighting(71, big))
@@ -1483,15 +1489,15 @@ def test_a_bug_shrunk_through_compiled_variants_only_is_shrunk_on_by_a_compile_w
     )
     policy.ended(81, {"found": [rec], "seconds": 5.0}, 5.0)
     entry = Resume("nan|oracle|y|-", "AAE=", None, sighting(81, rec), ladder=True, notes=(*notes,))
-    assert p.ledger.resume == [entry]
+    assert _queued(p) == [entry]
     # Another slice that streams the same row queues nothing more (it would be shrunk twice).
     policy.begin(p, 0, slice_id=80, now=5.0, left=500.0)
     policy.ended(80, {"found": [{**rec, "details": {"round": 1}}], "seconds": 1.0}, 6.0)
-    assert p.ledger.resume == [entry]
+    assert _queued(p) == [entry]
     assert p.ledger.resumable(ladder=True) and not p.ledger.resumable()
     # An entry queued while the row stood unshrunk is no fuzzing slice's once it is a ladder's.
     p.ledger.resume.append(Resume("nan|oracle|y|-", "AAE=", None, sighting(81, rec)))
-    assert p.ledger.take_resumes(2) == () and p.ledger.resume == [entry]
+    assert p.ledger.take_resumes(2) == () and _queued(p) == [entry]
     # A fuzzing slice does not take it (nor does the pick favour the pair for it).
     fuzzing = policy.begin(p, 0, slice_id=82, now=6.0, left=500.0)
     assert fuzzing.resume == () and not fuzzing.ladder
@@ -1501,7 +1507,7 @@ def test_a_bug_shrunk_through_compiled_variants_only_is_shrunk_on_by_a_compile_w
     plan = policy.next_slice(9, slice_id=83, now=12.0, left=500.0)
     assert plan is not None and plan.ladder and plan.target == "p"
     assert plan.resume == (entry,) and plan.warm_up is None and plan.time_limit == 0.0
-    assert p.ledger.resume == [] and 83 not in p.live  # the pair may be fuzzed meanwhile
+    assert _queued(p) == [] and 83 not in p.live  # the pair may be fuzzed meanwhile
     assert policy.pick() is p
     small = _rec("big", shrunk=True, details={"round": 0}, resumes=entry.sighting)
     policy.found(83, small)  # (streamed as the worker does, then in its summary)
@@ -1545,7 +1551,7 @@ def test_past_the_budget_a_row_left_unshrunk_is_shrunk_within_the_grace():
     big = _rec("big", key="nan|oracle|y|-", details={"round": 0}, choices="AAE=")
     policy.ended(101, {"found": [big], "seconds": 5.0}, 5.0)
     entry = Resume("nan|oracle|y|-", "AAE=", None, sighting(101, big))
-    assert p.ledger.resume == [entry]
+    assert _queued(p) == [entry]
     slices, seconds = p.slices, p.seconds
     assert policy.next_slice(0, slice_id=102, now=50.0, left=-30.0) is None  # too late
     plan = policy.next_slice(0, slice_id=103, now=50.0, left=-1.0)
@@ -1582,14 +1588,14 @@ def test_a_row_a_slice_took_to_shrink_and_did_not_get_to_is_queued_again():
     policy.ended(201, {"found": [big], "seconds": 5.0}, 5.0)
     entry = Resume("nan|oracle|y|-", "AAE=", None, sighting(201, big))
     for n in range(RESUMES):
-        assert p.ledger.resume == [entry], n
+        assert _queued(p) == [entry], n
         plan = policy.begin(p, 0, slice_id=202 + n, now=10.0 + n, left=500.0)
-        assert plan.resume == (entry,) and p.ledger.resume == []
+        assert plan.resume == (entry,) and _queued(p) == []
         if n % 2:
             policy.lost(202 + n, 12.0 + n)
         else:
             policy.ended(202 + n, {"seconds": 1.0, "examples": 3}, 12.0 + n)
-    assert p.ledger.resume == []  # taken RESUMES times: not again
+    assert _queued(p) == []  # taken RESUMES times: not again
     # Shrunk meanwhile: not queued again either.
     policy.begin(p, 0, slice_id=301, now=20.0, left=500.0)
     other = _rec("other", details={"round": 0}, choices="AAI=")
@@ -1603,7 +1609,7 @@ def test_a_row_a_slice_took_to_shrink_and_did_not_get_to_is_queued_again():
     small = _rec("other", shrunk=True, details={"round": 0}, resumes=sighting(301, other))
     policy.found(302, small)
     policy.ended(302, {"found": [small], "seconds": 3.0}, 33.0)
-    assert p.ledger.resume == []
+    assert _queued(p) == []
 
 
 _WIDE_ROWS = """
@@ -1687,20 +1693,20 @@ def test_a_row_whose_check_was_cut_is_checked_by_the_next_slice_and_taken_into_i
     policy.ended(301, {"found": [o, ht], "seconds": 5.0}, 5.0)
     assert set(p.ledger.found) == {"o", "ht"}
     entry = Resume(ht["bug_key"], "AAE=", None, sighting(301, ht), check=True)
-    assert p.ledger.resume == [entry] and p.ledger.resume[0].signature == "ht"
+    assert _queued(p) == [entry] and p.ledger.resume[0].signature == "ht"
     plan = policy.begin(p, 0, slice_id=302, now=10.0, left=500.0)
     assert plan.resume == (entry,)
     dup = {"round": 0, "bug_key": ht["bug_key"], "signature": "ht", "twin": "o",
            "triggers": ht["triggers"], "how": "property", "resumes": entry.sighting}  # fmt: skip
     policy.ended(302, {"found": [], "duplicates": [dup], "seconds": 5.0}, 15.0)
-    assert set(p.ledger.found) == {"o"} and p.ledger.resume == []
+    assert set(p.ledger.found) == {"o"} and _queued(p) == []
     assert [s["signature"] for s in p.ledger.found["o"]["also_seen"]] == ["ht"]
     # a checked row (no longer unchecked) is not queued again
     q = _pair("q", examples=50, seconds=10.0)
     policy = _policy([q])
     policy.begin(q, 0, slice_id=401, now=0.0, left=500.0)
     policy.ended(401, {"found": [{**ht, "details": {"round": 0}}], "seconds": 5.0}, 5.0)
-    assert q.ledger.resume == []
+    assert _queued(q) == []
 
 
 def test_a_row_whose_replay_was_a_known_bug_joins_that_bug_with_its_reproducer():

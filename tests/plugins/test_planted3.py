@@ -583,6 +583,11 @@ def test_a_trigger_that_is_only_a_decay_form_is_recast_by_the_duplicate_check(pl
     assert "feature g" in per_token.triggers and "feature g_gamma" in per_head.triggers
     me = _duplicates(target, backend, {"g": per_token})
     assert me.needs_fewer(per_head, [bug_of(per_token)]) == bug_of(per_token)
+    # the other way round, as the H200 met them: the per-token row, with a partial chunk (one
+    # token) that the family cannot take away, recast: its conditions hold the other's
+    assert "partial-chunk" in per_token.triggers and "partial-chunk" not in per_head.triggers
+    me = _duplicates(target, backend, {"g_gamma": per_head})
+    assert me.needs_fewer(per_token, [bug_of(per_head)]) == bug_of(per_head)
     # the recast goes both ways, and only where g is equal over the tokens
     recast = get_family("simple_gla_fwd").recast["g_gamma"][1](per_head.case)
     assert recast.inputs["g"].shape == (1, 16, 1) and "g_gamma" not in recast.inputs
@@ -592,3 +597,44 @@ def test_a_trigger_that_is_only_a_decay_form_is_recast_by_the_duplicate_check(pl
         inputs={**recast.inputs, "g": recast.inputs["g"] * np.arange(16)[None, :, None]}
     )
     assert get_family("simple_gla_fwd").recast["g"][1](ragged) is None
+
+
+def test_a_row_is_checked_again_against_the_bugs_found_since(plugins, tmp_path):
+    """A slice checks its bugs against those known when it began: rows met in slices that ran
+    side by side, or whose evidence (a way a bug was also seen) came later, were never checked
+    against each other (the planted softmax's masked max stayed three accuracy rows on an
+    H200). A later slice takes such a row (``Resume.example``: its reproducer), reads its
+    minimal example back, checks it on its backend and against the bugs known now: a known
+    bug seen another way is a duplicate marked ``recheck``, which the campaign takes into it."""
+    import numpy as np
+
+    from fuzz import reproducer
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.duplicates import bug_of
+    from fuzz.signatures import Resume
+
+    target, backend = get("planted3_softmax_masked_max_triton"), get_backend("triton-interpret")
+    params = {"dtype": "float32", "scale": None, "block_m": 2, "block_n": 16}
+
+    def case(x, keep):
+        return Case({"x": np.asarray([x], np.float32), "mask": np.asarray([keep])}, dict(params))
+
+    row = _as_found(target, backend, case([0.0, -10000.0], [False, True]), {"masked-poison": "max"})
+    path = reproducer.write(tmp_path, target=target, backend="triton-interpret", case=row.case,
+                            params=row.params, finding=row.finding, ref_device="cpu",
+                            differential=False)  # fmt: skip
+    masking = _as_found(target, backend, case([0.5, 0.25], [False, True]), {"masked-poison": "max"})
+    way = bug_of(masking)  # a way a bug standing now was also seen
+    entry = Resume(row.key, "", None, "3:0:" + row.key, signature="row", check=True,
+                   example=str(path))  # fmt: skip
+    result = hunt(target, "triton-interpret", get_profile("ci"), database=None, max_examples=1,
+                  known=[way], resume=[entry])  # fmt: skip
+    (dup,) = result.duplicates
+    assert dup["twin"] == way.signature and dup["recheck"] and dup["resumes"] == entry.sighting
+    assert dup["how"] == "property"
+    # against nothing it is: a bug of its own, nothing streamed, no note
+    result = hunt(target, "triton-interpret", get_profile("ci"), database=None, max_examples=1,
+                  resume=[entry])  # fmt: skip
+    assert result.duplicates == [] and result.resume_notes == []
+    assert result.events["checked again: a bug of its own"] == 1
