@@ -564,6 +564,41 @@ def _g_as_g_gamma(case: Case) -> Case | None:
     return Case({**inputs, "g_gamma": host[0, 0].copy()}, case.params, case.recipe)
 
 
+def _gla_last_chunk(case: Case) -> Case | None:
+    """A simple GLA forward case of several chunks cut to its last chunk, the state the float64
+    recurrence carries into it given as the initial state (the same computation of that chunk,
+    through the kernel's initial-state path): the duplicate check takes ``multi-chunk`` away
+    so. None for packed sequences or a single chunk."""
+    import torch
+
+    from fuzz.arrays import to_float64
+    from oracles.simple_gla import simple_gla_reference
+
+    chunk, tokens = int(case.params.get("chunk_size") or 0), case.inputs["q"].shape[1]
+    if case.inputs.get("cu_seqlens") is not None or chunk <= 0 or tokens <= chunk:
+        return None
+    cut = (tokens - 1) // chunk * chunk
+
+    def head(name: str) -> Any:
+        a = case.inputs.get(name)
+        return None if a is None else torch.from_numpy(to_float64(np.asarray(a)))
+
+    g = head("g")
+    _, state = simple_gla_reference(
+        *(head(n)[:, :cut] for n in ("q", "k", "v")),  # type: ignore[index]
+        g=None if g is None else g[:, :cut],
+        g_gamma=head("g_gamma"),
+        scale=case.params.get("scale"),
+        initial_state=head("h0"),
+    )
+    inputs = {
+        name: a[:, cut:] if name in ("q", "k", "v", "g") else a
+        for name, a in case.inputs.items()
+        if name != "h0"
+    }
+    return Case({**inputs, "h0": state.numpy().astype(np.float32)}, case.params, case.recipe)
+
+
 _GLA_RECAST: dict[str, tuple[str, Callable[[Case], Case | None]]] = {
     "g_gamma": ("g", _g_gamma_as_g),
     "g": ("g_gamma", _g_as_g_gamma),
@@ -767,6 +802,7 @@ def _gla_families() -> list[Family]:
             measure=_gla_measure,
             uses={f: u for f, u in _GLA_USES.items() if f != "dht"},
             drop={f: d for f, d in _GLA_DROP.items() if f != "dht"},
+            reduce={"multi-chunk": _gla_last_chunk},
             recast=_GLA_RECAST,
             runtime=_GLA_RUNTIME,
             types=_GLA_TYPES,

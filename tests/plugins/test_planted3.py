@@ -638,3 +638,46 @@ def test_a_row_is_checked_again_against_the_bugs_found_since(plugins, tmp_path):
                   resume=[entry])  # fmt: skip
     assert result.duplicates == [] and result.resume_notes == []
     assert result.events["checked again: a bug of its own"] == 1
+
+
+def test_a_multi_chunk_gla_case_is_cut_to_its_last_chunk_with_its_carried_state(plugins):
+    """The planted GLA kernel's unscaled inter-chunk term came as a row with a state carried
+    across chunks (17 tokens, no initial state) beside its row with an initial state (an H200).
+    ``multi-chunk`` is taken away by cutting the case to its last chunk, the state the float64
+    recurrence carries into it given as the initial state: the same outputs for those tokens,
+    and the cut case fails as the initial-state row does, under its conditions."""
+    import numpy as np
+    import torch
+
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.duplicates import bug_of
+    from fuzz.families import get_family
+    from oracles.simple_gla import simple_gla_reference
+
+    target, backend = get("planted3_gla_inter_unscaled_triton"), get_backend("triton-interpret")
+    rng = np.random.default_rng(1)
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    params = {"dtype": "float32", "chunk_size": 16, "scale": None, "output_final_state": False}
+    gamma = np.full(1, -0.3, np.float32)
+    carried = Case({"q": arr(1, 17, 1, 16), "k": arr(1, 17, 1, 16), "v": arr(1, 17, 1, 16),
+                    "g_gamma": gamma}, dict(params))  # fmt: skip
+    initial = Case({"q": arr(1, 16, 1, 16), "k": arr(1, 16, 1, 16), "v": arr(1, 16, 1, 16),
+                    "g_gamma": gamma, "h0": arr(1, 1, 16, 16)}, dict(params))  # fmt: skip
+    cut = get_family("simple_gla_fwd").reduce["multi-chunk"](carried)
+    assert cut.inputs["q"].shape == (1, 1, 1, 16) and cut.inputs["h0"].shape == (1, 1, 16, 16)
+    whole, _ = simple_gla_reference(*(torch.from_numpy(carried.inputs[n]) for n in "qkv"),
+                                    g_gamma=torch.from_numpy(gamma))  # fmt: skip
+    last, _ = simple_gla_reference(*(torch.from_numpy(cut.inputs[n]) for n in "qkv"),
+                                   g_gamma=torch.from_numpy(gamma),
+                                   initial_state=torch.from_numpy(cut.inputs["h0"]))  # fmt: skip
+    assert torch.allclose(whole[:, 16:], last, rtol=1e-6, atol=1e-6)
+    multi = _as_found(target, backend, carried)
+    state = _as_found(target, backend, initial)
+    assert "multi-chunk" in multi.triggers and "feature initial_state" in state.triggers
+    me = _duplicates(target, backend, {"state": state})
+    assert me.needs_fewer(multi, [bug_of(state)]) == bug_of(state)
+    assert get_family("simple_gla_fwd").reduce["multi-chunk"](initial) is None  # one chunk
