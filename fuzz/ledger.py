@@ -649,6 +649,11 @@ class BugLedger:
                 and self.resumed[e.sighting] < RESUMES
                 and self._pending(e)
             ):
+                rec = self._row(e.sighting) or {}
+                if e.ladder and rec.get("choices"):  # (from where the last one got to)
+                    e = dataclasses.replace(
+                        e, choices=str(rec["choices"]), notes=tuple(rec.get("shrink_notes") or ())
+                    )
                 self.resume.append(e)
                 queued.add(e.sighting)
 

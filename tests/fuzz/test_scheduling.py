@@ -8,6 +8,7 @@ workers added and removed, slices begun, their progress, findings and summaries;
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import Counter
 from pathlib import Path
@@ -1514,6 +1515,13 @@ def test_a_bug_shrunk_through_compiled_variants_only_is_shrunk_on_by_a_compile_w
     summary = {"found": [small], "seconds": 20.0, "compile_seconds": 12.0, "compiles": 4}
     ended = policy.ended(83, summary, 32.0)
     assert p.found["big"].get("ladder") is None and p.found["big"]["resumes"] == entry.sighting
+    # (a ladder slice whose time ran out streams its row as the ladder's again, with the choices
+    # it got to: the entry handed back starts from them)
+    p.ledger.found["big"] = {**p.found["big"], "ladder": True, "choices": "AAI="}
+    p.ledger.requeue([entry])
+    assert _queued(p) == [dataclasses.replace(entry, choices="AAI=", notes=())]
+    p.ledger.resume.clear()
+    p.ledger.found["big"] = {k: v for k, v in p.found["big"].items() if k != "ladder"}
     assert (p.slices, p.seconds) == (slices, seconds)  # no fuzzing booked
     assert p.stats["compile_seconds"] == 0.0 and p.stats["ladder_compile_seconds"] == 12.0
     assert ended.widened is None

@@ -131,6 +131,24 @@ def test_a_compiled_only_failure_leaves_new_variants_to_a_compile_worker(
     assert small.case.inputs["x"].shape == (2, 1), small.case
     assert small.shrink_notes[0] == "a" and "on a compile worker" in small.shrink_notes[-1]
     assert len(mod.COMPILES) > before  # the variants its steps needed, compiled there
+    # Its time run out before its shrinking ended: still the ladder's, from where it got to
+    # (another compile worker goes on: ``BugLedger.requeue`` takes its choices).
+    mod._compiled.clear()
+    monkeypatch.setattr(mod, "COMPILE_SECONDS", 0.5)  # (its 1 s holds two compiles at most)
+    rushed = []
+    hunt(
+        target,
+        "fake-compiled",
+        dataclasses.replace(options, compile_share=None, shrink_seconds=0.001),
+        max_examples=0,
+        database=None,
+        hard_limit=120.0,
+        resume=[entry],
+        hooks=Hooks(on_found=lambda _, f: rushed.append(f)),
+    )
+    [cut] = rushed
+    assert cut.ladder and cut.as_dict()["choices"], cut.shrink_notes
+    assert cut.shrink_notes[-1].endswith("(its time ran out: another goes on)")
 
 
 def test_a_failure_whose_shrink_time_ran_out_is_left_to_a_compile_worker(
