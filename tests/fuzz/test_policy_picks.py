@@ -20,7 +20,9 @@ seen another way with a smaller minimal example stands for the bug (the smallest
 first, its signature the bug's from then on): the replay keeps the bug's first record in its
 place, as the old campaign did (``_own_records_only`` too), and ``test_scheduling`` holds the
 new rule. A slice's time to shrink now ends before the campaign stops what still runs past its
-budget (off here: ``end_grace`` unbounded; ``test_scheduling`` holds the rule)."""
+budget (off here: ``end_grace`` unbounded; ``test_scheduling`` holds the rule). Rows are checked
+again against the bugs found since (off here: ``BugLedger.queue_rechecks``, as
+``_own_records_only`` sets it; ``test_ledger_ways`` holds the rule)."""
 
 from __future__ import annotations
 
@@ -163,6 +165,7 @@ def _own_records_only(monkeypatch: pytest.MonkeyPatch) -> None:
     from fuzz.ledger import BugLedger
 
     monkeypatch.setattr(ledger, "_smaller", lambda rec, than: False)
+    monkeypatch.setattr(BugLedger, "queue_rechecks", lambda self: None)
     monkeypatch.setattr(BugLedger, "records", lambda self: list(self.found.values()))
     monkeypatch.setattr(
         BugLedger, "classes", property(lambda self: {r["class"] for r in self.found.values()})
