@@ -584,8 +584,11 @@ def _gla_last_chunk(case: Case) -> Case | None:
         return None if a is None else torch.from_numpy(to_float64(np.asarray(a)))
 
     g = head("g")
+    q, k, v = (head(n)[:, :cut] for n in ("q", "k", "v"))
     _, state = simple_gla_reference(
-        *(head(n)[:, :cut] for n in ("q", "k", "v")),  # type: ignore[index]
+        q,
+        k,
+        v,
         g=None if g is None else g[:, :cut],
         g_gamma=head("g_gamma"),
         scale=case.params.get("scale"),
