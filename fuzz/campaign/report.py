@@ -151,6 +151,8 @@ SEEN_HOW = {
     "shared": "a way of the bug seen by each of the two rows (one key, one set of conditions)",
     "replay": "example, replayed, failing as the bug (its first failure did not come again)",
     "runs": "flaky example, its runs failing as the bug does",
+    "conditions": "minimal example failing alike with its incidental conditions taken away",
+    "same": "minimal example of the bug's key, under fewer conditions than that way",
 }
 
 

@@ -1739,6 +1739,9 @@ def test_a_row_whose_replay_was_a_known_bug_joins_that_bug_with_its_reproducer()
     (way,) = p.ledger.found["oob"]["also_seen"]
     assert way["signature"] == "big" and way["how"] == "replay" and way["reproducer"]
     assert "replayed" in SEEN_HOW["replay"]
+    # every way a row is told to be another's has its words in the report
+    told = {"case", "property", "site", "conditions", "influence", "shared", "replay", "runs"}
+    assert told | {"same"} <= set(SEEN_HOW)
 
 
 def test_what_a_later_slice_found_of_a_row_it_took_is_noted_on_the_row():
