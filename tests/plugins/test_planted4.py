@@ -259,7 +259,13 @@ def test_a_bugs_trigger_fails_with_its_class_and_a_near_miss_passes(plugin, patt
 
 def _hunt(name: str, examples: int):
     result = hunt(
-        get(name), BACKEND, get_profile("ci"), database=None, max_examples=examples, seed=1
+        get(name),
+        BACKEND,
+        get_profile("ci"),
+        database=None,
+        max_examples=examples,
+        seed=1,
+        time_limit=10**6,  # (stopped by its examples, never by the clock)
     )
     assert result.error is None, result.error
     return [f.as_dict() for f in result.found.values()]
