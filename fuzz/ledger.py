@@ -657,9 +657,13 @@ class BugLedger:
                 self.resume.append(e)
                 queued.add(e.sighting)
 
-    def resumable(self, *, ladder: bool = False) -> bool:
-        """Whether a queued bug (of a compile worker's, ``ladder``) still stands unshrunk."""
-        return any(e.ladder == ladder and self._pending(e) for e in self.resume)
+    def resumable(self, *, ladder: bool = False, rechecks: bool = True) -> bool:
+        """Whether a queued bug (of a compile worker's, ``ladder``) still stands unshrunk, or
+        (``rechecks``) a row is queued to be checked again."""
+        return any(
+            e.ladder == ladder and (rechecks or not e.example) and self._pending(e)
+            for e in self.resume
+        )
 
     def _pending(self, entry: Resume) -> bool:
         """Whether queued ``entry`` still has its work to do (:meth:`pending`; a check again:

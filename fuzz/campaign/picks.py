@@ -54,7 +54,7 @@ def pick(
         return min(under, key=lambda p: under_floor_order(p, pairs, t, loaded))
     # Then a pair with bugs its slices left unshrunk: its next slice shrinks them first, and
     # a row's small reproducer is what its maintainer runs (4 of 16 planted rows on an H200).
-    resuming = [p for p in active if p.ledger.resumable()]
+    resuming = [p for p in active if p.ledger.resumable(rechecks=False)]  # (not a check again)
     if resuming:
         return min(resuming, key=lambda p: (p.key not in loaded, p.total_examples))
     # Then the pairs that met their floor by seconds, short of its examples (a slow pair:

@@ -1463,6 +1463,18 @@ def test_past_the_floors_a_pair_with_a_bug_to_resume_comes_first():
     small = _rec("small", key="nan|oracle|y|-", shrunk=True, details={"round": 0})
     policy.record(cut, {**small, "resumes": sighting(71, big)}, sighting=sighting(71, big))
     assert policy.pick() is busy  # shrunk meanwhile: nothing left to resume
+    # A row queued to be checked again does not put its pair first: its next slice, whenever
+    # it comes, takes it (a README campaign's mutant pair was left at 75 examples otherwise);
+    # past the budget, a finishing slice does.
+    other = _rec("other", key="accuracy|oracle|y|-", shrunk=True, details={"round": 1})
+    policy.record(cut, other, sighting=sighting(71, other))
+    cut.ledger.queue_rechecks()
+    assert {e.signature for e in cut.ledger.resume if e.example} == {"small", "other"}
+    assert cut.ledger.resumable() and not cut.ledger.resumable(rechecks=False)
+    assert policy.pick() is busy
+    from fuzz.campaign import picks
+
+    assert picks.next_unshrunk([busy, cut]) is cut
 
 
 def test_a_bug_shrunk_through_compiled_variants_only_is_shrunk_on_by_a_compile_worker():
