@@ -27,17 +27,10 @@ STATS = (
     "twin_seconds",
     "shrink_seconds",
 )
-# A warm-up's numbers that are its pair's setup (booked by :func:`book_warm_up`), not fuzzing;
-# and its shrinking (a warm-up's or a shrink-only slice's: off the fuzzing path, its seconds
-# not among the pair's, where they took from its fuzzing seconds: JAX's ``mha`` on an H200, its
-# rows shrunk on compile workers for 441 s, had "0 s" of fuzzing in 368 s of slices).
-OFF_PATH = (
-    "compile_seconds",
-    "seconds",
-    "compiles",
-    "cache_loads",
-    "cache_load_seconds",
-    "shrink_seconds",
+# Off the fuzzing path: a warm-up's numbers (its pair's setup) and a shrink-only slice's; their
+# shrinking too (JAX's mha on an H200 had "0 s" of fuzzing, its ladder shrinking taken from it).
+OFF_PATH = tuple(
+    "compile_seconds seconds compiles cache_loads cache_load_seconds shrink_seconds".split()
 )
 
 
@@ -59,9 +52,9 @@ def book_time(
     secs = summary.get("seconds", now - plan.started)
     if plan.warm_up is not None:
         book_warm_up(pair, summary, secs)
-        return 0.0, {**summary, **dict.fromkeys(OFF_PATH, 0.0)}
-    if plan.shrink_only:
+    elif plan.shrink_only:
         book_shrink_only(pair, plan, secs, summary.get("compile_seconds", 0.0))
+    if plan.warm_up is not None or plan.shrink_only:
         return 0.0, {**summary, **dict.fromkeys(OFF_PATH, 0.0)}
     pair.slices += 1
     pair.seconds += secs
