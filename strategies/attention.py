@@ -57,7 +57,7 @@ from strategies._validate import (
     check_subset,
     fitted,
 )
-from strategies.reuse import free_lengths, reusing, structure_key
+from strategies.reuse import free_lengths, free_options, reusing, structure_key
 from strategies.values import EXPLICIT_MAX, ValueRecipe, float_dtypes, materialize, occasionally
 
 LEVELS = (0.0, 100.0, -100.0, 12.0, -1000.0, 1000.0)
@@ -530,12 +530,15 @@ def attention_cases(
                 max_tk = max(1, min(max_tk, lim.max_scores // (batch * hq * tq)))
                 tk = draw(key_sizes(block_k, max_size=max_tk), label="Tk")
                 tk = fitted(rules, "k", tk, tiles)
-        causal = _flag(draw, feats, "causal")
-        window = _window(draw, feats)
+        with free_options(draw):
+            causal = _flag(draw, feats, "causal")
+            window = _window(draw, feats)
         key_lengths = None
         if length_kinds is not None:
             with free_lengths(draw):
                 key_lengths = _resolve_lengths(draw, length_kinds, tk)
+        with free_options(draw):
+            score = _score_modifiers(draw, hq, feats)
         return {
             "dtype": dtype,
             "block_q": block_q,
@@ -549,7 +552,7 @@ def attention_cases(
             "causal": causal,
             "window": window,
             "key_lengths": key_lengths,
-            "score": _score_modifiers(draw, hq, feats),
+            "score": score,
         }
 
     key = structure_key(
@@ -661,6 +664,9 @@ def varlen_cases(
             tail = draw(st.sampled_from((0, 1, 3, block_k)), label="guard rows")
         keys = int(lk.sum())
         tail = fitted(rules, "k", keys + tail, tiles) - keys
+        with free_options(draw):
+            causal, window = _flag(draw, feats, "causal"), _window(draw, feats)
+            score = _score_modifiers(draw, hq, feats)
         return {
             "dtype": dtype,
             "block_q": block_q,
@@ -671,9 +677,9 @@ def varlen_cases(
             "lq": lq,
             "lk": lk,
             "tail": tail,
-            "causal": _flag(draw, feats, "causal"),
-            "window": _window(draw, feats),
-            "score": _score_modifiers(draw, hq, feats),
+            "causal": causal,
+            "window": window,
+            "score": score,
         }
 
     key = structure_key(
@@ -780,6 +786,8 @@ def decode_cases(
                 tmax = draw(key_sizes(block_k, max_size=max(1, min(max_t, room))), label="Tmax")
             tmax = fitted(rules, "k", tmax, {"block_k": block_k, "num_splits": splits})
             cache_len = _resolve_lengths(draw, length_kinds, tmax)
+        with free_options(draw):
+            window, score = _window(draw, feats), _score_modifiers(draw, hq, feats)
         return {
             "dtype": dtype,
             "block_k": block_k,
@@ -790,8 +798,8 @@ def decode_cases(
             "d": d,
             "tmax": tmax,
             "cache_len": cache_len,
-            "window": _window(draw, feats),
-            "score": _score_modifiers(draw, hq, feats),
+            "window": window,
+            "score": score,
         }
 
     key = structure_key(

@@ -43,6 +43,14 @@ the memo measures it: on examples that reused a variant this process launched, w
 had not launched, most compiling turns fresh lengths off (:attr:`StructureMemo.lengths_free`)
 but for a share ``min_explore`` of reuses, which keep measuring.
 
+Options are free alike: a strategy draws a case's optional inputs, masks and runtime scalars (a
+bias, a scale, a causal flag, a window) inside :func:`free_options`, and a reused structure draws
+them fresh while that compiles nothing here (:attr:`StructureMemo.options_free`, measured on the
+reuses that drew them fresh). Some kernels compile for them (a
+Triton ``constexpr``), others take them as arguments (a Pallas kernel that always passes its
+bias); replayed with the structure, a pair over its compile share met only the options of its
+first few structures.
+
 Hypothesis also runs variations of earlier examples (mutations, hill climbing on ``target()``
 scores); while a memo is active they vary values and leave structures alone but at the explore
 rate (:func:`_spare_structures`). What the memo does not choose: the first example (the
@@ -128,6 +136,8 @@ class _Entry:
     reuses: int = 0
     free: Ranges = ()
     unfree: bool = False  # its lengths cannot be drawn fresh: replayed whole
+    options: Ranges = ()  # the index ranges of its options (:func:`free_options`)
+    fixed_options: bool = False  # its options cannot be drawn fresh: replayed
     # Its example failed: reused only with fresh lengths (replayed whole, it would only hit its
     # bug again).
     failing: bool = False
@@ -144,6 +154,8 @@ class _Drawn:
     mode: str  # "explore", "reuse": the memo chose; "fresh", "replay": Hypothesis chose
     free: Ranges = ()
     relengthed: bool = False  # a reuse whose lengths the memo had drawn fresh
+    options: Ranges = ()
+    reoptioned: bool = False  # a reuse whose options the memo had drawn fresh
 
 
 @dataclass
@@ -156,7 +168,8 @@ class _Open:
     start: int
     replay: _Replay | None
     free: list[tuple[int, int]] = field(default_factory=list)
-    inside: bool = False  # within free_lengths (they do not nest)
+    options: list[tuple[int, int]] = field(default_factory=list)
+    inside: bool = False  # within free_lengths or free_options (they do not nest)
 
     def count(self) -> int:
         """The structure's recorded choices so far (as ``StructureMemo._draw`` records them)."""
@@ -168,7 +181,8 @@ class _Replay:
     that does not match the record (or comes after it) to the provider it stands in for.
     ``widened``: an integer draw whose bounds differ from the record's (and nothing else of its
     constraints) matches where the recorded value lies within them (a record of a narrower
-    strategy: see :meth:`StructureMemo._borrowable`)."""
+    strategy: see :meth:`StructureMemo._borrowable`). ``free`` and ``options``: the recorded
+    lengths' and options' ranges, drawn fresh (None: those choices replayed)."""
 
     def __init__(
         self,
@@ -176,27 +190,41 @@ class _Replay:
         nodes: Nodes,
         widened: bool = False,
         free: Ranges | None = None,
+        options: Ranges | None = None,
     ) -> None:
         self.inner, self.nodes, self.served, self.matched = inner, nodes, 0, True
         self.widened = widened
-        # ``free``: the recorded lengths' ranges, drawn fresh (None: every choice replayed).
-        self.free, self.lengths, self.passing = free, 0, False
+        self.free, self.options = free, options
+        # How many ranges of each kind were drawn fresh so far; the kind passing now.
+        self.done = {"lengths": 0, "options": 0}
+        self.passing: str | None = None
 
-    def enter_lengths(self) -> None:
-        """The strategy starts drawing lengths: with fresh lengths, the recorded ones are
-        skipped and the draws pass to the inner provider until :meth:`leave_lengths`."""
-        if self.free is None or not self.matched:
-            return
-        if self.lengths >= len(self.free) or self.free[self.lengths][0] != self.served:
-            self.matched = False  # the strategy's lengths are not where the record has them
-            return
-        self.passing = True
+    @property
+    def lengths(self) -> int:
+        return self.done["lengths"]
 
-    def leave_lengths(self) -> None:
-        if self.passing:
-            self.served = self.free[self.lengths][1]  # type: ignore[index]
-            self.lengths += 1
-            self.passing = False
+    def _ranges(self, kind: str) -> Ranges | None:
+        return self.free if kind == "lengths" else self.options
+
+    def enter(self, kind: str) -> None:
+        """The strategy starts drawing choices of ``kind`` ("lengths" or "options"): where
+        those are fresh, the recorded ones are skipped and the draws pass to the inner
+        provider until :meth:`leave`."""
+        ranges = self._ranges(kind)
+        if ranges is None or not self.matched:
+            return
+        n = self.done[kind]
+        if n >= len(ranges) or ranges[n][0] != self.served:
+            self.matched = False  # the strategy's draws are not where the record has them
+            return
+        self.passing = kind
+
+    def leave(self) -> None:
+        kind = self.passing
+        if kind is not None:
+            self.served = self._ranges(kind)[self.done[kind]][1]  # type: ignore[index]
+            self.done[kind] += 1
+            self.passing = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -213,7 +241,7 @@ class _Replay:
         return (lo is None or value >= lo) and (hi is None or value <= hi)
 
     def _serve(self, kind: str, args: tuple[Any, ...], constraints: dict[str, Any]) -> Any:
-        if self.passing:
+        if self.passing is not None:
             return getattr(self.inner, f"draw_{kind}")(*args, **constraints)
         if self.matched and not args and self.served < len(self.nodes):
             recorded_kind, value, recorded = self.nodes[self.served]
@@ -240,8 +268,11 @@ class _Replay:
 
     @property
     def complete(self) -> bool:
-        lengths_done = self.free is None or self.lengths == len(self.free)
-        return self.matched and self.served == len(self.nodes) and lengths_done
+        fresh_done = all(
+            r is None or self.done[k] == len(r)
+            for k, r in (("lengths", self.free), ("options", self.options))
+        )
+        return self.matched and self.served == len(self.nodes) and fresh_done
 
 
 def _identity(nodes: Nodes) -> tuple[Any, ...]:
@@ -274,7 +305,10 @@ class _Costs:
         new_refused: examples of new structures refused because they would have compiled
             (``refused``): how often a new structure needs a compile (``new_would_compile``);
         relength, relength_compiling, relength_refused: the same for examples that reused a
-            variant this process launched with lengths it had not (``lengths_free``).
+            variant this process launched with lengths it had not (``lengths_free``);
+        reoption, reoption_compiling, reoption_refused: the same for examples that reused a
+            structure with fresh options (``options_free``); one whose options made a variant
+            not launched here counts as no new structure.
     """
 
     new: int = 0
@@ -290,6 +324,9 @@ class _Costs:
     relength: int = 0
     relength_compiling: int = 0
     relength_refused: int = 0
+    reoption: int = 0
+    reoption_compiling: int = 0
+    reoption_refused: int = 0
 
 
 # The examples of new structures a memo must have seen before it judges whether a new one will
@@ -321,6 +358,7 @@ class StructureMemo:
         explore: a fixed explore rate (tests, benchmarks); None: from the measured costs.
         fresh_lengths: whether reused structures draw their lengths fresh: True always, False
             never (a structure is replayed whole), None as measured (:attr:`lengths_free`).
+        fresh_options: the same for their options (:func:`free_options`, :attr:`options_free`).
         seed: seeds the memo's own choices (explore or reuse, and which structure).
         diverse: how many candidate structures an exploration draws (0 or 1: Hypothesis's
             generator draws the one it launches). Where a pair can afford a few dozen compiles,
@@ -344,7 +382,8 @@ class StructureMemo:
             longer draws them), examples ``observed``; ``borrowed``: reused structures
             recorded under another strategy (:meth:`_borrowable`); ``relengthed``: reused
             with fresh lengths; ``unfree``: records whose lengths could not be drawn fresh
-            (the strategy's other choices depend on them), replayed whole from then on.
+            (the strategy's other choices depend on them), replayed whole from then on;
+            ``reoptioned`` and ``fixed options``: the same for options.
 
     Use one memo per (target, backend), across the runs (hunts) of it that one process makes:
     ``with memo.active():`` around the run, ``memo.observe(...)`` after each example. Structures
@@ -357,6 +396,7 @@ class StructureMemo:
     min_explore: float = DEFAULT_MIN_EXPLORE
     explore: float | None = None
     fresh_lengths: bool | None = None
+    fresh_options: bool | None = None
     seed: int = 0
     diverse: int = DIVERSE_CANDIDATES
     # Set by the hunt while its compile time is over its share (``Profile.compile_share``):
@@ -395,6 +435,9 @@ class StructureMemo:
     # A moving average of whether fresh lengths compiled, and how many examples it has seen.
     _lengths_compile: float = field(default=0.0, init=False, repr=False)
     _lengths_seen: int = field(default=0, init=False, repr=False)
+    # The same for fresh options.
+    _options_compile: float = field(default=0.0, init=False, repr=False)
+    _options_seen: int = field(default=0, init=False, repr=False)
     _rng: random.Random = field(init=False, repr=False)
     # The candidates' own generator (``diverse``): drawing them leaves the memo's choices
     # (explore or reuse, which structure) as they would be without them.
@@ -409,10 +452,10 @@ class StructureMemo:
         self.min_explore = _check_fraction("min_explore", self.min_explore)
         if self.explore is not None:
             self.explore = _check_fraction("explore", self.explore, lo_open=False)
-        if not (self.fresh_lengths is None or isinstance(self.fresh_lengths, bool)):
-            raise InvalidArgument(
-                f"fresh_lengths={self.fresh_lengths!r} must be None, True or False"
-            )
+        for name in ("fresh_lengths", "fresh_options"):
+            value = getattr(self, name)
+            if not (value is None or isinstance(value, bool)):
+                raise InvalidArgument(f"{name}={value!r} must be None, True or False")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InvalidArgument(f"seed={self.seed!r} must be an int")
         if isinstance(self.diverse, bool) or not isinstance(self.diverse, int) or self.diverse < 0:
@@ -430,6 +473,8 @@ class StructureMemo:
             "borrowed",
             "relengthed",
             "unfree",
+            "reoptioned",
+            "fixed options",
             "diversified",
         ):
             self.counts[k] = 0
@@ -506,11 +551,12 @@ class StructureMemo:
             return False
         c = self.costs
         first = drawn[0]
+        reoption = self._reoption(drawn)
         if self._is_known(first):
             c.known += 1
             c.known_compile += compile_seconds
             c.known_compiling += compile_seconds > 0
-        else:
+        elif not reoption:  # (a reuse with fresh options is measured as such, below)
             c.new += 1
             c.new_compile += compile_seconds
             c.new_compiling += compile_seconds > 0
@@ -519,8 +565,12 @@ class StructureMemo:
         else:
             c.other_compile += compile_seconds
         c.run_seconds += max(0.0, example_seconds - compile_seconds)
-        measured = self._relength(drawn)
-        if measured:
+        measured = not reoption and self._relength(drawn)
+        if reoption:
+            c.reoption += 1
+            c.reoption_compiling += own > 0
+            self._judge_options(min(own, compile_seconds))
+        elif measured:
             c.relength += 1
             c.relength_compiling += own > 0
             self._judge_lengths(min(own, compile_seconds))
@@ -528,14 +578,14 @@ class StructureMemo:
         self._launched_variants.update((d.key, _variant(d.nodes, d.free)) for d in drawn)
         for d in drawn:
             if offer:
-                self._offer(d.key, d.nodes, d.free)
+                self._offer(d.key, d.nodes, d.free, d.options)
             elif d.free:
                 # Its variant, with other lengths and values, is no repeat of the failure: kept
                 # for reuses with fresh lengths. Where nearly every example failed (a mutant
                 # whose bug most cases reach), none was offered, and over its compile share
                 # every example explored a new structure and was refused: an H200 campaign's
                 # GLA mutant ran 17 examples and refused 5,235.
-                self._offer(d.key, d.nodes, d.free, failing=True)
+                self._offer(d.key, d.nodes, d.free, d.options, failing=True)
         return measured
 
     def _is_known(self, d: _Drawn) -> bool:
@@ -555,20 +605,39 @@ class StructureMemo:
             for d in drawn
         )
 
+    @staticmethod
+    def _reoption(drawn: list[_Drawn]) -> bool:
+        """Whether an example's structures include a reuse with fresh options: whether such
+        examples compile tells what drawing options fresh costs here (once a Triton kernel's
+        few flag variants are compiled, nothing)."""
+        return any(d.reoptioned for d in drawn)
+
     def _cheap(self) -> float:
         """What a launch of a structure the memo knows may compile and still count as a load:
         ``LOAD_SECONDS``, or a tenth of a new structure's mean compile where that is more."""
         c = self.costs
         return max(LOAD_SECONDS, 0.1 * (c.new_compile / c.new if c.new else 0.0))
 
+    def _score(self, compile_seconds: float | None) -> float:
+        """An example's compile seconds against what a load may cost (``_cheap``), as a score
+        in [0, 1] (a load at most 1/2, a compile of twice a load's bound or more 1); None:
+        refused because it would have compiled (1)."""
+        return 1.0 if compile_seconds is None else min(compile_seconds / self._cheap(), 2.0) / 2
+
     def _judge_lengths(self, compile_seconds: float | None) -> None:
-        """Adds an example that launched a variant with new lengths to the judgement: its
-        compile seconds against what a load may cost (``_cheap``), as a score in [0, 1] (a load
-        at most 1/2, a compile of twice a load's bound or more 1); None: refused because it
-        would have compiled (1)."""
-        score = 1.0 if compile_seconds is None else min(compile_seconds / self._cheap(), 2.0) / 2
+        """Adds an example that launched a variant with new lengths to the judgement
+        (``_score``)."""
         self._lengths_seen += 1
-        self._lengths_compile += LENGTHS_WEIGHT * (score - self._lengths_compile)
+        self._lengths_compile += LENGTHS_WEIGHT * (
+            self._score(compile_seconds) - self._lengths_compile
+        )
+
+    def _judge_options(self, compile_seconds: float | None) -> None:
+        """Adds an example that reused a structure with fresh options to their judgement."""
+        self._options_seen += 1
+        self._options_compile += LENGTHS_WEIGHT * (
+            self._score(compile_seconds) - self._options_compile
+        )
 
     @property
     def lengths_free(self) -> bool:
@@ -581,6 +650,17 @@ class StructureMemo:
         if self.fresh_lengths is not None:
             return self.fresh_lengths
         return self._lengths_seen < NEW_SEEN or self._lengths_compile <= 0.5
+
+    @property
+    def options_free(self) -> bool:
+        """Whether a reused structure draws its options fresh (:func:`free_options`), judged
+        as :attr:`lengths_free` is, on the reuses that drew them fresh; ``fresh_options`` set:
+        that. Options that compile nothing (a Pallas
+        kernel's runtime scalars and always-passed inputs) vary from example to example; while
+        they compile, a share ``min_explore`` of reuses keeps measuring."""
+        if self.fresh_options is not None:
+            return self.fresh_options
+        return self._options_seen < NEW_SEEN or self._options_compile <= 0.5
 
     @property
     def explore_rate(self) -> float:
@@ -625,7 +705,11 @@ class StructureMemo:
         refusal was judged as fresh lengths that compile."""
         drawn = self._current_draws()
         judged = False
-        if drawn and self._relength(drawn):
+        if drawn and self._reoption(drawn):
+            self.costs.reoption_refused += 1
+            if measured:
+                self._judge_options(None)
+        elif drawn and self._relength(drawn):
             self.costs.relength_refused += 1
             if measured:
                 self._judge_lengths(None)
@@ -643,11 +727,13 @@ class StructureMemo:
         launched here counts with any lengths while they are free, and also where the memo
         reused it with fresh lengths while they are not: those are its samples that measure
         whether they still compile, which only a launch tells (refused before it, they would
-        never turn lengths on again)."""
+        never turn lengths on again). A reuse with fresh options counts alike: its structure was
+        launched, and whether its options compile is what its launch measures."""
         drawn = self._current_draws()
         free = self.lengths_free
         return bool(drawn) and all(
             self._is_known(d)
+            or d.reoptioned
             or (d.key, _identity(d.nodes)) in self._launched
             or (
                 (free or d.relengthed)
@@ -719,38 +805,49 @@ class StructureMemo:
             return sum(len(v) for v in self._variants.values())
         return len(self._variants.get(key, ()))
 
-    def export(self) -> list[tuple[Hashable, Nodes, Ranges, bool]]:
+    def export(self) -> list[tuple[Hashable, Nodes, Ranges, bool, Ranges]]:
         """The structures the memo offers, as (strategy key, recorded choices, ranges of its
-        lengths, whether its example failed): what another process's memo of the same target
-        takes in with :meth:`take_in` (a campaign's compile worker hands the structures it
-        compiled to the workers that fuzz)."""
+        lengths, whether its example failed, ranges of its options): what another process's
+        memo of the same target takes in with :meth:`take_in` (a campaign's compile worker
+        hands the structures it compiled to the workers that fuzz)."""
         return [
-            (key, e.nodes, e.free, e.failing) for key, pool in self._pools.items() for e in pool
+            (key, e.nodes, e.free, e.failing, e.options)
+            for key, pool in self._pools.items()
+            for e in pool
         ]
 
     def take_in(self, structures: Iterable[tuple[Any, ...]]) -> int:
-        """Offers ``structures`` (from :meth:`export`; a record without its lengths' ranges has
-        none, one without its failing flag passed) for reuse; returns how many were new. They
-        are offered as launched: their kernels compiled, in another process of the host, into
-        the caches on disk."""
+        """Offers ``structures`` (from :meth:`export`; a record without its lengths' or options'
+        ranges has none, one without its failing flag passed) for reuse; returns how many were
+        new. They are offered as launched: their kernels compiled, in another process of the
+        host, into the caches on disk."""
         before = self.counts["offered"]
         for key, nodes, *rest in structures:
             free = tuple((int(a), int(b)) for a, b in rest[0]) if rest else ()
             failing = bool(rest[1]) if len(rest) > 1 else False
-            self._offer(key, tuple(nodes), free, failing=failing)
+            options = tuple((int(a), int(b)) for a, b in rest[2]) if len(rest) > 2 else ()
+            self._offer(key, tuple(nodes), free, options, failing=failing)
         return self.counts["offered"] - before
 
     # The strategies' side -----------------------------------------------------------------------
 
     def _offer(
-        self, key: Hashable, nodes: Nodes, free: Ranges = (), *, failing: bool = False
+        self,
+        key: Hashable,
+        nodes: Nodes,
+        free: Ranges = (),
+        options: Ranges = (),
+        *,
+        failing: bool = False,
     ) -> None:
         ident = _identity(nodes)
         known = self._known.setdefault(key, set())
         if ident in known:
             return
         known.add(ident)
-        entry = _Entry(nodes, free=free, failing=failing, variant=_variant(nodes, free))
+        entry = _Entry(
+            nodes, free=free, failing=failing, variant=_variant(nodes, free), options=options
+        )
         self._covered.setdefault(key, set()).update(_pairs(entry.variant))
         self._pools.setdefault(key, []).append(entry)
         self._variants.setdefault(key, {}).setdefault(entry.variant, []).append(entry)
@@ -799,7 +896,7 @@ class StructureMemo:
         self._drawn = [d for d in self._drawn if d.data is data]
         entry = None
         generated = generating(data)
-        borrowed = relength = False
+        borrowed = relength = reoption = False
         if generated and self._warming:
             own = self._pools.get(key, [])
             pool = [e for e in own + self._borrowable(key) if e.free and not e.unfree]
@@ -814,11 +911,15 @@ class StructureMemo:
                     self.fresh_lengths is None and self._rng.random() < self.min_explore
                 )
                 entry, borrowed = self._choose(own, pool, relength)
+                reoption = entry is not None and self._fresh_options_for(entry)
         start = choice_count(data)
         replay = None
         if entry is not None:
             free = entry.free if relength and not entry.unfree else None
-            replay = _Replay(provider_of(data), entry.nodes, widened=borrowed, free=free)
+            options = entry.options if reoption else None
+            replay = _Replay(
+                provider_of(data), entry.nodes, widened=borrowed, free=free, options=options
+            )
         elif generated and self._covered.get(key) and (self._warming or self.explore_rate < 1):
             # Only where structures are rationed (a compile worker's warm-up, a pair whose
             # compiles cost): elsewhere (the Triton interpreter) every example explores anyway,
@@ -846,6 +947,12 @@ class StructureMemo:
             mode = "explore" if generated else "fresh" if generating(data) else "replay"
         elif replay.complete:
             mode, entry.reuses = "reuse", entry.reuses + 1
+        elif replay.options is not None and replay.done["options"]:
+            # A choice after fresh options no longer matched its record: it depends on them.
+            # The record stays, its options replayed from now on.
+            mode = "explore"
+            entry.fixed_options = True
+            self.counts["fixed options"] += 1
         elif replay.free is not None and replay.lengths:
             # A choice after fresh lengths no longer matched its record: it depends on them.
             # The record stays, replayed whole from now on.
@@ -863,14 +970,27 @@ class StructureMemo:
         names = {"explore": "explored", "reuse": "reused", "fresh": "fresh", "replay": "replayed"}
         self.counts[names[mode]] += 1
         relengthed = mode == "reuse" and replay is not None and bool(replay.free)
+        reoptioned = mode == "reuse" and replay is not None and bool(replay.options)
         self.counts["relengthed"] += relengthed
+        self.counts["reoptioned"] += reoptioned
         nodes = recorded_choices(data, start)
-        free = tuple(opened.free)
+        free, options = tuple(opened.free), tuple(opened.options)
         if borrowed and mode == "reuse":
             self.counts["borrowed"] += 1
-            self._offer(key, nodes, free)  # known from now on under this strategy's key too
-        self._drawn.append(_Drawn(data, key, nodes, mode, free, relengthed))
+            # known from now on under this strategy's key too
+            self._offer(key, nodes, free, options)
+        self._drawn.append(_Drawn(data, key, nodes, mode, free, relengthed, options, reoptioned))
         return value
+
+    def _fresh_options_for(self, entry: _Entry) -> bool:
+        """Whether a reuse of ``entry`` draws its options fresh: where it has options that
+        can be, while options are free (:attr:`options_free`), or for a share ``min_explore``
+        of reuses that keeps measuring (drawn from the memo's generator only then)."""
+        if not entry.options or entry.fixed_options:
+            return False
+        return self.options_free or (
+            self.fresh_options is None and self._rng.random() < self.min_explore
+        )
 
     def _diverse(self, strategy: st.SearchStrategy[Any], key: Hashable) -> Nodes | None:
         """Of ``diverse`` candidate structures drawn aside, the choices of the one with the most
@@ -987,6 +1107,28 @@ def free_lengths(draw: Callable[..., Any]) -> Iterator[None]:
     where the kernel's variants are compiled per variant or shape bucket, and nothing else:
     the choices after them must not depend on them (a record whose later choices do is
     replayed whole). With no memo active (or outside a structure), nothing: the same draws."""
+    with _fresh(draw, "lengths"):
+        yield
+
+
+@contextlib.contextmanager
+def free_options(draw: Callable[..., Any]) -> Iterator[None]:
+    """Inside it, the structure a :func:`reusing` strategy draws draws options: optional
+    inputs, masks and runtime scalars (a bias, a scale, a causal flag, a window) that some
+    kernels compile for (a Triton ``constexpr``, a static argument) and others take as
+    arguments. A reused structure draws them fresh while the memo says they compile nothing
+    (:attr:`StructureMemo.options_free`, measured as lengths are), so that reusing a few
+    compiled structures does not fix them: an interpreted Pallas softmax over its compile share
+    reused its first structures, none with a bias and a scale, for 2,365 examples and never
+    met its bug, which needs both. The choices after them must not depend on them. With no
+    memo active (or outside a structure), nothing: the same draws."""
+    with _fresh(draw, "options"):
+        yield
+
+
+@contextlib.contextmanager
+def _fresh(draw: Callable[..., Any], kind: str) -> Iterator[None]:
+    """``free_lengths`` (``kind`` "lengths") or ``free_options`` ("options")."""
     memo = _ACTIVE.get()
     opened = memo._open if memo is not None else None
     if opened is None or opened.inside or opened.data is not choice_data(draw):
@@ -995,14 +1137,14 @@ def free_lengths(draw: Callable[..., Any]) -> Iterator[None]:
     begin = opened.count()
     opened.inside = True
     if opened.replay is not None:
-        opened.replay.enter_lengths()
+        opened.replay.enter(kind)
     try:
         yield
     finally:
         opened.inside = False
         if opened.replay is not None:
-            opened.replay.leave_lengths()
-        opened.free.append((begin, opened.count()))
+            opened.replay.leave()
+        (opened.free if kind == "lengths" else opened.options).append((begin, opened.count()))
 
 
 def current_memo() -> StructureMemo | None:

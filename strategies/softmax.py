@@ -14,7 +14,7 @@ from fuzz.case import Case
 from strategies._cache import cached_factory
 from strategies._validate import check_features, check_scale, check_sizes, check_subset
 from strategies.masks import MASK_KINDS, build_mask, mask_recipes
-from strategies.reuse import free_lengths, reusing
+from strategies.reuse import free_lengths, free_options, reusing
 from strategies.shapes import sizes, tiled_sizes
 from strategies.values import (
     SENTINEL_VALUES,
@@ -142,10 +142,11 @@ def softmax_cases(
             rows = draw(sizes(max_size=lim.max_rows, blocks=(block_m,)), label="rows")
             max_cols = max(1, min(lim.max_tiles * block_n + block_n - 1, lim.max_elements // rows))
             cols = draw(tiled_sizes(block_n, max_size=max_cols), label="cols")
-        mask_recipe = draw(mask_st, label="mask")
-        bias_kind = draw(bias_st, label="bias")
-        bias_seed = 0 if bias_kind in ("none", "alibi") else draw(seed_st, label="bias seed")
-        scale_value = draw(scale_st, label="scale")
+        with free_options(draw):
+            mask_recipe = draw(mask_st, label="mask")
+            bias_kind = draw(bias_st, label="bias")
+            bias_seed = 0 if bias_kind in ("none", "alibi") else draw(seed_st, label="bias seed")
+            scale_value = draw(scale_st, label="scale")
         return {
             "dtype": dtype,
             "block_m": block_m,

@@ -20,6 +20,7 @@ from strategies.reuse import (
     StructureMemo,
     current_memo,
     free_lengths,
+    free_options,
     reusing,
     structure_key,
 )
@@ -573,8 +574,9 @@ GLA_RUNTIME = ("h0", "dht", "scale", "output_final_state")
 )
 def test_families_reuse_their_structures(strategy, runtime):
     """A family's reused case has an earlier case's variant (dtypes, ranks and static params)
-    with fresh lengths and fresh values: lengths are drawn fresh (``free_lengths``)."""
-    memo = StructureMemo(explore=0.0)
+    with fresh lengths and fresh values: lengths are drawn fresh (``free_lengths``; options
+    replayed here, ``fresh_options=False``: see the test after it)."""
+    memo = StructureMemo(explore=0.0, fresh_options=False)
     seen: dict = {}
     reused = new_shapes = 0
     prev = dict(memo.counts)
@@ -604,6 +606,114 @@ def test_families_reuse_their_structures(strategy, runtime):
     assert new_shapes >= reused // 4, (new_shapes, reused)
 
 
+@st.composite
+def _variant_and_options(draw):
+    """A variant (two choices), lengths, options (a kind, and a scalar only some kinds draw),
+    and a value after them."""
+    variant = (draw(st.integers(0, 3)), draw(st.sampled_from("ab")))
+    with free_lengths(draw):
+        length = draw(st.integers(1, 50))
+    with free_options(draw):
+        kind = draw(st.sampled_from(("none", "random", "alibi")))
+        scale = draw(st.sampled_from((None, 0.5, 2.0))) if kind != "none" else None
+    return variant, length, (kind, scale)
+
+
+def test_a_reused_structure_draws_fresh_options():
+    """Where options compile nothing, a reused structure keeps its variant's other choices and
+    draws its options fresh: a memo that reuses its first structures still meets every option."""
+    memo = StructureMemo(explore=0.0, seed=1)
+    log = _hunt_like(memo, toy_cases(_variant_and_options()), examples=300)
+    variants, options = set(), set()
+    for mode, (variant, _length, opts) in log:
+        if mode == "reused":
+            assert variant in variants  # a variant an earlier example launched
+            options.add(opts)
+        variants.add(variant)
+    assert memo.counts["reused"] > 100
+    assert memo.counts["reoptioned"] == memo.counts["reused"]
+    assert len(options) == 7, options  # "none", and each kind with each scale
+    assert memo.counts["fixed options"] == memo.counts["stale"] == 0
+    # ... and replayed with them where the memo says so
+    still = StructureMemo(explore=0.0, seed=1, fresh_options=False)
+    log = _hunt_like(still, toy_cases(_variant_and_options()), examples=300)
+    first = {}
+    for mode, (variant, _length, opts) in log:
+        if mode == "reused":
+            assert opts == first[variant]
+        first.setdefault(variant, opts)
+    assert still.counts["reoptioned"] == 0 < still.counts["reused"]
+
+
+def test_the_memo_judges_whether_fresh_options_compile():
+    """Fresh options are turned off where most of the latest reuses that drew them fresh
+    compiled, kept measuring on a share of reuses, and on again once they stop (a Triton kernel
+    whose flags are ``constexpr``s, compiled one by one)."""
+    memo = StructureMemo(explore=0.0, seed=2)
+    compiled: set = set()
+
+    @st.composite
+    def wide_options(draw):  # a window, say: nearly every fresh draw is a variant of its own
+        variant = draw(st.integers(0, 3))
+        with free_options(draw):
+            window = draw(st.integers(0, 10**6))
+        return variant, window
+
+    def compile_per_option(case):
+        memo.observe(1.0 if case[0] not in compiled else 0.0, 1.01)
+        compiled.add(case[0])
+
+    def launch_only(case):
+        memo.observe(0.0, 0.01)
+
+    def run(check, examples, seed):
+        with memo.active():
+            _run(toy_cases(wide_options()), check, examples=examples, seed=seed)
+
+    assert memo.options_free  # nothing measured
+    run(compile_per_option, 40, 0)
+    assert not memo.options_free, (memo.costs, memo.counts)
+    assert memo.costs.reoption_compiling >= NEW_SEEN
+    assert memo.lengths_free  # the lengths' judgement is their own
+    before = dict(memo.counts)
+    run(launch_only, 300, 1)
+    assert memo.counts["reoptioned"] > before["reoptioned"]
+    assert memo.options_free
+
+
+def test_a_softmax_reusing_its_first_structure_meets_a_bias_with_a_scale():
+    """The softmax strategy's mask, bias and scale are options: a memo that reuses the first
+    structure it launched (no mask, no bias, no scale) still draws cases with a bias and a scale
+    other than 1 (a bug that needs both went unfound over 2,365 examples with them replayed)."""
+
+    def both(memo):
+        hits = 0
+
+        def body(case):
+            nonlocal hits
+            hits += "bias" in case.inputs and case.params["scale"] not in (None, 1.0)
+            memo.observe(0.0, 0.001)
+
+        with memo.active():
+            _run(softmax_cases("small"), body, examples=80)
+        return hits
+
+    assert both(StructureMemo(explore=0.0, seed=4)) >= 10
+    assert both(StructureMemo(explore=0.0, seed=4, fresh_options=False)) <= 1
+
+
+def test_an_exported_structure_keeps_its_options():
+    memo = StructureMemo(explore=0.0, seed=5)
+    _hunt_like(memo, toy_cases(_variant_and_options()), examples=30)
+    exported = memo.export()
+    assert exported and all(len(rec) == 5 and rec[4] for rec in exported)
+    other = StructureMemo(explore=0.0, seed=5)
+    assert other.take_in(exported) == len(exported)
+    assert [e.options for e in other._pools["toy"]] == [e.options for e in memo._pools["toy"]]
+    # a record from before options (four fields) has none
+    assert StructureMemo().take_in([rec[:4] for rec in exported]) == len(exported)
+
+
 # Arguments ---------------------------------------------------------------------------------------
 
 
@@ -620,6 +730,7 @@ def test_families_reuse_their_structures(strategy, runtime):
         ({"explore": math.nan}, "explore=nan must be a number"),
         ({"seed": "x"}, "seed='x' must be an int"),
         ({"fresh_lengths": 1}, "fresh_lengths=1 must be None, True or False"),
+        ({"fresh_options": "yes"}, "fresh_options='yes' must be None, True or False"),
         ({"diverse": -1}, "diverse=-1 must be an int >= 0"),
         ({"diverse": 2.0}, "diverse=2.0 must be an int >= 0"),
     ],
