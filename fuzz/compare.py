@@ -56,6 +56,8 @@ class Metrics:
             err[~(finite & k_finite)] = 0.0
         err.setflags(write=False)
         self._o, self._finite, self._err = o, finite, err
+        self._nonfinite = bad | special
+        self._nonfinite.setflags(write=False)
         self._both_finite = finite & k_finite
         self.max_abs = float(err.max()) if err.size else 0.0
         self.worst: Worst | None = None
@@ -77,6 +79,12 @@ class Metrics:
     def errors(self) -> np.ndarray:
         """``|kernel - oracle|`` per element, 0 where either is not finite (read-only)."""
         return self._err
+
+    @property
+    def nonfinite(self) -> np.ndarray:
+        """Where the kernel is not finite and the oracle is, or both are special and differ
+        (read-only)."""
+        return self._nonfinite
 
     @functools.cached_property
     def naive_max_abs(self) -> float | None:

@@ -1051,15 +1051,18 @@ def compare_to_oracle(ctx: Context, name: str, got: np.ndarray, prop: str) -> Fi
 
 
 def _also_fails(m: Any, tol: np.ndarray, fixed: np.ndarray | None) -> dict[str, int]:
-    """The classes of an output's failing elements besides the non-finite ones: ``masking``
-    (fixed or masked elements over their bound) and ``accuracy`` (the others), each with its
-    element count. A finding names one class; its record keeps the others
-    (``details["also_fails"]``): the same kernel call failing another way, evidence that a
-    row of that class is this bug seen another way (``fuzz.ledger``)."""
+    """The classes of an output's failing elements: ``masking`` (fixed or masked elements over
+    their bound, or not finite: a masked key written as exp(s - max) / sum is Inf where s is
+    large, a wrong finite value elsewhere) and ``accuracy`` (the others, non-finite ones left
+    out: those are the finding's nan or inf), each with its element count. A finding names one
+    class; its record keeps the others (``details["also_fails"]``): the same kernel call
+    failing another way, evidence that a row of that class is this bug seen another way
+    (``fuzz.ledger``)."""
     over = excess(m.errors, tol) > 1.0
     out = {}
-    if fixed is not None and (fixed & over).any():
-        out[F.MASKING] = int((fixed & over).sum())
+    wrong_fixed = None if fixed is None else fixed & (over | m.nonfinite)
+    if wrong_fixed is not None and wrong_fixed.any():
+        out[F.MASKING] = int(wrong_fixed.sum())
         over = over & ~fixed
     if over.any():
         out[F.ACCURACY] = int(over.sum())

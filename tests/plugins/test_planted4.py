@@ -299,3 +299,24 @@ def test_a_sample_of_planted_bugs_is_found_with_its_class(plugin, pattern, examp
         f"{pattern}: {bug.expected} ({bug.trigger}) not found; found "
         f"{[(r['class'], r['property']) for r in rows]}"
     )
+
+
+def test_an_inf_written_for_a_masked_key_is_that_bugs_masking_row_seen_another_way(plugin):
+    """The mask left out of the output: a masked key of a large logit is written as Inf (an
+    ``inf`` finding), one of a small logit as a wrong finite value (``masking``). The Inf sits
+    on a masked element, so the inf finding keeps ``masking`` in ``also_fails`` and the ledger
+    joins the two rows (an H200 campaign reported them as two)."""
+    from fuzz.ledger import linked
+
+    name = plugin.target_name("softmax_mask_not_in_output")
+    inf = _check(name, _softmax_case([0.0, 1.0, 200.0], [True, True, False]))
+    masking = _check(name, _softmax_case([0.0, 1.0, 0.5], [True, True, False]))
+    assert inf is not None and inf.cls == "inf", inf
+    assert masking is not None and masking.cls == "masking", masking
+    assert inf.details.get("also_fails") == {"masking": 1}, inf.details.get("also_fails")
+
+    def record(f, triggers):
+        key = f"{f.cls}|{f.prop}|{f.output}|-"
+        return {"bug_key": key, "shrunk": True, "triggers": triggers, "details": f.details}
+
+    assert linked(record(inf, ["exp-overflow", "feature mask"]), record(masking, ["feature mask"]))
