@@ -1060,9 +1060,10 @@ def _also_fails(m: Any, tol: np.ndarray, fixed: np.ndarray | None) -> dict[str, 
     (``fuzz.ledger``)."""
     over = excess(m.errors, tol) > 1.0
     out = {}
-    wrong_fixed = None if fixed is None else fixed & (over | m.nonfinite)
-    if wrong_fixed is not None and wrong_fixed.any():
-        out[F.MASKING] = int(wrong_fixed.sum())
+    if fixed is not None:
+        wrong_fixed = fixed & (over | m.nonfinite)
+        if wrong_fixed.any():
+            out[F.MASKING] = int(wrong_fixed.sum())
         over = over & ~fixed
     if over.any():
         out[F.ACCURACY] = int(over.sum())
