@@ -350,6 +350,9 @@ class Backend:
         cost_speedup: for an interpreter, how many times faster than Triton's it runs a unit of
             ``Search.cost`` (a program instance over one tile): the profile's cost bounds
             (``Profile.interpreter_max_cost``) are in Triton-interpreter units and scale by it.
+        exact_dots: whether the language's fp32 dot products are IEEE fp32 here, never TF32
+            (Triton's interpreter multiplies with NumPy; Pallas's runs XLA on the CPU): a
+            failure that reproduces here is not TF32's (``fuzz.shrink``).
     """
 
     name: str
@@ -360,6 +363,7 @@ class Backend:
     adapter: Callable[[], Adapter]
     probe: Callable[[], str | None]
     cost_speedup: float = 1.0
+    exact_dots: bool = False
 
     def __post_init__(self) -> None:
         c = self.cost_speedup
@@ -499,6 +503,7 @@ for _b in (
         "triton",
         lambda: TorchAdapter("cpu"),
         _probe_triton_interpret,
+        exact_dots=True,
     ),
     Backend(
         "pallas-gpu",
@@ -521,6 +526,7 @@ for _b in (
         # launch on one CPU core, GLA forward cases of cost 160-2560 0.02-0.21 s (after a
         # compile of 0.3-1.1 s per bucket); Triton's interpreter takes about 10 ms a unit.
         cost_speedup=32.0,
+        exact_dots=True,
     ),
 ):
     register_backend(_b)

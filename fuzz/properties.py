@@ -1104,11 +1104,16 @@ def _tf32_hint(ctx: Context, name: str, err: np.ndarray) -> str:
     bound = bound + ctx.target.tolerance_for(name).atol
     if not np.all(np.isfinite(err)) or excess(err, bound).max(initial=0.0) > 1.0:
         return ""
-    return (
-        "; every error is within the bound of fp32 dot products with TF32 operands: TF32 (the "
-        "GPU's default for fp32 dots in Triton and JAX) is the likely cause; if the library "
-        "computes them so, declare fuzz.Conventions(fp32_dots='tf32')"
-    )
+    return TF32_HINT
+
+
+# What an accuracy finding's message adds where TF32 dot operands may explain it (``_tf32_hint``;
+# ``fuzz.shrink`` takes it back where the failure reproduces with exact fp32 dots).
+TF32_HINT = (
+    "; every error is within the bound of fp32 dot products with TF32 operands: TF32 (the "
+    "GPU's default for fp32 dots in Triton and JAX) is the likely cause; if the library "
+    "computes them so, declare fuzz.Conventions(fp32_dots='tf32')"
+)
 
 
 def _oracle(ctx: Context, _: Any) -> Finding | None:

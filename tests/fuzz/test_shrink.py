@@ -591,3 +591,52 @@ def test_a_shrink_stage_does_not_walk_into_a_known_bug_of_the_same_key(
     assert found.key == key and found.shrink_path == "interpreter", found.shrink_notes
     assert sorted(found.triggers) == ["tall"], (found.triggers, found.case)
     assert found.case.inputs["x"].shape == (2, 1)
+
+
+def test_the_interpreters_dots_are_exact_and_the_compiled_backends_are_not():
+    from fuzz.backends import get_backend
+
+    assert get_backend("triton-interpret").exact_dots and get_backend("pallas-interpret").exact_dots
+    assert not get_backend("triton").exact_dots and not get_backend("pallas-gpu").exact_dots
+
+
+def test_a_tf32_hint_is_taken_back_where_the_interpreter_fails_alike(
+    fake_plugin, compiled_profile, monkeypatch
+):
+    """Every accuracy finding here carries the TF32 hint (``_tf32_hint`` made to say it): a
+    compiled finding that reproduces on an interpreter whose fp32 dots are exact loses it (TF32
+    is not its cause, and the message says so); one that fails only compiled keeps it."""
+    import importlib
+
+    from fuzz import properties
+    from fuzz.target import _TARGETS, Target
+
+    monkeypatch.setattr(properties, "_tf32_hint", lambda *a: properties.TF32_HINT)
+    backends = importlib.import_module("fuzz.backends")
+    exact = dataclasses.replace(backends.get_backend("fake"), exact_dots=True)
+    monkeypatch.setitem(backends._BACKENDS, "fake", exact)
+    mod = _plugin_module()
+    base = mod.slow_kernel(None)
+
+    def off_everywhere(inputs, params, *, out, interpret):
+        res = base(inputs, params, out=out, interpret=interpret)
+        if inputs["x"].shape[0] >= 2:
+            res["y"][1, 0] += 1.0
+        return res
+
+    slow = get("fake_slow_compiled-only")
+    both = dataclasses.replace(slow, name="fake_slow_both", kernels={"fake": off_everywhere})
+    assert isinstance(both, Target)
+    monkeypatch.setitem(_TARGETS, both.name, both)
+
+    found = hunt(both, "fake-compiled", compiled_profile, seed=0, database=None).found["accuracy"]
+    assert found.shrink_path == "interpreter", found.shrink_notes
+    assert properties.TF32_HINT not in found.finding.message
+    assert "fails alike on fake, whose fp32 dot products are exact" in found.finding.message
+    assert found.finding.details["tf32_ruled_out"] == "fake"
+    assert "likely_cause" not in found.finding.details
+
+    only = hunt(slow, "fake-compiled", compiled_profile, seed=0, database=None).found["accuracy"]
+    assert only.shrink_path == "compiled", only.shrink_notes
+    assert only.finding.message.endswith(properties.TF32_HINT)
+    assert only.finding.details["likely_cause"] == "tf32"
