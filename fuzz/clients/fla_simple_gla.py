@@ -76,6 +76,10 @@ forms; states; packed sequences), but for two findings:
   child processes shrinking it found no smaller example that crashes so before their time ran
   out). A bug of fla's with evidence, not localized. The dq bug was not met (532 backward
   examples, 126 compiled structures explored, 2,791 examples refused by the compile share).
+  Later the same day (``bash .ci/gpu-session side-by-side 380``, half the H200): the forward's
+  NaN final state again (16 elements; its origin traced to ``chunk_fwd_kernel_h``'s
+  ``exp2(b_g_last - b_g)`` of a padded row), no other fla row; the dq bug not met (345 backward
+  examples, 2,437 refused).
 """
 
 import contextlib

@@ -126,6 +126,22 @@ Again (2026-11-30, the same command, 21,027 examples, 15 JAX rows), each row rea
 - ``gqa`` inf 256 (fp16, o = inf for 60,000) and NaN 512 (fp16, 5 query heads on one kv
   head, 32 keys: o = NaN for 60,000): finding 5, its overflowed split stored in fp16.
 
+Again (2026-11-30, later: ``bash .ci/gpu-session side-by-side 380``, the bundled clients on half
+the H200 beside another campaign, 9,525 examples, 11 JAX rows), each row read from its case:
+
+- ``mha`` and ``mha_varlen`` accuracy 16 (T = 1), ``mha`` inf 196,608 (fp16, 1,024 queries on one
+  key: inf where the oracle gives 60,000), ``mha_varlen`` inf 2,048 (fp16, eight sequences of one
+  query) and inf 524,288 (``varlen-equals-alone``: a sequence of one query and one key run alone
+  is the wrong one, -inf): finding 6, sequences shorter than 16. The two large rows were left
+  unfinished by the compile ladder (the pairs' share of the GPU).
+- ``mha`` accuracy of ``lse`` 8,192 and nondeterminism 8,192 (causal, 64 queries on 16 keys):
+  finding 1, the reads past the keys.
+- ``mha`` masking 21,504 and 384 (``masked-poison``, causal): keys the mask hides set to
+  float32's largest make o NaN, finding 4's kind.
+- ``gqa`` accuracy 256 (``decode-equals-last-causal-row``): ``mha``'s finding 6 (its prefill of
+  one); ``gqa`` inf 49,152 (fp16, 30 query heads on 6 kv heads, 256 keys in 4 splits, o = inf for
+  35,910, unshrunk): finding 5, its overflowed split stored in fp16.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
