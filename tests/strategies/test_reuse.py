@@ -527,31 +527,34 @@ def test_a_record_whose_later_choices_depend_on_its_lengths_is_replayed_whole():
     assert unfree and memo.counts["reused"] > 100
 
 
+def _phase(memo, strategy, examples, seed, compiled=None):
+    """``examples`` of ``strategy`` under ``memo``, observed as a hunt does: each structure not
+    launched before (a case's first part) compiles for a second where ``compiled`` is given (the
+    structures compiled, updated), else every launch only loads."""
+
+    def observe(case):
+        if compiled is None:
+            memo.observe(0.0, 0.01)
+        else:
+            memo.observe(1.0 if case[0] not in compiled else 0.0, 1.01)
+            compiled.add(case[0])
+
+    with memo.active():
+        _run(strategy, observe, examples=examples, seed=seed)
+
+
 def test_the_memo_judges_whether_fresh_lengths_compile():
     """Fresh lengths are turned off where most of the latest reuses of a launched variant with
     new lengths compiled (or were refused for it), and on again once they stop compiling (a
     Pallas kernel's shape buckets, compiled one by one)."""
     memo = StructureMemo(explore=0.0, seed=2)
-    compiled: set = set()
-
-    def compile_per_length(case):
-        structure = case[0]
-        memo.observe(1.0 if structure not in compiled else 0.0, 1.01)
-        compiled.add(structure)
-
-    def launch_only(case):
-        memo.observe(0.0, 0.01)
-
-    def run(check, examples, seed):
-        with memo.active():
-            _run(toy_cases(_variant_and_lengths()), check, examples=examples, seed=seed)
-
+    strategy = toy_cases(_variant_and_lengths())
     assert memo.lengths_free  # nothing measured
-    run(compile_per_length, 120, 0)
+    _phase(memo, strategy, 120, 0, compiled=set())
     assert not memo.lengths_free, (memo.costs, memo.counts)
     assert memo.costs.relength_compiling >= NEW_SEEN
     before = dict(memo.counts)
-    run(launch_only, 200, 1)  # lengths stop compiling: the few fresh-length reuses say so
+    _phase(memo, strategy, 200, 1)  # lengths stop compiling: the few fresh-length reuses say so
     assert memo.counts["relengthed"] > before["relengthed"]
     assert memo.lengths_free
 
@@ -650,7 +653,6 @@ def test_the_memo_judges_whether_fresh_options_compile():
     compiled, kept measuring on a share of reuses, and on again once they stop (a Triton kernel
     whose flags are ``constexpr``s, compiled one by one)."""
     memo = StructureMemo(explore=0.0, seed=2)
-    compiled: set = set()
 
     @st.composite
     def wide_options(draw):  # a window, say: nearly every fresh draw is a variant of its own
@@ -659,24 +661,13 @@ def test_the_memo_judges_whether_fresh_options_compile():
             window = draw(st.integers(0, 10**6))
         return variant, window
 
-    def compile_per_option(case):
-        memo.observe(1.0 if case[0] not in compiled else 0.0, 1.01)
-        compiled.add(case[0])
-
-    def launch_only(case):
-        memo.observe(0.0, 0.01)
-
-    def run(check, examples, seed):
-        with memo.active():
-            _run(toy_cases(wide_options()), check, examples=examples, seed=seed)
-
     assert memo.options_free  # nothing measured
-    run(compile_per_option, 40, 0)
+    _phase(memo, toy_cases(wide_options()), 40, 0, compiled=set())
     assert not memo.options_free, (memo.costs, memo.counts)
     assert memo.costs.reoption_compiling >= NEW_SEEN
     assert memo.lengths_free  # the lengths' judgement is their own
     before = dict(memo.counts)
-    run(launch_only, 300, 1)
+    _phase(memo, toy_cases(wide_options()), 300, 1)
     assert memo.counts["reoptioned"] > before["reoptioned"]
     assert memo.options_free
 
