@@ -10,7 +10,6 @@ harness is being changed to improve it.
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 import pytest
@@ -19,9 +18,10 @@ from fuzz.engine import hunt
 from fuzz.failures import CLASSES
 from fuzz.families import family_names
 from fuzz.profiles import get_profile
-from fuzz.target import get, load_plugin
+from fuzz.target import get, load_beside, load_plugin
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKS = load_beside(__file__, "_planted_checks.py", "kernel_fuzz_planted_checks")
 PLUGINS = {
     "triton": os.path.join(HERE, "planted.py"),
     "pallas": os.path.join(HERE, "planted_pallas.py"),
@@ -83,19 +83,9 @@ def test_every_record_names_a_family_a_class_and_a_trigger(plugins):
     assert sorted(two) == ["planted_two_bugs_softmax", "planted_two_bugs_softmax_pallas"]
 
 
-def _docstring_entries(doc: str) -> dict[str, str]:
-    """The docstring's ``- ``name``: ...`` bullets, by target name."""
-    entries = {}
-    for bullet in re.split(r"\n(?=- ``)", doc):
-        m = re.match(r"- ``(planted_\w+)``", bullet)
-        if m:
-            entries[m.group(1)] = " ".join(bullet.split())
-    return entries
-
-
 def test_every_planted_kernel_has_a_docstring_line_with_its_trigger_and_class(plugins):
     for language, module in plugins.items():
-        entries = _docstring_entries(module.__doc__)
+        entries = CHECKS.docstring_entries(module.__doc__, "planted_")
         assert set(entries) == set(module.PLANTED), (
             language,
             sorted(set(entries) ^ set(module.PLANTED)),

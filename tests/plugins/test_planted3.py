@@ -10,9 +10,7 @@ here.
 
 from __future__ import annotations
 
-import ast
 import os
-import re
 import sys
 
 import pytest
@@ -21,9 +19,10 @@ from fuzz.engine import hunt
 from fuzz.failures import CLASSES
 from fuzz.families import family_names
 from fuzz.profiles import get_profile
-from fuzz.target import get, load_plugin
+from fuzz.target import get, load_beside, load_plugin
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKS = load_beside(__file__, "_planted_checks.py", "kernel_fuzz_planted_checks")
 PLUGINS = {
     "triton": os.path.join(HERE, "planted3.py"),
     "pallas": os.path.join(HERE, "planted3_pallas.py"),
@@ -109,34 +108,16 @@ def test_the_patterns_are_new(plugins):
     mutant ``softmax_mutant_scale_twice`` does everywhere; names are what a test can hold)."""
     from fuzz.target import all_targets
 
-    earlier = os.path.join(HERE, "_planted_bugs.py")
-    tree = ast.parse(open(earlier).read())
-    old = {
-        k.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Dict)
-        for k in node.keys
-        if isinstance(k, ast.Constant) and isinstance(k.value, str)
-    }
+    old = CHECKS.record_keys(os.path.join(HERE, "_planted_bugs.py"))
     mutants = {t.name.replace("_mutant_", "_") for t in all_targets() if "_mutant_" in t.name}
     assert "softmax_scale_twice" in mutants  # (what the names look like)
     for pattern in plugins["triton"].PATTERNS:
         assert pattern not in old and pattern not in mutants, pattern
 
 
-def _docstring_entries(doc: str) -> dict[str, str]:
-    """The docstring's ``- ``name``: ...`` bullets, by target name."""
-    entries = {}
-    for bullet in re.split(r"\n(?=- ``)", doc):
-        m = re.match(r"- ``(planted3_\w+)``", bullet)
-        if m:
-            entries[m.group(1)] = " ".join(bullet.split())
-    return entries
-
-
 def test_every_planted_kernel_has_a_docstring_line_with_its_trigger_and_class(plugins):
     for language, module in plugins.items():
-        entries = _docstring_entries(module.__doc__)
+        entries = CHECKS.docstring_entries(module.__doc__, "planted3_")
         assert set(entries) == set(module.PLANTED), (
             language,
             sorted(set(entries) ^ set(module.PLANTED)),

@@ -11,9 +11,7 @@ here.
 
 from __future__ import annotations
 
-import ast
 import os
-import re
 import sys
 
 import numpy as np
@@ -24,9 +22,10 @@ from fuzz.engine import hunt
 from fuzz.failures import CLASSES
 from fuzz.families import family_names
 from fuzz.profiles import get_profile
-from fuzz.target import get, load_plugin
+from fuzz.target import get, load_beside, load_plugin
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKS = load_beside(__file__, "_planted_checks.py", "kernel_fuzz_planted_checks")
 PLUGIN = os.path.join(HERE, "planted4.py")
 BACKEND = "triton-interpret"
 # The families the round covers (attention: dense or packed).
@@ -86,26 +85,14 @@ def test_every_record_names_a_family_a_class_and_a_trigger(plugin):
         assert set(record.cpu) <= {"triton"}, name  # filled in from a campaign, or empty
 
 
-def _dict_keys(path: str) -> set[str]:
-    """The string keys of every dict literal in the file at ``path`` (a record file's patterns)."""
-    tree = ast.parse(open(path).read())
-    return {
-        k.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Dict)
-        for k in node.keys
-        if isinstance(k, ast.Constant) and isinstance(k.value, str)
-    }
-
-
 def test_the_patterns_are_new(plugin):
     """No pattern of the earlier rounds' records, nor a mutant of the same family and name, is
     planted again (the patterns were checked against the mutants' and the other test plugins'
     descriptions when they were written; names are what a test can hold)."""
     from fuzz.target import all_targets
 
-    old = _dict_keys(os.path.join(HERE, "_planted_bugs.py"))
-    old |= _dict_keys(os.path.join(HERE, "_planted3_bugs.py"))
+    old = CHECKS.record_keys(os.path.join(HERE, "_planted_bugs.py"))
+    old |= CHECKS.record_keys(os.path.join(HERE, "_planted3_bugs.py"))
     assert {"softmax_frozen_max", "attention_window_right"} <= old  # (both rounds read)
     mutants = {t.name.replace("_mutant_", "_") for t in all_targets() if "_mutant_" in t.name}
     assert "softmax_scale_twice" in mutants  # (what the names look like)
@@ -113,18 +100,8 @@ def test_the_patterns_are_new(plugin):
         assert pattern not in old and pattern not in mutants, pattern
 
 
-def _docstring_entries(doc: str) -> dict[str, str]:
-    """The docstring's ``- ``name``: ...`` bullets, by target name."""
-    entries = {}
-    for bullet in re.split(r"\n(?=- ``)", doc):
-        m = re.match(r"- ``(planted4_\w+)``", bullet)
-        if m:
-            entries[m.group(1)] = " ".join(bullet.split())
-    return entries
-
-
 def test_every_planted_kernel_has_a_docstring_line_with_its_trigger_and_class(plugin):
-    entries = _docstring_entries(plugin.__doc__)
+    entries = CHECKS.docstring_entries(plugin.__doc__, "planted4_")
     assert set(entries) == set(plugin.PLANTED), sorted(set(entries) ^ set(plugin.PLANTED))
     for name, record in plugin.PLANTED.items():
         text = entries[name]
