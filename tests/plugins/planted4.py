@@ -182,6 +182,18 @@ SOFTMAX_CAPS = fuzz.Capabilities(
 
 
 @triton.jit
+def _rows_tile(v_ptr, stride_vn, stride_vm, r0, end, cols, col_ok, BLOCK_N: tl.constexpr):
+    """The row tile from ``r0`` of a segment ending at ``end``: its rows, where it is valid, and
+    its values in fp32 (-inf outside)."""
+    rows = r0 + tl.arange(0, BLOCK_N)
+    ok = (rows[:, None] < end) & col_ok[None, :]
+    x = tl.load(
+        v_ptr + rows[:, None] * stride_vn + cols[None, :] * stride_vm, mask=ok, other=float("-inf")
+    ).to(tl.float32)
+    return rows, ok, x
+
+
+@triton.jit
 def _jagged_kernel(
     v_ptr, offsets_ptr, y_ptr, n_cols, stride_vn, stride_vm, stride_yn,
     BUG: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -194,13 +206,7 @@ def _jagged_kernel(
     m = tl.full([BLOCK_M], float("-inf"), tl.float32)
     ell = tl.zeros([BLOCK_M], tl.float32)
     for r0 in range(start, end, BLOCK_N):
-        rows = r0 + tl.arange(0, BLOCK_N)
-        ok = (rows[:, None] < end) & col_ok[None, :]
-        x = tl.load(
-            v_ptr + rows[:, None] * stride_vn + cols[None, :] * stride_vm,
-            mask=ok,
-            other=float("-inf"),
-        ).to(tl.float32)
+        rows, ok, x = _rows_tile(v_ptr, stride_vn, stride_vm, r0, end, cols, col_ok, BLOCK_N)
         m_new = tl.maximum(m, tl.max(x, 0))
         shift = tl.where(m_new == float("-inf"), 0.0, m_new)
         ell = ell * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), 0)
@@ -209,13 +215,7 @@ def _jagged_kernel(
     live = ell > 0.0
     denom = tl.where(live, ell, 1.0)
     for r0 in range(start, end, BLOCK_N):
-        rows = r0 + tl.arange(0, BLOCK_N)
-        ok = (rows[:, None] < end) & col_ok[None, :]
-        x = tl.load(
-            v_ptr + rows[:, None] * stride_vn + cols[None, :] * stride_vm,
-            mask=ok,
-            other=float("-inf"),
-        ).to(tl.float32)
+        rows, ok, x = _rows_tile(v_ptr, stride_vn, stride_vm, r0, end, cols, col_ok, BLOCK_N)
         y = tl.where(live[None, :], tl.exp(x - shift[None, :]) / denom[None, :], 0.0)
         if BUG == OUT_STRIDE_OF_INPUT:  # planted: the output's rows at the input's pitch
             out = y_ptr + rows[:, None] * stride_vn + cols[None, :]
