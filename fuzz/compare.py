@@ -69,7 +69,7 @@ class Metrics:
         self.special_mismatch = int(special.sum())
         self.first_nonfinite: Worst | None = None
         if self.nonfinite_where_finite or self.special_mismatch:
-            flat = int(np.flatnonzero(bad | special)[0])
+            flat = int(np.flatnonzero(self._nonfinite)[0])
             self.first_nonfinite = Worst(
                 _index(flat, k.shape), float(k.flat[flat]), float(o.flat[flat]), float("inf")
             )
