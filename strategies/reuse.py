@@ -348,6 +348,26 @@ DIVERSE_CANDIDATES = 8
 
 
 @dataclass
+class _Judgement:
+    """Whether fresh draws of one kind (lengths, options) compile here: a moving average of
+    their examples' scores (``StructureMemo._score``), weighted toward the latest
+    (``LENGTHS_WEIGHT``), and how many examples it has seen."""
+
+    score: float = 0.0
+    seen: int = 0
+
+    def add(self, score: float) -> None:
+        self.seen += 1
+        self.score += LENGTHS_WEIGHT * (score - self.score)
+
+    @property
+    def free(self) -> bool:
+        """Whether they are drawn fresh: until ``NEW_SEEN`` examples are seen, then unless
+        most compiled."""
+        return self.seen < NEW_SEEN or self.score <= 0.5
+
+
+@dataclass
 class StructureMemo:
     """The structures a run has launched, reused by the family strategies (:func:`reusing`).
 
@@ -432,12 +452,9 @@ class StructureMemo:
     _covered: dict[Hashable, set[tuple[Any, ...]]] = field(
         default_factory=dict, init=False, repr=False
     )
-    # A moving average of whether fresh lengths compiled, and how many examples it has seen.
-    _lengths_compile: float = field(default=0.0, init=False, repr=False)
-    _lengths_seen: int = field(default=0, init=False, repr=False)
-    # The same for fresh options.
-    _options_compile: float = field(default=0.0, init=False, repr=False)
-    _options_seen: int = field(default=0, init=False, repr=False)
+    # Whether fresh lengths compiled, and whether fresh options did (``_Judgement``).
+    _lengths: _Judgement = field(default_factory=_Judgement, init=False, repr=False)
+    _options: _Judgement = field(default_factory=_Judgement, init=False, repr=False)
     _rng: random.Random = field(init=False, repr=False)
     # The candidates' own generator (``diverse``): drawing them leaves the memo's choices
     # (explore or reuse, which structure) as they would be without them.
@@ -627,17 +644,11 @@ class StructureMemo:
     def _judge_lengths(self, compile_seconds: float | None) -> None:
         """Adds an example that launched a variant with new lengths to the judgement
         (``_score``)."""
-        self._lengths_seen += 1
-        self._lengths_compile += LENGTHS_WEIGHT * (
-            self._score(compile_seconds) - self._lengths_compile
-        )
+        self._lengths.add(self._score(compile_seconds))
 
     def _judge_options(self, compile_seconds: float | None) -> None:
         """Adds an example that reused a structure with fresh options to their judgement."""
-        self._options_seen += 1
-        self._options_compile += LENGTHS_WEIGHT * (
-            self._score(compile_seconds) - self._options_compile
-        )
+        self._options.add(self._score(compile_seconds))
 
     @property
     def lengths_free(self) -> bool:
@@ -649,7 +660,7 @@ class StructureMemo:
         fresh lengths and keeps measuring. ``fresh_lengths`` set: that."""
         if self.fresh_lengths is not None:
             return self.fresh_lengths
-        return self._lengths_seen < NEW_SEEN or self._lengths_compile <= 0.5
+        return self._lengths.free
 
     @property
     def options_free(self) -> bool:
@@ -660,7 +671,7 @@ class StructureMemo:
         they compile, a share ``min_explore`` of reuses keeps measuring."""
         if self.fresh_options is not None:
             return self.fresh_options
-        return self._options_seen < NEW_SEEN or self._options_compile <= 0.5
+        return self._options.free
 
     @property
     def explore_rate(self) -> float:
