@@ -355,10 +355,10 @@ def _window(draw: st.DrawFn, feats: frozenset[str]) -> list[int] | None:
     return [draw(_WINDOW_SIDE, label="window left"), draw(_WINDOW_SIDE, label="window right")]
 
 
-# A padded key length, drawn before Tk is known and resolved against it: full first, then 0, 1,
-# Tk - 1, then any. As a list whose length is the batch, the shrinker deletes the elements that do
-# not matter (key lengths [Tk, Tk, 0] -> [0]: one batch element) instead of having to lower the
-# batch and re-draw every length at once.
+# A padded key (or cache) length, drawn before Tk is known and resolved against it: full first,
+# then 0, 1, Tk - 1, then any. As a list, the shrinker deletes the elements that do not matter
+# (cache lengths [Tk, Tk, 0] -> [0]: one batch element, the list being the batch) instead of
+# having to lower the batch and re-draw every length at once.
 _LENGTH_KIND = st.sampled_from(("full", "zero", "one", "last", "any"))
 
 
@@ -375,6 +375,25 @@ def _length_kinds(draw: st.DrawFn, lim: Limits, max_batch: int, label: str) -> l
     the heads, and it could not."""
     kinds = draw(st.lists(_LENGTH_KIND, min_size=1, max_size=lim.max_batch), label=label)
     return kinds[:max_batch]
+
+
+def _key_lengths(
+    draw: st.DrawFn, feats: frozenset[str], lim: Limits, batch: int, tk: int
+) -> np.ndarray | None:
+    """None (no key padding), or each batch element's key length in ``[0, tk]``: a list of
+    length kinds, element ``i`` taking kind ``i`` modulo the list's length.
+
+    Key lengths are a case's data, not its shape (a kernel takes them as an array): drawn as an
+    option (:func:`free_options`), a structure reused from earlier examples meets a key length
+    of 0 while its shapes stay compiled (round 3's Pallas kernel that writes nothing for a batch
+    element without keys went unfound on an H200 with the padding replayed from its first five
+    structures). Cycling keeps shrinking short: deleting kinds of the list leaves the rest where
+    they were, so ``B = 3`` with kinds ``[full, full, zero]`` goes to kinds ``[zero]`` (every
+    element without keys), then ``B = 1``."""
+    if not _flag(draw, feats, "key_padding"):
+        return None
+    kinds = _length_kinds(draw, lim, lim.max_batch, "key lengths")
+    return _resolve_lengths(draw, [kinds[i % len(kinds)] for i in range(batch)], tk)
 
 
 def _resolve_lengths(draw: st.DrawFn, kinds: list[str], n: int) -> np.ndarray:
@@ -507,12 +526,7 @@ def attention_cases(
         )
         hq, hkv = _heads(draw, lim, feats)
         max_batch = _max_batch(lim, hq, lim.max_batch)
-        length_kinds = None  # key padding: one drawn length per batch element
-        if _flag(draw, feats, "key_padding"):
-            length_kinds = _length_kinds(draw, lim, max_batch, "key lengths")
-            batch = len(length_kinds)
-        else:
-            batch = draw(st.integers(1, max_batch), label="B")
+        batch = draw(st.integers(1, max_batch), label="B")
         d = draw(occasionally(lim.head_dims, lim.rare_head_dims), label="D")
         block_q, block_k = fit(block_q, d), fit(block_k, d)
         tiles = {"block_q": block_q, "block_k": block_k}
@@ -533,11 +547,7 @@ def attention_cases(
         with free_options(draw):
             causal = _flag(draw, feats, "causal")
             window = _window(draw, feats)
-        key_lengths = None
-        if length_kinds is not None:
-            with free_lengths(draw):
-                key_lengths = _resolve_lengths(draw, length_kinds, tk)
-        with free_options(draw):
+            key_lengths = _key_lengths(draw, feats, lim, batch, tk)
             score = _score_modifiers(draw, hq, feats)
         return {
             "dtype": dtype,
