@@ -139,7 +139,42 @@ def fails_as(
             continue
         if _fails(derived, key):
             return derived, True
-    return None
+    return _fails_requested(target, backend, options, f, key)
+
+
+def _fails_requested(
+    target: Target, backend: Backend, options: HuntOptions, f: Any, key: str
+) -> tuple[Any, bool] | None:
+    """For a bug ``key`` of an optional output that ``f``'s example did not ask for (its
+    family's ``requests``): that example asking for it, where it fails ``key``'s way (a call of
+    its own: what holds is its conditions). A planted GLA kernel that decayed each key from the
+    chunk's start came as two rows: the final state ``ht`` of one token, and ``o`` of several
+    chunks, whose example asked for no final state; with it, that state is wrong too."""
+    from fuzz.families import family_of
+
+    parts = key.split("|")
+    try:
+        request = family_of(target).requests.get(parts[2]) if len(parts) > 2 else None
+    except Exception:
+        return None
+    if request is None:
+        return None
+    case = request(f.case)
+    if case.digest() == f.case.digest():
+        return None  # (asked for already)
+    try:
+        outcome = check_case(
+            target,
+            backend,
+            case,
+            params=f.params,
+            **options.check_kwargs(),
+            prefer=key,
+            only=parts[1:2],
+        )
+    except Exception:
+        return None
+    return (outcome, True) if _fails(outcome, key) else None
 
 
 def _fails(outcome: Any, key: str) -> bool:
@@ -386,6 +421,22 @@ class Duplicates:
             return own
         return conditions(self.target, outcome.context.case, outcome.context.hazards)
 
+    def _forms(self, holds: Collection[str]) -> frozenset[str]:
+        """``holds`` and, for each feature in it that its family can give through another of the
+        same meaning (``Family.recast``: simple GLA's decay per token ``g`` or per head
+        ``g_gamma``), that one: a form a free choice drew is no condition of a bug seen another
+        way (a planted GLA kernel's ``ht`` row had the per-head form, its ``o`` row the other,
+        and the ``o`` example failed the ``ht`` row's way)."""
+        from fuzz.families import family_of
+
+        try:
+            recast = family_of(self.target).recast
+        except Exception:
+            return frozenset(holds)
+        names = [t[8:] for t in holds if t.startswith("feature ")]
+        more = {f"feature {recast[n][0]}" for n in names if n in recast}
+        return frozenset(holds) | more
+
     def also_fails(self, f: Found, *, under_more: bool = False) -> Bug | None:
         """The known bug of another key (any class, any output) whose way ``f``'s minimal
         example fails too, with every one of that bug's triggers holding for it, or None: ``f``
@@ -412,10 +463,11 @@ class Duplicates:
             if failing is None:
                 continue
             holds = self._holds(failing, own)
+            forms = self._forms(holds)
             mine = [
                 b
                 for b in others
-                if b.key == key and (holds < b.triggers if under_more else b.triggers <= holds)
+                if b.key == key and (holds < b.triggers if under_more else b.triggers <= forms)
             ]
             if mine:
                 return max(mine, key=lambda b: len(b.triggers))
@@ -479,7 +531,9 @@ class Duplicates:
             if failing is None:
                 continue
             outcome = failing[0]
-            if holds <= conditions(self.target, outcome.context.case, outcome.context.hazards):
+            if holds <= self._forms(
+                conditions(self.target, outcome.context.case, outcome.context.hazards)
+            ):
                 return bug
         return None
 

@@ -71,6 +71,10 @@ class Family:
             per-head decay ``g_gamma`` as a per-token ``g`` equal over the tokens), None where
             it cannot be: the duplicate check takes away a trigger that is only the form a free
             choice drew so (a planted GLA kernel's one bug came as two rows, one with each form).
+        requests: ``{output: request(case) -> case}``: the case with an optional output asked
+            for (simple GLA's final state ``ht``), its inputs kept: the duplicate check runs a
+            minimal example that did not ask for an output a known bug was seen on with it
+            (``fuzz.duplicates.fails_as``).
         guard_inputs: ``guard_inputs(inputs, params) -> inputs``: torch inputs as views into
             poisoned guard buffers, as the family's own entry points pass them (the jagged
             family's guard rows: the masked-poison property swaps their poison).
@@ -104,6 +108,7 @@ class Family:
     drop: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
     reduce: Mapping[str, Callable[[Case], Case | None]] = field(default_factory=dict)
     recast: Mapping[str, tuple[str, Callable[[Case], Case | None]]] = field(default_factory=dict)
+    requests: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
     guard_inputs: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     runtime: tuple[str, ...] = ()
     types: Mapping[str, str] = field(default_factory=dict)
@@ -807,6 +812,7 @@ def _gla_families() -> list[Family]:
             drop={f: d for f, d in _GLA_DROP.items() if f != "dht"},
             reduce={"multi-chunk": _gla_last_chunk},
             recast=_GLA_RECAST,
+            requests={"ht": _param("output_final_state", True)},
             runtime=_GLA_RUNTIME,
             types=_GLA_TYPES,
         ),

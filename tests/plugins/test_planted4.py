@@ -297,3 +297,42 @@ def test_an_inf_written_for_a_masked_key_is_that_bugs_masking_row_seen_another_w
         return {"bug_key": key, "shrunk": True, "triggers": triggers, "details": f.details}
 
     assert linked(record(inf, ["exp-overflow", "feature mask"]), record(masking, ["feature mask"]))
+
+
+def test_an_output_wrong_past_a_chunk_is_the_final_state_bug_with_the_state_asked_for(
+    plugin, monkeypatch
+):
+    """The key decay taken from the chunk's start: on an H200 its final-state row had one token
+    (where ``o`` has no decay to get wrong) and the per-head decay ``g_gamma``, its ``o`` row
+    several chunks, a per-token decay ``g`` and no final state asked for: two rows. The ``o``
+    example asking for the final state fails the ``ht`` row's way, the two decay forms being
+    one meaning: one bug, found from either row first."""
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates, bug_of
+
+    target, backend = get(plugin.target_name("gla_key_decay_from_start")), get_backend(BACKEND)
+    tokens = 20  # (a chunk of 16 and 4 tokens after it)
+    decays = np.linspace(-0.1, -0.5, tokens, dtype=np.float32).reshape(1, tokens, 1)
+    ht_case = _gla_case(1, {"g_gamma": np.full((1,), -0.3, np.float32)})
+    o_case = _gla_case(tokens, {"g": decays}, final=False)
+    ht = CHECKS.as_found(target, backend, ht_case)
+    o = CHECKS.as_found(target, backend, o_case)
+    assert (ht.finding.output, o.finding.output) == ("ht", "o")
+    assert "feature g_gamma" in ht.triggers and "feature g" in o.triggers
+    assert not o.finding.details.get("also_outputs")  # (no state asked for: none checked)
+
+    def duplicate(new, old):
+        check = Duplicates(target, backend, CHECKS.options(), found={}, known_bugs=[])
+        check.found, check.known_bugs = {old.signature: old}, [bug_of(old)]
+        return check.of(new)
+
+    assert duplicate(o, ht) == (bug_of(ht), "property")
+    assert duplicate(ht, o) == (bug_of(o), "property")
+    # What joins them is that call: without it, the two rows stand.
+    import dataclasses
+
+    import fuzz.families
+
+    unasked = dataclasses.replace(fuzz.families.family_of(target), requests={})
+    monkeypatch.setattr(fuzz.families, "family_of", lambda t: unasked)
+    assert duplicate(o, ht) is None and duplicate(ht, o) is None
