@@ -332,10 +332,13 @@ def table(report: dict[str, Any]) -> None:
     print("-- found but not shrunk small")
     for x in rows:
         if x["mutant"] and x["status"] == "found":
-            f = min(
-                [f for f in x["findings"] if f["class"] == x["expected_class"]],
-                key=lambda f: f["case_size"],
-            )
+            own = [f for f in x["findings"] if f["class"] == x["expected_class"]]
+            if not own:  # (found through a way a row of another class was also seen as)
+                print(
+                    f"{x['target'][:44]:44} {x['backend']:10} no row of class {x['expected_class']}"
+                )
+                continue
+            f = min(own, key=lambda f: f["case_size"])
             if not f["shrunk"] or f["case_size"] > 64:
                 print(
                     f"{x['target'][:44]:44} {x['backend']:10} size {f['case_size']:7} shrunk {f['shrunk']} path {f.get('shrink_path')} notes {(f.get('shrink_notes') or [''])[-1][:100]}"
