@@ -330,6 +330,22 @@ def generating(data: Any) -> bool:
     return prefix is not None and data.index >= len(prefix)
 
 
+def zero_extending(data: Any) -> bool:
+    """Whether the next draws of ``data`` are the simplest choices past a given prefix: one of
+    the zero-extensions Hypothesis runs early in a run (each novel prefix tried with the
+    simplest rest, while ``max_examples // 10``, at most 50, examples are valid and no five of
+    them in a row were invalid), not its first example (nothing but the simplest choices)."""
+    try:
+        from hypothesis.internal.conjecture.choice import ChoiceTemplate
+    except ImportError:
+        return False
+    prefix = data.prefix
+    if not prefix or len(prefix) < 2 or data.index < len(prefix) - 1:
+        return False
+    last = prefix[-1]
+    return isinstance(last, ChoiceTemplate) and getattr(last, "type", None) == "simplest"
+
+
 def choice_count(data: Any) -> int:
     """How many choices ``data`` holds so far (forced ones included): where the next one goes."""
     return len(data.nodes)

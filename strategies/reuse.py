@@ -53,8 +53,11 @@ first few structures.
 
 Hypothesis also runs variations of earlier examples (mutations, hill climbing on ``target()``
 scores); while a memo is active they vary values and leave structures alone but at the explore
-rate (:func:`_spare_structures`). What the memo does not choose: the first example (the
-simplest structure) and shrinking.
+rate (:func:`_spare_structures`). Early in each run Hypothesis tries each novel prefix with
+the simplest rest (its zero-extensions): while a memo holds structures for the strategy, those
+are refused, and five in a row end that phase (a campaign's slices, each a run, were half
+zero-extensions: the simplest structure, one key, again and again). What the memo does not
+choose: the first example (the simplest structure) and shrinking.
 
 Relying on Hypothesis internals (the ConjectureData a draw runs on, its provider and choice
 nodes, reached through ``fuzz.hypothesis_internals``), every step checks what it uses and, where
@@ -72,6 +75,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -85,6 +89,7 @@ from fuzz.hypothesis_internals import (
     recorded_choices,
     recorded_count,
     spare_spans,
+    zero_extending,
 )
 
 # Share of a run's time that compiling may take, unless a memo is told otherwise (the goal
@@ -403,7 +408,8 @@ class StructureMemo:
             recorded under another strategy (:meth:`_borrowable`); ``relengthed``: reused
             with fresh lengths; ``unfree``: records whose lengths could not be drawn fresh
             (the strategy's other choices depend on them), replayed whole from then on;
-            ``reoptioned`` and ``fixed options``: the same for options.
+            ``reoptioned`` and ``fixed options``: the same for options; ``unextended``:
+            Hypothesis's zero-extensions refused (:meth:`_draw`).
 
     Use one memo per (target, backend), across the runs (hunts) of it that one process makes:
     ``with memo.active():`` around the run, ``memo.observe(...)`` after each example. Structures
@@ -493,6 +499,7 @@ class StructureMemo:
             "reoptioned",
             "fixed options",
             "diversified",
+            "unextended",
         ):
             self.counts[k] = 0
 
@@ -903,6 +910,15 @@ class StructureMemo:
         data = choice_data(draw)
         if data is None:
             return draw(strategy)
+        if zero_extending(data) and (self._pools.get(key) or self._borrowable(key)):
+            # Early in each run Hypothesis tries every novel prefix with the simplest rest: the
+            # simplest structure, lengths of one, zero values. A campaign's slice is a run of
+            # its own, often of fewer examples than that phase: on an H200, slices of a Pallas
+            # attention pair ran one key in 91 of 93 examples. Refused (five in a row end the
+            # phase), the run's examples are the memo's: structures reused with fresh lengths,
+            # options and values. (Its first example, all simplest choices, still runs.)
+            self.counts["unextended"] += 1
+            reject()
         # Structures drawn by an example that never reached observe (rejected) are forgotten.
         self._drawn = [d for d in self._drawn if d.data is data]
         entry = None
