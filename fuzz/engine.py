@@ -1811,7 +1811,7 @@ def _run_rounds(
 def _count_structures(result: HuntResult, memo: StructureMemo, before: dict[str, int]) -> None:
     """Adds to ``result``'s events how the hunt's structures were drawn (reuse at work, or not):
     ``memo``'s counts since ``before``."""
-    for k in ("explored", "reused", "fresh", "replayed", "stale"):
+    for k in ("explored", "reused", "fresh", "replayed", "stale", "unextended"):
         n = memo.counts.get(k, 0) - before.get(k, 0)
         if n:
             result.events[f"structures {k}"] += n
