@@ -154,9 +154,10 @@ def _fails_requested(
 
     parts = key.split("|")
     try:
-        request = family_of(target).requests.get(parts[2]) if len(parts) > 2 else None
+        family = family_of(target)
     except Exception:
         return None
+    request = family.requests.get(parts[2]) if family is not None and len(parts) > 2 else None
     if request is None:
         return None
     case = request(f.case)
@@ -430,9 +431,10 @@ class Duplicates:
         from fuzz.families import family_of
 
         try:
-            recast = family_of(self.target).recast
+            family = family_of(self.target)
         except Exception:
             return frozenset(holds)
+        recast = family.recast if family is not None else {}
         names = [t[8:] for t in holds if t.startswith("feature ")]
         more = {f"feature {recast[n][0]}" for n in names if n in recast}
         return frozenset(holds) | more

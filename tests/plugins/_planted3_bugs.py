@@ -281,14 +281,20 @@ CPU: dict[str, dict[str, str]] = {
         "2 rows (masking of a one-row segment of 4 columns, 4 elements; accuracy of a two-row "
         "segment of 1 column, 2): neither example fails the other's way; where the masking "
         "example also has wrong elements that are not fixed (also_fails), the two are one "
-        "(1aff67b). On the GPU (pallas-interpret, 450 s): 1 row, masking, 2 elements",
+        "(1aff67b). On the GPU (pallas-interpret, 450 s): 1 row, masking, 2 elements; the same "
+        "on an H200 at 0a6a81d. On the CPU at b79c8ac (300 s): 2 rows again (masking of a "
+        "one-row segment of 4 columns, 4 elements; accuracy of a two-row segment, 8), no "
+        "evidence joining them",
     },
     "attention_gqa_v_head": {
         "pallas": f"900 s: found, 1 row (accuracy/oracle of o, 32 elements). 300 s: {STARVED} "
         "(4 examples)",
     },
     "attention_empty_row_unwritten": {
-        "pallas": f"not found (108 examples at 300 s, 348 at 900 s): {STARVED}",
+        "pallas": "found since ef82a94, 1 row (nan/oracle of o, 1 element): 300 s, 343 examples; "
+        "on an H200 (450 s campaign of the round, pallas-interpret) at 437 examples. Before it, "
+        f"not found (108 examples at 300 s, 348 at 900 s): {STARVED}: key padding was drawn "
+        "with the structure; it is an option now, drawn fresh on a reused structure",
     },
     "decode_drop_partial_split": {
         "pallas": f"900 s: found, 1 row (accuracy/oracle of lse, 3 elements; also seen as o). "

@@ -126,24 +126,8 @@ def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, backend
 # triggers as the hunt computes them.
 
 
-def _as_found(target, backend, case, params=None):
-    from fuzz.failures import bug_key
-    from fuzz.properties import check_case
-    from fuzz.results import Found
-    from fuzz.signatures import conditions, signature
-
-    outcome = check_case(target, backend, case, params=params or {}, **_options().check_kwargs())
-    f = outcome.finding
-    assert f is not None, case
-    key, holds = bug_key(f), sorted(conditions(target, case, outcome.context.hazards))
-    f.details.update(bug_key=key, triggers=holds, signature=signature(target.name, key, holds))
-    return Found(f, case, dict(outcome.params), 1, 0.0, choices=(1,), key=key, final=True)
-
-
-def _options():
-    from fuzz.profiles import HuntOptions
-
-    return HuntOptions.of(get_profile("ci"))
+_as_found = CHECKS.as_found
+_options = CHECKS.options
 
 
 def _duplicates(target, backend, settled):
