@@ -346,6 +346,20 @@ def zero_extending(data: Any) -> bool:
     return isinstance(last, ChoiceTemplate) and getattr(last, "type", None) == "simplest"
 
 
+def end_invalid(data: Any, why: str) -> None:
+    """Ends ``data``'s example as invalid from inside a draw, its choices so far its whole choice
+    sequence (a conclusion Hypothesis's choice tree records where it stands), not as a rejected
+    assumption: a ``.map()`` on the way catches that one, discards its span and draws again, and
+    a span discarded at the start of the choice sequence left the tree with a branch Hypothesis's
+    novel-prefix search then failed an assertion on (a campaign's harness error)."""
+    mark = getattr(data, "mark_invalid", None)
+    if mark is None:
+        from hypothesis import reject
+
+        reject()
+    mark(why)
+
+
 def choice_count(data: Any) -> int:
     """How many choices ``data`` holds so far (forced ones included): where the next one goes."""
     return len(data.nodes)

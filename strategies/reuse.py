@@ -75,7 +75,6 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -83,6 +82,7 @@ from fuzz.hypothesis_internals import (
     choice_count,
     choice_data,
     draw_aside,
+    end_invalid,
     generating,
     provider_of,
     providing,
@@ -919,7 +919,7 @@ class StructureMemo:
             # the phase), the run's examples are the memo's: structures reused with fresh
             # lengths, options and values. (Its first example, all simplest choices, still runs.)
             self.counts["unextended"] += 1
-            reject()
+            end_invalid(data, "kernel-fuzz: a zero-extension, the simplest case again")
         # Structures drawn by an example that never reached observe (rejected) are forgotten.
         self._drawn = [d for d in self._drawn if d.data is data]
         entry = None

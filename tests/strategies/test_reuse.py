@@ -710,7 +710,7 @@ def test_an_attention_reusing_its_first_structure_meets_a_batch_element_without_
             _run(attention_cases("small"), body, examples=80)
         return hits
 
-    assert empty(StructureMemo(explore=0.0, seed=4)) >= 10
+    assert empty(StructureMemo(explore=0.0, seed=4)) >= 5  # (padded in half, a zero in some)
     assert empty(StructureMemo(explore=0.0, seed=4, fresh_options=False)) == 0
 
 
