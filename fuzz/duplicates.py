@@ -61,12 +61,7 @@ def _without(target: Target, case: Any, drop: Collection[str]) -> Any:
     the recast from being tried.)"""
     import numpy as np
 
-    from fuzz.families import family_of
-
-    try:
-        family = family_of(target)
-    except Exception:
-        family = None
+    family = _family(target)
     changed = False
     for c in sorted(drop):
         name = c[8:] if c.startswith("feature ") else None
@@ -84,6 +79,17 @@ def _without(target: Target, case: Any, drop: Collection[str]) -> Any:
             if cut is not None:
                 case, changed = cut, True
     return case if changed else None
+
+
+def _family(target: Target) -> Any:
+    """``target``'s family (``fuzz.families.family_of``), or None where it has none or the
+    lookup fails (evidence: never the hunt's error)."""
+    from fuzz.families import family_of
+
+    try:
+        return family_of(target)
+    except Exception:
+        return None
 
 
 def _half(a: Any) -> bool:
@@ -125,21 +131,29 @@ def fails_as(
         seen.add(digest)
         if len(seen) > 1 + DERIVED_CHECKS:
             break
-        try:
-            derived = check_case(
-                target,
-                backend,
-                case,
-                params={},
-                **options.check_kwargs(),
-                prefer=key,
-                only=key.split("|")[1:2],
-            )
-        except Exception:
-            continue
+        derived = _check_alone(target, backend, options, case, {}, key)
         if _fails(derived, key):
             return derived, True
     return _fails_requested(target, backend, options, f, key)
+
+
+def _check_alone(
+    target: Target, backend: Backend, options: HuntOptions, case: Any, params: Any, key: str
+) -> Any:
+    """The outcome of kernel call ``case`` checked as an example of its own with the property
+    of bug ``key`` alone, or None where the check raised."""
+    try:
+        return check_case(
+            target,
+            backend,
+            case,
+            params=params,
+            **options.check_kwargs(),
+            prefer=key,
+            only=key.split("|")[1:2],
+        )
+    except Exception:
+        return None
 
 
 def _fails_requested(
@@ -150,31 +164,14 @@ def _fails_requested(
     its own: what holds is its conditions). A planted GLA kernel that decayed each key from the
     chunk's start came as two rows: the final state ``ht`` of one token, and ``o`` of several
     chunks, whose example asked for no final state; with it, that state is wrong too."""
-    from fuzz.families import family_of
-
-    parts = key.split("|")
-    try:
-        family = family_of(target)
-    except Exception:
-        return None
+    family, parts = _family(target), key.split("|")
     request = family.requests.get(parts[2]) if family is not None and len(parts) > 2 else None
     if request is None:
         return None
     case = request(f.case)
     if case.digest() == f.case.digest():
         return None  # (asked for already)
-    try:
-        outcome = check_case(
-            target,
-            backend,
-            case,
-            params=f.params,
-            **options.check_kwargs(),
-            prefer=key,
-            only=parts[1:2],
-        )
-    except Exception:
-        return None
+    outcome = _check_alone(target, backend, options, case, f.params, key)
     return (outcome, True) if _fails(outcome, key) else None
 
 
@@ -428,12 +425,7 @@ class Duplicates:
         ``g_gamma``), that one: a form a free choice drew is no condition of a bug seen another
         way (a planted GLA kernel's ``ht`` row had the per-head form, its ``o`` row the other,
         and the ``o`` example failed the ``ht`` row's way)."""
-        from fuzz.families import family_of
-
-        try:
-            family = family_of(self.target)
-        except Exception:
-            return frozenset(holds)
+        family = _family(self.target)
         recast = family.recast if family is not None else {}
         names = [t[8:] for t in holds if t.startswith("feature ")]
         more = {f"feature {recast[n][0]}" for n in names if n in recast}
