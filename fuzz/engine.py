@@ -59,6 +59,7 @@ from fuzz.shrink import (
     run_stage,
     shrink_again,
     shrink_compiled,
+    shrink_in_own_space,
     what_it_said,
 )
 from fuzz.signatures import (
@@ -1031,6 +1032,8 @@ class _Hunter:
                 database.save(db_key, choices_to_bytes(found[key].choices))
             if self.hooks.on_found is not None and found[key].final:
                 self.hooks.on_found(result, found[key])
+        if main and self.b.interpret:
+            self._in_own_space(found)
         if main:
             result.met_while_shrinking.clear()
         if not result.stopped:
@@ -1077,6 +1080,37 @@ class _Hunter:
             known_keys={b.key for b in self.known_bugs} | {k for k in found if k != key},
             known_bugs=self.known_bugs,
         )
+
+    def _in_own_space(self, found: dict[str, Found]) -> None:
+        """Each minimal example of this round, an interpreter's under a narrowing (a GPU host's
+        interpreter pair), searched for again over the interpreter's whole variant space
+        (:func:`fuzz.shrink.shrink_in_own_space`); a smaller one takes its place and is
+        streamed again (the campaign's ledger keeps it in place of the first); not saved to the
+        database, whose examples replay under the narrowing."""
+        for key, f in list(found.items()):
+            if not (f.final and f.key and self.narrowing):
+                continue
+            shrinking = self._shrinking()
+            try:
+                got = shrink_in_own_space(
+                    self.target,
+                    self.b,
+                    self.options,
+                    f,
+                    hunt=hunt,
+                    into=self.result,
+                    hard_at=self.shrink_hard_at(),
+                    narrowing=self.narrowing,
+                    known_keys={b.key for b in self.known_bugs} | {k for k in found if k != key},
+                    known_bugs=self.known_bugs,
+                )
+            finally:
+                shrinking()
+            found[key] = self.minimal[key] = got
+            if got.case.size >= f.case.size:
+                continue
+            if self.hooks.on_found is not None:
+                self.hooks.on_found(self.result, got)
 
     def _met(self, found: dict[str, Found]) -> list[tuple[str, Found]]:
         """The bugs the shrink stages met that are new: not found by this round, not of a known

@@ -231,6 +231,56 @@ def shrink_compiled(
     return s.finish(best, "compiled")
 
 
+def shrink_in_own_space(
+    target: Target,
+    backend: Backend,
+    options: HuntOptions,
+    found: Found,
+    *,
+    hunt: Callable[..., HuntResult],
+    into: HuntResult,
+    hard_at: float | None,
+    narrowing: dict[str, Any],
+    known_keys: Collection[str] = (),
+    known_bugs: Collection[Bug] = (),
+) -> Found:
+    """``found``, the minimal example of an interpreter's narrowed search (a GPU host's
+    ``pallas-interpret`` or ``triton-interpret`` pair under the gpu profile: its few tiles and
+    head dims), searched for again over the interpreter's whole variant space
+    (``_Shrinker.in_own_space``) where it is over ``SMALL_ENOUGH`` elements, within half the
+    shrink time left: a planted Pallas GLA bug of an initial state kept 512 elements on an
+    H200 (head dims of 16 and 32 there) against 64 on the CPU. A smaller example that fails
+    with the same key on the same backend replaces ``found``; otherwise it stands, noted."""
+    s = _Shrinker(
+        target,
+        backend,
+        options,
+        found,
+        hunt=hunt,
+        into=into,
+        hard_at=hard_at,
+        narrowing=narrowing,
+        known_bugs=known_bugs,
+    )
+    s.twin = backend if backend.interpret else None
+    s.known_keys = frozenset(known_keys)
+    if not s.own_space_differs() or found.case.size <= SMALL_ENOUGH:
+        return found
+    got = s.in_own_space(found, share=0.5)
+    if got is found:
+        return dataclasses.replace(found, shrink_notes=[*found.shrink_notes, *s.notes])
+    if got.interpreted is not None:  # it did not fail so again here: kept as the record was
+        return dataclasses.replace(found, shrink_notes=[*found.shrink_notes, *s.notes])
+    return dataclasses.replace(
+        got,
+        first_example=found.first_example,
+        first_seconds=found.first_seconds,
+        minimal_seconds=found.minimal_seconds + (time.perf_counter() - s.t0),
+        final=True,
+        shrink_notes=[*found.shrink_notes, *s.notes],
+    )
+
+
 def shrink_again(
     target: Target,
     backend: Backend,

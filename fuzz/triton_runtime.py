@@ -57,6 +57,7 @@ __all__ = [
     "positions",
     "remove_interpreter_adapter",
     "replay",
+    "spread",
 ]
 
 
@@ -114,8 +115,8 @@ def positions(picks: Sequence[int], among: Sequence[int] | None = None) -> Choos
 
     ``among`` narrows each kernel's candidates as a compiled backend's run narrows its tiles
     (``fuzz.narrowing``): ``0`` is the first candidate, and each other value a key that names
-    one more, the same for a kernel's same candidates in every run with the same keys
-    (``1 + crc32(key|kernel) % (n - 1)`` of its ``n``); the pick is then taken modulo those."""
+    one more (:func:`spread`), the same for a kernel's same candidates in every run with the
+    same keys; the pick is then taken modulo those."""
     picks = list(picks)
     if not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in picks):
         raise ValueError(f"picks must be integers >= 0, got {picks!r}")
@@ -128,15 +129,46 @@ def positions(picks: Sequence[int], among: Sequence[int] | None = None) -> Choos
         pick, n = next(asked, 0), len(candidates)
         if keys is None:
             return pick % n
-        allowed = list(
-            dict.fromkeys(
-                0 if key == 0 or n < 2 else 1 + zlib.crc32(f"{key}|{kernel}".encode()) % (n - 1)
-                for key in keys or [0]
-            )
-        )
+        allowed = spread(kernel, candidates, keys or [0])
         return allowed[pick % len(allowed)]
 
     return chooser
+
+
+def _settings(config: Config) -> list[tuple[str, Any]]:
+    """A config's meta-parameters: its warps, its stages and each of its keywords."""
+    return [
+        ("num_warps", config.num_warps),
+        ("num_stages", config.num_stages),
+        *sorted((k, repr(v)) for k, v in config.kwargs.items()),
+    ]
+
+
+def spread(kernel: str, candidates: Sequence[Candidate], keys: Sequence[int]) -> list[int]:
+    """The positions among ``candidates`` that ``keys`` name, in their order: ``0`` the first
+    candidate, each other key one more, picked (``crc32(key|kernel)``) among the candidates
+    not yet named that share the fewest meta-parameter values (warps, stages, keywords) with
+    those named before it. Two configs of a run then differ in their warps where the kernel
+    has two warp counts: a miscompile that one warp count has (fla's dq kernel on Hopper: every
+    ``num_warps=4`` config wrong, every ``num_warps=2`` right) is within every run's reach,
+    where a key drawn at random named a config with the first one's warps in 40% of runs.
+    A later key never changes what an earlier one named (a widening adds keys)."""
+    named: list[int] = []
+    held: dict[tuple[str, Any], int] = {}
+    for key in keys:
+        rest = [i for i in range(1, len(candidates)) if i not in named]
+        if key == 0 or not rest:
+            pos = 0
+        else:
+            shared = {i: sum(held.get(s, 0) for s in _settings(candidates[i].config)) for i in rest}
+            pool = [i for i in rest if shared[i] == min(shared.values())]
+            pos = pool[zlib.crc32(f"{key}|{kernel}".encode()) % len(pool)]
+        if pos in named:
+            continue
+        named.append(pos)
+        for s in _settings(candidates[pos].config):
+            held[s] = held.get(s, 0) + 1
+    return named
 
 
 class ReplayError(RuntimeError):

@@ -69,7 +69,8 @@ def _key(target, hits: bool) -> int:
     (module,) = [m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == PLUGIN]
     name = autotuned_name(module.softmax_kernel)
     for key in range(1, 10_000):
-        if (module.BAD in reached((0, key), kernel=name)) == hits:
+        configs = [Candidate(i, c) for i, c in enumerate(module.CONFIGS)]
+        if (module.BAD in reached((0, key), kernel=name, candidates=configs)) == hits:
             return key
     raise AssertionError("no key")
 
@@ -102,3 +103,33 @@ def test_the_console_says_a_widening_of_the_configs_as_a_count():
 
     assert said_added(AUTOTUNE, [1423048526]) == "configs of each autotuned kernel + 1"
     assert said_added("head_dims", [256, 8]) == "head_dims + 256, 8"
+
+
+def test_a_run_s_configs_differ_in_warps_and_stages_before_any_repeats():
+    """fla's dq kernel on Hopper: six configs, two warp counts by three stage counts, every
+    ``num_warps=4`` one miscompiled. Each run's second config has the other warp count (and
+    other stages), whatever its key; a third adds the stage count not yet held; widening
+    never changes what a run held before."""
+    from fuzz.triton_runtime import spread
+
+    hopper = [
+        Candidate(i, triton.Config({}, num_warps=w, num_stages=s))
+        for i, (w, s) in enumerate((w, s) for w in (2, 4) for s in (2, 3, 4))
+    ]
+    seconds = set()
+    for key in range(1, 200):
+        named = spread("dq", hopper, (0, key))
+        assert named[0] == 0 and hopper[named[1]].config.num_warps == 4
+        assert hopper[named[1]].config.num_stages != 2
+        seconds.add(named[1])
+        three = spread("dq", hopper, (0, key, key * 7 + 1))
+        assert three[:2] == named and len(three) == 3
+        stages = {hopper[i].config.num_stages for i in three}
+        assert stages == {2, 3, 4}, three
+        assert sorted(spread("dq", hopper, (0, key, 5, 6, 7, 8, 9))) == list(range(6))
+    assert seconds == {4, 5}  # both such configs, by key
+    # Keywords are meta-parameters too: a tile config unlike the first comes first.
+    tiles = [
+        Candidate(i, triton.Config({"BK": bk}, num_warps=4)) for i, bk in enumerate((32, 32, 64))
+    ]
+    assert {spread("o", tiles, (0, key))[1] for key in range(1, 50)} == {2}

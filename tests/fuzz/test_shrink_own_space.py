@@ -162,44 +162,65 @@ def test_a_small_enough_finding_is_not_searched_again(wide_target, compiled_prof
     assert not any("own variant space" in n for n in found.shrink_notes), found.shrink_notes
 
 
-def test_a_real_mutant_narrowed_as_a_gpu_pair_shrinks_to_its_interpreter_bound():
-    """The project's own mutant that needs two key tiles, searched as a GPU pair is (its head dim
-    and tiles narrowed to 16): the narrowed minimal case is over the mutant's shrink bound, and
-    the twin's own-space search brings it within (on the Triton interpreter standing in for both
-    sides here)."""
-    from fuzz import shrink
-    from fuzz.backends import get_backend
-    from fuzz.profiles import HuntOptions, get_profile
-    from fuzz.results import HuntResult
-
-    target = get("attention_mutant_no_rescale")
-    interp = get_backend("triton-interpret")
-    ci = get_profile("ci")
-    narrowing = {"head_dims": (16,), "block_pairs": ((16, 16),), "dtypes": ("float32",)}
-    result = hunt(target, interp, ci, database=None, narrowing=narrowing)
-    found = min(result.of_class(target.expected_class), key=lambda f: f.case.size)
-    # The GPU goal: at most twice the CPU campaign's reproducer (.ci/cpu-reproducer-sizes.json).
+def test_a_real_mutant_narrowed_as_a_gpu_pair_shrinks_to_its_interpreter_bound(monkeypatch):
+    """The project's own mutant that needs two key tiles, searched as a GPU host's interpreter
+    pair is (its head dim and tiles narrowed to 16): the narrowed minimal case is over the
+    mutant's shrink bound, and the hunt's own-space search (``fuzz.shrink.shrink_in_own_space``)
+    brings it within, outside the narrowing."""
     import json
     from pathlib import Path
 
+    from fuzz import shrink
+    from fuzz.profiles import get_profile
+
+    target = get("attention_mutant_no_rescale")
+    ci = get_profile("ci")
+    narrowing = {"head_dims": (16,), "block_pairs": ((16, 16),), "dtypes": ("float32",)}
+    result = hunt(target, "triton-interpret", ci, database=None, narrowing=narrowing)
+    found = min(result.of_class(target.expected_class), key=lambda f: f.case.size)
+    # The GPU goal: at most twice the CPU campaign's reproducer (.ci/cpu-reproducer-sizes.json).
     sizes = Path(__file__).resolve().parents[2] / ".ci" / "cpu-reproducer-sizes.json"
     cpu = json.loads(sizes.read_text())["attention_mutant_no_rescale|triton-interpret"]
-    assert found.case.size > max(2 * cpu, shrink.SMALL_ENOUGH), found.case  # the narrowing's floor
-    s = shrink._Shrinker(
-        target,
-        interp,
-        HuntOptions.of(ci),
-        found,
-        hunt=hunt,
-        into=HuntResult(target.name, interp.name, None, None),
-        hard_at=None,
-        narrowing=narrowing,
+    notes = [n for n in found.shrink_notes if "over its own variant space" in n]
+    assert notes, found.shrink_notes
+    assert found.case.size <= 2 * cpu, (found.case, found.shrink_notes)
+    assert found.case.size <= target.shrink_limit(found.case)
+    assert found.finding.cls == target.expected_class and found.final
+    assert found.case.params.get("head_dim", found.case.inputs["q"].shape[-1]) != 16
+    # Without that search, the narrowing's floor: over twice the CPU size.
+    monkeypatch.setattr("fuzz.engine.shrink_in_own_space", lambda target, b, o, f, **kw: f)
+    bare = hunt(target, "triton-interpret", ci, database=None, narrowing=narrowing)
+    first = min(bare.of_class(target.expected_class), key=lambda f: f.case.size)
+    assert first.case.size > max(2 * cpu, shrink.SMALL_ENOUGH), first.case
+
+
+def test_an_interpreter_pair_s_narrowed_finding_is_searched_again_in_its_own_space(
+    wide_target, compiled_profile
+):
+    """An interpreter's own hunt under a narrowing (a GPU host's ``pallas-interpret`` pair: its
+    head dims begin at 16, a planted GLA bug kept 512 elements against 64 on the CPU): its
+    minimal example is looked for again over the whole variant space, and the smaller one is
+    the row, streamed again to the campaign; with no narrowing nothing more runs."""
+    streamed = []
+    from fuzz.engine import Hooks
+
+    result = hunt(
+        wide_target,
+        "fake",
+        compiled_profile,
+        seed=0,
+        database=None,
+        narrowing={"widths": (96,)},
+        hooks=Hooks(on_found=lambda r, f: streamed.append(f)),
     )
-    s.twin = interp  # the interpreter is its own twin here
-    small = s.in_own_space(found)
-    assert small.case.size <= 2 * cpu, (small.case, s.notes)
-    assert small.case.size <= target.shrink_limit(small.case)
-    assert small.finding.cls == target.expected_class and small.key == found.key
+    assert result.error is None, result.error
+    found = result.found["nan"]
+    assert found.case.inputs["x"].shape == (1, 5), found.shrink_notes
+    assert any("over its own variant space" in n for n in found.shrink_notes)
+    finals = [f.case.inputs["x"].shape for f in streamed if f.final]
+    assert finals[-1] == (1, 5) and (1, 96) in finals, finals
+    plain = hunt(wide_target, "fake", compiled_profile, seed=0, database=None, narrowing={})
+    assert not any("own variant" in n for n in plain.found["nan"].shrink_notes)
 
 
 def test_a_case_too_costly_for_the_interpreter_is_still_looked_for_small_in_its_own_space(
