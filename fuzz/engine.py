@@ -385,12 +385,19 @@ class _Hunter:
     def _over_compile_budget(self) -> bool:
         """Whether compiling now would take the pair's compile time past its share: this run's
         and what ``compile_spent`` says earlier runs spent (a campaign's slices). The first
-        compile is never refused: nothing has compiled yet."""
+        compile is not refused where the cost of one is not known, or the run knows no
+        structure it could fuzz instead (a cold pair is fuzzed, not left waiting). Where it is
+        known and the memo holds structures (a compile worker's), it is refused as any other:
+        each first slice of a GLA backward pair on an H200 explored (its memo, new in that
+        process, explores every example until it measures a compile) and compiled 50-69 s on
+        the fuzzing path, where the warm-up's structures were there to fuzz."""
         share = self.options.compile_share
         stats = self.result.stats
         before, before_seconds, cost = self.compile_spent
         compiled = before + stats.compile_seconds
-        if share is None or compiled == 0:
+        if share is None:
+            return False
+        if compiled == 0 and not (cost and self.memo is not None and self.memo.structures()):
             return False
         # What one more compile costs: the campaign's estimate, else this run's compiles so far
         # (a launch that only loaded a kernel compiled elsewhere is no measure of it). A compile

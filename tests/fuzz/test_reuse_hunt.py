@@ -163,6 +163,32 @@ def test_the_compile_share_holds_over_a_pairs_earlier_slices(exact, seed):
     assert compiled - known
     held, compiled, _ = later_slice((5.0, 100.0, 30.0))
     assert compiled <= known and held.events["rejected: would compile"] > 0
+    # A pair's first fuzzing slice (nothing compiled on the fuzzing path yet), its memo holding
+    # what a compile worker compiled, which loads from a cache here: where a compile is known to
+    # cost 30 s, it fuzzes those; where its cost is not known, its first new one compiles.
+    for cost in (30.0, 0.0):
+        memo = StructureMemo(target_share=0.25, seed=seed + 1)
+        memo.take_in(first.export())
+        mod.EXACT_COMPILES.clear()
+        mod._exact.clear()
+        mod._exact.update(known)  # (the cache of what the warm-up compiled)
+        held = hunt(
+            get("fake_exact"),
+            "fake-compiled",
+            profile,
+            database=None,
+            seed=seed + 100,
+            memo=memo,
+            max_examples=150,
+            compile_spent=(0.0, 0.0, cost),
+        )
+        new = set(mod.EXACT_COMPILES) - known
+        assert held.examples == 150 and bool(new) == (cost == 0.0), (cost, new)
+    # A cold pair (its memo knowing no structure) compiles its first all the same.
+    cold, compiles = run(
+        profile, seed=seed, memo=StructureMemo(target_share=0.25), compile_spent=(0.0, 0.0, 30.0)
+    )
+    assert cold.error is None and cold.examples > 0 and compiles >= 1
 
 
 @pytest.mark.parametrize("seed", range(2))
