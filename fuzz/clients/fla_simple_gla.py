@@ -80,6 +80,21 @@ forms; states; packed sequences), but for two findings:
   NaN final state again (16 elements; its origin traced to ``chunk_fwd_kernel_h``'s
   ``exp2(b_g_last - b_g)`` of a padded row), no other fla row; the dq bug not met (345 backward
   examples, 2,437 refused).
+  Again (2026-11-30, evening: ``bash .ci/gpu-session bundled 450`` on one H200 of a two-GPU
+  host, 16 cores; a run's configs of each autotuned kernel now differ in warps first, so every
+  kernel's ``num_warps=4`` configs are in reach from the start): the forward's NaN final state
+  (16 elements, also seen through ``state-continuation``, 32), and a new backward row: a wrong
+  dv, compiled only and flaky. bf16, g_gamma (ALiBi slopes), one sequence of 17 tokens, one
+  head, K = 32, V = 16, ``chunk_bwd_kernel_dv`` at its config 4 (``num_warps=4``,
+  ``num_stages=3``), the others at their first: dv of the last token is 0 where float64 gives
+  -0.786 and -5.38 (the whole row); first seen at 4,096 elements (dv = -12,864 for 0.105),
+  shrunk on a compile worker to 544, then a later slice's replay of it passed. Its interpreted
+  replay passes and shows no access outside a buffer nor a racing store: a bug of fla's with
+  evidence (a wrong row that comes and goes between runs), likely the dv rows that differed
+  between runs above; not localized. Once more a backward launch lost the CUDA context
+  (illegal memory access). The dq bug was not met: 109 backward examples checked, 4,454
+  refused by the compile share (most reuses with fresh lengths, which compile fla's kernels
+  anew), head dims (16, 32) widened by 256, 8, 64 and 128 at 80-245 s.
 """
 
 import contextlib

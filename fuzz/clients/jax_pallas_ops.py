@@ -142,6 +142,21 @@ the H200 beside another campaign, 9,525 examples, 11 JAX rows), each row read fr
   one); ``gqa`` inf 49,152 (fp16, 30 query heads on 6 kv heads, 256 keys in 4 splits, o = inf for
   35,910, unshrunk): finding 5, its overflowed split stored in fp16.
 
+Again (2026-11-30, evening: ``bash .ci/gpu-session bundled 450`` on one H200 of a two-GPU host,
+16 cores, 23,044 examples, 7 JAX rows, none over 4,096), each row read from its case:
+
+- ``mha`` accuracy 16 (T = 1), ``mha_varlen`` accuracy 48 (also seen through
+  ``varlen-equals-alone`` and ``masked-poison``, 24,576 and 114,688) and inf 48 (fp16, a
+  sequence of one query: inf where the oracle gives 60,000): finding 6.
+- ``mha`` accuracy of ``lse`` 4,096 (causal, 256 queries on 32 keys: 159,728 for 3.81; also seen
+  in ``o``, 98,304): finding 1, the reads past the keys; shrunk on compile workers from 196,608,
+  their time ran out at 4,096.
+- ``mha`` masking 384 (``masked-poison``, causal, one query on 8 keys): keys the mask hides set
+  to float32's largest make o NaN, finding 4's kind.
+- ``gqa`` inf 256 (fp16, one query on 16 keys: o = inf for 60,000; also seen through
+  ``decode-equals-last-causal-row`` and as NaN, 512 and 4,096): finding 5; ``gqa`` masking 256:
+  finding 4.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
