@@ -541,12 +541,16 @@ def _campaign_config(
     from fuzz.backends import coordinator_probes, get_backend
     from fuzz.campaign.config import CampaignConfig, plugin_specs
     from fuzz.campaign.database import is_server, open_database
-    from fuzz.profiles import default_profile, get_profile, with_scale
+    from fuzz.profiles import default_profile, get_profile, gpu_missing_message, with_scale
     from fuzz.target import select
 
     profile = with_scale(
         get_profile(args.profile) if args.profile else default_profile(), args.scale
     )
+    missing = gpu_missing_message(profile, "--profile")
+    if missing is not None:  # (its oracles run on the GPU: every pair would be a harness error)
+        console.print(f"[red]{escape(missing)}[/red]")
+        return None
     targets = select(args.targets, mutants=None if args.mutants else False)
     if not targets:
         console.print(f"[red]--targets={args.targets!r} matches no target[/red] {_hint(args)}")
@@ -1071,7 +1075,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    from fuzz.profiles import default_profile, get_profile, with_scale
+    from fuzz.profiles import default_profile, get_profile, gpu_missing_message, with_scale
     from fuzz.scoreboard import print_scoreboard, run_scoreboard, write_scoreboard
     from fuzz.target import select
 
@@ -1079,6 +1083,10 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     profile = with_scale(
         get_profile(args.profile) if args.profile else default_profile(), args.scale
     )
+    missing = gpu_missing_message(profile, "--profile")
+    if missing is not None:
+        print(missing, file=sys.stderr)
+        return EXIT_ERROR
     mutants = select(args.targets, mutants=True)
     if not mutants:
         print(

@@ -165,8 +165,9 @@ def default_profile() -> Profile:
     return PROFILES["gpu" if cuda_reason() is None else "ci"]
 
 
-def gpu_missing_message(profile: Profile) -> str | None:
-    """The one clear message for a GPU profile on a machine without CUDA (None if fine)."""
+def gpu_missing_message(profile: Profile, option: str = "--hypothesis-profile") -> str | None:
+    """The one clear message for a GPU profile on a machine without CUDA (None if fine), naming
+    the front end's ``option`` (pytest's, or the CLI's ``--profile``)."""
     if not profile.needs_gpu:
         return None
     reason = cuda_reason()
@@ -174,7 +175,7 @@ def gpu_missing_message(profile: Profile) -> str | None:
         return None
     return (
         f"the {profile.name!r} profile runs the compiled backends {', '.join(profile.backends)} "
-        f"and needs a CUDA GPU, but {reason}. Use --hypothesis-profile=ci (CPU interpreters) here."
+        f"and needs a CUDA GPU, but {reason}. Use {option}=ci (CPU interpreters) here."
     )
 
 

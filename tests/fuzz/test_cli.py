@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from fuzz.backends import cuda_reason
+
 FAKE = os.path.join(os.path.dirname(__file__), "fake_targets.py")
 
 
@@ -117,6 +119,20 @@ BAD_ARGUMENTS = [
     (["list", "--plugin", "no/such/file.py"], "--plugin='no/such/file.py': no such file"),
     (["replay", "no-such-path"], "'no-such-path' is neither a file nor a folder"),
     (["replay", "{file}", "/no/such/file.py"], "'/no/such/file.py' is neither a file nor"),
+    # A GPU profile on a machine without CUDA: one line naming the option, not a harness error
+    # in every pair (its oracles run on the GPU). Where CUDA is, the profile runs.
+    *(
+        [
+            (
+                ["run", "--profile", "gpu", "--out", "{tmp}/new"],
+                "the 'gpu' profile runs the compiled backends triton, pallas-gpu and needs a CUDA "
+                "GPU",
+            ),
+            (["mutants", "--profile", "nightly"], "Use --profile=ci (CPU interpreters) here"),
+        ]
+        if cuda_reason() is not None
+        else []
+    ),
 ]
 
 
