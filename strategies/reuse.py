@@ -887,9 +887,14 @@ class StructureMemo:
         """A structure of ``pool`` (``own``, the strategy's, and those it may borrow) to reuse,
         and whether it is another strategy's: any record, or with fresh lengths (``relength``)
         any variant (its records differ only in lengths, which are drawn again), so that a
-        variant launched with many lengths is not favoured."""
+        variant launched with many lengths is not favoured. A failing structure is reused
+        whole (its lengths replayed, values fresh) only over the compile share, where nothing
+        else is known: there each exploration would be refused (a GPU campaign's Pallas pair
+        whose planted bug most cases reach refused 7,056 examples to check 114), and a reuse
+        at least runs, at the cost of a launch."""
         if not relength:
-            pool = [e for e in pool if not e.failing]
+            sound = [e for e in pool if not e.failing]
+            pool = sound or (pool if self.over_budget else [])
         if not pool:
             return None, False
         if relength:

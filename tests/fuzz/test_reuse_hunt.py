@@ -543,6 +543,21 @@ def test_a_kernel_failing_everywhere_still_reuses_its_variants(exact):
     assert len(shapes) > 50
 
 
+def test_a_kernel_failing_everywhere_whose_lengths_compile_reuses_its_structures_whole(exact):
+    """As above, where fresh lengths are not drawn (they compile: a Pallas kernel's shape
+    buckets): over the compile share its failing structures are reused whole, values fresh,
+    rather than explore structures that are each refused (a Pallas pair of an H200 campaign,
+    its planted bug reached by most cases, checked 114 examples and refused 7,056)."""
+    from fuzz.failures import CLASSES
+
+    result, memo, _ = _free_lengths_hunt(
+        exact, "fake_variant_always", 0, fresh_lengths=False, known=CLASSES
+    )
+    assert result.examples == 300, dict(result.events)
+    assert memo.counts["reused"] > 100 and memo.counts["relengthed"] == 0, memo.counts
+    assert result.events["rejected: would compile"] < 100, dict(result.events)
+
+
 def _clear_fakes():
     mod = _plugin_module()
     for registry in (

@@ -820,6 +820,17 @@ def test_a_failing_structure_is_reused_only_with_fresh_lengths():
             examples=100,
         )
     assert whole.counts["reused"] == 0
+    # ... but over the compile share, where each exploration would be refused, they are reused
+    # whole (values fresh) rather than explore nothing.
+    over = StructureMemo(explore=0.0, seed=4, fresh_lengths=False)
+    with over.active():
+
+        def body(case):
+            over.over_budget = True  # (the engine sets it before each example)
+            over.observe(0.0, 0.001, offer=False)
+
+        _run(toy_cases(_variant_and_lengths()), body, examples=100)
+    assert over.counts["reused"] > 20 and over.counts["relengthed"] == 0
     # Handed to another process's memo with the flag.
     other = StructureMemo(explore=0.0, fresh_lengths=False)
     other.take_in(memo.export())
