@@ -245,6 +245,12 @@ class Hooks:
         return self.before_example is not None or self.progress is not None
 
 
+# The draws of an example that select compiled code as its structure does, though the case's
+# strategy does not make them: kept with the structure and replayed when it is reused
+# (``strategies.reuse.StructureMemo.draw_attached``).
+WITH_STRUCTURE = frozenset({AUTOTUNE})
+
+
 class _HandOff(BaseException):
     """Ends a compiled backend's search at a new failure, unshrunk: it is shrunk where that is
     cheap (:mod:`fuzz.shrink`), not by Hypothesis on the compiled backend."""
@@ -424,8 +430,14 @@ class _Hunter:
     def _check(self, case: Case, data: st.DataObject) -> Any:
         on_draw = self._on_draw()
 
+        memo = self.memo
+        conjecture = getattr(data, "conjecture_data", None)
+
         def draw(s: SearchStrategy[Any], label: str) -> Any:
-            value = data.draw(s, label=label)
+            if label in WITH_STRUCTURE and memo is not None and conjecture is not None:
+                value = memo.draw_attached(conjecture, lambda: data.draw(s, label=label), label)
+            else:
+                value = data.draw(s, label=label)
             if on_draw is not None:
                 on_draw(label, value)
             return value

@@ -147,6 +147,8 @@ class _Entry:
     # bug again).
     failing: bool = False
     variant: tuple[Any, ...] = ()  # ``_variant`` of its nodes and lengths
+    # The choices of draws its example made beside the structure (``draw_attached``), by label.
+    attached: dict[str, Nodes] = field(default_factory=dict)
 
 
 @dataclass
@@ -161,6 +163,8 @@ class _Drawn:
     relengthed: bool = False  # a reuse whose lengths the memo had drawn fresh
     options: Ranges = ()
     reoptioned: bool = False  # a reuse whose options the memo had drawn fresh
+    entry: _Entry | None = None  # the record it reused (mode "reuse")
+    attached: dict[str, Nodes] = field(default_factory=dict)  # ``draw_attached``'s choices
 
 
 @dataclass
@@ -409,7 +413,8 @@ class StructureMemo:
             with fresh lengths; ``unfree``: records whose lengths could not be drawn fresh
             (the strategy's other choices depend on them), replayed whole from then on;
             ``reoptioned`` and ``fixed options``: the same for options; ``unextended``:
-            Hypothesis's zero-extensions refused (:meth:`_draw`).
+            Hypothesis's zero-extensions refused (:meth:`_draw`); ``attached replayed``: draws
+            beside a reused structure replayed with it (:meth:`draw_attached`).
 
     Use one memo per (target, backend), across the runs (hunts) of it that one process makes:
     ``with memo.active():`` around the run, ``memo.observe(...)`` after each example. Structures
@@ -500,6 +505,7 @@ class StructureMemo:
             "fixed options",
             "diversified",
             "unextended",
+            "attached replayed",
         ):
             self.counts[k] = 0
 
@@ -602,14 +608,14 @@ class StructureMemo:
         self._launched_variants.update((d.key, _variant(d.nodes, d.free)) for d in drawn)
         for d in drawn:
             if offer:
-                self._offer(d.key, d.nodes, d.free, d.options)
+                self._offer(d.key, d.nodes, d.free, d.options, attached=d.attached)
             elif d.free:
                 # Its variant, with other lengths and values, is no repeat of the failure: kept
                 # for reuses with fresh lengths. Where nearly every example failed (a mutant
                 # whose bug most cases reach), none was offered, and over its compile share
                 # every example explored a new structure and was refused: an H200 campaign's
                 # GLA mutant ran 17 examples and refused 5,235.
-                self._offer(d.key, d.nodes, d.free, d.options, failing=True)
+                self._offer(d.key, d.nodes, d.free, d.options, failing=True, attached=d.attached)
         return measured
 
     def _is_known(self, d: _Drawn) -> bool:
@@ -823,13 +829,39 @@ class StructureMemo:
             return sum(len(v) for v in self._variants.values())
         return len(self._variants.get(key, ()))
 
-    def export(self) -> list[tuple[Hashable, Nodes, Ranges, bool, Ranges]]:
+    def draw_attached(self, data: Any, draw: Callable[[], Any], label: str) -> Any:
+        """``draw()``, a draw of ``data`` (Hypothesis's ConjectureData) that selects compiled
+        code as the structure does
+        but that the case's strategy does not make: an autotuned kernel's configs, drawn as its
+        launches ask (``fuzz.properties``). Its choices are kept with the example's structure
+        when that is offered, and replayed when the structure is reused: a reuse then launches
+        the configs its structure was launched with, compiled already, not fresh ones, each a
+        compile (a GPU campaign's fla backward pair checked 109 examples and refused 4,454 that
+        would have compiled, most of them reuses). An example that drew no structure through
+        the memo draws as usual."""
+        drawn = [d for d in self._drawn if d.data is data]
+        if not drawn:
+            return draw()
+        d = drawn[-1]
+        recorded = None if d.entry is None else d.entry.attached.get(label)
+        start = choice_count(data)
+        if recorded is not None:
+            with providing(data, _Replay(provider_of(data), recorded)):
+                value = draw()
+            self.counts["attached replayed"] += 1
+        else:
+            value = draw()
+        d.attached[label] = recorded_choices(data, start)
+        return value
+
+    def export(self) -> list[tuple[Any, ...]]:
         """The structures the memo offers, as (strategy key, recorded choices, ranges of its
-        lengths, whether its example failed, ranges of its options): what another process's
-        memo of the same target takes in with :meth:`take_in` (a campaign's compile worker
-        hands the structures it compiled to the workers that fuzz)."""
+        lengths, whether its example failed, ranges of its options, the choices of its draws
+        beside it by label): what another process's memo of the same target takes in with
+        :meth:`take_in` (a campaign's compile worker hands the structures it compiled, and the
+        autotuned configs it compiled them with, to the workers that fuzz)."""
         return [
-            (key, e.nodes, e.free, e.failing, e.options)
+            (key, e.nodes, e.free, e.failing, e.options, tuple(sorted(e.attached.items())))
             for key, pool in self._pools.items()
             for e in pool
         ]
@@ -844,7 +876,8 @@ class StructureMemo:
             free = tuple((int(a), int(b)) for a, b in rest[0]) if rest else ()
             failing = bool(rest[1]) if len(rest) > 1 else False
             options = tuple((int(a), int(b)) for a, b in rest[2]) if len(rest) > 2 else ()
-            self._offer(key, tuple(nodes), free, options, failing=failing)
+            attached = {str(label): tuple(n) for label, n in rest[3]} if len(rest) > 3 else {}
+            self._offer(key, tuple(nodes), free, options, failing=failing, attached=attached)
         return self.counts["offered"] - before
 
     # The strategies' side -----------------------------------------------------------------------
@@ -857,6 +890,7 @@ class StructureMemo:
         options: Ranges = (),
         *,
         failing: bool = False,
+        attached: dict[str, Nodes] | None = None,
     ) -> None:
         ident = _identity(nodes)
         known = self._known.setdefault(key, set())
@@ -864,7 +898,12 @@ class StructureMemo:
             return
         known.add(ident)
         entry = _Entry(
-            nodes, free=free, failing=failing, variant=_variant(nodes, free), options=options
+            nodes,
+            free=free,
+            failing=failing,
+            variant=_variant(nodes, free),
+            options=options,
+            attached=dict(attached or {}),
         )
         self._covered.setdefault(key, set()).update(_pairs(entry.variant))
         self._pools.setdefault(key, []).append(entry)
@@ -1012,7 +1051,19 @@ class StructureMemo:
             self.counts["borrowed"] += 1
             # known from now on under this strategy's key too
             self._offer(key, nodes, free, options)
-        self._drawn.append(_Drawn(data, key, nodes, mode, free, relengthed, options, reoptioned))
+        self._drawn.append(
+            _Drawn(
+                data,
+                key,
+                nodes,
+                mode,
+                free,
+                relengthed,
+                options,
+                reoptioned,
+                entry=entry if mode == "reuse" else None,
+            )
+        )
         return value
 
     def _fresh_options_for(self, entry: _Entry) -> bool:

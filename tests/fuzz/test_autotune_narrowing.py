@@ -133,3 +133,48 @@ def test_a_run_s_configs_differ_in_warps_and_stages_before_any_repeats():
         Candidate(i, triton.Config({"BK": bk}, num_warps=4)) for i, bk in enumerate((32, 32, 64))
     ]
     assert {spread("o", tiles, (0, key))[1] for key in range(1, 50)} == {2}
+
+
+def test_a_reused_structure_launches_the_configs_it_was_launched_with(target):
+    """A hunt with a structure memo: an example that reuses a structure draws the configs its
+    structure's example drew (``strategies.reuse.StructureMemo.draw_attached``): they are
+    compiled already, where fresh configs would each be a compile (a GPU campaign's fla
+    backward pair refused 4,454 examples that would have compiled, to check 109)."""
+    import dataclasses
+
+    from fuzz.engine import Hooks
+    from strategies.reuse import StructureMemo
+
+    profile = dataclasses.replace(get_profile("ci"), reuse_share=0.25)
+    narrowing = {AUTOTUNE: (0, 12345, 777)}
+    memo = StructureMemo(explore=1.0, seed=1)
+
+    def picks_of(seed):
+        drawn = []
+
+        def on_draw(label, value):  # the picks drawn (the choices made are told too)
+            if label == "autotune" and value and all(isinstance(v, int) for v in value):
+                drawn.append(tuple(value))
+
+        hooks = Hooks(on_draw=on_draw)
+        hunt(
+            target,
+            "triton-interpret",
+            profile,
+            database=None,
+            max_examples=30,
+            seed=seed,
+            narrowing=narrowing,
+            memo=memo,
+            hooks=hooks,
+            known=["accuracy"],
+        )
+        return drawn
+
+    first = picks_of(0)
+    assert len(set(first)) > 10  # explorations draw them fresh
+    memo.explore = 0.0  # from now on the memo reuses
+    before = memo.counts["attached replayed"]
+    again = picks_of(1)
+    assert memo.counts["attached replayed"] - before >= 5, memo.counts
+    assert sum(p in set(first) for p in again) >= memo.counts["attached replayed"] - before

@@ -718,7 +718,7 @@ def test_an_exported_structure_keeps_its_options():
     memo = StructureMemo(explore=0.0, seed=5)
     _hunt_like(memo, toy_cases(_variant_and_options()), examples=30)
     exported = memo.export()
-    assert exported and all(len(rec) == 5 and rec[4] for rec in exported)
+    assert exported and all(len(rec) == 6 and rec[4] for rec in exported)
     other = StructureMemo(explore=0.0, seed=5)
     assert other.take_in(exported) == len(exported)
     assert [e.options for e in other._pools["toy"]] == [e.options for e in memo._pools["toy"]]
@@ -887,3 +887,48 @@ def test_a_run_begins_on_reused_structures_not_on_zero_extensions(monkeypatch):
     monkeypatch.setattr(strategies.reuse, "zero_extending", lambda data: False)
     kept = one_key_share(StructureMemo(explore=0.1, seed=3))
     assert kept > refused + 0.15, (kept, refused)
+
+
+def test_draws_beside_a_structure_are_replayed_with_it():
+    """An autotuned kernel's configs are drawn as its launches ask, outside the case's strategy,
+    yet they select compiled code as the structure does: drawn through ``draw_attached``, they
+    are kept with the structure, replayed when it is reused (its compiled configs again, not a
+    compile each: a GPU campaign's fla backward pair refused 4,454 examples to check 109), and
+    handed to another process's memo with it. Explorations draw them fresh."""
+    from hypothesis.control import current_build_context
+
+    picks = st.lists(st.integers(0, 2**16 - 1), min_size=8, max_size=8)
+
+    def run(memo, examples, seed):
+        seen = []
+
+        def body(case):
+            data = current_build_context().data
+            before = dict(memo.counts)
+            drawn = memo.draw_attached(data, lambda: data.draw(picks), "autotune")
+            seen.append(
+                (
+                    case[0],
+                    tuple(drawn),
+                    memo.counts["attached replayed"] > before.get("attached replayed", 0),
+                )
+            )
+            memo.observe(0.0, 0.001)
+
+        with memo.active():
+            _run(toy_cases(), body, examples=examples, seed=seed)
+        return seen
+
+    first = StructureMemo(explore=1.0, seed=1)  # every example a structure of its own
+    explored = run(first, 60, 0)
+    configs = {}
+    for structure, drawn, replayed in explored:
+        assert not replayed
+        configs.setdefault(structure, drawn)
+    assert len({d for _, d, _ in explored}) > 30  # fresh each time
+    other = StructureMemo(explore=0.0, seed=2)  # another process: reuse only
+    assert other.take_in(first.export()) == first.structures()
+    reused = run(other, 80, 1)
+    replays = [(s, d) for s, d, r in reused if r]
+    assert len(replays) == other.counts["reused"] >= 10, other.counts
+    assert all(configs.get(s) == d for s, d in replays), replays[:3]
