@@ -33,6 +33,7 @@ from fuzz.hypothesis_internals import (
     add_digest,
     choices_to_bytes,
     current_choices,
+    data_of,
     exhausted,
     in_shrink_phase,
     is_final_replay,
@@ -431,7 +432,7 @@ class _Hunter:
         on_draw = self._on_draw()
 
         memo = self.memo
-        conjecture = getattr(data, "conjecture_data", None)
+        conjecture = data_of(data)
 
         def draw(s: SearchStrategy[Any], label: str) -> Any:
             if label in WITH_STRUCTURE and memo is not None and conjecture is not None:

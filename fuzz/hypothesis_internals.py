@@ -323,6 +323,14 @@ def choice_data(draw: Callable[..., Any]) -> Any:
     return data
 
 
+def data_of(data_object: Any) -> Any:
+    """The ConjectureData behind ``st.data()``'s object (None where it has none): the choices a
+    draw made through it are recorded there (``strategies.reuse``'s draws beside a structure).
+    Hypothesis keeps it as the object's ``conjecture_data``; without it, such draws are not
+    kept with their structure (they are drawn as any other)."""
+    return getattr(data_object, "conjecture_data", None)
+
+
 def generating(data: Any) -> bool:
     """Whether the next draws of ``data`` come from its provider (generation), not from a given
     choice sequence (a replay, a shrink step, a mutation of an earlier example)."""
