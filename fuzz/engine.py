@@ -1088,7 +1088,12 @@ class _Hunter:
 
     def _shrink(self, key: str, found: dict[str, Found]) -> Found:
         """Shrinks the round's bug ``key`` in the compiled shrink stages (``fuzz.shrink``)."""
-        return shrink_compiled(
+        return self._shrink_by(shrink_compiled, key, found)
+
+    def _shrink_by(self, how: Callable[..., Found], key: str, found: dict[str, Found]) -> Found:
+        """``how`` (a shrink of ``fuzz.shrink``) of the round's bug ``key``, knowing the hunt's
+        bugs and the round's others."""
+        return how(
             self.target,
             self.b,
             self.options,
@@ -1112,18 +1117,7 @@ class _Hunter:
                 continue
             shrinking = self._shrinking()
             try:
-                got = shrink_in_own_space(
-                    self.target,
-                    self.b,
-                    self.options,
-                    f,
-                    hunt=hunt,
-                    into=self.result,
-                    hard_at=self.shrink_hard_at(),
-                    narrowing=self.narrowing,
-                    known_keys={b.key for b in self.known_bugs} | {k for k in found if k != key},
-                    known_bugs=self.known_bugs,
-                )
+                got = self._shrink_by(shrink_in_own_space, key, found)
             finally:
                 shrinking()
             found[key] = self.minimal[key] = got

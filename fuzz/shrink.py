@@ -206,8 +206,8 @@ def shrink_compiled(
         hard_at=hard_at,
         narrowing=narrowing,
         known_bugs=known_bugs,
+        known_keys=known_keys,
     )
-    s.known_keys = frozenset(known_keys)
     s.cut()
     own_space = s.own_space_differs()
     confirmed = s.in_interpreter(share=0.5 if own_space else 1.0)
@@ -261,9 +261,9 @@ def shrink_in_own_space(
         hard_at=hard_at,
         narrowing=narrowing,
         known_bugs=known_bugs,
+        known_keys=known_keys,
     )
     s.twin = backend if backend.interpret else None
-    s.known_keys = frozenset(known_keys)
     if not s.own_space_differs() or found.case.size <= SMALL_ENOUGH:
         return found
     got = s.in_own_space(found, share=0.5)
@@ -382,6 +382,7 @@ class _Shrinker:
         hard_at: float | None,
         narrowing: dict[str, Any],
         known_bugs: Collection[Bug] = (),
+        known_keys: Collection[str] = (),
     ) -> None:
         self.target, self.backend, self.options = target, backend, options
         self.found = self.current = found
@@ -403,7 +404,7 @@ class _Shrinker:
         self.cut_cost = options.interpreter_max_cost
         self.max_cost = options.interpreter_max_cost * speedup
         self.too_costly = False  # the interpreter stage was not tried: the case cost too much
-        self.known_keys: frozenset[str] = frozenset()  # the bugs the search knows
+        self.known_keys = frozenset(known_keys)  # the bugs the search knows
         self.known_bugs = tuple(known_bugs)  # (their examples are hits in every stage)
         self.ladder = False  # its shrinking through new variants is left to a compile worker
 
