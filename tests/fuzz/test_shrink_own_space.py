@@ -198,8 +198,7 @@ def test_an_interpreter_pair_s_narrowed_finding_is_searched_again_in_its_own_spa
     wide_target, compiled_profile
 ):
     """An interpreter's own hunt under a narrowing (a GPU host's ``pallas-interpret`` pair: its
-    head dims begin at 16, a planted GLA bug kept 512 elements against 64 on the CPU): its
-    minimal example is looked for again over the whole variant space, and the smaller one is
+    head dims begin at 16): its minimal example is looked for again over the whole variant space, and the smaller one is
     the row, streamed again to the campaign; with no narrowing nothing more runs."""
     streamed = []
     from fuzz.engine import Hooks
