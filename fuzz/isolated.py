@@ -49,9 +49,13 @@ IMPORT_SECONDS = 8.0
 GRACE_SECONDS = 5.0
 # Children in a row that brought no progress before the shrink gives up.
 STALLS = 2
+# Why a shrink stopped where its last child shrank to the end without losing its context.
+NOTHING_SMALLER = "nothing smaller crashes so"
 # Exit statuses of a child: its shrink ran to the end; an example lost its context.
 DONE, LOST = 0, 3
 _KILLED = -9  # (this process killed it: its time was up)
+# How a note begins that says why a crash shrunk to its end is no smaller (the reports show it).
+NOT_SMALLER = "not smaller:"
 _CHILD = (
     "import sys; from fuzz.isolated_child import child_main; sys.exit(child_main(sys.argv[1:]))"
 )
@@ -81,6 +85,14 @@ class Isolated:
             f"shrunk in {self.children} child process(es), one per crash (a sticky CUDA error "
             f"loses a process's context): {start_size:,} -> {size:,} elements"
         )
+        if size >= start_size and self.stopped == NOTHING_SMALLER:
+            # Shrunk to its end: its smaller examples ran and kept their context (an illegal
+            # access can need a read or write far past an allocation to fault).
+            return (
+                f"{NOT_SMALLER} {self.children} child process(es) shrank from it to the end and "
+                "no smaller example they ran lost its context so (a sticky CUDA error loses a "
+                "process's context: one child per crash)"
+            )
         if size >= start_size:
             done = (
                 f"not shrunk: a sticky CUDA error lost the process's context; "
@@ -147,7 +159,7 @@ def shrink(
                 ):
                     out.found, progress = f, True
             if code == DONE:
-                out.stopped = "nothing smaller crashes so"
+                out.stopped = NOTHING_SMALLER
                 return out
             if code == _KILLED:
                 out.stopped = "a child did not end within the time left; killed"

@@ -3,13 +3,14 @@
 A compiled backend compiles a kernel per variant (tile sizes, head dimensions, chunk sizes...):
 a profile that narrows the variant space (``Profile.variant_choices``) has each run draw from a
 few values per dimension, the simplest first and others picked with the run's seed
-(:func:`run_narrowing`), so that a run compiles few kernels and runs with other seeds cover
-others.
+(:func:`run_narrowing`; tile pairs of each relation between their parts first, sizes spread
+over magnitudes), so that a run compiles few kernels and runs with other seeds cover others.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from typing import Any
 
@@ -48,6 +49,8 @@ def run_narrowing(
         if len(rest) + 1 <= k:
             continue
         rng.shuffle(rest)
+        spread = random.Random(f"{target.name}|{seed}|{dim}" if seed is not None else None)
+        rest = _spread_in_octaves(choices[0], rest, spread)
         narrowing[dim] = (choices[0], *_relations_first(choices[0], rest)[: k - 1 + widen])
     if getattr(target.library, "autotune", False):
         # Every config of every autotuned kernel is a compile: fla's backward launches five
@@ -88,6 +91,34 @@ def _relation(value: Any) -> tuple[int, ...] | None:
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
         return None
     return tuple((a > b) - (a < b) for a, b in itertools.pairwise(value))
+
+
+def _spread_in_octaves(simplest: Any, rest: list[Any], rng: random.Random) -> list[Any]:
+    """``rest`` (in the seed's order) reordered so that the values a run takes spread over
+    magnitudes: each next value drawn with a probability proportional to its distance in
+    octaves (``|log2(v / t)|``) from the nearest value already taken, the simplest first
+    (seeding as k-means++ does, with the distance itself as weight). A tile-based kernel
+    branches on a dimension against its block constants (one partial tile, several tiles, a
+    loop over the head dimension's blocks). fla's head dims are 16 (the simplest) and 8 to 256:
+    a uniform draw of one more took 8 or 32 in 2 runs of 5, all three within one tile of the
+    usual blocks; weighed by octaves, 64, 128 or 256 come in 9 of 11. Values that are not all
+    positive numbers keep the seed's order; the draw uses ``rng`` alone, so a seeded run takes
+    the same values."""
+    numbers = [simplest, *rest]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in numbers):
+        return rest
+    taken, pool, out = [simplest], list(rest), []
+    while pool:
+        far = [min(abs(math.log2(v / t)) for t in taken) for v in pool]
+        if not sum(far):
+            return [*out, *pool]
+        at, pick = rng.random() * sum(far), 0
+        while pick < len(pool) - 1 and at >= far[pick]:
+            at -= far[pick]
+            pick += 1
+        out.append(pool.pop(pick))
+        taken.append(out[-1])
+    return out
 
 
 def _relations_first(simplest: Any, rest: list[Any]) -> list[Any]:

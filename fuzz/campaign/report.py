@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzz.backends import device_name
+from fuzz.isolated import NOT_SMALLER
 from fuzz.reproducer import versions
 from fuzz.signatures import Bug, same_bug, site
 
@@ -112,6 +113,16 @@ def not_shrunk_why(f: dict[str, Any]) -> str | None:
     if notes:
         return notes[-1]
     return "its slice ended before it was shrunk (stopped or killed: see the campaign's notes)"
+
+
+def not_smaller_why(f: dict[str, Any]) -> str | None:
+    """Why a shrunk finding is no smaller (None: nothing to say): a crash that loses its CUDA
+    context, shrunk to its end in child processes none of whose smaller examples crashed so
+    (``fuzz.isolated``). A GPU campaign's crash row of 196,608 elements said nothing of it."""
+    if not f.get("shrunk", True):
+        return None
+    notes = [n for n in f.get("shrink_notes") or [] if n.startswith(NOT_SMALLER)]
+    return notes[-1][len(NOT_SMALLER) :].strip() if notes else None
 
 
 def also_seen_text(f: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from fuzz.campaign.report import (
     cell_text,
     matrix,
     not_shrunk_why,
+    not_smaller_why,
 )
 from fuzz.campaign.report_md import hosts_cell, markdown, origin_text, rel_path
 from fuzz.files import atomic_write_text
@@ -160,6 +161,8 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
         )
     if (why := not_shrunk_why(f)) and not f.get("maybe_of"):
         parts.append(f"<p>not shrunk: {_e(why)}</p>")
+    elif why := not_smaller_why(f):
+        parts.append(f"<p>not smaller: {_e(why)}</p>")
     if f.get("maybe_of"):
         parts.append(
             f"<p>not shrunk (its slice ended first) and failing as bug {_e(f['maybe_of'])} does: "

@@ -13,6 +13,7 @@ from fuzz.campaign.report import (
     cell_text,
     matrix,
     not_shrunk_why,
+    not_smaller_why,
     starved,
 )
 from fuzz.failures import is_harness_limit
@@ -226,6 +227,8 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         )
     if (why := not_shrunk_why(f)) and not f.get("maybe_of"):
         lines.append(f"- not shrunk: {why}")
+    elif why := not_smaller_why(f):
+        lines.append(f"- not smaller: {why}")
     if f.get("maybe_of"):
         lines.append(
             f"- not shrunk (its slice ended first) and failing as bug `{f['maybe_of']}` does "

@@ -66,3 +66,37 @@ def test_a_decode_run_draws_its_split_counts_from_a_few():
 
     generate(target.strategy(gpu.scale, **narrowing), keep, examples=60, seed=0)
     assert drawn == set(splits)
+
+
+def test_scalar_values_spread_over_octaves():
+    """A run's head dims take values far from the simplest more often than a uniform draw
+    would (``_spread_in_octaves``): fla's dq bug needs K = 16 with V >= 64, and a campaign whose
+    seed took (16, 32) met V >= 64 only once widened. Attention's dims after 16 (64, 128, 32, 1,
+    80, 96, 8, 256) lie 2.49 octaves from it on average; weighed by that distance, the value
+    taken second lies 2.97 octaves away on average (the sum of squares over the sum)."""
+    import math
+
+    from fuzz.narrowing import _spread_in_octaves
+
+    gpu = get_profile("gpu")
+    target = get("attention")
+    seconds = [run_narrowing(target, gpu, s)["head_dims"][1] for s in range(300)]
+    mean = sum(abs(math.log2(v / 16)) for v in seconds) / len(seconds)
+    assert mean > 2.75, mean  # uniformly 2.49 (sd of a 300-run mean: 0.07)
+    assert len(set(seconds)) >= 6  # still the seed's choice among them
+    for seed in range(20):  # prefix-stable: a widening only appends
+        two = run_narrowing(target, gpu, seed)["head_dims"]
+        assert run_narrowing(target, gpu, seed, widen=2)["head_dims"][:2] == two
+    import random
+
+    # Each value taken is weighed by its distance to the nearest one taken before: after 16 and
+    # 256, 64 (two octaves from both) is drawn more often than 32 or 128 (one octave).
+    thirds = [_spread_in_octaves(16, [256, 32, 64, 128], random.Random(s)) for s in range(400)]
+    after_256 = [o[1] for o in thirds if o[0] == 256]
+    assert after_256.count(64) > max(after_256.count(32), after_256.count(128))
+    # Anything but positive numbers keeps the seed's order.
+    assert _spread_in_octaves("float32", ["float16", "bfloat16"], random.Random(0)) == [
+        "float16",
+        "bfloat16",
+    ]
+    assert _spread_in_octaves(0, [3, 1], random.Random(0)) == [3, 1]

@@ -1375,6 +1375,43 @@ def test_a_row_not_shrunk_says_why_in_the_reports(tmp_path):
     assert "not shrunk: its slice ended before it was shrunk" in str(html)
 
 
+def test_a_crash_shrunk_to_its_end_says_why_it_is_no_smaller(tmp_path):
+    """A crash that loses its CUDA context is shrunk in child processes (``fuzz.isolated``);
+    where they shrank to the end and nothing smaller crashed so, report.md and index.html say
+    so. An H200 campaign's ``jax_mha`` crash row of 196,608 elements, marked shrunk, said
+    nothing of why it was that large."""
+    from types import SimpleNamespace
+
+    from fuzz.campaign.report import not_shrunk_why, not_smaller_why
+    from fuzz.campaign.report_html import _finding_html
+    from fuzz.campaign.report_md import _markdown_finding
+    from fuzz.isolated import NOTHING_SMALLER, Isolated
+
+    big = SimpleNamespace(case=SimpleNamespace(size=196608))
+    ended = Isolated(big, children=1, stopped=NOTHING_SMALLER).note(196608)  # type: ignore[arg-type]
+    stalled = Isolated(big, children=2, stopped="2 children in a row").note(196608)  # type: ignore[arg-type]
+    assert ended.startswith("not smaller: 1 child process(es) shrank from it to the end")
+    assert stalled.startswith("not shrunk:")  # it did not shrink to its end
+    row = {
+        "class": "crash",
+        "target": "t",
+        "backends": ["pallas-gpu"],
+        "message": "m",
+        "case": "Case(q=f16[2,3,2048,16])",
+        "case_size": 196608,
+        "triage": "new",
+        "signature": "s",
+        "shrunk": True,
+        "shrink_notes": ["earlier", ended],
+    }
+    assert not_shrunk_why(row) is None
+    assert not_smaller_why(row).startswith("1 child process(es) shrank from it")
+    assert not_smaller_why({**row, "shrink_notes": [stalled]}) is None
+    md = "\n".join(_markdown_finding(row, tmp_path))
+    assert "- not smaller: 1 child process(es) shrank from it to the end" in md
+    assert "not smaller: 1 child process(es)" in str(_finding_html(row, tmp_path))
+
+
 def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice():
     """A slice killed past its hard limit (or whose worker died) leaves what it streamed
     unshrunk: JAX's ``mha`` on pallas-gpu kept rows of 196,608 elements on an H200 so. The
