@@ -236,11 +236,16 @@ class BugLedger:
         ``sighting`` streamed first, or an example of a bug found before (the one with fewer
         triggers is kept and the other counted as a hit of it)."""
         prev = None if sighting is None else self.sightings.get(sighting)
-        if prev is not None and prev != rec["signature"] and self._stands_elsewhere(prev, rec):
+        if (
+            prev is not None
+            and prev != rec["signature"]
+            and (self._stands_elsewhere(prev, rec) or self._another_bug(prev, rec))
+        ):
             # The sighting's record is a minimal example already, and this one is a bug with a
-            # row of its own (a resumed shrink that walked into it): a hit of that row, and the
-            # sighting's row stays. Taken as the first one's smaller example, a GPU campaign's
-            # two-bug softmax lost one of its two rows.
+            # row of its own (a resumed shrink that walked into it), or another bug than the
+            # sighting's: a hit of that row, or a bug of its own, and the sighting's row stays.
+            # Taken as the first one's smaller example, a GPU campaign's two-bug softmax lost
+            # one of its two rows.
             sighting = None
         out = self._record(rec, sighting)
         self._join_shared(out)
@@ -686,6 +691,19 @@ class BugLedger:
             and (other_sig == rec["signature"] or same_bug(bug, bug_of_record(other)))
             for other_sig, other in self.found.items()
         )
+
+    def _another_bug(self, prev: str, rec: Mapping[str, Any]) -> bool:
+        """Whether ``rec``, a shrunk record streamed under the sighting whose shrunk record is
+        ``prev``, is not that bug's smaller example: no smaller (:func:`_smaller`) and not the
+        same bug (``fuzz.signatures.same_bug``: another key, or triggers that do not nest). On
+        an H200, a slice's compile ladder shrank a sighting of JAX ``mha``'s short-sequence
+        bug (its row: 16 elements, one token) into the bug of causal rows with more queries
+        than keys (1,024 elements): taken as the first one's smaller example, it took that
+        row's place and the short-sequence bug was gone from the report."""
+        old = self.found.get(prev)
+        if old is None or not old.get("shrunk") or not rec.get("shrunk") or _smaller(rec, old):
+            return False
+        return not same_bug(bug_of_record(rec), bug_of_record(old))
 
     def note(self, sighting: str, note: str) -> None:
         """Notes on the row ``sighting`` stands for what a later slice that took it found

@@ -215,6 +215,25 @@ def test_a_sightings_minimal_example_is_not_replaced_by_another_row_of_its_key()
     assert set(led.found) == {"rescale", "bias2"}
 
 
+def test_a_sightings_later_record_of_another_bug_that_is_no_smaller_is_a_row_of_its_own():
+    """On an H200, JAX ``mha``'s short-sequence bug (one token: 16 elements) was gone from the
+    report: a sighting that had shrunk to it was shrunk again by a later slice's compile
+    ladder into the bug of causal rows with more queries than keys (1,024 elements, triggers
+    that do not nest with the first's), and that record took the sighting's row's place as
+    its "smaller example". A later record of a sighting that is no smaller and not the same
+    bug is a row of its own; the sighting's row stays."""
+    short = _rec("short", ACC_O, {"partial-kv-tile", "single-visible-key"}, 16)
+    causal = {"causal-more-queries-than-keys", "feature causal", "multi-kv-tile"}
+    led = BugLedger()
+    assert led.record(short, sighting="1:0:o").new
+    assert led.record(_rec("u", ACC_O, causal, 21504, shrunk=False), sighting="5:0:o").new
+    out = led.record({**short, "reproducer": "/nowhere/short2.py"}, sighting="5:0:o")
+    assert not out.new and set(led.found) == {"short"}  # it shrank to the bug found before
+    out = led.record(_rec("causal", ACC_O, causal, 1024), sighting="5:0:o")
+    assert out.new and set(led.found) == {"short", "causal"}, led.found.keys()
+    assert led.found["short"]["case_size"] == 16
+
+
 def test_two_rows_that_each_took_in_one_signature_are_one_row():
     """A planted varlen kernel's one bug kept two rows on an H200, a NaN row (``o``) and an
     accuracy row (``lse``), each also seen as one accuracy signature (one key, one set of
