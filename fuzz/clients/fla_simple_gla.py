@@ -96,6 +96,19 @@ forms; states; packed sequences), but for two findings:
   refused by the compile share (about 3,000 of them reuses of known structures whole, each
   with config picks of its own: since fb9da77 a reuse replays its structure's configs), head
   dims (16, 32) widened by 256, 8, 64 and 128 at 80-245 s.
+  Twice more (2026-11-30, morning, the same command and host). At 77e43d9, configs replayed
+  with reused structures: the backward checked 342 examples (109 before) and refused 3,318;
+  the dv row again (bf16, g_gamma, an initial state, five packed sequences, 20 heads, K = 64,
+  V = 8: dv -1.6e-4 for -3.1e-8, 3,512x its bound; also seen as runs that differ), met at
+  434 s of a 450 s budget and left at 81,920 elements; the dq bug not met (head dims (16, 32)
+  until 93 s). At 3401aef, a run's sizes spread over octaves (head dims (16, 256) from the
+  start): **the dq bug, found and shrunk unaided**, 1 row: bf16, g_gamma (ALiBi slope), five
+  packed sequences of 63, 1, 1, 1 and 1 tokens, one head, K = 16, V = 128: dq[0, 57, 0, 10] =
+  49.25 against -32.63 in float64 (2.0x its bound at the minimal case; its first sight, at
+  376 s, 8.3x: dq -0.00638 for 0.00627). Compiled only (the interpreted twin over its own
+  variant space passes; no access outside a buffer in the interpreted replay), shrunk on the
+  compiled backend to 10,240 elements, then by the compile ladder to 8,576 when the budget
+  ran out (its time cut; a longer run shrinks on). 93 backward examples checked, 711 refused.
 """
 
 import contextlib

@@ -157,6 +157,27 @@ Again (2026-11-30, evening: ``bash .ci/gpu-session bundled 450`` on one H200 of 
   ``decode-equals-last-causal-row`` and as NaN, 512 and 4,096): finding 5; ``gqa`` masking 256:
   finding 4.
 
+Twice more (2026-11-30, morning, the same command and host), each row read from its case:
+
+- At 77e43d9 (18,223 examples, 7 JAX rows): ``mha`` and ``mha_varlen`` accuracy 16 (T = 1;
+  ``mha_varlen`` also seen as inf 512, ``rows-sum-to-one`` 768-3,584 and ``varlen-equals-alone``
+  4,096-24,576): finding 6. ``mha`` crash 196,608: an illegal memory access (fp16, causal,
+  2,048 queries on 1,024 keys, block_q 64 over block_k 32; the context lost, shrunk in a child
+  process to its end, where no smaller example crashed so): finding 1, its reads past the keys
+  reaching far enough past the allocation to fault; the report now says why it is no smaller.
+  ``mha_varlen`` masking 256: finding 4's kind. ``gqa`` accuracy 256
+  (``decode-equals-last-causal-row``: ``mha``'s finding 6), inf 256 (finding 5), masking 256
+  (finding 4).
+- At 3401aef (21,038 examples, 7 JAX rows): ``mha`` inf 48 (fp16, three batch elements of
+  T = 1: inf where the oracle gives 60,000) and ``mha_varlen`` accuracy 16: finding 6. ``mha``
+  accuracy 1,024 (causal, 64 queries on 32 keys) and nondeterminism 172,032 (causal, 512
+  queries on 16 keys, NaN then -0.319; unshrunk: its compile worker ran 4 examples and found
+  none smaller): finding 1. ``gqa`` inf 256 twice (the oracle, and
+  ``decode-equals-last-causal-row``) and masking 256: findings 5, 6 and 4. ``mha``'s accuracy
+  16 (T = 1), found at 24 s, was missing from the report: a compile ladder's re-shrink of one
+  of its sightings walked into finding 1 (1,024 elements) and took its row's place as its
+  "smaller example" (fixed in 8d6b3e0: such a record is a row of its own).
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
