@@ -155,6 +155,14 @@ SETTLE_SECONDS = 15.0
 # Seconds past that to tell whether the hunt's new bugs are known ones seen another way (the
 # duplicate check, ``fuzz.duplicates``); the rest of the campaign's 30 s is the summary's.
 DUPLICATE_SECONDS = 20.0
+# The share of a pair's time that compiles of structures admitted past its compile share may
+# take, where each brings a hazard (by name) that none of its checked examples had: a pot of
+# their own. The share's own goes to a pair's first structures, the simplest (one head, one
+# key): a Pallas-interpret pair whose planted bug needs grouped heads spent it on 20 of them,
+# refused 125 structures and never checked one with grouped heads (seed 1, 80 examples), where
+# fresh draws have them 3 times in 4. A family names about 20 hazards: each admission checks a
+# new one, so few are admitted.
+NOVEL_SHARE = 0.05
 
 
 def _said(verdict: Finding | None) -> str:
@@ -327,6 +335,7 @@ class _Hunter:
         # How the running example is checked (only compiled kernels, derived launches spared):
         # its replays are checked alike.
         self._checked_as = (False, False)
+        self._novel = False  # the running example admitted past the share (_novel_admitted)
         # Examples whose runs differed (the flaky bug's, by their choices), and over those runs
         # (failed, runs): once there is one, shrink steps and final replays run several times;
         # and what each example that failed failed as (by its choices).
@@ -388,6 +397,25 @@ class _Hunter:
         self.narrowing = narrowing
         self.result.variants = {k: list(v) for k, v in narrowing.items()}
         self.strategy = self.target.strategy(self.options.scale, **strategy_keywords(narrowing))
+
+    def _novel_admitted(self, case: Case) -> bool:
+        """Whether ``case``, over the compile share, is admitted all the same: it has a hazard
+        (by name) that no example checked with this hunt's memo had, and the compiles so
+        admitted for the pair's memo stay within :data:`NOVEL_SHARE` of its time (a pot of
+        their own: the share's is spent on the first structures, the simplest)."""
+        memo, share = self.memo, self.options.compile_share
+        if memo is None or share is None or self.stage.only_compiled:
+            return False
+        names = {h.split(":", 1)[0] for h in self.target.hazards_of(case)}
+        if names <= memo.hazards_checked:
+            return False
+        _, before_seconds, cost = self.compile_spent
+        stats = self.result.stats
+        n = stats.compiles - stats.cache_loads
+        if not cost and n > 0:
+            cost = (stats.compile_seconds - stats.cache_load_seconds) / n
+        pot = NOVEL_SHARE * (before_seconds + time.perf_counter() - self.t0)
+        return pot > 0 and memo.novel_compile_seconds + cost <= pot
 
     def _over_compile_budget(self) -> bool:
         """Whether compiling now would take the pair's compile time past its share: this run's
@@ -454,11 +482,19 @@ class _Hunter:
         # the share refused every step of a CPU campaign's Pallas interpreter (an XLA program
         # per shape) and left its reproducers 5x the size the same kernel's Triton twin reached.
         over_budget = not in_shrink_phase() and self._over_compile_budget()
-        over = over_budget and not (
-            self.memo is not None and self.memo.drawn_known() and self.memo.known_is_cheap()
+        novel = over_budget and not final and self._novel_admitted(case)
+        over = (
+            over_budget
+            and not novel
+            and not (
+                self.memo is not None and self.memo.drawn_known() and self.memo.known_is_cheap()
+            )
         )
         if self.memo is not None:
             self.memo.over_budget = over_budget  # the next examples explore less
+        if novel:
+            self.result.events["admitted past the share: a new hazard"] += 1
+        self._novel = novel
         only_compiled = (self.stage.only_compiled or over) and not final
 
         def admit() -> None:  # (once the example's parameters are drawn: see check_case)
@@ -635,6 +671,10 @@ class _Hunter:
             if measured and own > 0:
                 self._lengths_compiled("compiled")
         names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
+        if self.memo is not None:
+            self.memo.hazards_checked.update(names)
+            if self._novel:
+                self.memo.novel_compile_seconds += compiled
         for name in names:
             self.result.events[f"hazard {name}"] += 1
             event("hazard", name)

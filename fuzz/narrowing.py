@@ -107,7 +107,7 @@ def _spread_in_octaves(simplest: Any, rest: list[Any], rng: random.Random) -> li
     numbers = [simplest, *rest]
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in numbers):
         return rest
-    taken, pool, out = [simplest], list(rest), []
+    taken, pool, out = [simplest], list(rest), list[Any]()
     while pool:
         far = [min(abs(math.log2(v / t)) for t in taken) for v in pool]
         if not sum(far):

@@ -471,6 +471,11 @@ class StructureMemo:
     # (explore or reuse, which structure) as they would be without them.
     _aside: random.Random = field(init=False, repr=False)
     _warming: bool = field(default=False, init=False, repr=False)
+    # The hazard names (a family's, ``Target.hazards_of``) of the examples checked with this
+    # memo, and the compile seconds of the examples admitted past the compile share for
+    # bringing one not among them (``fuzz.engine.NOVEL_SHARE``).
+    hazards_checked: set[str] = field(default_factory=set, init=False, repr=False)
+    novel_compile_seconds: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.target_share, bool) or not isinstance(self.target_share, (int, float)):

@@ -248,6 +248,63 @@ def test_a_slice_whose_every_example_would_compile_ends_refused_not_in_error(exa
     assert result.events["rejected: would compile"] > 0
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_over_the_share_a_structure_with_a_new_hazard_is_admitted_from_a_pot_of_its_own(
+    exact, monkeypatch, seed
+):
+    """A pair's compile share goes to its first structures, the simplest: a Pallas-interpret
+    pair whose planted bug needs grouped heads refused 125 structures and never checked one
+    with grouped heads, where fresh draws have them 3 times in 4. Past the share, a structure
+    that brings a hazard none of the memo's checked examples had is admitted all the same,
+    while such compiles stay within ``engine.NOVEL_SHARE`` of the pair's time. Here a kernel
+    compiled per exact shape is wrong for 33 rows or more (hazard "tall"), its pair's share
+    spent by earlier slices: without the pot every example is refused."""
+    from fuzz.target import Hazard
+
+    mod = _plugin_module()
+    pot = engine.NOVEL_SHARE
+    base = get("fake_exact")
+    correct = base.kernels["fake"]
+
+    def tall_kernel(inputs, params, *, out, interpret):
+        got = correct(inputs, params, out=out, interpret=interpret)
+        if inputs["x"].shape[0] >= 33:
+            out["y"].mul_(1.01)
+        return got
+
+    tall = dataclasses.replace(
+        base,
+        name="fake_exact_tall",
+        kernels={"fake": tall_kernel},
+        hazards=(
+            Hazard("tall", lambda c: "33 rows or more" if len(c.inputs["x"]) >= 33 else None),
+        ),
+    )
+    profile = dataclasses.replace(exact[1], reuse_share=0.25, compile_share=0.25, max_examples=150)
+
+    def slice_(pot):
+        monkeypatch.setattr(engine, "NOVEL_SHARE", pot)
+        mod.EXACT_COMPILES.clear()
+        mod._exact.clear()
+        return hunt(
+            tall,
+            "fake-compiled",
+            profile,
+            database=None,
+            seed=seed,
+            memo=StructureMemo(target_share=0.25, seed=seed),
+            compile_spent=(100.0, 110.0),  # 100 s compiled in 110: the share long spent
+        )
+
+    refused = slice_(0.0)
+    assert refused.examples == 0 and not refused.found, dict(refused.events)
+    admitted = slice_(pot)
+    assert "accuracy" in admitted.found, dict(admitted.events)
+    assert admitted.found["accuracy"].case.inputs["x"].shape[0] == 33  # shrunk as ever
+    # Each admission brought a hazard not checked before: here there is one to bring.
+    assert admitted.events["admitted past the share: a new hazard"] == 1, dict(admitted.events)
+
+
 def test_compile_spent_is_checked(exact):
     run, profile = exact
     for bad in ((1.0,), (-1.0, 2.0), ("a", 1.0), (True, 1.0), None):
