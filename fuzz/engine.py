@@ -409,13 +409,19 @@ class _Hunter:
         names = {h.split(":", 1)[0] for h in self.target.hazards_of(case)}
         if names <= memo.hazards_checked:
             return False
-        _, before_seconds, cost = self.compile_spent
+        pot = NOVEL_SHARE * (self.compile_spent[1] + time.perf_counter() - self.t0)
+        return pot > 0 and memo.novel_compile_seconds + self._compile_cost() <= pot
+
+    def _compile_cost(self) -> float:
+        """What one more compile costs: the campaign's estimate, else this run's compiles so far
+        (a launch that only loaded a kernel compiled elsewhere is no measure of it); 0 where
+        neither is known."""
+        cost = self.compile_spent[2]
         stats = self.result.stats
         n = stats.compiles - stats.cache_loads
         if not cost and n > 0:
             cost = (stats.compile_seconds - stats.cache_load_seconds) / n
-        pot = NOVEL_SHARE * (before_seconds + time.perf_counter() - self.t0)
-        return pot > 0 and memo.novel_compile_seconds + cost <= pot
+        return cost
 
     def _over_compile_budget(self) -> bool:
         """Whether compiling now would take the pair's compile time past its share: this run's
@@ -434,14 +440,10 @@ class _Hunter:
             return False
         if compiled == 0 and not (cost and self.memo is not None and self.memo.structures()):
             return False
-        # What one more compile costs: the campaign's estimate, else this run's compiles so far
-        # (a launch that only loaded a kernel compiled elsewhere is no measure of it). A compile
-        # is refused where it would take the share past its bound, not only once it has: one
-        # backward GLA compile took 43 s on an H200 in a slice of 7 s.
-        n = stats.compiles - stats.cache_loads
-        if not cost and n > 0:
-            cost = (stats.compile_seconds - stats.cache_load_seconds) / n
-        return compiled + cost > share * (before_seconds + time.perf_counter() - self.t0)
+        # A compile is refused where it would take the share past its bound, not only once it
+        # has: one backward GLA compile took 43 s on an H200 in a slice of 7 s.
+        seconds = before_seconds + time.perf_counter() - self.t0
+        return compiled + self._compile_cost() > share * seconds
 
     def _on_outer_backend(self) -> bool:
         """Whether this hunt is a shrink stage of a watched hunt on the same backend: its
