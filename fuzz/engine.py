@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import time
 import unittest
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -163,6 +163,12 @@ DUPLICATE_SECONDS = 20.0
 # fresh draws have them 3 times in 4. A family names about 20 hazards: each admission checks a
 # new one, so few are admitted.
 NOVEL_SHARE = 0.05
+
+
+def _hazard_names(hazards: Iterable[str]) -> list[str]:
+    """The names of ``hazards`` (``"name: detail"`` strings, ``Target.hazards_of``), sorted:
+    what a checked example records in its memo and what a new structure is compared with."""
+    return sorted(h.split(":", 1)[0] for h in hazards)
 
 
 def _said(verdict: Finding | None) -> str:
@@ -406,8 +412,7 @@ class _Hunter:
         memo, share = self.memo, self.options.compile_share
         if memo is None or share is None or self.stage.only_compiled:
             return False
-        names = {h.split(":", 1)[0] for h in self.target.hazards_of(case)}
-        if names <= memo.hazards_checked:
+        if set(_hazard_names(self.target.hazards_of(case))) <= memo.hazards_checked:
             return False
         pot = NOVEL_SHARE * (self.compile_spent[1] + time.perf_counter() - self.t0)
         return pot > 0 and memo.novel_compile_seconds + self._compile_cost() <= pot
@@ -672,7 +677,7 @@ class _Hunter:
             )
             if measured and own > 0:
                 self._lengths_compiled("compiled")
-        names = sorted(h.split(":", 1)[0] for h in outcome.context.hazards)
+        names = _hazard_names(outcome.context.hazards)
         if self.memo is not None:
             self.memo.hazards_checked.update(names)
             if self._novel:
