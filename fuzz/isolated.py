@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fuzz.results import NOT_SMALLER
+
 if TYPE_CHECKING:
     from fuzz.backends import Backend
     from fuzz.profiles import HuntOptions
@@ -54,8 +56,6 @@ NOTHING_SMALLER = "nothing smaller crashes so"
 # Exit statuses of a child: its shrink ran to the end; an example lost its context.
 DONE, LOST = 0, 3
 _KILLED = -9  # (this process killed it: its time was up)
-# How a note begins that says why a crash shrunk to its end is no smaller (the reports show it).
-NOT_SMALLER = "not smaller:"
 _CHILD = (
     "import sys; from fuzz.isolated_child import child_main; sys.exit(child_main(sys.argv[1:]))"
 )

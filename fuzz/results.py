@@ -17,6 +17,9 @@ from fuzz.failures import Finding, status_of
 from fuzz.properties import Stats
 
 TRACE_CHARS = 6000  # of a harness error's traceback kept with it (its last frames)
+# How a shrink note begins that says why a shrunk finding is no smaller (a crash shrunk to its
+# end in child processes, ``fuzz.isolated``): the reports show it (:func:`not_smaller_why`).
+NOT_SMALLER = "not smaller:"
 
 
 def trace_of(exc: BaseException) -> str:
@@ -127,6 +130,40 @@ class Found:
                 else None,
             },
         }
+
+
+def not_shrunk_why(f: dict[str, Any]) -> str | None:
+    """Why a finding was not shrunk, for the reports (None: it was): its shrinking's last note
+    (what cut it, what the stages tried), else its slice having ended before it could be (a
+    first sight streamed by a slice stopped or killed; the campaign's notes say which). A GPU
+    campaign's unshrunk rows of 98,304-262,144 elements said nothing of why."""
+    if f.get("shrunk", True):
+        return None
+    notes = [n for n in f.get("shrink_notes") or [] if n]
+    if notes:
+        return notes[-1]
+    return "its slice ended before it was shrunk (stopped or killed: see the campaign's notes)"
+
+
+def not_smaller_why(f: dict[str, Any]) -> str | None:
+    """Why a shrunk finding is no smaller (None: nothing to say): a crash that loses its CUDA
+    context, shrunk to its end in child processes none of whose smaller examples crashed so
+    (``fuzz.isolated``). A GPU campaign's crash row of 196,608 elements said nothing of it."""
+    if not f.get("shrunk", True):
+        return None
+    notes = [n for n in f.get("shrink_notes") or [] if n.startswith(NOT_SMALLER)]
+    return notes[-1][len(NOT_SMALLER) :].strip() if notes else None
+
+
+def size_note(f: dict[str, Any]) -> str | None:
+    """What the reports say of a finding's size (None: nothing): why it was not shrunk
+    (:func:`not_shrunk_why`, unless it may be a bug found before: ``maybe_of`` says so), else
+    why a shrunk one is no smaller (:func:`not_smaller_why`)."""
+    if (why := not_shrunk_why(f)) and not f.get("maybe_of"):
+        return f"not shrunk: {why}"
+    if why := not_smaller_why(f):
+        return f"not smaller: {why}"
+    return None
 
 
 def encode_choices(choices: tuple[Any, ...]) -> str:

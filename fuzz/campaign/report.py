@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzz.backends import device_name
-from fuzz.isolated import NOT_SMALLER
 from fuzz.reproducer import versions
 from fuzz.signatures import Bug, same_bug, site
 
@@ -100,29 +99,6 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             if extra:
                 d["also_seen"] = [*d.get("also_seen", []), *extra]
     return out
-
-
-def not_shrunk_why(f: dict[str, Any]) -> str | None:
-    """Why a finding was not shrunk, for the reports (None: it was): its shrinking's last note
-    (what cut it, what the stages tried), else its slice having ended before it could be (a
-    first sight streamed by a slice stopped or killed; the campaign's notes say which). A GPU
-    campaign's unshrunk rows of 98,304-262,144 elements said nothing of why."""
-    if f.get("shrunk", True):
-        return None
-    notes = [n for n in f.get("shrink_notes") or [] if n]
-    if notes:
-        return notes[-1]
-    return "its slice ended before it was shrunk (stopped or killed: see the campaign's notes)"
-
-
-def not_smaller_why(f: dict[str, Any]) -> str | None:
-    """Why a shrunk finding is no smaller (None: nothing to say): a crash that loses its CUDA
-    context, shrunk to its end in child processes none of whose smaller examples crashed so
-    (``fuzz.isolated``). A GPU campaign's crash row of 196,608 elements said nothing of it."""
-    if not f.get("shrunk", True):
-        return None
-    notes = [n for n in f.get("shrink_notes") or [] if n.startswith(NOT_SMALLER)]
-    return notes[-1][len(NOT_SMALLER) :].strip() if notes else None
 
 
 def also_seen_text(f: dict[str, Any]) -> str:

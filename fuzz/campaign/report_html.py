@@ -15,11 +15,10 @@ from fuzz.campaign.report import (
     also_seen_text,
     cell_text,
     matrix,
-    not_shrunk_why,
-    not_smaller_why,
 )
 from fuzz.campaign.report_md import hosts_cell, markdown, origin_text, rel_path
 from fuzz.files import atomic_write_text
+from fuzz.results import size_note
 
 
 def writers(out: Path, data: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -159,10 +158,8 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
         parts.append(
             f"<p>minimal case ({_e(f.get('case_size'))} elements): <code>{_e(f['case'][:400])}</code></p>"
         )
-    if (why := not_shrunk_why(f)) and not f.get("maybe_of"):
-        parts.append(f"<p>not shrunk: {_e(why)}</p>")
-    elif why := not_smaller_why(f):
-        parts.append(f"<p>not smaller: {_e(why)}</p>")
+    if note := size_note(f):
+        parts.append(f"<p>{_e(note)}</p>")
     if f.get("maybe_of"):
         parts.append(
             f"<p>not shrunk (its slice ended first) and failing as bug {_e(f['maybe_of'])} does: "

@@ -12,12 +12,11 @@ from fuzz.campaign.report import (
     also_seen_text,
     cell_text,
     matrix,
-    not_shrunk_why,
-    not_smaller_why,
     starved,
 )
 from fuzz.failures import is_harness_limit
 from fuzz.origin import describe, worth_showing
+from fuzz.results import size_note
 
 # Markdown ------------------------------------------------------------------------------------------------
 
@@ -225,10 +224,8 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         lines.append(
             f"- minimal case ({f.get('case_size')} elements{'' if f.get('shrunk', True) else ', not shrunk'}): `{f['case'][:300]}`"
         )
-    if (why := not_shrunk_why(f)) and not f.get("maybe_of"):
-        lines.append(f"- not shrunk: {why}")
-    elif why := not_smaller_why(f):
-        lines.append(f"- not smaller: {why}")
+    if note := size_note(f):
+        lines.append(f"- {note}")
     if f.get("maybe_of"):
         lines.append(
             f"- not shrunk (its slice ended first) and failing as bug `{f['maybe_of']}` does "

@@ -529,9 +529,9 @@ def test_a_resumed_row_whose_example_no_longer_fails_says_so_to_the_campaign(
     """A row a later slice took to shrink whose example passed when replayed (a GPU NaN of reads
     past the keys came and went between runs; its row of 393,216 elements said only that its
     slice had ended) gets a note saying so, for its report (``HuntResult.resume_notes``)."""
-    from fuzz.campaign.report import not_shrunk_why
     from fuzz.engine import Hooks
     from fuzz.ledger import BugLedger
+    from fuzz.results import not_shrunk_why
     from fuzz.signatures import Resume
 
     first = []

@@ -1349,9 +1349,9 @@ def test_a_row_not_shrunk_says_why_in_the_reports(tmp_path):
     """A finding that was not shrunk says why in report.md and index.html: its shrinking's last
     note where it has one, else that its slice ended first (a GPU campaign's unshrunk rows of
     98,304-262,144 elements said nothing)."""
-    from fuzz.campaign.report import not_shrunk_why
     from fuzz.campaign.report_html import _finding_html
     from fuzz.campaign.report_md import _markdown_finding
+    from fuzz.results import not_shrunk_why
 
     base = {
         "class": "nan",
@@ -1382,10 +1382,10 @@ def test_a_crash_shrunk_to_its_end_says_why_it_is_no_smaller(tmp_path):
     nothing of why it was that large."""
     from types import SimpleNamespace
 
-    from fuzz.campaign.report import not_shrunk_why, not_smaller_why
     from fuzz.campaign.report_html import _finding_html
     from fuzz.campaign.report_md import _markdown_finding
     from fuzz.isolated import NOTHING_SMALLER, Isolated
+    from fuzz.results import not_shrunk_why, not_smaller_why
 
     big = SimpleNamespace(case=SimpleNamespace(size=196608))
     ended = Isolated(big, children=1, stopped=NOTHING_SMALLER).note(196608)  # type: ignore[arg-type]
@@ -1796,7 +1796,7 @@ def test_a_row_whose_replay_was_a_known_bug_joins_that_bug_with_its_reproducer()
 def test_what_a_later_slice_found_of_a_row_it_took_is_noted_on_the_row():
     """A slice's ``resume_notes`` (a row it took whose example did not fail so again) go onto
     that row: its report says why it is left unshrunk, not only that its slice ended."""
-    from fuzz.campaign.report import not_shrunk_why
+    from fuzz.results import not_shrunk_why
 
     p = _pair("p", examples=50, seconds=10.0)
     policy = _policy([p])
