@@ -27,6 +27,7 @@ def pick(
     t: Tunables,
     loaded: set[str] | frozenset[str],
     compile_workers: int,
+    full: Tunables | None = None,
 ) -> PairState | None:
     """The pair the next fuzzing slice fuzzes, for a worker that has ``loaded`` these pairs:
     every pair compiled ahead once (real targets before mutants), then every pair to its
@@ -34,7 +35,8 @@ def pick(
     first; pairs not compiled ahead last, those that compile cheapest first), then the pairs
     with unshrunk bugs to resume (``BugLedger.resumable``), then those
     that met it by seconds short of its examples (for up to ``examples_floor_factor`` times
-    its seconds), then the pairs that found new bugs or coverage lately, per fuzzing second,
+    its seconds), then those short of the ``full`` floors where ``t``'s were scaled to the
+    budget (:func:`estimates.full_floors`), then the pairs that found new bugs or coverage lately, per fuzzing second,
     with an exploration bonus (:func:`estimates.ucb`; a pair another worker has loaded counts
     at ``affinity``). Compile time is a setup cost: it counts neither toward a floor nor
     against a pair's rate. Where a pair's slices run matters on a compiled backend: a
@@ -69,6 +71,17 @@ def pick(
                 p.target.is_mutant,
                 p.key not in loaded,
                 p.total_examples,
+            ),
+        )
+    behind = [] if full is None else [p for p in active if estimates.floor_progress(p, full) < 1]
+    if behind:  # the furthest behind first, by tenths: a worker keeps the ones it has loaded
+        return min(
+            behind,
+            key=lambda p: (
+                p.warmth is Warmth.COLD,
+                math.floor(10 * estimates.floor_progress(p, full)),
+                p.key not in loaded,
+                estimates.floor_progress(p, full),
             ),
         )
     total = sum(p.slices for p in pairs) + 1

@@ -23,9 +23,9 @@ What it decides:
 * every pair once, compiled ahead first where compile workers exist (real targets before
   mutants), then every pair to its floor (``floor_examples`` examples or ``floor_seconds`` of
   fuzzing, a real target ``real_floor_seconds``; compiling and shrinking count toward neither),
-  then the pairs that met it by seconds short of its examples, then a bandit: the pairs whose
-  recent slices found new bugs or coverage features per fuzzing second, with an exploration
-  bonus (UCB, :func:`ucb`); a slice of a pair under its floor ends at it;
+  then the pairs that met it by seconds short of its examples, then toward the full floors
+  where they were scaled, then a bandit (new bugs or coverage features per fuzzing second, with
+  an exploration bonus: UCB); a slice of a pair under its floor ends at it;
 * the floors, where fitted to the budget: lowered where what the slices cost past fuzzing
   (compiling, shrinking what they find, measured as the campaign goes) would leave the budget
   short of them (``estimates.refit``);
@@ -258,9 +258,9 @@ class SchedulingPolicy:
 
     def pick(self, loaded: set[str] | frozenset[str] = frozenset()) -> PairState | None:
         """The pair the next fuzzing slice fuzzes, for a worker that has ``loaded`` these pairs
-        (:func:`fuzz.campaign.picks.pick`: every pair compiled ahead once, then to its floor,
-        then short of its examples, then a bandit)."""
-        return picks.pick(self.pairs, self.t, loaded, self._compile_workers())
+        (:func:`fuzz.campaign.picks.pick`)."""
+        full = estimates.full_floors(self.t, self.floors)
+        return picks.pick(self.pairs, self.t, loaded, self._compile_workers(), full)
 
     def floor_progress(self, pair: PairState) -> float:
         """How much of its floor ``pair`` has had (1: met; ``estimates.floor_progress``)."""
