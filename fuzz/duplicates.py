@@ -318,6 +318,9 @@ class Duplicates:
         twin = self.needs_fewer(f, twins)
         if twin is not None:
             return twin, "conditions"
+        twin = self.other_half(f, twins)
+        if twin is not None:
+            return twin, "dtype"
         under_more = self._under_more(f)
         if under_more is not None:
             return under_more
@@ -350,6 +353,52 @@ class Duplicates:
             if b.triggers <= holds or holds <= b.triggers:
                 return b
         return None
+
+    def other_half(self, f: Found, twins: list[Bug]) -> Bug | None:
+        """The bug of ``twins`` (of ``f``'s key) whose triggers are ``f``'s but for the half
+        dtype (float16 for one, bfloat16 for the other; the rest nests), where each minimal
+        example, its inputs cast to the other's dtype, fails ``f``'s way with conditions that
+        nest with the other's; or None. Shrinking moves a dtype toward float32 only, so a bug
+        of both half dtypes, met through each, ends in two minimal examples apart by their
+        dtype (fla's dq bug on an H200: a float16 row and a bfloat16 row of 8,192 elements,
+        wrong at one element). Both ways are asked: two independent bugs of one key, one of
+        every float16 input and one of bfloat16 rows of odd length, stay two, since the first's
+        minimal example passes in bfloat16 (the second's fails in float16, through the first)."""
+        mine = _half_of(f.triggers)
+        if mine is None:
+            return None
+        examples = {b.signature: ex for b, ex in self._known_examples(f, twins=True)}
+        for b in twins:
+            theirs = _half_of(b.triggers)
+            if theirs is None or theirs == mine or b.signature not in examples:
+                continue
+            rest, other = frozenset(f.triggers) - {mine}, b.triggers - {theirs}
+            if not (rest <= other or other <= rest):
+                continue
+            if self._fails_in(f, theirs, b.triggers) and self._fails_in(
+                examples[b.signature], mine, frozenset(f.triggers), key=f.key
+            ):
+                return b
+        return None
+
+    def _fails_in(
+        self, example: Any, dtype: str, triggers: frozenset[str], key: str | None = None
+    ) -> bool:
+        """Whether ``example`` (a :class:`Found`, or a known bug's read back), its half inputs
+        cast to ``dtype`` (a ``dtype NAME`` condition), fails the way of ``key`` (its own by
+        default) with conditions that nest with ``triggers``."""
+        from fuzz.arrays import cast
+
+        self._in_time()
+        name = dtype[6:]
+        inputs = {k: cast(v, name) if _half(v) else v for k, v in example.case.inputs.items()}
+        case = example.case.replace(inputs=inputs, dtype=name)
+        key = key or example.key
+        outcome = check_as(self.target, self.backend, self.options, _with_case(example, case), key)
+        if not _fails(outcome, key):
+            return False
+        holds = conditions(self.target, case, outcome.context.hazards)
+        return triggers <= holds or holds <= triggers
 
     def _under_more(self, f: Found) -> tuple[Bug, str] | None:
         """A check of :meth:`of`, after those of ``f``'s own key: :meth:`also_fails` the
@@ -640,6 +689,17 @@ class Duplicates:
                     self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
                 return b
         return None
+
+
+def _half_of(triggers: Collection[str]) -> str | None:
+    """The one half-precision dtype condition among ``triggers`` (None: none, or several)."""
+    halves = [t for t in triggers if t in ("dtype float16", "dtype bfloat16")]
+    return halves[0] if len(halves) == 1 else None
+
+
+def _with_case(example: Any, case: Any) -> Any:
+    """``example`` (a dataclass: a :class:`Found`, or a known bug's example) with ``case``."""
+    return dataclasses.replace(example, case=case)
 
 
 def _param_of(example: Any, key: str) -> Any:

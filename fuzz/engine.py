@@ -1119,7 +1119,7 @@ class _Hunter:
             mine = next((o for o in result.found.values() if o.signature == twin.signature), None)
             if mine is not None and twin.key != f.key:  # this hunt's bug, seen another way
                 mine.seen_as.append(f)
-            if how == "influence":  # later examples the way f came are hits of its twin
+            if how in ("influence", "dtype"):  # later examples the way f came: its twin's hits
                 self.known_bugs.append(Bug(f.key, frozenset(f.triggers), twin.signature))
             result.duplicates.append(
                 {

@@ -139,6 +139,7 @@ SEEN_HOW = {
     "replay": "example, replayed, failing as the bug (its first failure did not come again)",
     "runs": "flaky example, its runs failing as the bug does",
     "conditions": "minimal example failing alike with its incidental conditions taken away",
+    "dtype": "minimal examples each failing alike in the other's half-precision dtype",
     "same": "minimal example of the bug's key, under fewer conditions than that way",
 }
 

@@ -605,3 +605,80 @@ def test_an_earlier_slices_bug_is_checked_on_its_example_read_from_its_reproduce
         known = Bug(settled.key, frozenset(settled.triggers), "earlier", example=example)
         me = Duplicates(target, backend, options, found={}, known_bugs=[known])
         assert (me.shown_by_known(new) == known) is expected, example
+
+
+HALF_BUGS = str(PLUGINS / "half_bugs.py")
+
+
+def _half_duplicates(name, settled):
+    """The duplicate check of a hunt of plugin kernel ``name`` that settled ``settled``."""
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates, bug_of
+    from fuzz.profiles import HuntOptions
+
+    load_plugin(HALF_BUGS)
+    return Duplicates(
+        get(name),
+        get_backend("triton-interpret"),
+        HuntOptions.of(fuzz.get_profile("ci")),
+        found={"settled": settled},
+        known_bugs=[bug_of(settled)],
+    )
+
+
+def _row(n, dtype):
+    from fuzz.arrays import cast
+
+    x = cast(np.linspace(-1.0, 1.0, n, dtype=np.float32)[None, :], dtype)
+    return Case({"x": x}, {"dtype": dtype, "scale": None, "block_m": 16, "block_n": 16})
+
+
+def test_one_bug_of_both_half_dtypes_met_through_each_is_one_bug():
+    """Shrinking moves a dtype toward float32 only: a bug of every half-precision input met
+    through float16 and then through bfloat16 ends in two minimal examples apart by their
+    dtype, triggers that do not nest (fla's dq bug came so as two rows of 8,192 elements on an
+    H200). Each minimal example, cast to the other's dtype, fails the same way: one bug."""
+    from fuzz.duplicates import bug_of
+
+    fp16 = _found("accuracy", "oracle", _row(2, "float16"), triggers=("dtype float16",))
+    me = _half_duplicates("half_one_bug_softmax", fp16)
+    bf16 = _found("accuracy", "oracle", _row(3, "bfloat16"), triggers=("dtype bfloat16",))
+    known = bug_of(fp16)
+    assert not same_bug(known, bug_of(bf16))  # by their triggers, two
+    assert me.other_half(bf16, [known]) == known
+    assert me.of(bf16) == (known, "dtype")
+
+
+def test_two_bugs_of_one_key_one_in_each_half_dtype_stay_two():
+    """A float16 bug of every row and, apart, a bfloat16 bug of odd rows: the bfloat16 bug's
+    minimal example fails in float16 too (through the other bug), but the float16 bug's passes
+    in bfloat16: two bugs, whichever came first."""
+    from fuzz.duplicates import bug_of
+
+    fp16 = _found("accuracy", "oracle", _row(2, "float16"), triggers=("dtype float16",))
+    bf16 = _found("accuracy", "oracle", _row(3, "bfloat16"), triggers=("dtype bfloat16",))
+    for settled, new in ((fp16, bf16), (bf16, fp16)):
+        me = _half_duplicates("half_two_bugs_softmax", settled)
+        assert me.other_half(new, [bug_of(settled)]) is None
+        assert me.of(new) is None
+
+
+@pytest.mark.parametrize("name, bugs", [("half_one_bug_softmax", 1), ("half_two_bugs_softmax", 2)])
+def test_a_hunt_reports_a_bug_of_both_half_dtypes_once_and_two_bugs_twice(name, bugs):
+    """End to end, one hunt stopped by its examples: the bug of both half dtypes is one row (its
+    other dtype's example told to be it, or a hit of it), the two dtype bugs are two."""
+    load_plugin(HALF_BUGS)
+    r = fuzz.hunt(
+        get(name),
+        "triton-interpret",
+        fuzz.get_profile("ci"),
+        max_examples=400,
+        seed=3,
+        database=None,
+        time_limit=10**6,  # stopped by its examples, not by the clock
+    )
+    assert r.error is None
+    found = [f for f in r.found.values() if f.finding.cls == "accuracy"]
+    assert len(found) == bugs, [(f.key, f.triggers, f.case.size) for f in found]
+    dtypes = {t for f in found for t in f.triggers if t.startswith("dtype ")}
+    assert len(dtypes) == bugs
