@@ -109,6 +109,16 @@ forms; states; packed sequences), but for two findings:
   variant space passes; no access outside a buffer in the interpreted replay), shrunk on the
   compiled backend to 10,240 elements, then by the compile ladder to 8,576 when the budget
   ran out (its time cut; a longer run shrinks on). 93 backward examples checked, 711 refused.
+  At a1055c9 (the same command; 70 backward examples checked, 1,068 refused): the dq bug again,
+  first seen at 362 s (dq 160 for -1.8e-4), as **two rows of 8,192 elements**, one head, one
+  sequence of 64 tokens, K = 16, V = 128, g_gamma, wrong at one element, dq[0, 62, 0, 14]: one
+  in fp16 (0.054 for -0.086, 22x its bound), one in bf16 with packed sequences and a final-state
+  gradient (29.5 for -44.0, 1.9x). One bug (the ablation above: fp16 or bf16), two rows: the
+  dtype is a trigger of each minimal example and shrinking moves it toward fp32 only. fcb3b38
+  tells them apart by evidence: each minimal example cast to the other's dtype fails alike, so
+  they are one row (``fuzz.duplicates.Duplicates.other_half``). Each was shrunk on the compiled
+  backend (10,240 and 8,192) and the first by the compile ladder to 8,192 when its time ran out
+  (22 compiles). The forward's NaN final state, 16 elements (one token, fp32): the bug above.
 """
 
 import contextlib

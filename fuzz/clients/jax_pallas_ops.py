@@ -177,6 +177,17 @@ Twice more (2026-11-30, morning, the same command and host), each row read from 
   16 (T = 1), found at 24 s, was missing from the report: a compile ladder's re-shrink of one
   of its sightings walked into finding 1 (1,024 elements) and took its row's place as its
   "smaller example" (fixed in 8d6b3e0: such a record is a row of its own).
+- At a1055c9 (20,644 examples, 4 JAX rows, none over 4,096): ``mha`` and ``mha_varlen``
+  accuracy 16 (T = 1, fp32): finding 6. ``mha``'s row holds finding 1's examples as "also seen"
+  (causal, more queries than keys: accuracy 98,304, NaN and nondeterminism 147,456-786,432,
+  some unshrunk): the T = 1 row has no trigger (fp32, no feature, no hazard), so every
+  example failing ``o``'s oracle is its hit or, failing its way, the same bug seen another way.
+  Both are reads of keys that are not there (a block of 16 keys over a sequence of one; query
+  blocks past the last key), the one root cause the evidence can see. ``mha`` masking 384
+  (``masked-poison``, key padding, one query on 8 keys of which 1-3 are valid: keys the mask
+  hides set to float32's largest make o NaN): finding 4's kind. ``gqa`` masking 256 (also seen
+  as inf 256 in fp16, NaN 2,048 and ``decode-equals-last-causal-row`` 5,120-49,152): findings 4,
+  5 and 6.
 
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
