@@ -182,8 +182,9 @@ Twice more (2026-11-30, morning, the same command and host), each row read from 
   (causal, more queries than keys: accuracy 98,304, NaN and nondeterminism 147,456-786,432,
   some unshrunk): the T = 1 row has no trigger (fp32, no feature, no hazard), so every
   example failing ``o``'s oracle is its hit or, failing its way, the same bug seen another way.
-  Both are reads of keys that are not there (a block of 16 keys over a sequence of one; query
-  blocks past the last key), the one root cause the evidence can see. ``mha`` masking 384
+  Whether findings 1 and 6 share a cause (keys read that are not there) is not shown: a row
+  without triggers takes in every failure of its key, a limit of telling bugs by their
+  conditions (here two findings, one row; the 16-element reproducer first). ``mha`` masking 384
   (``masked-poison``, key padding, one query on 8 keys of which 1-3 are valid: keys the mask
   hides set to float32's largest make o NaN): finding 4's kind. ``gqa`` masking 256 (also seen
   as inf 256 in fp16, NaN 2,048 and ``decode-equals-last-causal-row`` 5,120-49,152): findings 4,
