@@ -180,12 +180,11 @@ Twice more (2026-11-30, morning, the same command and host), each row read from 
 - At a1055c9 (20,644 examples, 4 JAX rows, none over 4,096): ``mha`` and ``mha_varlen``
   accuracy 16 (T = 1, fp32): finding 6. ``mha``'s row holds finding 1's examples as "also seen"
   (causal, more queries than keys: accuracy 98,304, NaN and nondeterminism 147,456-786,432,
-  some unshrunk): the T = 1 row has no trigger (fp32, no feature, no hazard), so every
-  example failing ``o``'s oracle is its hit or, failing its way, the same bug seen another way.
-  Whether findings 1 and 6 share a cause (keys read that are not there) is not shown: a row
-  without triggers takes in every failure of its key, a limit of telling bugs by their
-  conditions (here two findings, one row; the 16-element reproducer first). ``mha`` masking 384
-  (``masked-poison``, key padding, one query on 8 keys of which 1-3 are valid: keys the mask
+  some unshrunk): their triggers (a partial key tile, one visible key, and more) nest with
+  the T = 1 row's (a partial key tile, one visible key), and their examples fail its way: one
+  bug by the evidence. One cause would fit both (not checked): key positions past the keys
+  inside a key block left unmasked; finding 1 loads whole blocks past Tk, and at T < 16 a GPU
+  block of 16 keys would hold 16 - T such positions. ``mha`` masking 384 (``masked-poison``, key padding, one query on 8 keys of which 1-3 are valid: keys the mask
   hides set to float32's largest make o NaN): finding 4's kind. ``gqa`` masking 256 (also seen
   as inf 256 in fp16, NaN 2,048 and ``decode-equals-last-causal-row`` 5,120-49,152): findings 4,
   5 and 6.
