@@ -1,0 +1,362 @@
+"""The planted one-bug kernels of round 5 (``tests/plugins/planted5.py``, Triton;
+``planted5_pallas.py``, Pallas): each target registered through the public plugin API, its bug
+in its plugin's docstring and in the records (``_planted5_bugs.py``), each bug's documented
+trigger failing with its expected class (and a near miss of it passing: the kernel is right where
+the trigger does not hold), the bug-free controls clean on short seeded hunts, and a sample of
+the bugs found with their expected class by short hunts on the CPU interpreters (stopped by
+example counts, never by seconds).
+
+How many rows each bug becomes is measured by ``.ci/planted_rows.py --round 5``, not asserted
+here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from fuzz.case import Case
+from fuzz.engine import hunt
+from fuzz.failures import CLASSES
+from fuzz.families import family_names
+from fuzz.profiles import get_profile
+from fuzz.target import get, load_beside, load_plugin
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKS = load_beside(__file__, "_planted_checks.py", "kernel_fuzz_planted_checks")
+PLUGINS = {
+    "triton": os.path.join(HERE, "planted5.py"),
+    "pallas": os.path.join(HERE, "planted5_pallas.py"),
+}
+BACKENDS = {"triton": "triton-interpret", "pallas": "pallas-interpret"}
+# The families each language's kernels cover (attention: dense, packed or decode).
+FAMILIES = ("softmax", "jagged_softmax", "attention", "simple_gla_fwd")
+
+
+def _module(path: str):
+    """The plugin module ``load_plugin`` imported from ``path``."""
+    for module in list(sys.modules.values()):
+        if os.path.abspath(getattr(module, "__file__", None) or "") == path:
+            return module
+    raise AssertionError(f"no module imported from {path}")
+
+
+@pytest.fixture(scope="module")
+def plugins():
+    """Each language's plugin module, loaded as ``--plugin`` loads it."""
+    out = {}
+    for language, path in PLUGINS.items():
+        load_plugin(path)
+        out[language] = _module(path)
+    return out
+
+
+def _planted(plugins):
+    return {
+        name: (language, record)
+        for language, module in plugins.items()
+        for name, record in module.PLANTED.items()
+    }
+
+
+def _language(name: str) -> str:
+    return "pallas" if name.endswith("_pallas") else "triton"
+
+
+def test_every_planted_kernel_is_a_registered_plugin_target(plugins):
+    planted = _planted(plugins)
+    assert len(planted) >= 10
+    patterns = plugins["triton"].PATTERNS
+    assert patterns is plugins["pallas"].PATTERNS  # (one record file, loaded once)
+    for language, module in plugins.items():
+        assert len(module.PLANTED) >= 5, language
+        # each pattern is written in the languages its record names, and nowhere else
+        mine = {p: r for p, r in patterns.items() if language in r.languages}
+        assert set(module.PLANTED) == {module.target_name(p) for p in mine}, language
+        families = {r.family.split("_varlen")[0].split("_decode")[0] for r in mine.values()}
+        assert set(FAMILIES) <= families, (language, sorted(families))
+    for name, (language, record) in planted.items():
+        assert name.startswith("planted5_") and name.endswith(f"_{language}"), name
+        target = get(name)  # registered through fuzz.fuzz_kernel by the plugin
+        assert target.source == PLUGINS[language], (name, target.source)
+        assert target.family == record.family, name
+        assert set(target.kernels) == {language}, (name, sorted(target.kernels))
+        assert target.mutant is None, name  # a real target to the harness, as a user's is
+
+
+def test_every_control_is_a_registered_bug_free_target(plugins):
+    for language, module in plugins.items():
+        kernel_families = {r.family for r in module.PLANTED.values()}
+        # every kernel a planted target runs has its control, one per family
+        assert {get(n).family for n in module.CONTROLS} == kernel_families, language
+        for name in module.CONTROLS:
+            target = get(name)
+            assert name == f"control5_{target.family}_{language}", name
+            assert target.source == PLUGINS[language] and target.mutant is None, name
+
+
+def test_every_record_names_a_family_a_class_and_a_trigger(plugins):
+    rounds = sys.modules["kernel_fuzz_planted3_bugs"]
+    for name, (language, record) in _planted(plugins).items():
+        # round 3's record classes, loaded from its file, not copied
+        assert type(record) is rounds.Pattern and type(record.bugs[0]) is rounds.Bug, name
+        assert record.family in family_names(), name
+        assert record.languages == (language,), name
+        assert len(record.bugs) == 1, name  # one planted bug per target
+        bug = record.bugs[0]
+        assert bug.expected in CLASSES, (name, bug.expected)
+        assert bug.what.strip() and bug.trigger.strip(), name
+        assert set(record.cpu) <= {language}, name  # filled in from a campaign, or empty
+
+
+def test_the_patterns_are_new(plugins):
+    """No pattern of the earlier rounds' records, nor a mutant of the same family and name, is
+    planted again (the patterns were checked against the mutants' and the other test plugins'
+    descriptions when they were written; names are what a test can hold)."""
+    from fuzz.target import all_targets
+
+    old = set()
+    for records in ("_planted_bugs.py", "_planted3_bugs.py", "_planted4_bugs.py"):
+        old |= CHECKS.record_keys(os.path.join(HERE, records))
+    assert {"softmax_frozen_max", "attention_window_right", "attention_lse_log2"} <= old
+    mutants = {t.name.replace("_mutant_", "_") for t in all_targets() if "_mutant_" in t.name}
+    assert "softmax_scale_twice" in mutants  # (what the names look like)
+    for pattern in plugins["triton"].PATTERNS:
+        assert pattern not in old and pattern not in mutants, pattern
+
+
+def test_every_planted_kernel_has_a_docstring_line_with_its_trigger_and_class(plugins):
+    for language, module in plugins.items():
+        entries = CHECKS.docstring_entries(module.__doc__, "planted5_")
+        assert set(entries) == set(module.PLANTED), (
+            language,
+            sorted(set(entries) ^ set(module.PLANTED)),
+        )
+        for name, record in module.PLANTED.items():
+            text = entries[name]
+            assert "Trigger:" in text, name
+            assert f"Expected: {record.bugs[0].expected}" in text, (name, text)
+
+
+def test_the_pallas_kernels_are_declared_for_both_backend_kinds(plugins):
+    """Round 5's Pallas kernels are written for the GPU's lowering too (power-of-two arrays,
+    head dims padded for the dots), not for interpret mode only as rounds 1 and 3 were."""
+    for name in [*plugins["pallas"].PLANTED, *plugins["pallas"].CONTROLS]:
+        assert set(get(name).library.backends) == {"pallas-gpu", "pallas-interpret"}, name
+
+
+# Each bug's documented trigger, and a near miss of it ---------------------------------------------
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def _softmax_case(x, *, scale=None, keep=None):
+    inputs = {"x": np.asarray(x, np.float32)}
+    if keep is not None:
+        inputs["mask"] = np.asarray(keep)
+    return Case(inputs, {"dtype": "float32", "scale": scale, "block_m": 2, "block_n": 16})
+
+
+def _jagged_case(lengths, cols):
+    rows = sum(lengths)
+    values = _rng().standard_normal((rows, cols)).astype(np.float32)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return Case(
+        {"values": values, "offsets": offsets},
+        {"dtype": "float32", "block_n": 4, "block_m": 4, "num_programs": None, "guard": "nan"},
+        {"lengths": list(lengths)},
+    )
+
+
+def _attention_case(tq, tk, d=1, *, causal=False, softcap=None):
+    rng = _rng()
+    inputs = {
+        "q": rng.standard_normal((1, 1, tq, d)).astype(np.float32),
+        "k": rng.standard_normal((1, 1, tk, d)).astype(np.float32),
+        "v": rng.standard_normal((1, 1, tk, d)).astype(np.float32),
+    }
+    params = {
+        "dtype": "float32", "causal": causal, "window": None, "scale": None, "softcap": softcap,
+        "alibi": None, "block_q": 16, "block_k": 16,
+    }  # fmt: skip
+    return Case(inputs, params)
+
+
+def _varlen_case(cu_q, cu_k, tk, *, causal=True):
+    case = _attention_case(cu_q[-1], tk, causal=causal)
+    cu = {
+        "cu_seqlens_q": np.asarray(cu_q, np.int32),
+        "cu_seqlens_k": np.asarray(cu_k, np.int32),
+    }
+    return case.replace(inputs=cu)
+
+
+def _decode_case(cache, *, window=None):
+    rng = _rng()
+    inputs = {
+        "q": rng.standard_normal((1, 1, 1, 2)).astype(np.float32),
+        "k": rng.standard_normal((1, 1, cache, 2)).astype(np.float32),
+        "v": rng.standard_normal((1, 1, cache, 2)).astype(np.float32),
+        "cache_len": np.array([cache], np.int32),
+    }
+    params = {
+        "dtype": "float32", "window": window, "scale": None, "softcap": None, "alibi": None,
+        "block_k": 16, "num_splits": 1,
+    }  # fmt: skip
+    return Case(inputs, params)
+
+
+def _gla_case(tokens, *, gate=-0.3, chunk=16, h0=None, final=True):
+    rng = _rng()
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    inputs = {"q": arr(1, tokens, 1, 16), "k": arr(1, tokens, 1, 16), "v": arr(1, tokens, 1, 16)}
+    inputs["g"] = np.full((1, tokens, 1), gate, np.float32)
+    if h0 is not None:
+        inputs["h0"] = h0
+    params = {"dtype": "float32", "chunk_size": chunk, "scale": None, "output_final_state": final}
+    return Case(inputs, params)
+
+
+def _h0():
+    state = np.arange(256, dtype=np.float32).reshape(1, 1, 16, 16) / 64.0  # not symmetric
+    return state - state.mean()
+
+
+# pattern -> (its trigger, a near miss: the same kernel right where the trigger does not hold)
+TRIGGERS = {
+    # 3 rows (block_m 2: row 2 is no program's) | 2 rows
+    "softmax_row_block_of_block_n": (
+        lambda: _softmax_case(_rng().standard_normal((3, 2))),
+        lambda: _softmax_case(_rng().standard_normal((2, 2))),
+    ),
+    # one segment of one row and two columns | one segment of two rows and one column
+    "jagged_sum_all_columns": (lambda: _jagged_case([1], 2), lambda: _jagged_case([2], 1)),
+    # causal, Tq = 1, Tk = 2 | causal, Tq = Tk = 2
+    "attention_causal_top_left": (
+        lambda: _attention_case(1, 2, causal=True),
+        lambda: _attention_case(2, 2, causal=True),
+    ),
+    # causal, one sequence of 2 queries and 2 keys, one guard row | no guard row
+    "varlen_offset_of_totals": (
+        lambda: _varlen_case([0, 2], [0, 2], 3),
+        lambda: _varlen_case([0, 2], [0, 2], 2),
+    ),
+    # a non-symmetric initial state, one token | no initial state
+    "gla_h0_transposed": (lambda: _gla_case(1, h0=_h0()), lambda: _gla_case(1)),
+    # scale 0.5, two keys of different logits | scale 1
+    "softmax_scale_as_temperature": (
+        lambda: _softmax_case([[0.5, -0.25]], scale=0.5),
+        lambda: _softmax_case([[0.5, -0.25]], scale=1.0),
+    ),
+    # two segments of one row, one column | one segment of two rows
+    "jagged_stats_not_reset": (lambda: _jagged_case([1, 1], 1), lambda: _jagged_case([2], 1)),
+    # a soft cap, D = 2 (default scale 2^-0.5), one query on two keys | no soft cap (a scale of
+    # 1 is no near miss: the scale-applied-once property runs q * 2 with scale / 2)
+    "attention_softcap_before_scale": (
+        lambda: _attention_case(1, 2, d=2, softcap=2.0),
+        lambda: _attention_case(1, 2, d=2),
+    ),
+    # window (0, -1), a cache of one key | no window
+    "decode_position_is_length": (
+        lambda: _decode_case(1, window=[0, -1]),
+        lambda: _decode_case(1),
+    ),
+    # chunk 32, 17 tokens, gates -0.3 | chunk 16
+    "gla_cumsum_per_tile": (
+        lambda: _gla_case(17, chunk=32, final=False),
+        lambda: _gla_case(17, chunk=16, final=False),
+    ),
+}
+
+
+def _check(name, case):
+    """The finding of ``check_case`` on ``case`` (None: it passes), as a hunt checks it."""
+    from fuzz.backends import get_backend
+    from fuzz.profiles import HuntOptions
+    from fuzz.properties import check_case
+
+    options = HuntOptions.of(get_profile("ci"))
+    backend = get_backend(BACKENDS[_language(name)])
+    return check_case(get(name), backend, case, **options.check_kwargs()).finding
+
+
+def test_every_pattern_has_a_trigger_here(plugins):
+    assert set(TRIGGERS) == set(plugins["triton"].PATTERNS)
+
+
+@pytest.mark.parametrize("pattern", sorted(TRIGGERS))
+def test_a_bugs_trigger_fails_with_its_class_and_a_near_miss_passes(plugins, pattern):
+    record = plugins["triton"].PATTERNS[pattern]
+    (language,) = record.languages
+    trigger, near_miss = (make() for make in TRIGGERS[pattern])
+    name = plugins[language].target_name(pattern)
+    finding = _check(name, trigger)
+    assert finding is not None, f"{pattern}: its trigger passes ({record.bugs[0].trigger})"
+    assert finding.cls == record.bugs[0].expected, (pattern, finding.cls, finding.message)
+    # the bug-free kernel of the family passes the trigger: the planted line is what fails
+    control = f"control5_{record.family}_{language}"
+    found = _check(control, trigger)
+    assert found is None, (control, found.cls, found.message)
+    found = _check(name, near_miss)
+    assert found is None, (pattern, "near miss", found.cls, found.message)
+
+
+# Short seeded hunts ------------------------------------------------------------------------------
+
+
+def _hunt(name: str, examples: int):
+    result = hunt(
+        get(name),
+        BACKENDS[_language(name)],
+        get_profile("ci"),
+        database=None,
+        max_examples=examples,
+        seed=1,
+        time_limit=10**6,  # (stopped by its examples, never by the clock)
+    )
+    assert result.error is None, result.error
+    return [f.as_dict() for f in result.found.values()]
+
+
+# Every Triton control, and the Pallas ones quick to hunt (the Pallas attention, decode and GLA
+# controls compile a program per case structure: the campaign of .ci/planted_rows.py --round 5
+# runs them).
+CONTROLS = [
+    *(f"control5_{f}_triton" for f in (*FAMILIES, "attention_varlen")),
+    "control5_softmax_pallas",
+    "control5_jagged_softmax_pallas",
+]
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_a_control_is_clean_on_a_short_seeded_hunt(plugins, name):
+    rows = _hunt(name, 10)
+    assert not rows, [(r["class"], r["property"], r.get("output"), r.get("message")) for r in rows]
+
+
+# A sample quick to find under seed 1, of both languages, each of its expected class.
+SAMPLE = [
+    ("planted5_softmax_row_block_of_block_n_triton", 10),
+    ("planted5_jagged_sum_all_columns_triton", 10),
+    ("planted5_attention_causal_top_left_triton", 10),
+    ("planted5_softmax_scale_as_temperature_pallas", 10),
+    ("planted5_jagged_stats_not_reset_pallas", 10),
+]
+
+
+@pytest.mark.parametrize(("name", "examples"), SAMPLE, ids=[n for n, _ in SAMPLE])
+def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, examples):
+    bug = _planted(plugins)[name][1].bugs[0]
+    rows = _hunt(name, examples)
+    assert any(bug.matches(r) for r in rows), (
+        f"{name}: {bug.expected} ({bug.trigger}) not found; found "
+        f"{[(r['class'], r['property']) for r in rows]}"
+    )
