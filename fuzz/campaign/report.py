@@ -32,7 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz.backends import device_name
+from fuzz.backends import device_name, get_backend
+from fuzz.ledger import seen_as
 from fuzz.reproducer import versions
 from fuzz.signatures import Bug, same_bug, site
 
@@ -83,11 +84,28 @@ class CampaignRecord:
 
 def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """One finding per bug (signature) over the backends that found it, with every way it was
-    also seen on any of them (``also_seen``: another class, property or output)."""
+    also seen on any of them (``also_seen``: another class, property or output). A finding of
+    one kernel on another backend (compiled and interpreted: one implementation) whose
+    minimal example differs is the same bug where one of its ways and one of the other's are
+    (:func:`_twin_on_another_backend`): kept beside it, the smaller standing for both."""
     out: dict[str, dict[str, Any]] = {}
+    alias: dict[str, str] = {}  # a signature merged into another backend's finding -> its key
     for r in records:
         sig = r.get("signature") or f"{r['target']}|{r['class']}"
-        if sig not in out:
+        sig = alias.get(sig, sig)
+        twin = None if sig in out else _twin_on_another_backend(r, out.items())
+        if twin is not None:
+            at, f = twin
+            keep, other = (r, f) if _smaller_case(r, f) else (f, r)
+            merged = {**keep, "backends": [*f["backends"], r["backend"]]}
+            merged["reproducers"] = [*f["reproducers"], r.get("reproducer")]
+            seen_as(merged, other, "backend")
+            del out[at]
+            key = sig if keep is r else at
+            out[key] = merged
+            alias.update({at: key, sig: key})
+            alias.update({k: key for k, v in alias.items() if v == at})
+        elif sig not in out:
             out[sig] = {**r, "backends": [r["backend"]], "reproducers": [r.get("reproducer")]}
         else:
             d = out[sig]
@@ -99,6 +117,47 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             if extra:
                 d["also_seen"] = [*d.get("also_seen", []), *extra]
     return out
+
+
+def _implementation(backend: str) -> str:
+    try:
+        return str(get_backend(backend).impl)
+    except Exception:  # a backend this process cannot load: its name's language
+        return backend.split("-", 1)[0]
+
+
+def _ways(f: dict[str, Any]) -> list[Bug]:
+    """A finding's bug through each way it was seen: its own record and its also-seen ones."""
+    return [b for rec in [f, *(f.get("also_seen") or [])] for b in _bugs_of(rec)]
+
+
+def _twin_on_another_backend(
+    r: dict[str, Any], found: Iterable[tuple[str, dict[str, Any]]]
+) -> tuple[str, dict[str, Any]] | None:
+    """The finding of ``found`` that record ``r`` is, of its target's kernel on another backend
+    of one implementation (``pallas-gpu`` and ``pallas-interpret``, ``triton`` and
+    ``triton-interpret``; not another language's kernel), one of its ways and one of ``r``'s
+    one bug (``fuzz.signatures.same_bug``: one key, triggers that nest, or a NaN born at one
+    site), with its key in ``found``; None. Each backend's pair shrinks its bug to its own
+    minimal example: a planted Pallas kernel's one bug on an H200 came as a row on each."""
+    impl = _implementation(r["backend"])
+    mine = _ways(r)
+    for at, f in found:
+        if f["target"] != r["target"] or r["backend"] in f["backends"]:
+            continue
+        if impl not in {_implementation(b) for b in f["backends"]}:
+            continue
+        if any(same_bug(a, b) for a in mine for b in _ways(f)):
+            return at, f
+    return None
+
+
+def _smaller_case(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether ``a``'s reproducer stands before ``b``'s: shrunk first, then the smaller case."""
+    return (not a.get("shrunk"), a.get("case_size") or 0) < (
+        not b.get("shrunk"),
+        b.get("case_size") or 0,
+    )
 
 
 def also_seen_text(f: dict[str, Any]) -> str:
@@ -138,6 +197,7 @@ SEEN_HOW = {
     "shared": "a way of the bug seen by each of the two rows (one key, one set of conditions)",
     "replay": "example, replayed, failing as the bug (its first failure did not come again)",
     "runs": "flaky example, its runs failing as the bug does",
+    "backend": "the kernel's bug on another backend (one key, conditions that nest)",
     "conditions": "minimal example failing alike with its incidental conditions taken away",
     "dtype": "minimal examples each failing alike in the other's half-precision dtype",
     "same": "minimal example of the bug's key, under fewer conditions than that way",

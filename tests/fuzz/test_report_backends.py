@@ -1,0 +1,59 @@
+"""A kernel's bug on two backends of one implementation (compiled and interpreted) is one row of
+the report, whatever minimal example each backend's pair shrank it to: one key and triggers
+that nest (``fuzz.signatures.same_bug``), through any way each was seen. Another language's
+kernel of the same target is another implementation: its bugs stay its own rows."""
+
+from __future__ import annotations
+
+from fuzz.campaign.report import SEEN_HOW, _dedupe
+
+
+def _rec(sig, backend, triggers, size, key="accuracy|oracle|y|-", **kw):
+    cls, prop, out, _ = key.split("|")
+    return {
+        "target": "k",
+        "backend": backend,
+        "signature": sig,
+        "bug_key": key,
+        "class": cls,
+        "property": prop,
+        "output": out,
+        "triggers": list(triggers),
+        "case_size": size,
+        "shrunk": True,
+        "reproducer": f"{sig}.py",
+        "message": "m",
+        **kw,
+    }
+
+
+def test_one_bug_on_the_compiled_and_the_interpreted_backend_is_one_row():
+    gpu = _rec("a", "pallas-gpu", ["feature scale"], 48)
+    interp = _rec("b", "pallas-interpret", ["feature scale", "partial-tile"], 9)
+    again = _rec("a", "pallas-gpu", ["feature scale"], 48)  # the same bug, another record
+    out = _dedupe([gpu, interp, again])
+    assert len(out) == 1, out
+    (f,) = out.values()
+    assert f["signature"] == "b" and f["case_size"] == 9  # the smaller stands for the bug
+    assert f["backends"] == ["pallas-gpu", "pallas-interpret"]
+    assert [s["signature"] for s in f["also_seen"]] == ["a"]
+    assert f["also_seen"][0]["how"] == "backend" and "backend" in SEEN_HOW
+
+
+def test_a_way_seen_on_one_backend_links_the_other_backends_row():
+    """The interpreted row is the GPU row's also-seen way (another property): one bug."""
+    seen = _rec("c", "pallas-gpu", ["multi-tile"], 16, key="accuracy|oracle|y|-")
+    gpu = _rec("a", "pallas-gpu", ["feature bias"], 9, key="accuracy|shift-invariance|y|-")
+    gpu["also_seen"] = [{**seen, "how": "property"}]
+    interp = _rec("b", "pallas-interpret", ["multi-tile", "feature scale"], 48)
+    (f,) = _dedupe([gpu, interp]).values()
+    assert f["signature"] == "a" and f["backends"] == ["pallas-gpu", "pallas-interpret"]
+
+
+def test_bugs_whose_triggers_do_not_nest_or_of_another_language_stay_rows():
+    fp16 = _rec("a", "pallas-gpu", ["dtype float16"], 16)
+    bf16 = _rec("b", "pallas-interpret", ["dtype bfloat16"], 3)
+    assert len(_dedupe([fp16, bf16])) == 2  # independent triggers: two bugs
+    triton = _rec("c", "triton", ["feature scale"], 16)
+    pallas = _rec("d", "pallas-gpu", ["feature scale"], 16)
+    assert len(_dedupe([triton, pallas])) == 2  # two kernels of one target, two languages
