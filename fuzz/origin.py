@@ -492,8 +492,13 @@ def _same_array(a: Any, b: Any) -> bool:
 
 
 def _same(a: Case, b: Case) -> bool:
-    return a.inputs.keys() == b.inputs.keys() and all(
-        _same_array(a.inputs[k], b.inputs[k]) for k in a.inputs
+    """One kernel call: the same inputs and parameters (a property's call of the same inputs
+    under another chunk size or tile is another call, its own trace: ``finite-every-chunk``'s
+    NaN of a planted GLA kernel was born only under the chunk size it asked for)."""
+    return (
+        a.inputs.keys() == b.inputs.keys()
+        and all(_same_array(a.inputs[k], b.inputs[k]) for k in a.inputs)
+        and a.params_json() == b.params_json()
     )
 
 

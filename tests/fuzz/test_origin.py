@@ -333,3 +333,29 @@ def test_a_row_of_wrong_values_names_its_origin_only_where_a_load_past_a_buffer_
         "origin: load past a buffer at k.py:3"
     )
     assert origin_text({"class": "nan", "details": {"origin": none}}) == [f"origin: {none['note']}"]
+
+
+def test_a_call_of_the_same_inputs_under_another_chunk_size_is_traced_on_its_own():
+    """``finite-every-chunk`` launches the same inputs under another chunk size: another kernel
+    call, traced as such. A planted GLA kernel whose prefix sum restarts every 16 tokens is
+    finite under chunks of 16 and overflows under 32: its NaN/Inf rows through that property
+    had no birth site (the chunk-32 call was taken for the case's own and not traced), and
+    stayed apart from its rows through the oracle, born at the same ``exp``."""
+    from pathlib import Path
+
+    from fuzz.target import load_plugin
+
+    load_plugin(str(Path(__file__).parent.parent / "plugins" / "planted5_pallas.py"))
+    rng = np.random.default_rng(0)
+    qkv = {n: rng.standard_normal((1, 17, 1, 16)).astype(np.float32) for n in "qkv"}
+    case = Case(
+        {**qkv, "g_gamma": np.array([-5.92], np.float32)},
+        {"dtype": "float32", "chunk_size": 16, "scale": None, "output_final_state": False},
+    )
+    target = get("planted5_gla_cumsum_per_tile_pallas")
+    params = {"finite-every-chunk": 0}
+    checked = check_case(target, get_backend("pallas-interpret"), case, params=params)
+    assert checked.finding is not None and checked.finding.prop == "finite-every-chunk"
+    o = origin.trace_finding(target, "pallas-interpret", case, params)
+    assert o.get("found"), o
+    assert "jnp.exp(jnp.where(causal" in str(o.get("expression") or o.get("source")), o
