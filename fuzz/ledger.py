@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,7 +273,7 @@ class BugLedger:
             if pair is None:
                 return
             a, b = pair
-            keep, other = (b, a) if _smaller(self.found[b], self.found[a]) else (a, b)
+            keep, other = (b, a) if smaller(self.found[b], self.found[a]) else (a, b)
             self._fold(out, other, keep, "shared")
 
     def _join_flaky(self, out: Recorded) -> None:
@@ -497,7 +497,7 @@ class BugLedger:
         if rec.get("bug_key") != keep.get("bug_key") or dup.get("recheck"):
             # The bug seen another way, or a row that stood, checked again: kept beside the
             # bug's record (the smaller minimal example stands for it), with its reproducer.
-            if _smaller(rec, keep):
+            if smaller(rec, keep):
                 self._promote(out, sig, twin, rec, str(dup.get("how")))
                 out.merged.append((sig, twin, "stands", str(rec.get("class"))))
             else:
@@ -694,14 +694,14 @@ class BugLedger:
 
     def _another_bug(self, prev: str, rec: Mapping[str, Any]) -> bool:
         """Whether ``rec``, a shrunk record streamed under the sighting whose shrunk record is
-        ``prev``, is not that bug's smaller example: no smaller (:func:`_smaller`) and not the
+        ``prev``, is not that bug's smaller example: no smaller (:func:`smaller`) and not the
         same bug (``fuzz.signatures.same_bug``: another key, or triggers that do not nest). On
         an H200, a slice's compile ladder shrank a sighting of JAX ``mha``'s short-sequence
         bug (its row: 16 elements, one token) into the bug of causal rows with more queries
         than keys (1,024 elements): taken as the first one's smaller example, it took that
         row's place and the short-sequence bug was gone from the report."""
         old = self.found.get(prev)
-        if old is None or not old.get("shrunk") or not rec.get("shrunk") or _smaller(rec, old):
+        if old is None or not old.get("shrunk") or not rec.get("shrunk") or smaller(rec, old):
             return False
         return not same_bug(bug_of_record(rec), bug_of_record(old))
 
@@ -821,7 +821,43 @@ def _unchecked(rec: Mapping[str, Any]) -> bool:
     return bool(rec.get("shrunk") and details.get("unchecked") and rec.get("choices"))
 
 
-def _smaller(rec: Mapping[str, Any], than: Mapping[str, Any]) -> bool:
+def ways_of(rec: Mapping[str, Any]) -> list[Bug]:
+    """A report's finding record's bug through each way it was seen: its own record and its
+    also-seen ones, each through each set of conditions it was reached by (none for a record
+    without a bug key: an old report's)."""
+    out = []
+    for r in [rec, *(rec.get("also_seen") or [])]:
+        if r.get("bug_key") and r.get("signature"):
+            sets = [r.get("triggers") or [], *(r.get("also_triggers") or [])]
+            out += [bug_of_record(r, t) for t in sets if isinstance(t, list)]
+    return out
+
+
+def backend_twin(
+    rec: Mapping[str, Any],
+    rows: Iterable[tuple[str, Mapping[str, Any]]],
+    impl: Callable[[str], str],
+) -> tuple[str, Mapping[str, Any]] | None:
+    """The row of ``rows`` (a report's findings by key, each with the ``backends`` it was found
+    on) that finding record ``rec`` is: of its target's kernel on another backend of one
+    implementation (``impl``: a backend's ``Target.kernels`` entry; ``pallas-gpu`` and
+    ``pallas-interpret``, not another language's kernel of the target), one of its ways and
+    one of ``rec``'s one bug (``fuzz.signatures.same_bug``: one key, triggers that nest, or a
+    NaN born at one site); None. Each backend's pair shrinks its bug to its own minimal
+    example: a planted Pallas kernel's one bug on an H200 came as a row on each backend."""
+    lang = impl(rec["backend"])
+    mine = ways_of(rec)
+    for at, f in rows:
+        if f["target"] != rec["target"] or rec["backend"] in f["backends"]:
+            continue
+        if lang in {impl(b) for b in f["backends"]} and any(
+            same_bug(a, b) for a in mine for b in ways_of(f)
+        ):
+            return at, f
+    return None
+
+
+def smaller(rec: Mapping[str, Any], than: Mapping[str, Any]) -> bool:
     """Whether ``rec``'s minimal example is smaller than ``than``'s (shrunk, where ``than`` is
     not, or of fewer elements)."""
     if not rec.get("shrunk"):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzz.backends import device_name, get_backend
-from fuzz.ledger import seen_as
+from fuzz.ledger import backend_twin, seen_as, smaller
 from fuzz.reproducer import versions
 from fuzz.signatures import Bug, same_bug, site
 
@@ -87,16 +87,16 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     also seen on any of them (``also_seen``: another class, property or output). A finding of
     one kernel on another backend (compiled and interpreted: one implementation) whose
     minimal example differs is the same bug where one of its ways and one of the other's are
-    (:func:`_twin_on_another_backend`): kept beside it, the smaller standing for both."""
+    (``fuzz.ledger.backend_twin``): kept beside it, the smaller standing for both."""
     out: dict[str, dict[str, Any]] = {}
     alias: dict[str, str] = {}  # a signature merged into another backend's finding -> its key
     for r in records:
         sig = r.get("signature") or f"{r['target']}|{r['class']}"
         sig = alias.get(sig, sig)
-        twin = None if sig in out else _twin_on_another_backend(r, out.items())
+        twin = None if sig in out else backend_twin(r, out.items(), _implementation)
         if twin is not None:
             at, f = twin
-            keep, other = (r, f) if _smaller_case(r, f) else (f, r)
+            keep, other = (r, f) if smaller(r, f) else (f, r)
             merged = {**keep, "backends": [*f["backends"], r["backend"]]}
             merged["reproducers"] = [*f["reproducers"], r.get("reproducer")]
             seen_as(merged, other, "backend")
@@ -124,40 +124,6 @@ def _implementation(backend: str) -> str:
         return str(get_backend(backend).impl)
     except Exception:  # a backend this process cannot load: its name's language
         return backend.split("-", 1)[0]
-
-
-def _ways(f: dict[str, Any]) -> list[Bug]:
-    """A finding's bug through each way it was seen: its own record and its also-seen ones."""
-    return [b for rec in [f, *(f.get("also_seen") or [])] for b in _bugs_of(rec)]
-
-
-def _twin_on_another_backend(
-    r: dict[str, Any], found: Iterable[tuple[str, dict[str, Any]]]
-) -> tuple[str, dict[str, Any]] | None:
-    """The finding of ``found`` that record ``r`` is, of its target's kernel on another backend
-    of one implementation (``pallas-gpu`` and ``pallas-interpret``, ``triton`` and
-    ``triton-interpret``; not another language's kernel), one of its ways and one of ``r``'s
-    one bug (``fuzz.signatures.same_bug``: one key, triggers that nest, or a NaN born at one
-    site), with its key in ``found``; None. Each backend's pair shrinks its bug to its own
-    minimal example: a planted Pallas kernel's one bug on an H200 came as a row on each."""
-    impl = _implementation(r["backend"])
-    mine = _ways(r)
-    for at, f in found:
-        if f["target"] != r["target"] or r["backend"] in f["backends"]:
-            continue
-        if impl not in {_implementation(b) for b in f["backends"]}:
-            continue
-        if any(same_bug(a, b) for a in mine for b in _ways(f)):
-            return at, f
-    return None
-
-
-def _smaller_case(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether ``a``'s reproducer stands before ``b``'s: shrunk first, then the smaller case."""
-    return (not a.get("shrunk"), a.get("case_size") or 0) < (
-        not b.get("shrunk"),
-        b.get("case_size") or 0,
-    )
 
 
 def also_seen_text(f: dict[str, Any]) -> str:

@@ -164,7 +164,7 @@ def _own_records_only(monkeypatch: pytest.MonkeyPatch) -> None:
     from fuzz import ledger
     from fuzz.ledger import BugLedger
 
-    monkeypatch.setattr(ledger, "_smaller", lambda rec, than: False)
+    monkeypatch.setattr(ledger, "smaller", lambda rec, than: False)
     monkeypatch.setattr(BugLedger, "queue_rechecks", lambda self: None)
     monkeypatch.setattr(BugLedger, "records", lambda self: list(self.found.values()))
     monkeypatch.setattr(
