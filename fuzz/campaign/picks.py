@@ -73,15 +73,16 @@ def pick(
                 p.total_examples,
             ),
         )
-    behind = [] if full is None else [p for p in active if estimates.floor_progress(p, full) < 1]
+    reach = {} if full is None else {p.key: estimates.floor_progress(p, full) for p in active}
+    behind = [p for p in active if reach.get(p.key, 1.0) < 1.0]
     if behind:  # the furthest behind first, by tenths: a worker keeps the ones it has loaded
         return min(
             behind,
             key=lambda p: (
                 p.warmth is Warmth.COLD,
-                math.floor(10 * estimates.floor_progress(p, full)),
+                math.floor(10 * reach[p.key]),
                 p.key not in loaded,
-                estimates.floor_progress(p, full),
+                reach[p.key],
             ),
         )
     total = sum(p.slices for p in pairs) + 1
