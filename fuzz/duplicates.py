@@ -367,16 +367,21 @@ class Duplicates:
         mine = _half_of(f.triggers)
         if mine is None:
             return None
-        examples = {b.signature: ex for b, ex in self._known_examples(f, twins=True)}
+        rest = frozenset(f.triggers) - {mine}
+        halves = []
         for b in twins:
             theirs = _half_of(b.triggers)
-            if theirs is None or theirs == mine or b.signature not in examples:
-                continue
-            rest, other = frozenset(f.triggers) - {mine}, b.triggers - {theirs}
-            if not (rest <= other or other <= rest):
-                continue
-            if self._fails_in(f, theirs, b.triggers) and self._fails_in(
-                examples[b.signature], mine, frozenset(f.triggers), key=f.key
+            other = b.triggers - {theirs}
+            if theirs is not None and theirs != mine and (rest <= other or other <= rest):
+                halves.append((b, theirs))
+        if not halves:
+            return None
+        examples = {b.signature: ex for b, ex in self._known_examples(f, twins=True)}
+        for b, theirs in halves:
+            if (
+                b.signature in examples
+                and self._fails_in(f, theirs, b.triggers)
+                and self._fails_in(examples[b.signature], mine, frozenset(f.triggers), key=f.key)
             ):
                 return b
         return None
