@@ -318,7 +318,7 @@ class Duplicates:
         twin = self.needs_fewer(f, twins)
         if twin is not None:
             return twin, "conditions"
-        twin = self.other_half(f, twins)
+        twin = self.other_half(f, twins + others)
         if twin is not None:
             return twin, "dtype"
         under_more = self._under_more(f)
@@ -355,10 +355,10 @@ class Duplicates:
         return None
 
     def other_half(self, f: Found, twins: list[Bug]) -> Bug | None:
-        """The bug of ``twins`` (of ``f``'s key) whose triggers are ``f``'s but for the half
-        dtype (float16 for one, bfloat16 for the other; the rest nests), where each minimal
-        example, its inputs cast to the other's dtype, fails ``f``'s way with conditions that
-        nest with the other's; or None. Shrinking moves a dtype toward float32 only, so a bug
+        """The bug of ``twins`` (known bugs of any key) of the other half dtype (float16 for
+        one, bfloat16 for the other) where each minimal example, its inputs cast to the other's
+        dtype (kept within its range), fails the other's way with conditions that nest with the
+        other's triggers; or None. Shrinking moves a dtype toward float32 only, so a bug
         of both half dtypes, met through each, ends in two minimal examples apart by their
         dtype (fla's dq bug on an H200: a float16 row and a bfloat16 row of 8,192 elements,
         wrong at one element). Both ways are asked: two independent bugs of one key, one of
@@ -367,21 +367,29 @@ class Duplicates:
         mine = _half_of(f.triggers)
         if mine is None:
             return None
-        rest = frozenset(f.triggers) - {mine}
-        halves = []
+        halves = []  # (conditions of a dtype, fp16's exp overflow, are read again once cast)
         for b in twins:
             theirs = _half_of(b.triggers)
-            other = b.triggers - {theirs}
-            if theirs is not None and theirs != mine and (rest <= other or other <= rest):
+            if theirs is not None and theirs != mine:
                 halves.append((b, theirs))
         if not halves:
             return None
-        examples = {b.signature: ex for b, ex in self._known_examples(f, twins=True)}
+        # Each known bug's minimal example, by signature or by its key and triggers (a way a
+        # bug was seen keeps its own example under the bug's signature).
+        examples = self._known_examples(f, twins=True)
         for b, theirs in halves:
+            example = next(
+                (
+                    ex
+                    for k, ex in examples
+                    if k.signature == b.signature or (k.key, k.triggers) == (b.key, b.triggers)
+                ),
+                None,
+            )
             if (
-                b.signature in examples
-                and self._fails_in(f, theirs, b.triggers)
-                and self._fails_in(examples[b.signature], mine, frozenset(f.triggers), key=f.key)
+                example is not None
+                and self._fails_in(f, theirs, b.triggers, key=b.key)
+                and self._fails_in(example, mine, frozenset(f.triggers), key=f.key)
             ):
                 return b
         return None
@@ -392,11 +400,17 @@ class Duplicates:
         """Whether ``example`` (a :class:`Found`, or a known bug's read back), its half inputs
         cast to ``dtype`` (a ``dtype NAME`` condition), fails the way of ``key`` (its own by
         default) with conditions that nest with ``triggers``."""
-        from fuzz.arrays import cast
+        import numpy as np
+
+        from fuzz.arrays import cast, finfo
 
         self._in_time()
         name = dtype[6:]
-        inputs = {k: cast(v, name) if _half(v) else v for k, v in example.case.inputs.items()}
+        top = finfo(name).max  # (bf16's range is fp16's and more: kept finite, not made inf)
+        inputs = {
+            k: cast(np.clip(v.astype(np.float64), -top, top), name) if _half(v) else v
+            for k, v in example.case.inputs.items()
+        }
         case = example.case.replace(inputs=inputs, dtype=name)
         key = key or example.key
         outcome = check_as(self.target, self.backend, self.options, _with_case(example, case), key)

@@ -682,3 +682,34 @@ def test_a_hunt_reports_a_bug_of_both_half_dtypes_once_and_two_bugs_twice(name, 
     assert len(found) == bugs, [(f.key, f.triggers, f.case.size) for f in found]
     dtypes = {t for f in found for t in f.triggers if t.startswith("dtype ")}
     assert len(dtypes) == bugs
+
+
+def test_a_campaign_reports_a_bug_of_both_half_dtypes_once_and_two_dtype_bugs_twice(tmp_path):
+    """Across a campaign's slices (the known bugs read back from their reproducers): the bug of
+    every half-precision input is one row, its other dtype's minimal example beside it
+    (``dtype``); the float16 bug and the bfloat16 odd-row bug are two. Stopped by examples."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "fuzz", "run", "--profile", "ci", "--plugin", HALF_BUGS,
+            "--targets", "half_*", "--backends", "triton-interpret", "--examples", "600",
+            "--budget", "1200",  # a safety net: the campaign ends at its examples
+            "--seed", "1", "--db", "none", "--out", str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    found = json.loads((out / "report.json").read_text())["findings"]
+    one = [f for f in found if f["target"] == "half_one_bug_softmax"]
+    two = [f for f in found if f["target"] == "half_two_bugs_softmax"]
+    assert [f["class"] for f in one] == ["accuracy"], [(f["class"], f["triggers"]) for f in one]
+    dtypes = {t for s in [one[0], *one[0].get("also_seen", [])] for t in s["triggers"]}
+    assert {"dtype float16", "dtype bfloat16"} <= dtypes, one[0]
+    assert sorted(f["class"] for f in two) == ["accuracy", "accuracy"], two
+    assert len({t for f in two for t in f["triggers"] if t.startswith("dtype ")}) == 2
