@@ -165,7 +165,7 @@ SEEN_HOW = {
     "runs": "flaky example, its runs failing as the bug does",
     "backend": "the kernel's bug on another backend (one key, conditions that nest)",
     "conditions": "minimal example failing alike with its incidental conditions taken away",
-    "dtype": "minimal examples each failing alike in the other's half-precision dtype",
+    "dtype": "minimal examples each failing the other's way in the other's half-precision dtype",
     "same": "minimal example of the bug's key, under fewer conditions than that way",
 }
 
