@@ -346,8 +346,6 @@ class BugLedger:
                     out, rec, other_sig, streamed=prev == sig, sighting=sighting, seen=True
                 )
                 return out
-            if other_sig != sig and self._through_a_way(out, rec, bug, other_sig, prev, sighting):
-                return out
             if other_sig == sig or not same_bug(bug, bug_of_record(other)):
                 continue
             seen = matched = True
@@ -444,40 +442,6 @@ class BugLedger:
         out.merged.append((sig, other_sig, "also", str(rec.get("class"))))
         out.signature = other_sig
 
-    def _through_a_way(
-        self,
-        out: Recorded,
-        rec: dict[str, Any],
-        bug: Bug,
-        other_sig: str,
-        prev: Any,
-        sighting: str | None,
-    ) -> bool:
-        """Whether shrunk record ``rec`` (``bug``) is the bug recorded as ``other_sig`` reached
-        through one of the other conditions it was joined by (its ``also_triggers``: a slice's
-        duplicate check told an example of them to be it, e.g. in the other half dtype), not
-        through its own: then counted as its hit, kept beside it where it needs fewer of those
-        conditions (``same``). A bug of every half-precision input, joined by its bf16 example,
-        was a second row when a later bf16 example needed a condition fewer."""
-        other = self.found[other_sig]
-        if not rec.get("shrunk") or same_bug(bug, bug_of_record(other)):
-            return False
-        ways = [
-            t
-            for t in other.get("also_triggers") or []
-            if isinstance(t, list) and same_bug(bug, bug_of_record(other, t))
-        ]
-        if not ways:
-            return False
-        fewer = len(bug.triggers) < min(len(t) for t in ways)
-        if not fewer:
-            also(other, rec.get("triggers"))
-        how = "same" if fewer else False
-        self._hit_by(
-            out, rec, other_sig, streamed=prev == rec["signature"], sighting=sighting, seen=how
-        )
-        return True
-
     def _hit_by(
         self,
         out: Recorded,
@@ -486,12 +450,12 @@ class BugLedger:
         *,
         streamed: bool,
         sighting: str | None,
-        seen: bool | str = False,
+        seen: bool = False,
     ) -> None:
         """Counts ``rec`` as a hit of the bug recorded as ``other_sig``. ``streamed``: its
         sighting streamed its first sight as new, whose record (and hits) go to that bug.
-        ``seen``: ``rec`` is that bug seen another way (another key; a string: how it was, else
-        ``case``): it is kept beside the bug's record, with its reproducer (:func:`seen_as`)."""
+        ``seen``: ``rec`` is that bug seen another way (another key): it is kept beside the
+        bug's record, with its reproducer (:func:`seen_as`)."""
         sig, other = rec["signature"], self.found[other_sig]
         self.known_hits[other_sig] += 1
         out.unnew = sighting is not None
@@ -502,7 +466,7 @@ class BugLedger:
             self.known_hits[other_sig] += self.known_hits.pop(sig, 0)
             out.merged.append((sig, other_sig, "also" if seen else "same", str(rec.get("class"))))
         if seen:
-            out.superseded += seen_as(other, rec, seen if isinstance(seen, str) else "case")
+            out.superseded += seen_as(other, rec, "case")
         else:
             _supersede(out, rec, other)
         if sighting is not None:

@@ -338,23 +338,3 @@ def test_rows_are_queued_to_be_checked_again_when_more_is_known():
     assert set(led.found) == {"small", "crash", "big2"} and out.signature == "small"
     assert [w["signature"] for w in led.found["small"]["also_seen"]] == ["big"]
     assert RECHECKS == 2
-
-
-def test_a_record_through_conditions_a_bug_was_joined_by_is_that_bug():
-    """A slice's duplicate check joined a bf16 example to a bug of fp16 inputs (each minimal
-    example, cast to the other's dtype, fails alike: ``dtype``), so the bug's record holds those
-    conditions as another way to it (``also_triggers``). A later slice's shrunk bf16 record
-    under one condition fewer is that bug, kept beside it (``same``), not a second row; one
-    under as many is its hit."""
-    led = BugLedger()
-    fp16 = {"dtype float16"}
-    assert led.record(_rec("a", ORACLE, fp16, 16), sighting="1:0:a").new
-    bf16 = ["dtype bfloat16", "partial-tile"]
-    assert led.record(_rec("b", ORACLE, set(bf16), 2), sighting="1:0:b").new
-    led.withdraw("1:0:b", {"twin": "a", "how": "dtype", "triggers": bf16})
-    assert set(led.found) == {"a"} and bf16 in led.found["a"]["also_triggers"]
-    fewer = led.record(_rec("c", ORACLE, {"dtype bfloat16"}, 16), sighting="2:0:c")
-    assert not fewer.new and fewer.signature == "a" and set(led.found) == {"a"}
-    assert [(s["signature"], s["how"]) for s in led.found["a"]["also_seen"]] == [("c", "same")]
-    more = led.record(_rec("d", ORACLE, {*bf16, "multi-tile"}, 32), sighting="3:0:d")
-    assert not more.new and more.signature == "a" and set(led.found) == {"a"}
