@@ -821,16 +821,23 @@ def _unchecked(rec: Mapping[str, Any]) -> bool:
     return bool(rec.get("shrunk") and details.get("unchecked") and rec.get("choices"))
 
 
+def bugs_of_record(rec: Mapping[str, Any]) -> list[Bug]:
+    """The bug a finding record is, once per set of conditions it is reached through (its
+    ``triggers`` and ``also_triggers``); none for a record without a bug key (an old report's)."""
+    if not isinstance(rec.get("bug_key"), str) or not rec["bug_key"] or not rec.get("signature"):
+        return []
+    sets = [rec.get("triggers") or [], *(rec.get("also_triggers") or [])]
+    return [
+        bug_of_record(rec, t)
+        for t in sets
+        if isinstance(t, list) and all(isinstance(x, str) for x in t)
+    ]
+
+
 def ways_of(rec: Mapping[str, Any]) -> list[Bug]:
     """A report's finding record's bug through each way it was seen: its own record and its
-    also-seen ones, each through each set of conditions it was reached by (none for a record
-    without a bug key: an old report's)."""
-    out = []
-    for r in [rec, *(rec.get("also_seen") or [])]:
-        if r.get("bug_key") and r.get("signature"):
-            sets = [r.get("triggers") or [], *(r.get("also_triggers") or [])]
-            out += [bug_of_record(r, t) for t in sets if isinstance(t, list)]
-    return out
+    also-seen ones (:func:`bugs_of_record` of each)."""
+    return [b for r in [rec, *(rec.get("also_seen") or [])] for b in bugs_of_record(r)]
 
 
 def backend_twin(
@@ -902,6 +909,7 @@ __all__ = [
     "Recorded",
     "also",
     "bug_of_record",
+    "bugs_of_record",
     "placement",
     "same_call",
     "sighting",

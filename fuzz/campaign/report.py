@@ -32,10 +32,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz.backends import device_name, get_backend
-from fuzz.ledger import backend_twin, seen_as, smaller
+from fuzz.backends import backends, device_name
+from fuzz.ledger import backend_twin, bugs_of_record, seen_as, smaller
 from fuzz.reproducer import versions
-from fuzz.signatures import Bug, same_bug, site
+from fuzz.signatures import same_bug
 
 REPORT_VERSION = 2
 
@@ -120,10 +120,8 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _implementation(backend: str) -> str:
-    try:
-        return str(get_backend(backend).impl)
-    except Exception:  # a backend this process cannot load: its name's language
-        return backend.split("-", 1)[0]
+    known = backends().get(backend)  # (one this process does not know: its name's language)
+    return backend.split("-", 1)[0] if known is None else str(known.impl)
 
 
 def also_seen_text(f: dict[str, Any]) -> str:
@@ -286,22 +284,6 @@ def _triage(
     return _ordered(current.values(), rows), fixed, unconfirmed
 
 
-def _bugs_of(f: dict[str, Any]) -> list[Bug]:
-    """The bug a finding record is, once per set of conditions it is reached through (its
-    ``triggers`` and ``also_triggers``); none for a record without a bug key (an old report's)."""
-    key = f.get("bug_key")
-    if not isinstance(key, str) or not key:
-        return []
-    details = f.get("details")
-    where = site(details.get("origin")) if isinstance(details, dict) else None
-    sets = [f.get("triggers") or [], *(f.get("also_triggers") or [])]
-    return [
-        Bug(key, frozenset(t), str(f.get("signature")), where)
-        for t in sets
-        if isinstance(t, list) and all(isinstance(x, str) for x in t)
-    ]
-
-
 def same_bug_in(
     finding: dict[str, Any], records: Iterable[dict[str, Any]]
 ) -> dict[str, Any] | None:
@@ -321,11 +303,11 @@ def same_bug_in(
         theirs = {r.get("signature")} | {s.get("signature") for s in r.get("also_seen", [])}
         if r.get("target") == finding.get("target") and ways & theirs - {None}:
             return r
-    mine = _bugs_of(finding)
+    mine = bugs_of_record(finding)
     for r in records:
         if r.get("target") != finding.get("target"):
             continue
-        if any(same_bug(a, b) for a in mine for b in _bugs_of(r)):
+        if any(same_bug(a, b) for a in mine for b in bugs_of_record(r)):
             return r
     return None
 
