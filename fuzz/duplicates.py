@@ -413,7 +413,8 @@ class Duplicates:
         }
         case = example.case.replace(inputs=inputs, dtype=name)
         key = key or example.key
-        outcome = check_as(self.target, self.backend, self.options, _with_case(example, case), key)
+        example = dataclasses.replace(example, case=case)  # (a Found, or a known bug's example)
+        outcome = check_as(self.target, self.backend, self.options, example, key)
         if not _fails(outcome, key):
             return False
         holds = conditions(self.target, case, outcome.context.hazards)
@@ -714,11 +715,6 @@ def _half_of(triggers: Collection[str]) -> str | None:
     """The one half-precision dtype condition among ``triggers`` (None: none, or several)."""
     halves = [t for t in triggers if t in ("dtype float16", "dtype bfloat16")]
     return halves[0] if len(halves) == 1 else None
-
-
-def _with_case(example: Any, case: Any) -> Any:
-    """``example`` (a dataclass: a :class:`Found`, or a known bug's example) with ``case``."""
-    return dataclasses.replace(example, case=case)
 
 
 def _param_of(example: Any, key: str) -> Any:
