@@ -235,6 +235,24 @@ class TorchAdapter(Adapter):
             torch.cuda.synchronize()
 
 
+def release_device_memory() -> None:
+    """Hands the GPU memory PyTorch's allocator holds cached back to the driver (after a slice,
+    or an example that ran the GPU out of memory): a dozen processes share the GPU, and blocks
+    one kept for its largest case ran another's kernel launches out of memory
+    (CUDA_ERROR_OUT_OF_MEMORY on an H100). A courtesy: never fatal."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            import gc
+
+            gc.collect()  # (the declined example's tensors, held by a frame or a cycle)
+            torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
 def cache_dir() -> str:
     """Where compiled kernels persist between runs: ``$KERNEL_FUZZ_CACHE_DIR`` or
     ``~/.cache/kernel-fuzz``. A nightly campaign meets the same kernel variants (dtype, block

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
 from fuzz import isolated, known_crashes, reproducer, timing
-from fuzz.backends import Backend, get_backend
+from fuzz.backends import Backend, get_backend, release_device_memory
 from fuzz.case import Case
 from fuzz.duplicates import Duplicates, bug_of, check_as
 from fuzz.failures import CRASH, NONDETERMINISM, Finding, KernelFailure, Unsupported, raise_for
@@ -140,6 +140,9 @@ def derandomized_seed(target: str, backend: str) -> int:
 
 # Re-shrinks of a failure whose replay was flaky (see hunt).
 FLAKY_RESHRINKS = 3
+# Examples declined as the GPU's memory ran out (at least so many, and half of a hunt's) that
+# end the hunt for a fresh process (``_Hunt._memory_ran_out``).
+OUT_OF_MEMORY_LEAST = 3
 # A flaky kernel (its result on given inputs differs between runs): a bug's first example is
 # checked this many more times, and the runs that differ make it the one flaky bug of the
 # target, a ``nondeterminism`` of property FLAKY_PROPERTY (whatever each run failed: a NaN, two
@@ -312,6 +315,7 @@ class _Hunter:
         self.stop_at = None if time_limit is None else self.t0 + time_limit
         self.hard_at = None if hard_limit is None else self.t0 + hard_limit
         self.longest = 0.0  # the longest example so far, its compiles left out (_check_time)
+        self.out_of_memory = 0  # examples declined as the GPU's memory ran out (_memory_ran_out)
         self.narrowing: dict[str, tuple[Any, ...]] = {}
         self.strategy: Any = None
         self.last_seen: dict[str, Found] = {}
@@ -660,10 +664,22 @@ class _Hunter:
         self._mark = timing.compile_mark()
         try:
             outcome = self._check(case, data)
+        except Exception as e:
+            if not reproducer.device_out_of_memory(f"{type(e).__name__}: {e}"):
+                raise
+            outcome = None  # (the references' memory, outside a launch: declined as well)
+            self._memory_ran_out(case, f"{type(e).__name__}: {e}")
         finally:  # (checked, refused before its launch, or failed: no longer in flight)
             self._stage_progress()
             spent = time.perf_counter() - t0 - (self.result.stats.compile_seconds - compiled)
             self.longest = max(self.longest, spent)
+        if outcome is not None and outcome.finding is not None:
+            f = outcome.finding
+            if reproducer.out_of_device_memory(f):  # (a launch's: a crash of those words)
+                outcome = None
+                self._memory_ran_out(case, f"{f.prop}: {f.message}")
+        if outcome is None:
+            return
         # Counted once checked: an example refused before its launch (it would compile past the
         # share) or declined by the kernel is an event, not an example (one pair reported 285
         # examples of which 258 were refused).
@@ -714,8 +730,6 @@ class _Hunter:
     def _failed(self, case: Case, outcome: Any, final: bool, *, replayed: bool = False) -> None:
         f = outcome.finding
         result, target = self.result, self.target
-        if reproducer.out_of_device_memory(f):
-            self._out_of_memory(f"{f.prop}: {f.message}")
         elapsed = time.perf_counter() - self.t0
         if f.cls == NONDETERMINISM:
             self.race_repeats = reproducer.RACE_REPEATS
@@ -899,6 +913,26 @@ class _Hunter:
     def _out_of_memory(self, what: str) -> None:
         self._note_out_of_memory(what)
         raise _DeviceMemory
+
+    def _memory_ran_out(self, case: Case, what: str) -> None:
+        """An example that ran the GPU out of memory (its launch, or its references) is declined:
+        too large for this process's share of the GPU (a campaign splits it between a dozen
+        processes), not a finding and not an example; its memory is handed back and the hunt
+        goes on. On an H200, fla's chunked GLA drew cases its process's share could not hold, and
+        each ended the process's hunt; twice retired the pair as a harness error. The hunt ends
+        as before (``"device-memory"``: a fresh process takes over) only once at least
+        :data:`OUT_OF_MEMORY_LEAST` examples have run out and they are half or more of its
+        examples: the process's memory itself may be what is short."""
+        self.out_of_memory += 1
+        result = self.result
+        result.events["device out of memory: example declined"] += 1
+        event("device out of memory", "example declined")
+        release_device_memory()
+        if (
+            self.out_of_memory >= OUT_OF_MEMORY_LEAST
+            and 2 * self.out_of_memory >= result.examples + self.out_of_memory
+        ):
+            self._out_of_memory(what)
 
     # Hypothesis --------------------------------------------------------------------------------
 

@@ -193,7 +193,9 @@ def _hunt(
         # fresh process (what this slice found was streamed already).
         print(f"device out of memory: {result.error}", file=sys.stderr, flush=True)
         exit_worker(EXIT_DEVICE_MEMORY)
-    _release_device_cache()
+    from fuzz.backends import release_device_memory
+
+    release_device_memory()
     if memo is not None:
         # How this slice's structures were drawn, summed per pair in the report's events: how
         # many reused a compiled variant, and of them how many with fresh lengths.
@@ -278,18 +280,6 @@ def _run_hunt(
     finally:
         if memo is not None:
             memo.explore = explore  # a warm-up's "every example explores" ends with it
-
-
-def _release_device_cache() -> None:
-    """Hands the GPU memory PyTorch's allocator holds cached back to the driver after a slice: a
-    dozen processes share the GPU, and blocks one kept for its largest case ran another's
-    kernel launches out of memory (CUDA_ERROR_OUT_OF_MEMORY on an H100)."""
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_initialized():
-            torch.cuda.empty_cache()
-    except Exception:  # a courtesy: never fatal
-        pass
 
 
 _MEMOS: dict[tuple[str, str], Any] = {}

@@ -1014,6 +1014,41 @@ def test_a_launch_that_runs_the_gpu_out_of_memory_stops_the_hunt_without_a_findi
     assert result.error is None and list(result.found) == ["crash"]
 
 
+def test_an_example_too_large_for_the_gpu_memory_is_declined_and_the_hunt_goes_on(
+    fake_plugin, fake_profile
+):
+    """On an H200, fla's chunked GLA drew cases its process's share of the GPU could not hold;
+    each ended the process's hunt, and twice retired the pair as a harness error. An example
+    that runs the GPU out of memory is declined instead (no finding, not an example, an event):
+    the hunt goes on, and a bug of the cases that fit is still found and shrunk. Where the
+    examples that run out are half or more of a hunt's (the process's memory itself may be
+    what is short), the hunt still ends for a fresh process (the test above)."""
+    from fuzz import engine
+    from fuzz.target import get
+
+    for name, bug in (("fake_double", None), ("fake_double_nan", "nan")):
+        base = get(name)
+        run = base.kernels["fake"]
+
+        def kernel(inputs, params, *, out, interpret, run=run):
+            if inputs["x"].numel() >= 40:  # a few of the drawn cases (up to 6 x 9)
+                raise RuntimeError(DEVICE_OOM["torch"])
+            return run(inputs, params, out=out, interpret=interpret)
+
+        large = dataclasses.replace(base, name=f"{name}_large_oom", kernels={"fake": kernel})
+        result = engine.hunt(large, "fake", fake_profile, max_examples=150, seed=3, database=None)
+        declined = result.events["device out of memory: example declined"]
+        assert declined > 0, result.events
+        assert result.stopped != "device-memory" and result.error is None, result.error
+        assert "device out of memory" not in result.events, result.events
+        if bug is None:
+            assert not result.found, result.found
+            assert result.examples >= 100, result.examples  # every declined one drawn again
+        else:
+            (f,) = result.found.values()
+            assert f.finding.cls == "nan" and f.case.inputs["x"].shape[0] == 2, f.case.inputs["x"].shape
+
+
 def test_a_campaign_worker_out_of_gpu_memory_is_an_exhaustion_not_a_crash(tmp_path):
     """In a campaign the worker exits for a fresh process (its memory with it), the pair books a
     resource exhaustion, and twice retires it so: no crash finding, a note that says why."""
