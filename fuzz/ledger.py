@@ -793,6 +793,13 @@ class BugLedger:
             s["class"] for rec in self.found.values() for s in rec.get("also_seen", [])
         }
 
+    def absorbed(self, sig: str) -> list[str]:
+        """The signatures of the records row ``sig`` took in (replaced by a smaller example of
+        its bug, folded into it, or judged its bug seen another way): each is this row's bug by
+        the evidence the pair had. The report reads them across backends
+        (:func:`backend_twin`)."""
+        return sorted(s for s in self.replaced if s != sig and self.current(s) == sig)
+
     def records(self) -> list[Mapping[str, Any]]:
         """Every record kept: each bug's, and each way it was also seen."""
         return [r for rec in self.found.values() for r in [rec, *rec.get("also_seen", [])]]
@@ -857,11 +864,23 @@ def backend_twin(
     for at, f in rows:
         if f["target"] != rec["target"] or rec["backend"] in f["backends"]:
             continue
-        if lang in {impl(b) for b in f["backends"]} and any(
-            same_bug(a, b) for a in mine for b in ways_of(f)
+        if lang in {impl(b) for b in f["backends"]} and (
+            any(same_bug(a, b) for a in mine for b in ways_of(f))
+            or _signatures(rec) & _signatures(f)
         ):
             return at, f
     return None
+
+
+def _signatures(rec: Mapping[str, Any]) -> set[str]:
+    """A report row's signature, its ways' and those its pair's ledger took into it
+    (``absorbed``: :meth:`BugLedger.absorbed`). One signature is one bug (one key, one set of
+    triggers), so a row of one backend whose signature the other backend's pair took into its
+    row, by evidence there (a NaN's site traced on the interpreter), is that row's bug: on an
+    H200 a planted GLA kernel's Inf row on pallas-gpu, whose trace had run out of time, stayed
+    beside the pallas-interpret row that had taken in its very signature."""
+    ways = [rec.get("signature"), *(w.get("signature") for w in rec.get("also_seen") or [])]
+    return {str(s) for s in [*ways, *(rec.get("absorbed") or [])] if s}
 
 
 def smaller(rec: Mapping[str, Any], than: Mapping[str, Any]) -> bool:

@@ -200,6 +200,7 @@ class PairState:
                         **f,
                         "hits": hits.get(sig, 0),
                         **({"maybe_of": maybe[sig]} if sig in maybe else {}),
+                        **({"absorbed": a} if (a := self.ledger.absorbed(sig)) else {}),
                     }
                     for sig, f in self.found.items()
                 ),

@@ -57,3 +57,26 @@ def test_bugs_whose_triggers_do_not_nest_or_of_another_language_stay_rows():
     triton = _rec("c", "triton", ["feature scale"], 16)
     pallas = _rec("d", "pallas-gpu", ["feature scale"], 16)
     assert len(_dedupe([triton, pallas])) == 2  # two kernels of one target, two languages
+
+
+def test_a_row_whose_signature_the_other_backends_pair_took_in_is_that_rows_bug():
+    """On an H200 a planted GLA kernel's Inf row on pallas-gpu (its NaN site not traced: the
+    trace ran out of time) stayed beside the pallas-interpret row whose pair had taken in that
+    very signature, by the site traced there (its ledger's ``absorbed``). One signature is one
+    bug: one row. A signature taken in by a row of the same backend, or of another language's
+    kernel, links nothing."""
+    from fuzz.ledger import BugLedger
+
+    gpu = _rec("a", "pallas-gpu", ["chunk-exp-overflow"], 272, key="inf|finite-every-chunk|o|-")
+    interp = _rec("b", "pallas-interpret", ["multi-chunk"], 272, key="inf|chunk-independence|o|-")
+    assert len(_dedupe([gpu, interp])) == 2  # keys differ, no site: nothing links them
+    for order in ((gpu, {**interp, "absorbed": ["a"]}), ({**interp, "absorbed": ["a"]}, gpu)):
+        (f,) = _dedupe(order).values()
+        assert sorted(f["backends"]) == ["pallas-gpu", "pallas-interpret"], f
+    triton = _rec("c", "triton", ["multi-chunk"], 8, key="inf|chunk-independence|o|-")
+    assert len(_dedupe([gpu, {**triton, "absorbed": ["a"]}])) == 2  # another language's kernel
+    # the ledger's side: the signatures a row took in, through chains of replacements
+    ledger = BugLedger()
+    ledger.found["z"] = {"signature": "z"}
+    ledger.replaced.update({"x": "y", "y": "z", "w": "gone"})
+    assert ledger.absorbed("z") == ["x", "y"]
