@@ -1496,6 +1496,7 @@ class _Hunter:
         got = isolated.shrink(
             self.target, self.b, self.options, found, narrowing=self.narrowing, seconds=seconds
         )
+        alone = got.alone_note(str(found.key))
         best = dataclasses.replace(
             got.found,
             first_example=found.first_example,
@@ -1503,9 +1504,16 @@ class _Hunter:
             minimal_seconds=time.perf_counter() - self.t0,
             final=True,
             isolating=False,
-            shrink_notes=[*found.shrink_notes, got.note(start)],
+            shrink_notes=[*found.shrink_notes, got.note(start), *([alone] if alone else [])],
             shrink_path="isolated" if got.found is not found else found.shrink_path,
         )
+        if got.alone is not None:
+            details = best.finding.details
+            details["alone"] = got.alone
+            if got.alone and found.key not in got.alone:
+                # Alone it failed another way: an example whose runs differ (a crash here, that
+                # way there), joined to that way's row where there is one (``fuzz.ledger``).
+                details["run_keys"] = sorted({str(found.key), *got.alone})
         self.result.shrink_examples += got.examples
         self.result.events["shrink: child processes"] += got.children
         return best

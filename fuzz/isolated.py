@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 MIN_SECONDS = 8.0
 IMPORT_SECONDS = 8.0
 GRACE_SECONDS = 5.0
+# Seconds of a shrink's kept back for replaying its example alone at its end (:func:`_alone`).
+ALONE_SECONDS = IMPORT_SECONDS + MIN_SECONDS
 # Children in a row that brought no progress before the shrink gives up.
 STALLS = 2
 # Why a shrink stopped where its last child shrank to the end without losing its context.
@@ -78,6 +80,10 @@ class Isolated:
     children: int = 0
     examples: int = 0
     stopped: str = ""
+    # Its example replayed alone in a fresh process (:func:`_alone`), where no child launched it:
+    # None (not replayed), or the keys (``fuzz.signatures.bug_key``) it failed as there, its
+    # own where it lost that process's context too (empty: it passed).
+    alone: list[str] | None = None
 
     def note(self, start_size: int) -> str:
         size = self.found.case.size
@@ -100,6 +106,19 @@ class Isolated:
             )
         return f"{done} ({self.stopped})" if self.stopped else done
 
+    def alone_note(self, key: str) -> str:
+        """What its example did replayed alone in a fresh process ("": not replayed)."""
+        if self.alone is None:
+            return ""
+        if key in self.alone:
+            return "replayed alone in a fresh process: it lost that process's context too"
+        said = ", ".join(self.alone) if self.alone else "it passed"
+        return (
+            f"not reproduced alone: replayed in a fresh process, {said}. CUDA reports an "
+            "illegal access at a later call than the launch that made it: the crash may be an "
+            "earlier example's of the process that met it"
+        )
+
 
 def shrink(
     target: Target,
@@ -113,15 +132,33 @@ def shrink(
     """Shrinks ``found`` (a crash that lost this process's CUDA context) in child processes for
     at most ``seconds`` (see the module docstring); returns the smallest example that crashed so
     and what it took. Nothing here launches a kernel."""
-    from fuzz.reproducer import kills_context
-    from fuzz.target import target_plugin
-
     out = Isolated(found)
-    known = _known_crash(found)
-    if known is None or not found.choices or not found.key:
+    if _known_crash(found) is None or not found.choices or not found.key:
         out.stopped = "no exception or choices recorded to start from"
         return out
     deadline = time.monotonic() + seconds
+    spec = spec_of(target, backend, options, found, narrowing)
+    with tempfile.TemporaryDirectory(prefix="kernel-fuzz-isolated-") as tmp:
+        _shrink(Path(tmp), out, found, spec, deadline - ALONE_SECONDS)
+        if deadline - time.monotonic() >= MIN_SECONDS:
+            # Does it crash on its own? No child launched the first example (each started from
+            # it as known), and a child's smaller crash may be its own earlier example's.
+            out.alone = _alone(Path(tmp), out, spec, deadline)
+    return out
+
+
+def spec_of(
+    target: Target,
+    backend: Backend,
+    options: HuntOptions,
+    found: Found,
+    narrowing: dict[str, tuple[Any, ...]],
+) -> dict[str, Any]:
+    """A child's spec for ``found`` (a crash that lost the context, its exception known)."""
+    from fuzz.target import target_plugin
+
+    known = _known_crash(found)
+    assert known is not None
     spec: dict[str, Any] = {
         "target": target.name,
         "plugin": target_plugin(target),
@@ -132,45 +169,78 @@ def shrink(
         "known": {found.case.digest(): known},
         "avoid": set(),
     }
+    return spec
+
+
+def _shrink(tmp: Path, out: Isolated, found: Found, spec: dict[str, Any], deadline: float) -> None:
+    """The children of :func:`shrink`, one after the other, until one shrinks to the end, two in
+    a row bring nothing smaller, or ``deadline`` (``time.monotonic()``) comes."""
+    from fuzz.reproducer import kills_context
+
     stalls = 0
-    with tempfile.TemporaryDirectory(prefix="kernel-fuzz-isolated-") as tmp:
-        while True:
-            left = deadline - time.monotonic()
-            if left < MIN_SECONDS:
-                out.stopped = out.stopped or f"its {seconds:.0f} s spent"
-                return out
-            spec.update(choices=out.found.choices, seconds=max(1.0, left - IMPORT_SECONDS))
-            code, reports, tail = _run_child(Path(tmp), out.children, spec, left)
-            out.children += 1
-            progress = False
-            for rec in reports:
-                out.examples = max(out.examples, rec["examples"])
-                f: Found = rec["found"]
-                digest = f.case.digest()
-                if f.key != found.key:
-                    if kills_context(f.finding):
-                        spec["avoid"].add(digest)
-                    continue
-                crash = _known_crash(f)
-                if crash is not None and kills_context(f.finding):
-                    spec["known"][digest] = crash
-                if f.case.size < out.found.case.size or (
-                    f.case.size == out.found.case.size and len(f.choices) < len(out.found.choices)
-                ):
-                    out.found, progress = f, True
-            if code == DONE:
-                out.stopped = NOTHING_SMALLER
-                return out
-            if code == _KILLED:
-                out.stopped = "a child did not end within the time left; killed"
-                return out
-            if code != LOST:
-                out.stopped = f"a child ended with status {code}: {tail}"[:400]
-                return out
-            stalls = 0 if progress else stalls + 1
-            if stalls >= STALLS:
-                out.stopped = f"{STALLS} children in a row found nothing smaller"
-                return out
+    while True:
+        left = deadline - time.monotonic()
+        if left < MIN_SECONDS:
+            out.stopped = out.stopped or "its time ran out"
+            return
+        spec.update(choices=out.found.choices, seconds=max(1.0, left - IMPORT_SECONDS))
+        code, reports, tail = _run_child(tmp, out.children, spec, left)
+        out.children += 1
+        progress = False
+        for rec in reports:
+            out.examples = max(out.examples, rec["examples"])
+            f: Found = rec["found"]
+            digest = f.case.digest()
+            if f.key != found.key:
+                if kills_context(f.finding):
+                    spec["avoid"].add(digest)
+                continue
+            crash = _known_crash(f)
+            if crash is not None and kills_context(f.finding):
+                spec["known"][digest] = crash
+            if f.case.size < out.found.case.size or (
+                f.case.size == out.found.case.size and len(f.choices) < len(out.found.choices)
+            ):
+                out.found, progress = f, True
+        if code == DONE:
+            out.stopped = NOTHING_SMALLER
+            return
+        if code == _KILLED:
+            out.stopped = "a child did not end within the time left; killed"
+            return
+        if code != LOST:
+            out.stopped = f"a child ended with status {code}: {tail}"[:400]
+            return
+        stalls = 0 if progress else stalls + 1
+        if stalls >= STALLS:
+            out.stopped = f"{STALLS} children in a row found nothing smaller"
+            return
+
+
+def _alone(tmp: Path, out: Isolated, spec: dict[str, Any], deadline: float) -> list[str] | None:
+    """``out.found``'s example replayed once, alone, in a fresh child that launches it for
+    real: the keys it failed as there (its own where it lost that child's context), or None
+    where the child did not end in the time left. The example that lost a process's context
+    may not be the launch that did the damage: CUDA reports an illegal access at a later call
+    (on an H200 JAX's ``mha`` lost its context in a transpose of the harness's own,
+    ``jit_transpose``), and a child's smaller crash may be its own earlier example's."""
+    left = deadline - time.monotonic()
+    alone = {
+        **spec,
+        "known": {},
+        "avoid": set(),
+        "alone": True,
+        "choices": out.found.choices,
+        "seconds": max(1.0, left - IMPORT_SECONDS),
+    }
+    code, reports, _ = _run_child(tmp, out.children, alone, left)
+    out.children += 1
+    if code not in (DONE, LOST):
+        return None
+    keys = {str(rec["found"].key) for rec in reports if rec["found"].key}
+    if code == LOST:
+        keys.add(str(out.found.key))
+    return sorted(keys)
 
 
 def _run_child(

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hypothesis import Phase
+
 from fuzz import known_crashes
 from fuzz.isolated import DONE, LOST
 from fuzz.results import Found
@@ -34,6 +36,8 @@ def child_main(argv: list[str]) -> int:
     target, backend = get(spec["target"]), get_backend(spec["backend"])
     known_crashes.KNOWN.update(spec["known"])
     known_crashes.AVOID.update(spec["avoid"])
+    if spec.get("alone"):
+        known_crashes.ALONE.append(True)
     reports: list[dict[str, Any]] = []
 
     def keep(result: Any, found: Found) -> None:
@@ -50,6 +54,8 @@ def child_main(argv: list[str]) -> int:
         shrink_seconds=seconds,
         only=spec["key"],
     )
+    if spec.get("alone"):  # its example replayed once, each way it fails kept
+        stage = Stage(start=(tuple(spec["choices"]),), phases=(Phase.reuse,))
     # Every step is a new shape: the stage's time bounds its compiles, not the compile share.
     options = dataclasses.replace(spec["options"], compile_share=None)
     run = hunt(
@@ -63,7 +69,10 @@ def child_main(argv: list[str]) -> int:
         hooks=Hooks(on_found=keep),
     )
     final = run.of_key(spec["key"])
-    if final is not None:
+    if spec.get("alone"):
+        for f in run.found.values():
+            keep(run, f)
+    elif final is not None:
         keep(run, final)
     sys.stdout.flush()
     # A child whose context is lost exits at once (nothing more may touch the device).

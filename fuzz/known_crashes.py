@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 # way the shrunk bug does; the digests of cases that lose it another way.
 KNOWN: dict[str, tuple[str, str]] = {}
 AVOID: set[str] = set()
+# Set in a child that replays a crash's example alone (``fuzz.isolated``): it launches every
+# example for real, and a context it loses is the answer, not a crash to shrink in children.
+ALONE: list[bool] = []
 
 
 def active() -> bool:
     """Whether this process is such a child."""
-    return bool(KNOWN or AVOID)
+    return bool(KNOWN or AVOID or ALONE)
 
 
 def before_launch(case: Case) -> None:
