@@ -132,6 +132,19 @@ def book_lost(pair: PairState, plan: SlicePlan, now: float, *, max_warms: int) -
         pair.stats["shrink_seconds"] += max(0.0, over)
 
 
+def unsent(pair: PairState, plan: SlicePlan, now: float) -> None:
+    """Takes back ``plan``'s slice, which never reached its worker (the worker's process had
+    ended after its last slice, and its pipe was closed: on an H200 the send raised, and the
+    campaign ended there): nothing booked, the pair as before it, the bugs it took to shrink
+    queued again."""
+    pair.live.pop(plan.id, None)
+    if plan.warm_up is not None and pair.warmth is Warmth.WARMING:
+        pair.warmth = Warmth.COLD if pair.warm_count == 0 else Warmth.READY
+    for e in plan.resume:
+        pair.ledger.resumed[e.sighting] -= 1  # (not taken after all)
+    pair.ledger.requeue(plan.resume)
+
+
 def book_stopped(pair: PairState, plan: SlicePlan, now: float) -> None:
     """Books ``plan``'s slice cut short by the campaign's end (its examples and time so far)."""
     _, compiled = _end(pair, plan)

@@ -216,12 +216,13 @@ class RayPool:
         w.job = None
         w.kill_reason = None
 
-    def send(self, w: WorkerHandle, message: Any) -> None:
+    def send(self, w: WorkerHandle, message: Any) -> bool:
         a = self.actors[w.slot]
         if isinstance(message, M.Stop):
             self.ray.kill(w.process, no_restart=True)
-            return
-        a.run_ref = w.process.run.remote(message)
+            return True
+        a.run_ref = w.process.run.remote(message)  # (an actor gone: told by its task's end)
+        return True
 
     def begin(self, w: WorkerHandle, job: Job) -> None:
         a = self.actors[w.slot]

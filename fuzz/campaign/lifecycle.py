@@ -20,7 +20,13 @@ from fuzz.campaign.outdir import OutputFolder
 from fuzz.campaign.pairs import PairState
 from fuzz.campaign.policy import Lost, SchedulingPolicy
 from fuzz.campaign.pool import WorkerHandle
-from fuzz.campaign.process import EXIT_NODE_LOST, EXIT_RECYCLE, exit_text, stop_signal
+from fuzz.campaign.process import (
+    EXIT_CONTEXT_LOST,
+    EXIT_NODE_LOST,
+    EXIT_RECYCLE,
+    exit_text,
+    stop_signal,
+)
 from fuzz.ledger import Recorded
 
 
@@ -106,7 +112,7 @@ class WorkerLifeCycle:
                     say=True,
                 )
         self.pool.clear_inflight(w)
-        if not w.ready and code not in (EXIT_RECYCLE, EXIT_NODE_LOST):
+        if not w.ready and code not in (EXIT_RECYCLE, EXIT_NODE_LOST, EXIT_CONTEXT_LOST):
             w.startup_failures += 1  # died before it could take any work
         self.pool.closed(w)
         self._replace(w, reason)

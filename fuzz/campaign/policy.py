@@ -511,10 +511,10 @@ class SchedulingPolicy:
             pair.retired = retired = "resource exhaustion"
         return retired
 
-    def stopped(self, sid: int, now: float) -> PairState | None:
-        """Books slice ``sid`` cut short by the campaign's end (its examples and time so far)."""
+    def stopped(self, sid: int, now: float, *, sent: bool = True) -> PairState | None:
+        """Books slice ``sid`` cut short by the campaign's end (``sent`` False: ``unsent``)."""
         r = self._running.pop(sid, None)
         if r is None:
             return None
-        booking.book_stopped(r.pair, r.plan, now)
+        (booking.book_stopped if sent else booking.unsent)(r.pair, r.plan, now)
         return r.pair

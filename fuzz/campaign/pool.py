@@ -131,8 +131,14 @@ class ProcessPool:
         w.kill_reason = None
         w.maps, w.maps_sampled = 0, 0.0  # the new process's own, from its first sample on
 
-    def send(self, w: WorkerHandle, message: Any) -> None:
-        w.conn.send(message)
+    def send(self, w: WorkerHandle, message: Any) -> bool:
+        """Sends ``message`` to ``w``; False where its process has ended (its pipe is closed:
+        the message never arrives, and its end is told by :meth:`poll`)."""
+        try:
+            w.conn.send(message)
+        except OSError:  # (BrokenPipeError, ConnectionResetError)
+            return False
+        return True
 
     def begin(self, w: WorkerHandle, job: Job) -> None:
         """Notes that ``w`` starts ``job`` (where its log stood: what it says from now on is

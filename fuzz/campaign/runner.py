@@ -160,7 +160,12 @@ class Campaign(WorkerLifeCycle):
             return False
         self.slice_ids += 1
         self.pool.begin(w, Job(plan.id, now, plan=plan, hard_deadline=plan.hard_deadline))
-        self.pool.send(w, M.Hunt(plan))
+        if not self.pool.send(w, M.Hunt(plan)):
+            # Its process ended after its last slice: the slice is taken back, and the
+            # process's end is an idle worker's (told by the pool's next poll), no finding.
+            self.policy.stopped(plan.id, now, sent=False)
+            w.job = None
+            return False
         return True
 
     def _dispatch_replay(self, w: WorkerHandle, item: dict[str, Any]) -> None:
@@ -178,7 +183,9 @@ class Campaign(WorkerLifeCycle):
             hard_deadline=now + timeout * 2 + 30,
         )
         self.pool.begin(w, job)
-        self.pool.send(w, M.Replay(job.id, item["reproducer"]))
+        if not self.pool.send(w, M.Replay(job.id, item["reproducer"])):
+            self.replay_queue.insert(0, item)  # (for the next worker: this one's process ended)
+            w.job = None
 
     # Messages ------------------------------------------------------------------------------------
 
@@ -238,7 +245,8 @@ class Campaign(WorkerLifeCycle):
         self.note_db_problems(summary.get("db_problems", []))
         if summary.get("recycle"):
             w.recycles += 1
-            w.ready = False  # it exits now: no new slice for it
+        if summary.get("recycle") or summary.get("exits"):
+            w.ready = False  # it exits now: no new slice for it (one sent would never arrive)
         for line in console.ended(ended, summary, slot=w.slot):
             self.log(line)
         self._write_report(throttle=True)

@@ -214,6 +214,10 @@ def _hunt(
         summary["stopped"] = "recycle"  # not the search space running out
     if run.disk_was_full:
         summary["stopped"] = "disk full"  # neither
+    from fuzz.engine import context_lost
+
+    if context_lost():  # it exits after this (``serve``): no new slice for it
+        summary["exits"] = "context lost"
     conn.send(M.Done(plan.id, summary))
 
 

@@ -1046,7 +1046,8 @@ def test_an_example_too_large_for_the_gpu_memory_is_declined_and_the_hunt_goes_o
             assert result.examples >= 100, result.examples  # every declined one drawn again
         else:
             (f,) = result.found.values()
-            assert f.finding.cls == "nan" and f.case.inputs["x"].shape[0] == 2, f.case.inputs["x"].shape
+            shape = f.case.inputs["x"].shape
+            assert f.finding.cls == "nan" and shape[0] == 2, shape
 
 
 def test_a_campaign_worker_out_of_gpu_memory_is_an_exhaustion_not_a_crash(tmp_path):

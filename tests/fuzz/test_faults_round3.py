@@ -565,3 +565,56 @@ def test_a_worker_stopped_when_the_campaigns_time_ran_out_is_not_said_to_be_out_
         "was stopped: the campaign's time ran out while its slice still ran"
     )
     assert "out of memory?" in exit_text(-9, None)
+
+
+# A worker whose process ended after its last slice -------------------------------------------------
+
+
+def test_a_slice_sent_to_a_worker_whose_process_has_ended_is_taken_back(tmp_path, monkeypatch):
+    """On an H200 a worker's process ended after it had sent its slice's summary (its CUDA
+    context lost), the campaign sent it its next slice before it saw the end, and the send's
+    ``BrokenPipeError`` ended the campaign: no final report, nothing more fuzzed. A send that
+    finds the pipe closed takes the slice back (nothing booked: no crash of the pair it was
+    for), and the end is an idle worker's: replaced, the campaign goes on to its examples."""
+    from fuzz.campaign import pool as pool_module
+    from fuzz.campaign.config import CampaignConfig
+    from fuzz.campaign.messages import Hunt
+    from fuzz.campaign.runner import Campaign
+    from fuzz.profiles import Profile
+    from fuzz.target import get, load_plugin
+
+    load_plugin(FAKE)
+    sent = pool_module.ProcessPool.send
+    hunts = []
+
+    def send(self, w, message):
+        if isinstance(message, Hunt):
+            hunts.append(message.plan.target)
+            if len(hunts) == 2:  # the process ends before this slice reaches it
+                w.process.kill()
+                w.process.join(5)
+        return sent(self, w, message)
+
+    monkeypatch.setattr(pool_module.ProcessPool, "send", send)
+    lines = []
+    config = CampaignConfig(
+        targets=[get("fake_double"), get("fake_double_nan")],
+        backends=["fake"],
+        profile=Profile("ci", ("fake",), "small", False, "cpu", False, 60),
+        budget=900,  # a safety net: the campaign ends at its examples
+        examples=300,
+        out=tmp_path / "out",
+        repro_dir=tmp_path / "out" / "reproducers",
+        db=None,
+        plugins=[FAKE],
+        seed=3,
+        workers=1,
+    )
+    report = Campaign(config, log=lines.append).run()
+    assert len(hunts) > 2 and hunts[1] == "fake_double_nan", hunts
+    assert report["complete"] and not report["errors"], report["errors"]
+    rows = {r["target"]: r for r in report["results"]}
+    assert rows["fake_double"]["findings"] == [], rows["fake_double"]["findings"]
+    assert [f["class"] for f in rows["fake_double_nan"]["findings"]] == ["nan"]
+    assert all(r["examples"] >= 300 or r["retired"] for r in rows.values()), rows
+    assert all(r["worker_deaths"] == 0 for r in rows.values()), rows
