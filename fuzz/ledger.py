@@ -872,6 +872,12 @@ def backend_twin(
     return None
 
 
+def absorb(row: dict[str, Any], other: Mapping[str, Any]) -> None:
+    """The signatures ``other``'s pair took into it, into report row ``row``'s (one row now)."""
+    if other.get("absorbed"):
+        row["absorbed"] = sorted({*(row.get("absorbed") or []), *other["absorbed"]})
+
+
 def _signatures(rec: Mapping[str, Any]) -> set[str]:
     """A report row's signature, its ways' and those its pair's ledger took into it
     (``absorbed``: :meth:`BugLedger.absorbed`). One signature is one bug (one key, one set of

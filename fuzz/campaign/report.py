@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzz.backends import backends, device_name
-from fuzz.ledger import backend_twin, bugs_of_record, seen_as, smaller
+from fuzz.ledger import absorb, backend_twin, bugs_of_record, seen_as, smaller
 from fuzz.reproducer import versions
 from fuzz.signatures import same_bug
 
@@ -99,7 +99,7 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             keep, other = (r, f) if smaller(r, f) else (f, r)
             merged = {**keep, "backends": [*f["backends"], r["backend"]]}
             merged["reproducers"] = [*f["reproducers"], r.get("reproducer")]
-            _absorb(merged, other)
+            absorb(merged, other)
             seen_as(merged, other, "backend")
             del out[at]
             key = sig if keep is r else at
@@ -117,14 +117,8 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             extra = [s for s in r.get("also_seen", []) if s.get("signature") not in known]
             if extra:
                 d["also_seen"] = [*d.get("also_seen", []), *extra]
-            _absorb(d, r)
+            absorb(d, r)
     return out
-
-
-def _absorb(row: dict[str, Any], other: dict[str, Any]) -> None:
-    """The signatures ``other``'s pair took into it, into ``row``'s (``ledger.backend_twin``)."""
-    if other.get("absorbed"):
-        row["absorbed"] = sorted({*(row.get("absorbed") or []), *other["absorbed"]})
 
 
 def _implementation(backend: str) -> str:
