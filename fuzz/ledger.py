@@ -30,6 +30,7 @@ Four operations:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -797,7 +798,7 @@ class BugLedger:
         """The signatures of the records row ``sig`` took in (replaced by a smaller example of
         its bug, folded into it, or judged its bug seen another way): each is this row's bug by
         the evidence the pair had. The report reads them across backends
-        (:func:`backend_twin`)."""
+        (:func:`backend_twins`)."""
         return sorted(s for s in self.replaced if s != sig and self.current(s) == sig)
 
     def records(self) -> list[Mapping[str, Any]]:
@@ -847,29 +848,63 @@ def ways_of(rec: Mapping[str, Any]) -> list[Bug]:
     return [b for r in [rec, *(rec.get("also_seen") or [])] for b in bugs_of_record(r)]
 
 
-def backend_twin(
-    rec: Mapping[str, Any],
-    rows: Iterable[tuple[str, Mapping[str, Any]]],
-    impl: Callable[[str], str],
-) -> tuple[str, Mapping[str, Any]] | None:
-    """The row of ``rows`` (a report's findings by key, each with the ``backends`` it was found
-    on) that finding record ``rec`` is: of its target's kernel on another backend of one
-    implementation (``impl``: a backend's ``Target.kernels`` entry; ``pallas-gpu`` and
-    ``pallas-interpret``, not another language's kernel of the target), one of its ways and
-    one of ``rec``'s one bug (``fuzz.signatures.same_bug``: one key, triggers that nest, or a
-    NaN born at one site); None. Each backend's pair shrinks its bug to its own minimal
-    example: a planted Pallas kernel's one bug on an H200 came as a row on each backend."""
-    lang = impl(rec["backend"])
-    mine = ways_of(rec)
-    for at, f in rows:
-        if f["target"] != rec["target"] or rec["backend"] in f["backends"]:
-            continue
-        if lang in {impl(b) for b in f["backends"]} and (
-            any(same_bug(a, b) for a in mine for b in ways_of(f))
-            or _signatures(rec) & _signatures(f)
-        ):
-            return at, f
-    return None
+def join_backend_twins(rows: dict[str, dict[str, Any]], impl: Callable[[str], str]) -> None:
+    """Joins, until none are left, each two report rows (``rows``: by key, each with the
+    ``backends`` it was found on) that are one bug of one kernel (:func:`backend_twins`): the
+    row of the smaller minimal example stands, with both rows' backends and reproducers, the
+    other kept beside it (``backend``). Each backend's pair shrinks its bug to its own minimal
+    example: a planted Pallas kernel's one bug on an H200 came as a row on each backend. Until
+    none are left, whatever the rows' order: a row joined with a third takes that row's ways
+    and signatures, which may make it another row's (on an H200 a planted decode kernel's
+    pallas-gpu Inf row took in, from pallas-interpret, a signature a second pallas-gpu row
+    had taken in, and the two stayed apart)."""
+    while True:
+        pair = next(
+            (
+                (a, b)
+                for a, b in itertools.combinations(list(rows), 2)
+                if rows[a]["target"] == rows[b]["target"] and backend_twins(rows[a], rows[b], impl)
+            ),
+            None,
+        )
+        if pair is None:
+            return
+        first, second = rows[pair[0]], rows[pair[1]]  # (their backends in that order)
+        keep, other = pair if not smaller(second, first) else pair[::-1]
+        k, o = rows[keep], rows.pop(other)
+        merged = {
+            **k,
+            "backends": [*first["backends"], *second["backends"]],
+            "reproducers": [*first["reproducers"], *second["reproducers"]],
+        }
+        # (one backend once: two rows of one backend joined by a signature they hold)
+        twice = [i for i, b in enumerate(merged["backends"]) if b in merged["backends"][:i]]
+        for i in reversed(twice):
+            del merged["backends"][i]
+            del merged["reproducers"][i]
+        absorb(merged, o)
+        seen_as(merged, o, "backend")
+        rows[keep] = merged
+
+
+def backend_twins(a: Mapping[str, Any], b: Mapping[str, Any], impl: Callable[[str], str]) -> bool:
+    """Whether report rows ``a`` and ``b`` are one bug of their target's kernel: on backends of
+    one implementation (``impl``: a backend's ``Target.kernels`` entry; ``pallas-gpu`` and
+    ``pallas-interpret``, not another language's kernel of the target), and either holding one
+    signature (their own, a way they were seen, one their pairs took in: ``absorbed``; one
+    signature is one bug, as :meth:`BugLedger._join_shared` says within a pair), or of no
+    backend in common with one way of each one bug (``fuzz.signatures.same_bug``: one key,
+    triggers that nest, or a NaN born at one site). A row that holds a signature the other
+    backend's pair took in, by evidence there (a NaN's site traced on the interpreter), is
+    that row's bug: on an H200 a planted GLA kernel's Inf row on pallas-gpu, its site not
+    traced in time, stayed beside the pallas-interpret row that had taken its signature in."""
+    if not {impl(x) for x in a["backends"]} & {impl(x) for x in b["backends"]}:
+        return False
+    if _signatures(a) & _signatures(b):
+        return True
+    if set(a["backends"]) & set(b["backends"]):
+        return False  # (two rows of one backend: its pair's ledger kept them apart)
+    return any(same_bug(x, y) for x in ways_of(a) for y in ways_of(b))
 
 
 def absorb(row: dict[str, Any], other: Mapping[str, Any]) -> None:
@@ -880,11 +915,7 @@ def absorb(row: dict[str, Any], other: Mapping[str, Any]) -> None:
 
 def _signatures(rec: Mapping[str, Any]) -> set[str]:
     """A report row's signature, its ways' and those its pair's ledger took into it
-    (``absorbed``: :meth:`BugLedger.absorbed`). One signature is one bug (one key, one set of
-    triggers), so a row of one backend whose signature the other backend's pair took into its
-    row, by evidence there (a NaN's site traced on the interpreter), is that row's bug: on an
-    H200 a planted GLA kernel's Inf row on pallas-gpu, whose trace had run out of time, stayed
-    beside the pallas-interpret row that had taken in its very signature."""
+    (``absorbed``: :meth:`BugLedger.absorbed`)."""
     ways = [rec.get("signature"), *(w.get("signature") for w in rec.get("also_seen") or [])]
     return {str(s) for s in [*ways, *(rec.get("absorbed") or [])] if s}
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzz.backends import backends, device_name
-from fuzz.ledger import absorb, backend_twin, bugs_of_record, seen_as, smaller
+from fuzz.ledger import absorb, bugs_of_record, join_backend_twins
 from fuzz.reproducer import versions
 from fuzz.signatures import same_bug
 
@@ -84,40 +84,26 @@ class CampaignRecord:
 
 def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """One finding per bug (signature) over the backends that found it, with every way it was
-    also seen on any of them (``also_seen``: another class, property or output). A finding of
-    one kernel on another backend (compiled and interpreted: one implementation) whose
-    minimal example differs is the same bug where one of its ways and one of the other's are
-    (``fuzz.ledger.backend_twin``): kept beside it, the smaller standing for both."""
+    also seen on any of them (``also_seen``: another class, property or output). Findings of
+    one kernel on backends of one implementation (compiled and interpreted) whose minimal
+    examples differ are then one where the ledger says so (``fuzz.ledger.join_backend_twins``):
+    kept beside it, the smaller standing for both."""
     out: dict[str, dict[str, Any]] = {}
-    alias: dict[str, str] = {}  # a signature merged into another backend's finding -> its key
     for r in records:
         sig = r.get("signature") or f"{r['target']}|{r['class']}"
-        sig = alias.get(sig, sig)
-        twin = None if sig in out else backend_twin(r, out.items(), _implementation)
-        if twin is not None:
-            at, f = twin
-            keep, other = (r, f) if smaller(r, f) else (f, r)
-            merged = {**keep, "backends": [*f["backends"], r["backend"]]}
-            merged["reproducers"] = [*f["reproducers"], r.get("reproducer")]
-            absorb(merged, other)
-            seen_as(merged, other, "backend")
-            del out[at]
-            key = sig if keep is r else at
-            out[key] = merged
-            alias.update({at: key, sig: key})
-            alias.update({k: key for k, v in alias.items() if v == at})
-        elif sig not in out:
+        if sig not in out:
             out[sig] = {**r, "backends": [r["backend"]], "reproducers": [r.get("reproducer")]}
-        else:
-            d = out[sig]
-            if r["backend"] not in d["backends"]:
-                d["backends"].append(r["backend"])
-                d["reproducers"].append(r.get("reproducer"))
-            known = {s.get("signature") for s in d.get("also_seen", [])}
-            extra = [s for s in r.get("also_seen", []) if s.get("signature") not in known]
-            if extra:
-                d["also_seen"] = [*d.get("also_seen", []), *extra]
-            absorb(d, r)
+            continue
+        d = out[sig]
+        if r["backend"] not in d["backends"]:
+            d["backends"].append(r["backend"])
+            d["reproducers"].append(r.get("reproducer"))
+        known = {s.get("signature") for s in d.get("also_seen", [])}
+        extra = [s for s in r.get("also_seen", []) if s.get("signature") not in known]
+        if extra:
+            d["also_seen"] = [*d.get("also_seen", []), *extra]
+        absorb(d, r)
+    join_backend_twins(out, _implementation)
     return out
 
 

@@ -80,3 +80,30 @@ def test_a_row_whose_signature_the_other_backends_pair_took_in_is_that_rows_bug(
     ledger.found["z"] = {"signature": "z"}
     ledger.replaced.update({"x": "y", "y": "z", "w": "gone"})
     assert ledger.absorbed("z") == ["x", "y"]
+
+
+def test_rows_are_joined_whatever_their_order():
+    """A row joined with a third takes its ways: on an H200 a planted decode kernel's pallas-gpu
+    Inf row took in, from its pallas-interpret record, a signature another pallas-gpu row had
+    taken in; met in that order, the two stayed apart."""
+    inf_gpu = _rec("d", "pallas-gpu", ["window"], 1, key="inf|oracle|lse|-")
+    acc_gpu = _rec("e", "pallas-gpu", ["window"], 2, key="accuracy|oracle|o|-", absorbed=["f"])
+    seen = _rec("f", "pallas-interpret", ["window"], 2, key="accuracy|oracle|o|-")
+    inf_interp = {**inf_gpu, "backend": "pallas-interpret", "also_seen": [{**seen, "how": "case"}]}
+    for order in ([acc_gpu, inf_gpu, inf_interp], [inf_interp, inf_gpu, acc_gpu]):
+        (f,) = _dedupe(order).values()
+        assert f["signature"] == "d" and sorted(f["backends"]) == ["pallas-gpu", "pallas-interpret"]
+
+
+def test_two_rows_that_hold_one_signature_are_one_even_with_a_backend_in_common():
+    """The pallas-gpu row took in a pallas-interpret row first; the other pallas-interpret row
+    holds the gpu row's very signature as a way it was seen: one bug, one row. Rows of one
+    backend in common that hold no signature in common stay apart."""
+    gpu = _rec("a", "pallas-gpu", ["exp-overflow"], 272, key="inf|finite-every-chunk|o|-")
+    first = _rec("b", "pallas-interpret", ["exp-overflow"], 300, key="inf|finite-every-chunk|o|-")
+    seen = _rec("a", "pallas-interpret", ["exp-overflow"], 272, key="inf|finite-every-chunk|o|-")
+    other = _rec("c", "pallas-interpret", ["multi-chunk"], 200, key="inf|chunk-independence|o|-")
+    (f,) = _dedupe([gpu, first, {**other, "also_seen": [{**seen, "how": "case"}]}]).values()
+    assert f["backends"] == ["pallas-gpu", "pallas-interpret"], f["backends"]
+    assert f["reproducers"] == ["a.py", "b.py"], f["reproducers"]
+    assert len(_dedupe([gpu, first, other])) == 2
