@@ -119,6 +119,27 @@ forms; states; packed sequences), but for two findings:
   they are one row (``fuzz.duplicates.Duplicates.other_half``). Each was shrunk on the compiled
   backend (10,240 and 8,192) and the first by the compile ladder to 8,192 when its time ran out
   (22 compiles). The forward's NaN final state, 16 elements (one token, fp32): the bug above.
+  Three more (2026-11-30, ``bash .ci/gpu-session two ... bund "bundled 450"``, one H200 of a
+  two-GPU host each). At cc55922: the dq bug, found and shrunk unaided to **one row of 1,280
+  elements** (fp16, g_gamma, a partial chunk: dq[0, 18, 0, 12] = -0.839 for -2.979, 36x its
+  bound; compiled only: the interpreted twin over its own variant space passes), then "not
+  shrunk" further: a later slice's replay gave runs that differ. The backward's illegal
+  memory access twice (bf16, g_gamma, an initial state, packed sequences, one of them empty:
+  16,512 elements; with ``dht`` and a scale: 327,680, no smaller example crashing so in the
+  child processes): a bug of fla's with evidence, not localized; whether it is the wrong dv
+  that comes and goes above is not known. The forward's worker ran the GPU out of memory
+  twice and the pair was retired as a harness error: since 891f552 an example that runs the
+  GPU out of memory is declined and the hunt goes on. At 891f552 the campaign ended at 233 s
+  (the harness's own ``BrokenPipeError``, a slice sent to a worker whose process had ended:
+  since 922a2be taken back). At 922a2be (``bundled 420``, 204 backward examples checked, 1,489
+  refused): a wrong dq, compiled only, bf16, g_gamma, an initial state and ``dht``, five packed
+  sequences (empty ones among them), K = 32, V = 128: dq[0, 34, 0, 24] = 18.9 for -15.6, 2.1x
+  its bound, 20,480 elements (left to the compile ladder when the budget ran out); likely the
+  dq bug (V >= 64, half precision), not confirmed at K = 32. And a flaky row: one bf16 case
+  (three packed sequences of 245 tokens, 2 heads, K = 64, V = 8, an initial state) gave dv =
+  -8.2e6 for -0.397, then an illegal memory access on its replay: the wrong dv and the illegal
+  access above, one case (31,360 elements, unshrunk: a flaky failure that lost the context is
+  not shrunk in child processes). The forward's NaN final state, 16 elements, again.
 """
 
 import contextlib

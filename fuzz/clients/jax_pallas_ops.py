@@ -189,6 +189,36 @@ Twice more (2026-11-30, morning, the same command and host), each row read from 
   as inf 256 in fp16, NaN 2,048 and ``decode-equals-last-causal-row`` 5,120-49,152): findings 4,
   5 and 6.
 
+Three more (2026-11-30, ``bash .ci/gpu-session two ... bund "bundled 450"``: the bundled clients
+on one H200 of a two-GPU host, beside another campaign on the other), each row read from its
+case:
+
+- At cc55922 (18,324 examples, 11 JAX rows): ``mha`` accuracy 16 (T = 1) and ``mha_varlen``
+  accuracy 48 (three heads, a sequence of one query), inf 512 (fp16, ``varlen-equals-alone``, 32
+  tokens in two sequences) and accuracy 384 (bf16, two sequences of 8 tokens at most, a partial
+  key tile; compiled only): finding 6, sequences shorter than 16. ``mha`` accuracy 2,048
+  (causal, 128 queries on 64 keys): finding 1. ``gqa`` accuracy 256
+  (``decode-equals-last-causal-row``), inf 256 and masking 256: findings 6, 5 and 4. And three
+  ``mha`` crashes, the CUDA context lost by an illegal memory access: 16 elements (T = 1, the
+  triggers of finding 6's row), 3,145,728 (causal, 1,024 queries on 64 keys: no smaller example
+  lost its context so; finding 1's reads past the keys) and a worker killed by SIGSEGV,
+  unshrunk (causal, 256 queries on 32 keys: 786,432). The 16-element one
+  lost its context in ``jit_transpose``, a transpose of the harness's after the kernel: CUDA
+  reports an illegal access at a later call than the launch that made it. Since d2b2c8b such a
+  crash's example is replayed alone in a fresh process before it is reported as its own.
+- At 891f552 the campaign ended at 233 s (the harness's own ``BrokenPipeError``, since 922a2be a
+  slice taken back): rows as above, 4 over 4,096 unshrunk.
+- At 922a2be (``bundled 420``, 18,660 examples, 7 JAX rows): ``mha`` accuracy 96 (three batch
+  elements of one query on 2 keys) and ``mha_varlen`` accuracy 16 (T = 1): finding 6; ``mha``'s
+  row holds as "also seen" finding 1's examples and two crash rows joined by their runs (an
+  illegal access in one run, a wrong value in the other). ``mha`` masking 768 (causal, one
+  query on 16 keys) and 384 (key padding, one query on 8 keys): keys the mask hides set to
+  float32's largest make o NaN, finding 4's kind. ``mha`` crash 688,128 (causal, 256 queries on
+  256 keys, 7 heads, D = 128): **replayed alone in a fresh process, it passed**: its report
+  says so; the illegal access was an earlier launch's, likely finding 1's or 6's reads past
+  the keys. ``gqa`` inf 256 (fp16, also seen as NaN 1,024 born at the same site) and masking
+  256: findings 5 and 4.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
