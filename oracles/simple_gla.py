@@ -307,7 +307,41 @@ def simple_gla_parallel_grads(
     )
 
 
-# The chunked algorithm, shared by the naive reference (input dtype) and the magnitudes (float64).
+# Blocks of the blocked float64 form: the parallel form inside a block, the exact state across.
+BLOCK = 64
+
+
+def simple_gla_blocked(
+    q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, cu_seqlens=None, block=BLOCK
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The blocked float64 form (a third route to :func:`simple_gla_reference`): the quadratic
+    parallel form inside blocks of ``block`` tokens, the state carried exactly from block to
+    block (every exponent non-positive, as in the parallel form). Its operations grow with
+    ``T / block``, not with ``T`` (the token recurrence: a few per token, forward and
+    backward: on a GPU each a launch) nor with ``T^2`` (the parallel form's memory); the
+    campaign's oracle, checked against the recurrence and mpmath by the tests."""
+    _check(q, k, v, cu_seqlens)
+    batch, length, heads, kd = q.shape
+    scale = default_scale(kd) if scale is None else float(scale)
+    pad = _padded(batch, length, cu_seqlens)
+    qp, kp, vp = (pad.gather(x, F64) for x in (q, k, v))
+    logd = _log_decay(g, g_gamma, pad, heads, F64)
+    h0 = _h0(initial_state, len(pad.seqs), q, v, F64)
+    o, ht, _ = _chunked(qp, kp, vp, logd, h0, scale, block, F64, F64)
+    return pad.scatter(o, batch, length), ht
+
+
+def simple_gla_blocked_grads(
+    q, k, v, do, g=None, g_gamma=None, scale=None, initial_state=None, dht=None, cu_seqlens=None
+) -> SimpleGLAGrads:
+    """float64 autograd through :func:`simple_gla_blocked`."""
+    return _grads(
+        simple_gla_blocked, q, k, v, do, g, g_gamma, scale, initial_state, dht, cu_seqlens, F64
+    )
+
+
+# The chunked algorithm, shared by the naive reference (input dtype), the magnitudes and the
+# blocked form (float64).
 
 
 def _chunked(

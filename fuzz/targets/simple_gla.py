@@ -180,8 +180,14 @@ def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
 
 
 def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
-    """float64 token recurrence (forward), or float64 autograd through it (backward)."""
-    from oracles.simple_gla import simple_gla_reference, simple_gla_reference_grads
+    """The float64 blocked form (forward), or float64 autograd through it (backward): the token
+    recurrence's values, in operations that grow with the blocks, not the tokens
+    (``oracles.simple_gla.simple_gla_blocked``; checked against the recurrence and mpmath by
+    the tests). With the recurrence, a GPU campaign's GLA backward pairs ran 0.7-1.4 examples a
+    second, mostly outside their launches: a few float64 operations per token forward and
+    backward, each a launch on the GPU (on the CPU, 5-25x slower than the blocked form at the
+    gpu profile's sizes)."""
+    from oracles.simple_gla import simple_gla_blocked, simple_gla_blocked_grads
 
     t = torch_inputs(case, device, skip=("cu_seqlens",))
     args = dict(
@@ -192,12 +198,12 @@ def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
         cu_seqlens=cu_seqlens(case),
     )
     if kind_of(case) == "fwd":
-        o, ht = simple_gla_reference(t["q"], t["k"], t["v"], **args)
+        o, ht = simple_gla_blocked(t["q"], t["k"], t["v"], **args)
         res = {"o": host(o, device)}
         if case.params["output_final_state"]:
             res["ht"] = host(ht, device)
         return res
-    grads = simple_gla_reference_grads(t["q"], t["k"], t["v"], t["do"], dht=t.get("dht"), **args)
+    grads = simple_gla_blocked_grads(t["q"], t["k"], t["v"], t["do"], dht=t.get("dht"), **args)
     return {k: host(v, device) for k, v in grads.as_dict().items()}
 
 

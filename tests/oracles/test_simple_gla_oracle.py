@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oracles.simple_gla import (
+    simple_gla_blocked,
+    simple_gla_blocked_grads,
     simple_gla_magnitudes,
     simple_gla_naive,
     simple_gla_naive_grads,
@@ -72,7 +74,7 @@ def test_recurrence_and_parallel_match_mpmath(args):
         q.tolist(), k.tolist(), v.tolist(), g.tolist(), scale, h0.tolist()
     )
     t = lambda a: torch.from_numpy(a)[None, :, None]  # noqa: E731  [1, T, 1, D]
-    for fn in (simple_gla_reference, simple_gla_parallel):
+    for fn in (simple_gla_reference, simple_gla_parallel, _blocked_of_3):
         o, h = fn(
             t(q),
             t(k),
@@ -95,6 +97,21 @@ def test_recurrence_and_parallel_match_mpmath(args):
                 )
 
 
+def _blocked_of_3(*args, **kwargs):
+    """The blocked form in blocks of 3 tokens (mpmath's cases are a few tokens long)."""
+    return simple_gla_blocked(*args, **kwargs, block=3)
+
+
+def _blocked_of_8(*args, **kwargs):
+    return simple_gla_blocked(*args, **kwargs, block=8)
+
+
+def _blocked_grads_of_8(q, k, v, do, g, gamma, scale, h0, dht, cu):
+    from oracles.simple_gla import F64, _grads
+
+    return _grads(_blocked_of_8, q, k, v, do, g, gamma, scale, h0, dht, cu, F64)
+
+
 def _random(b, t, h, kd, vd, seed, *, per_token=True, h0=True, n=None):
     gen = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=gen, dtype=F64)  # noqa: E731
@@ -114,14 +131,19 @@ def test_recurrence_matches_parallel_values_and_gradients(per_token, cu):
     n = None if cu is None else len(cu) - 1
     q, k, v, do, g, gamma, h0, dht = _random(b, 20, 3, 5, 4, 1, per_token=per_token, n=n)
     o1, h1 = simple_gla_reference(q, k, v, g, gamma, 0.7, h0, cu)
-    o2, h2 = simple_gla_parallel(q, k, v, g, gamma, 0.7, h0, cu)
-    assert torch.allclose(o1, o2, rtol=1e-12, atol=1e-12)
-    assert torch.allclose(h1, h2, rtol=1e-12, atol=1e-12)
-    g1 = simple_gla_reference_grads(q, k, v, do, g, gamma, 0.7, h0, dht, cu).as_dict()
-    g2 = simple_gla_parallel_grads(q, k, v, do, g, gamma, 0.7, h0, dht, cu).as_dict()
-    assert set(g1) == set(g2) == {"dq", "dk", "dv", "dh0"} | ({"dg"} if per_token else set())
-    for name in g1:
-        assert torch.allclose(g1[name], g2[name], rtol=1e-11, atol=1e-11), name
+    for fn, grads in (
+        (simple_gla_parallel, simple_gla_parallel_grads),
+        (simple_gla_blocked, simple_gla_blocked_grads),  # 20 tokens: one block, then 3 of 8
+        (_blocked_of_8, _blocked_grads_of_8),
+    ):
+        o2, h2 = fn(q, k, v, g, gamma, 0.7, h0, cu)
+        assert torch.allclose(o1, o2, rtol=1e-12, atol=1e-12), fn.__name__
+        assert torch.allclose(h1, h2, rtol=1e-12, atol=1e-12), fn.__name__
+        g1 = simple_gla_reference_grads(q, k, v, do, g, gamma, 0.7, h0, dht, cu).as_dict()
+        g2 = grads(q, k, v, do, g, gamma, 0.7, h0, dht, cu).as_dict()
+        assert set(g1) == set(g2) == {"dq", "dk", "dv", "dh0"} | ({"dg"} if per_token else set())
+        for name in g1:
+            assert torch.allclose(g1[name], g2[name], rtol=1e-11, atol=1e-11), (fn.__name__, name)
 
 
 def test_gradients_match_finite_differences():
