@@ -732,10 +732,11 @@ def _pieces_agree(ctx: Context, t1: int, pieces: tuple[_Piece, _Piece]) -> Findi
 
 
 def _exact_state(case: Case, t1: int) -> np.ndarray:
-    """The float64 state after ``t1`` tokens of every batch row ``[B, H, K, V]``."""
+    """The float64 state after ``t1`` tokens of every batch row ``[B, H, K, V]`` (the blocked
+    form, as the oracle)."""
     import torch
 
-    from oracles.simple_gla import simple_gla_reference
+    from oracles.simple_gla import simple_gla_blocked
 
     t = {
         k: torch.from_numpy(np.asarray(v[:, :t1], np.float64))
@@ -744,7 +745,7 @@ def _exact_state(case: Case, t1: int) -> np.ndarray:
     }
     h0 = case.inputs.get("h0")
     gamma = case.inputs.get("g_gamma")
-    _, ht = simple_gla_reference(
+    _, ht = simple_gla_blocked(
         t["q"],
         t["k"],
         t["v"],
