@@ -20,9 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzz.kit import torch_inputs
 from fuzz.target import draw_cases, get, load_builtin
-from fuzz.targets.simple_gla import cu_seqlens, kind_of
+from fuzz.targets.simple_gla import kind_of, reference_args
 
 
 def _sync(device: str) -> None:
@@ -56,14 +55,7 @@ def main() -> int:
     target = get(args.target)
     totals, worst = [0.0, 0.0], 0.0
     for case in draw_cases(target, args.scale, args.cases, args.seed):
-        t = torch_inputs(case, args.device, skip=("cu_seqlens",))
-        kw = dict(
-            g=t.get("g"),
-            g_gamma=t.get("g_gamma"),
-            scale=case.params["scale"],
-            initial_state=t.get("h0"),
-            cu_seqlens=cu_seqlens(case),
-        )
+        t, kw = reference_args(case, args.device)
         if kind_of(case) == "fwd":
             runs = [
                 lambda f=f: dict(zip(("o", "ht"), f(t["q"], t["k"], t["v"], **kw), strict=True))

@@ -179,6 +179,20 @@ def output_spec(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
 # Oracle and naive reference -----------------------------------------------------------------------
 
 
+def reference_args(case: Case, device: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``case``'s tensors on ``device`` (``cu_seqlens`` left out), and the keywords the float64
+    references (``oracles.simple_gla``) take besides q, k, v (and do, dht)."""
+    t = torch_inputs(case, device, skip=("cu_seqlens",))
+    args = dict(
+        g=t.get("g"),
+        g_gamma=t.get("g_gamma"),
+        scale=case.params["scale"],
+        initial_state=t.get("h0"),
+        cu_seqlens=cu_seqlens(case),
+    )
+    return t, args
+
+
 def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
     """The float64 blocked form (forward), or float64 autograd through it (backward): the token
     recurrence's values, in operations that grow with the blocks, not the tokens
@@ -189,14 +203,7 @@ def oracle(case: Case, device: str) -> dict[str, np.ndarray]:
     gpu profile's sizes)."""
     from oracles.simple_gla import simple_gla_blocked, simple_gla_blocked_grads
 
-    t = torch_inputs(case, device, skip=("cu_seqlens",))
-    args = dict(
-        g=t.get("g"),
-        g_gamma=t.get("g_gamma"),
-        scale=case.params["scale"],
-        initial_state=t.get("h0"),
-        cu_seqlens=cu_seqlens(case),
-    )
+    t, args = reference_args(case, device)
     if kind_of(case) == "fwd":
         o, ht = simple_gla_blocked(t["q"], t["k"], t["v"], **args)
         res = {"o": host(o, device)}
@@ -211,15 +218,8 @@ def naive(case: Case, device: str) -> dict[str, np.ndarray]:
     """The chunked algorithm in eager torch in the input dtype (``oracles.simple_gla``)."""
     from oracles.simple_gla import simple_gla_naive, simple_gla_naive_grads
 
-    t = torch_inputs(case, device, skip=("cu_seqlens",))
-    args = dict(
-        g=t.get("g"),
-        g_gamma=t.get("g_gamma"),
-        scale=case.params["scale"],
-        initial_state=t.get("h0"),
-        cu_seqlens=cu_seqlens(case),
-        chunk_size=case.params["chunk_size"],
-    )
+    t, args = reference_args(case, device)
+    args["chunk_size"] = case.params["chunk_size"]
     if kind_of(case) == "fwd":
         o, ht = simple_gla_naive(t["q"], t["k"], t["v"], **args)
         res = {"o": host(o, device)}
