@@ -662,13 +662,14 @@ class _Hunter:
             before(case)
         t0, compiled = time.perf_counter(), self.result.stats.compile_seconds
         self._mark = timing.compile_mark()
+        ran_out = None  # what said the GPU's memory ran out
         try:
             outcome = self._check(case, data)
         except Exception as e:
             if not reproducer.device_out_of_memory(f"{type(e).__name__}: {e}"):
                 raise
             outcome = None  # (the references' memory, outside a launch: declined as well)
-            self._memory_ran_out(case, f"{type(e).__name__}: {e}")
+            ran_out = f"{type(e).__name__}: {e}"
         finally:  # (checked, refused before its launch, or failed: no longer in flight)
             self._stage_progress()
             spent = time.perf_counter() - t0 - (self.result.stats.compile_seconds - compiled)
@@ -676,8 +677,10 @@ class _Hunter:
         if outcome is not None and outcome.finding is not None:
             f = outcome.finding
             if reproducer.out_of_device_memory(f):  # (a launch's: a crash of those words)
-                outcome = None
-                self._memory_ran_out(case, f"{f.prop}: {f.message}")
+                outcome, ran_out = None, f"{f.prop}: {f.message}"
+        if ran_out is not None:
+            # (here, past the exception: its frames, which may hold the example's tensors, gone)
+            self._memory_ran_out(case, ran_out)
         if outcome is None:
             return
         # Counted once checked: an example refused before its launch (it would compile past the
