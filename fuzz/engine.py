@@ -931,10 +931,8 @@ class _Hunter:
         result.events["device out of memory: example declined"] += 1
         event("device out of memory", "example declined")
         release_device_memory()
-        if (
-            self.out_of_memory >= OUT_OF_MEMORY_LEAST
-            and 2 * self.out_of_memory >= result.examples + self.out_of_memory
-        ):
+        # (half or more of its examples, the declined ones counted: as many as those checked)
+        if self.out_of_memory >= max(OUT_OF_MEMORY_LEAST, result.examples):
             self._out_of_memory(what)
 
     # Hypothesis --------------------------------------------------------------------------------

@@ -133,11 +133,12 @@ def shrink(
     at most ``seconds`` (see the module docstring); returns the smallest example that crashed so
     and what it took. Nothing here launches a kernel."""
     out = Isolated(found)
-    if _known_crash(found) is None or not found.choices or not found.key:
+    known = _known_crash(found)
+    if known is None or not found.choices or not found.key:
         out.stopped = "no exception or choices recorded to start from"
         return out
     deadline = time.monotonic() + seconds
-    spec = spec_of(target, backend, options, found, narrowing)
+    spec = _spec(target, backend, options, found, narrowing, known)
     with tempfile.TemporaryDirectory(prefix="kernel-fuzz-isolated-") as tmp:
         _shrink(Path(tmp), out, found, spec, deadline - ALONE_SECONDS)
         if deadline - time.monotonic() >= MIN_SECONDS:
@@ -147,18 +148,17 @@ def shrink(
     return out
 
 
-def spec_of(
+def _spec(
     target: Target,
     backend: Backend,
     options: HuntOptions,
     found: Found,
     narrowing: dict[str, tuple[Any, ...]],
+    known: tuple[str, str],
 ) -> dict[str, Any]:
-    """A child's spec for ``found`` (a crash that lost the context, its exception known)."""
+    """A child's spec for ``found``, a crash that lost the context raising ``known``."""
     from fuzz.target import target_plugin
 
-    known = _known_crash(found)
-    assert known is not None
     spec: dict[str, Any] = {
         "target": target.name,
         "plugin": target_plugin(target),

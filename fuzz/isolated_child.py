@@ -48,14 +48,11 @@ def child_main(argv: list[str]) -> int:
         part.replace(out_path)
 
     seconds = float(spec["seconds"])
-    stage = Stage(
-        start=(tuple(spec["choices"]),),
-        phases=SHRINK_PHASES,
-        shrink_seconds=seconds,
-        only=spec["key"],
-    )
+    start = (tuple(spec["choices"]),)
     if spec.get("alone"):  # its example replayed once, each way it fails kept
-        stage = Stage(start=(tuple(spec["choices"]),), phases=(Phase.reuse,))
+        stage = Stage(start=start, phases=(Phase.reuse,))
+    else:
+        stage = Stage(start=start, phases=SHRINK_PHASES, shrink_seconds=seconds, only=spec["key"])
     # Every step is a new shape: the stage's time bounds its compiles, not the compile share.
     options = dataclasses.replace(spec["options"], compile_share=None)
     run = hunt(

@@ -872,16 +872,14 @@ def join_backend_twins(rows: dict[str, dict[str, Any]], impl: Callable[[str], st
         first, second = rows[pair[0]], rows[pair[1]]  # (their backends in that order)
         keep, other = pair if not smaller(second, first) else pair[::-1]
         k, o = rows[keep], rows.pop(other)
-        merged = {
-            **k,
-            "backends": [*first["backends"], *second["backends"]],
-            "reproducers": [*first["reproducers"], *second["reproducers"]],
-        }
-        # (one backend once: two rows of one backend joined by a signature they hold)
-        twice = [i for i, b in enumerate(merged["backends"]) if b in merged["backends"][:i]]
-        for i in reversed(twice):
-            del merged["backends"][i]
-            del merged["reproducers"][i]
+        # Each backend once (two rows of one backend are joined by a signature they hold).
+        both = [*zip(first["backends"], first["reproducers"], strict=True)]
+        both += [
+            (b, r)
+            for b, r in zip(second["backends"], second["reproducers"], strict=True)
+            if b not in first["backends"]
+        ]
+        merged = {**k, "backends": [b for b, _ in both], "reproducers": [r for _, r in both]}
         absorb(merged, o)
         seen_as(merged, o, "backend")
         rows[keep] = merged

@@ -38,8 +38,8 @@ def pick(
     its seconds), then those short of the ``full`` floors where ``t``'s were scaled to the
     budget (:func:`estimates.full_floors`), then the pairs that found new bugs or coverage
     lately, per fuzzing second, with an exploration bonus (:func:`estimates.ucb`; a pair
-    another worker has loaded counts at ``affinity``). Compile time is a setup cost: it counts neither toward a floor nor
-    against a pair's rate. Where a pair's slices run matters on a compiled backend: a
+    another worker has loaded counts at ``affinity``). Compile time is a setup cost: it counts
+    neither toward a floor nor against a pair's rate. Where a pair's slices run matters on a compiled backend: a
     process that fuzzed the pair has its kernels loaded, another loads them again from the
     caches on disk (JAX traces and lowers them again), which is compile time on the fuzzing
     path."""
