@@ -45,7 +45,9 @@ def main() -> int:
     from oracles import simple_gla as og
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--target", default="simple_gla_bwd")
+    p.add_argument(
+        "--target", default="simple_gla_bwd", choices=("simple_gla_bwd", "simple_gla_fwd")
+    )
     p.add_argument("--scale", default="large", choices=("small", "large"))
     p.add_argument("--cases", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)

@@ -320,6 +320,8 @@ def simple_gla_blocked(
     ``T / block``, not with ``T`` (the token recurrence: a few per token, forward and
     backward: on a GPU each a launch) nor with ``T^2`` (the parallel form's memory); the
     campaign's oracle, checked against the recurrence and mpmath by the tests."""
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValueError(f"block={block!r} must be a positive number of tokens")
     _check(q, k, v, cu_seqlens)
     batch, length, heads, kd = q.shape
     scale = default_scale(kd) if scale is None else float(scale)

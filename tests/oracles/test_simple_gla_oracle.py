@@ -233,3 +233,10 @@ def test_magnitudes_are_the_sums_of_absolute_terms():
     assert (grads.dg.abs() <= m.dg + 1e-12).all()
     slower = simple_gla_magnitudes(q, k, v, g, None, 0.5, h0, cu, chunk_size=16, decay_factor=0.49)
     assert (slower.o >= m.o - 1e-12).all()
+
+
+@pytest.mark.parametrize("block", [0, -3, 2.5, True])
+def test_the_blocked_form_names_a_block_that_is_not_a_positive_count(block):
+    q, k, v, _, g, _, h0, _ = _random(1, 4, 1, 2, 2, 3)
+    with pytest.raises(ValueError, match="block="):
+        simple_gla_blocked(q, k, v, g, initial_state=h0, block=block)
