@@ -601,8 +601,10 @@ class Duplicates:
         return None
 
     def anomalies(self, example: Any, key: str = "") -> frozenset[tuple[str, str]] | None:
-        """:func:`fuzz.influence.anomalies` of an example's call, and where the example is of a
-        ``masked-poison`` bug (``key``), the inputs its poison showed read
+        """:func:`fuzz.influence.anomalies` of an example's call (where its wrong elements read
+        and ignore nothing, those of the call with the values its shrink left at one value
+        drawn again, if it fails ``key``'s way so: :meth:`_revalued_anomalies`), and where the
+        example is of a ``masked-poison`` bug (``key``), the inputs its poison showed read
         (:func:`fuzz.influence.poison_reads`), computed once."""
         from fuzz import influence
 
@@ -621,6 +623,8 @@ class Duplicates:
                     # (two examples analysed at most per known bug: half of what is left each)
                     seconds=None if left is None else left / 2,
                 )
+                if not found and key:
+                    found = self._revalued_anomalies(example, key) or found
                 if poison is not None:
                     reads = influence.poison_reads(
                         self.target, self.backend, self.options, example.case, poison, self._in_time
@@ -633,6 +637,37 @@ class Duplicates:
             except Exception:  # evidence, never the hunt's error
                 self._anomalies[memo] = None
         return self._anomalies[memo]
+
+    def _revalued_anomalies(self, example: Any, key: str) -> frozenset[tuple[str, str]] | None:
+        """The anomalies of ``example``'s call with the inputs its shrink left at one value
+        (:func:`fuzz.influence.revalued`) drawn again, where that call still fails ``key``'s
+        way; None otherwise. A shrink takes every value its failure does not need to zero, and
+        a wrong element that no longer depends on its inputs tells nothing of what it reads: a
+        planted decode kernel that placed its query one key late came as an ``inf`` row (a
+        window of one key: the kernel sees none; its ``o`` ignores ``v``) and an ``accuracy``
+        row (a window of two: it sees one), whose minimal example's query was zero, its
+        ``lse`` log 1 for log 2 whatever the keys; drawn again, its wrong elements ignore ``q``
+        and ``v``, as the first row's do."""
+        from fuzz import influence
+
+        case = influence.revalued(example.case)
+        if case is None:
+            return None
+        self._in_time()
+        outcome = _check_alone(
+            self.target, self.backend, self.options, case, getattr(example, "params", {}), key
+        )
+        if not _fails(outcome, key):
+            return None  # (its failure needs the values the shrink left)
+        left = None if self.deadline is None else self.deadline - self.clock()
+        return influence.anomalies(
+            self.target,
+            self.backend,
+            self.options,
+            case,
+            self._in_time,
+            seconds=None if left is None else left / 2,
+        )
 
     def reads_alike(self, f: Found) -> Bug | None:
         """The known bug (of any key, with a minimal example here) whose minimal example's wrong

@@ -20,6 +20,11 @@ whose minimal examples' sets nest, with free choices (features, half dtypes) tha
 bug. Two independent bugs that only scale a value (a softmax wrong by 1.01x for fp16, by 0.97x
 for bf16 rows of odd length) read what their references read: no anomaly, no evidence.
 
+A minimal example's values are what its shrink left: zeros where the failure does not need
+them, and then a wrong element may depend on no input at all (a query of zeros scores every key
+alike). :func:`revalued` draws such inputs again; where that call still fails the same way, its
+anomalies are the example's (``fuzz.duplicates.Duplicates.anomalies``).
+
 A ``masked-poison`` failure is such evidence already: the elements it poisons are those no
 output depends on (``Target.poison``), so an output that moves when they do reads an input its
 reference does not. :func:`poison_reads` tells which inputs: each input's poisoned elements are
@@ -181,6 +186,26 @@ def anomalies(
     return frozenset(found)
 
 
+def revalued(case: Case) -> Case | None:
+    """``case`` with each floating input that holds one finite value throughout (what a shrink
+    leaves of values its failure does not need: zeros) drawn again from a standard normal
+    (seeded by the case, in the input's dtype; its non-finite elements, masks written as
+    values, kept), or None where no input holds one value. Where a minimal example's wrong
+    elements depend on no input, the same call with values that vary tells what they read."""
+    from fuzz.arrays import dtype_name, is_float
+
+    rng = np.random.default_rng(int(case.digest()[:8], 16))
+    inputs = {}
+    for name, a in sorted(case.inputs.items()):
+        if not (a.size and is_float(dtype_name(a.dtype))):
+            continue
+        finite = np.isfinite(a)
+        if not finite.any() or np.unique(a[finite]).size != 1:
+            continue
+        inputs[name] = np.where(finite, rng.standard_normal(a.shape), a).astype(a.dtype)
+    return case.replace(inputs=inputs) if inputs else None
+
+
 def poison_reads(
     target: Target,
     backend: Backend,
@@ -232,4 +257,5 @@ __all__ = [
     "READS",
     "anomalies",
     "poison_reads",
+    "revalued",
 ]

@@ -360,3 +360,44 @@ def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, example
         f"{name}: {bug.expected} ({bug.trigger}) not found; found "
         f"{[(r['class'], r['property']) for r in rows]}"
     )
+
+
+def test_a_minimal_example_whose_wrong_elements_read_nothing_is_analysed_with_values_drawn_again(
+    plugins,
+):
+    """The decode kernel that placed its query one key late came as two rows of one window: a
+    window of one key (the kernel sees none: ``lse`` is -inf, ``o`` ignores ``v``) and a window
+    of two keys whose minimal example has a zero query (the kernel sees one key of two: ``lse``
+    is log 1 for log 2 whatever the keys, so its wrong element depends on no input, and the
+    influence analysis had nothing to compare). Neither example fails the other's way. With the
+    values its shrink left at one value drawn again (``fuzz.influence.revalued``) the second
+    example still fails so, and its wrong elements ignore ``q`` and ``v``: the first row's
+    anomaly nests in them, one bug."""
+    from fuzz import influence
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates, bug_of
+
+    target, backend = (
+        get("planted5_decode_position_is_length_pallas"),
+        get_backend(BACKENDS["pallas"]),
+    )
+    # the minimal examples: one head of size 1, the values the failures do not need zeros
+    one, two = _decode_case(1, window=[0, -1]), _decode_case(2, window=[1, -1])
+    one = one.replace(inputs={n: np.zeros((1, 1, 1, 1), np.float32) for n in "qkv"})
+    two = two.replace(
+        inputs={
+            "q": np.zeros((1, 1, 1, 1), np.float32),
+            "k": two.inputs["k"][..., :1],
+            "v": np.zeros((1, 1, 2, 1), np.float32),
+        }
+    )
+    options = CHECKS.options()
+    none_seen, one_seen = (CHECKS.as_found(target, backend, c) for c in (one, two))
+    assert (none_seen.key, one_seen.key) == ("inf|oracle|lse|-", "accuracy|oracle|lse|-")
+    assert not influence.anomalies(target, backend, options, two)  # it reads nothing
+    assert influence.revalued(two).inputs["q"].any()
+    me = Duplicates(
+        target, backend, options, found={"inf": none_seen}, known_bugs=[bug_of(none_seen)]
+    )
+    assert me.also_fails(one_seen) is None and me.shown_by_known(one_seen) is None
+    assert me.of(one_seen) == (bug_of(none_seen), "influence")
