@@ -640,3 +640,33 @@ def test_a_tf32_hint_is_taken_back_where_the_interpreter_fails_alike(
     assert only.shrink_path == "compiled", only.shrink_notes
     assert only.finding.message.endswith(properties.TF32_HINT)
     assert only.finding.details["likely_cause"] == "tf32"
+
+
+def test_an_interpreter_minimal_the_compiled_backend_does_not_confirm_is_kept_beside_it(
+    fake_plugin, compiled_profile, monkeypatch, tmp_path
+):
+    """The twin shrinks the bug to a case the compiled backend runs without failing so (a read
+    past the keys: NaN from the interpreter's poisoned padding, whatever lies there on a GPU):
+    the compiled cut stays the row's example, and the twin's case is kept beside it with its
+    reproducer, as the search over the twin's own variant space keeps one. A GPU campaign's NaN
+    row of JAX's attention stayed at 1,572,864 elements, the twin's 6,144-element case dropped."""
+    from fuzz import reproducer, shrink
+
+    monkeypatch.setattr(shrink, "_confirm", lambda *a, **kw: None)
+    # (and the compiled stages after it get no smaller: on the GPU, each smaller shape a compile)
+    monkeypatch.setattr(shrink._Shrinker, "on_compiled", lambda self: None)
+    profile = dataclasses.replace(compiled_profile, interpreter_max_cost=8.0)
+    result = hunt(
+        get("fake_slow_nan"), "fake-compiled", profile, seed=0, database=None, repro_dir=tmp_path
+    )
+    found = result.found["nan"]
+    assert any("kept as fake's reproducer" in n for n in found.shrink_notes), found.shrink_notes
+    assert found.shrink_path == "compiled"
+    small = found.interpreted
+    assert small is not None and found.interpreted_on == "fake", found.shrink_notes
+    assert small.case.size < found.case.size
+    record = found.as_dict()["interpreter_minimal"]
+    assert record["backend"] == "fake" and record["case_size"] == small.case.size
+    meta, data = reproducer.load(small.reproducer)
+    assert meta["backend"] == "fake"
+    assert reproducer.replay(meta, data).finding.cls == "nan"
