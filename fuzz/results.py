@@ -20,6 +20,12 @@ TRACE_CHARS = 6000  # of a harness error's traceback kept with it (its last fram
 # How a shrink note begins that says why a shrunk finding is no smaller (a crash shrunk to its
 # end in child processes, ``fuzz.isolated``): the reports show it (:func:`not_smaller_why`).
 NOT_SMALLER = "not smaller:"
+# What a row left to the compile ladder says when the campaign ends before the ladder shrank it.
+LADDER_UNFINISHED = (
+    "shrunk through the shapes already compiled; its smaller shapes, each a compile, were left "
+    "to the campaign's compile workers, which had not finished shrinking it when the campaign "
+    "ended (a longer budget, or a campaign of this pair alone, takes it further)"
+)
 
 
 def trace_of(exc: BaseException) -> str:
@@ -148,11 +154,18 @@ def not_shrunk_why(f: dict[str, Any]) -> str | None:
 def not_smaller_why(f: dict[str, Any]) -> str | None:
     """Why a shrunk finding is no smaller (None: nothing to say): a crash that loses its CUDA
     context, shrunk to its end in child processes none of whose smaller examples crashed so
-    (``fuzz.isolated``). A GPU campaign's crash row of 196,608 elements said nothing of it."""
+    (``fuzz.isolated``); a row left to the compile ladder (``ladder``: each smaller shape a
+    compile, shrunk by a campaign's compile workers) that the campaign ended before it got
+    smaller. A GPU campaign's crash row of 196,608 elements said nothing of it, nor a NaN row
+    of 1,572,864 elements found as the campaign's budget ran out."""
     if not f.get("shrunk", True):
         return None
     notes = [n for n in f.get("shrink_notes") or [] if n.startswith(NOT_SMALLER)]
-    return notes[-1][len(NOT_SMALLER) :].strip() if notes else None
+    if notes:
+        return notes[-1][len(NOT_SMALLER) :].strip()
+    if f.get("ladder"):
+        return LADDER_UNFINISHED
+    return None
 
 
 def size_note(f: dict[str, Any]) -> str | None:

@@ -1437,6 +1437,36 @@ def test_a_crash_shrunk_to_its_end_says_why_it_is_no_smaller(tmp_path):
     assert "not smaller: 1 child process(es)" in str(_finding_html(row, tmp_path))
 
 
+def test_a_row_the_compile_ladder_did_not_finish_says_why_it_is_no_smaller(tmp_path):
+    """A row shrunk through the compiled shapes only is left to the compile workers (its
+    ``ladder``); where the campaign ends before they finish it, report.md and index.html say
+    so. Two H200 rows found as a 450 s budget ran out, JAX's ``mha`` NaN of 1,572,864 elements
+    and fla's wrong ``dq`` of 16,896, said nothing of why they were that large. A row the
+    ladder finished (its flag cleared) says nothing."""
+    from fuzz.campaign.report_html import _finding_html
+    from fuzz.campaign.report_md import _markdown_finding
+    from fuzz.results import LADDER_UNFINISHED, not_smaller_why
+
+    row = {
+        "class": "nan",
+        "target": "t",
+        "backends": ["pallas-gpu"],
+        "message": "m",
+        "case": "Case(q=f16[2,3,2048,128])",
+        "case_size": 1572864,
+        "triage": "new",
+        "signature": "s",
+        "shrunk": True,
+        "ladder": True,
+        "shrink_notes": ["smaller variants left to a compile worker: 1572864 elements"],
+    }
+    assert not_smaller_why(row) == LADDER_UNFINISHED
+    assert not_smaller_why({**row, "ladder": False}) is None
+    md = "\n".join(_markdown_finding(row, tmp_path))
+    assert f"- not smaller: {LADDER_UNFINISHED}" in md
+    assert "which had not finished shrinking it" in str(_finding_html(row, tmp_path))
+
+
 def test_a_bug_a_lost_slice_streamed_unshrunk_is_shrunk_by_the_pairs_next_slice():
     """A slice killed past its hard limit (or whose worker died) leaves what it streamed
     unshrunk: JAX's ``mha`` on pallas-gpu kept rows of 196,608 elements on an H200 so. The
