@@ -25,6 +25,7 @@ decay, so the quotient bounds the derivative from above).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -174,6 +175,13 @@ class Sizes:
 
     @classmethod
     def of(cls, case: Case) -> Sizes:
+        """The sizes of ``case``, computed once per case (each output's bound asks for them;
+        an input's largest magnitude is a pass over it: 7 s of a GPU profile's 114, fla's
+        backward)."""
+        return _sizes(case)
+
+    @classmethod
+    def _of(cls, case: Case) -> Sizes:
         k_dim, v_dim = case.inputs["q"].shape[3], case.inputs["v"].shape[3]
         scale = case.params.get("scale")
         scale = k_dim**-0.5 if scale is None else float(scale)
@@ -188,6 +196,11 @@ class Sizes:
     def paths(self) -> int:
         """``(L + 1)(K + V)``: the most path sums an output element is made of."""
         return (self.length + 1) * (self.k_dim + self.v_dim)
+
+
+@per_case
+def _sizes(case: Case) -> Sizes:
+    return Sizes._of(case)
 
 
 def _crude_sensitivity(case: Case) -> float:
@@ -209,13 +222,11 @@ def operand_sensitivity(case: Case, output: str) -> float:
     return s * case.params["chunk_size"] * z.k_dim * z.m if output == "dg" else s
 
 
-def operand_rounding(
-    case: Case, output: str, m0: np.ndarray, fp32: np.ndarray
-) -> np.ndarray | float:
+def operand_rounding(case: Case, output: str, m0: Any, fp32: Any) -> Any:
     """What rounding the matmul operands to a half input dtype may add (``OPERAND_ROUNDINGS``
     along a path, each ``u_in`` relative or ``eta_in`` below the dtype's normal range):
-    ``gamma_in (M0 + fp32 bound) + r eta_in S`` (``S``: :func:`operand_sensitivity`). Zero for
-    fp32 inputs, whose operands are already fp32, unless the case's ``fp32_dots`` is ``tf32``
+    ``gamma_in (M0 + fp32 bound) + r eta_in S`` (``S``: :func:`operand_sensitivity`; ``m0`` and
+    ``fp32`` NumPy arrays or float64 tensors, the answer of their kind). Zero for fp32 inputs, whose operands are already fp32, unless the case's ``fp32_dots`` is ``tf32``
     (a plugin's ``Conventions(fp32_dots=...)``): then the same with the operands converted to
     TF32 (``oracles.error_model.TF32_UNIT``)."""
     dtype = dtype_name(case.inputs["q"].dtype)
@@ -284,14 +295,20 @@ def _error_model(case: Case, chunk: int, device: str) -> ErrorModel:
     kappa = 1.0 / (1.0 - n_max * U32)
     flush = 2.0 * n_max * TINY32 * (1.0 + _crude_sensitivity(case))
     terms = {}
+    # The terms are float64 arithmetic on the magnitudes where they were computed (on a GPU, in
+    # NumPy after the copy it was 27 s of a 114 s profile of fla's backward, its outputs of a
+    # million elements and more); the same operations in the same order, each correctly
+    # rounded, so the same values.
+    host = lambda x: x.cpu().numpy() if isinstance(x, torch.Tensor) else x  # noqa: E731
     for name in mags[0].as_dict():
-        m0, m_len, m_x, m_b = (m.as_dict()[name].detach().cpu().numpy() for m in mags)
-        ml = np.maximum(m_len - m0, 0.0) / eps + FD_SLACK * m0 / eps
-        mx = np.maximum(m_x - m0, 0.0) / H_STEP + FD_SLACK * m0 / H_STEP
+        m0, m_len, m_x, m_b = (m.as_dict()[name].detach() for m in mags)
+        ml = torch.clamp_min(m_len - m0, 0.0) / eps + FD_SLACK * m0 / eps
+        mx = torch.clamp_min(m_x - m0, 0.0) / H_STEP + FD_SLACK * m0 / H_STEP
         arith = kappa * U32 * (n0 * m0 + PER_TOKEN * ml) + U64 * n_max * m0
         weights = (1.0 + kappa * U32 * n_max) * (a * mx + m_b)
         fp32 = arith + weights + flush
-        terms[name] = Terms(m0, arith, weights, flush, operand_rounding(case, name, m0, fp32))
+        operands = operand_rounding(case, name, m0, fp32)
+        terms[name] = Terms(host(m0), host(arith), host(weights), flush, host(operands))
     return ErrorModel(chunk, n0, n_max, a, terms)
 
 
