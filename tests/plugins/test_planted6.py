@@ -1,0 +1,367 @@
+"""The planted one-bug kernels of round 6 (``tests/plugins/planted6.py``, Triton;
+``planted6_pallas.py``, Pallas): each target registered through the public plugin API, its bug
+in its plugin's docstring and in the records (``_planted6_bugs.py``), each bug's documented
+trigger failing with its expected class (and a near miss of it passing: the kernel is right where
+the trigger does not hold), the bug-free controls clean on short seeded hunts, and a sample of
+the bugs found with their expected class by short hunts on the CPU interpreters (stopped by
+example counts, never by seconds).
+
+How many rows each bug becomes is measured by ``.ci/planted_rows.py --round 6``, not asserted
+here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from fuzz.case import Case
+from fuzz.engine import hunt
+from fuzz.failures import CLASSES
+from fuzz.families import family_names
+from fuzz.profiles import get_profile
+from fuzz.target import get, load_beside, load_plugin
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKS = load_beside(__file__, "_planted_checks.py", "kernel_fuzz_planted_checks")
+PLUGINS = {
+    "triton": os.path.join(HERE, "planted6.py"),
+    "pallas": os.path.join(HERE, "planted6_pallas.py"),
+}
+BACKENDS = {"triton": "triton-interpret", "pallas": "pallas-interpret"}
+# The families each language's kernels cover (attention: dense, packed or decode).
+FAMILIES = ("softmax", "jagged_softmax", "attention", "simple_gla_fwd")
+# The record files of the earlier rounds, whose patterns are not planted again.
+EARLIER = ("_planted_bugs.py", "_planted3_bugs.py", "_planted4_bugs.py", "_planted5_bugs.py")
+
+
+def _module(path: str):
+    """The plugin module ``load_plugin`` imported from ``path``."""
+    for module in list(sys.modules.values()):
+        if os.path.abspath(getattr(module, "__file__", None) or "") == path:
+            return module
+    raise AssertionError(f"no module imported from {path}")
+
+
+@pytest.fixture(scope="module")
+def plugins():
+    """Each language's plugin module, loaded as ``--plugin`` loads it."""
+    out = {}
+    for language, path in PLUGINS.items():
+        load_plugin(path)
+        out[language] = _module(path)
+    return out
+
+
+def _planted(plugins):
+    return {
+        name: (language, record)
+        for language, module in plugins.items()
+        for name, record in module.PLANTED.items()
+    }
+
+
+def _language(name: str) -> str:
+    return "pallas" if name.endswith("_pallas") else "triton"
+
+
+def test_every_planted_kernel_is_a_registered_plugin_target(plugins):
+    planted = _planted(plugins)
+    assert len(planted) >= 10
+    patterns = plugins["triton"].PATTERNS
+    assert patterns is plugins["pallas"].PATTERNS  # (one record file, loaded once)
+    for language, module in plugins.items():
+        assert len(module.PLANTED) >= 5, language
+        # each pattern is written in the languages its record names, and nowhere else
+        mine = {p: r for p, r in patterns.items() if language in r.languages}
+        assert set(module.PLANTED) == {module.target_name(p) for p in mine}, language
+        families = {r.family.split("_varlen")[0].split("_decode")[0] for r in mine.values()}
+        assert set(FAMILIES) <= families, (language, sorted(families))
+    for name, (language, record) in planted.items():
+        assert name.startswith("planted6_") and name.endswith(f"_{language}"), name
+        target = get(name)  # registered through fuzz.fuzz_kernel by the plugin
+        assert target.source == PLUGINS[language], (name, target.source)
+        assert target.family == record.family, name
+        assert set(target.kernels) == {language}, (name, sorted(target.kernels))
+        assert target.mutant is None, name  # a real target to the harness, as a user's is
+
+
+def test_every_control_is_a_registered_bug_free_target(plugins):
+    for language, module in plugins.items():
+        kernel_families = {r.family for r in module.PLANTED.values()}
+        # every kernel a planted target runs has its control, one per family
+        assert {get(n).family for n in module.CONTROLS} == kernel_families, language
+        for name in module.CONTROLS:
+            target = get(name)
+            assert name == f"control6_{target.family}_{language}", name
+            assert target.source == PLUGINS[language] and target.mutant is None, name
+
+
+def test_every_record_names_a_family_a_class_and_a_trigger(plugins):
+    rounds = sys.modules["kernel_fuzz_planted3_bugs"]
+    for name, (language, record) in _planted(plugins).items():
+        # round 3's record classes, loaded from its file, not copied
+        assert type(record) is rounds.Pattern and type(record.bugs[0]) is rounds.Bug, name
+        assert record.family in family_names(), name
+        assert record.languages == (language,), name
+        assert len(record.bugs) == 1, name  # one planted bug per target
+        bug = record.bugs[0]
+        assert bug.expected in CLASSES, (name, bug.expected)
+        assert bug.matches({"class": bug.expected}), name  # its own class counts as found
+        assert bug.what.strip() and bug.trigger.strip(), name
+        assert set(record.cpu) <= {language}, name  # filled in from a campaign, or empty
+
+
+def test_the_patterns_are_new(plugins):
+    """No pattern of the earlier rounds' records, nor a mutant of the same family and name, is
+    planted again (the patterns were checked against the mutants' and the other test plugins'
+    descriptions when they were written; names are what a test can hold)."""
+    from fuzz.target import all_targets
+
+    old = set()
+    for records in EARLIER:
+        old |= CHECKS.record_keys(os.path.join(HERE, records))
+    assert {"softmax_frozen_max", "attention_window_right", "gla_cumsum_per_tile"} <= old
+    mutants = {t.name.replace("_mutant_", "_") for t in all_targets() if "_mutant_" in t.name}
+    assert "softmax_scale_twice" in mutants  # (what the names look like)
+    for pattern in plugins["triton"].PATTERNS:
+        assert pattern not in old and pattern not in mutants, pattern
+
+
+def test_every_planted_kernel_has_a_docstring_line_with_its_trigger_and_class(plugins):
+    for language, module in plugins.items():
+        entries = CHECKS.docstring_entries(module.__doc__, "planted6_")
+        assert set(entries) == set(module.PLANTED), (
+            language,
+            sorted(set(entries) ^ set(module.PLANTED)),
+        )
+        for name, record in module.PLANTED.items():
+            text = entries[name]
+            assert "Trigger:" in text, name
+            assert f"Expected: {record.bugs[0].expected}" in text, (name, text)
+
+
+def test_the_pallas_kernels_are_declared_for_both_backend_kinds(plugins):
+    """Round 6's Pallas kernels, like round 5's, are written for the GPU's lowering too
+    (power-of-two arrays, head dims padded for the dots), not for interpret mode only."""
+    for name in [*plugins["pallas"].PLANTED, *plugins["pallas"].CONTROLS]:
+        assert set(get(name).library.backends) == {"pallas-gpu", "pallas-interpret"}, name
+
+
+# Each bug's documented trigger, and a near miss of it ---------------------------------------------
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def _softmax_case(x, *, scale=None):
+    inputs = {"x": np.asarray(x, np.float32)}
+    return Case(inputs, {"dtype": "float32", "scale": scale, "block_m": 2, "block_n": 16})
+
+
+def _jagged_case(lengths, values=None):
+    rows = sum(lengths)
+    if values is None:
+        values = _rng().standard_normal((rows, 1))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return Case(
+        {"values": np.asarray(values, np.float32).reshape(rows, -1), "offsets": offsets},
+        {"dtype": "float32", "block_n": 4, "block_m": 4, "num_programs": None, "guard": "nan"},
+        {"lengths": list(lengths)},
+    )
+
+
+def _attention_case(tq, tk, d=1, *, causal=False, window=None, softcap=None, qk=None):
+    """One query head on one kv head; ``qk``: every element of q and of k (else normal)."""
+    rng = _rng()
+    q = rng.standard_normal((1, 1, tq, d))
+    k = rng.standard_normal((1, 1, tk, d))
+    if qk is not None:
+        q, k = np.full_like(q, qk), np.full_like(k, qk)
+    inputs = {
+        "q": q.astype(np.float32),
+        "k": k.astype(np.float32),
+        "v": rng.standard_normal((1, 1, tk, d)).astype(np.float32),
+    }
+    params = {
+        "dtype": "float32", "causal": causal, "window": window, "scale": None,
+        "softcap": softcap, "alibi": None, "block_q": 16, "block_k": 16,
+    }  # fmt: skip
+    return Case(inputs, params)
+
+
+def _varlen_case(cu_q, cu_k, tk, *, causal=False, window=None):
+    case = _attention_case(cu_q[-1], tk, causal=causal, window=window)
+    cu = {
+        "cu_seqlens_q": np.asarray(cu_q, np.int32),
+        "cu_seqlens_k": np.asarray(cu_k, np.int32),
+    }
+    return case.replace(inputs=cu)
+
+
+def _decode_case(cache, *, splits):
+    rng = _rng()
+    inputs = {
+        "q": rng.standard_normal((1, 1, 1, 2)).astype(np.float32),
+        "k": rng.standard_normal((1, 1, cache, 2)).astype(np.float32),
+        "v": rng.standard_normal((1, 1, cache, 2)).astype(np.float32),
+        "cache_len": np.array([cache], np.int32),
+    }
+    params = {
+        "dtype": "float32", "window": None, "scale": None, "softcap": None, "alibi": None,
+        "block_k": 16, "num_splits": splits,
+    }  # fmt: skip
+    return Case(inputs, params)
+
+
+def _gla_case(tokens, *, v_dim=16, gamma=None, final=True):
+    """Per-token gates of -0.3, or a per-head decay ``gamma``."""
+    rng = _rng()
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    inputs = {"q": arr(1, tokens, 1, 16), "k": arr(1, tokens, 1, 16), "v": arr(1, tokens, 1, v_dim)}
+    if gamma is None:
+        inputs["g"] = np.full((1, tokens, 1), -0.3, np.float32)
+    else:
+        inputs["g_gamma"] = np.full((1,), gamma, np.float32)
+    params = {"dtype": "float32", "chunk_size": 16, "scale": None, "output_final_state": final}
+    return Case(inputs, params)
+
+
+# pattern -> (its trigger, a near miss: the same kernel right where the trigger does not hold)
+TRIGGERS = {
+    # scale 2, one key of x = 100 (its logit 200 shifted by 100) | scale 1
+    "softmax_max_of_unscaled": (
+        lambda: _softmax_case([[100.0]], scale=2.0),
+        lambda: _softmax_case([[100.0]], scale=1.0),
+    ),
+    # a segment of 5 rows (block_n 4), its max in the first tile | its max in the last tile
+    "jagged_shift_of_last_tile": (
+        lambda: _jagged_case([5], [2.0, 0.0, 0.5, -0.5, -1.0]),
+        lambda: _jagged_case([5], [-1.0, 0.0, 0.5, -0.5, 2.0]),
+    ),
+    # causal, Tq = 2 and Tk = 1 (query 0 sits before key 0) | causal, Tq = 1 and Tk = 2 (query
+    # 0 sits at key 1 and sees both)
+    "attention_causal_tile_only": (
+        lambda: _attention_case(2, 1, causal=True),
+        lambda: _attention_case(1, 2, causal=True),
+    ),
+    # window (-1, -1), one sequence of one query and one key | window (0, -1)
+    "varlen_window_unbounded_left": (
+        lambda: _varlen_case([0, 1], [0, 1], 1, window=[-1, -1]),
+        lambda: _varlen_case([0, 1], [0, 1], 1, window=[0, -1]),
+    ),
+    # V = 8 (a tile of 16), one token | V = 16
+    "gla_ht_store_unmasked_v": (lambda: _gla_case(1, v_dim=8), lambda: _gla_case(1)),
+    # scale 0.5, two keys of different logits | scale 2
+    "softmax_scale_truncated": (
+        lambda: _softmax_case([[0.5, -0.25]], scale=0.5),
+        lambda: _softmax_case([[0.5, -0.25]], scale=2.0),
+    ),
+    # an empty segment, then one of one row | one of one row, then an empty one
+    "jagged_stop_at_empty_segment": (
+        lambda: _jagged_case([0, 1]),
+        lambda: _jagged_case([1, 0]),
+    ),
+    # a soft cap of 1, one key of logit 50 | of logit 40 (exp(80) is finite)
+    "attention_tanh_overflow": (
+        lambda: _attention_case(1, 1, softcap=1.0, qk=50.0**0.5),
+        lambda: _attention_case(1, 1, softcap=1.0, qk=40.0**0.5),
+    ),
+    # 2 splits of a cache of 3 keys (2 and 1) | of a cache of 2 (one key each: equal sums)
+    "decode_merge_by_split_max": (
+        lambda: _decode_case(3, splits=2),
+        lambda: _decode_case(2, splits=2),
+    ),
+    # g_gamma -0.5, one token, the final state | per-token gates
+    "gla_gamma_position_from_zero": (lambda: _gla_case(1, gamma=-0.5), lambda: _gla_case(1)),
+}
+
+
+def _check(name, case):
+    """The finding of ``check_case`` on ``case`` (None: it passes), as a hunt checks it."""
+    from fuzz.backends import get_backend
+    from fuzz.properties import check_case
+
+    backend = get_backend(BACKENDS[_language(name)])
+    return check_case(get(name), backend, case, **CHECKS.options().check_kwargs()).finding
+
+
+def test_every_pattern_has_a_trigger_here(plugins):
+    assert set(TRIGGERS) == set(plugins["triton"].PATTERNS)
+
+
+@pytest.mark.parametrize("pattern", sorted(TRIGGERS))
+def test_a_bugs_trigger_fails_with_its_class_and_a_near_miss_passes(plugins, pattern):
+    record = plugins["triton"].PATTERNS[pattern]
+    (language,) = record.languages
+    trigger, near_miss = (make() for make in TRIGGERS[pattern])
+    name = plugins[language].target_name(pattern)
+    finding = _check(name, trigger)
+    assert finding is not None, f"{pattern}: its trigger passes ({record.bugs[0].trigger})"
+    assert finding.cls == record.bugs[0].expected, (pattern, finding.cls, finding.message)
+    # the bug-free kernel of the family passes the trigger: the planted line is what fails
+    control = f"control6_{record.family}_{language}"
+    found = _check(control, trigger)
+    assert found is None, (control, found.cls, found.message)
+    found = _check(name, near_miss)
+    assert found is None, (pattern, "near miss", found.cls, found.message)
+
+
+# Short seeded hunts ------------------------------------------------------------------------------
+
+
+def _hunt(name: str, examples: int):
+    result = hunt(
+        get(name),
+        BACKENDS[_language(name)],
+        get_profile("ci"),
+        database=None,
+        max_examples=examples,
+        seed=1,
+        time_limit=10**6,  # (stopped by its examples, never by the clock)
+    )
+    assert result.error is None, result.error
+    return [f.as_dict() for f in result.found.values()]
+
+
+# Every Triton control, and the Pallas ones quick to hunt (the Pallas attention, decode and GLA
+# controls compile a program per case structure: the campaign of .ci/planted_rows.py --round 6
+# runs them).
+CONTROLS = [
+    *(f"control6_{f}_triton" for f in (*FAMILIES, "attention_varlen")),
+    "control6_softmax_pallas",
+    "control6_jagged_softmax_pallas",
+]
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_a_control_is_clean_on_a_short_seeded_hunt(plugins, name):
+    rows = _hunt(name, 10)
+    assert not rows, [(r["class"], r["property"], r.get("output"), r.get("message")) for r in rows]
+
+
+# A sample quick to find under seed 1, of both languages, each of its expected class.
+SAMPLE = [
+    ("planted6_softmax_max_of_unscaled_triton", 10),
+    ("planted6_attention_causal_tile_only_triton", 10),
+    ("planted6_gla_ht_store_unmasked_v_triton", 10),
+    ("planted6_softmax_scale_truncated_pallas", 10),
+    ("planted6_jagged_stop_at_empty_segment_pallas", 10),
+]
+
+
+@pytest.mark.parametrize(("name", "examples"), SAMPLE, ids=[n for n, _ in SAMPLE])
+def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, examples):
+    bug = _planted(plugins)[name][1].bugs[0]
+    rows = _hunt(name, examples)
+    assert any(bug.matches(r) for r in rows), (
+        f"{name}: {bug.expected} ({bug.trigger}) not found; found "
+        f"{[(r['class'], r['property']) for r in rows]}"
+    )
