@@ -140,6 +140,19 @@ forms; states; packed sequences), but for two findings:
   -8.2e6 for -0.397, then an illegal memory access on its replay: the wrong dv and the illegal
   access above, one case (31,360 elements, unshrunk: a flaky failure that lost the context is
   not shrunk in child processes). The forward's NaN final state, 16 elements, again.
+  At d19a317 (``bundled 450``, 135 backward examples checked, 1,885 refused): the wrong dq,
+  compiled only (the interpreted twin over its own variant space passes), bf16, g_gamma, one
+  packed sequence of 132 tokens (a partial chunk), K = 32, V = 128: dq[0, 52, 0, 13] = -22.1 for
+  33.7, 2.3x its bound, 16,896 elements; its first sight (dq = -238,592 for -0.0004) came 449 s
+  into the budget, when the autotuned kernels' configs had widened to the one that fails, and
+  the compile ladder had no time left (the report says so since e65bf8c). The backward's
+  illegal memory access (bf16, g_gamma, an initial state, ``dht``, one packed sequence of 193
+  tokens, 64 heads, K = 64, V = 16: 790,528 elements; no smaller example crashed so in the two
+  child processes, one killed when the time ran out). The forward's NaN final state, 16
+  elements (one token, fp32), again. A profile of the backward on the H200 (``python
+  .ci/profile_hunt.py fla_chunk_simple_gla_bwd triton 16 --plugin fuzz.clients.fla_simple_gla``:
+  0.14 examples/s) put 58.7 s of 114 in the GLA error bound, 27 s of it NumPy arithmetic on
+  outputs of a million elements: since 29b4634 done where the magnitudes are.
 """
 
 import contextlib

@@ -219,6 +219,22 @@ case:
   the keys. ``gqa`` inf 256 (fp16, also seen as NaN 1,024 born at the same site) and masking
   256: findings 5 and 4.
 
+Again (2026-11-30, at d19a317, ``bundled 450`` on one H200 of a two-GPU host, 18,706 examples,
+6 JAX rows), each row read from its case:
+
+- ``mha`` and ``mha_varlen`` accuracy 16 (T = 1: 1.19 for 0.149): finding 6; ``mha``'s row holds
+  16 sightings by their evidence (finding 1's NaN, accuracy and nondeterminism examples among
+  them). ``gqa`` inf 256 (``decode-equals-last-causal-row``: its dense sibling's prefill of one
+  query in fp16, inf for 47,200): ``mha``'s finding 6.
+- ``mha`` masking 768 (causal, three batch elements of one query on 16 keys) and 384 (key
+  padding, one query on 8 keys): keys the mask hides set to float32's largest make o NaN,
+  finding 4's kind; two rows, one per masking feature (free choices that do not nest).
+- ``mha`` NaN 1,572,864 (fp16, causal, 2,048 queries on 32 keys, block_q 64 over block_k 16):
+  finding 1, the reads past the keys; found 443 s into the 450 s budget, shrunk through the
+  shapes already compiled only, its twin's 6,144-element case not confirmed on the GPU (what
+  lies past the keys varies). Since 989a4f1 that case is kept beside the row with its
+  reproducer, and since e65bf8c the report says why the row is no smaller.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
