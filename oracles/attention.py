@@ -553,6 +553,13 @@ class _Sequence:
         ) * U
         if num_splits:
             rows = rows + (2.0 * splits + em.C_EXP) * U
+            # The merge through the merged log-sum-exp scales the sum as a whole, as it does the
+            # output (``rel_o``): weights exp(lse_s - lse), each lse rounded to |lse| u, need not
+            # sum to 1 closer than that (a bug-free split-KV decode kernel of round 6's controls,
+            # its logits near -1000, summed to 0.99998 against a bound of 1.3e-5).
+            rows = rows + U * (
+                2.0 * lse_abs + em.C_LOG * (1.0 + math.log(splits)) + em.C_EXP + splits
+            )
         rows = em.SAFETY * rows
         rows = rows + u_in * (1.0 + rows)  # P rounded to the input dtype (a value column of 1)
         rows = rows + u_dot * (1.0 + rows) + n * em.TINY * u_dot  # P converted (1 is exact)
