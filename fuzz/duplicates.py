@@ -601,11 +601,11 @@ class Duplicates:
         return None
 
     def anomalies(self, example: Any, key: str = "") -> frozenset[tuple[str, str]] | None:
-        """:func:`fuzz.influence.anomalies` of an example's call (where its wrong elements read
-        and ignore nothing, those of the call with the values its shrink left at one value
-        drawn again, if it fails ``key``'s way so: :meth:`_revalued_anomalies`), and where the
-        example is of a ``masked-poison`` bug (``key``), the inputs its poison showed read
-        (:func:`fuzz.influence.poison_reads`), computed once."""
+        """:func:`fuzz.influence.anomalies` of an example's call, with those of the call with
+        the values its shrink left at one value drawn again where that call fails ``key``'s way
+        too (:meth:`_revalued_anomalies`: each a read or an ignore of the bug's, seen on one
+        call or the other), and where the example is of a ``masked-poison`` bug (``key``), the
+        inputs its poison showed read (:func:`fuzz.influence.poison_reads`), computed once."""
         from fuzz import influence
 
         self._in_time()
@@ -623,8 +623,10 @@ class Duplicates:
                     # (two examples analysed at most per known bug: half of what is left each)
                     seconds=None if left is None else left / 2,
                 )
-                if not found and key:
-                    found = self._revalued_anomalies(example, key) or found
+                if key:
+                    more = self._revalued_anomalies(example, key)
+                    if more:
+                        found = (found or frozenset()) | more
                 if poison is not None:
                     reads = influence.poison_reads(
                         self.target, self.backend, self.options, example.case, poison, self._in_time
@@ -647,7 +649,11 @@ class Duplicates:
         window of one key: the kernel sees none; its ``o`` ignores ``v``) and an ``accuracy``
         row (a window of two: it sees one), whose minimal example's query was zero, its
         ``lse`` log 1 for log 2 whatever the keys; drawn again, its wrong elements ignore ``q``
-        and ``v``, as the first row's do."""
+        and ``v``, as the first row's do. Where the wrong elements read some inputs already, the
+        ones left at one value may hide more: a causal mask applied as the key loop's bound
+        only (round 6) came as ``accuracy`` (two queries on two keys: query 0 sees key 1; its
+        values zero, so it read ``k`` alone) and ``masking`` (two on one: query 0, whose keys
+        are none, sees key 0; its ``o`` reads ``v``)."""
         from fuzz import influence
 
         case = influence.revalued(example.case)

@@ -390,3 +390,41 @@ def test_an_interpreter_s_accuracy_row_does_not_blame_tf32(plugins):
     assert _tf32_hint(ctx, out, err) == ""
     ctx.backend = dataclasses.replace(backend, interpret=False)  # as a compiled run of it
     assert _tf32_hint(ctx, out, err) == TF32_HINT
+
+
+def test_inputs_a_shrink_left_at_one_value_are_drawn_again_for_the_influence_evidence(plugins):
+    """The causal mask applied as the key loop's bound only (no mask inside the diagonal tile)
+    came as two rows of ``lse``: ``accuracy`` (two queries on two keys: query 0 sees key 1 too;
+    the shrink left its values zero, so its wrong element reads ``k`` alone) and ``masking``
+    (two queries on one key: query 0 has no key and sees key 0, its ``o`` reading ``v``).
+    Neither example fails the other's way. The values drawn again (``fuzz.influence.revalued``)
+    show the first one reading ``v`` too: the second's anomaly nests in its, one bug."""
+    from fuzz import influence
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates, bug_of
+
+    target, backend = (
+        get("planted6_attention_causal_tile_only_triton"),
+        get_backend(BACKENDS["triton"]),
+    )
+
+    def case(q, k, v):
+        def arr(x):
+            return np.asarray(x, np.float32).reshape(1, 1, -1, 1)
+
+        params = {
+            "dtype": "float32", "causal": True, "window": None, "scale": None, "softcap": None,
+            "alibi": None, "block_q": 16, "block_k": 16,
+        }  # fmt: skip
+        return Case({"q": arr(q), "k": arr(k), "v": arr(v)}, params)
+
+    wrong = CHECKS.as_found(target, backend, case([-1.2714454, 0.0], [0.0, -0.08401772], [0, 0]))
+    unmasked = CHECKS.as_found(target, backend, case([0.0, -1.4785151], [0.0], [0.0]))
+    assert (wrong.key, unmasked.key) == ("accuracy|oracle|lse|-", "masking|oracle|lse|-")
+    options = CHECKS.options()
+    assert influence.anomalies(target, backend, options, wrong.case) == {("k", influence.READS)}
+    me = Duplicates(
+        target, backend, options, found={"masking": unmasked}, known_bugs=[bug_of(unmasked)]
+    )
+    assert me.also_fails(wrong) is None and me.shown_by_known(wrong) is None
+    assert me.of(wrong) == (bug_of(unmasked), "influence")
