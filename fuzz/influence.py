@@ -23,7 +23,7 @@ for bf16 rows of odd length) read what their references read: no anomaly, no evi
 A minimal example's values are what its shrink left: zeros where the failure does not need
 them, and then a wrong element may depend on no input at all (a query of zeros scores every key
 alike). :func:`revalued` draws such inputs again; where that call still fails the same way, its
-anomalies are the example's (``fuzz.duplicates.Duplicates.anomalies``).
+anomalies are the example's too (``fuzz.duplicates.Duplicates.anomalies``).
 
 A ``masked-poison`` failure is such evidence already: the elements it poisons are those no
 output depends on (``Target.poison``), so an output that moves when they do reads an input its
@@ -190,8 +190,9 @@ def revalued(case: Case) -> Case | None:
     """``case`` with each floating input that holds one finite value throughout (what a shrink
     leaves of values its failure does not need: zeros) drawn again from a standard normal
     (seeded by the case, in the input's dtype; its non-finite elements, masks written as
-    values, kept), or None where no input holds one value. Where a minimal example's wrong
-    elements depend on no input, the same call with values that vary tells what they read."""
+    values, kept), or None where no input holds one value. A wrong element cannot be seen to
+    read an input the shrink left at zero (nor anything, where all were): the same call with
+    values that vary tells what it reads."""
     from fuzz.arrays import dtype_name, is_float
 
     rng = np.random.default_rng(int(case.digest()[:8], 16))
