@@ -53,3 +53,140 @@ def as_found(target, backend, case, params=None):
     key, holds = bug_key(f), sorted(conditions(target, case, outcome.context.hazards))
     f.details.update(bug_key=key, triggers=holds, signature=signature(target.name, key, holds))
     return Found(f, case, dict(outcome.params), 1, 0.0, choices=(1,), key=key, final=True)
+
+
+def language(name: str) -> str:
+    """A planted or control target's kernel language, from its name."""
+    return "pallas" if name.endswith("_pallas") else "triton"
+
+
+class Round:
+    """The structural checks of one planted round of a Triton and a Pallas plugin (rounds 5 and
+    on): ``number``, its plugins by language, the families each language's kernels cover, the
+    earlier rounds' record files (their patterns not planted again) and patterns known to be
+    among them (what the names look like)."""
+
+    def __init__(self, number, plugins, families, earlier, known_old):
+        self.number, self.plugins = number, plugins
+        self.families, self.earlier, self.known_old = families, earlier, known_old
+        self.prefix = f"planted{number}_"
+
+    def modules(self):
+        """Each language's plugin module, loaded as ``--plugin`` loads it."""
+        import os
+        import sys
+
+        from fuzz.target import load_plugin
+
+        out = {}
+        for lang, path in self.plugins.items():
+            load_plugin(path)
+            found = [
+                m
+                for m in list(sys.modules.values())
+                if os.path.abspath(getattr(m, "__file__", None) or "") == path
+            ]
+            assert found, f"no module imported from {path}"
+            out[lang] = found[0]
+        return out
+
+    @staticmethod
+    def planted(plugins):
+        """Target name -> (language, record) of every planted kernel."""
+        return {
+            name: (lang, record)
+            for lang, module in plugins.items()
+            for name, record in module.PLANTED.items()
+        }
+
+    def check_registered(self, plugins):
+        """Every planted kernel is a target registered through ``fuzz.fuzz_kernel`` by its
+        language's plugin, a real target to the harness, each pattern in the languages its
+        record names."""
+        from fuzz.target import get
+
+        planted = self.planted(plugins)
+        assert len(planted) >= 10
+        patterns = plugins["triton"].PATTERNS
+        assert patterns is plugins["pallas"].PATTERNS  # (one record file, loaded once)
+        for lang, module in plugins.items():
+            assert len(module.PLANTED) >= 5, lang
+            mine = {p: r for p, r in patterns.items() if lang in r.languages}
+            assert set(module.PLANTED) == {module.target_name(p) for p in mine}, lang
+            families = {r.family.split("_varlen")[0].split("_decode")[0] for r in mine.values()}
+            assert set(self.families) <= families, (lang, sorted(families))
+        for name, (lang, record) in planted.items():
+            assert name.startswith(self.prefix) and name.endswith(f"_{lang}"), name
+            target = get(name)
+            assert target.source == self.plugins[lang], (name, target.source)
+            assert target.family == record.family, name
+            assert set(target.kernels) == {lang}, (name, sorted(target.kernels))
+            assert target.mutant is None, name
+
+    def check_controls(self, plugins):
+        """Every kernel a planted target runs has its bug-free control, one per family."""
+        from fuzz.target import get
+
+        for lang, module in plugins.items():
+            kernel_families = {r.family for r in module.PLANTED.values()}
+            assert {get(n).family for n in module.CONTROLS} == kernel_families, lang
+            for name in module.CONTROLS:
+                target = get(name)
+                assert name == f"control{self.number}_{target.family}_{lang}", name
+                assert target.source == self.plugins[lang] and target.mutant is None, name
+
+    def check_records(self, plugins):
+        """Each record (round 3's classes, loaded from its file) names a family, one bug of a
+        known class that counts as found by its own class, and its trigger."""
+        import sys
+
+        from fuzz.failures import CLASSES
+        from fuzz.families import family_names
+
+        rounds = sys.modules["kernel_fuzz_planted3_bugs"]
+        for name, (lang, record) in self.planted(plugins).items():
+            assert type(record) is rounds.Pattern and type(record.bugs[0]) is rounds.Bug, name
+            assert record.family in family_names(), name
+            assert record.languages == (lang,), name
+            assert len(record.bugs) == 1, name  # one planted bug per target
+            bug = record.bugs[0]
+            assert bug.expected in CLASSES, (name, bug.expected)
+            assert bug.matches({"class": bug.expected}), name
+            assert bug.what.strip() and bug.trigger.strip(), name
+            assert set(record.cpu) <= {lang}, name  # filled in from a campaign, or empty
+
+    def check_new(self, plugins, here):
+        """No pattern of the earlier rounds' records (files beside ``here``), nor a mutant's of
+        the same family and name, is planted again."""
+        import os
+
+        from fuzz.target import all_targets
+
+        old = set()
+        for records in self.earlier:
+            old |= record_keys(os.path.join(here, records))
+        assert set(self.known_old) <= old
+        mutants = {t.name.replace("_mutant_", "_") for t in all_targets() if "_mutant_" in t.name}
+        assert "softmax_scale_twice" in mutants  # (what the names look like)
+        for pattern in plugins["triton"].PATTERNS:
+            assert pattern not in old and pattern not in mutants, pattern
+
+    def check_docstrings(self, plugins):
+        """Each planted kernel has its plugin docstring's bullet, with its trigger and class."""
+        for lang, module in plugins.items():
+            entries = docstring_entries(module.__doc__, self.prefix)
+            assert set(entries) == set(module.PLANTED), (
+                lang,
+                sorted(set(entries) ^ set(module.PLANTED)),
+            )
+            for name, record in module.PLANTED.items():
+                assert "Trigger:" in entries[name], name
+                assert f"Expected: {record.bugs[0].expected}" in entries[name], name
+
+    @staticmethod
+    def check_pallas_kinds(plugins):
+        """The Pallas kernels are declared for the GPU's lowering and interpret mode both."""
+        from fuzz.target import get
+
+        for name in [*plugins["pallas"].PLANTED, *plugins["pallas"].CONTROLS]:
+            assert set(get(name).library.backends) == {"pallas-gpu", "pallas-interpret"}, name

@@ -13,17 +13,14 @@ here.
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pytest
 
 from fuzz.case import Case
 from fuzz.engine import hunt
-from fuzz.failures import CLASSES
-from fuzz.families import family_names
 from fuzz.profiles import get_profile
-from fuzz.target import get, load_beside, load_plugin
+from fuzz.target import get, load_beside
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKS = load_beside(__file__, "_planted_checks.py", "kernel_fuzz_planted_checks")
@@ -36,116 +33,50 @@ BACKENDS = {"triton": "triton-interpret", "pallas": "pallas-interpret"}
 FAMILIES = ("softmax", "jagged_softmax", "attention", "simple_gla_fwd")
 
 
-def _module(path: str):
-    """The plugin module ``load_plugin`` imported from ``path``."""
-    for module in list(sys.modules.values()):
-        if os.path.abspath(getattr(module, "__file__", None) or "") == path:
-            return module
-    raise AssertionError(f"no module imported from {path}")
+ROUND = CHECKS.Round(
+    5,
+    PLUGINS,
+    FAMILIES,
+    ("_planted_bugs.py", "_planted3_bugs.py", "_planted4_bugs.py"),
+    ("softmax_frozen_max", "attention_window_right", "attention_lse_log2"),
+)
+_planted = ROUND.planted
+_language = CHECKS.language
 
 
 @pytest.fixture(scope="module")
 def plugins():
     """Each language's plugin module, loaded as ``--plugin`` loads it."""
-    out = {}
-    for language, path in PLUGINS.items():
-        load_plugin(path)
-        out[language] = _module(path)
-    return out
-
-
-def _planted(plugins):
-    return {
-        name: (language, record)
-        for language, module in plugins.items()
-        for name, record in module.PLANTED.items()
-    }
-
-
-def _language(name: str) -> str:
-    return "pallas" if name.endswith("_pallas") else "triton"
+    return ROUND.modules()
 
 
 def test_every_planted_kernel_is_a_registered_plugin_target(plugins):
-    planted = _planted(plugins)
-    assert len(planted) >= 10
-    patterns = plugins["triton"].PATTERNS
-    assert patterns is plugins["pallas"].PATTERNS  # (one record file, loaded once)
-    for language, module in plugins.items():
-        assert len(module.PLANTED) >= 5, language
-        # each pattern is written in the languages its record names, and nowhere else
-        mine = {p: r for p, r in patterns.items() if language in r.languages}
-        assert set(module.PLANTED) == {module.target_name(p) for p in mine}, language
-        families = {r.family.split("_varlen")[0].split("_decode")[0] for r in mine.values()}
-        assert set(FAMILIES) <= families, (language, sorted(families))
-    for name, (language, record) in planted.items():
-        assert name.startswith("planted5_") and name.endswith(f"_{language}"), name
-        target = get(name)  # registered through fuzz.fuzz_kernel by the plugin
-        assert target.source == PLUGINS[language], (name, target.source)
-        assert target.family == record.family, name
-        assert set(target.kernels) == {language}, (name, sorted(target.kernels))
-        assert target.mutant is None, name  # a real target to the harness, as a user's is
+    ROUND.check_registered(plugins)
 
 
 def test_every_control_is_a_registered_bug_free_target(plugins):
-    for language, module in plugins.items():
-        kernel_families = {r.family for r in module.PLANTED.values()}
-        # every kernel a planted target runs has its control, one per family
-        assert {get(n).family for n in module.CONTROLS} == kernel_families, language
-        for name in module.CONTROLS:
-            target = get(name)
-            assert name == f"control5_{target.family}_{language}", name
-            assert target.source == PLUGINS[language] and target.mutant is None, name
+    ROUND.check_controls(plugins)
 
 
 def test_every_record_names_a_family_a_class_and_a_trigger(plugins):
-    rounds = sys.modules["kernel_fuzz_planted3_bugs"]
-    for name, (language, record) in _planted(plugins).items():
-        # round 3's record classes, loaded from its file, not copied
-        assert type(record) is rounds.Pattern and type(record.bugs[0]) is rounds.Bug, name
-        assert record.family in family_names(), name
-        assert record.languages == (language,), name
-        assert len(record.bugs) == 1, name  # one planted bug per target
-        bug = record.bugs[0]
-        assert bug.expected in CLASSES, (name, bug.expected)
-        assert bug.what.strip() and bug.trigger.strip(), name
-        assert set(record.cpu) <= {language}, name  # filled in from a campaign, or empty
+    ROUND.check_records(plugins)
 
 
 def test_the_patterns_are_new(plugins):
     """No pattern of the earlier rounds' records, nor a mutant of the same family and name, is
     planted again (the patterns were checked against the mutants' and the other test plugins'
     descriptions when they were written; names are what a test can hold)."""
-    from fuzz.target import all_targets
-
-    old = set()
-    for records in ("_planted_bugs.py", "_planted3_bugs.py", "_planted4_bugs.py"):
-        old |= CHECKS.record_keys(os.path.join(HERE, records))
-    assert {"softmax_frozen_max", "attention_window_right", "attention_lse_log2"} <= old
-    mutants = {t.name.replace("_mutant_", "_") for t in all_targets() if "_mutant_" in t.name}
-    assert "softmax_scale_twice" in mutants  # (what the names look like)
-    for pattern in plugins["triton"].PATTERNS:
-        assert pattern not in old and pattern not in mutants, pattern
+    ROUND.check_new(plugins, HERE)
 
 
 def test_every_planted_kernel_has_a_docstring_line_with_its_trigger_and_class(plugins):
-    for language, module in plugins.items():
-        entries = CHECKS.docstring_entries(module.__doc__, "planted5_")
-        assert set(entries) == set(module.PLANTED), (
-            language,
-            sorted(set(entries) ^ set(module.PLANTED)),
-        )
-        for name, record in module.PLANTED.items():
-            text = entries[name]
-            assert "Trigger:" in text, name
-            assert f"Expected: {record.bugs[0].expected}" in text, (name, text)
+    ROUND.check_docstrings(plugins)
 
 
 def test_the_pallas_kernels_are_declared_for_both_backend_kinds(plugins):
     """Round 5's Pallas kernels are written for the GPU's lowering too (power-of-two arrays,
     head dims padded for the dots), not for interpret mode only as rounds 1 and 3 were."""
-    for name in [*plugins["pallas"].PLANTED, *plugins["pallas"].CONTROLS]:
-        assert set(get(name).library.backends) == {"pallas-gpu", "pallas-interpret"}, name
+    ROUND.check_pallas_kinds(plugins)
 
 
 # Each bug's documented trigger, and a near miss of it ---------------------------------------------
