@@ -1085,13 +1085,10 @@ def _tf32_hint(ctx: Context, name: str, err: np.ndarray) -> str:
     """For an accuracy failure of fp32 inputs in a kernel whose library did not declare TF32 dot
     products (a plugin's: ``Conventions(fp32_dots=...)``): a sentence saying that every error of
     ``name`` is within the bound of the same computation with TF32 dot operands, when it is (the
-    GPU's default for fp32 dots in Triton and JAX); else ''. Never on an interpreter, whose fp32
-    dots are exact (NumPy's, or the CPU's): there TF32 explains nothing (a planted decode
-    kernel's ``pallas-interpret`` rows blamed it, in rounds 5 and 6)."""
+    GPU's default for fp32 dots in Triton and JAX); else ''."""
     conventions = ctx.target.library.conventions
     if (
-        ctx.backend.interpret
-        or FP32_DOTS not in conventions
+        FP32_DOTS not in conventions
         or ctx.case.params.get("dtype") != "float32"
         or ctx.case.params.get(FP32_DOTS, "ieee") != "ieee"
         or ctx.target.error_bound is None

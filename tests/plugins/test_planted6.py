@@ -297,31 +297,6 @@ def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, example
     )
 
 
-def test_an_interpreter_s_accuracy_row_does_not_blame_tf32(plugins):
-    """The GLA decay counted from position 0 is wrong by a factor exp(gamma) per state: within
-    the bound of TF32 dot operands, so the message of its compiled row may say TF32 is the
-    likely cause; on ``pallas-interpret``, whose fp32 dots are exact, it said so too (rounds 5
-    and 6). The hint is a compiled backend's only."""
-    import dataclasses
-
-    from fuzz.arrays import to_float64
-    from fuzz.backends import get_backend
-    from fuzz.properties import TF32_HINT, Context, _tf32_hint
-
-    name = "planted6_gla_gamma_position_from_zero_pallas"
-    case = _gla_case(1, gamma=-1e-3)  # (a decay small enough for TF32 to explain it)
-    finding = _check(name, case)
-    assert finding is not None and finding.cls == "accuracy", finding
-    assert TF32_HINT not in finding.message
-    backend = get_backend(BACKENDS["pallas"])
-    ctx = Context(get(name), backend, case, ref_device="cpu")
-    out = finding.output
-    err = np.abs(to_float64(ctx.clean.outputs[out]) - ctx.oracle[out])
-    assert _tf32_hint(ctx, out, err) == ""
-    ctx.backend = dataclasses.replace(backend, interpret=False)  # as a compiled run of it
-    assert _tf32_hint(ctx, out, err) == TF32_HINT
-
-
 def test_inputs_a_shrink_left_at_one_value_are_drawn_again_for_the_influence_evidence(plugins):
     """The causal mask applied as the key loop's bound only (no mask inside the diagonal tile)
     came as two rows of ``lse``: ``accuracy`` (two queries on two keys: query 0 sees key 1 too;
