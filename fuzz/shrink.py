@@ -591,7 +591,8 @@ class _Shrinker:
             return confirmed
         self.notes.append(
             f"{twin.name}'s minimal case ({small.case.size} elements) does not "
-            f"fail with {cls} on {backend.name}: kept as {twin.name}'s reproducer"
+            f"fail with {cls} on {backend.name}: kept as {twin.name}'s reproducer where the row "
+            "stays larger"
         )
         self.unconfirmed = small
         return None
