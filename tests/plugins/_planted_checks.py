@@ -190,3 +190,73 @@ class Round:
 
         for name in [*plugins["pallas"].PLANTED, *plugins["pallas"].CONTROLS]:
             assert set(get(name).library.backends) == {"pallas-gpu", "pallas-interpret"}, name
+
+    # The behaviour checks: each bug's trigger and near miss, short seeded hunts.
+
+    @staticmethod
+    def check(name, case):
+        """The finding of ``check_case`` on ``case`` (None: it passes), as a hunt checks it, on
+        the interpreter of the target's language."""
+        from fuzz.backends import get_backend
+        from fuzz.properties import check_case
+        from fuzz.target import get
+
+        backend = get_backend(BACKENDS[language(name)])
+        return check_case(get(name), backend, case, **options().check_kwargs()).finding
+
+    def check_trigger(self, plugins, pattern, triggers):
+        """The pattern's documented trigger (``triggers[pattern]``: makers of the trigger and a
+        near miss) fails with its expected class; the family's bug-free control passes it (the
+        planted line is what fails), and the planted kernel passes the near miss."""
+        record = plugins["triton"].PATTERNS[pattern]
+        (lang,) = record.languages
+        trigger, near_miss = (make() for make in triggers[pattern])
+        name = plugins[lang].target_name(pattern)
+        finding = self.check(name, trigger)
+        assert finding is not None, f"{pattern}: its trigger passes ({record.bugs[0].trigger})"
+        assert finding.cls == record.bugs[0].expected, (pattern, finding.cls, finding.message)
+        control = f"control{self.number}_{record.family}_{lang}"
+        found = self.check(control, trigger)
+        assert found is None, (control, found.cls, found.message)
+        found = self.check(name, near_miss)
+        assert found is None, (pattern, "near miss", found.cls, found.message)
+
+    @staticmethod
+    def hunt_rows(name, examples):
+        """The findings (as report rows) of a hunt of ``examples`` examples, seed 1, stopped by
+        its examples, never by the clock."""
+        from fuzz.engine import hunt
+        from fuzz.profiles import get_profile
+        from fuzz.target import get
+
+        result = hunt(
+            get(name),
+            BACKENDS[language(name)],
+            get_profile("ci"),
+            database=None,
+            max_examples=examples,
+            seed=1,
+            time_limit=10**6,
+        )
+        assert result.error is None, result.error
+        return [f.as_dict() for f in result.found.values()]
+
+    def check_clean(self, name, examples):
+        """A control's short hunt finds nothing."""
+        rows = self.hunt_rows(name, examples)
+        assert not rows, [
+            (r["class"], r["property"], r.get("output"), r.get("message")) for r in rows
+        ]
+
+    def check_found(self, plugins, name, examples):
+        """A planted kernel's short hunt finds its bug with its expected class."""
+        bug = self.planted(plugins)[name][1].bugs[0]
+        rows = self.hunt_rows(name, examples)
+        assert any(bug.matches(r) for r in rows), (
+            f"{name}: {bug.expected} ({bug.trigger}) not found; found "
+            f"{[(r['class'], r['property']) for r in rows]}"
+        )
+
+
+# The interpreter each language's planted kernels are checked on here.
+BACKENDS = {"triton": "triton-interpret", "pallas": "pallas-interpret"}

@@ -18,8 +18,6 @@ import numpy as np
 import pytest
 
 from fuzz.case import Case
-from fuzz.engine import hunt
-from fuzz.profiles import get_profile
 from fuzz.target import get, load_beside
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +26,7 @@ PLUGINS = {
     "triton": os.path.join(HERE, "planted6.py"),
     "pallas": os.path.join(HERE, "planted6_pallas.py"),
 }
-BACKENDS = {"triton": "triton-interpret", "pallas": "pallas-interpret"}
+BACKENDS = CHECKS.BACKENDS
 # The families each language's kernels cover (attention: dense, packed or decode).
 FAMILIES = ("softmax", "jagged_softmax", "attention", "simple_gla_fwd")
 # The record files of the earlier rounds, whose patterns are not planted again.
@@ -214,51 +212,16 @@ TRIGGERS = {
 }
 
 
-def _check(name, case):
-    """The finding of ``check_case`` on ``case`` (None: it passes), as a hunt checks it."""
-    from fuzz.backends import get_backend
-    from fuzz.properties import check_case
-
-    backend = get_backend(BACKENDS[_language(name)])
-    return check_case(get(name), backend, case, **CHECKS.options().check_kwargs()).finding
-
-
 def test_every_pattern_has_a_trigger_here(plugins):
     assert set(TRIGGERS) == set(plugins["triton"].PATTERNS)
 
 
 @pytest.mark.parametrize("pattern", sorted(TRIGGERS))
 def test_a_bugs_trigger_fails_with_its_class_and_a_near_miss_passes(plugins, pattern):
-    record = plugins["triton"].PATTERNS[pattern]
-    (language,) = record.languages
-    trigger, near_miss = (make() for make in TRIGGERS[pattern])
-    name = plugins[language].target_name(pattern)
-    finding = _check(name, trigger)
-    assert finding is not None, f"{pattern}: its trigger passes ({record.bugs[0].trigger})"
-    assert finding.cls == record.bugs[0].expected, (pattern, finding.cls, finding.message)
-    # the bug-free kernel of the family passes the trigger: the planted line is what fails
-    control = f"control6_{record.family}_{language}"
-    found = _check(control, trigger)
-    assert found is None, (control, found.cls, found.message)
-    found = _check(name, near_miss)
-    assert found is None, (pattern, "near miss", found.cls, found.message)
+    ROUND.check_trigger(plugins, pattern, TRIGGERS)
 
 
 # Short seeded hunts ------------------------------------------------------------------------------
-
-
-def _hunt(name: str, examples: int):
-    result = hunt(
-        get(name),
-        BACKENDS[_language(name)],
-        get_profile("ci"),
-        database=None,
-        max_examples=examples,
-        seed=1,
-        time_limit=10**6,  # (stopped by its examples, never by the clock)
-    )
-    assert result.error is None, result.error
-    return [f.as_dict() for f in result.found.values()]
 
 
 # Every Triton control, and the Pallas ones quick to hunt (the Pallas attention, decode and GLA
@@ -273,8 +236,7 @@ CONTROLS = [
 
 @pytest.mark.parametrize("name", CONTROLS)
 def test_a_control_is_clean_on_a_short_seeded_hunt(plugins, name):
-    rows = _hunt(name, 10)
-    assert not rows, [(r["class"], r["property"], r.get("output"), r.get("message")) for r in rows]
+    ROUND.check_clean(name, 10)
 
 
 # A sample quick to find under seed 1, of both languages, each of its expected class.
@@ -289,12 +251,7 @@ SAMPLE = [
 
 @pytest.mark.parametrize(("name", "examples"), SAMPLE, ids=[n for n, _ in SAMPLE])
 def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, examples):
-    bug = _planted(plugins)[name][1].bugs[0]
-    rows = _hunt(name, examples)
-    assert any(bug.matches(r) for r in rows), (
-        f"{name}: {bug.expected} ({bug.trigger}) not found; found "
-        f"{[(r['class'], r['property']) for r in rows]}"
-    )
+    ROUND.check_found(plugins, name, examples)
 
 
 def test_inputs_a_shrink_left_at_one_value_are_drawn_again_for_the_influence_evidence(plugins):
