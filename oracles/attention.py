@@ -523,9 +523,8 @@ class _Sequence:
             # A merge may normalize through the merged log-sum-exp (weights exp(lse_s - lse), no
             # division by their sum): its rounding scales the output as a whole.
             lse_abs = torch.where(empty, zero, lse).abs()
-            rel_o = rel_o + U * (
-                2.0 * lse_abs + em.C_LOG * (1.0 + math.log(splits)) + em.C_EXP + splits
-            )
+            merge = U * (2.0 * lse_abs + em.C_LOG * (1.0 + math.log(splits)) + em.C_EXP + splits)
+            rel_o = rel_o + merge
         pv = p @ self.v_abs
         flushed = em.TINY * (n * self.v_top + n + r + 5.0)  # underflowed p, flushed products
         comp = em.SAFETY * (centered + acc * pv + rel_o * o.abs()) + flushed
@@ -557,9 +556,7 @@ class _Sequence:
             # output (``rel_o``): weights exp(lse_s - lse), each lse rounded to |lse| u, need not
             # sum to 1 closer than that (a bug-free split-KV decode kernel of round 6's controls,
             # its logits near -1000, summed to 0.99998 against a bound of 1.3e-5).
-            rows = rows + U * (
-                2.0 * lse_abs + em.C_LOG * (1.0 + math.log(splits)) + em.C_EXP + splits
-            )
+            rows = rows + merge
         rows = em.SAFETY * rows
         rows = rows + u_in * (1.0 + rows)  # P rounded to the input dtype (a value column of 1)
         rows = rows + u_dot * (1.0 + rows) + n * em.TINY * u_dot  # P converted (1 is exact)
