@@ -613,16 +613,7 @@ class Duplicates:
         memo = (example.case.digest(), poison)
         if memo not in self._anomalies:
             try:
-                left = None if self.deadline is None else self.deadline - self.clock()
-                found = influence.anomalies(
-                    self.target,
-                    self.backend,
-                    self.options,
-                    example.case,
-                    self._in_time,
-                    # (two examples analysed at most per known bug: half of what is left each)
-                    seconds=None if left is None else left / 2,
-                )
+                found = self._influence(example.case)
                 if key:
                     more = self._revalued_anomalies(example, key)
                     if more:
@@ -665,6 +656,13 @@ class Duplicates:
         )
         if not _fails(outcome, key):
             return None  # (its failure needs the values the shrink left)
+        return self._influence(case)
+
+    def _influence(self, case: Any) -> frozenset[tuple[str, str]] | None:
+        """:func:`fuzz.influence.anomalies` of ``case``'s call, within half the check's time left
+        (two examples analysed at most per known bug)."""
+        from fuzz import influence
+
         left = None if self.deadline is None else self.deadline - self.clock()
         return influence.anomalies(
             self.target,
