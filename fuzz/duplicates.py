@@ -116,7 +116,9 @@ def fails_as(
     state of a one-chunk sequence came as two rows: the oracle with an initial state, and
     ``state-continuation`` without one, whose second half is a one-chunk call with the first
     half's state: that call fails the oracle. (Calls derived by other properties than the one
-    that failed say nothing of its failure: not taken.)"""
+    that failed say nothing of its failure: not taken.) Last, for an optional output the example
+    did not ask for, the call asking for it (:func:`_fails_requested`), and for non-finite
+    inputs, the call with them made finite (:func:`_fails_finite`)."""
     outcome = check_as(target, backend, options, f, key)
     if outcome is None:
         return None
@@ -134,7 +136,8 @@ def fails_as(
         derived = _check_alone(target, backend, options, case, {}, key)
         if _fails(derived, key):
             return derived, True
-    return _fails_requested(target, backend, options, f, key)
+    requested = _fails_requested(target, backend, options, f, key)
+    return requested if requested is not None else _fails_finite(target, backend, options, f, key)
 
 
 def _check_alone(
@@ -171,6 +174,26 @@ def _fails_requested(
     case = request(f.case)
     if case.digest() == f.case.digest():
         return None  # (asked for already)
+    outcome = _check_alone(target, backend, options, case, f.params, key)
+    return (outcome, True) if _fails(outcome, key) else None
+
+
+def _fails_finite(
+    target: Target, backend: Backend, options: HuntOptions, f: Any, key: str
+) -> tuple[Any, bool] | None:
+    """For an example with non-finite inputs: the same call with them made finite
+    (:func:`fuzz.influence.finite`), where it fails ``key``'s way (a call of its own: what
+    holds is its conditions, the known bug's triggers among them). A planted Pallas softmax
+    that truncated its scale to an integer came as two rows on the CPU and on an H200: every
+    key of a row weighted alike (``accuracy``), and ``-inf * 0`` = NaN where a key was -inf
+    (``nan``); with that key a finite one far below the others, the NaN example weights it as
+    the others. A bug that needs the special value (a fully masked row's ``-inf - -inf``) does
+    not fail so: nothing changes for it."""
+    from fuzz import influence
+
+    case = influence.finite(f.case)
+    if case is None:
+        return None
     outcome = _check_alone(target, backend, options, case, f.params, key)
     return (outcome, True) if _fails(outcome, key) else None
 

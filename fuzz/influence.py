@@ -207,6 +207,30 @@ def revalued(case: Case) -> Case | None:
     return case.replace(inputs=inputs) if inputs else None
 
 
+def finite(case: Case) -> Case | None:
+    """``case`` with the non-finite elements of its floating inputs made finite, or None where
+    it has none: an Inf one unit of magnitude past its input's largest finite one (16 past the
+    largest magnitude, of its sign: the most extreme of the input's values, well inside every
+    floating dtype), a NaN 0. A NaN or Inf that a bug makes of a special input (``x * scale``
+    with the scale truncated to 0, an Inf key made NaN) hides what the bug does to ordinary
+    values: the same call with ordinary values shows it (``fuzz.duplicates.fails_as``)."""
+    from fuzz.arrays import dtype_name, is_float
+
+    inputs = {}
+    for name, a in sorted(case.inputs.items()):
+        if not (a.size and is_float(dtype_name(a.dtype))):
+            continue
+        special = ~np.isfinite(a)
+        if not special.any():
+            continue
+        wide = a.astype(np.float64)
+        finite_part = wide[~special]
+        far = (float(np.abs(finite_part).max()) if finite_part.size else 0.0) + 16.0
+        made = np.where(np.isnan(wide), 0.0, np.where(special, np.sign(wide) * far, wide))
+        inputs[name] = made.astype(a.dtype)
+    return case.replace(inputs=inputs) if inputs else None
+
+
 def poison_reads(
     target: Target,
     backend: Backend,

@@ -1,12 +1,14 @@
 """``fuzz.influence.revalued``: the inputs a shrink left at one value, drawn again for the
-influence evidence (``fuzz.duplicates.Duplicates.anomalies``)."""
+influence evidence (``fuzz.duplicates.Duplicates.anomalies``); ``fuzz.influence.finite``: the
+non-finite inputs made finite, for the duplicate check's ``fails_as``."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from fuzz.arrays import cast
 from fuzz.case import Case
-from fuzz.influence import revalued
+from fuzz.influence import finite, revalued
 
 
 def _case(**inputs):
@@ -31,3 +33,22 @@ def test_a_case_whose_inputs_all_vary_or_are_not_finite_has_nothing_to_draw():
     assert revalued(_case(v=np.array([1.0, 2.0], np.float32))) is None
     assert revalued(_case(k=np.full(3, -np.inf, np.float32))) is None
     assert revalued(_case(e=np.zeros(0, np.float32))) is None
+
+
+def test_non_finite_inputs_are_made_finite_past_their_inputs_largest_magnitude():
+    x = np.array([[-np.inf, 0.5, -3.0, np.inf, np.nan]], np.float32)
+    lens = np.array([0, 5], np.int32)
+    got = finite(_case(x=x, lens=lens, v=np.ones(2, np.float32)))
+    assert got is not None and got.inputs["x"].dtype == np.float32
+    assert got.inputs["x"].tolist() == [[-19.0, 0.5, -3.0, 19.0, 0.0]]
+    assert got.inputs["lens"] is lens and np.array_equal(got.inputs["v"], np.ones(2))
+    half = cast(np.array([-np.inf, 1.0, 2.0]), "bfloat16")
+    made = finite(_case(k=half)).inputs["k"]
+    assert made.dtype == half.dtype and made.astype(np.float64).tolist() == [-18.0, 1.0, 2.0]
+    only = finite(_case(k=np.full(3, -np.inf, np.float32))).inputs["k"]
+    assert only.tolist() == [-16.0] * 3
+
+
+def test_a_case_with_finite_inputs_has_nothing_to_make_finite():
+    assert finite(_case(v=np.array([1.0, 2.0], np.float32), n=np.array([1], np.int32))) is None
+    assert finite(_case(e=np.zeros(0, np.float32))) is None

@@ -12,6 +12,7 @@ here.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -290,3 +291,36 @@ def test_inputs_a_shrink_left_at_one_value_are_drawn_again_for_the_influence_evi
     )
     assert me.also_fails(wrong) is None and me.shown_by_known(wrong) is None
     assert me.of(wrong) == (bug_of(unmasked), "influence")
+
+
+def test_a_nan_made_of_a_special_input_is_checked_with_that_input_made_finite(plugins):
+    """The scale truncated to an integer (0.5 becomes 0) came as two rows on the CPU and on an
+    H200: ``accuracy`` (every key of a row weighted alike) and ``nan`` (a key of -inf times the
+    zero scale). The NaN example fails no other way as it is; with its -inf keys made finite
+    (``fuzz.influence.finite``: far below the others) it weights them as the others, the
+    accuracy row's way with its trigger (the scale) holding: one bug, whichever came first."""
+    from fuzz import influence
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates, bug_of
+
+    target = get("planted6_softmax_scale_truncated_pallas")
+    backend = get_backend(BACKENDS["pallas"])
+    params = {"dtype": "float32", "scale": 0.5, "block_m": 8, "block_n": 16}
+    values = np.random.default_rng(0).standard_normal((1, 16)).astype(np.float32)
+    specials = np.zeros((1, 16), np.float32)
+    specials[0, [3, 9]] = -np.inf
+    wrong = CHECKS.as_found(target, backend, Case({"x": values}, params))
+    nan = CHECKS.as_found(target, backend, Case({"x": specials}, params))
+    assert (wrong.key, nan.key) == ("accuracy|oracle|y|-", "nan|oracle|y|-")
+    made = influence.finite(nan.case)
+    assert np.isfinite(made.inputs["x"]).all() and made.inputs["x"][0, 3] == -16.0
+    options = CHECKS.options()
+    for new, old in ((nan, wrong), (wrong, nan)):
+        me = Duplicates(target, backend, options, found={"old": old}, known_bugs=[bug_of(old)])
+        assert me.of(new) == (bug_of(old), "property")
+    # With the scale an integer there is no bug: the NaN example made finite passes.
+    me = Duplicates(target, backend, options, found={"old": wrong}, known_bugs=[bug_of(wrong)])
+    assert (
+        me.fails_as(dataclasses.replace(nan, case=nan.case.replace(scale=1.0)), nan.key, wrong.key)
+        is None
+    )
