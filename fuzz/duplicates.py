@@ -137,7 +137,11 @@ def fails_as(
         if _fails(derived, key):
             return derived, True
     requested = _fails_requested(target, backend, options, f, key)
-    return requested if requested is not None else _fails_finite(target, backend, options, f, key)
+    if requested is None:
+        requested = _fails_finite(target, backend, options, f, key)
+    if requested is None and key_class(own) in ("nan", "inf"):
+        requested = _fails_tamed(target, backend, options, f, key)
+    return requested
 
 
 def _check_alone(
@@ -196,6 +200,30 @@ def _fails_finite(
         return None
     outcome = _check_alone(target, backend, options, case, f.params, key)
     return (outcome, True) if _fails(outcome, key) else None
+
+
+def _fails_tamed(
+    target: Target, backend: Backend, options: HuntOptions, f: Any, key: str
+) -> tuple[Any, bool] | None:
+    """For an example of a NaN or Inf bug: the same call on smaller values (its floating inputs
+    scaled by each of :data:`fuzz.influence.TAME_FACTORS` in turn), where one of them fails
+    ``key``'s way (a call of its own: what holds is its conditions, the known bug's
+    triggers among them). A planted GLA kernel that restarted its gates' prefix sum at every
+    16-token tile of a 32-token chunk came as two rows: ``inf`` (strong gates: the decay across
+    the tile boundary grows to exp(183)) and ``accuracy`` (weaker ones: it grows less); a
+    quarter of the Inf example's gates gives the accuracy row's failure. A bug that is exact
+    but for its overflow (a softmax shifted by the wrong maximum) passes on smaller values:
+    nothing is told."""
+    from fuzz import influence
+
+    for factor in influence.TAME_FACTORS:
+        case = influence.tamed(f.case, factor)
+        if case is None:
+            return None
+        outcome = _check_alone(target, backend, options, case, f.params, key)
+        if _fails(outcome, key):
+            return outcome, True
+    return None
 
 
 def _fails(outcome: Any, key: str) -> bool:

@@ -231,6 +231,32 @@ def finite(case: Case) -> Case | None:
     return case.replace(inputs=inputs) if inputs else None
 
 
+# The factors :func:`tamed` scales by, in turn: an exponent of 183 (a GLA decay that grows
+# across a tile) is back in fp32's range at a quarter of it.
+TAME_FACTORS = (0.5, 0.25, 0.0625)
+
+
+def tamed(case: Case, factor: float) -> Case | None:
+    """``case`` with the finite elements of its floating inputs scaled by ``factor`` (a power of
+    two: exact, but where it makes a subnormal), its non-finite ones (masks written as values)
+    kept; None where no input has a finite element other than 0. An Inf or NaN that a bug makes
+    by overflowing on large values (a decay grown across a tile boundary, ``exp(183)``) hides
+    what it does to ordinary ones: the same call on smaller values shows it
+    (``fuzz.duplicates.fails_as``)."""
+    from fuzz.arrays import dtype_name, is_float
+
+    inputs = {}
+    for name, a in sorted(case.inputs.items()):
+        if not (a.size and is_float(dtype_name(a.dtype))):
+            continue
+        finite = np.isfinite(a)
+        if not (finite & (a != 0)).any():
+            continue
+        wide = a.astype(np.float64)
+        inputs[name] = np.where(finite, wide * factor, wide).astype(a.dtype)
+    return case.replace(inputs=inputs) if inputs else None
+
+
 def poison_reads(
     target: Target,
     backend: Backend,

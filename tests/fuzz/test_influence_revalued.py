@@ -1,6 +1,7 @@
 """``fuzz.influence.revalued``: the inputs a shrink left at one value, drawn again for the
 influence evidence (``fuzz.duplicates.Duplicates.anomalies``); ``fuzz.influence.finite``: the
-non-finite inputs made finite, for the duplicate check's ``fails_as``."""
+non-finite inputs made finite, and ``fuzz.influence.tamed``: the inputs scaled down, for the
+duplicate check's ``fails_as``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from fuzz.arrays import cast
 from fuzz.case import Case
-from fuzz.influence import finite, revalued
+from fuzz.influence import finite, revalued, tamed
 
 
 def _case(**inputs):
@@ -52,3 +53,14 @@ def test_non_finite_inputs_are_made_finite_past_their_inputs_largest_magnitude()
 def test_a_case_with_finite_inputs_has_nothing_to_make_finite():
     assert finite(_case(v=np.array([1.0, 2.0], np.float32), n=np.array([1], np.int32))) is None
     assert finite(_case(e=np.zeros(0, np.float32))) is None
+
+
+def test_taming_scales_the_finite_floating_inputs_and_keeps_masks():
+    x = np.array([[-np.inf, 0.5, -3.0, 0.0]], np.float32)
+    g = cast(np.array([-6.0]), "bfloat16")
+    lens = np.array([0, 4], np.int32)
+    got = tamed(_case(x=x, g=g, lens=lens), 0.25)
+    assert got.inputs["x"].tolist() == [[-np.inf, 0.125, -0.75, 0.0]]
+    assert got.inputs["g"].dtype == g.dtype and float(got.inputs["g"][0]) == -1.5
+    assert got.inputs["lens"] is lens
+    assert tamed(_case(z=np.zeros(3, np.float32), m=np.full(2, -np.inf, np.float32)), 0.5) is None

@@ -287,3 +287,38 @@ def test_a_minimal_example_whose_wrong_elements_read_nothing_is_analysed_with_va
     )
     assert me.also_fails(one_seen) is None and me.shown_by_known(one_seen) is None
     assert me.of(one_seen) == (bug_of(none_seen), "influence")
+
+
+def test_an_overflow_example_is_checked_on_smaller_values(plugins):
+    """The gates' prefix sum restarted at every 16-token tile of a 32-token chunk came as two
+    rows on the CPU: ``inf`` through ``finite-every-chunk`` (strong gates, g_gamma -5.92: the
+    decay across the tile boundary grows to exp(183)) and ``accuracy`` through
+    ``chunk-independence`` (weak gates: it grows less). Neither fails the other's way as it is;
+    the Inf example on a quarter of its values (``fuzz.influence.tamed``: the gates too) fails
+    the accuracy row's way with its triggers holding: one bug, whichever came first."""
+    from fuzz import influence
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates, bug_of
+
+    target, backend = get("planted5_gla_cumsum_per_tile_pallas"), get_backend(BACKENDS["pallas"])
+    rng = np.random.default_rng(3)
+
+    def case(tokens, g_gamma):
+        qkv = {n: rng.standard_normal((1, tokens, 1, 16)).astype(np.float32) for n in "qkv"}
+        params = {"dtype": "float32", "chunk_size": 16, "scale": None}
+        params["output_final_state"] = False
+        return Case({**qkv, "g_gamma": np.array([g_gamma], np.float32)}, params)
+
+    drawn = {  # each property's parameter (chunk size 32 for both)
+        "masked-poison": "nan", "finite-every-chunk": 0, "chunk-independence": 0,
+        "state-continuation": [0, 0.5],
+    }  # fmt: skip
+    inf = CHECKS.as_found(target, backend, case(31, -5.9206324), drawn)
+    wrong = CHECKS.as_found(target, backend, case(32, -(2.0**-8)), drawn)
+    assert (inf.key, wrong.key) == ("inf|finite-every-chunk|o|-", "accuracy|chunk-independence|o|-")
+    made = influence.tamed(inf.case, 0.25)
+    assert made.inputs["g_gamma"][0] == np.float32(-5.9206324) / 4
+    options = CHECKS.options()
+    for new, old in ((inf, wrong), (wrong, inf)):
+        me = Duplicates(target, backend, options, found={"old": old}, known_bugs=[bug_of(old)])
+        assert me.of(new) == (bug_of(old), "property")
