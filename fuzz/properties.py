@@ -1085,7 +1085,8 @@ def _tf32_hint(ctx: Context, name: str, err: np.ndarray) -> str:
     """For an accuracy failure of fp32 inputs in a kernel whose library did not declare TF32 dot
     products (a plugin's: ``Conventions(fp32_dots=...)``): a sentence saying that every error of
     ``name`` is within the bound of the same computation with TF32 dot operands, when it is (the
-    GPU's default for fp32 dots in Triton and JAX); else ''."""
+    GPU's default for fp32 dots in Triton and JAX; on an interpreter, whose dots are exact, only
+    a kernel's own rounding: :data:`TF32_HINT_INTERPRETED`); else ''."""
     conventions = ctx.target.library.conventions
     if (
         FP32_DOTS not in conventions
@@ -1104,7 +1105,7 @@ def _tf32_hint(ctx: Context, name: str, err: np.ndarray) -> str:
     bound = bound + ctx.target.tolerance_for(name).atol
     if not np.all(np.isfinite(err)) or excess(err, bound).max(initial=0.0) > 1.0:
         return ""
-    return TF32_HINT
+    return TF32_HINT_INTERPRETED if ctx.backend.interpret else TF32_HINT
 
 
 # What an accuracy finding's message adds where TF32 dot operands may explain it (``_tf32_hint``;
@@ -1113,6 +1114,14 @@ TF32_HINT = (
     "; every error is within the bound of fp32 dot products with TF32 operands: TF32 (the "
     "GPU's default for fp32 dots in Triton and JAX) is the likely cause; if the library "
     "computes them so, declare fuzz.Conventions(fp32_dots='tf32')"
+)
+# The same on an interpreter, whose fp32 dot products are exact (Triton's interpreter multiplies
+# in NumPy, Pallas's interpret mode on the CPU's XLA): TF32 there is the kernel's own rounding.
+# (A planted ALiBi bug of round 7, within the TF32 bound on the interpreter, was blamed on TF32.)
+TF32_HINT_INTERPRETED = (
+    "; every error is within the bound of fp32 dot products with TF32 operands, but this "
+    "backend computes fp32 dot products exactly: TF32 is the likely cause only where the kernel "
+    "rounds its operands to TF32 itself (then declare fuzz.Conventions(fp32_dots='tf32'))"
 )
 
 

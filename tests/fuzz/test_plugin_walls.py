@@ -209,6 +209,8 @@ def test_tf32_dots_undeclared_fail_and_the_finding_names_tf32():
     f = result.found["accuracy"].finding
     assert "TF32" in f.message and "likely cause" in f.message, f.message
     assert f.details["likely_cause"] == "tf32"
+    # The interpreter's dots are exact: only the kernel's own rounding (as here) is TF32.
+    assert "computes fp32 dot products exactly" in f.message, f.message
 
 
 def test_dots_losing_more_than_tf32_still_fail_with_tf32_declared():
