@@ -157,6 +157,12 @@ def _describe(row: Mapping[str, Any]) -> str:
     )
 
 
+def _distinct(rows: list[dict[str, Any]]) -> int:
+    """The rows that are bugs of their own: those not shrunk that may be another row's bug
+    (``maybe_of``, listed after it) are not counted, as the report counts them."""
+    return sum(not r.get("maybe_of") for r in rows)
+
+
 def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
     """The lines to print: one per planted kernel, the totals, then the controls' rows."""
     results = report.get("results", [])
@@ -196,7 +202,7 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
         verdict = f"{sum(found)}/{len(bugs)}"
         lines.append(
             f"{name:44} {_language(name, results):6} {record.family:16} {examples:>5} "
-            f"{len(rows):>4}  {verdict:7} {what or '-'}"
+            f"{_distinct(rows):>4}  {verdict:7} {what or '-'}"
         )
         for bug, ok in zip(bugs, found, strict=True):
             if not ok:
@@ -206,11 +212,14 @@ def table(report: Mapping[str, Any], planted: Mapping[str, Any]) -> list[str]:
     lines.append("")
     if bugs_run:
         unshrunk = sum(r.get("shrunk") is False for r in rows_all)
+        n = _distinct(rows_all)
+        maybe = len(rows_all) - n
         lines.append(
             f"planted bugs run: {bugs_run} ({unrun} kernels unrun), found: {found_run}; rows: "
-            f"{len(rows_all)} ({unshrunk} unshrunk), rows per bug run: "
-            f"{len(rows_all) / bugs_run:.2f}, per bug found: "
-            + (f"{len(rows_all) / found_run:.2f}" if found_run else "-")
+            f"{n} ({unshrunk} unshrunk"
+            + (f"; {maybe} more not shrunk, maybe a row's bug: not counted" if maybe else "")
+            + f"), rows per bug run: {n / bugs_run:.2f}, per bug found: "
+            + (f"{n / found_run:.2f}" if found_run else "-")
         )
     else:
         lines.append("planted bugs run: 0 (no planted target in this report)")

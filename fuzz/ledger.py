@@ -770,15 +770,23 @@ class BugLedger:
 
     def maybe_known(self) -> dict[str, str]:
         """Records not shrunk (their slice ended first: a campaign's budget, a killed worker)
-        whose failure key is a shrunk bug's: signature -> that bug's. Their conditions were not
-        taken down to what the bug needs, so they may be that bug (a GPU campaign's last slice
-        streamed a 6,789-element NaN example and was killed shrinking it: its shrunk twin had 1
-        element). Kept, with their reproducers, and not counted as distinct bugs."""
-        shrunk = {
-            f.get("bug_key"): sig
-            for sig, f in self.found.items()
-            if f.get("shrunk") and f.get("bug_key")
-        }
+        whose failure key is a shrunk bug's, its own or one of the ways it was seen too (its
+        ``also_seen`` records, the keys its minimal example also failed with): signature ->
+        that bug's. Their conditions were not taken down to what the bug needs, so they may be
+        that bug (a GPU campaign's last slice streamed a 6,789-element NaN example and was
+        killed shrinking it: its shrunk twin had 1 element; on an H200 a planted jagged
+        kernel's Inf row of 60 elements, unshrunk, had the key its shrunk accuracy row had
+        also been seen as). Kept, with their reproducers, and not counted as distinct bugs."""
+        shrunk: dict[str, str] = {}
+        records = [(sig, f) for sig, f in self.found.items() if f.get("shrunk")]
+        for sig, f in records:  # (a bug's own key first, then the ways it was seen)
+            if f.get("bug_key"):
+                shrunk.setdefault(f["bug_key"], sig)
+        for sig, f in records:
+            ways = [*also_keys(f), *(s.get("bug_key") for s in f.get("also_seen", []))]
+            for key in ways:
+                if key:
+                    shrunk.setdefault(key, sig)
         return {
             sig: shrunk[f["bug_key"]]
             for sig, f in self.found.items()

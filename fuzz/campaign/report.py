@@ -319,7 +319,15 @@ def _ordered(
         f["mutant"] = bool(r and r["mutant"])
         f["mutant_of"] = r["mutant_of"] if r else f.get("mutant_of")
         f["expected_class"] = r["expected_class"] if r else f.get("expected_class")
-    return ordered
+    # A record not shrunk that may be a bug found before (``maybe_of``) right after that bug's,
+    # as what may be one more way to it, not a bug of its own (``BugLedger.maybe_known``).
+    sigs = {f.get("signature") for f in ordered}
+    maybe = [f for f in ordered if f.get("maybe_of") in sigs - {f.get("signature")}]
+    out = []
+    for f in ordered:
+        if not any(f is m for m in maybe):
+            out += [f, *(m for m in maybe if m["maybe_of"] == f.get("signature"))]
+    return out
 
 
 def ordered_findings(

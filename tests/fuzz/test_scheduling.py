@@ -379,6 +379,35 @@ class _Ledger:
         return self._kept(self.policy.withdraw(pair, origin, dup))
 
 
+def test_a_record_left_unshrunk_with_a_key_a_shrunk_bug_was_also_seen_as_may_be_that_bug():
+    """On an H200 a planted jagged kernel's accuracy row had also been seen as ``inf`` (25
+    elements); an Inf example of 60 elements, its slice's shrinking cut, came as a row of its
+    own. Its key is one of the ways the shrunk bug was seen: it may be that bug, kept with its
+    reproducer and not counted as a distinct one, and the report lists it right after that
+    bug's row. A key no shrunk bug was seen with stays a bug of its own."""
+    from fuzz.campaign import report
+
+    p = _pair("p")
+    led = _Ledger(_policy([p]))
+    way = {"signature": "w", "class": "inf", "bug_key": "inf|oracle|y|-", "triggers": []}
+    acc = _rec("acc", key="accuracy|oracle|y|-", shrunk=True, also_seen=[way])
+    assert led.record(p, acc)
+    assert led.record(p, _rec("zz", key="masking|oracle|y|-", shrunk=True))
+    assert led.record(p, _rec("c", key="crash|process|-|-", shrunk=True))  # (sorted between)
+    assert led.record(
+        p, _rec("big", key="inf|oracle|y|-", triggers=("tile-overhang",), shrunk=False)
+    )
+    assert led.record(p, _rec("nan", key="nan|oracle|y|-", shrunk=False))
+    row = p.as_dict()
+    by = {f["signature"]: f for f in row["findings"]}
+    assert by["big"]["maybe_of"] == "acc" and "maybe_of" not in by["nan"]
+    assert row["bugs"] == 4 and row["unshrunk_maybe_known"] == 1  # acc, zz, c, nan
+    found = [{**f, "triage": "new", "target": "p"} for f in row["findings"]]
+    rows = [{"target": "p", "mutant": False, "mutant_of": None, "expected_class": None}]
+    order = [f["signature"] for f in report.ordered_findings(found, rows)]
+    assert order.index("big") == order.index("acc") + 1, order
+
+
 def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct_bug(tmp_path):
     """A slice killed while shrinking leaves its first sight of a bug unshrunk; where a shrunk
     bug of the pair has its failure key, it may be that bug (a GPU campaign's last slice left a
