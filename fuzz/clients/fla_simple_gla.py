@@ -153,6 +153,14 @@ forms; states; packed sequences), but for two findings:
   .ci/profile_hunt.py fla_chunk_simple_gla_bwd triton 16 --plugin fuzz.clients.fla_simple_gla``:
   0.14 examples/s) put 58.7 s of 114 in the GLA error bound, 27 s of it NumPy arithmetic on
   outputs of a million elements: since 29b4634 done where the magnitudes are.
+  At 1c26bd9 (``bundled 450``, one H200 of a two-GPU host): one fla row, the forward's NaN final
+  state (16 elements, one token, fp32; also seen through ``state-continuation``): the bug above.
+  The dq bug was not met: 103 backward examples checked, 1,213 refused by the compile share
+  (head dims (16, 256), then + 64, 128, 32 and 8 at 80-354 s; bf16 from 80 s). The profile
+  again (the same command): 0.34 examples/s, the error bound 8.8 s of 48.5 (a float64 pass of
+  four magnitude variants on the GPU), the oracle comparison 14.3 s, compiling about 20 s; in
+  the campaign its launches took 243 s of the pair's 250 (217 launches beside four other
+  fuzzing processes and six compiling ones on the one GPU), where alone they are a small part.
 """
 
 import contextlib

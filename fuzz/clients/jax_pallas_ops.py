@@ -235,6 +235,23 @@ Again (2026-11-30, at d19a317, ``bundled 450`` on one H200 of a two-GPU host, 18
   lies past the keys varies). Since 989a4f1 that case is kept beside the row with its
   reproducer, and since e65bf8c the report says why the row is no smaller.
 
+Again (2026-11-30, night, at 1c26bd9: ``bash .ci/gpu-session two econ "economics 450 0" bund
+"bundled 450"``, one H200 of a two-GPU host, 15,027 examples, 5 JAX rows, none over 4,096,
+0 harness errors), each row read from its case:
+
+- ``mha`` and ``mha_varlen`` accuracy 16 (T = 1: 1.19 for 0.149): finding 6. ``mha``'s row also
+  holds finding 1's sightings (causal, more queries than keys: accuracy of ``lse`` 768 and
+  1,024, nondeterminism 2,048 and 114,688, NaN 196,608, each joined by evidence: its minimal
+  example, fewer than 16 keys, fails finding 6's way too). Two bugs in one row: finding 1 has
+  no example of 16 keys or more here, where finding 6 would not hold. ``mha_varlen``'s row
+  holds 14 sightings of ``varlen-equals-alone`` and ``masked-poison`` (a sequence shorter than
+  16 run alone is the wrong one): finding 6.
+- ``mha_varlen`` inf 16 (fp16, one query and one key: inf where the oracle gives 60,000; also
+  seen through ``varlen-equals-alone``, 114,688): finding 6 at T = 1 in fp16.
+- ``gqa`` inf 256 (fp16, o = inf for 60,000; also seen as NaN 1,024): finding 5. ``gqa``
+  masking 256 (``masked-poison``: keys past ``kv_seq_len`` set to float32's largest make o NaN;
+  also seen through ``decode-equals-last-causal-row``, 49,152 and 262,144): finding 4.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
