@@ -291,6 +291,13 @@ def _trace_outside(
         with spy.spying():
             quiet = dataclasses.replace(target.search, targeting=False)
             check_case(dataclasses.replace(target, search=quiet), interp, case, params=params or {})
+    if not spy.first and spy.overlap:
+        # No wrong access but stores of one element by two programs with the same values (a
+        # one-row segment's columns, each 1): what leaves the elements of a missing offset
+        # unwritten. A planted jagged kernel that stored every column block at block 0 came as
+        # two rows of unwritten elements on an H200: the one whose blocks stored other values
+        # was traced to that store, the other (one row: every value 1) to nothing.
+        spy.first = spy.overlap
     if not spy.first:
         said = "outside its launch's buffers" + (
             ", nor a store racing another program's," if access == "access" else ""
@@ -313,6 +320,8 @@ class _Accesses:
         self.owner: dict[int, tuple[Any, Any]] = {}  # address -> (the program, the value) stored
         self.program: tuple[int, int, int] = (0, 0, 0)
         self.first: dict[str, Any] = {}
+        # The first store of an element another program stored with the same value (``race``).
+        self.overlap: dict[str, Any] = {}
         self.libs = _library_dirs()
         builder = ti.interpreter_builder
         self.real_store, self.real_load = builder.create_masked_store, builder.create_masked_load
@@ -368,17 +377,18 @@ class _Accesses:
             self.check(_addresses(ptrs, mask), size, "load")
         return self.real_load(ptrs, mask, *rest)
 
-    def here(self, detail: str, kind: str) -> None:
+    def here(self, detail: str, kind: str, into: dict[str, Any] | None = None) -> None:
         """Keeps the kernel line running now (the innermost frame outside the libraries and
-        these spies) as the first wrong access."""
+        these spies) as the first wrong access (``into``: another record)."""
+        into = self.first if into is None else into
         stack = traceback.extract_stack()[:-3]  # (here, check or race, store or load)
         frames = [f for f in stack if not f.filename.startswith(self.libs)]
         if frames:
             f = frames[-1]
-            self.first.update(
+            into.update(
                 _frame_record(f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno)
             )
-            self.first["detail"], self.first["kind"] = detail, kind
+            into["detail"], into["kind"] = detail, kind
 
     def check(self, at: np.ndarray, size: int, what: str) -> None:
         inside = np.zeros(at.shape, bool)
@@ -395,6 +405,7 @@ class _Accesses:
         """Notes a store of another value to an element another program of the launch stored
         (the same value from two programs is no race in effect)."""
         me, others, n = self.program, set(), 0
+        alike: set[Any] = set()  # (programs that stored the same values there)
         for a, v in zip(at.tolist(), values.tolist(), strict=True):
             prev = self.owner.get(a)
             if prev is None:
@@ -402,12 +413,22 @@ class _Accesses:
             elif prev[0] != me and not (prev[1] == v or (prev[1] != prev[1] and v != v)):
                 others.add(prev[0])
                 n += 1
+            elif prev[0] != me:
+                alike.add(prev[0])
         if others:
             self.here(
                 f"{n} of {at.size} element(s) of one store also stored, with other values, by "
                 f"program(s) {sorted(others)[:2]} of its launch, this one {me}: on a GPU which "
                 "value stays is up to the schedule",
                 "store racing another program's",
+            )
+        elif alike and not self.overlap:
+            self.here(
+                f"elements of one store also stored, with the same values, by program(s) "
+                f"{sorted(alike)[:2]} of its launch, this one {me}: two programs storing one "
+                "element where each should store its own leaves others unwritten",
+                "store overlapping another program's",
+                into=self.overlap,
             )
 
 

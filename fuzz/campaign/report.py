@@ -104,7 +104,26 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             d["also_seen"] = [*d.get("also_seen", []), *extra]
         absorb(d, r)
     join_backend_twins(out, _implementation)
+    _maybe_known_across(out)
     return out
+
+
+def _maybe_known_across(findings: dict[str, dict[str, Any]]) -> None:
+    """Marks a finding not shrunk as maybe a bug of its target shrunk on another backend
+    (``maybe_of``), where that bug has its failure key, its own or a way it was seen: what each
+    pair's ledger says of its own records (``BugLedger.maybe_known``), across the backends
+    whose findings the report joined. On an H200 a planted Pallas kernel's shrunk row (GPU) had
+    been seen as ``accuracy`` of ``lse``, and the interpreter's own unshrunk ``accuracy`` of
+    ``lse`` (4,018 elements) came as a row of its own."""
+    shrunk = [f for f in findings.values() if f.get("shrunk") and f.get("bug_key")]
+    for f in findings.values():
+        if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in ("crash", "hang"):
+            continue
+        for g in shrunk:
+            keys = {g["bug_key"], *(w.get("bug_key") for w in g.get("also_seen") or [])}
+            if g.get("target") == f.get("target") and f.get("bug_key") in keys:
+                f["maybe_of"] = g.get("signature")
+                break
 
 
 def _implementation(backend: str) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from fuzz.arrays import np_dtype
 from fuzz.case import Case
-from fuzz.target import load_beside
+from fuzz.target import get, load_beside
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKS = load_beside(__file__, "_planted_checks.py", "kernel_fuzz_planted_checks")
@@ -255,3 +255,39 @@ SAMPLE = [
 @pytest.mark.parametrize(("name", "examples"), SAMPLE, ids=[n for n, _ in SAMPLE])
 def test_a_sample_of_planted_bugs_is_found_with_its_class(plugins, name, examples):
     ROUND.check_found(plugins, name, examples)
+
+
+def test_unwritten_elements_of_two_stores_at_one_block_are_one_site(plugins):
+    """The store without its column block's offset (every block stored at block 0) came as two
+    rows of unwritten elements on an H200: two rows of five columns (the blocks store other
+    values there: a racing store, traced to the store's line) and one row of eight (each
+    column of a one-row segment is 1: both blocks store 1 at columns 0-3, no race in effect,
+    and the trace had found nothing). A store of elements another program stored with the same
+    values is now the origin of unwritten elements too: one store site, one bug, whichever
+    came first."""
+    from fuzz import origin
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates, bug_of
+    from fuzz.signatures import site
+
+    target = get("planted7_jagged_store_without_column_offset_triton")
+    backend = get_backend(CHECKS.BACKENDS["triton"])
+    params = {"dtype": "float32", "block_n": 4, "block_m": 4, "num_programs": None, "guard": "nan"}
+
+    def found(rows, columns):
+        values = np.random.default_rng(rows).standard_normal((rows, columns)).astype(np.float32)
+        offsets = np.array([0, rows], np.int32)
+        return CHECKS.as_found(
+            target, backend, Case({"values": values, "offsets": offsets}, params)
+        )
+
+    options = CHECKS.options()
+    one = origin.trace_accesses(target, backend.name, found(1, 8).case, found(1, 8).params)
+    assert one["kind"] == "store overlapping another program's", one
+    assert site(one) == site(origin.trace_accesses(target, backend.name, found(2, 5).case, {}))
+    for new, old in (((1, 8), (2, 5)), ((2, 5), (1, 8))):
+        new, old = found(*new), found(*old)
+        assert new.key == old.key == "nan|poisoned-output|y|-" and new.triggers != old.triggers
+        me = Duplicates(target, backend, options, found={"old": old}, known_bugs=[bug_of(old)])
+        bug, how = me.of(new)
+        assert (bug.signature, how) == (bug_of(old).signature, "site")
