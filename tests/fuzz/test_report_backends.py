@@ -107,3 +107,23 @@ def test_two_rows_that_hold_one_signature_are_one_even_with_a_backend_in_common(
     assert f["backends"] == ["pallas-gpu", "pallas-interpret"], f["backends"]
     assert f["reproducers"] == ["a.py", "b.py"], f["reproducers"]
     assert len(_dedupe([gpu, first, other])) == 2
+
+
+def test_an_unshrunk_finding_of_a_key_its_targets_bug_was_seen_as_on_another_backend():
+    """A pair's ledger marks an unshrunk record that may be one of its own shrunk bugs
+    (``maybe_of``); across backends the report does: on an H200 a planted Pallas kernel's
+    shrunk masking row (GPU) had been seen as accuracy of ``lse``, and the interpreter's own
+    unshrunk accuracy of ``lse`` (4,018 elements) came as a row of its own. A key no shrunk
+    bug of the target has, or another target's, keeps it a bug of its own."""
+    way = {"signature": "w", "bug_key": "accuracy|oracle|lse|-", "class": "accuracy"}
+    way["triggers"] = ["feature causal", "single-visible-key"]  # (not nesting with u's)
+    shrunk = _rec("s", "pallas-gpu", ["feature causal"], 17, "masking|oracle|o|-", also_seen=[way])
+    big = _rec("u", "pallas-interpret", ["gqa"], 4018, "accuracy|oracle|lse|-", shrunk=False)
+    other = _rec("v", "pallas-interpret", [], 99, "nan|oracle|o|-", shrunk=False)
+    elsewhere = {
+        **_rec("x", "pallas-gpu", [], 5, "accuracy|oracle|lse|-", shrunk=False),
+        "target": "j",
+    }
+    out = _dedupe([shrunk, big, other, elsewhere])
+    assert out["u"]["maybe_of"] == "s"
+    assert all("maybe_of" not in out[s] for s in ("s", "v", "x"))
