@@ -5,7 +5,8 @@ the evidence says a new bug is a known one met another way, it is that bug: its 
 is the known bug's kernel call (``case``), fails the known bug's way too, with the known bug's
 conditions holding (``property``: of any class and output, the known bug's property checked on
 the new example, or on the kernel call its failing metamorphic property derived from it: the
-second half of a sequence cut in two), its NaN or Inf is born at the same kernel expression
+second half of a sequence cut in two; or on the same call with its non-finite inputs made
+finite or, for a NaN or Inf, on smaller values: what a special input or an overflow hid), its NaN or Inf is born at the same kernel expression
 (``site``, whatever its key), or the wrong elements of both minimal examples read, or ignore,
 the same inputs as their references do not (``influence``: ``fuzz.influence``; a bias row read
 for every row shows as ``accuracy`` with two columns and as ``masking`` with one, and neither

@@ -23,7 +23,10 @@ for bf16 rows of odd length) read what their references read: no anomaly, no evi
 A minimal example's values are what its shrink left: zeros where the failure does not need
 them, and then a wrong element may depend on no input at all (a query of zeros scores every key
 alike). :func:`revalued` draws such inputs again; where that call still fails the same way, its
-anomalies are the example's too (``fuzz.duplicates.Duplicates.anomalies``).
+anomalies are the example's too (``fuzz.duplicates.Duplicates.anomalies``). Two more calls made
+of an example serve the duplicate check's ``fails_as``: :func:`finite` (its non-finite inputs
+made finite: a NaN made of a special input hides what the bug does to ordinary values) and
+:func:`tamed` (its values made smaller: an overflow hides it alike).
 
 A ``masked-poison`` failure is such evidence already: the elements it poisons are those no
 output depends on (``Target.poison``), so an output that moves when they do reads an input its
@@ -209,9 +212,8 @@ def revalued(case: Case) -> Case | None:
 
 def finite(case: Case) -> Case | None:
     """``case`` with the non-finite elements of its floating inputs made finite, or None where
-    it has none: an Inf one unit of magnitude past its input's largest finite one (16 past the
-    largest magnitude, of its sign: the most extreme of the input's values, well inside every
-    floating dtype), a NaN 0. A NaN or Inf that a bug makes of a special input (``x * scale``
+    it has none: an Inf becomes the input's largest finite magnitude plus 16, of its sign (the
+    most extreme of the input's values, well inside every floating dtype), a NaN 0. A NaN or Inf that a bug makes of a special input (``x * scale``
     with the scale truncated to 0, an Inf key made NaN) hides what the bug does to ordinary
     values: the same call with ordinary values shows it (``fuzz.duplicates.fails_as``)."""
     from fuzz.arrays import dtype_name, is_float
