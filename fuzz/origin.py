@@ -403,7 +403,9 @@ class _Accesses:
 
     def race(self, at: np.ndarray, values: np.ndarray) -> None:
         """Notes a store of another value to an element another program of the launch stored
-        (the same value from two programs is no race in effect)."""
+        (the same value from two programs is no race in effect: noted apart, the first such
+        store as :attr:`overlap`, what leaves other elements unwritten where no wrong access
+        is found)."""
         me, others, n = self.program, set(), 0
         alike: set[Any] = set()  # (programs that stored the same values there)
         for a, v in zip(at.tolist(), values.tolist(), strict=True):

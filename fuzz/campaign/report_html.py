@@ -162,8 +162,8 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
         parts.append(f"<p>{_e(note)}</p>")
     if f.get("maybe_of"):
         parts.append(
-            f"<p>not shrunk (its slice ended first) and failing as bug {_e(f['maybe_of'])} does: "
-            "it may be that bug; not counted as a distinct one</p>"
+            f"<p>not shrunk (its slice ended first) and failing as bug {_e(f['maybe_of'])} does "
+            "or was also seen: it may be that bug; not counted as a distinct one</p>"
         )
     small = f.get("interpreter_minimal")
     if small:
