@@ -856,6 +856,37 @@ def ways_of(rec: Mapping[str, Any]) -> list[Bug]:
     return [b for r in [rec, *(rec.get("also_seen") or [])] for b in bugs_of_record(r)]
 
 
+def maybe_known_across(findings: dict[str, dict[str, Any]]) -> None:
+    """Marks a finding not shrunk as maybe a bug of its target shrunk on another backend
+    (``maybe_of``), where that bug has its failure key, its own or a way it was seen: what each
+    pair's ledger says of its own records (``BugLedger.maybe_known``), across the backends
+    whose findings the report joined. On an H200 a planted Pallas kernel's shrunk row (GPU) had
+    been seen as ``accuracy`` of ``lse``, and the interpreter's own unshrunk ``accuracy`` of
+    ``lse`` (4,018 elements) came as a row of its own."""
+    shrunk = [f for f in findings.values() if f.get("shrunk") and f.get("bug_key")]
+    for f in findings.values():
+        if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in (F.CRASH, F.HANG):
+            continue
+        for g in shrunk:
+            keys = {g["bug_key"], *(w.get("bug_key") for w in g.get("also_seen") or [])}
+            if g.get("target") == f.get("target") and f.get("bug_key") in keys:
+                f["maybe_of"] = g.get("signature")
+                break
+
+
+def after_their_bugs(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``findings`` (a report's, in its order) with each one not shrunk that may be a bug found
+    before (``maybe_of``) moved right after that bug's: what may be one more way to it, not a
+    bug of its own (:meth:`BugLedger.maybe_known`, :func:`maybe_known_across`)."""
+    sigs = {f.get("signature") for f in findings}
+    maybe = [f for f in findings if f.get("maybe_of") in sigs - {f.get("signature")}]
+    out: list[dict[str, Any]] = []
+    for f in findings:
+        if not any(f is m for m in maybe):
+            out += [f, *(m for m in maybe if m["maybe_of"] == f.get("signature"))]
+    return out
+
+
 def join_backend_twins(rows: dict[str, dict[str, Any]], impl: Callable[[str], str]) -> None:
     """Joins, until none are left, each two report rows (``rows``: by key, each with the
     ``backends`` it was found on) that are one bug of one kernel (:func:`backend_twins`): the

@@ -33,7 +33,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzz.backends import backends, device_name
-from fuzz.ledger import absorb, bugs_of_record, join_backend_twins
+from fuzz.ledger import (
+    absorb,
+    after_their_bugs,
+    bugs_of_record,
+    join_backend_twins,
+    maybe_known_across,
+)
 from fuzz.reproducer import versions
 from fuzz.signatures import same_bug
 
@@ -104,26 +110,8 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             d["also_seen"] = [*d.get("also_seen", []), *extra]
         absorb(d, r)
     join_backend_twins(out, _implementation)
-    _maybe_known_across(out)
+    maybe_known_across(out)
     return out
-
-
-def _maybe_known_across(findings: dict[str, dict[str, Any]]) -> None:
-    """Marks a finding not shrunk as maybe a bug of its target shrunk on another backend
-    (``maybe_of``), where that bug has its failure key, its own or a way it was seen: what each
-    pair's ledger says of its own records (``BugLedger.maybe_known``), across the backends
-    whose findings the report joined. On an H200 a planted Pallas kernel's shrunk row (GPU) had
-    been seen as ``accuracy`` of ``lse``, and the interpreter's own unshrunk ``accuracy`` of
-    ``lse`` (4,018 elements) came as a row of its own."""
-    shrunk = [f for f in findings.values() if f.get("shrunk") and f.get("bug_key")]
-    for f in findings.values():
-        if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in ("crash", "hang"):
-            continue
-        for g in shrunk:
-            keys = {g["bug_key"], *(w.get("bug_key") for w in g.get("also_seen") or [])}
-            if g.get("target") == f.get("target") and f.get("bug_key") in keys:
-                f["maybe_of"] = g.get("signature")
-                break
 
 
 def _implementation(backend: str) -> str:
@@ -338,15 +326,7 @@ def _ordered(
         f["mutant"] = bool(r and r["mutant"])
         f["mutant_of"] = r["mutant_of"] if r else f.get("mutant_of")
         f["expected_class"] = r["expected_class"] if r else f.get("expected_class")
-    # A record not shrunk that may be a bug found before (``maybe_of``) right after that bug's,
-    # as what may be one more way to it, not a bug of its own (``BugLedger.maybe_known``).
-    sigs = {f.get("signature") for f in ordered}
-    maybe = [f for f in ordered if f.get("maybe_of") in sigs - {f.get("signature")}]
-    out = []
-    for f in ordered:
-        if not any(f is m for m in maybe):
-            out += [f, *(m for m in maybe if m["maybe_of"] == f.get("signature"))]
-    return out
+    return after_their_bugs(ordered)
 
 
 def ordered_findings(
