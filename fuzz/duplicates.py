@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,9 +117,9 @@ def fails_as(
     state of a one-chunk sequence came as two rows: the oracle with an initial state, and
     ``state-continuation`` without one, whose second half is a one-chunk call with the first
     half's state: that call fails the oracle. (Calls derived by other properties than the one
-    that failed say nothing of its failure: not taken.) Last, for an optional output the example
-    did not ask for, the call asking for it (:func:`_fails_requested`), and for non-finite
-    inputs, the call with them made finite (:func:`_fails_finite`)."""
+    that failed say nothing of its failure: not taken.) Last, the calls :func:`_remade` makes of
+    the example: asking for an optional output it did not, its non-finite inputs made finite,
+    and for a NaN or Inf bug its values made smaller."""
     outcome = check_as(target, backend, options, f, key)
     if outcome is None:
         return None
@@ -137,12 +137,11 @@ def fails_as(
         derived = _check_alone(target, backend, options, case, {}, key)
         if _fails(derived, key):
             return derived, True
-    requested = _fails_requested(target, backend, options, f, key)
-    if requested is None:
-        requested = _fails_finite(target, backend, options, f, key)
-    if requested is None and key_class(own) in ("nan", "inf"):
-        requested = _fails_tamed(target, backend, options, f, key)
-    return requested
+    for case in _remade(target, f, key, own):
+        remade = _check_alone(target, backend, options, case, f.params, key)
+        if _fails(remade, key):
+            return remade, True
+    return None
 
 
 def _check_alone(
@@ -164,67 +163,43 @@ def _check_alone(
         return None
 
 
-def _fails_requested(
-    target: Target, backend: Backend, options: HuntOptions, f: Any, key: str
-) -> tuple[Any, bool] | None:
-    """For a bug ``key`` of an optional output that ``f``'s example did not ask for (its
-    family's ``requests``): that example asking for it, where it fails ``key``'s way (a call of
-    its own: what holds is its conditions). A planted GLA kernel that decayed each key from the
-    chunk's start came as two rows: the final state ``ht`` of one token, and ``o`` of several
-    chunks, whose example asked for no final state; with it, that state is wrong too."""
+def _remade(target: Target, f: Any, key: str, own: str) -> Iterator[Any]:
+    """The calls made of ``f``'s example that :func:`fails_as` checks last, each a call of its
+    own (what holds is its conditions, the known bug's triggers among them):
+
+    - for a bug ``key`` of an optional output the example did not ask for (its family's
+      ``requests``), the example asking for it. A planted GLA kernel that decayed each key from
+      the chunk's start came as two rows: the final state ``ht`` of one token, and ``o`` of
+      several chunks, whose example asked for no final state; with it, that state is wrong too.
+    - for an example with non-finite inputs, the same call with them made finite
+      (:func:`fuzz.influence.finite`). A planted Pallas softmax that truncated its scale to an
+      integer came as two rows on the CPU and on an H200: every key of a row weighted alike
+      (``accuracy``), and ``-inf * 0`` = NaN where a key was -inf (``nan``); with that key a
+      finite one far below the others, the NaN example weights it as the others. A bug that
+      needs the special value (a fully masked row's ``-inf - -inf``) does not fail so.
+    - for an example of a NaN or Inf bug (``own``), the same call on smaller values (its
+      floating inputs scaled by each of :data:`fuzz.influence.TAME_FACTORS` in turn). A
+      planted GLA kernel that restarted its gates' prefix sum at every 16-token tile of a
+      32-token chunk came as ``inf`` (strong gates: the decay across the tile boundary grows to
+      exp(183)) and ``accuracy`` (weaker ones); a quarter of the Inf example's gates gives the
+      accuracy row's failure. A bug exact but for its overflow (a softmax shifted by the wrong
+      maximum) passes on smaller values: nothing is told."""
+    from fuzz import influence
+
     family, parts = _family(target), key.split("|")
     request = family.requests.get(parts[2]) if family is not None and len(parts) > 2 else None
-    if request is None:
-        return None
-    case = request(f.case)
-    if case.digest() == f.case.digest():
-        return None  # (asked for already)
-    outcome = _check_alone(target, backend, options, case, f.params, key)
-    return (outcome, True) if _fails(outcome, key) else None
-
-
-def _fails_finite(
-    target: Target, backend: Backend, options: HuntOptions, f: Any, key: str
-) -> tuple[Any, bool] | None:
-    """For an example with non-finite inputs: the same call with them made finite
-    (:func:`fuzz.influence.finite`), where it fails ``key``'s way (a call of its own: what
-    holds is its conditions, the known bug's triggers among them). A planted Pallas softmax
-    that truncated its scale to an integer came as two rows on the CPU and on an H200: every
-    key of a row weighted alike (``accuracy``), and ``-inf * 0`` = NaN where a key was -inf
-    (``nan``); with that key a finite one far below the others, the NaN example weights it as
-    the others. A bug that needs the special value (a fully masked row's ``-inf - -inf``) does
-    not fail so: nothing changes for it."""
-    from fuzz import influence
-
-    case = influence.finite(f.case)
-    if case is None:
-        return None
-    outcome = _check_alone(target, backend, options, case, f.params, key)
-    return (outcome, True) if _fails(outcome, key) else None
-
-
-def _fails_tamed(
-    target: Target, backend: Backend, options: HuntOptions, f: Any, key: str
-) -> tuple[Any, bool] | None:
-    """For an example of a NaN or Inf bug: the same call on smaller values (its floating inputs
-    scaled by each of :data:`fuzz.influence.TAME_FACTORS` in turn), where one of them fails
-    ``key``'s way (a call of its own: what holds is its conditions, the known bug's
-    triggers among them). A planted GLA kernel that restarted its gates' prefix sum at every
-    16-token tile of a 32-token chunk came as two rows: ``inf`` (strong gates: the decay across
-    the tile boundary grows to exp(183)) and ``accuracy`` (weaker ones: it grows less); a
-    quarter of the Inf example's gates gives the accuracy row's failure. A bug that is exact
-    but for its overflow (a softmax shifted by the wrong maximum) passes on smaller values:
-    nothing is told."""
-    from fuzz import influence
-
-    for factor in influence.TAME_FACTORS:
-        case = influence.tamed(f.case, factor)
-        if case is None:
-            return None
-        outcome = _check_alone(target, backend, options, case, f.params, key)
-        if _fails(outcome, key):
-            return outcome, True
-    return None
+    if request is not None:
+        case = request(f.case)
+        if case.digest() != f.case.digest():  # (not asked for already)
+            yield case
+    finite = influence.finite(f.case)
+    if finite is not None:
+        yield finite
+    if key_class(own) in ("nan", "inf"):
+        for factor in influence.TAME_FACTORS:
+            tamed = influence.tamed(f.case, factor)
+            if tamed is not None:
+                yield tamed
 
 
 def _fails(outcome: Any, key: str) -> bool:

@@ -196,41 +196,35 @@ def revalued(case: Case) -> Case | None:
     values, kept), or None where no input holds one value. A wrong element cannot be seen to
     read an input the shrink left at zero (nor anything, where all were): the same call with
     values that vary tells what it reads."""
-    from fuzz.arrays import dtype_name, is_float
-
     rng = np.random.default_rng(int(case.digest()[:8], 16))
-    inputs = {}
-    for name, a in sorted(case.inputs.items()):
-        if not (a.size and is_float(dtype_name(a.dtype))):
-            continue
+
+    def drawn(a: np.ndarray) -> np.ndarray | None:
         finite = np.isfinite(a)
         if not finite.any() or np.unique(a[finite]).size != 1:
-            continue
-        inputs[name] = np.where(finite, rng.standard_normal(a.shape), a).astype(a.dtype)
-    return case.replace(inputs=inputs) if inputs else None
+            return None
+        return np.where(finite, rng.standard_normal(a.shape), a)
+
+    return _changing(case, drawn)
 
 
 def finite(case: Case) -> Case | None:
     """``case`` with the non-finite elements of its floating inputs made finite, or None where
     it has none: an Inf becomes the input's largest finite magnitude plus 16, of its sign (the
-    most extreme of the input's values, well inside every floating dtype), a NaN 0. A NaN or Inf that a bug makes of a special input (``x * scale``
-    with the scale truncated to 0, an Inf key made NaN) hides what the bug does to ordinary
-    values: the same call with ordinary values shows it (``fuzz.duplicates.fails_as``)."""
-    from fuzz.arrays import dtype_name, is_float
+    most extreme of the input's values, well inside every floating dtype), a NaN 0. A NaN or
+    Inf that a bug makes of a special input (``x * scale`` with the scale truncated to 0, an Inf
+    key made NaN) hides what the bug does to ordinary values: the same call with ordinary
+    values shows it (``fuzz.duplicates.fails_as``)."""
 
-    inputs = {}
-    for name, a in sorted(case.inputs.items()):
-        if not (a.size and is_float(dtype_name(a.dtype))):
-            continue
+    def made_finite(a: np.ndarray) -> np.ndarray | None:
         special = ~np.isfinite(a)
         if not special.any():
-            continue
+            return None
         wide = a.astype(np.float64)
         finite_part = wide[~special]
         far = (float(np.abs(finite_part).max()) if finite_part.size else 0.0) + 16.0
-        made = np.where(np.isnan(wide), 0.0, np.where(special, np.sign(wide) * far, wide))
-        inputs[name] = made.astype(a.dtype)
-    return case.replace(inputs=inputs) if inputs else None
+        return np.where(np.isnan(wide), 0.0, np.where(special, np.sign(wide) * far, wide))
+
+    return _changing(case, made_finite)
 
 
 # The factors :func:`tamed` scales by, in turn: an exponent of 183 (a GLA decay that grows
@@ -245,17 +239,29 @@ def tamed(case: Case, factor: float) -> Case | None:
     by overflowing on large values (a decay grown across a tile boundary, ``exp(183)``) hides
     what it does to ordinary ones: the same call on smaller values shows it
     (``fuzz.duplicates.fails_as``)."""
+
+    def scaled(a: np.ndarray) -> np.ndarray | None:
+        finite = np.isfinite(a)
+        if not (finite & (a != 0)).any():
+            return None
+        wide = a.astype(np.float64)
+        return np.where(finite, wide * factor, wide)
+
+    return _changing(case, scaled)
+
+
+def _changing(case: Case, change: Callable[[np.ndarray], np.ndarray | None]) -> Case | None:
+    """``case`` with each floating input that ``change`` changes (the array it gives, cast to
+    the input's dtype; None: the input kept), in the order of their names; None where it changes
+    none (the calls :func:`revalued`, :func:`finite` and :func:`tamed` make)."""
     from fuzz.arrays import dtype_name, is_float
 
     inputs = {}
     for name, a in sorted(case.inputs.items()):
-        if not (a.size and is_float(dtype_name(a.dtype))):
-            continue
-        finite = np.isfinite(a)
-        if not (finite & (a != 0)).any():
-            continue
-        wide = a.astype(np.float64)
-        inputs[name] = np.where(finite, wide * factor, wide).astype(a.dtype)
+        if a.size and is_float(dtype_name(a.dtype)):
+            made = change(a)
+            if made is not None:
+                inputs[name] = made.astype(a.dtype)
     return case.replace(inputs=inputs) if inputs else None
 
 
