@@ -92,6 +92,14 @@ def same_call(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     )
 
 
+def keys_of(rec: Mapping[str, Any]) -> list[str | None]:
+    """A record's failure key, then the keys of the ways its bug was seen: those its minimal
+    example also failed with (:func:`also_keys`) and its ``also_seen`` records' (None where a
+    record has none)."""
+    seen = [s.get("bug_key") for s in rec.get("also_seen") or []]
+    return [rec.get("bug_key"), *also_keys(rec), *seen]
+
+
 def also_keys(rec: Mapping[str, Any]) -> list[str]:
     """The failure keys a record's minimal example also failed with: its key with each class of
     its output's other elements in its own's place (``details["also_fails"]``), and each class
@@ -779,14 +787,12 @@ class BugLedger:
         also been seen as). Kept, with their reproducers, and not counted as distinct bugs."""
         shrunk: dict[str, str] = {}
         records = [(sig, f) for sig, f in self.found.items() if f.get("shrunk")]
-        for sig, f in records:  # (a bug's own key first, then the ways it was seen)
-            if f.get("bug_key"):
-                shrunk.setdefault(f["bug_key"], sig)
-        for sig, f in records:
-            ways = [*also_keys(f), *(s.get("bug_key") for s in f.get("also_seen", []))]
-            for key in ways:
-                if key:
-                    shrunk.setdefault(key, sig)
+        for first in (True, False):  # (a bug's own key first, then the ways it was seen)
+            for sig, f in records:
+                own, *ways = keys_of(f)
+                for key in [own] if first else ways:
+                    if key:
+                        shrunk.setdefault(key, sig)
         return {
             sig: shrunk[f["bug_key"]]
             for sig, f in self.found.items()
@@ -856,28 +862,28 @@ def ways_of(rec: Mapping[str, Any]) -> list[Bug]:
     return [b for r in [rec, *(rec.get("also_seen") or [])] for b in bugs_of_record(r)]
 
 
-def maybe_known_across(findings: dict[str, dict[str, Any]]) -> None:
-    """Marks a finding not shrunk as maybe a bug of its target shrunk on another backend
-    (``maybe_of``), where that bug has its failure key, its own or a way it was seen: what each
+def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``findings`` (a report's, by signature), each not shrunk marked as maybe a bug of its
+    target shrunk on another backend (``maybe_of``), where that bug has its failure key, its own or a way it was seen: what each
     pair's ledger says of its own records (``BugLedger.maybe_known``), across the backends
     whose findings the report joined. On an H200 a planted Pallas kernel's shrunk row (GPU) had
     been seen as ``accuracy`` of ``lse``, and the interpreter's own unshrunk ``accuracy`` of
     ``lse`` (4,018 elements) came as a row of its own."""
-    shrunk = [f for f in findings.values() if f.get("shrunk") and f.get("bug_key")]
+    shrunk = [(f, set(keys_of(f))) for f in findings.values() if f.get("shrunk")]
     for f in findings.values():
         if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in (F.CRASH, F.HANG):
             continue
-        for g in shrunk:
-            keys = {g["bug_key"], *(w.get("bug_key") for w in g.get("also_seen") or [])}
-            if g.get("target") == f.get("target") and f.get("bug_key") in keys:
+        for g, keys in shrunk:
+            if g.get("target") == f.get("target") and f.get("bug_key") in keys - {None}:
                 f["maybe_of"] = g.get("signature")
                 break
+    return findings
 
 
 def after_their_bugs(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``findings`` (a report's, in its order) with each one not shrunk that may be a bug found
     before (``maybe_of``) moved right after that bug's: what may be one more way to it, not a
-    bug of its own (:meth:`BugLedger.maybe_known`, :func:`maybe_known_across`)."""
+    bug of its own (:meth:`BugLedger.maybe_known`, :func:`mark_maybe_of`)."""
     sigs = {f.get("signature") for f in findings}
     maybe = [f for f in findings if f.get("maybe_of") in sigs - {f.get("signature")}]
     out: list[dict[str, Any]] = []

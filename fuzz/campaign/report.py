@@ -33,13 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzz.backends import backends, device_name
-from fuzz.ledger import (
-    absorb,
-    after_their_bugs,
-    bugs_of_record,
-    join_backend_twins,
-    maybe_known_across,
-)
+from fuzz.ledger import absorb, after_their_bugs, bugs_of_record, join_backend_twins, mark_maybe_of
 from fuzz.reproducer import versions
 from fuzz.signatures import same_bug
 
@@ -110,8 +104,7 @@ def _dedupe(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             d["also_seen"] = [*d.get("also_seen", []), *extra]
         absorb(d, r)
     join_backend_twins(out, _implementation)
-    maybe_known_across(out)
-    return out
+    return mark_maybe_of(out)
 
 
 def _implementation(backend: str) -> str:

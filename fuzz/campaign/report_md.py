@@ -228,9 +228,8 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         lines.append(f"- {note}")
     if f.get("maybe_of"):
         lines.append(
-            f"- not shrunk (its slice ended first) and failing as bug `{f['maybe_of']}` does or "
-            "was also seen (one class, property and output): it may be that bug; not counted as "
-            "a distinct one"
+            f"- not shrunk (its slice ended first), failing as bug `{f['maybe_of']}` does or was "
+            "seen (one class, property and output): maybe that bug; not counted as a distinct one"
         )
     small = f.get("interpreter_minimal")
     if small:
