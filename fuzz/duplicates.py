@@ -281,6 +281,8 @@ class Duplicates:
     _anomalies: dict[tuple[str, str | None], frozenset[tuple[str, str]] | None] = field(
         default_factory=dict
     )
+    # fuzz.explain's explanation of an example's call, by the call.
+    _explained: dict[str, Any] = field(default_factory=dict)
     # ``time.perf_counter()`` past which no more evidence is gathered (None: no limit), and how
     # many checks it cut (:meth:`of`).
     deadline: float | None = None
@@ -328,6 +330,11 @@ class Duplicates:
 
     def _of(self, f: Found) -> tuple[Bug, str] | None:
         bug = bug_of(f)
+        mine = self.explained(f)
+        if mine is not None and "explained" not in f.finding.details:
+            # What the kernel computed instead, named on the row (a maintainer reads it first).
+            f.finding.details["explained"] = mine.text
+            f.finding.message += f"; {mine.text}"
         same_call = self.same_call(f)
         if same_call is not None:
             return same_call, "case"
@@ -337,6 +344,9 @@ class Duplicates:
         shown = self.shown_by_known(f)
         if shown is not None:
             return shown, "property"
+        alike = self.explained_alike(f)
+        if alike is not None:
+            return alike, "explained"
         others = [b for b in self.known_bugs if b.key != bug.key]
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         twin = self.same_site(f, twins + others)
@@ -699,6 +709,52 @@ class Duplicates:
             self._in_time,
             seconds=None if left is None else left / 2,
         )
+
+    def explained(self, example: Any) -> Any:
+        """:func:`fuzz.explain.explain` of an example's call (its oracle check: what the kernel
+        computed instead), computed once; None where no hypothesis matches or the call cannot
+        be checked so."""
+        from fuzz import explain
+
+        memo = example.case.digest()
+        if memo not in self._explained:
+            self._in_time()
+            try:
+                outcome = check_case(
+                    self.target,
+                    self.backend,
+                    example.case,
+                    params=getattr(example, "params", {}),
+                    **self.options.check_kwargs(),
+                    only=("oracle",),
+                )
+                clean = outcome.context.clean
+                self._explained[memo] = (
+                    None
+                    if clean.error is not None
+                    else explain.explain(outcome.context, clean.outputs)
+                )
+            except Exception:  # evidence, never the hunt's error
+                self._explained[memo] = None
+        return self._explained[memo]
+
+    def explained_alike(self, f: Found) -> Bug | None:
+        """The known bug (of any key, with a minimal example here) whose minimal example is
+        explained as ``f``'s is (:mod:`fuzz.explain`: one hypothesis of what the kernel computed
+        instead matching every output of both), or None. One mistake is one bug whatever free
+        choices reached it: a planted varlen kernel that stored its log-sum-exps token-major
+        came as three ``inf`` rows on an H200 (a query with no key under a causal mask, under a
+        window, in an empty sequence: choices that do not nest) and an ``accuracy`` row, each
+        the oracle's lse transposed. Two bugs that each scale values their own way (the
+        two-bug softmax) match no hypothesis."""
+        mine = self.explained(f)
+        if mine is None:
+            return None
+        for bug, old in self._known_examples(f, twins=True):
+            theirs = self.explained(old)
+            if theirs is not None and theirs.key == mine.key:
+                return bug
+        return None
 
     def reads_alike(self, f: Found) -> Bug | None:
         """The known bug (of any key, with a minimal example here) whose minimal example's wrong

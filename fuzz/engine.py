@@ -1154,7 +1154,7 @@ class _Hunter:
             mine = next((o for o in result.found.values() if o.signature == twin.signature), None)
             if mine is not None and twin.key != f.key:  # this hunt's bug, seen another way
                 mine.seen_as.append(f)
-            if how in ("influence", "dtype"):  # later examples the way f came: its twin's hits
+            if how in ("influence", "dtype", "explained"):  # later examples the way f came: hits
                 self.known_bugs.append(Bug(f.key, frozenset(f.triggers), twin.signature))
             result.duplicates.append(
                 {

@@ -514,7 +514,7 @@ class BugLedger:
                 out.merged.append((sig, twin, "also", str(rec.get("class"))))
             return out
         _supersede(out, rec, keep)
-        if dup.get("how") in ("site", "conditions", "influence", "dtype"):  # (its example's)
+        if dup.get("how") in ("site", "conditions", "influence", "dtype", "explained"):
             also(keep, dup.get("triggers"))
         # The conditions it was first seen with lead to the twin: later examples with all of
         # them are its hits, not shrunk again (a GPU plugin campaign shrank examples with one

@@ -30,6 +30,7 @@ element (the derivation: ``kernels/attention/README.md``, "Error bounds").
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Generic, NamedTuple, TypeVar
 
@@ -82,10 +83,22 @@ def query_offset(q_len: int, k_len: int, align: str = "bottom-right") -> int:
     """The key position of query 0: ``k_len - q_len`` bottom-right aligned (FlashAttention 2.1+,
     this project's kernels: the last query sits at the last key), 0 top-left aligned (PyTorch's
     ``is_causal``: query i at key i). Causal masks, windows and ALiBi distances are measured from
-    each query's position."""
-    if align not in ALIGNMENTS:
-        raise ValueError(f"align={align!r} must be one of {ALIGNMENTS}")
-    return k_len - q_len if align == "bottom-right" else 0
+    each query's position. An alignment may carry a shift, ``bottom-right+1`` or ``top-left-1``:
+    every query that many keys later (earlier), what a kernel off by one computes (the duplicate
+    check's hypotheses, ``fuzz.explain``; no kernel declares one)."""
+    base, shift = split_alignment(align)
+    return (k_len - q_len if base == "bottom-right" else 0) + shift
+
+
+def split_alignment(align: str) -> tuple[str, int]:
+    """``(alignment, shift)`` of ``align`` (``bottom-right+1`` -> ``("bottom-right", 1)``)."""
+    m = re.fullmatch(r"(bottom-right|top-left)(?:([+-])(\d+))?", str(align))
+    if m is None:
+        raise ValueError(
+            f"align={align!r} must be one of {ALIGNMENTS}, optionally shifted (+N or -N)"
+        )
+    shift = 0 if m.group(2) is None else int(m.group(3)) * (1 if m.group(2) == "+" else -1)
+    return m.group(1), shift
 
 
 def alibi_bias(
@@ -237,7 +250,8 @@ def attention_reference_packed(
         k_seq[rk], k_idx[rk] = n, torch.arange(lk, device=dev)
     i = q_idx[:, None]
     j = k_idx[None, :]
-    pos = i + ((q_lk - q_lq)[:, None] if align == "bottom-right" else 0)
+    base, shift = split_alignment(align)
+    pos = i + ((q_lk - q_lq)[:, None] if base == "bottom-right" else 0) + shift
     keep = q_seq[:, None] == k_seq[None, :]
     if causal:
         keep &= j <= pos

@@ -153,6 +153,7 @@ SEEN_HOW = {
     "conditions": "minimal example failing alike with its incidental conditions taken away",
     "dtype": "minimal examples each failing the other's way in the other's half-precision dtype",
     "same": "minimal example of the bug's key, under fewer conditions than that way",
+    "explained": "minimal examples both matching the oracle under one mix-up (fuzz.explain)",
 }
 
 

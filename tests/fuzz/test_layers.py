@@ -20,6 +20,7 @@ CORE = {
     "compare",
     "duplicates",
     "engine",
+    "explain",
     "failures",
     "families",
     "files",

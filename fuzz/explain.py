@@ -1,0 +1,173 @@
+"""What a failing kernel computed instead: its outputs matched against the oracle under the
+mix-ups kernels of a family are often written with.
+
+A minimal example fails its oracle; the hypotheses here are the oracle's result changed one way
+at a time, each a mistake a maintainer would recognize:
+
+- an output's values in another layout: written in one axis order and read in the declared
+  one (log-sum-exps stored token-major where head-major is read, a state kept transposed);
+- for attention, the queries placed elsewhere among the keys: aligned top-left where
+  bottom-right is declared (or the other way), or one key earlier or later than declared (a
+  decode query placed at the cache's length, a causal diagonal off by one). Causal masks,
+  windows and ALiBi distances all move with the query's position.
+
+An example is *explained* by a hypothesis where every output of the kernel matches the
+hypothesis's outputs within the bounds the oracle check uses (the case's own bounds, computed
+for the moved queries where they move, the permuted bounds of a permuted output), and it did
+not match the oracle. The explanation is checked on the whole kernel call, not on its wrong
+elements alone: a kernel whose lse rows are each some other row's by chance does not match a
+layout hypothesis on its other elements.
+
+Two rows of one target whose minimal examples are explained by the same hypothesis are one bug
+(``fuzz.duplicates``): a layout mix-up met through a query with no key under a causal mask,
+under a window and in an empty sequence is one mistake, whichever free choice each example drew
+(three rows of a planted varlen kernel on an H200). Two bugs that scale values differently (the
+two-bug softmax) match no hypothesis: nothing joins them here. The finding's message names the
+explanation, what a maintainer reads first.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fuzz.compare import measure
+from fuzz.properties import Context, excess
+
+# Outputs of more axes than this are not permuted (4! orders at most).
+MAX_PERMUTED_AXES = 4
+# The query shifts tried, in keys (an off-by-one).
+SHIFTS = (1, -1)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A hypothesis that matched: ``key`` compares (two rows of one key are one mistake),
+    ``text`` is what the report says."""
+
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
+class _Hypothesis:
+    explanation: Explanation
+    outputs: Mapping[str, np.ndarray]
+    bounds: Mapping[str, np.ndarray]
+
+
+def explain(ctx: Context, got: Mapping[str, Any]) -> Explanation | None:
+    """The first hypothesis that every output in ``got`` (the kernel's outputs of ``ctx``'s
+    case) matches where the oracle does not, or None. ``ctx``: the case's checking context
+    (its oracle and bounds are reused)."""
+    names = [n for n in ctx.oracle if n in got]
+    if not names:
+        return None
+    outputs = {n: np.asarray(got[n]) for n in names}
+    failing = [n for n in names if not _matches(outputs[n], ctx.oracle[n], ctx.bound(n))]
+    if not failing:
+        return None  # (nothing to explain: the oracle agrees)
+    for hyp in _hypotheses(ctx, names, failing):
+        if all(_matches(outputs[n], hyp.outputs[n], hyp.bounds[n]) for n in names):
+            return hyp.explanation
+    return None
+
+
+def _matches(got: np.ndarray, want: np.ndarray, bound: np.ndarray) -> bool:
+    """Whether ``got`` is ``want`` within ``bound``, element by element, its special values
+    where ``want`` has them (the oracle check's comparison)."""
+    if got.shape != want.shape:
+        return False
+    m = measure(got, want)
+    if m.nonfinite_where_finite or m.special_mismatch:
+        return False
+    return float(excess(m.errors, bound).max(initial=0.0)) <= 1.0
+
+
+def _hypotheses(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hypothesis]:
+    yield from _layouts(ctx, names, failing)
+    yield from _alignments(ctx, names)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+
+
+def _axes(ctx: Context, name: str, ndim: int) -> str:
+    """The axis letters of output ``name`` (its family's layout), else their numbers."""
+    from fuzz.families import family_of
+
+    family = family_of(ctx.target)
+    letters = None if family is None else family.layouts.get(name)
+    if letters is None or len(letters) != ndim:
+        return "".join(str(i) for i in range(ndim))
+    return str(letters)
+
+
+def _layouts(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hypothesis]:
+    """One failing output's oracle written in another axis order and read in the declared one
+    (``ascontiguousarray(a.transpose(order)).reshape(a.shape)``), the others as the oracle."""
+    for name in failing:
+        want = ctx.oracle[name]
+        if not 2 <= want.ndim <= MAX_PERMUTED_AXES:
+            continue
+        bound = np.broadcast_to(ctx.bound(name), want.shape)
+        letters = _axes(ctx, name, want.ndim)
+        for order in itertools.permutations(range(want.ndim)):
+            if order == tuple(range(want.ndim)):
+                continue
+            moved = np.ascontiguousarray(want.transpose(order)).reshape(want.shape)
+            if _same(moved, want):
+                continue  # (only axes of one element moved)
+            written = ", ".join(letters[i] for i in order)
+            read = ", ".join(letters)
+            outputs = {n: ctx.oracle[n] for n in names}
+            bounds = {n: ctx.bound(n) for n in names}
+            outputs[name] = moved
+            bounds[name] = np.ascontiguousarray(bound.transpose(order)).reshape(want.shape)
+            yield _Hypothesis(
+                Explanation(
+                    f"layout {name} {''.join(letters[i] for i in order)}",
+                    f"{name} holds the oracle's values written in axis order ({written}) and "
+                    f"read as ({read}): a layout or reshape mix-up",
+                ),
+                outputs,
+                bounds,
+            )
+
+
+def _alignments(ctx: Context, names: list[str]) -> Iterator[_Hypothesis]:
+    """For attention: every output as the oracle computes it with the queries aligned the
+    other way, or one key later or earlier than declared."""
+    from fuzz.families import family_of
+    from oracles.attention import split_alignment
+
+    family = family_of(ctx.target)
+    if family is None or not family.name.startswith("attention"):
+        return
+    declared = str(ctx.case.params.get("align", "bottom-right"))
+    base, shift = split_alignment(declared)
+    other = "top-left" if base == "bottom-right" else "bottom-right"
+    tried = [(other, other, f"the queries aligned {other} (declared: {base})")]
+    for s in SHIFTS:
+        n = shift + s
+        moved = base if n == 0 else f"{base}{n:+d}"
+        where = "later" if s > 0 else "earlier"
+        tried.append((moved, f"{base}{s:+d}", f"each query one key {where} than {base} alignment"))
+    for align, key, text in tried:
+        alt = Context(ctx.target, ctx.backend, ctx.case.replace(align=align))
+        try:
+            outputs = {n: alt.oracle[n] for n in names}
+        except Exception:  # a hypothesis the oracle cannot take: none
+            continue
+        if all(_same(outputs[n], ctx.oracle[n]) for n in names):
+            continue  # (nothing the queries' place decides)
+        yield _Hypothesis(
+            Explanation(f"align {key}", f"every output matches the oracle with {text}"),
+            outputs,
+            {n: alt.bound(n) for n in names},
+        )

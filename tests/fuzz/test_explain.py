@@ -1,0 +1,160 @@
+"""What a failing kernel computed instead (``fuzz.explain``), and the rows it joins
+(``fuzz.duplicates.Duplicates.explained_alike``): each hypothesis shown on a planted kernel that
+makes that mistake, the same examples on its bug-free control explained by nothing (they pass),
+and bugs no hypothesis explains left apart."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from fuzz import explain
+from fuzz.backends import get_backend
+from fuzz.case import Case
+from fuzz.duplicates import Duplicates, bug_of
+from fuzz.properties import check_case
+from fuzz.target import get, load_beside, load_plugin
+
+PLUGINS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins")
+CHECKS = load_beside(os.path.join(PLUGINS, "x.py"), "_planted_checks.py", "kernel_fuzz_pc")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plugins():
+    for name in ("planted5.py", "planted5_pallas.py", "planted7_pallas.py", "half_bugs.py"):
+        load_plugin(os.path.join(PLUGINS, name))
+
+
+def _explained(name: str, backend: str, case: Case) -> explain.Explanation | None:
+    outcome = check_case(get(name), get_backend(backend), case, only=("oracle",))
+    assert outcome.context.clean.error is None
+    return explain.explain(outcome.context, outcome.context.clean.outputs)
+
+
+def _attention(tq, tk, *, hq=1, causal=False, window=None, d=1, seed=0):
+    rng = np.random.default_rng(seed)
+    inputs = {
+        "q": rng.standard_normal((1, hq, tq, d)).astype(np.float32),
+        "k": rng.standard_normal((1, 1, tk, d)).astype(np.float32),
+        "v": rng.standard_normal((1, 1, tk, d)).astype(np.float32),
+    }
+    params = {
+        "dtype": "float32", "causal": causal, "window": window, "scale": None, "softcap": None,
+        "alibi": None, "block_q": 16, "block_k": 16,
+    }  # fmt: skip
+    return Case(inputs, params)
+
+
+def _varlen(cu_q, cu_k, *, causal=False, window=None):
+    case = _attention(cu_q[-1], cu_k[-1], hq=2, causal=causal, window=window)
+    cu = {"cu_seqlens_q": np.asarray(cu_q, np.int32), "cu_seqlens_k": np.asarray(cu_k, np.int32)}
+    return case.replace(inputs=cu)
+
+
+def _decode(cache, *, window=None, alibi=None):
+    rng = np.random.default_rng(1)
+    inputs = {
+        "q": rng.standard_normal((1, 1, 1, 2)).astype(np.float32),
+        "k": rng.standard_normal((1, 1, cache, 2)).astype(np.float32),
+        "v": rng.standard_normal((1, 1, cache, 2)).astype(np.float32),
+        "cache_len": np.array([cache], np.int32),
+    }
+    if alibi is not None:
+        inputs["alibi_slopes"] = np.full((1,), alibi, np.float32)
+    params = {
+        "dtype": "float32", "window": window, "scale": None, "softcap": None, "alibi": None,
+        "block_k": 16, "num_splits": 1,
+    }  # fmt: skip
+    return Case(inputs, params)
+
+
+# Round 7's log-sum-exps stored token-major and read head-major, met four ways: a query with no
+# key under a causal mask, under a window, in a sequence of no keys (Inf rows), and wrong values.
+LSE_WAYS = {
+    "causal": lambda: _varlen([0, 2], [0, 1], causal=True),
+    "window": lambda: _varlen([0, 2], [0, 1], window=[-1, 0]),
+    "empty sequence": lambda: _varlen([0, 1, 2], [0, 0, 2]),
+    "values": lambda: _varlen([0, 2], [0, 1]),
+}
+
+
+@pytest.mark.parametrize("way", sorted(LSE_WAYS))
+def test_a_layout_mix_up_is_named_whichever_way_it_is_met(way):
+    case = LSE_WAYS[way]()
+    got = _explained("planted7_varlen_lse_token_major_pallas", "pallas-interpret", case)
+    assert got is not None and got.key == "layout lse BTH", got
+    assert "written in axis order (B, T, H) and read as (B, H, T)" in got.text
+    # The bug-free control passes the same call: nothing to explain.
+    assert _explained("control7_attention_varlen_pallas", "pallas-interpret", case) is None
+
+
+def test_a_layout_hypothesis_must_match_every_element_not_only_the_wrong_ones():
+    """The kernel's lse rows transposed match; with one other element of ``o`` off as well, the
+    call is not what the hypothesis computes (a wrong value elsewhere is another fault)."""
+    case = LSE_WAYS["values"]()
+    outcome = check_case(
+        get("planted7_varlen_lse_token_major_pallas"),
+        get_backend("pallas-interpret"),
+        case,
+        only=("oracle",),
+    )
+    got = {n: np.array(v) for n, v in outcome.context.clean.outputs.items()}
+    assert explain.explain(outcome.context, got) is not None
+    got["o"][0, 1, 0, 0] += 0.25
+    assert explain.explain(outcome.context, got) is None
+
+
+def test_a_query_one_key_late_is_named_through_a_window_and_through_alibi():
+    """Round 5's decode query placed at the cache's length: a window of one key hides the one
+    key it should see (``inf`` lse), ALiBi measures every distance one too long (lse off by the
+    slope, ``accuracy``): one explanation."""
+    name, backend = "planted5_decode_position_is_length_pallas", "pallas-interpret"
+    window = _explained(name, backend, _decode(1, window=[0, -1]))
+    alibi = _explained(name, backend, _decode(3, alibi=0.5))
+    assert window is not None and alibi is not None
+    assert window.key == alibi.key == "align bottom-right+1", (window, alibi)
+    assert "one key later than bottom-right" in window.text
+
+
+def test_a_causal_mask_aligned_top_left_is_named():
+    name, backend = "planted5_attention_causal_top_left_triton", "triton-interpret"
+    for case in (_attention(1, 2, causal=True), _attention(2, 3, causal=True, seed=2)):
+        got = _explained(name, backend, case)
+        assert got is not None and got.key == "align top-left", got
+
+
+def test_bugs_that_scale_values_are_explained_by_nothing():
+    """The two-bug softmax (fp16 outputs x 1.01; bf16 rows of odd length >= 3 x 0.97): no
+    hypothesis matches either, so nothing here joins them."""
+    rng = np.random.default_rng(0)
+    for dtype, cols in (("float16", 2), ("bfloat16", 3)):
+        x = rng.standard_normal((1, cols)).astype(np.float32)
+        from fuzz.arrays import np_dtype
+
+        case = Case(
+            {"x": x.astype(np_dtype(dtype))},
+            {"dtype": dtype, "scale": None, "block_m": 16, "block_n": 32},
+        )
+        outcome = check_case(
+            get("half_two_bugs_softmax"), get_backend("triton-interpret"), case, only=("oracle",)
+        )
+        assert outcome.finding is not None
+        assert explain.explain(outcome.context, outcome.context.clean.outputs) is None
+
+
+def test_rows_explained_alike_are_one_bug_whatever_free_choices_reached_them():
+    """The causal and the window example of the lse bug: one key (``inf`` of ``lse``), free
+    choices that do not nest (a causal mask, a window), neither failing the other's way with
+    the other's triggers. Explained alike: one bug, told so."""
+    target = get("planted7_varlen_lse_token_major_pallas")
+    backend = get_backend("pallas-interpret")
+    causal = CHECKS.as_found(target, backend, LSE_WAYS["causal"]())
+    window = CHECKS.as_found(target, backend, LSE_WAYS["window"]())
+    assert causal.key == window.key == "inf|oracle|lse|-"
+    me = Duplicates(target, backend, CHECKS.options(), found={"w": window}, known_bugs=[])
+    me.known_bugs = [bug_of(window)]
+    bug, how = me.of(causal)
+    assert (bug.signature, how) == (bug_of(window).signature, "explained")
+    assert "read as (B, H, T)" in causal.finding.message
