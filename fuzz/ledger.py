@@ -46,6 +46,23 @@ COVERED = "covered"  # a known bug with no more triggers covers it: a hit of tha
 REPLACES = "replaces"  # it is a known bug with fewer triggers: it takes the known one's place
 
 
+# How a record was told to be a bug seen another way (``fuzz.duplicates``).
+SEEN_HOW = {
+    "case": "minimal example, the bug's own kernel call",
+    "property": "minimal example failing the bug's way too",
+    "site": "NaN/Inf born, or a load or store past a buffer, at the bug's kernel line",
+    "influence": "wrong elements reading (or ignoring) the inputs the bug's do, unlike the oracle",
+    "shared": "a way of the bug seen by each of the two rows (one key, one set of conditions)",
+    "replay": "example, replayed, failing as the bug (its first failure did not come again)",
+    "runs": "flaky example, its runs failing as the bug does",
+    "backend": "the kernel's bug on another backend (one key, conditions that nest)",
+    "conditions": "minimal example failing alike with its incidental conditions taken away",
+    "dtype": "minimal examples each failing the other's way in the other's half-precision dtype",
+    "same": "minimal example of the bug's key, under fewer conditions than that way",
+    "explained": "minimal examples both matching the oracle under one mix-up (fuzz.explain)",
+}
+
+
 def placement(bug: Bug, known: Iterable[tuple[str, Bug]]) -> tuple[str, str | None]:
     """Where ``bug`` goes among ``known`` bugs (label, bug): :data:`NEW`; :data:`COVERED` by the
     first known bug that is the same bug (``fuzz.signatures.same_bug``) with no more triggers;

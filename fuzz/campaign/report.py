@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzz.backends import backends, device_name
+from fuzz.ledger import SEEN_HOW as SEEN_HOW  # (the report writers read it here)
 from fuzz.ledger import absorb, after_their_bugs, bugs_of_record, join_backend_twins, mark_maybe_of
 from fuzz.reproducer import versions
 from fuzz.signatures import same_bug
@@ -139,22 +140,6 @@ def smallest_reproducer(f: dict[str, Any]) -> tuple[int | None, str | None]:
 
 
 UNRUN = "unrun"
-
-# How a record was told to be a bug seen another way (``fuzz.duplicates``).
-SEEN_HOW = {
-    "case": "minimal example, the bug's own kernel call",
-    "property": "minimal example failing the bug's way too",
-    "site": "NaN/Inf born, or a load or store past a buffer, at the bug's kernel line",
-    "influence": "wrong elements reading (or ignoring) the inputs the bug's do, unlike the oracle",
-    "shared": "a way of the bug seen by each of the two rows (one key, one set of conditions)",
-    "replay": "example, replayed, failing as the bug (its first failure did not come again)",
-    "runs": "flaky example, its runs failing as the bug does",
-    "backend": "the kernel's bug on another backend (one key, conditions that nest)",
-    "conditions": "minimal example failing alike with its incidental conditions taken away",
-    "dtype": "minimal examples each failing the other's way in the other's half-precision dtype",
-    "same": "minimal example of the bug's key, under fewer conditions than that way",
-    "explained": "minimal examples both matching the oracle under one mix-up (fuzz.explain)",
-}
 
 
 def settle_unrun(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
