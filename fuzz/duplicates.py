@@ -305,9 +305,10 @@ class Duplicates:
         fault without one of them is new; only evidence makes it the known bug (its NaN's birth
         site), never shrinking it again through the known bug's examples (see the module's
         docstring)."""
-        if not f.choices or not f.key:
-            return None  # nothing to replay
         try:
+            self._name(f)
+            if not f.choices or not f.key:
+                return None  # nothing to replay
             return self._of(f)
         except _OutOfTime:
             # Each piece of evidence is a kernel call, a new shape a compile on a GPU: for a
@@ -330,11 +331,6 @@ class Duplicates:
 
     def _of(self, f: Found) -> tuple[Bug, str] | None:
         bug = bug_of(f)
-        mine = self.explained(f)
-        if mine is not None and "explained" not in f.finding.details:
-            # What the kernel computed instead, named on the row (a maintainer reads it first).
-            f.finding.details["explained"] = mine.text
-            f.finding.message += f"; {mine.text}"
         same_call = self.same_call(f)
         if same_call is not None:
             return same_call, "case"
@@ -709,6 +705,15 @@ class Duplicates:
             self._in_time,
             seconds=None if left is None else left / 2,
         )
+
+    def _name(self, f: Found) -> None:
+        """What the kernel computed instead of ``f``'s minimal example's oracle, where a
+        hypothesis of :mod:`fuzz.explain` matches: on its finding (``details["explained"]`` and
+        its message, what a maintainer reads first), whether ``f`` stands as a row or joins one."""
+        mine = self.explained(f)
+        if mine is not None and "explained" not in f.finding.details:
+            f.finding.details["explained"] = mine.text
+            f.finding.message += f"; {mine.text}"
 
     def explained(self, example: Any) -> Any:
         """:func:`fuzz.explain.explain` of an example's call (its oracle check: what the kernel

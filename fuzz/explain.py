@@ -42,6 +42,9 @@ from fuzz.properties import Context, excess
 MAX_PERMUTED_AXES = 4
 # The query shifts tried, in keys (an off-by-one).
 SHIFTS = (1, -1)
+# Examples larger than this (``Case.size``) are not explained: a minimal example is small, and
+# each hypothesis of attention is an oracle run (seconds for an unshrunk GPU case).
+MAX_ELEMENTS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ def explain(ctx: Context, got: Mapping[str, Any]) -> Explanation | None:
     """The first hypothesis that every output in ``got`` (the kernel's outputs of ``ctx``'s
     case) matches where the oracle does not, or None. ``ctx``: the case's checking context
     (its oracle and bounds are reused)."""
+    if ctx.case.size > MAX_ELEMENTS:
+        return None
     names = [n for n in ctx.oracle if n in got]
     if not names:
         return None
