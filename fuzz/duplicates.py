@@ -710,7 +710,10 @@ class Duplicates:
         """What the kernel computed instead of ``f``'s minimal example's oracle, where a
         hypothesis of :mod:`fuzz.explain` matches: on its finding (``details["explained"]`` and
         its message, what a maintainer reads first), whether ``f`` stands as a row or joins one."""
-        mine = self.explained(f)
+        try:
+            mine = self.explained(f)
+        except _OutOfTime:
+            return  # (a name, never a reason to leave the bug unchecked)
         if mine is not None and "explained" not in f.finding.details:
             f.finding.details["explained"] = mine.text
             f.finding.message += f"; {mine.text}"
