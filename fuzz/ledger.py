@@ -375,8 +375,11 @@ class BugLedger:
             if other_sig == sig or not same_bug(bug, bug_of_record(other)):
                 continue
             seen = matched = True
-            if len(bug.triggers) >= len(other.get("triggers", ())):
-                also(other, rec.get("triggers"))  # an example of a bug found before
+            if len(bug.triggers) >= len(other.get("triggers", ())) or smaller(other, rec):
+                # An example of a bug found before; one of fewer conditions but larger leaves
+                # the smaller reproducer standing, its conditions another way to the bug (a GPU
+                # row of a planted GLA kernel grew from 16 elements to 256 so).
+                also(other, rec.get("triggers"))
                 self._hit_by(out, rec, other_sig, streamed=prev == sig, sighting=sighting)
                 return out
             self.found.pop(other_sig)  # this example of it needs fewer conditions: keep it

@@ -489,9 +489,13 @@ def test_a_bug_found_again_is_a_hit_and_a_smaller_example_of_it_takes_its_place(
     # Another slice meets it with more conditions: a hit of it.
     assert not led.record(p, _rec("a3", triggers=("multi-tile", "subnormal")), origin="2:k")
     assert list(p.found) == ["a2"] and p.ledger.known_hits == Counter({"a2": 1})
-    # Another slice meets it needing fewer conditions: that example is kept in its place.
-    assert not led.record(p, _rec("a4", triggers=()), origin="3:k")
-    assert list(p.found) == ["a4"] and p.ledger.known_hits["a4"] == 2
+    # Another slice meets it needing fewer conditions, unshrunk: a hit, its conditions another
+    # way to the bug; the shrunk example stays the smallest reproducer.
+    assert not led.record(p, _rec("a5", triggers=()), origin="7:k")
+    assert list(p.found) == ["a2"] and p.found["a2"]["also_triggers"] == [[]]
+    # Needing fewer conditions, shrunk and no larger: that example is kept in its place.
+    assert not led.record(p, _rec("a4", triggers=(), shrunk=True), origin="3:k")
+    assert list(p.found) == ["a4"] and p.ledger.known_hits["a4"] == 3
     # A bug of another key, or whose triggers do not nest, is a new bug.
     assert led.record(p, _rec("b", key="nan|oracle|crash|-"), origin="4:k")
     assert led.record(p, _rec("c", key="inf|oracle|y|-", triggers=("feature bias",)), origin="5:k")
@@ -499,6 +503,25 @@ def test_a_bug_found_again_is_a_hit_and_a_smaller_example_of_it_takes_its_place(
     assert sorted(p.found) == ["a4", "b", "c", "d"] and p.as_dict()["bugs"] == 4
     # Replaced examples' reproducers are removed at the end (unless still named).
     assert set(led.superseded) >= {"a.py", "a3.py", "a2.py"}
+
+
+def test_a_larger_example_of_a_bug_with_fewer_conditions_leaves_the_smaller_one_standing():
+    """On an H200 a planted GLA kernel's row of 16 elements (the final state asked for, a
+    per-head decay, an initial state) was replaced by a later slice's minimal example of 256
+    (the same without the initial state): the row grew 16x. The smaller reproducer stands; the
+    fewer conditions are another way to the bug."""
+    p = _pair("p")
+    led = _Ledger(_policy([p]))
+    key = "accuracy|oracle|ht|-"
+    three = ("feature final_state", "feature g_gamma", "feature initial_state")
+    assert led.record(p, _rec("s", key, three, shrunk=True, case_size=16), origin="1:k")
+    two = three[:2]
+    assert not led.record(p, _rec("l", key, two, shrunk=True, case_size=256), origin="2:k")
+    assert list(p.found) == ["s"] and p.found["s"]["case_size"] == 16
+    assert p.found["s"]["also_triggers"] == [list(two)] and p.ledger.known_hits["s"] == 1
+    # As small or smaller, the example of fewer conditions takes its place.
+    assert not led.record(p, _rec("t", key, two[:1], shrunk=True, case_size=16), origin="3:k")
+    assert list(p.found) == ["t"]
 
 
 def test_a_bug_streamed_as_new_that_shrank_to_a_known_one_is_retracted():
