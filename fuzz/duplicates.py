@@ -760,7 +760,7 @@ class Duplicates:
             return None
         for bug, old in self._known_examples(f, twins=True):
             theirs = self.explained(old)
-            if theirs is not None and theirs.key == mine.key:
+            if theirs is not None and theirs.keys & mine.keys:
                 return bug
         return None
 

@@ -6,10 +6,14 @@ at a time, each a mistake a maintainer would recognize:
 
 - an output's values in another layout: written in one axis order and read in the declared
   one (log-sum-exps stored token-major where head-major is read, a state kept transposed);
-- for attention, the queries placed elsewhere among the keys: aligned top-left where
-  bottom-right is declared (or the other way), or one key earlier or later than declared (a
-  decode query placed at the cache's length, a causal diagonal off by one). Causal masks,
-  windows and ALiBi distances all move with the query's position.
+- a parameter read to another convention than the declared one: attention's queries aligned
+  top-left where bottom-right is declared (or the other way), or one key earlier or later (a
+  decode query placed at the cache's length, a causal diagonal off by one; causal masks,
+  windows and ALiBi distances all move with the query's position); a window's ``(left,
+  right)`` read as ``(right, left)``; a boolean mask read with the opposite polarity (True:
+  masked out, as ``key_padding_mask``);
+- attention's log-sum-exp in the other base (times log2 e: a kernel keeping its logits in log2
+  units; or divided by it).
 
 An example is *explained* by a hypothesis where every output of the kernel matches the
 hypothesis's outputs within the bounds the oracle check uses (the case's own bounds, computed
@@ -40,6 +44,7 @@ from fuzz.properties import Context, excess
 
 # Outputs of more axes than this are not permuted (4! orders at most).
 MAX_PERMUTED_AXES = 4
+LOG2E = 1.4426950408889634
 # The query shifts tried, in keys (an off-by-one).
 SHIFTS = (1, -1)
 # Examples larger than this (``Case.size``) are not explained: a minimal example is small, and
@@ -49,23 +54,37 @@ MAX_ELEMENTS = 1 << 16
 
 @dataclass(frozen=True)
 class Explanation:
-    """A hypothesis that matched: ``key`` compares (two rows of one key are one mistake),
-    ``text`` is what the report says."""
+    """What an example's kernel call matched: ``keys``, one per hypothesis that matched (a
+    small example may match several: two queries on one key under a window ``(-1, 0)`` read the
+    same aligned top-left as with the window's sides swapped), compared between rows (two rows
+    whose keys meet are one mistake); ``text``, what the report says."""
 
+    keys: frozenset[str]
+    text: str
+    order: tuple[str, ...] = ()  # the keys in the order the hypotheses are tried
+
+    @property
+    def key(self) -> str:
+        """The first hypothesis that matched (the one named first)."""
+        return self.order[0] if self.order else min(self.keys)
+
+
+@dataclass(frozen=True)
+class _Match:
     key: str
     text: str
 
 
 @dataclass(frozen=True)
 class _Hypothesis:
-    explanation: Explanation
+    explanation: _Match
     outputs: Mapping[str, np.ndarray]
     bounds: Mapping[str, np.ndarray]
 
 
 def explain(ctx: Context, got: Mapping[str, Any]) -> Explanation | None:
-    """The first hypothesis that every output in ``got`` (the kernel's outputs of ``ctx``'s
-    case) matches where the oracle does not, or None. ``ctx``: the case's checking context
+    """The hypotheses that every output in ``got`` (the kernel's outputs of ``ctx``'s case)
+    matches where the oracle does not, or None. ``ctx``: the case's checking context
     (its oracle and bounds are reused)."""
     if ctx.case.size > MAX_ELEMENTS:
         return None
@@ -76,10 +95,17 @@ def explain(ctx: Context, got: Mapping[str, Any]) -> Explanation | None:
     failing = [n for n in names if not _matches(outputs[n], ctx.oracle[n], ctx.bound(n))]
     if not failing:
         return None  # (nothing to explain: the oracle agrees)
-    for hyp in _hypotheses(ctx, names, failing):
-        if all(_matches(outputs[n], hyp.outputs[n], hyp.bounds[n]) for n in names):
-            return hyp.explanation
-    return None
+    matched = [
+        hyp.explanation
+        for hyp in _hypotheses(ctx, names, failing)
+        if all(_matches(outputs[n], hyp.outputs[n], hyp.bounds[n]) for n in names)
+    ]
+    if not matched:
+        return None
+    order = tuple(dict.fromkeys(m.key for m in matched))
+    texts = list(dict.fromkeys(m.text for m in matched))
+    text = texts[0] if len(texts) == 1 else "; or ".join(texts)
+    return Explanation(frozenset(order), text, order)
 
 
 def _matches(got: np.ndarray, want: np.ndarray, bound: np.ndarray) -> bool:
@@ -95,7 +121,8 @@ def _matches(got: np.ndarray, want: np.ndarray, bound: np.ndarray) -> bool:
 
 def _hypotheses(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hypothesis]:
     yield from _layouts(ctx, names, failing)
-    yield from _alignments(ctx, names)
+    yield from _lse_base(ctx, names, failing)
+    yield from _conventions(ctx, names)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -135,7 +162,7 @@ def _layouts(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hy
             outputs[name] = moved
             bounds[name] = np.ascontiguousarray(bound.transpose(order)).reshape(want.shape)
             yield _Hypothesis(
-                Explanation(
+                _Match(
                     f"layout {name} {''.join(letters[i] for i in order)}",
                     f"{name} holds the oracle's values written in axis order ({written}) and "
                     f"read as ({read}): a layout or reshape mix-up",
@@ -145,34 +172,72 @@ def _layouts(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hy
             )
 
 
-def _alignments(ctx: Context, names: list[str]) -> Iterator[_Hypothesis]:
-    """For attention: every output as the oracle computes it with the queries aligned the
-    other way, or one key later or earlier than declared."""
+def _lse_base(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hypothesis]:
+    """Attention's ``lse`` in the other base: the oracle's natural log-sum-exp times log2 e (a
+    kernel that keeps its logits in log2 units returns base 2), or divided by it."""
+    if "lse" not in failing or not _family_name(ctx).startswith("attention"):
+        return
+    for factor, key, text in (
+        (LOG2E, "lse base2", "lse is the oracle's in base 2 (times log2 e)"),
+        (1 / LOG2E, "lse over log2e", "lse is the oracle's divided by log2 e"),
+    ):
+        outputs = {n: ctx.oracle[n] for n in names}
+        bounds = {n: ctx.bound(n) for n in names}
+        outputs["lse"] = ctx.oracle["lse"] * factor
+        bounds["lse"] = np.asarray(ctx.bound("lse")) * factor
+        yield _Hypothesis(_Match(key, text), outputs, bounds)
+
+
+def _family_name(ctx: Context) -> str:
     from fuzz.families import family_of
-    from oracles.attention import split_alignment
 
     family = family_of(ctx.target)
-    if family is None or not family.name.startswith("attention"):
-        return
-    declared = str(ctx.case.params.get("align", "bottom-right"))
-    base, shift = split_alignment(declared)
-    other = "top-left" if base == "bottom-right" else "bottom-right"
-    tried = [(other, other, f"the queries aligned {other} (declared: {base})")]
-    for s in SHIFTS:
-        n = shift + s
-        moved = base if n == 0 else f"{base}{n:+d}"
-        where = "later" if s > 0 else "earlier"
-        tried.append((moved, f"{base}{s:+d}", f"each query one key {where} than {base} alignment"))
-    for align, key, text in tried:
-        alt = Context(ctx.target, ctx.backend, ctx.case.replace(align=align))
+    return ctx.target.family if family is None else family.name
+
+
+def _other_calls(ctx: Context) -> Iterator[tuple[str, str, Any]]:
+    """``(key, text, case)``: the case as a kernel written to another convention of its
+    parameters reads it: for attention, the queries aligned the other way or one key later or
+    earlier than declared, the window's two sides swapped; a boolean mask of the opposite
+    polarity."""
+    from oracles.attention import split_alignment
+
+    case = ctx.case
+    if _family_name(ctx).startswith("attention"):
+        declared = str(case.params.get("align", "bottom-right"))
+        base, shift = split_alignment(declared)
+        other = "top-left" if base == "bottom-right" else "bottom-right"
+        text = f"the queries aligned {other} (declared: {base})"
+        yield f"align {other}", text, case.replace(align=other)
+        for s in SHIFTS:
+            n = shift + s
+            moved = base if n == 0 else f"{base}{n:+d}"
+            where = "later" if s > 0 else "earlier"
+            text = f"each query one key {where} than {base} alignment"
+            yield f"align {base}{s:+d}", text, case.replace(align=moved)
+        window = case.params.get("window")
+        if isinstance(window, (list, tuple)) and len(window) == 2 and window[0] != window[1]:
+            left, right = window
+            text = f"the window's sides swapped: (left, right) = ({right}, {left}), not ({left}, {right})"
+            yield "window sides swapped", text, case.replace(window=[right, left])
+    mask = case.inputs.get("mask")
+    if isinstance(mask, np.ndarray) and mask.dtype == np.bool_:
+        text = "the boolean mask read with the opposite polarity (True: a key masked out)"
+        yield "mask polarity", text, case.replace(inputs={"mask": ~mask})
+
+
+def _conventions(ctx: Context, names: list[str]) -> Iterator[_Hypothesis]:
+    """Every output as the oracle computes it for the case read to another convention
+    (:func:`_other_calls`), with that case's own bounds."""
+    for key, text, case in _other_calls(ctx):
+        alt = Context(ctx.target, ctx.backend, case)
         try:
             outputs = {n: alt.oracle[n] for n in names}
+            bounds = {n: alt.bound(n) for n in names}
         except Exception:  # a hypothesis the oracle cannot take: none
             continue
         if all(_same(outputs[n], ctx.oracle[n]) for n in names):
-            continue  # (nothing the queries' place decides)
+            continue  # (nothing that convention decides here)
         yield _Hypothesis(
-            Explanation(f"align {key}", f"every output matches the oracle with {text}"),
-            outputs,
-            {n: alt.bound(n) for n in names},
+            _Match(key, f"every output matches the oracle with {text}"), outputs, bounds
         )

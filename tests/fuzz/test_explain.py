@@ -158,3 +158,67 @@ def test_rows_explained_alike_are_one_bug_whatever_free_choices_reached_them():
     bug, how = me.of(causal)
     assert (bug.signature, how) == (bug_of(window).signature, "explained")
     assert "read as (B, H, T)" in causal.finding.message
+
+
+# Conventions of a parameter (round 8's kernels, written without this module in view) ------------
+
+
+def _softmax(x, mask):
+    x = np.asarray(x, np.float32)
+    params = {"dtype": "float32", "scale": None, "block_m": 16, "block_n": 16}
+    return Case({"x": x, "mask": np.asarray(mask, bool)}, params)
+
+
+def test_a_mask_read_with_the_opposite_polarity_is_named_both_ways_it_shows():
+    """A row whose one key is kept comes out with no key (its row sums to 0), a row whose one
+    key is masked out comes out with it (1 where the oracle has no key): two classes, one
+    mistake. The bug-free control passes both."""
+    name, backend = "planted8_softmax_mask_polarity_inverted_pallas", "pallas-interpret"
+    load_plugin(os.path.join(PLUGINS, "planted8_pallas.py"))
+    for mask in ([[True]], [[False]], [[True, False]]):
+        case = _softmax([[0.5, -0.25][: len(mask[0])]], mask)
+        got = _explained(name, backend, case)
+        assert got is not None and got.key == "mask polarity", (mask, got)
+        assert _explained("control8_softmax_pallas", backend, case) is None
+
+
+def test_a_window_read_with_its_sides_swapped_is_named():
+    name, backend = "planted8_varlen_window_sides_swapped_pallas", "pallas-interpret"
+    load_plugin(os.path.join(PLUGINS, "planted8_pallas.py"))
+    for cu_q, cu_k in (([0, 1], [0, 2]), ([0, 2], [0, 1])):
+        case = _varlen(cu_q, cu_k, window=[-1, 0])
+        got = _explained(name, backend, case)
+        assert got is not None and "window sides swapped" in got.keys, (cu_q, cu_k, got)
+    # A window of equal sides reads alike either way: nothing to swap, not this explanation.
+    got = _explained(name, backend, _varlen([0, 2], [0, 3], window=[1, 1]))
+    assert got is None or "window sides swapped" not in got.keys
+
+
+@pytest.mark.parametrize(("factor", "key"), [(1.4426950408889634, "lse base2"), (0.5, None)])
+def test_an_lse_in_base_two_is_named_and_another_scale_is_not(factor, key):
+    """The kernel's outputs stood in for: ``o`` right and ``lse`` the oracle's times ``factor``:
+    times log2 e is the base-2 log-sum-exp; halved, no hypothesis."""
+    case = _attention(3, 5, causal=True, d=4)
+    outcome = check_case(get("attention"), get_backend("triton-interpret"), case, only=("oracle",))
+    ctx = outcome.context
+    got = {"o": ctx.oracle["o"].astype(np.float32), "lse": ctx.oracle["lse"] * factor}
+    found = explain.explain(ctx, got)
+    assert (found and found.key) == key, found
+
+
+def test_rows_whose_explanations_meet_are_one_bug():
+    """The swapped window's two GPU rows of round 8: one query on two keys (a key hidden:
+    ``accuracy``) and two queries on one key (a query with no key shown one: ``masking``). The
+    second also reads as a top-left alignment and as each query one key late (a small example
+    matches more than one mix-up); the two explanations meet in the swapped window: one bug."""
+    load_plugin(os.path.join(PLUGINS, "planted8_pallas.py"))
+    target = get("planted8_varlen_window_sides_swapped_pallas")
+    backend = get_backend("pallas-interpret")
+    hidden = CHECKS.as_found(target, backend, _varlen([0, 1], [0, 2], window=[-1, 0]))
+    shown = CHECKS.as_found(target, backend, _varlen([0, 2], [0, 1], window=[-1, 0]))
+    assert (hidden.finding.cls, shown.finding.cls) == ("accuracy", "masking")
+    me = Duplicates(target, backend, CHECKS.options(), found={"h": hidden}, known_bugs=[])
+    me.known_bugs = [bug_of(hidden)]
+    assert me.explained(hidden).keys == {"window sides swapped"}
+    assert me.explained(shown).keys >= {"window sides swapped", "align top-left"}
+    assert me.explained_alike(shown) == bug_of(hidden)
