@@ -8,10 +8,11 @@ at a time, each a mistake a maintainer would recognize:
   one (log-sum-exps stored token-major where head-major is read, a state kept transposed);
 - a parameter read to another convention than the declared one: attention's queries aligned
   top-left where bottom-right is declared (or the other way), or one key earlier or later (a
-  decode query placed at the cache's length, a causal diagonal off by one; causal masks,
-  windows and ALiBi distances all move with the query's position); a window's ``(left,
-  right)`` read as ``(right, left)``; a boolean mask read with the opposite polarity (True:
-  masked out, as ``key_padding_mask``);
+  decode query placed at the cache's length, a causal diagonal off by one), or at the
+  bottom-right of the whole buffer (its padded or packed lengths) rather than of each
+  sequence (causal masks, windows and ALiBi distances all move with the query's position); a
+  window's ``(left, right)`` read as ``(right, left)``; a boolean mask read with the opposite
+  polarity (True: masked out, as ``key_padding_mask``);
 - attention's log-sum-exp in the other base (times log2 e: a kernel keeping its logits in log2
   units; or divided by it).
 
@@ -215,6 +216,16 @@ def _other_calls(ctx: Context) -> Iterator[tuple[str, str, Any]]:
             where = "later" if s > 0 else "earlier"
             text = f"each query one key {where} than {base} alignment"
             yield f"align {base}{s:+d}", text, case.replace(align=moved)
+        q, k = case.inputs.get("q"), case.inputs.get("k")
+        if base == "bottom-right" and q is not None and k is not None and q.ndim == k.ndim == 4:
+            # Every sequence's queries at the buffer's bottom-right (its padded or packed
+            # lengths) instead of the sequence's own: ``top-left`` shifted by Tk - Tq.
+            d = int(k.shape[2]) - int(q.shape[2]) + shift
+            text = (
+                f"each sequence's queries aligned bottom-right to the whole buffer (its padded "
+                f"or packed lengths: key position = query index + {d}), not to its own lengths"
+            )
+            yield "align buffer", text, case.replace(align=f"top-left{d:+d}")
         window = case.params.get("window")
         if isinstance(window, (list, tuple)) and len(window) == 2 and window[0] != window[1]:
             left, right = window

@@ -222,3 +222,34 @@ def test_rows_whose_explanations_meet_are_one_bug():
     assert me.explained(hidden).keys == {"window sides swapped"}
     assert me.explained(shown).keys >= {"window sides swapped", "align top-left"}
     assert me.explained_alike(shown) == bug_of(hidden)
+
+
+def test_queries_aligned_to_the_whole_buffer_are_named_and_told_from_a_sequences_own():
+    """Positions measured from the buffer's padded or packed lengths instead of each sequence's
+    own: round 5's packed sequences (one sequence of 2 queries and 2 keys, one guard key row:
+    each query one key late) and round 9's padded keys under a window with ALiBi (three query
+    heads, 5 keys of 9 valid: every distance off by 4, not a shift of one). The bug-free
+    kernel passes the same calls."""
+    load_plugin(os.path.join(PLUGINS, "planted9.py"))
+    packed = _varlen([0, 2], [0, 2], causal=True).replace(
+        inputs={
+            "k": np.random.default_rng(3).standard_normal((1, 1, 3, 1)).astype(np.float32),
+            "v": np.random.default_rng(4).standard_normal((1, 1, 3, 1)).astype(np.float32),
+        }
+    )
+    got = _explained("planted5_varlen_offset_of_totals_triton", "triton-interpret", packed)
+    assert got is not None and "align buffer" in got.keys, got
+    rng = np.random.default_rng(5)
+    padded = _attention(2, 9, hq=3, window=[2, -1], d=2).replace(
+        inputs={
+            "k": rng.standard_normal((1, 1, 9, 2)).astype(np.float32),
+            "v": rng.standard_normal((1, 1, 9, 2)).astype(np.float32),
+            "key_lengths": np.array([5], np.int32),
+            "alibi_slopes": np.array([0.5, 0.25, 0.125], np.float32),
+        }
+    )
+    name = "planted9_attention_causal_offset_of_padded_length_triton"
+    got = _explained(name, "triton-interpret", padded)
+    assert got is not None and got.keys == {"align buffer"}, got
+    assert "query index + 7" in got.text
+    assert _explained("control9_attention_triton", "triton-interpret", padded) is None
