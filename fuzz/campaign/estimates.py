@@ -307,6 +307,9 @@ def far_from_warm(
 # Of a budget, what the floors may take when they are scaled to fit it (the rest: slices past
 # the floors, shrinking, the last slices that run over).
 FLOORS_SHARE = 0.8
+# Floors are never lowered below this many examples a pair (or their seconds' share): lowered
+# to what they had had, none, 7 of a CPU campaign's 10 planted pairs ran one example each.
+MIN_FLOOR_EXAMPLES = 10
 
 
 def fitted_floors(config: Any, pairs: list[PairState]) -> tuple[Tunables, dict[str, Any]]:
@@ -384,11 +387,10 @@ def refitted_floors(
     every pair not finished, where its floors now (``t``: those ``fitted`` up front times
     ``factor``) no longer fit: what the slices still to come are expected to take
     (:func:`floors_left`: their fuzzing, and past it, compiling and shrinking as measured so
-    far) is more than those seconds. The floors are then lowered (those fitted up front times a
-    smaller factor, never below what every pair not finished has had: lower, they would tell
-    nothing more) till they take ``FLOORS_SHARE`` of those seconds: the rest is for what the
-    estimates miss and the last slices that run over. Returns (that factor, the seconds past
-    fuzzing expected), or None where the floors fit."""
+    far) is more than those seconds. The floors are then lowered (a smaller factor, never below
+    what every pair not finished has had nor ``MIN_FLOOR_EXAMPLES``) till they take
+    ``FLOORS_SHARE`` of those seconds: the rest is for what the estimates miss and the last
+    slices that run over. Returns (that factor, the seconds past fuzzing), or None: they fit."""
     have = max(0.0, left) * max(1, workers)
     if floors_left(pairs, t, overheads)[0] <= have:
         return None
@@ -396,6 +398,7 @@ def refitted_floors(
     unfinished = [p for p in pairs if not p.retired and not _done(p, t)]
     high = factor
     low = min(high, min((reached(p, fitted) for p in unfinished), default=1.0))
+    low = max(low, min(high, MIN_FLOOR_EXAMPLES / max(1, fitted.floor_examples)))
     for _ in range(30):  # (the seconds taken grow with the factor)
         mid = (low + high) / 2
         if floors_left(pairs, scaled_floors(fitted, mid), overheads)[0] <= want:
@@ -418,12 +421,9 @@ def refit(
     """A campaign's tunables ``t`` with its floors lowered where the ``left`` seconds of the
     budget no longer give them (:func:`refitted_floors`), and what to say of it (None: kept).
     Only floors fitted to the budget are (``floors``: what the campaign says of them, from
-    :func:`fitted_floors`, updated in place; None, or floors asked for: kept). They are never
-    raised again: a first slice compiles and a mutant's finds its bug and shrinks it, and what
-    the first few measured forecasts the rest badly. Floors raised on them were lowered again,
-    and again (a run of the softmax kernels and their mutants went from 3.3% of the full floors
-    to 0%, 4.8%, 0%, 3.8%), and floors raised once every pair had run, with 5 s of the budget
-    left, left a pair short of them: the slice before it found a bug and shrank it."""
+    :func:`fitted_floors`, updated in place; None, or floors asked for: kept). Never raised
+    again: what the first slices measured forecasts the rest badly (floors raised so went
+    from 3.3% of the full ones to 0%, 4.8%, 0%, 3.8% in one run)."""
     if left is None or floors is None or not floors.get("fit_to_budget"):
         return t, None
     if left < t.slice_seconds:  # no slice to come: nothing to plan (nor to explain away)

@@ -1232,7 +1232,7 @@ def test_floors_fitted_to_the_budget_are_lowered_for_what_slices_spend_past_fuzz
 def test_floors_are_lowered_only_as_far_as_the_budget_left_needs_and_never_raised():
     """Floors are lowered where what is left of the budget no longer gives them, till they take
     ``FLOORS_SHARE`` of it; kept while it does; never below what every pair not finished has
-    had, and never raised again: a first slice compiles and a mutant's finds and shrinks its
+    had nor below ``MIN_FLOOR_EXAMPLES``, and never raised again: a first slice compiles and a mutant's finds and shrinks its
     bug, and what the first few measured forecasts the rest badly (floors raised on them were
     lowered again, and again, and floors raised late left a pair short)."""
     from fuzz.campaign.estimates import FLOORS_SHARE, floors_left
@@ -1243,10 +1243,10 @@ def test_floors_are_lowered_only_as_far_as_the_budget_left_needs_and_never_raise
     m0 = policy.pair("m0|fake")
     for p in policy.pairs:  # every pair has had its first slice: forecasts may be made
         p.slices = max(p.slices, 1)
-    policy.overheads.book(m0, first=True, busy=9.0, fuzzed=3.0)  # 6 s past fuzzing
+    policy.overheads.book(m0, first=True, busy=7.5, fuzzed=3.0)  # 4.5 s past fuzzing
     said = policy.refit(50.0)
     assert said.startswith("floors lowered") and policy.t.floor_seconds < fitted.floor_seconds
-    assert floors["examples"] == 9 and floors["seconds"] == 1.33 and floors["lowered"] < 1.0
+    assert floors["examples"] == 11 and floors["seconds"] == 1.6 and floors["lowered"] < 1.0
     need = floors_left(policy.pairs, policy.t, policy.overheads)[0]
     assert need == pytest.approx(FLOORS_SHARE * 50.0, rel=0.02)
     lowered = policy.t
@@ -1256,12 +1256,12 @@ def test_floors_are_lowered_only_as_far_as_the_budget_left_needs_and_never_raise
     for p in policy.pairs:
         p.slices, p.examples = 1, 1
     assert policy.refit(50.0) is None and policy.t == lowered  # not raised
-    # Never below what every pair has had: 4 examples each (floors of 1 would tell nothing).
+    # Never below what every pair has had: 10 examples each.
     for p in policy.pairs:
-        p.examples = 4
+        p.examples = 10
     policy.overheads.book(m0, first=False, busy=1000.0, fuzzed=0.1)
-    assert policy.refit(20.0).startswith("floors lowered to 2% of the full ones, 4 examples")
-    assert floors["examples"] == 4 and policy.t.floor_examples == 4
+    assert policy.refit(20.0).startswith("floors lowered to 5% of the full ones, 10 examples")
+    assert floors["examples"] == 10 and policy.t.floor_examples == 10
 
 
 def test_once_the_scaled_floors_are_met_the_time_left_brings_pairs_toward_the_full_ones():
@@ -1301,6 +1301,26 @@ def test_floors_are_not_lowered_on_the_first_slices_forecast():
     assert policy.refit(50.0) is None and floors == kept  # too early to forecast
     said = policy.refit(29.0)  # under half the budget left: planned for
     assert said is not None and said.startswith("floors lowered"), said
+
+
+def test_floors_lowered_late_are_never_under_min_floor_examples():
+    """A CPU campaign of 10 planted pairs spent its first half on three slices that compiled
+    and shrank (about 50 s each past fuzzing), then lowered its floors to what the seven pairs
+    not run yet had had: none. Each ran one example, and six of their bugs went unfound. Floors
+    are never lowered below ``MIN_FLOOR_EXAMPLES`` (or their seconds' share) now."""
+    from fuzz.campaign.estimates import MIN_FLOOR_EXAMPLES
+
+    policy, floors = _fitted_policy(_reals_and_mutants(), 60.0)
+    fitted = policy.t
+    for p in policy.pairs[:3]:
+        p.slices, p.examples = 1, fitted.floor_examples
+        policy.overheads.book(p, first=True, busy=53.0, fuzzed=3.0)
+    assert any(p.slices == 0 for p in policy.pairs)
+    said = policy.refit(25.0)
+    assert said is not None and said.startswith("floors lowered"), said
+    assert floors["examples"] == policy.t.floor_examples == MIN_FLOOR_EXAMPLES
+    share = MIN_FLOOR_EXAMPLES / fitted.floor_examples
+    assert policy.t.floor_seconds == pytest.approx(fitted.floor_seconds * share, abs=0.01)
 
 
 def test_floors_are_not_lowered_at_the_budgets_end_nor_where_asked_for():
