@@ -282,10 +282,11 @@ def test_a_bug_seen_another_way_lends_its_example_to_the_duplicate_check(plugins
     window (-1, 0): ``masking`` of ``o`` (one key: query 0, whose window holds none, sees it),
     ``accuracy`` of ``o`` (two keys: query 0 sees both) and ``accuracy`` of ``lse`` (two keys
     whose values are equal: ``o`` is right). The ``o`` rows read alike (influence): one bug, the
-    masking example standing for it. The ``lse`` row has no evidence with the masking example
-    (its wrong element reads the key, the masking one's the value; neither fails the other's
-    way), but the accuracy example of ``o`` fails ``lse`` as it does: the bug seen another way
-    is the bug's example too, as the campaign's ledger keeps it for later slices."""
+    masking example standing for it. The ``lse`` row fails neither way of the masking example
+    and reads other inputs (the key; the masking one's wrong element reads the value), but
+    both match the oracle with each query one key late (``fuzz.explain``); and the accuracy
+    example of ``o`` fails ``lse`` as it does: the bug seen another way is the bug's example
+    too, as the campaign's ledger keeps it for later slices."""
     import dataclasses
 
     from fuzz.backends import get_backend
@@ -302,11 +303,18 @@ def test_a_bug_seen_another_way_lends_its_example_to_the_duplicate_check(plugins
         "accuracy|oracle|o|-",
         "accuracy|oracle|lse|-",
     )
+    assert _duplicates(target, backend, {"masking": masking}).reads_alike(o_row) == bug_of(masking)
+    # Both also match the oracle under one mix-up (``fuzz.explain``), evidence checked first.
     assert _duplicates(target, backend, {"masking": masking}).of(o_row) == (
         bug_of(masking),
-        "influence",
+        "explained",
     )
-    assert _duplicates(target, backend, {"masking": masking}).of(lse_row) is None
+    # The lse row fails neither way and reads other inputs; it matches the oracle under the
+    # masking row's mix-ups (each query one key late, or the window's sides swapped): joined.
+    assert _duplicates(target, backend, {"masking": masking}).of(lse_row) == (
+        bug_of(masking),
+        "explained",
+    )
     # the hunt settled the masking row and saw the o row as it (as fuzz.engine records it)
     settled = dataclasses.replace(masking, seen_as=[o_row])
     me = _duplicates(target, backend, {"masking": settled})
