@@ -51,6 +51,7 @@ SHIFTS = (1, -1)
 # Examples larger than this (``Case.size``) are not explained: a minimal example is small, and
 # each hypothesis of attention is an oracle run (seconds for an unshrunk GPU case).
 MAX_ELEMENTS = 1 << 16
+_WITH = "every output matches the oracle with "
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,11 @@ def explain(ctx: Context, got: Mapping[str, Any]) -> Explanation | None:
         return None
     order = tuple(dict.fromkeys(m.key for m in matched))
     texts = list(dict.fromkeys(m.text for m in matched))
-    text = texts[0] if len(texts) == 1 else "; or ".join(texts)
-    return Explanation(frozenset(order), text, order)
+    same = [t[len(_WITH) :] for t in texts if t.startswith(_WITH)]
+    others = [t for t in texts if not t.startswith(_WITH)]
+    if same:  # (one sentence for the conventions: "... with A, or with B")
+        others.append(_WITH + ", or with ".join(same))
+    return Explanation(frozenset(order), "; or ".join(others), order)
 
 
 def _matches(got: np.ndarray, want: np.ndarray, bound: np.ndarray) -> bool:
@@ -249,6 +253,4 @@ def _conventions(ctx: Context, names: list[str]) -> Iterator[_Hypothesis]:
             continue
         if all(_same(outputs[n], ctx.oracle[n]) for n in names):
             continue  # (nothing that convention decides here)
-        yield _Hypothesis(
-            _Match(key, f"every output matches the oracle with {text}"), outputs, bounds
-        )
+        yield _Hypothesis(_Match(key, _WITH + text), outputs, bounds)

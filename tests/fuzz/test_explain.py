@@ -221,6 +221,8 @@ def test_rows_whose_explanations_meet_are_one_bug():
     me.known_bugs = [bug_of(hidden)]
     assert me.explained(hidden).keys == {"window sides swapped"}
     assert me.explained(shown).keys >= {"window sides swapped", "align top-left"}
+    said = me.explained(shown).text  # one sentence names them all
+    assert said.count("every output matches the oracle with") == 1 and ", or with " in said
     assert me.explained_alike(shown) == bug_of(hidden)
 
 
