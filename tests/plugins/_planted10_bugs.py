@@ -206,7 +206,54 @@ PATTERNS: dict[str, Pattern] = {
 
 # What CPU campaigns found (``python .ci/planted_rows.py --round 10 --cpu-campaign 300``: ``python
 # -m fuzz run --targets 'planted10_*' --backends triton-interpret,pallas-interpret --db none --seed
-# 1``, on a 2-core VM). Per pattern and language: the rows of ``report.json`` and, for a bug of more
-# than one row or not found, why (empty until a campaign has run).
-CPU: dict[str, dict[str, str]] = {}
+# 1``, on a 2-core VM), with the harness at cd3b41e: 2,663 examples in 306 s, 9 of the 10 bugs
+# found, 10 rows (0 unshrunk), 1.11 rows per bug found, row sizes median 13 and at most 1,024
+# elements; every pair 87-697 examples. The controls (``--cpu-campaign 150 --targets
+# 'control10_*'``, 154 s, 3,160 examples): no row. Per pattern and language: the rows of
+# ``report.json`` and, for a bug of more than one row or not found, why.
+CPU: dict[str, dict[str, str]] = {
+    "softmax_lse_of_natural_log": {
+        "triton": "found, 1 row (accuracy/oracle of y, 16 elements), 401 examples",
+    },
+    "jagged_column_grid_of_row_tile": {
+        "triton": "found, 2 rows (accuracy/oracle of y, 10 elements: two rows of 5 columns, "
+        "block_n 8, column 4 written 0; masking/oracle of y, 5: one row of 5 columns, column 4 "
+        "written 0 where a one-row segment's fixed 1), 200 examples: the same unwritten column "
+        "met on a one-row segment (its output fixed: masking) and on a longer one (accuracy), "
+        "two classes whose examples do not nest",
+    },
+    "attention_acc_rescaled_twice": {
+        "triton": "found, 1 row (accuracy/oracle of o, 17 elements: one query on 17 keys, "
+        "block_k 16), 188 examples",
+    },
+    "decode_gqa_head_modulo": {
+        "triton": "found, 1 row (accuracy/oracle of o, 4 elements: four query heads on two kv "
+        "heads, one key, one split), 129 examples",
+    },
+    "gla_ht_head_major": {
+        "triton": "found, 1 row (accuracy/oracle of ht, 1,024 elements: two batch elements of "
+        "two heads, 16 tokens, g_gamma), 188 examples",
+    },
+    "softmax_write_pass_without_bias": {
+        "pallas": "found, 1 row (accuracy/oracle of y, 1 element: one key with a bias), "
+        "90 examples",
+    },
+    "jagged_stats_skip_partial_tile": {
+        "pallas": "found, 1 row (accuracy/oracle of y, 2 elements; also seen as nan, masking "
+        "and inf of y), 697 examples",
+    },
+    "attention_mask_key_index_without_tile_start": {
+        "pallas": "found, 1 row (accuracy/oracle of lse, 17 elements; also seen as "
+        "accuracy/oracle of o, 17), 87 examples",
+    },
+    "varlen_tile_start_in_tiles": {
+        "pallas": "NOT found in 233 examples: no drawn case had a sequence of more than "
+        "block_q queries together with the causal mask, a window or ALiBi (the only inputs "
+        "the misplaced tiles change) before the budget ran out",
+    },
+    "gla_state_decay_after_update": {
+        "pallas": "found, 1 row (accuracy/state-continuation of o, 240 elements: tokens [0, 8) "
+        "then [8, 15); also seen as accuracy/oracle of ht, 256, and of o, 272), 450 examples",
+    },
+}
 PATTERNS = {name: replace(p, cpu=CPU.get(name, {})) for name, p in PATTERNS.items()}
