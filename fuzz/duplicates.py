@@ -183,7 +183,12 @@ def _remade(target: Target, f: Any, key: str, own: str) -> Iterator[Any]:
       32-token chunk came as ``inf`` (strong gates: the decay across the tile boundary grows to
       exp(183)) and ``accuracy`` (weaker ones); a quarter of the Inf example's gates gives the
       accuracy row's failure. A bug exact but for its overflow (a softmax shifted by the wrong
-      maximum) passes on smaller values: nothing is told."""
+      maximum) passes on smaller values: nothing is told.
+    - for an example with reductions of one element (its family's ``grow``: a jagged segment
+      of one row, whose output the mask alone fixes at 1), the same call with each given a
+      second: a planted jagged kernel that left a column unwritten came as ``masking`` (one
+      row, 0 for 1) and ``accuracy`` (two rows); with its row repeated, the one-row example
+      fails the accuracy row's way. A fault of one-row segments alone passes so."""
     from fuzz import influence
 
     family, parts = _family(target), key.split("|")
@@ -200,6 +205,9 @@ def _remade(target: Target, f: Any, key: str, own: str) -> Iterator[Any]:
             tamed = influence.tamed(f.case, factor)
             if tamed is not None:
                 yield tamed
+    grown = None if family is None or family.grow is None else family.grow(f.case)
+    if grown is not None:
+        yield grown
 
 
 def _fails(outcome: Any, key: str) -> bool:

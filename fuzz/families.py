@@ -71,6 +71,11 @@ class Family:
             per-head decay ``g_gamma`` as a per-token ``g`` equal over the tokens), None where
             it cannot be: the duplicate check takes away a trigger that is only the form a free
             choice drew so (a planted GLA kernel's one bug came as two rows, one with each form).
+        grow: ``grow(case) -> case or None``: the case with its reductions of one element given
+            a second (a jagged segment of one row: its row repeated), None where it has none:
+            such an output is fixed by the mask alone (a one-row segment's 1), so a wrong value
+            there is classed ``masking``, and the duplicate check runs the grown call to see
+            whether it is wrong as an ``accuracy`` row's values are (``fuzz.duplicates``).
         requests: ``{output: request(case) -> case}``: the case with an optional output asked
             for (simple GLA's final state ``ht``), its inputs kept: the duplicate check runs a
             minimal example that did not ask for an output a known bug was seen on with it
@@ -109,6 +114,7 @@ class Family:
     reduce: Mapping[str, Callable[[Case], Case | None]] = field(default_factory=dict)
     recast: Mapping[str, tuple[str, Callable[[Case], Case | None]]] = field(default_factory=dict)
     requests: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
+    grow: Callable[[Case], Case | None] | None = None
     guard_inputs: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     runtime: tuple[str, ...] = ()
     types: Mapping[str, str] = field(default_factory=dict)
@@ -464,6 +470,28 @@ def _jagged_narrowing(caps: Any) -> dict[str, Any]:
     return {"dtypes": caps.dtypes, **caps.tile_kwargs()}
 
 
+def _jagged_grow(case: Case) -> Case | None:
+    """``Family.grow`` of the jagged family: each segment of one row given a second (its row
+    repeated), the others as they are; None without such a segment. Three planted jagged
+    kernels (rounds 5, 9 and 10) came as a ``masking`` row (a one-row segment written wrong)
+    and an ``accuracy`` row (the same fault in a longer segment)."""
+    values, offsets = np.asarray(case.inputs["values"]), np.asarray(case.inputs["offsets"])
+    bounds = offsets.astype(np.int64)
+    lengths = np.diff(bounds)
+    if not (lengths == 1).any():
+        return None
+    rows = [np.arange(int(bounds[0]))]
+    rows += [
+        np.repeat(np.arange(a, a + n), 2 if n == 1 else 1)
+        for a, n in zip(bounds[:-1], lengths, strict=True)
+    ]
+    rows.append(np.arange(int(bounds[-1]), values.shape[0]))  # (rows past the last segment)
+    grown = np.where(lengths == 1, 2, lengths)
+    starts = np.concatenate([bounds[:1], bounds[0] + np.cumsum(grown)]).astype(offsets.dtype)
+    inputs = {**case.inputs, "values": values[np.concatenate(rows)], "offsets": starts}
+    return Case(inputs, dict(case.params), {**case.recipe, "lengths": [int(n) for n in grown]})
+
+
 def _jagged_guards(inputs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` and ``offsets`` as views into guard buffers holding the case's ``guard`` poison
     (``fuzz.targets.jagged_softmax``: rows before and after, a column after every row, offsets
@@ -724,6 +752,7 @@ def _softmax_families() -> list[Family]:
             space=_space("strategies.jagged_softmax", block_n="block_n", block_m="block_m"),
             guard_inputs=_jagged_guards,
             types=_JAGGED_TYPES,
+            grow=_jagged_grow,
         ),
     ]
 
