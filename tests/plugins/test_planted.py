@@ -195,8 +195,12 @@ def test_one_bug_seen_as_accuracy_and_masking_is_one_bug_by_what_its_rows_read(p
     assert (accuracy.finding.cls, masking.finding.cls) == ("accuracy", "masking")
     for new, old in ((masking, accuracy), (accuracy, masking)):
         me = _duplicates(target, backend, {old.finding.cls: old})
-        assert me.also_fails(new) is None and me.shown_by_known(new) is None
-        assert me.of(new) == (bug_of(old), "influence"), (new.key, old.key)
+        if target.family != "jagged_softmax":
+            # (a jagged one-row example given a second row fails the accuracy row's way:
+            # ``Family.grow``, evidence the check reaches before the influence analysis)
+            assert me.also_fails(new) is None and me.shown_by_known(new) is None
+        assert me.reads_alike(new) == bug_of(old), (new.key, old.key)
+        assert me.of(new)[0] == bug_of(old), (new.key, old.key)
     for f in (accuracy, masking):
         assert influence.anomalies(target, backend, _options(), f.case), f.key
 
