@@ -64,59 +64,20 @@ PLUGINS = (
     ROOT / "tests" / "plugins" / "planted.py",
     ROOT / "tests" / "plugins" / "planted_pallas.py",
 )
+
+
+def _round(n: int) -> tuple[tuple[Path, ...], str]:
+    """Round ``n``'s Triton and Pallas plugins and its targets' glob."""
+    here = ROOT / "tests" / "plugins"
+    return (here / f"planted{n}.py", here / f"planted{n}_pallas.py"), f"planted{n}_*"
+
+
 # Each round's plugins and the targets its campaign runs.
 ROUNDS = {
     1: (PLUGINS, "planted_*"),
-    3: (
-        (
-            ROOT / "tests" / "plugins" / "planted3.py",
-            ROOT / "tests" / "plugins" / "planted3_pallas.py",
-        ),
-        "planted3_*",
-    ),
+    3: _round(3),
     4: ((ROOT / "tests" / "plugins" / "planted4.py",), "planted4_*"),
-    5: (
-        (
-            ROOT / "tests" / "plugins" / "planted5.py",
-            ROOT / "tests" / "plugins" / "planted5_pallas.py",
-        ),
-        "planted5_*",
-    ),
-    6: (
-        (
-            ROOT / "tests" / "plugins" / "planted6.py",
-            ROOT / "tests" / "plugins" / "planted6_pallas.py",
-        ),
-        "planted6_*",
-    ),
-    7: (
-        (
-            ROOT / "tests" / "plugins" / "planted7.py",
-            ROOT / "tests" / "plugins" / "planted7_pallas.py",
-        ),
-        "planted7_*",
-    ),
-    8: (
-        (
-            ROOT / "tests" / "plugins" / "planted8.py",
-            ROOT / "tests" / "plugins" / "planted8_pallas.py",
-        ),
-        "planted8_*",
-    ),
-    9: (
-        (
-            ROOT / "tests" / "plugins" / "planted9.py",
-            ROOT / "tests" / "plugins" / "planted9_pallas.py",
-        ),
-        "planted9_*",
-    ),
-    10: (
-        (
-            ROOT / "tests" / "plugins" / "planted10.py",
-            ROOT / "tests" / "plugins" / "planted10_pallas.py",
-        ),
-        "planted10_*",
-    ),
+    **{n: _round(n) for n in range(5, 11)},
 }
 # the bug-free targets' name prefixes
 CONTROLS = (
