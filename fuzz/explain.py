@@ -134,15 +134,36 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
 
 
-def _axes(ctx: Context, name: str, ndim: int) -> str:
-    """The axis letters of output ``name`` (its family's layout), else their numbers."""
+def _family(ctx: Context) -> Any:
+    """The case's target's family (``fuzz.families.family_of``), or None."""
     from fuzz.families import family_of
 
-    family = family_of(ctx.target)
+    return family_of(ctx.target)
+
+
+def _family_name(ctx: Context) -> str:
+    family = _family(ctx)
+    return ctx.target.family if family is None else family.name
+
+
+def _axes(ctx: Context, name: str, ndim: int) -> str:
+    """The axis letters of output ``name`` (its family's layout), else their numbers."""
+    family = _family(ctx)
     letters = None if family is None else family.layouts.get(name)
     if letters is None or len(letters) != ndim:
         return "".join(str(i) for i in range(ndim))
     return str(letters)
+
+
+def _one_changed(
+    ctx: Context, names: list[str], match: _Match, name: str, output: Any, bound: Any
+) -> _Hypothesis:
+    """The oracle's outputs and bounds with output ``name``'s replaced by ``output`` and
+    ``bound``."""
+    outputs = {n: ctx.oracle[n] for n in names}
+    bounds = {n: ctx.bound(n) for n in names}
+    outputs[name], bounds[name] = output, bound
+    return _Hypothesis(match, outputs, bounds)
 
 
 def _layouts(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hypothesis]:
@@ -161,20 +182,13 @@ def _layouts(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hy
             if _same(moved, want):
                 continue  # (only axes of one element moved)
             written = ", ".join(letters[i] for i in order)
-            read = ", ".join(letters)
-            outputs = {n: ctx.oracle[n] for n in names}
-            bounds = {n: ctx.bound(n) for n in names}
-            outputs[name] = moved
-            bounds[name] = np.ascontiguousarray(bound.transpose(order)).reshape(want.shape)
-            yield _Hypothesis(
-                _Match(
-                    f"layout {name} {''.join(letters[i] for i in order)}",
-                    f"{name} holds the oracle's values written in axis order ({written}) and "
-                    f"read as ({read}): a layout or reshape mix-up",
-                ),
-                outputs,
-                bounds,
+            match = _Match(
+                f"layout {name} {''.join(letters[i] for i in order)}",
+                f"{name} holds the oracle's values written in axis order ({written}) and "
+                f"read as ({', '.join(letters)}): a layout or reshape mix-up",
             )
+            moved_bound = np.ascontiguousarray(bound.transpose(order)).reshape(want.shape)
+            yield _one_changed(ctx, names, match, name, moved, moved_bound)
 
 
 def _lse_base(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_Hypothesis]:
@@ -186,18 +200,8 @@ def _lse_base(ctx: Context, names: list[str], failing: list[str]) -> Iterator[_H
         (LOG2E, "lse base2", "lse is the oracle's in base 2 (times log2 e)"),
         (1 / LOG2E, "lse over log2e", "lse is the oracle's divided by log2 e"),
     ):
-        outputs = {n: ctx.oracle[n] for n in names}
-        bounds = {n: ctx.bound(n) for n in names}
-        outputs["lse"] = ctx.oracle["lse"] * factor
-        bounds["lse"] = np.asarray(ctx.bound("lse")) * factor
-        yield _Hypothesis(_Match(key, text), outputs, bounds)
-
-
-def _family_name(ctx: Context) -> str:
-    from fuzz.families import family_of
-
-    family = family_of(ctx.target)
-    return ctx.target.family if family is None else family.name
+        lse, bound = ctx.oracle["lse"] * factor, np.asarray(ctx.bound("lse")) * factor
+        yield _one_changed(ctx, names, _Match(key, text), "lse", lse, bound)
 
 
 def _other_calls(ctx: Context) -> Iterator[tuple[str, str, Any]]:
