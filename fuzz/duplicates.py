@@ -728,31 +728,50 @@ class Duplicates:
 
     def explained(self, example: Any) -> Any:
         """:func:`fuzz.explain.explain` of an example's call (its oracle check: what the kernel
-        computed instead), computed once; None where no hypothesis matches or the call cannot
-        be checked so."""
+        computed instead), its hypotheses narrowed to those that also hold on the example's
+        neighbours (the family's ``vary``: a small example matches several), computed once;
+        None where no hypothesis holds or the call cannot be checked so. A plain-torch kernel
+        with its causal mask aligned top-left and its window's sides swapped (independent
+        triggers) came as two rows whose minimal examples both matched a top-left alignment
+        (two queries on one key under a window ``(-1, 0)`` read so); with one key more, only
+        the swapped window holds there: two bugs."""
         from fuzz import explain
 
         memo = example.case.digest()
         if memo not in self._explained:
             self._in_time()
             try:
-                outcome = check_case(
-                    self.target,
-                    self.backend,
-                    example.case,
-                    params=getattr(example, "params", {}),
-                    **self.options.check_kwargs(),
-                    only=("oracle",),
-                )
-                clean = outcome.context.clean
-                self._explained[memo] = (
-                    None
-                    if clean.error is not None
-                    else explain.explain(outcome.context, clean.outputs)
-                )
+                got = self._oracle_call(example, example.case)
+                found = None if got is None else explain.explain(*got)
+                family = _family(self.target)
+                vary = None if family is None else family.vary
+                for case in [] if found is None or vary is None else vary(example.case):
+                    self._in_time()
+                    got = self._oracle_call(example, case)
+                    if got is not None:  # (a neighbour the kernel declines tells nothing)
+                        found = explain.narrowed(found, explain.holds(*got, found.keys))
+                    if found is None:
+                        break
+                self._explained[memo] = found
+            except _OutOfTime:
+                raise  # (undecided: the check says so, see ``of``)
             except Exception:  # evidence, never the hunt's error
                 self._explained[memo] = None
         return self._explained[memo]
+
+    def _oracle_call(self, example: Any, case: Any) -> tuple[Any, Any] | None:
+        """The oracle check's context of ``case`` called with ``example``'s parameters and the
+        kernel's outputs, or None where the call failed to run."""
+        outcome = check_case(
+            self.target,
+            self.backend,
+            case,
+            params=getattr(example, "params", {}),
+            **self.options.check_kwargs(),
+            only=("oracle",),
+        )
+        clean = outcome.context.clean
+        return None if clean.error is not None else (outcome.context, clean.outputs)
 
     def explained_alike(self, f: Found) -> Bug | None:
         """The known bug (of any key, with a minimal example here) whose minimal example is

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,7 @@ class Explanation:
     keys: frozenset[str]
     text: str
     order: tuple[str, ...] = ()  # the keys in the order the hypotheses are tried
+    texts: Mapping[str, str] = field(default_factory=dict, compare=False)  # each key's words
 
     @property
     def key(self) -> str:
@@ -104,13 +105,53 @@ def explain(ctx: Context, got: Mapping[str, Any]) -> Explanation | None:
     ]
     if not matched:
         return None
+    texts = {m.key: m.text for m in reversed(matched)}
     order = tuple(dict.fromkeys(m.key for m in matched))
-    texts = list(dict.fromkeys(m.text for m in matched))
-    same = [t[len(_WITH) :] for t in texts if t.startswith(_WITH)]
-    others = [t for t in texts if not t.startswith(_WITH)]
-    if same:  # (one sentence for the conventions: "... with A, or with B")
+    return Explanation(frozenset(order), _text(order, texts), order, texts)
+
+
+def holds(ctx: Context, got: Mapping[str, Any], keys: frozenset[str]) -> frozenset[str]:
+    """The hypotheses of ``keys`` that ``got`` (the kernel's outputs of ``ctx``'s case, a
+    neighbour of the example they explained) matches on every output: a hypothesis that
+    changes nothing here holds where the kernel matches the oracle. A small example matches
+    several hypotheses; what the kernel does on a neighbour that tells them apart (the family's
+    ``vary``) keeps the ones that name its mistake."""
+    names = [n for n in ctx.oracle if n in got]
+    if not names or ctx.case.size > MAX_ELEMENTS:
+        return frozenset()
+    outputs = {n: np.asarray(got[n]) for n in names}
+    exact = all(_matches(outputs[n], ctx.oracle[n], ctx.bound(n)) for n in names)
+    tried: set[str] = set()
+    kept: set[str] = set()
+    for hyp in _hypotheses(ctx, names, names):
+        key = hyp.explanation.key
+        if key not in keys or key in tried:
+            continue
+        tried.add(key)
+        if all(_matches(outputs[n], hyp.outputs[n], hyp.bounds[n]) for n in names):
+            kept.add(key)
+    return frozenset(kept | ({k for k in keys if k not in tried} if exact else set()))
+
+
+def narrowed(explanation: Explanation, keys: frozenset[str]) -> Explanation | None:
+    """``explanation`` with only the hypotheses of ``keys`` (None: none of them)."""
+    order = tuple(k for k in explanation.order if k in keys)
+    if not order:
+        return None
+    if order == explanation.order:
+        return explanation
+    return Explanation(frozenset(order), _text(order, explanation.texts), order)
+
+
+def _text(order: tuple[str, ...], texts: Mapping[str, str]) -> str:
+    """One sentence for the hypotheses ``order`` names: "every output matches the oracle with
+    A, or with B" for the conventions; the others each their own."""
+    picked = list(dict.fromkeys(texts[k] for k in order))
+    same = [t[len(_WITH) :] for t in picked if t.startswith(_WITH)]
+    others = [t for t in picked if not t.startswith(_WITH)]
+    if same:
         others.append(_WITH + ", or with ".join(same))
-    return Explanation(frozenset(order), "; or ".join(others), order)
+    return "; or ".join(others)
 
 
 def _matches(got: np.ndarray, want: np.ndarray, bound: np.ndarray) -> bool:

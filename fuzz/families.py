@@ -76,6 +76,9 @@ class Family:
             such an output is fixed by the mask alone (a one-row segment's 1), so a wrong value
             there is classed ``masking``, and the duplicate check runs the grown call to see
             whether it is wrong as an ``accuracy`` row's values are (``fuzz.duplicates``).
+        vary: ``vary(case) -> cases``: neighbours of the case that tell the conventions of
+            :mod:`fuzz.explain` apart where a small case cannot (attention: one key more, one
+            query more): a hypothesis of what a kernel computed instead must hold on them too.
         requests: ``{output: request(case) -> case}``: the case with an optional output asked
             for (simple GLA's final state ``ht``), its inputs kept: the duplicate check runs a
             minimal example that did not ask for an output a known bug was seen on with it
@@ -115,6 +118,7 @@ class Family:
     recast: Mapping[str, tuple[str, Callable[[Case], Case | None]]] = field(default_factory=dict)
     requests: Mapping[str, Callable[[Case], Case]] = field(default_factory=dict)
     grow: Callable[[Case], Case | None] | None = None
+    vary: Callable[[Case], list[Case]] | None = None
     guard_inputs: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     runtime: tuple[str, ...] = ()
     types: Mapping[str, str] = field(default_factory=dict)
@@ -431,8 +435,49 @@ def _attention_family(
         same_lengths=None if decode else _attention_same,
         uses={f: u for f, u in _ATTN_USES.items() if f in features},
         drop={f: d for f, d in _ATTN_DROP.items() if f in features},
+        vary=_attention_vary,
         types=types,
     )
+
+
+def _attention_vary(case: Case) -> list[Case]:
+    """``Family.vary`` of attention: the case with one key more, and (but for decode) one query
+    more, each the last of its sequence (dense: of every batch element whose keys end at the
+    array's end; packed: of the last sequence; decode: one more cache slot in use), its values
+    drawn (normal, seeded by the case). Two queries on one key under a window ``(-1, 0)`` read
+    the same aligned top-left as with the window's sides swapped; with a second key they do
+    not."""
+    i = case.inputs
+    rng = np.random.default_rng(int(case.digest()[:8], 16))
+
+    def one_more(a: np.ndarray, at: int) -> np.ndarray:
+        row = rng.standard_normal((*a.shape[:2], 1, a.shape[3])).astype(a.dtype)
+        return np.concatenate([a[:, :, :at], row, a[:, :, at:]], axis=2)
+
+    out = []
+    tk = int(i["k"].shape[2])
+    if "cache_len" in i:
+        n = np.asarray(i["cache_len"])
+        k, v = (i[x] if (n < tk).all() else one_more(i[x], tk) for x in ("k", "v"))
+        out.append(case.replace(inputs={"k": k, "v": v, "cache_len": (n + 1).astype(n.dtype)}))
+        return out
+    cu_q, cu_k = i.get("cu_seqlens_q"), i.get("cu_seqlens_k")
+    if cu_q is not None and cu_k is not None:
+        cq, ck = np.asarray(cu_q), np.asarray(cu_k)
+        last = lambda c: np.concatenate([c[:-1], c[-1:] + 1]).astype(c.dtype)  # noqa: E731
+        at_k, at_q = int(ck[-1]), int(cq[-1])
+        k, v = one_more(i["k"], at_k), one_more(i["v"], at_k)
+        out.append(case.replace(inputs={"k": k, "v": v, "cu_seqlens_k": last(ck)}))
+        out.append(case.replace(inputs={"q": one_more(i["q"], at_q), "cu_seqlens_q": last(cq)}))
+        return out
+    more = {"k": one_more(i["k"], tk), "v": one_more(i["v"], tk)}
+    lengths = i.get("key_lengths")
+    if lengths is not None:
+        n = np.asarray(lengths)
+        more["key_lengths"] = (n + (n == tk)).astype(n.dtype)
+    out.append(case.replace(inputs=more))
+    out.append(case.replace(inputs={"q": one_more(i["q"], int(i["q"].shape[2]))}))
+    return out
 
 
 # jagged softmax -----------------------------------------------------------------------------------

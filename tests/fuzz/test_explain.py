@@ -14,6 +14,7 @@ from fuzz import explain
 from fuzz.backends import get_backend
 from fuzz.case import Case
 from fuzz.duplicates import Duplicates, bug_of
+from fuzz.families import family_of
 from fuzz.properties import check_case
 from fuzz.target import get, load_beside, load_plugin
 
@@ -220,10 +221,37 @@ def test_rows_whose_explanations_meet_are_one_bug():
     me = Duplicates(target, backend, CHECKS.options(), found={"h": hidden}, known_bugs=[])
     me.known_bugs = [bug_of(hidden)]
     assert me.explained(hidden).keys == {"window sides swapped"}
-    assert me.explained(shown).keys >= {"window sides swapped", "align top-left"}
-    said = me.explained(shown).text  # one sentence names them all
+    alone = _explained(target.name, "pallas-interpret", shown.case)  # the call alone
+    assert alone.keys >= {"window sides swapped", "align top-left"}
+    said = alone.text  # one sentence names them all
     assert said.count("every output matches the oracle with") == 1 and ", or with " in said
+    # With one key more, only the swapped window holds: the row names it alone.
+    assert me.explained(shown).keys == {"window sides swapped"}
+    assert ", or with " not in me.explained(shown).text
     assert me.explained_alike(shown) == bug_of(hidden)
+
+
+def test_two_positional_bugs_a_small_example_confuses_stay_two_rows():
+    """A kernel with its causal mask aligned top-left and its window's sides swapped: the
+    window bug's small example (two queries on one key, window ``(-1, 0)``) matches a top-left
+    alignment too, as the causal bug's does; the examples' neighbours (one key more, one query
+    more) tell the hypotheses apart, and the two rows stay two. The bug-free control passes both
+    calls and their neighbours."""
+    load_plugin(os.path.join(PLUGINS, "two_positional_bugs.py"))
+    target = get("two_positional_bugs")
+    backend = get_backend("triton-interpret")
+    causal = CHECKS.as_found(target, backend, _attention(1, 2, causal=True))
+    window = CHECKS.as_found(target, backend, _attention(2, 1, window=[-1, 0]))
+    me = Duplicates(target, backend, CHECKS.options(), found={"c": causal}, known_bugs=[])
+    me.known_bugs = [bug_of(causal)]
+    assert "align top-left" in _explained(target.name, "triton-interpret", window.case).keys
+    assert me.explained(causal).keys == {"align top-left"}
+    assert me.explained(window).keys == {"window sides swapped"}
+    assert me.explained_alike(window) is None
+    assert me.of(window) is None
+    for case in (causal.case, window.case):
+        for near in (case, *family_of(get("control_positional")).vary(case)):
+            assert _explained("control_positional", "triton-interpret", near) is None
 
 
 def test_queries_aligned_to_the_whole_buffer_are_named_and_told_from_a_sequences_own():
