@@ -291,8 +291,11 @@ def test_inputs_a_shrink_left_at_one_value_are_drawn_again_for_the_influence_evi
     )
     assert me.also_fails(wrong) is None and me.shown_by_known(wrong) is None
     assert me.reads_alike(wrong) == bug_of(unmasked)
-    # Both also match the oracle under one mix-up (``fuzz.explain``), evidence checked first.
-    assert me.of(wrong) == (bug_of(unmasked), "explained")
+    # Each small example matches the oracle under a mix-up (``fuzz.explain``), but not on its
+    # neighbours (one key more, one query more): the mask is missing inside a tile, not moved.
+    # No explanation is given; the influence evidence joins the two.
+    assert me.explained(wrong) is None
+    assert me.of(wrong) == (bug_of(unmasked), "influence")
 
 
 def test_a_nan_made_of_a_special_input_is_checked_with_that_input_made_finite(plugins):
