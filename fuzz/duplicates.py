@@ -314,7 +314,7 @@ class Duplicates:
         site), never shrinking it again through the known bug's examples (see the module's
         docstring)."""
         try:
-            self._name(f)
+            self.name(f)
             if not f.choices or not f.key:
                 return None  # nothing to replay
             return self._of(f)
@@ -714,7 +714,7 @@ class Duplicates:
             seconds=None if left is None else left / 2,
         )
 
-    def _name(self, f: Found) -> None:
+    def name(self, f: Found) -> None:
         """What the kernel computed instead of ``f``'s minimal example's oracle, where a
         hypothesis of :mod:`fuzz.explain` matches: on its finding (``details["explained"]`` and
         its message, what a maintainer reads first), whether ``f`` stands as a row or joins one."""

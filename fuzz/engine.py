@@ -816,6 +816,8 @@ class _Hunter:
             found.plots = plot(outcome.context)
         (self.minimal if final else self.last_seen)[key] = found
         if (is_new or final or context_lost) and self.hooks.on_found is not None:
+            if final:
+                self.name(found)  # (before the campaign records it)
             if is_new and plot is not None and not found.plots:
                 found.plots = plot(outcome.context)
             self.hooks.on_found(result, found)
@@ -1133,6 +1135,7 @@ class _Hunter:
             if database is not None and found[key].choices:
                 database.save(db_key, choices_to_bytes(found[key].choices))
             if self.hooks.on_found is not None and found[key].final:
+                self.name(found[key])  # (before the campaign records it)
                 self.hooks.on_found(result, found[key])
         if main and self.b.interpret:
             self._in_own_space(found)
@@ -1532,16 +1535,9 @@ class _Hunter:
         campaign checks it (:meth:`resume`)."""
         if self.stage.only is not None or self.stage.start:
             return None
-        if self.duplicates is None:
-            self.duplicates = Duplicates(self.target, self.b, self.options, found={}, known_bugs=[])
-        self.duplicates.found = self.result.found
-        self.duplicates.known_bugs = self.known_bugs if known is None else known
-        # Past the time given to settle the hunt's bugs, DUPLICATE_SECONDS of the 30 s the
-        # campaign gives a slice before it kills it (``pool.overran``), the rest its summary's.
-        self.duplicates.clock = time.perf_counter
-        self.duplicates.deadline = duplicate_deadline(self.settle_at, self.shrink_hard_at())
-        cut = self.duplicates.cut
-        twin = self.duplicates.of(f)
+        duplicates = self._duplicates(known)
+        cut = duplicates.cut
+        twin = duplicates.of(f)
         if self.duplicates.cut > cut:
             self.result.events["duplicate check cut at the hard limit"] += 1
             f.finding.details["unchecked"] = True
@@ -1550,6 +1546,27 @@ class _Hunter:
                 "be one of them seen another way"
             )
         return twin
+
+    def name(self, f: Found) -> None:
+        """What ``f``'s kernel computed instead, on its finding where a hypothesis of
+        :mod:`fuzz.explain` holds (:meth:`fuzz.duplicates.Duplicates.name`), before a campaign
+        records it: a hunt's first bug, never checked against another, was reported unnamed.
+        Nothing for a shrink stage's own result."""
+        if self.stage.only is None and not self.stage.start:
+            self._duplicates(None).name(f)
+
+    def _duplicates(self, known: list[Bug] | None) -> Duplicates:
+        """The hunt's duplicate check, told the bugs found so far (``known``: those to check
+        against; default: those the hunt knows) and its deadline."""
+        if self.duplicates is None:
+            self.duplicates = Duplicates(self.target, self.b, self.options, found={}, known_bugs=[])
+        self.duplicates.found = self.result.found
+        self.duplicates.known_bugs = self.known_bugs if known is None else known
+        # Past the time given to settle the hunt's bugs, DUPLICATE_SECONDS of the 30 s the
+        # campaign gives a slice before it kills it (``pool.overran``), the rest its summary's.
+        self.duplicates.clock = time.perf_counter
+        self.duplicates.deadline = duplicate_deadline(self.settle_at, self.shrink_hard_at())
+        return self.duplicates
 
     def _shrink_again(self, f: Found) -> Found | None:
         """``f`` shrunk once more on its own key (:func:`fuzz.shrink.shrink_again`), its seconds

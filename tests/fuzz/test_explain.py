@@ -283,3 +283,28 @@ def test_queries_aligned_to_the_whole_buffer_are_named_and_told_from_a_sequences
     assert got is not None and got.keys == {"align buffer"}, got
     assert "query index + 7" in got.text
     assert _explained("control9_attention_triton", "triton-interpret", padded) is None
+
+
+def test_a_hunts_first_bug_is_named_when_the_campaign_records_it():
+    """The finding a campaign records (``Hooks.on_found``, when its minimal example is final)
+    names what the kernel computed instead: a hunt's first bug is never checked against
+    another, and was reported without its explanation."""
+    from fuzz.engine import Hooks, hunt
+    from fuzz.profiles import get_profile
+
+    load_plugin(os.path.join(PLUGINS, "two_positional_bugs.py"))
+    recorded = []
+    hooks = Hooks(on_found=lambda result, f: recorded.append((f.final, f.finding.message)))
+    hunt(
+        get("positional_causal_top_left"),
+        "triton-interpret",
+        get_profile("ci"),
+        database=None,
+        max_examples=150,
+        seed=1,
+        time_limit=10**6,
+        hooks=hooks,
+    )
+    final = [message for final, message in recorded if final]
+    assert final, recorded
+    assert any("the queries aligned top-left (declared: bottom-right)" in m for m in final), final

@@ -4,8 +4,8 @@ keys up to i where bottom-right, ``i + Tk - Tq``, is declared) and its window's 
 right)`` unpacked as ``(right, left)``. A case with no window meets only the first; a window
 without the causal mask, only the second. The duplicate check must report two rows: a small
 example of the second bug (two queries on one key under a window ``(-1, 0)``) reads as a
-top-left alignment too, which alone must not make the two bugs one. ``control_positional`` is
-the same kernel without either bug."""
+top-left alignment too, which alone must not make the two bugs one.
+``positional_causal_top_left`` has the first bug alone, ``control_positional`` neither."""
 
 from __future__ import annotations
 
@@ -60,4 +60,5 @@ def _register(name, bugs):
 
 
 _register("two_positional_bugs", BUGS)
+_register("positional_causal_top_left", BUGS[:1])
 _register("control_positional", ())
