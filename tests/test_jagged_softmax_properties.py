@@ -234,3 +234,53 @@ def test_baselines_are_valid_cases_the_real_kernel_passes():
             assert o[0] == 0 and (np.diff(o) >= 0).all() and o[-1] == c.inputs["values"].shape[0]
     for c in (small, fam.baseline_grid("small")[-1]):
         assert check_case(REAL, get_backend("triton-interpret"), c, params={}).finding is None
+
+
+def _array_tiled(values, *, offsets, neighbour=False):
+    """A plain-torch jagged softmax whose sums add the rows in tiles of 4 aligned to the array's
+    start, not the segment's: right, but a segment moved in the array sums in another order.
+    ``neighbour``: each segment's sum also takes the row after it (the next segment's first)."""
+    import torch
+
+    x, out = values.float(), torch.zeros_like(values, dtype=torch.float32)
+    bounds = offsets.tolist()
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if b <= a:
+            continue
+        m = x[a:b].amax(0)
+        total = torch.zeros_like(m)
+        for t in range(a - a % 4, b, 4):
+            total = total + torch.exp(x[max(t, a) : min(t + 4, b)] - m).sum(0)
+        if neighbour and b < x.shape[0]:
+            total = total + torch.exp(x[b] - m)
+        out[a:b] = torch.exp(x[a:b] - m) / total
+    return out.to(values.dtype)
+
+
+def test_moved_segments_may_differ_in_their_last_bits_but_not_by_their_neighbours_values():
+    """A segment moved in the array (reversed, or alone) meets the tiles of a kernel tiled from
+    the array's start elsewhere: its sums round otherwise, within both runs' bounds (a bug-free
+    Triton kernel of a planted round came as two ``masking`` rows on an H200 so). A segment
+    whose sum takes its neighbour's row fails both properties."""
+    from fuzz import plugin
+
+    right = plugin.fuzz_kernel(
+        "jagged_array_tiled_test", family="jagged_softmax", kernel=_array_tiled
+    )
+    wrong = plugin.fuzz_kernel(
+        "jagged_array_tiled_neighbour_test",
+        family="jagged_softmax",
+        kernel=lambda values, *, offsets: _array_tiled(values, offsets=offsets, neighbour=True),
+    )
+    c = case([3, 9, 6], m=8, seed=3)
+    params = {"segment-permutation": "reverse", "segment-alone": 1}
+    backend = get_backend("triton-interpret")
+    only = ("segment-permutation", "segment-alone")
+    moved = fam._rearranged(c, [2, 1, 0])[0]
+    here = check_case(right, backend, c, only=("oracle",)).context.clean.outputs["y"]
+    there = check_case(right, backend, moved, only=("oracle",)).context.clean.outputs["y"]
+    rows = fam._rearranged(c, [2, 1, 0])[1]
+    assert not np.array_equal(here[rows], there)  # (the bits differ: the test tells)
+    assert check_case(right, backend, c, params=params, only=only).finding is None
+    f = check_case(wrong, backend, c, params=params, only=only).finding
+    assert f is not None and f.cls == MASKING and f.prop in only, f

@@ -306,13 +306,23 @@ def _rearranged(case: Case, order: list[int]) -> tuple[Case, np.ndarray]:
 
 
 def _compare_rows(ctx: Context, got: np.ndarray, rows: np.ndarray) -> tuple[int, ...] | None:
-    """Where ``got`` (a run of the case's rows ``rows``) differs from the clean run's bits."""
-    d = compare_runs(got, ctx.clean.outputs["y"][rows])
+    """Where ``got`` (a run of the case's rows ``rows``, its segments moved) differs from the
+    clean run by more than both runs' error bounds, or None. A segment moved in the array meets
+    the kernel's tiles elsewhere where a kernel tiles rows from the array's start rather than
+    the segment's: its sums add in another order, a last-bit difference within the bound (a
+    bug-free Triton kernel of a planted round came as two ``masking`` rows on an H200 so), where
+    a segment that reads its neighbours' rows is off by their values. Bit for bit first (the
+    usual case, and no bound needed)."""
+    want = ctx.clean.outputs["y"][rows]
+    if compare_runs(got, want) is None:
+        return None
+    tol = 2 * np.broadcast_to(np.asarray(ctx.bound("y"), np.float64), ctx.oracle["y"].shape)[rows]
+    d = compare_runs(got, want, tol)
     return None if d is None else d.index
 
 
 def _permutation(ctx: Context, which: Any) -> Finding | None:
-    """Reordering the segments reorders the output rows, bit for bit."""
+    """Reordering the segments reorders the output rows (within both runs' bounds)."""
     b = _n_segments(ctx)
     if which == "reverse":
         order = list(range(b))[::-1]
@@ -346,7 +356,7 @@ def _permutation(ctx: Context, which: Any) -> Finding | None:
 
 
 def _alone(ctx: Context, pick: Any) -> Finding | None:
-    """A segment computed on its own gives the bits it gets among the others."""
+    """A segment computed on its own gives what it gets among the others (within both runs' bounds)."""
     nonempty = [i for i, (a, b) in enumerate(_bounds(ctx.case)) if b > a]
     if not nonempty:
         return None
@@ -434,14 +444,14 @@ PROPERTIES = (
         _permutation,
         st.one_of(st.just("reverse"), st.integers(0, 2**16)),
         applies=_several_segments,
-        description="permuting the segments permutes the output rows, bit for bit",
+        description="permuting the segments permutes the output rows (within both runs' bounds)",
     ),
     Property(
         "segment-alone",
         _alone,
         st.integers(0, 2**16),
         applies=_several_segments,
-        description="each segment computed alone gives the bits it gets in context",
+        description="each segment computed alone gives what it gets in context (within both runs' bounds)",
     ),
 )
 
