@@ -176,8 +176,8 @@ def test_dg_bound_catches_an_error_on_a_small_entry_next_to_a_large_one(backend)
 
 @pytest.mark.parametrize("kind", ["fwd", "bwd"])
 def test_bounds_of_an_empty_sequence(kind):
-    """A sequence of no token (varlen-alone runs an empty packed sequence alone): the state passes
-    through and its bound is its own rounding-free magnitude's."""
+    """A sequence of no token (a call of none; varlen-alone takes non-empty sequences only): the
+    state passes through and its bound is its own rounding-free magnitude's."""
     case = _case(t=0, kind=kind, h0=True)
     if kind == "bwd":
         case = Case({**case.inputs, "dht": np.ones((1, 1, 3, 2), F32)}, case.params)

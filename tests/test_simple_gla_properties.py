@@ -278,3 +278,24 @@ def test_padding_past_cu_seqlens_is_poisoned_and_never_read(backend, kind):
     assert f is not None and f.cls == "masking", f
     f = oracle_prop.check(ctx, None)
     assert f is not None and f.cls == "masking", f
+
+
+def _no_empty_call(res, inputs, params):
+    """A kernel right on packed sequences, empty ones among them, that cannot take a call of no
+    tokens (as a bug-free planted Pallas kernel could not)."""
+    if inputs["q"].shape[1] == 0:
+        raise ValueError("cannot reshape array of size 0")
+    return res
+
+
+@pytest.mark.parametrize("pick", [0, 1, 2])
+def test_varlen_alone_runs_non_empty_sequences_alone(pick):
+    """Sequence 1 of ``[0, 7, 7, 23]`` is empty: every pick runs a non-empty one alone, never a
+    call of no tokens (an input of its own), so a kernel that cannot take one passes; a kernel
+    whose packed sequences depend on the packing still fails, whichever the pick."""
+    case = _case("fwd", varlen=True)
+    ctx = Context(_planted("fwd", _no_empty_call), get_backend("triton-interpret"), case)
+    assert PROPS["varlen-alone"].check(ctx, (RUN, pick)) is None
+    wrong = Context(_planted("fwd", _packing_dependent), get_backend("triton-interpret"), case)
+    f = PROPS["varlen-alone"].check(wrong, (RUN, pick))
+    assert f is not None and f.cls == "accuracy", f

@@ -758,14 +758,21 @@ def _exact_state(case: Case, t1: int) -> np.ndarray:
 
 
 def _varlen_alone(ctx: Context, params: Any) -> Finding | None:
-    """A packed sequence (drawn) gives what it gives run alone (its own h0/dht, no cu_seqlens):
-    element by element within both runs' bounds (the same exact values, chunked alike)."""
+    """A packed non-empty sequence (drawn) gives what it gives run alone (its own h0/dht, no
+    cu_seqlens): element by element within both runs' bounds (the same exact values, chunked
+    alike). An empty sequence alone would be a call of no tokens, an input of its own (as the
+    jagged family's ``segment-alone`` takes non-empty segments only): a bug-free planted
+    kernel that handles empty sequences in a packed batch but not a call of none came as two
+    ``crash`` rows on an H200 through it."""
     selector, pick = params
     if _skipped(ctx, selector):
         return None
     case = ctx.case
     cu = case.inputs["cu_seqlens"]
-    i = int(pick) % (len(cu) - 1)
+    nonempty = [j for j in range(len(cu) - 1) if int(cu[j + 1]) > int(cu[j])]
+    if not nonempty:
+        return None
+    i = nonempty[int(pick) % len(nonempty)]
     bos, eos = int(cu[i]), int(cu[i + 1])
     h0 = case.inputs["h0"][i : i + 1] if "h0" in case.inputs else None
     dht = case.inputs["dht"][i : i + 1] if "dht" in case.inputs else None
