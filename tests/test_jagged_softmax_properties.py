@@ -5,6 +5,8 @@ real kernel with one deliberate defect, made with ``kernels._mutate``) and must 
 kernel, on both interpreters.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -244,7 +246,7 @@ def _array_tiled(values, *, offsets, neighbour=False):
 
     x, out = values.float(), torch.zeros_like(values, dtype=torch.float32)
     bounds = offsets.tolist()
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         if b <= a:
             continue
         m = x[a:b].amax(0)
