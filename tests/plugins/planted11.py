@@ -7,8 +7,8 @@ plugin API only (``fuzz.fuzz_kernel``). The Pallas kernels of the round are in
 --round 11`` measures how many report rows each bug becomes.
 
 Five kernels written as a user would (a row-block softmax with an online max and sum over column
-tiles, a jagged softmax of one program per (segment, column block) whose row tiles are aligned to
-the array's rows, a flash-attention forward that masks causally only the key tiles that need it,
+tiles, a jagged softmax of one program per (segment, column block) over row tiles masked at the
+segment's end, a flash-attention forward that masks causally only the key tiles that need it,
 a two-kernel split-KV decode, a chunked simple GLA forward), each with a ``BUG`` switch that
 plants exactly one bug; each ``planted11_*`` target runs one of them, each ``control11_*`` target
 the same kernel with no bug (what a campaign finds there is not a planted bug's). Each bug, its
@@ -18,11 +18,12 @@ trigger (the smallest input that shows it) and the failure class expected:
   as x + bias, the scale left out (the path without a bias applies it): right without a bias or
   with a scale of 1. Trigger: one row of two keys, scale 0.5, a bias of zeros. Expected:
   accuracy.
-- ``planted11_jagged_aligned_tiles_without_start_mask_triton``: a segment's row tiles are aligned
-  to multiples of block_n from the array's first row and masked at the segment's end only, not at
-  its start: a segment that starts inside a tile takes the rows before it (the previous
-  segment's) into its max and sum, and overwrites them with its own softmax. Trigger: two
-  segments of two rows each, block_n 4. Expected: accuracy.
+- ``planted11_jagged_aligned_tiles_without_start_mask_triton``: a segment's row tiles start at
+  the tile boundary at or before its start (aligned to multiples of block_n from the array's
+  first row) where its start belongs, and are masked at the segment's end only: a segment that
+  starts inside a tile takes the rows before it (the previous segment's) into its max and sum,
+  and overwrites them with its own softmax. Trigger: two segments of two rows each, block_n 4.
+  Expected: accuracy.
 - ``planted11_attention_causal_mask_on_first_diagonal_tile_only_triton``: the causal mask is
   applied only in the key tile that holds the query tile's first position (the diagonal tile when
   block_q equals block_k and the tiles are aligned): a key tile after it, visited because later
@@ -175,20 +176,16 @@ SOFTMAX_CAPS = fuzz.Capabilities(
 
 # Jagged softmax -----------------------------------------------------------------------------------
 # One program per (segment, column block), three passes over the segment's row tiles (each
-# column's max, its sum of exp(x - max), the writes). The row tiles are aligned to multiples of
-# block_n from the array's first row (a segment's first tile starts at the tile boundary at or
-# before its start), each masked to the segment's rows.
+# column's max, its sum of exp(x - max), the writes), from the segment's first row on, each tile
+# masked at the segment's end. (The tiles start at the segment's start, not at the array's tile
+# boundaries: the sums' rounding is then the same wherever the segment lies.)
 
 
 @triton.jit
-def _jagged_rows(r0, start, stop, col_ok, BUG: tl.constexpr, BLOCK_N: tl.constexpr):
+def _jagged_rows(r0, stop, col_ok, BLOCK_N: tl.constexpr):
     """The rows of the tile at ``r0`` and which (row, column) pairs of it are the segment's."""
     rows = r0 + tl.arange(0, BLOCK_N)
-    if BUG == ALIGNED_TILES_WITHOUT_START_MASK:  # planted: masked at the segment's end only
-        row_ok = rows < stop
-    else:
-        row_ok = (rows >= start) & (rows < stop)
-    return rows, row_ok[:, None] & col_ok[None, :]
+    return rows, (rows < stop)[:, None] & col_ok[None, :]
 
 
 @triton.jit
@@ -201,23 +198,26 @@ def _jagged_kernel(
     col_ok = cols < n_cols
     start = tl.load(offsets_ptr + seg)
     stop = tl.load(offsets_ptr + seg + 1)
-    first = (start // BLOCK_N) * BLOCK_N  # the aligned tile holding the segment's first row
+    if BUG == ALIGNED_TILES_WITHOUT_START_MASK:  # planted: from the aligned tile boundary
+        first = (start // BLOCK_N) * BLOCK_N
+    else:
+        first = start
     m = tl.full([BLOCK_M], float("-inf"), tl.float32)
     for r0 in range(first, stop, BLOCK_N):
-        rows, ok = _jagged_rows(r0, start, stop, col_ok, BUG, BLOCK_N)
+        rows, ok = _jagged_rows(r0, stop, col_ok, BLOCK_N)
         at = v_ptr + rows[:, None] * stride_vn + cols[None, :] * stride_vm
         x = tl.where(ok, tl.load(at, mask=ok, other=0.0).to(tl.float32), float("-inf"))
         m = tl.maximum(m, tl.max(x, 0))
     shift = tl.where(m == float("-inf"), 0.0, m)
     ell = tl.zeros([BLOCK_M], tl.float32)
     for r0 in range(first, stop, BLOCK_N):
-        rows, ok = _jagged_rows(r0, start, stop, col_ok, BUG, BLOCK_N)
+        rows, ok = _jagged_rows(r0, stop, col_ok, BLOCK_N)
         at = v_ptr + rows[:, None] * stride_vn + cols[None, :] * stride_vm
         x = tl.where(ok, tl.load(at, mask=ok, other=0.0).to(tl.float32), float("-inf"))
         ell += tl.sum(tl.exp(x - shift[None, :]), 0)
     inv = tl.where(ell > 0.0, 1.0 / tl.where(ell > 0.0, ell, 1.0), 0.0)
     for r0 in range(first, stop, BLOCK_N):
-        rows, ok = _jagged_rows(r0, start, stop, col_ok, BUG, BLOCK_N)
+        rows, ok = _jagged_rows(r0, stop, col_ok, BLOCK_N)
         at = v_ptr + rows[:, None] * stride_vn + cols[None, :] * stride_vm
         x = tl.where(ok, tl.load(at, mask=ok, other=0.0).to(tl.float32), float("-inf"))
         y = tl.exp(x - shift[None, :]) * inv[None, :]
