@@ -770,7 +770,12 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
             f.get("where", ""),
             err,
             str(size if size is not None else "")
-            + (f" (not shrunk; maybe {f['maybe_of']})" if f.get("maybe_of") else ""),
+            + (
+                f" ({'not shrunk' if f.get('maybe_why') is None else f['maybe_why']}; "
+                f"maybe {f['maybe_of']})"
+                if f.get("maybe_of")
+                else ""
+            ),
             os.path.relpath(repro) if repro else "",
         )
     if report["findings"]:
@@ -781,7 +786,7 @@ def _print_summary(console: object, report: dict, out: Path) -> None:
     console.print(
         f"{s['examples']} examples; {s['new']} new, {s['still_failing']} still failing, {s['fixed']} fixed"
         + (
-            f" ({s['maybe_known']} of them not shrunk, maybe a bug found before)"
+            f" ({s['maybe_known']} of them not shrunk or not reproduced alone, maybe a bug found before)"
             if s.get("maybe_known")
             else ""
         )

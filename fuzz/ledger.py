@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz import failures as F
+from fuzz.results import NOT_ALONE
 from fuzz.signatures import Bug, Resume, same_bug, site
 
 NEW = "new"
@@ -804,7 +805,9 @@ class BugLedger:
         that bug (a GPU campaign's last slice streamed a 6,789-element NaN example and was
         killed shrinking it: its shrunk twin had 1 element; on an H200 a planted jagged
         kernel's Inf row of 60 elements, unshrunk, had the key its shrunk accuracy row had
-        also been seen as). Kept, with their reproducers, and not counted as distinct bugs."""
+        also been seen as). And crashes whose example passed replayed alone in a fresh process,
+        where one of the pair crashed alone: that crash's (``mark_maybe_of``). Kept, with their
+        reproducers, and not counted as distinct bugs."""
         shrunk: dict[str, str] = {}
         records = [(sig, f) for sig, f in self.found.items() if f.get("shrunk")]
         for first in (True, False):  # (a bug's own key first, then the ways it was seen)
@@ -813,12 +816,18 @@ class BugLedger:
                 for key in [own] if first else ways:
                     if key:
                         shrunk.setdefault(key, sig)
-        return {
+        maybe = {
             sig: shrunk[f["bug_key"]]
             for sig, f in self.found.items()
             if not f.get("shrunk")
             and f.get("class") not in (F.CRASH, F.HANG)
             and f.get("bug_key") in shrunk
+        }
+        alone = next((sig for sig, f in self.found.items() if _alone(f) is True), None)
+        return maybe | {  # (and crashes that passed alone, where one crashed alone)
+            sig: alone
+            for sig, f in self.found.items()
+            if alone is not None and f.get("class") == F.CRASH and _alone(f) is False
         }
 
     @property
@@ -888,7 +897,16 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     pair's ledger says of its own records (``BugLedger.maybe_known``), across the backends
     whose findings the report joined. On an H200 a planted Pallas kernel's shrunk row (GPU) had
     been seen as ``accuracy`` of ``lse``, and the interpreter's own unshrunk ``accuracy`` of
-    ``lse`` (4,018 elements) came as a row of its own."""
+    ``lse`` (4,018 elements) came as a row of its own. A crash whose example passed replayed
+    alone in a fresh process, where a crash of its target crashed alone, is maybe that one
+    (``maybe_why``: CUDA reports an illegal access at a later call than the launch that made
+    it): a planted Pallas kernel's out-of-bounds reads on an H200 came as a 2-element crash row
+    that passed alone beside a 66,600-element one that crashed alone."""
+    crashes = [f for f in findings.values() if f.get("class") == F.CRASH and _alone(f) is True]
+    for f in findings.values():  # (a crash that passed alone: maybe one that crashed alone)
+        twin = next((g for g in crashes if g.get("target") == f.get("target")), None)
+        if f.get("class") == F.CRASH and _alone(f) is False and twin is not None:
+            f["maybe_of"], f["maybe_why"] = twin.get("signature"), NOT_ALONE
     shrunk = [(f, set(keys_of(f))) for f in findings.values() if f.get("shrunk")]
     for f in findings.values():
         if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in (F.CRASH, F.HANG):
@@ -898,6 +916,13 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
                 f["maybe_of"] = g.get("signature")
                 break
     return findings
+
+
+def _alone(f: dict[str, Any]) -> bool | None:
+    """Whether a crash record's example, replayed alone in a fresh process, crashed so again
+    (None: not replayed)."""
+    alone = (f.get("details") or {}).get("alone")
+    return None if alone is None else f.get("bug_key") in alone
 
 
 def after_their_bugs(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:

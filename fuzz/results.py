@@ -179,6 +179,29 @@ def size_note(f: dict[str, Any]) -> str | None:
     return None
 
 
+# ``maybe_why`` of a crash whose example did not crash replayed alone (``fuzz.ledger.mark_maybe_of``).
+NOT_ALONE = "not reproduced alone"
+
+
+def maybe_note(f: dict[str, Any]) -> str | None:
+    """What the reports say of a finding that may be a bug found before (``maybe_of``; None:
+    none): not shrunk and failing as that bug does or was seen, or a crash whose example passed
+    replayed alone in a fresh process while that bug's crashes alone."""
+    if not f.get("maybe_of"):
+        return None
+    if f.get("maybe_why") == NOT_ALONE:
+        return (
+            f"its crash not reproduced alone (replayed in a fresh process, its example passed; "
+            f"CUDA reports an illegal access at a later call than the launch that made it), "
+            f"where bug {f['maybe_of']}'s example crashes alone: maybe that bug's crash; not "
+            "counted as a distinct one"
+        )
+    return (
+        f"not shrunk (its slice ended first), failing as bug {f['maybe_of']} does or was seen "
+        "(one class, property and output): maybe that bug; not counted as a distinct one"
+    )
+
+
 def encode_choices(choices: tuple[Any, ...]) -> str:
     """Hypothesis's choices for an example as text (base64 of the example database's bytes)."""
     import base64

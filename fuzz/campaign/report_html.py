@@ -18,7 +18,7 @@ from fuzz.campaign.report import (
 )
 from fuzz.campaign.report_md import hosts_cell, markdown, origin_text, rel_path
 from fuzz.files import atomic_write_text
-from fuzz.results import size_note
+from fuzz.results import maybe_note, size_note
 
 
 def writers(out: Path, data: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -160,11 +160,8 @@ def _finding_html(f: dict[str, Any], out: Path) -> str:
         )
     if note := size_note(f):
         parts.append(f"<p>{_e(note)}</p>")
-    if f.get("maybe_of"):
-        parts.append(
-            f"<p>not shrunk (its slice ended first) and failing as bug {_e(f['maybe_of'])} does "
-            "or was also seen: it may be that bug; not counted as a distinct one</p>"
-        )
+    if maybe := maybe_note(f):
+        parts.append(f"<p>{_e(maybe)}</p>")
     small = f.get("interpreter_minimal")
     if small:
         parts.append(

@@ -16,7 +16,7 @@ from fuzz.campaign.report import (
 )
 from fuzz.failures import is_harness_limit
 from fuzz.origin import describe, worth_showing
-from fuzz.results import size_note
+from fuzz.results import maybe_note, size_note
 
 # Markdown ------------------------------------------------------------------------------------------------
 
@@ -226,11 +226,8 @@ def _markdown_finding(f: dict[str, Any], out: Path) -> list[str]:
         )
     if note := size_note(f):
         lines.append(f"- {note}")
-    if f.get("maybe_of"):
-        lines.append(
-            f"- not shrunk (its slice ended first), failing as bug `{f['maybe_of']}` does or was "
-            "seen (one class, property and output): maybe that bug; not counted as a distinct one"
-        )
+    if maybe := maybe_note(f):
+        lines.append(f"- {maybe}")
     small = f.get("interpreter_minimal")
     if small:
         repro = (

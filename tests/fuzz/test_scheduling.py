@@ -408,6 +408,35 @@ def test_a_record_left_unshrunk_with_a_key_a_shrunk_bug_was_also_seen_as_may_be_
     assert order.index("big") == order.index("acc") + 1, order
 
 
+def test_a_crash_that_passed_alone_beside_one_that_crashed_alone_is_not_a_distinct_bug():
+    """A sticky CUDA error is reported at a later call than the launch that made it: a crash
+    row whose example passed replayed alone in a fresh process (a planted Pallas kernel's
+    2-element row on an H200) beside a crash of the pair that crashed alone (66,600 elements) is
+    maybe that one: kept with its reproducer, said why, not counted. Without a crash that
+    crashed alone it stands as a row of its own."""
+    from fuzz.campaign import report
+    from fuzz.ledger import mark_maybe_of
+    from fuzz.results import maybe_note
+
+    key = "crash|crash|-|JaxRuntimeError: INTERNAL: CUDA error: Failed to check stream"
+    other = "crash|crash|-|JaxRuntimeError: INTERNAL: CUDA error: Error recording CUDA event"
+    p = _pair("p")
+    led = _Ledger(_policy([p]))
+    assert led.record(p, _rec("late", key=other, shrunk=True, details={"alone": []}))
+    assert p.as_dict()["bugs"] == 1  # (alone: no crash that crashed alone to be)
+    assert led.record(p, _rec("big", key=key, shrunk=True, details={"alone": [key]}))
+    row = p.as_dict()
+    assert row["bugs"] == 1 and row["unshrunk_maybe_known"] == 1
+    by = {f["signature"]: {**f, "target": "p"} for f in row["findings"]}
+    assert by["late"]["maybe_of"] == "big" and "maybe_of" not in by["big"]
+    marked = mark_maybe_of({sig: dict(f, maybe_of=None) for sig, f in by.items()})
+    assert marked["late"]["maybe_of"] == "big" and not marked["big"].get("maybe_of")
+    assert "not reproduced alone" in maybe_note(marked["late"])
+    found = [{**f, "triage": "new", "mutant": False} for f in marked.values()]
+    s = report.summary_of([{**row, "status": "fail"}], found, [], [])
+    assert s["maybe_known"] == 1
+
+
 def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct_bug(tmp_path):
     """A slice killed while shrinking leaves its first sight of a bug unshrunk; where a shrunk
     bug of the pair has its failure key, it may be that bug (a GPU campaign's last slice left a
