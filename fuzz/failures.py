@@ -190,9 +190,38 @@ def bug_key(finding: Finding) -> str:
     trigger."""
     last = "-"
     if finding.cls == CRASH and finding.details.get("exception"):
-        text = re.sub(r"\d+", "#", str(finding.details.get("text", "")))[:80]
+        text = str(finding.details.get("text", ""))
+        sticky = sticky_error_name(text)
+        text = f"sticky CUDA error: {sticky}" if sticky else re.sub(r"\d+", "#", text)[:80]
         last = f"{finding.details['exception']}: {text}"
     return "|".join((finding.cls, finding.prop, finding.output or "-", last))
+
+
+# Sticky CUDA errors by name, with the words each is reported in (the driver's, the runtime's,
+# PyTorch's, XLA's).
+_STICKY_NAMES = (
+    (
+        "illegal memory access",
+        ("CUDA_ERROR_ILLEGAL_ADDRESS", "illegal memory access", "illegal address"),
+    ),
+    ("misaligned address", ("CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address")),
+    ("illegal instruction", ("CUDA_ERROR_ILLEGAL_INSTRUCTION", "illegal instruction")),
+    ("launch failure", ("CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure")),
+    ("device-side assert", ("device-side assert", "CUDA_ERROR_ASSERT")),
+)
+
+
+def sticky_error_name(text: str) -> str | None:
+    """The sticky CUDA error ``text`` (an exception's message) reports, by name, or None. CUDA
+    reports one at whichever call next asks the device, so the rest of the message names that
+    call, not the fault: a planted Pallas kernel's out-of-bounds reads on an H200 came as crash
+    rows "Error recording CUDA event: CUDA_ERROR_ILLEGAL_ADDRESS" and "Failed to check stream
+    capturing status: CUDA_ERROR_ILLEGAL_ADDRESS", one fault. Its key is the name alone."""
+    low = text.lower()
+    for name, words in _STICKY_NAMES:
+        if any(w.lower() in low for w in words):
+            return name
+    return None
 
 
 def status_of(expected_class: str | None, classes: Collection[str], *, error: str | None) -> str:

@@ -713,3 +713,26 @@ def test_a_campaign_reports_a_bug_of_both_half_dtypes_once_and_two_dtype_bugs_tw
     assert {"dtype float16", "dtype bfloat16"} <= dtypes, one[0]
     assert sorted(f["class"] for f in two) == ["accuracy", "accuracy"], two
     assert len({t for f in two for t in f["triggers"] if t.startswith("dtype ")}) == 2
+
+
+def test_a_sticky_cuda_error_is_keyed_by_its_name_not_by_the_call_that_reported_it():
+    """CUDA reports a sticky error at whichever call next asks the device: two crashes of one
+    out-of-bounds read, reported by two calls, are one key; another sticky error, or another
+    exception, is another."""
+    from fuzz.failures import CRASH, Finding
+
+    def crash(exception, text):
+        return Finding(CRASH, "crash", text, details={"exception": exception, "text": text})
+
+    xla = "INTERNAL: CUDA error: {}: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+    one = bug_key(crash("JaxRuntimeError", xla.format("Error recording CUDA event")))
+    two = bug_key(crash("JaxRuntimeError", xla.format("Failed to check stream capturing status")))
+    assert one == two == "crash|crash|-|JaxRuntimeError: sticky CUDA error: illegal memory access"
+    torch_text = (
+        "CUDA error: misaligned address\nCUDA kernel errors might be asynchronously reported"
+    )
+    assert bug_key(crash("RuntimeError", torch_text)).endswith("misaligned address")
+    assert (
+        bug_key(crash("RuntimeError", "row 3 out of range"))
+        == "crash|crash|-|RuntimeError: row # out of range"
+    )
