@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz import origin
-from fuzz.backends import Backend
+from fuzz.backends import Backend, get_backend
 from fuzz.profiles import HuntOptions
 from fuzz.properties import check_case, properties_of
 from fuzz.results import Found
@@ -745,9 +745,12 @@ class Duplicates:
                 found = None if got is None else explain.explain(*got)
                 family = _family(self.target)
                 vary = None if family is None else family.vary
-                for case in [] if found is None or vary is None else vary(example.case):
+                where = self._neighbours_on(example.case)
+                for case in (
+                    [] if found is None or vary is None or not where else vary(example.case)
+                ):
                     self._in_time()
-                    got = self._oracle_call(example, case)
+                    got = self._oracle_call(example, case, where)
                     if got is not None:  # (a neighbour the kernel declines tells nothing)
                         found = explain.narrowed(found, explain.holds(*got, found.keys))
                     if found is None:
@@ -759,12 +762,32 @@ class Duplicates:
                 self._explained[memo] = None
         return self._explained[memo]
 
-    def _oracle_call(self, example: Any, case: Any) -> tuple[Any, Any] | None:
-        """The oracle check's context of ``case`` called with ``example``'s parameters and the
-        kernel's outputs, or None where the call failed to run."""
+    def _neighbours_on(self, case: Any) -> Backend | None:
+        """Where an example's neighbours run (``explained``): its own backend where it
+        interprets, else the interpreter of its kernel source within the profile's interpreter
+        cost (a neighbour's new shape is a compile on a GPU, and a kernel reading out of bounds
+        there can lose the process's CUDA context); None where neither (the explanation is then
+        left as the example alone gives it)."""
+        if self.backend.interpret:
+            return self.backend
+        try:
+            twin = None if self.backend.twin is None else get_backend(self.backend.twin)
+        except ValueError:
+            return None
+        if twin is None or not twin.interpret or not twin.available:
+            return None
+        fits = self.target.search.cost(case) <= self.options.interpreter_max_cost
+        return twin if fits else None
+
+    def _oracle_call(
+        self, example: Any, case: Any, backend: Backend | None = None
+    ) -> tuple[Any, Any] | None:
+        """The oracle check's context of ``case`` called with ``example``'s parameters on
+        ``backend`` (default: the check's) and the kernel's outputs, or None where the call
+        failed to run."""
         outcome = check_case(
             self.target,
-            self.backend,
+            backend or self.backend,
             case,
             params=getattr(example, "params", {}),
             **self.options.check_kwargs(),

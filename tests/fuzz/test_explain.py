@@ -308,3 +308,27 @@ def test_a_hunts_first_bug_is_named_when_the_campaign_records_it():
     final = [message for final, message in recorded if final]
     assert final, recorded
     assert any("the queries aligned top-left (declared: bottom-right)" in m for m in final), final
+
+
+def test_a_compiled_examples_neighbours_run_on_its_interpreter():
+    """A neighbour's new shape is a compile on a GPU, and a kernel that reads out of bounds
+    there can lose the process's CUDA context: a compiled backend's example has its neighbours
+    run on the interpreter of its kernel source, within the profile's interpreter cost, and
+    none past it (its explanation then as the example alone gives it)."""
+    import dataclasses
+
+    load_plugin(os.path.join(PLUGINS, "two_positional_bugs.py"))
+    interpreter = get_backend("triton-interpret")
+    compiled = dataclasses.replace(
+        interpreter, name="triton", interpret=False, twin=interpreter.name
+    )
+    me = Duplicates(get("two_positional_bugs"), compiled, CHECKS.options(), found={}, known_bugs=[])
+    small = _attention(2, 1, window=[-1, 0])
+    assert me._neighbours_on(small) is interpreter
+    big = _attention(4096, 4096, d=64)
+    assert me.target.search.cost(big) > me.options.interpreter_max_cost
+    assert me._neighbours_on(big) is None
+    mine = Duplicates(
+        get("two_positional_bugs"), interpreter, CHECKS.options(), found={}, known_bugs=[]
+    )
+    assert mine._neighbours_on(big) is interpreter
