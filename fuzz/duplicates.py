@@ -746,15 +746,13 @@ class Duplicates:
                 family = _family(self.target)
                 vary = None if family is None else family.vary
                 where = self._neighbours_on(example.case)
-                for case in (
-                    [] if found is None or vary is None or not where else vary(example.case)
-                ):
+                for case in [] if vary is None or where is None else vary(example.case):
+                    if found is None:
+                        break
                     self._in_time()
                     got = self._oracle_call(example, case, where)
                     if got is not None:  # (a neighbour the kernel declines tells nothing)
                         found = explain.narrowed(found, explain.holds(*got, found.keys))
-                    if found is None:
-                        break
                 self._explained[memo] = found
             except _OutOfTime:
                 raise  # (undecided: the check says so, see ``of``)

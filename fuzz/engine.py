@@ -1538,7 +1538,7 @@ class _Hunter:
         duplicates = self._duplicates(known)
         cut = duplicates.cut
         twin = duplicates.of(f)
-        if self.duplicates.cut > cut:
+        if duplicates.cut > cut:
             self.result.events["duplicate check cut at the hard limit"] += 1
             f.finding.details["unchecked"] = True
             f.shrink_notes.append(
