@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz import failures as F
-from fuzz.results import NOT_ALONE
 from fuzz.signatures import Bug, Resume, same_bug, site
 
 NEW = "new"
@@ -916,6 +915,10 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
                 f["maybe_of"] = g.get("signature")
                 break
     return findings
+
+
+# ``maybe_why`` of a crash whose example did not crash replayed alone (:func:`mark_maybe_of`).
+NOT_ALONE = "not reproduced alone"
 
 
 def _alone(f: dict[str, Any]) -> bool | None:

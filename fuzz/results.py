@@ -14,6 +14,7 @@ from typing import Any
 
 from fuzz.case import Case
 from fuzz.failures import Finding, status_of
+from fuzz.ledger import NOT_ALONE
 from fuzz.properties import Stats
 
 TRACE_CHARS = 6000  # of a harness error's traceback kept with it (its last frames)
@@ -177,10 +178,6 @@ def size_note(f: dict[str, Any]) -> str | None:
     if why := not_smaller_why(f):
         return f"not smaller: {why}"
     return None
-
-
-# ``maybe_why`` of a crash whose example did not crash replayed alone (``fuzz.ledger.mark_maybe_of``).
-NOT_ALONE = "not reproduced alone"
 
 
 def maybe_note(f: dict[str, Any]) -> str | None:
