@@ -140,7 +140,8 @@ def narrowed(explanation: Explanation, keys: frozenset[str]) -> Explanation | No
         return None
     if order == explanation.order:
         return explanation
-    return Explanation(frozenset(order), _text(order, explanation.texts), order)
+    texts = explanation.texts
+    return Explanation(frozenset(order), _text(order, texts), order, texts)
 
 
 def _text(order: tuple[str, ...], texts: Mapping[str, str]) -> str:

@@ -332,3 +332,18 @@ def test_a_compiled_examples_neighbours_run_on_its_interpreter():
         get("two_positional_bugs"), interpreter, CHECKS.options(), found={}, known_bugs=[]
     )
     assert mine._neighbours_on(big) is interpreter
+
+
+def test_an_explanation_narrowed_twice_keeps_the_words_of_what_is_left():
+    """Each neighbour may narrow the hypotheses again: the second narrowing names what is left
+    as the first did."""
+    load_plugin(os.path.join(PLUGINS, "planted8_pallas.py"))
+    case = _varlen([0, 2], [0, 1], window=[-1, 0])
+    got = _explained("planted8_varlen_window_sides_swapped_pallas", "pallas-interpret", case)
+    assert len(got.keys) >= 3, got
+    keep = got.order[1:]
+    once = explain.narrowed(got, frozenset(keep))
+    twice = explain.narrowed(once, frozenset(keep[:1]))
+    assert twice is not None and twice.keys == {keep[0]} and twice.order == keep[:1]
+    assert twice.text == explain.narrowed(got, frozenset(keep[:1])).text
+    assert explain.narrowed(twice, frozenset()) is None
