@@ -347,3 +347,17 @@ def test_an_explanation_narrowed_twice_keeps_the_words_of_what_is_left():
     assert twice is not None and twice.keys == {keep[0]} and twice.order == keep[:1]
     assert twice.text == explain.narrowed(got, frozenset(keep[:1])).text
     assert explain.narrowed(twice, frozenset()) is None
+
+
+def test_an_example_too_large_to_explain_makes_no_kernel_call(monkeypatch):
+    """A finding is named at its final replay (on a GPU, an unshrunk example can have a million
+    elements): past ``MAX_ELEMENTS`` nothing is run, not even the call and its oracle."""
+    from fuzz import duplicates
+
+    load_plugin(os.path.join(PLUGINS, "two_positional_bugs.py"))
+    backend = get_backend("triton-interpret")
+    found = CHECKS.as_found(get("two_positional_bugs"), backend, _attention(2, 1, window=[-1, 0]))
+    me = Duplicates(get("two_positional_bugs"), backend, CHECKS.options(), found={}, known_bugs=[])
+    monkeypatch.setattr(explain, "MAX_ELEMENTS", found.case.size - 1)
+    monkeypatch.setattr(duplicates, "check_case", lambda *a, **k: pytest.fail("a kernel call"))
+    assert me.explained(found) is None
