@@ -27,6 +27,7 @@ import numpy as np
 
 from fuzz.arrays import dtype_name, np_dtype
 from fuzz.case import Case
+from fuzz.failures import STICKY_NAMES
 from fuzz.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -421,17 +422,9 @@ RACE_ATTEMPTS = 8
 RACE_REPEATS = 8
 
 
-# Exception texts after which a CUDA context is unusable (sticky errors).
-STICKY_CUDA_ERRORS = (
-    "illegal memory access",
-    "illegal address",
-    "unspecified launch failure",
-    "misaligned address",
-    "an illegal instruction",
-    "CUDA_ERROR_ILLEGAL",
-    "CUDA_ERROR_LAUNCH_FAILED",
-    "device-side assert",
-)
+# Exception texts after which a CUDA context is unusable (sticky errors): each one's words, and
+# any driver error of an illegal kind.
+STICKY_CUDA_ERRORS = (*(w for _, words in STICKY_NAMES for w in words), "CUDA_ERROR_ILLEGAL")
 
 
 def _mentions(text: str, phrases: tuple[str, ...]) -> bool:
