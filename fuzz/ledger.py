@@ -822,12 +822,7 @@ class BugLedger:
             and f.get("class") not in (F.CRASH, F.HANG)
             and f.get("bug_key") in shrunk
         }
-        alone = next((sig for sig, f in self.found.items() if _alone(f) is True), None)
-        return maybe | {  # (and crashes that passed alone, where one crashed alone)
-            sig: alone
-            for sig, f in self.found.items()
-            if alone is not None and f.get("class") == F.CRASH and _alone(f) is False
-        }
+        return maybe | _crashed_elsewhere(self.found.items())
 
     @property
     def classes(self) -> set[str]:
@@ -901,11 +896,11 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     (``maybe_why``: CUDA reports an illegal access at a later call than the launch that made
     it): a planted Pallas kernel's out-of-bounds reads on an H200 came as a 2-element crash row
     that passed alone beside a 66,600-element one that crashed alone."""
-    crashes = [f for f in findings.values() if f.get("class") == F.CRASH and _alone(f) is True]
-    for f in findings.values():  # (a crash that passed alone: maybe one that crashed alone)
-        twin = next((g for g in crashes if g.get("target") == f.get("target")), None)
-        if f.get("class") == F.CRASH and _alone(f) is False and twin is not None:
-            f["maybe_of"], f["maybe_why"] = twin.get("signature"), NOT_ALONE
+    for target in {f.get("target") for f in findings.values()}:
+        mine = [(sig, f) for sig, f in findings.items() if f.get("target") == target]
+        for sig, twin in _crashed_elsewhere(mine).items():
+            findings[sig]["maybe_of"] = findings[twin].get("signature")
+            findings[sig]["maybe_why"] = NOT_ALONE
     shrunk = [(f, set(keys_of(f))) for f in findings.values() if f.get("shrunk")]
     for f in findings.values():
         if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in (F.CRASH, F.HANG):
@@ -919,6 +914,16 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
 
 # ``maybe_why`` of a crash whose example did not crash replayed alone (:func:`mark_maybe_of`).
 NOT_ALONE = "not reproduced alone"
+
+
+def _crashed_elsewhere(records: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    """Of one target's crash records (signature, record), each whose example passed replayed
+    alone in a fresh process -> the signature of one that crashed alone (none without it)."""
+    records = list(records)
+    alone = next((sig for sig, f in records if _alone(f) is True), None)
+    if alone is None:
+        return {}
+    return {sig: alone for sig, f in records if f.get("class") == F.CRASH and _alone(f) is False}
 
 
 def _alone(f: dict[str, Any]) -> bool | None:
