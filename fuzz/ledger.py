@@ -901,6 +901,9 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
         for sig, twin in _crashed_elsewhere(mine).items():
             findings[sig]["maybe_of"] = findings[twin].get("signature")
             findings[sig]["maybe_why"] = NOT_ALONE
+    for sig, twin in _crashed_before(findings).items():
+        findings[sig]["maybe_of"] = findings[twin].get("signature")
+        findings[sig]["maybe_why"] = AFTER_ANOTHER
     shrunk = [(f, set(keys_of(f))) for f in findings.values() if f.get("shrunk")]
     for f in findings.values():
         if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in (F.CRASH, F.HANG):
@@ -912,8 +915,10 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     return findings
 
 
-# ``maybe_why`` of a crash whose example did not crash replayed alone (:func:`mark_maybe_of`).
+# ``maybe_why`` of a crash whose example did not crash replayed alone (:func:`mark_maybe_of`),
+# beside a crash of its own kernel that did; or beside one of a kernel its process ran before.
 NOT_ALONE = "not reproduced alone"
+AFTER_ANOTHER = "not reproduced alone, after another kernel's crash in its process"
 
 
 def _crashed_elsewhere(records: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, str]:
@@ -924,6 +929,25 @@ def _crashed_elsewhere(records: Iterable[tuple[str, dict[str, Any]]]) -> dict[st
     if alone is None:
         return {}
     return {sig: alone for sig, f in records if f.get("class") == F.CRASH and _alone(f) is False}
+
+
+def _crashed_before(findings: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Crash records (by signature) whose example passed replayed alone in a fresh process, not
+    marked yet, -> a crash that crashed alone of a kernel their process had run before on their
+    backend (``details["ran_before"]``, ``fuzz.campaign.slice_run``). On an H200 a planted GLA
+    kernel's first example of a slice (16 elements, 19 ms in) lost the context of a worker that
+    had fuzzed a planted jagged kernel whose out-of-bounds reads crash alone."""
+    out = {}
+    for sig, f in findings.items():
+        before = set((f.get("details") or {}).get("ran_before") or ()) - {f.get("target")}
+        if f.get("class") != F.CRASH or _alone(f) is not False or f.get("maybe_of") or not before:
+            continue
+        for other, g in findings.items():
+            if g.get("target") in before and g.get("backend") == f.get("backend"):
+                if g.get("class") == F.CRASH and _alone(g) is True:
+                    out[sig] = other
+                    break
+    return out
 
 
 def _alone(f: dict[str, Any]) -> bool | None:

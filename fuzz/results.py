@@ -14,7 +14,7 @@ from typing import Any
 
 from fuzz.case import Case
 from fuzz.failures import Finding, status_of
-from fuzz.ledger import NOT_ALONE
+from fuzz.ledger import AFTER_ANOTHER, NOT_ALONE
 from fuzz.properties import Stats
 
 TRACE_CHARS = 6000  # of a harness error's traceback kept with it (its last frames)
@@ -186,12 +186,13 @@ def maybe_note(f: dict[str, Any]) -> str | None:
     replayed alone in a fresh process while that bug's crashes alone."""
     if not f.get("maybe_of"):
         return None
-    if f.get("maybe_why") == NOT_ALONE:
+    if f.get("maybe_why") in (NOT_ALONE, AFTER_ANOTHER):
+        where = "" if f["maybe_why"] == NOT_ALONE else ", a kernel its process had run before,"
         return (
             f"its crash not reproduced alone (replayed in a fresh process, its example passed; "
             f"CUDA reports an illegal access at a later call than the launch that made it), "
-            f"where bug {f['maybe_of']}'s example crashes alone: maybe that bug's crash; not "
-            "counted as a distinct one"
+            f"where bug {f['maybe_of']}'s example{where} crashes alone: maybe that bug's crash; "
+            "not counted as a distinct one"
         )
     return (
         f"not shrunk (its slice ended first), failing as bug {f['maybe_of']} does or was seen "

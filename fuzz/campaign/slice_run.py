@@ -18,6 +18,11 @@ from fuzz.campaign.inflight import (
 )
 from fuzz.campaign.messages import SlicePlan, WorkerConfig
 from fuzz.campaign.process import EXIT_CONTEXT_LOST, MapBudget, exit_worker
+from fuzz.failures import CRASH
+
+# The kernels whose slices this process ran: a crash names those before its own (``ran_before``):
+# CUDA reports an illegal access at a later call than its launch, maybe theirs (``fuzz.ledger``).
+_RAN: set[str] = set()
 
 
 def _found_dict(found: Any) -> dict[str, Any]:
@@ -42,16 +47,13 @@ class SliceRun:
         backend: Any,
     ) -> None:
         self.conn, self.config, self.started, self.maps = conn, config, started, maps
-        self.id = plan.id
-        self.hard_limit = plan.hard_limit
-        self.target, self.backend = target, backend
-        self.last_progress = 0.0
-        self.t0 = time.perf_counter()
+        self.id, self.hard_limit = plan.id, plan.hard_limit
+        self.target, self.backend, self.ran_before = target, backend, sorted(_RAN - {plan.target})
+        _RAN.add(plan.target)
+        self.last_progress, self.t0 = 0.0, time.perf_counter()
         # A warm-up slice (a compile worker's) ends as its plan says (``policy.WarmUp``).
         self.warm_up = plan.warm_up
-        self.compiles = 0
-        self.calm = 0
-        self.warmed = False
+        self.compiles, self.calm, self.warmed = 0, 0, False
         self.memo: Any = None  # the pair's structure memo (set by ``_hunt``), if any
         self.relengthed = 0
         self.disk_was_full = False  # a file could not be written: the slice ended for it
@@ -163,9 +165,11 @@ class SliceRun:
             # Its site (a NaN's birth, a store past a buffer) tells the campaign at once whether it is a known bug reached otherwise
             # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
             self._trace(found)
+        f = found.finding
+        if f.cls == CRASH and self.ran_before:
+            f.details.setdefault("ran_before", self.ran_before)
         found.reproducer = self.try_reproducer(found)
         self.conn.send(M.Found(self.id, _found_dict(found)))
-        f = found.finding
         if kills_context(f) and found.isolating:
             # Kept (sent, its reproducer written) while child processes shrink it: nothing
             # runs here meanwhile, so no example is in flight (fuzz.isolated).

@@ -437,6 +437,63 @@ def test_a_crash_that_passed_alone_beside_one_that_crashed_alone_is_not_a_distin
     assert s["maybe_known"] == 1
 
 
+def test_a_crash_that_passed_alone_after_another_kernels_crash_in_its_process_is_not_its_bug():
+    """On an H200 a planted GLA kernel's first example of a slice (16 elements) lost the CUDA
+    context of a worker that had fuzzed a planted jagged kernel whose out-of-bounds reads crash
+    alone; replayed alone in a fresh process the GLA example passed. Such a crash, of a kernel
+    with no crash of its own that crashed alone, is maybe the one of a kernel its process ran
+    before (on its backend): kept, said why, not counted. Where its process ran no such kernel,
+    or the other crash did not crash alone either, it stands."""
+    from fuzz.ledger import mark_maybe_of
+    from fuzz.results import maybe_note
+
+    key = "crash|crash|-|JaxRuntimeError: sticky CUDA error: illegal memory access"
+
+    def rows(ran_before, jag_alone, backend="pallas-gpu"):
+        gla = _rec("gla", key=key, shrunk=True, target="gla", backend="pallas-gpu")
+        gla["details"] = {"alone": [], "ran_before": ran_before}
+        jag = _rec("jag", key=key, shrunk=True, target="jag", backend=backend)
+        jag["details"] = {"alone": [key] if jag_alone else []}
+        acc = _rec("acc", key="accuracy|oracle|o|-", shrunk=True, target="gla")
+        return mark_maybe_of({"gla": gla, "jag": jag, "acc": {**acc, "backend": "pallas-gpu"}})
+
+    marked = rows(["jag", "other"], True)
+    assert marked["gla"]["maybe_of"] == "jag" and not marked["jag"].get("maybe_of")
+    assert "a kernel its process had run before" in maybe_note(marked["gla"])
+    assert not rows(["other"], True)["gla"].get("maybe_of")  # (its process never ran it)
+    assert not rows([], True)["gla"].get("maybe_of")
+    assert not rows(["jag"], False)["gla"].get("maybe_of")  # (nor did that one crash alone)
+    assert not rows(["jag"], True, backend="triton")["gla"].get("maybe_of")  # (another backend)
+
+
+def test_a_slices_crash_names_the_kernels_its_process_ran_before(monkeypatch):
+    """Each slice of a worker process knows the kernels the process ran before it, and a crash
+    it streams names them (the ledger's evidence above); other findings do not."""
+    from types import SimpleNamespace
+
+    from fuzz.campaign import slice_run
+    from fuzz.failures import Finding
+
+    monkeypatch.setattr(slice_run, "_RAN", set())
+    sent = []
+    conn = SimpleNamespace(send=sent.append)
+    monkeypatch.setattr(slice_run.SliceRun, "try_reproducer", lambda self, found: None)
+
+    def run(target):
+        plan = SimpleNamespace(id=1, hard_limit=None, target=target, warm_up=None)
+        return slice_run.SliceRun(conn, None, None, plan, None, target=None, backend=None)
+
+    assert run("jag").ran_before == [] and run("jag").ran_before == []
+    gla = run("gla")
+    assert gla.ran_before == ["jag"]
+    for cls in ("accuracy", "crash"):
+        f = Finding(cls, "p", "m")
+        found = SimpleNamespace(final=False, finding=f, isolating=True, signature=cls)
+        found.as_dict = lambda f=f: {"class": f.cls, "details": f.details}
+        gla.on_found(None, found)
+    assert [m.record["details"].get("ran_before") for m in sent] == [None, ["jag"]]
+
+
 def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct_bug(tmp_path):
     """A slice killed while shrinking leaves its first sight of a bug unshrunk; where a shrunk
     bug of the pair has its failure key, it may be that bug (a GPU campaign's last slice left a
@@ -1086,6 +1143,7 @@ def test_a_slice_streams_a_minimal_nan_with_its_origin(monkeypatch):
         backend=SimpleNamespace(name="triton"),
         conn=SimpleNamespace(send=sent.append),
         try_reproducer=lambda found: None,
+        ran_before=[],
         _trace_cost=None,  # (no cost bound: tests/fuzz/test_origin.py has it)
         _trace_seconds=lambda: 30.0,  # (a slice with time left)
     )
