@@ -1500,7 +1500,7 @@ class _Hunter:
         got = isolated.shrink(
             self.target, self.b, self.options, found, narrowing=self.narrowing, seconds=seconds
         )
-        alone = got.alone_note(str(found.key))
+        said = [n for n in (got.alone_note(str(found.key)), got.twin_note()) if n]
         best = dataclasses.replace(
             got.found,
             first_example=found.first_example,
@@ -1508,9 +1508,11 @@ class _Hunter:
             minimal_seconds=time.perf_counter() - self.t0,
             final=True,
             isolating=False,
-            shrink_notes=[*found.shrink_notes, got.note(start), *([alone] if alone else [])],
+            shrink_notes=[*found.shrink_notes, got.note(start), *said],
             shrink_path="isolated" if got.found is not found else found.shrink_path,
         )
+        if got.twin is not None:
+            best.finding.details["twin"] = got.twin
         if got.alone is not None:
             details = best.finding.details
             details["alone"] = got.alone

@@ -49,8 +49,10 @@ if TYPE_CHECKING:
 MIN_SECONDS = 8.0
 IMPORT_SECONDS = 8.0
 GRACE_SECONDS = 5.0
-# Seconds of a shrink's kept back for replaying its example alone at its end (:func:`_alone`).
+# Seconds of a shrink's kept back for replaying its example alone at its end (:func:`_alone`),
+# and for checking it on the interpreter of its kernel source (:func:`_on_twin`).
 ALONE_SECONDS = IMPORT_SECONDS + MIN_SECONDS
+TWIN_SECONDS = IMPORT_SECONDS + MIN_SECONDS
 # Children in a row that brought no progress before the shrink gives up.
 STALLS = 2
 # Why a shrink stopped where its last child shrank to the end without losing its context.
@@ -84,6 +86,10 @@ class Isolated:
     # None (not replayed), or the keys (``fuzz.signatures.bug_key``) it failed as there, its
     # own where it lost that process's context too (empty: it passed).
     alone: list[str] | None = None
+    # Its example checked on the interpreter of its kernel source (:func:`_on_twin`): None (not
+    # checked), else the interpreter's name, and the key it failed as there and what held for it
+    # (``key`` None: it passed; ``error``: the check raised).
+    twin: dict[str, Any] | None = None
 
     def note(self, start_size: int) -> str:
         size = self.found.case.size
@@ -105,6 +111,19 @@ class Isolated:
                 f"{self.children} child process(es) found no smaller example that crashes so"
             )
         return f"{done} ({self.stopped})" if self.stopped else done
+
+    def twin_note(self) -> str:
+        """What its example did on the interpreter of its kernel source ("": not checked)."""
+        twin = self.twin
+        if twin is None:
+            return ""
+        said = twin.get("error") or (
+            f"it fails as {twin['key']}" if twin.get("key") else "it passes"
+        )
+        return (
+            f"checked on {twin['backend']} (the interpreter of its kernel source, where an access "
+            f"out of bounds does not fault), in a fresh process: {said}"
+        )
 
     def alone_note(self, key: str) -> str:
         """What its example did replayed alone in a fresh process ("": not replayed)."""
@@ -139,13 +158,45 @@ def shrink(
         return out
     deadline = time.monotonic() + seconds
     spec = _spec(target, backend, options, found, narrowing, known)
+    twin = _twin_of(backend)
     with tempfile.TemporaryDirectory(prefix="kernel-fuzz-isolated-") as tmp:
-        _shrink(Path(tmp), out, found, spec, deadline - ALONE_SECONDS)
+        kept = ALONE_SECONDS + (TWIN_SECONDS if twin else 0)
+        _shrink(Path(tmp), out, found, spec, deadline - kept)
         if deadline - time.monotonic() >= MIN_SECONDS:
             # Does it crash on its own? No child launched the first example (each started from
             # it as known), and a child's smaller crash may be its own earlier example's.
-            out.alone = _alone(Path(tmp), out, spec, deadline)
+            out.alone = _alone(Path(tmp), out, spec, deadline - (TWIN_SECONDS if twin else 0))
+        if twin and deadline - time.monotonic() >= MIN_SECONDS:
+            out.twin = _on_twin(Path(tmp), out, {**spec, "backend": twin}, deadline)
     return out
+
+
+def _twin_of(backend: Backend) -> str | None:
+    """The name of the interpreter of ``backend``'s kernel source, where it runs here."""
+    from fuzz.backends import get_backend
+
+    if backend.interpret or backend.twin is None:
+        return None
+    try:
+        return backend.twin if get_backend(backend.twin).available else None
+    except Exception:
+        return None
+
+
+def _on_twin(tmp: Path, out: Isolated, spec: dict[str, Any], deadline: float) -> dict[str, Any]:
+    """``out.found``'s example checked once on the interpreter of its kernel source (the spec's
+    ``backend``), in a fresh child: what it failed as there and what held for it. A GPU faults
+    on a read far past an allocation only, so an out-of-bounds read crashes large examples
+    alone (a planted Pallas jagged kernel's crash on an H200 stayed at 50,880 elements beside
+    its 5-element ``masking`` row): on the interpreter, where nothing faults, the same example
+    shows what the kernel computed (``fuzz.ledger`` weighs it against the rows of its kernel)."""
+    left = deadline - time.monotonic()
+    check = {**spec, "check": True, "case": out.found.case, "params": out.found.params}
+    code, reports, tail = _run_child(tmp, out.children, check, left)
+    out.children += 1
+    if code != DONE or not reports:
+        return {"backend": spec["backend"], "error": f"the check did not end ({tail})"[:300]}
+    return {"backend": spec["backend"], **reports[0]}
 
 
 def _spec(

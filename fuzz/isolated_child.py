@@ -34,6 +34,10 @@ def child_main(argv: list[str]) -> int:
     if spec["plugin"]:
         load_plugins([spec["plugin"]])
     target, backend = get(spec["target"]), get_backend(spec["backend"])
+    if spec.get("check"):
+        _check(spec, target, backend, out_path)
+        sys.stdout.flush()
+        os._exit(DONE)
     known_crashes.KNOWN.update(spec["known"])
     known_crashes.AVOID.update(spec["avoid"])
     if spec.get("alone"):
@@ -74,3 +78,24 @@ def child_main(argv: list[str]) -> int:
     sys.stdout.flush()
     # A child whose context is lost exits at once (nothing more may touch the device).
     os._exit(LOST if run.stopped == "context-lost" else DONE)
+
+
+def _check(spec: dict[str, Any], target: Any, backend: Any, out_path: Path) -> None:
+    """The spec's case checked once on its backend (an interpreter), written to ``out_path``:
+    the key it failed as (None: it passed) and what held for it, or the check's error."""
+    from fuzz.failures import bug_key
+    from fuzz.properties import check_case
+    from fuzz.signatures import conditions
+
+    case = spec["case"]
+    try:
+        outcome = check_case(
+            target, backend, case, params=spec["params"], **spec["options"].check_kwargs()
+        )
+        f = outcome.finding
+        rec: dict[str, Any] = {"key": None if f is None else bug_key(f)}
+        if f is not None:
+            rec["holds"] = sorted(conditions(target, case, f.hazards))
+    except Exception as e:  # (what it said is kept: never the hunt's error)
+        rec = {"error": f"the check raised {type(e).__name__}: {e}"[:300]}
+    out_path.write_bytes(pickle.dumps([rec]))

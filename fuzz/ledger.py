@@ -805,8 +805,9 @@ class BugLedger:
         killed shrinking it: its shrunk twin had 1 element; on an H200 a planted jagged
         kernel's Inf row of 60 elements, unshrunk, had the key its shrunk accuracy row had
         also been seen as). And crashes whose example passed replayed alone in a fresh process,
-        where one of the pair crashed alone: that crash's (``mark_maybe_of``). Kept, with their
-        reproducers, and not counted as distinct bugs."""
+        where one of the pair crashed alone: that crash's (``mark_maybe_of``); and crashes whose
+        example fails on the kernel's interpreter as a bug does (:func:`_fails_on_twin_as`).
+        Kept, with their reproducers, and not counted as distinct bugs."""
         shrunk: dict[str, str] = {}
         records = [(sig, f) for sig, f in self.found.items() if f.get("shrunk")]
         for first in (True, False):  # (a bug's own key first, then the ways it was seen)
@@ -822,7 +823,7 @@ class BugLedger:
             and f.get("class") not in (F.CRASH, F.HANG)
             and f.get("bug_key") in shrunk
         }
-        return maybe | _crashed_elsewhere(self.found.items())
+        return maybe | _crashed_elsewhere(self.found.items()) | _fails_on_twin_as(self.found)
 
     @property
     def classes(self) -> set[str]:
@@ -904,6 +905,9 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     for sig, twin in _crashed_before(findings).items():
         findings[sig]["maybe_of"] = findings[twin].get("signature")
         findings[sig]["maybe_why"] = AFTER_ANOTHER
+    for sig, twin in _fails_on_twin_as(findings).items():
+        findings[sig]["maybe_of"] = findings[twin].get("signature")
+        findings[sig]["maybe_why"] = ON_TWIN
     shrunk = [(f, set(keys_of(f))) for f in findings.values() if f.get("shrunk")]
     for f in findings.values():
         if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in (F.CRASH, F.HANG):
@@ -919,6 +923,37 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
 # beside a crash of its own kernel that did; or beside one of a kernel its process ran before.
 NOT_ALONE = "not reproduced alone"
 AFTER_ANOTHER = "not reproduced alone, after another kernel's crash in its process"
+# ... of a crash whose example fails on the interpreter of its kernel source as a bug does.
+ON_TWIN = "fails as that bug on its interpreter"
+
+
+def _fails_on_twin_as(findings: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Crash records (by signature), not marked yet, whose example checked on the interpreter of
+    its kernel source (``details["twin"]``, ``fuzz.isolated``) failed as a shrunk record of its
+    target does, or was seen: that way's key, its triggers holding there (what the duplicate
+    check asks of a new bug's example, ``fuzz.duplicates``) -> that record's signature. A GPU
+    faults on reads far past an allocation only: a planted Pallas jagged kernel's out-of-bounds
+    reads crashed at 50,880 elements on an H200 alone, beside their 5-element ``masking`` row."""
+    out = {}
+    for sig, f in findings.items():
+        twin = (f.get("details") or {}).get("twin") or {}
+        key, holds = twin.get("key"), set(twin.get("holds") or ())
+        if f.get("class") != F.CRASH or not key or f.get("maybe_of"):
+            continue
+        for other, g in findings.items():
+            if g.get("target") != f.get("target") or g.get("class") == F.CRASH:
+                continue
+            if g.get("shrunk") and any(k == key and t <= holds for k, t in _ways(g)):
+                out[sig] = other
+                break
+    return out
+
+
+def _ways(rec: Mapping[str, Any]) -> list[tuple[str | None, set[str]]]:
+    """A record's failure keys (:func:`keys_of`), each with the triggers it was seen with."""
+    own = set(rec.get("triggers") or ())
+    seen = [(s.get("bug_key"), set(s.get("triggers") or ())) for s in rec.get("also_seen") or []]
+    return [(rec.get("bug_key"), own), *((k, own) for k in also_keys(rec)), *seen]
 
 
 def _crashed_elsewhere(records: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, str]:

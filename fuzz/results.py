@@ -14,7 +14,7 @@ from typing import Any
 
 from fuzz.case import Case
 from fuzz.failures import Finding, status_of
-from fuzz.ledger import AFTER_ANOTHER, NOT_ALONE
+from fuzz.ledger import AFTER_ANOTHER, NOT_ALONE, ON_TWIN
 from fuzz.properties import Stats
 
 TRACE_CHARS = 6000  # of a harness error's traceback kept with it (its last frames)
@@ -186,6 +186,15 @@ def maybe_note(f: dict[str, Any]) -> str | None:
     replayed alone in a fresh process while that bug's crashes alone."""
     if not f.get("maybe_of"):
         return None
+    if f.get("maybe_why") == ON_TWIN:
+        twin = (f.get("details") or {}).get("twin") or {}
+        return (
+            f"its example, checked on {twin.get('backend')} (the interpreter of its kernel "
+            f"source, where an access out of bounds does not fault), fails as bug "
+            f"{f['maybe_of']} does or was seen ({twin.get('key')}, that way's conditions "
+            "holding): maybe that bug, at a size where the device faults; not counted as a "
+            "distinct one"
+        )
     if f.get("maybe_why") in (NOT_ALONE, AFTER_ANOTHER):
         where = "" if f["maybe_why"] == NOT_ALONE else ", a kernel its process had run before,"
         return (

@@ -10,6 +10,7 @@ process; a later call of another row length raises an illegal memory access."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,84 @@ def test_a_crash_that_fails_another_way_alone_is_an_example_whose_runs_differ(la
     ledger.record(crash)
     assert list(ledger.found) == ["acc"], ledger.found
     assert [w["signature"] for w in ledger.found["acc"]["also_seen"]] == ["crash"]
+
+
+def test_a_crash_is_checked_on_the_interpreter_of_its_kernel_source(tmp_path):
+    """A GPU faults on a read far past an allocation only, so out-of-bounds reads crash large
+    examples alone (a planted Pallas jagged kernel: 50,880 elements on an H200, beside its
+    5-element ``masking`` row). A crash's example is checked, in a fresh child, on the
+    interpreter of its kernel source, where nothing faults: what it failed as there and what
+    held for it (here a planted Triton kernel's accuracy bug, in Triton's interpreter)."""
+    import numpy as np
+
+    from fuzz import isolated
+    from fuzz.backends import get_backend
+    from fuzz.case import Case
+    from fuzz.failures import Finding
+    from fuzz.profiles import HuntOptions, get_profile
+    from fuzz.results import Found
+    from fuzz.target import get, load_plugin
+
+    plugins = Path(__file__).resolve().parent.parent / "plugins"
+    load_plugin(str(plugins / "planted11.py"))
+    target = get("planted11_softmax_bias_path_without_scale_triton")
+    x = np.array([[0.0, 1.0]], np.float32)
+    params = {"dtype": "float32", "scale": 0.5, "block_m": 4, "block_n": 16}
+    case = Case({"x": x, "bias": np.zeros_like(x)}, params, {})
+    found = Found(Finding("crash", "crash", "m"), case, dict(case.params), 1, 0.0)
+    out = isolated.Isolated(found)
+    spec = {
+        "target": target.name,
+        "plugin": str(plugins / "planted11.py"),
+        "backend": "triton-interpret",
+        "options": HuntOptions.of(get_profile("ci")),
+    }
+    got = isolated._on_twin(tmp_path, out, spec, time.monotonic() + 120)
+    assert got["backend"] == "triton-interpret" and out.children == 1
+    assert got["key"] == "accuracy|oracle|y|-", got
+    assert "feature bias" in got["holds"] and "feature scale" in got["holds"], got
+    out.twin = got
+    assert "it fails as accuracy|oracle|y|-" in out.twin_note()
+    assert isolated._twin_of(get_backend("triton-interpret")) is None  # (an interpreter's own)
+
+
+def test_a_crash_shrink_keeps_time_for_its_alone_replay_and_its_interpreter(monkeypatch):
+    """Its children shrink first, then its example is replayed alone and checked on the
+    interpreter of its kernel source, each in a child of its own, the time for both kept back
+    from the shrink."""
+    from types import SimpleNamespace
+
+    from fuzz import isolated
+    from fuzz.failures import Finding
+    from fuzz.results import Found
+
+    specs = []
+
+    def child(tmp, n, spec, seconds):
+        specs.append((dict(spec), seconds))
+        if spec.get("check"):
+            return isolated.DONE, [{"key": "masking|oracle|y|-", "holds": ["h"]}], ""
+        return isolated.DONE, [], ""
+
+    monkeypatch.setattr(isolated, "_run_child", child)
+    monkeypatch.setattr(isolated, "_twin_of", lambda backend: "pallas-interpret")
+    monkeypatch.setattr(isolated, "_spec", lambda *a: {"backend": "pallas-gpu", "known": {}})
+    finding = Finding("crash", "crash", "m", details={"exception": "E", "text": "illegal"})
+    case = SimpleNamespace(size=9)
+    found = Found(finding, case, {}, 1, 0.0, choices=(1,), key="crash|crash|-|E: x")
+    got = isolated.shrink(None, None, None, found, narrowing={}, seconds=100.0)
+    assert [s.get("alone", False) or s.get("check", False) for s, _ in specs] == [
+        False,
+        True,
+        True,
+    ]
+    shrink_seconds, alone_seconds, twin_seconds = (seconds for _, seconds in specs)
+    assert shrink_seconds <= 100 - isolated.ALONE_SECONDS - isolated.TWIN_SECONDS + 1
+    assert alone_seconds <= 100 - isolated.TWIN_SECONDS + 1 and twin_seconds > 0
+    assert specs[2][0]["backend"] == "pallas-interpret" and specs[1][0]["backend"] == "pallas-gpu"
+    assert got.alone == [] and got.twin == {
+        "backend": "pallas-interpret",
+        "key": "masking|oracle|y|-",
+        "holds": ["h"],
+    }
+    assert "it fails as masking|oracle|y|-" in got.twin_note()

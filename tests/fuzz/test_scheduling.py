@@ -466,6 +466,46 @@ def test_a_crash_that_passed_alone_after_another_kernels_crash_in_its_process_is
     assert not rows(["jag"], True, backend="triton")["gla"].get("maybe_of")  # (another backend)
 
 
+def test_a_crash_that_fails_on_its_interpreter_as_a_row_does_is_maybe_that_row():
+    """A planted Pallas jagged kernel's out-of-bounds reads crashed on an H200 at 50,880
+    elements only (a GPU faults on reads far past an allocation), beside their 5-element
+    ``masking`` row. Checked on the interpreter of its kernel source, a crash's example that
+    fails as a shrunk row of its kernel does or was seen (that way's key, its triggers holding
+    there) is maybe that row's bug: kept, said why, not counted, in the pair's table and the
+    report. Another key, or a way whose triggers do not hold, leaves it a row of its own."""
+    from fuzz.ledger import mark_maybe_of
+    from fuzz.results import maybe_note
+
+    crash_key = "crash|crash|-|JaxRuntimeError: sticky CUDA error: illegal memory access"
+    way = _rec("way", key="accuracy|oracle|y|-", triggers=("tile-overhang",), shrunk=True)
+
+    def crash(key, holds):
+        twin = {"backend": "pallas-interpret", "key": key, "holds": holds}
+        return _rec(
+            "crash", key=crash_key, shrunk=True, details={"alone": [crash_key], "twin": twin}
+        )
+
+    def marked(key, holds):
+        p = _pair("p")
+        led = _Ledger(_policy([p]))
+        row = _rec("row", key="masking|oracle|y|-", triggers=("single-row-segments",), shrunk=True)
+        assert led.record(p, {**row, "also_seen": [way]})
+        assert led.record(p, crash(key, holds))
+        pair = p.as_dict()
+        by = {f["signature"]: {**f, "target": "p"} for f in pair["findings"]}
+        return pair, mark_maybe_of({sig: dict(f, maybe_of=None) for sig, f in by.items()})
+
+    holds = ["single-row-segments", "tile-overhang", "empty-segments"]
+    pair, got = marked("masking|oracle|y|-", holds)
+    assert pair["bugs"] == 1 and got["crash"]["maybe_of"] == "row", got["crash"]
+    assert "checked on pallas-interpret" in maybe_note(got["crash"])
+    assert marked("accuracy|oracle|y|-", holds)[1]["crash"]["maybe_of"] == "row"  # (a way)
+    pair, got = marked("masking|oracle|y|-", ["empty-segments"])  # (the row's trigger not held)
+    assert pair["bugs"] == 2 and not got["crash"].get("maybe_of")
+    assert not marked("nan|oracle|y|-", holds)[1]["crash"].get("maybe_of")
+    assert not marked(None, holds)[1]["crash"].get("maybe_of")  # (it passed there)
+
+
 def test_a_slices_crash_names_the_kernels_its_process_ran_before(monkeypatch):
     """Each slice of a worker process knows the kernels the process ran before it, and a crash
     it streams names them (the ledger's evidence above); other findings do not."""
