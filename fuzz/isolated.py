@@ -165,7 +165,7 @@ def shrink(
         if deadline - time.monotonic() >= MIN_SECONDS:
             # Does it crash on its own? No child launched the first example (each started from
             # it as known), and a child's smaller crash may be its own earlier example's.
-            out.alone = _alone(Path(tmp), out, spec, deadline - (TWIN_SECONDS if twin else 0))
+            out.alone = _alone(Path(tmp), out, spec, deadline)  # (a replay: it ends early)
         if twin and deadline - time.monotonic() >= MIN_SECONDS:
             out.twin = _on_twin(Path(tmp), out, {**spec, "backend": twin}, deadline)
     return out

@@ -123,7 +123,7 @@ def test_a_crash_is_checked_on_the_interpreter_of_its_kernel_source(tmp_path):
 def test_a_crash_shrink_keeps_time_for_its_alone_replay_and_its_interpreter(monkeypatch):
     """Its children shrink first, then its example is replayed alone and checked on the
     interpreter of its kernel source, each in a child of its own, the time for both kept back
-    from the shrink."""
+    from the shrink (each a replay, which ends early)."""
     from types import SimpleNamespace
 
     from fuzz import isolated
@@ -152,7 +152,7 @@ def test_a_crash_shrink_keeps_time_for_its_alone_replay_and_its_interpreter(monk
     ]
     shrink_seconds, alone_seconds, twin_seconds = (seconds for _, seconds in specs)
     assert shrink_seconds <= 100 - isolated.ALONE_SECONDS - isolated.TWIN_SECONDS + 1
-    assert alone_seconds <= 100 - isolated.TWIN_SECONDS + 1 and twin_seconds > 0
+    assert alone_seconds >= twin_seconds > 0  # (each child given what is left)
     assert specs[2][0]["backend"] == "pallas-interpret" and specs[1][0]["backend"] == "pallas-gpu"
     assert got.alone == [] and got.twin == {
         "backend": "pallas-interpret",
