@@ -54,7 +54,7 @@ PATTERNS: dict[str, Pattern] = {
                 "key's bias is a value the kernel must ignore): the masked key is written NaN "
                 "and the row's sum is NaN (its valid keys written 0 by the guard of a sum not "
                 "> 0); right without a mask, without a bias, or with finite biases",
-                "one row of two keys, one masked with a bias of +inf (or NaN) there",
+                "one row of one key, masked, with a bias of +inf (or NaN): y NaN where 0",
                 "nan",
                 _of_classes("nan", "masking", "accuracy"),
             ),
@@ -124,7 +124,7 @@ PATTERNS: dict[str, Pattern] = {
                 "exp(gamma * (C - j - 1)) where exp(gamma * (T - c0 - j - 1)) belongs; o is "
                 "right (no chunk reads that state); right for per-token gates, for T a multiple "
                 "of the chunk, or without the final state",
-                "17 tokens of g_gamma -0.1, chunk 16, the final state",
+                "one token of g_gamma -0.1, chunk 16, the final state (a last chunk of one token)",
                 "accuracy",
                 _of_classes("accuracy", "masking"),
             ),
@@ -187,13 +187,14 @@ PATTERNS: dict[str, Pattern] = {
         (
             Bug(
                 "the key loop visits only the tiles some query of the tile sees, and its first "
-                "tile is taken from the window's left edge of the query tile's last query "
-                "(p_last - left, as the loop's last tile is from the last query's right edge) "
-                "where the first query's (p_first - left) belongs: the tile's earlier queries "
-                "lose their keys before that key tile; right without a window's left side, or "
-                "where both edges fall in one key tile",
-                "a window (1, -1), one sequence of 17 queries on 17 keys, block_q 32, block_k "
-                "16 (queries 0 to 15 lose key tile 0)",
+                "tile is taken from the window's left edge of the query tile's last row "
+                "(p_last - left, p_last the position of row i0 + block_q - 1, past the last "
+                "query in a partial tile; the loop's last tile is rightly taken from it) where "
+                "the first query's (p_first - left) belongs: the tile's earlier queries lose "
+                "their keys before that key tile (a query left with none: o 0, lse -inf); right "
+                "without a window's left side, or where both edges fall in one key tile",
+                "a window (0, -1), one sequence of one query on two keys, block_q 16 (the "
+                "tile's last row puts the first key at 16: no key tile visited)",
                 "accuracy",
                 _of_classes("accuracy", "masking"),
             ),
@@ -219,7 +220,75 @@ PATTERNS: dict[str, Pattern] = {
 
 # What CPU campaigns found (``python .ci/planted_rows.py --round 12 --cpu-campaign 300``: ``python
 # -m fuzz run --targets 'planted12_*' --backends triton-interpret,pallas-interpret --db none --seed
-# 1``, on a 2-core VM). Per pattern and language: the rows of ``report.json`` and, for a bug of
-# more than one row or not found, why.
-CPU: dict[str, dict[str, str]] = {}
+# 1``, on a 2-core VM), with the harness at eca535f and another engineer's crash-ledger changes in
+# the working tree (committed as 12b82ff during the run): 2,810 examples in 336 s, 9 of the 10 bugs
+# found, 15 rows (2 of them unshrunk; 2 more unshrunk records not counted, each maybe a row's bug),
+# 1.50 rows per bug run, 1.67 per bug found, record sizes median 3 and at most 272 elements; every
+# pair 179-521 examples. The controls (``--cpu-campaign 150 --targets 'control12_*'``, at 12b82ff
+# with further uncommitted harness changes of that engineer in the working tree: 1,648 examples in
+# 153 s, every pair 132-214 examples): no row. Per pattern and language: the rows of
+# ``report.json`` and, for a bug of more than one row or not found, why.
+CPU: dict[str, dict[str, str]] = {
+    "softmax_bias_added_after_mask": {
+        "triton": "found, 1 row (masking/masked-poison of y, 1 element: one row of one key, "
+        "masked, with a bias; a NaN poison in the masked bias turns y 0 into NaN), 384 "
+        "examples",
+    },
+    "jagged_empty_segment_as_one_row": {
+        "triton": "found, 2 rows: out-of-bounds-write/guard-bands (3 elements: a segment of two "
+        "rows and an empty one after it, one element written past y's end, its store's line "
+        "traced), and crash/process (4 elements, unshrunk: no row and three empty segments, "
+        "the worker killed by SIGSEGV in the interpreter's masked load: the empty segment's "
+        "program reads row 0 of a values array of no rows, the same clamped end), 182 "
+        "examples",
+    },
+    "attention_running_max_of_tile_only": {
+        "triton": "found, 2 rows, neither of the documented lse -inf (inf) alone: nan/oracle of "
+        "o (17 elements: causal, two queries on 17 keys, logits above 88: the empty key tile's "
+        "rescaling exp(m) overflows; lse NaN too), and accuracy/oracle of o (36 elements: "
+        "causal with key padding, two queries on 18 keys, logits below -88: the same "
+        "rescaling underflows, o 0 where 0.736; lse -inf too; its message adds that every "
+        "error is within a TF32 bound), 357 examples",
+    },
+    "decode_empty_split_lse_zero": {
+        "triton": "found, 2 rows: accuracy/oracle of lse (1 element: a cache of one key in two "
+        "splits, lse 0.693 where 0; also seen as accuracy/oracle of o, 1), and masking/oracle "
+        "of lse (1 element: a cache_len of 0 in one split, lse 0 where -inf: the same line), "
+        "187 examples",
+    },
+    "gla_gamma_partial_chunk_total_of_full_chunk": {
+        "triton": "found, 1 row (accuracy/oracle of ht, 16 elements: one token of g_gamma, "
+        "chunk 16, the final state; also seen as accuracy/state-continuation of o, 272), 179 "
+        "examples",
+    },
+    "softmax_rescale_of_unguarded_max": {
+        "pallas": "NOT found in 306 examples (9 compiles, 103 draws rejected as 'would "
+        "compile', 114 examples of more than one column tile): no example had a row whose "
+        "first tile held no valid key before a later valid one (28 of 400 of the strategy's "
+        "draws outside a campaign have one); a 10-example seed-1 hunt as the tests run one "
+        "(Round.hunt_rows) finds it (accuracy/oracle of y, 50 elements)",
+    },
+    "jagged_unpadded_by_reshape": {
+        "pallas": "found, 3 rows, all of 3 elements: masking/oracle of y (two segments of one "
+        "row, row 1 0 where 1; also seen as accuracy/oracle of y, 3), masking/oracle of y (a "
+        "segment of one row after an empty one, row 0 0 where 1; also seen as "
+        "masking/segment-permutation of y, 3), and masking/segment-permutation of y (two "
+        "one-row segments reordered), 243 examples",
+    },
+    "attention_alibi_slopes_of_head_count": {
+        "pallas": "found, 1 row (accuracy/oracle of lse, 2 elements: one query on two keys, a "
+        "user slope; also seen as accuracy/oracle of o, 2), 235 examples",
+    },
+    "varlen_window_start_of_last_query": {
+        "pallas": "found, 2 rows: accuracy/oracle of o (2 elements: a window (0, -1), one query "
+        "on two keys, o 0 where 1.9; lse -inf too), and accuracy/oracle of lse (46 elements, "
+        "unshrunk: window (12, -1), soft cap, ALiBi, three sequences); two more unshrunk "
+        "records (inf/oracle of lse, 32, and accuracy/oracle of o, 45) maybe of the first "
+        "row, not counted, 521 examples",
+    },
+    "gla_intra_scores_operands_swapped": {
+        "pallas": "found, 1 row (accuracy/oracle of o, 272 elements: 17 tokens of g_gamma, "
+        "chunk 16, where two tokens show it), 216 examples",
+    },
+}
 PATTERNS = {name: replace(p, cpu=CPU.get(name, {})) for name, p in PATTERNS.items()}

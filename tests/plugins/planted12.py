@@ -18,7 +18,7 @@ bug's). Each bug, its trigger (the smallest input that shows it) and the failure
   and the bias added after it, where(keep, scale * x, -inf) + bias: a masked key's logit is
   -inf + bias, NaN where its bias is NaN or +inf (a masked key's bias is a value the kernel must
   ignore): that key is written NaN and the row's sum is NaN (its valid keys written 0). Trigger:
-  one row of two keys, one masked with a bias of +inf there. Expected: nan.
+  one row of one key, masked, with a bias of +inf (y NaN where 0). Expected: nan.
 - ``planted12_jagged_empty_segment_as_one_row_triton``: a segment's end is clamped to at least
   one row past its start (the guard a jagged mean takes against a division by zero): an empty
   segment reads the row at its start and writes that row's one-row softmax there, a row of the
@@ -37,7 +37,7 @@ bug's). Each bug, its trigger (the smallest input that shows it) and the failure
 - ``planted12_gla_gamma_partial_chunk_total_of_full_chunk_triton``: with a per-head decay the
   chunk's total decay is gamma * C, a whole chunk's, also for a last chunk of fewer tokens where
   gamma * (T - c0) belongs: the final state decayed, and its last keys weighted, as if the chunk
-  were full (o right). Trigger: 17 tokens of g_gamma, chunk 16, the final state. Expected:
+  were full (o right). Trigger: one token of g_gamma, chunk 16, the final state. Expected:
   accuracy.
 
 ``PLANTED`` maps each planted target to its ``_planted3_bugs.Pattern`` record (family, bug, what

@@ -32,10 +32,11 @@ class expected:
   from the head count (the ALiBi paper's rule) where the slopes given belong: right for the
   standard slopes. Trigger: ALiBi, one query on two keys, a slope of 1. Expected: accuracy.
 - ``planted12_varlen_window_start_of_last_query_pallas``: the key loop's first tile is taken from
-  the window's left edge of the query tile's last query (as its last tile is, from the causal or
-  window right edge) where the first query's belongs: the tile's earlier queries lose the keys
-  before that tile. Trigger: a window of left side 1, one sequence of 17 queries on 17 keys,
-  block_q 32, block_k 16. Expected: accuracy.
+  the window's left edge of the query tile's last row (as its last tile is, from the causal or
+  window right edge; in a partial tile a row past the last query) where the first query's
+  belongs: the tile's earlier queries lose the keys before that tile. Trigger: a window (0, -1),
+  one query on two keys, block_q 16 (the tile's row 15 puts the first key at 16). Expected:
+  accuracy.
 - ``planted12_gla_intra_scores_operands_swapped_pallas``: the intra-chunk scores are k q^T (the
   dot's operands swapped: element (i, j) = k_i . q_j) where q k^T belongs: right for one token
   (and where q = k). Trigger: two tokens. Expected: accuracy.

@@ -182,10 +182,10 @@ def _only(cols, kept):
 
 # pattern -> (its trigger, a near miss: the same kernel right where the trigger does not hold)
 TRIGGERS = {
-    # one row of two keys, one masked with a bias of +inf there | no mask, a bias of zeros
+    # one row of one key, masked, with a bias of +inf | with a bias of 0
     "softmax_bias_added_after_mask": (
-        lambda: _softmax_case([[0.5, -0.25]], mask=[[True, False]], bias=[[0.0, np.inf]]),
-        lambda: _softmax_case([[0.5, -0.25]], bias=[[0.0, 0.0]]),
+        lambda: _softmax_case([[0.5]], mask=[[False]], bias=[[np.inf]]),
+        lambda: _softmax_case([[0.5]], mask=[[False]], bias=[[0.0]]),
     ),
     # a segment of one row, then an empty one | then one of one row
     "jagged_empty_segment_as_one_row": (
@@ -202,9 +202,9 @@ TRIGGERS = {
         lambda: _decode_case(1, 2, splits=2),
         lambda: _decode_case(2, 2, splits=2),
     ),
-    # 17 tokens of g_gamma -0.1 (chunk 16), final state | 16 tokens
+    # one token of g_gamma -0.1 (chunk 16), final state | 16 tokens
     "gla_gamma_partial_chunk_total_of_full_chunk": (
-        lambda: _gla_case(17, gamma=-0.1),
+        lambda: _gla_case(1, gamma=-0.1),
         lambda: _gla_case(16, gamma=-0.1),
     ),
     # one row of 17 keys (block_n 16), key 16 the only one kept | key 0 the only one kept
@@ -222,10 +222,10 @@ TRIGGERS = {
         lambda: _attention_case(1, 2, slopes=[1.0]),
         lambda: _attention_case(1, 2, slopes=[2.0**-8]),
     ),
-    # window (1, -1), 17 queries on 17 keys, block_q 32 | window (-1, 1): no left side
+    # window (0, -1), one query on two keys (block_q 16) | window (-1, 0): no left side
     "varlen_window_start_of_last_query": (
-        lambda: _varlen_case([0, 17], [0, 17], 17, window=(1, -1), block_q=32),
-        lambda: _varlen_case([0, 17], [0, 17], 17, window=(-1, 1), block_q=32),
+        lambda: _varlen_case([0, 1], [0, 2], 2, window=(0, -1)),
+        lambda: _varlen_case([0, 1], [0, 2], 2, window=(-1, 0)),
     ),
     # two tokens | one token
     "gla_intra_scores_operands_swapped": (
