@@ -15,6 +15,7 @@ NAN = "nan"
 INF = "inf"
 MASKING = "masking"
 OOB_WRITE = "out-of-bounds-write"
+OOB_READ = "out-of-bounds-read"
 ACCURACY = "accuracy"
 NONDETERMINISM = "nondeterminism"
 DIVERGENCE = "backend-divergence"
@@ -26,6 +27,7 @@ CLASSES = (
     CRASH,
     HANG,
     OOB_WRITE,
+    OOB_READ,
     INPUT_WRITE,
     NAN,
     INF,
@@ -39,6 +41,8 @@ DESCRIPTIONS = {
     CRASH: "the kernel or its wrapper raised",
     HANG: "the launch did not finish within the per-example timeout",
     OOB_WRITE: "memory around the output (guard bands) changed",
+    OOB_READ: "a load outside every buffer of the launch (Triton's interpreter; on a GPU garbage "
+    "or an illegal address)",
     INPUT_WRITE: "the kernel wrote into its inputs (each run gets its own copy, checked after)",
     NAN: "NaN where the oracle is finite (including output never written)",
     INF: "Inf where the oracle is finite",

@@ -179,7 +179,7 @@ def trace_finding(
 # (``trace_loads``: garbage read on a GPU is wrong values, a NaN, an Inf, or runs that differ).
 STORE_CLASSES = ("out-of-bounds-write",)
 BIRTH_CLASSES = ("nan", "inf")
-LOAD_CLASSES = ("accuracy", "masking", "nondeterminism", "backend-divergence")
+LOAD_CLASSES = ("accuracy", "masking", "nondeterminism", "backend-divergence", "out-of-bounds-read")
 TRACED_CLASSES = BIRTH_CLASSES + STORE_CLASSES + LOAD_CLASSES
 
 

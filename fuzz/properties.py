@@ -118,8 +118,10 @@ class Launch:
     compiled: bool = False
     loaded: bool = False  # every compile it made was a persistent-cache hit
     input_writes: dict[str, str] = field(default_factory=dict)  # input -> what changed in it
-    # Stores Triton's interpreter dropped: outside every buffer of the launch (fuzz.store_fence).
+    # Stores Triton's interpreter dropped, and loads it read as their other value: outside every
+    # buffer of the launch (fuzz.store_fence).
     fenced: list[str] = field(default_factory=list)
+    wild_loads: list[str] = field(default_factory=list)
 
 
 class PropertySpared(Exception):
@@ -361,7 +363,7 @@ class Context:
                         adapter.synchronize()
                 finally:
                     _LAUNCH_FILL.reset(token)
-                    result.fenced = store_fence.take()
+                    result.fenced, result.wild_loads = store_fence.take(), store_fence.take_loads()
                 result.seconds, result.compiled = timer.seconds, timer.compiled
                 result.loaded = timer.loaded
                 result.input_writes = input_writes(adapter, inputs, case)
@@ -685,6 +687,16 @@ def _guard_bands(ctx: Context, _: Any) -> Finding | None:
                     output=name,
                     details={"offsets": [int(o) for o in offsets[:64]]},
                 )
+    for launch in (ctx.clean, ctx.repeat):
+        if launch.wild_loads:
+            more = len(launch.wild_loads) - 1
+            return ctx.finding(
+                F.OOB_READ,
+                "guard-bands",
+                f"loaded outside every buffer of the launch: {launch.wild_loads[0]}"
+                + (f" (and {more} more load(s))" if more else ""),
+                details={"where": list(launch.wild_loads[:64])},
+            )
     return None
 
 
@@ -1260,7 +1272,7 @@ GENERIC: tuple[Property, ...] = (
             or ctx.backend.interpret  # (stores the interpreter's fence dropped)
         ),
         description="memory before, between the rows of, and after each output keeps its bits, "
-        "and no store lands outside every buffer of the launch",
+        "and no store or load lands outside every buffer of the launch",
     ),
     Property(
         "inputs-unchanged",

@@ -11,11 +11,15 @@ Installed once (:func:`install`), the fence takes the extent of every tensor a l
 (its whole allocation: the storage, guard bands included) and, at each store, drops the lanes
 that would write outside all of them, noting how many and where (:func:`take`). A launch that
 dropped any is an ``out-of-bounds-write`` finding (``fuzz.properties``); what it did write is
-kept. Loads are not fenced (a wild load reads or faults; it corrupts nothing). A launch whose
-kernel stores through pointers the fence cannot see the buffers of (loaded from a table of
-pointers, or made from an integer address) is not fenced from that point: its stores are not the
-kernel's fault for being outside its arguments. Compiled launches do not pass through the
-interpreter's builder: nothing changes for them.
+kept. Loads are fenced alike (:func:`take_loads`): a load outside every buffer reads the heap or
+faults, and a planted jagged kernel reading row 0 of a values array of no rows killed the CPU
+campaign's worker (SIGSEGV in the interpreter's load: a ``crash`` row of the process, unshrunk,
+beside that bug's own ``out-of-bounds-write`` row); its lanes outside read the load's ``other``
+value and the launch is a finding (``fuzz.properties``). A launch whose kernel stores through
+pointers the fence cannot see the buffers of (loaded from a table of pointers, or made from an
+integer address) is not fenced from that point: its accesses are not the kernel's fault for being
+outside its arguments. Compiled launches do not pass through the interpreter's builder: nothing
+changes for them.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def _tensors(args: Any) -> list[Any]:
 
 def reset() -> None:
     """Forgets what this thread's launches dropped (before a launch)."""
-    _state.dropped = []
+    _state.dropped, _state.wild_loads = [], []
 
 
 def take() -> list[str]:
@@ -79,6 +83,47 @@ def take() -> list[str]:
     dropped = list(getattr(_state, "dropped", []))
     _state.dropped = []
     return dropped
+
+
+def take_loads() -> list[str]:
+    """The loads outside every buffer this thread's launches made since :func:`reset`, one line
+    per load, and forgets them."""
+    wild = list(getattr(_state, "wild_loads", []))
+    _state.wild_loads = []
+    return wild
+
+
+def _outside(ptrs: Any, on: Any, size: int) -> tuple[Any, str] | None:
+    """The lanes of ``ptrs`` (addresses of ``size`` bytes each) that ``on`` enables and no buffer
+    of the launch holds, and where the first lies; None where there is none (or no fence)."""
+    extents = getattr(_state, "extents", None)
+    if not extents:
+        return None
+    at = np.asarray(ptrs.data).astype(np.uint64, copy=False).astype(np.int64)
+    inside = np.zeros(at.shape, bool)
+    for lo, hi in extents:
+        inside |= (at >= lo) & (at + size <= hi)
+    wild = on & ~inside
+    if not wild.any():
+        return None
+    first = int(at[wild].flat[0])
+    nearest = min(extents, key=lambda e: abs(first - e[0]))
+    past = (first - nearest[1]) // size
+    where = (
+        f"{past + 1} element(s) past the end of the nearest buffer"
+        if past >= 0
+        else f"{(nearest[0] - first) // size} element(s) before it"
+    )
+    return wild, where
+
+
+def _noted(what: str) -> list[str]:
+    """This thread's list of dropped stores or wild loads (made where missing)."""
+    got = getattr(_state, what, None)
+    if got is None:
+        got = []
+        setattr(_state, what, got)
+    return got
 
 
 def install() -> None:
@@ -103,34 +148,16 @@ def install() -> None:
             return args_hst, kwargs_hst
 
         def fenced_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
-            extents = getattr(_state, "extents", None)
-            if not extents:
-                return store(ptrs, value, mask, *rest)
-            size = np.dtype(value.data.dtype).itemsize
-            at = np.asarray(ptrs.data).astype(np.uint64, copy=False).astype(np.int64)
             on = np.asarray(mask.data, bool)
-            inside = np.zeros(at.shape, bool)
-            for lo, hi in extents:
-                inside |= (at >= lo) & (at + size <= hi)
-            wild = on & ~inside
-            if not wild.any():
+            out = _outside(ptrs, on, np.dtype(value.data.dtype).itemsize)
+            if out is None:
                 return store(ptrs, value, mask, *rest)
-            nearest = min(extents, key=lambda e: abs(int(at[wild].flat[0]) - e[0]))
-            past = (int(at[wild].flat[0]) - nearest[1]) // size
-            where = (
-                f"{past + 1} element(s) past the end of the nearest buffer"
-                if past >= 0
-                else f"{(nearest[0] - int(at[wild].flat[0])) // size} element(s) before it"
-            )
-            dropped = getattr(_state, "dropped", None)
-            if dropped is None:
-                dropped = _state.dropped = []
-            dropped.append(
+            wild, where = out
+            _noted("dropped").append(
                 f"{int(wild.sum())} of {int(on.sum())} element(s) of one store outside every "
                 f"buffer of its launch (first: {where}), not written"
             )
-            keep = type(mask)(on & inside, mask.dtype)
-            return store(ptrs, value, keep, *rest)
+            return store(ptrs, value, type(mask)(on & ~wild, mask.dtype), *rest)
 
         load, bitcast = builder.create_masked_load, builder.create_bitcast
         pointer = ti.tl.pointer_type
@@ -140,10 +167,21 @@ def install() -> None:
             pointers) or made from an integer (an address passed as a number)."""
             return isinstance(getattr(dtype, "scalar", dtype), pointer)
 
-        def fenced_load(ptrs: Any, *rest: Any) -> Any:
+        def fenced_load(ptrs: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
             if blind(getattr(ptrs.dtype, "element_ty", None)):
                 _state.extents = []  # (the fence is off for the rest of this launch)
-            return load(ptrs, *rest)
+                return load(ptrs, mask, *rest, **kw)
+            on = np.asarray(mask.data, bool)
+            size = np.dtype(ti._get_np_dtype(ptrs.get_element_ty())).itemsize
+            out = _outside(ptrs, on, size)
+            if out is None:
+                return load(ptrs, mask, *rest, **kw)
+            wild, where = out
+            _noted("wild_loads").append(
+                f"{int(wild.sum())} of {int(on.sum())} element(s) of one load outside every "
+                f"buffer of its launch (first: {where}), read as the load's other value"
+            )
+            return load(ptrs, type(mask)(on & ~wild, mask.dtype), *rest, **kw)
 
         def fenced_bitcast(src: Any, dst_type: Any) -> Any:
             if blind(dst_type) and not blind(getattr(src, "dtype", None)):

@@ -119,3 +119,64 @@ def test_a_kernel_that_stores_outside_its_buffers_is_an_out_of_bounds_write_not_
     found = next(f for f in result.found.values() if f.finding.cls == "out-of-bounds-write")
     assert "stored outside every buffer of the launch" in found.finding.message, found.finding
     assert found.case.inputs["x"].shape == (1, 3), found.case.shapes()
+
+
+@triton.jit
+def _load_at(x_ptr, y_ptr, offset, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    ok = cols < n
+    x = tl.load(x_ptr + offset + cols, mask=ok, other=-1.0)
+    tl.store(y_ptr + cols, x * 2.0, mask=ok)
+
+
+@pytest.mark.parametrize("offset", [0, 100, 1 << 24, -(1 << 24)])
+def test_a_load_outside_every_buffer_reads_its_other_value_and_is_said(offset):
+    """A load 64 MB past (or before) every buffer of its launch reads the heap or faults
+    (round 12's jagged kernel reading row 0 of a values array of no rows killed its CPU worker
+    with SIGSEGV in the interpreter's load): fenced, its lanes read the load's ``other`` value
+    and the load is said. Loads inside the launch's allocations read what is there."""
+    store_fence.install()
+    storage = torch.zeros(4096 + 32)
+    storage[:16] = torch.arange(16, dtype=torch.float32)
+    storage[100:116] = torch.arange(16, dtype=torch.float32) + 100
+    x, y = storage[:4096], storage[4096:4112]
+    store_fence.reset()
+    interpreted(_load_at)[(1,)](x, y, offset, 16, BLOCK=16)
+    wild = store_fence.take_loads()
+    if offset in (0, 100):
+        assert wild == [] and torch.equal(y, storage[offset : offset + 16] * 2)
+        return
+    assert len(wild) == 1 and wild[0].startswith("16 of 16 element(s) of one load outside"), wild
+    assert torch.equal(y, torch.full((16,), -2.0))
+    assert store_fence.take_loads() == []  # said once
+
+
+def test_a_kernel_that_loads_outside_its_buffers_is_an_out_of_bounds_read_not_a_crash():
+    """Through the plugin API, a softmax whose Triton launch also loads 64 MB past its input
+    from three columns on: an ``out-of-bounds-read`` of the guard-bands property, shrunk to its
+    three columns; no process dies of it."""
+    import fuzz
+
+    def wild(x, *, scale):
+        y = torch.softmax(x.float() * scale, dim=-1).to(x.dtype)
+        if x.shape[-1] >= 3:
+            flat = x.reshape(-1).float().contiguous()
+            _load_at[(1,)](flat, torch.empty(16), 1 << 24, 1, BLOCK=16)
+        return y
+
+    name = "fence_test_wild_load_softmax"
+    if name not in {t.name for t in fuzz.all_targets()}:
+        fuzz.fuzz_kernel(
+            name,
+            family="softmax",
+            kernel=wild,
+            capabilities=fuzz.Capabilities(features={"scale"}),
+            description="a softmax with a wild load from 3 columns on (the fence's test)",
+        )
+    result = fuzz.hunt(
+        fuzz.get(name), "triton-interpret", fuzz.get_profile("ci"), database=None, seed=1
+    )
+    assert result.error is None
+    found = next(f for f in result.found.values() if f.finding.cls == "out-of-bounds-read")
+    assert "loaded outside every buffer of the launch" in found.finding.message, found.finding
+    assert found.case.inputs["x"].shape == (1, 3), found.case.shapes()
