@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from fuzz.case import Case
     from fuzz.target import Target
 
@@ -657,6 +659,7 @@ def _trace_triton(target: Target, case: Case) -> dict[str, Any]:
             "interpreter": "Triton interpreter, NumPy traps",
             "detail": f"NumPy: {message}",
             **rec,
+            **_exp_root(kind, rec),
         }
     return {
         "found": False,
@@ -800,7 +803,80 @@ def _birth_record(
         "detail": detail,
         "interpreter": "Pallas interpret mode, checked primitive by primitive",
         **rec,
+        **_exp_root(kind, rec),
     }
+
+
+_EXPONENTIALS = ("exp", "exp2")
+
+
+def _exp_root(kind: str, rec: Mapping[str, Any]) -> dict[str, Any]:
+    """For an overflow born in an expression with a factor its function assigned, earlier, from
+    an exponential (``alpha = tl.exp(m - shift)``, then ``ell * alpha``): that exponential, as
+    ``root`` (its line and expression), the overflow's own cause (``fuzz.signatures.site``). A
+    planted kernel that rescaled by the tile's max instead of the running one came as three
+    GPU rows, each born at another line of one rescale: ``tl.exp(m - shift)`` where the
+    exponential itself overflowed, ``ell * alpha`` and ``acc * alpha[:, None]`` where its huge
+    value did in a product. Nothing where the expression names no such factor, or more than one."""
+    if kind != "overflow" or not rec.get("expression") or not rec.get("line"):
+        return {}
+    try:
+        roots = _exponential_assignments(str(rec["file"]), int(rec["line"]), str(rec["expression"]))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    if len(roots) != 1:
+        return {}
+    line, expression = roots.pop()
+    return {"root": {"line": line, "expression": expression}}
+
+
+def _exponential_assignments(file: str, line: int, expression: str) -> set[tuple[int, str]]:
+    """The (line, exponential's source) of each name ``expression`` (the born expression, at
+    ``line`` of ``file``) reads whose last assignment before that line in the same function is
+    an exponential's result."""
+    import ast
+    import linecache
+
+    source = "".join(linecache.getlines(file))
+    tree = ast.parse(source)
+    names = {
+        n.id
+        for n in ast.walk(ast.parse(expression.strip(), mode="eval"))
+        if isinstance(n, ast.Name)
+    }
+    scopes = [
+        f
+        for f in ast.walk(tree)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and f.lineno <= line <= (f.end_lineno or f.lineno)
+    ]
+    if not scopes or not names:
+        return set()
+    scope = min(scopes, key=lambda f: (f.end_lineno or f.lineno) - f.lineno)
+    last: dict[str, ast.AST] = {}
+    for node in sorted(
+        (n for n in ast.walk(scope) if isinstance(n, ast.Assign) and n.lineno < line),
+        key=lambda n: n.lineno,
+    ):
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                last[target.id] = node.value
+    roots = set()
+    for name in names & set(last):
+        value = last[name]
+        if isinstance(value, ast.Call) and _callee(value.func) in _EXPONENTIALS:
+            segment = ast.get_source_segment(source, value) or ""
+            roots.add((value.lineno, segment))
+    return roots
+
+
+def _callee(func: Any) -> str:
+    """The last name of a call's function (``tl.exp`` -> ``exp``)."""
+    import ast
+
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _earliest(a: np.ndarray, b: np.ndarray) -> np.ndarray:

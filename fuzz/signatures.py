@@ -94,11 +94,15 @@ def _used(value: Any) -> bool:
 
 def site(origin: Mapping[str, Any] | None) -> str | None:
     """Where a NaN or Inf was born (``fuzz.origin``'s trace of a finding): the kernel file, line
-    and expression (the line's source where the column range is unknown); None where the trace
-    found nothing or did not run. The kind of the birth is left out: ``0 / 0`` and ``1 / 0`` at one
-    division are one bug's examples."""
+    and expression (the line's source where the column range is unknown), or for an overflow of an
+    exponential's value in a product, that exponential's (``root``, ``fuzz.origin``); None where
+    the trace found nothing or did not run. The kind of the birth is left out: ``0 / 0`` and
+    ``1 / 0`` at one division are one bug's examples."""
     if not isinstance(origin, Mapping) or not origin.get("found"):
         return None
+    root = origin.get("root")
+    if isinstance(root, Mapping) and root.get("line"):  # (an overflow of an exponential's value)
+        return f"{origin.get('file')}:{root['line']}: {root.get('expression')}"
     expr = origin.get("expression") or str(origin.get("source", "")).strip()
     return f"{origin.get('file')}:{origin.get('line')}: {expr}"
 

@@ -359,3 +359,39 @@ def test_a_call_of_the_same_inputs_under_another_chunk_size_is_traced_on_its_own
     o = origin.trace_finding(target, "pallas-interpret", case, params)
     assert o.get("found"), o
     assert "jnp.exp(jnp.where(causal" in str(o.get("expression") or o.get("source")), o
+
+
+def test_an_overflow_of_an_exponentials_value_in_a_product_is_born_at_that_exponential(tmp_path):
+    """A kernel rescaling by the tile's max instead of the running one came as three GPU rows
+    (round 12), each an overflow born at another line of one rescale: the exponential itself,
+    and the products its huge value overflowed. Their sites are that exponential's; an overflow
+    of an expression reading no exponential's value, or two, keeps its own."""
+    from fuzz.origin import _exp_root
+    from fuzz.signatures import site
+
+    src = tmp_path / "k.py"
+    src.write_text(
+        "def rescale(m, shift, s, ell, acc):\n"
+        "    alpha = tl.exp(m - shift)\n"
+        "    p = tl.exp(s - shift)\n"
+        "    ell = ell * alpha + tl.sum(p, 1)\n"
+        "    acc = acc * alpha[:, None]\n"
+        "    both = alpha * p\n"
+        "    return ell * 2.0\n"
+    )
+
+    def born(line, expression):
+        rec = {"found": True, "file": str(src), "line": line, "expression": expression}
+        return {**rec, **_exp_root("overflow", rec)}
+
+    at_exp = born(2, "tl.exp(m - shift)")
+    assert "root" not in at_exp
+    for line, expression in ((4, "ell * alpha"), (5, "acc * alpha[:, None]")):
+        assert site(born(line, expression)) == site(at_exp), (line, expression)
+    assert site(born(4, "tl.sum(p, 1)")) == f"{src}:3: tl.exp(s - shift)"
+    assert "root" not in born(6, "alpha * p")  # (two exponentials: neither is the cause)
+    assert "root" not in born(7, "ell * 2.0")  # (ell is a sum, not an exponential)
+    assert (
+        _exp_root("invalid operation", {"file": str(src), "line": 4, "expression": "ell * alpha"})
+        == {}
+    )
