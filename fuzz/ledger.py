@@ -374,6 +374,11 @@ class BugLedger:
                 return out
             if other_sig == sig or not same_bug(bug, bug_of_record(other)):
                 continue
+            if {_alone(rec), _alone(other)} == {True, False}:
+                # One crashed replayed alone in a fresh process, the other passed: no example of
+                # each other (the smaller took the place of the one that crashed alone, its
+                # reproducer removed, on an H200), but maybe its crash (``maybe_known``).
+                continue
             seen = matched = True
             if len(bug.triggers) >= len(other.get("triggers", ())) or smaller(other, rec):
                 # An example of a bug found before; one of fewer conditions but larger leaves

@@ -534,6 +534,30 @@ def test_a_slices_crash_names_the_kernels_its_process_ran_before(monkeypatch):
     assert [m.record["details"].get("ran_before") for m in sent] == [None, ["jag"]]
 
 
+@pytest.mark.parametrize("big_first", [True, False])
+def test_a_crash_that_passed_alone_takes_not_the_place_of_one_of_its_key_that_crashed_alone(
+    big_first,
+):
+    """On an H200 a planted Pallas kernel's out-of-bounds reads crashed at 64,530 elements, alone
+    too; a fresh worker's 2-element example then lost its context, and passed alone: an earlier
+    example's damage. One key, triggers that nest: the 2-element record took the other's place
+    as its smaller example, and the reproducer that crashes was removed. Neither is the other's
+    example: both are kept, the one that passed alone maybe the other's crash."""
+    key = "crash|crash|-|JaxRuntimeError: sticky CUDA error: illegal memory access"
+    big = _rec("big", key=key, triggers=("a", "b"), shrunk=True, details={"alone": [key]})
+    big["case_size"] = 64530
+    small = _rec("small", key=key, triggers=("a",), shrunk=True, details={"alone": []})
+    small["case_size"] = 2
+    p = _pair("p")
+    led = _Ledger(_policy([p]))
+    for rec in (big, small) if big_first else (small, big):
+        assert led.record(p, rec)
+    row = p.as_dict()
+    by = {f["signature"]: f for f in row["findings"]}
+    assert set(by) == {"big", "small"} and by["small"]["maybe_of"] == "big"
+    assert row["bugs"] == 1 and "big.py" not in led.superseded
+
+
 def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct_bug(tmp_path):
     """A slice killed while shrinking leaves its first sight of a bug unshrunk; where a shrunk
     bug of the pair has its failure key, it may be that bug (a GPU campaign's last slice left a
