@@ -9,8 +9,9 @@ Triton kernel, ``y = 2 * x`` row by row, and three mutants of it:
 ``faults_mutant_wild_store``
     with >= 2 rows of >= 5 columns, the kernel loads and stores through pointers 2**40 elements
     past its buffers: on a GPU a real illegal memory access (the CUDA context is lost); in
-    Triton's interpreter a real segmentation fault (of the load: the harness fences the
-    interpreter's stores, ``fuzz.store_fence``). Either way the process running it dies:
+    Triton's interpreter a real segmentation fault (of the load, made through an address the
+    kernel computed as an integer: the harness fences the interpreter's loads and stores through
+    the launch's pointers, ``fuzz.store_fence``). Either way the process running it dies:
     ``crash``.
 ``faults_mutant_spin``
     with >= 6 columns, the kernel spins on a flag that is never set: ``hang`` (the campaign's
@@ -59,8 +60,10 @@ def _scale_kernel(
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     ok = cols < n_cols
-    if WILD:  # a wild load faults in the interpreter too (its stores are fenced)
-        x = tl.load(x_ptr + row * stride_xm + cols + WILD_OFFSET, mask=ok, other=0.0)
+    if WILD:  # a wild load through an address made from an integer: the interpreter's fence
+        # (fuzz.store_fence) cannot see its buffer and stands aside, so it faults there too
+        at = (x_ptr + row * stride_xm + WILD_OFFSET).to(tl.int64)
+        x = tl.load(at.to(tl.pointer_type(tl.float32)) + cols, mask=ok, other=0.0)
     else:
         x = tl.load(x_ptr + row * stride_xm + cols, mask=ok, other=0.0)
     if SPIN:
