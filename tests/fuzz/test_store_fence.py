@@ -85,6 +85,26 @@ def test_a_store_outside_every_buffer_is_dropped_and_said(offset):
     assert store_fence.take() == []  # said once
 
 
+def _hunt(name: str, wild, access: str):
+    """A seeded hunt of ``wild``, a softmax with a wild ``access`` (registered once), on
+    Triton's interpreter; it ends without a harness error."""
+    import fuzz
+
+    if name not in {t.name for t in fuzz.all_targets()}:
+        fuzz.fuzz_kernel(
+            name,
+            family="softmax",
+            kernel=wild,
+            capabilities=fuzz.Capabilities(features={"scale"}),
+            description=f"a softmax with a wild {access} from 3 columns on (the fence's test)",
+        )
+    result = fuzz.hunt(
+        fuzz.get(name), "triton-interpret", fuzz.get_profile("ci"), database=None, seed=1
+    )
+    assert result.error is None
+    return result
+
+
 def test_a_kernel_that_stores_outside_its_buffers_is_an_out_of_bounds_write_not_a_crash():
     """Through the plugin API, a softmax whose Triton launch stores one element 64 MB past its
     output from three columns on. Unfenced, Triton's interpreter writes there: a segmentation
@@ -92,7 +112,6 @@ def test_a_kernel_that_stores_outside_its_buffers_is_an_out_of_bounds_write_not_
     worker died of SIGABRT in ``inspect.getmembers`` while it shrank a jagged kernel's
     out-of-bounds store in the interpreter, and the report had a ``crash`` row whose stack named
     the harness). Fenced, it is the kernel's out-of-bounds write, shrunk to its three columns."""
-    import fuzz
 
     def wild(x, *, scale):
         y = torch.softmax(x.float() * scale, dim=-1).to(x.dtype)
@@ -101,19 +120,7 @@ def test_a_kernel_that_stores_outside_its_buffers_is_an_out_of_bounds_write_not_
             _store_at[(1,)](flat, flat, 1 << 24, 1, BLOCK=16)
         return y
 
-    name = "fence_test_wild_softmax"
-    if name not in {t.name for t in fuzz.all_targets()}:
-        fuzz.fuzz_kernel(
-            name,
-            family="softmax",
-            kernel=wild,
-            capabilities=fuzz.Capabilities(features={"scale"}),
-            description="a softmax with a wild store from 3 columns on (the fence's test)",
-        )
-    result = fuzz.hunt(
-        fuzz.get(name), "triton-interpret", fuzz.get_profile("ci"), database=None, seed=1
-    )
-    assert result.error is None
+    result = _hunt("fence_test_wild_softmax", wild, "store")
     # (torch.softmax's NaN for a row of infinities is this toy kernel's other bug)
     assert "crash" not in {f.finding.cls for f in result.found.values()}
     found = next(f for f in result.found.values() if f.finding.cls == "out-of-bounds-write")
@@ -155,7 +162,6 @@ def test_a_kernel_that_loads_outside_its_buffers_is_an_out_of_bounds_read_not_a_
     """Through the plugin API, a softmax whose Triton launch also loads 64 MB past its input
     from three columns on: an ``out-of-bounds-read`` of the guard-bands property, shrunk to its
     three columns; no process dies of it."""
-    import fuzz
 
     def wild(x, *, scale):
         y = torch.softmax(x.float() * scale, dim=-1).to(x.dtype)
@@ -164,19 +170,7 @@ def test_a_kernel_that_loads_outside_its_buffers_is_an_out_of_bounds_read_not_a_
             _load_at[(1,)](flat, torch.empty(16), 1 << 24, 1, BLOCK=16)
         return y
 
-    name = "fence_test_wild_load_softmax"
-    if name not in {t.name for t in fuzz.all_targets()}:
-        fuzz.fuzz_kernel(
-            name,
-            family="softmax",
-            kernel=wild,
-            capabilities=fuzz.Capabilities(features={"scale"}),
-            description="a softmax with a wild load from 3 columns on (the fence's test)",
-        )
-    result = fuzz.hunt(
-        fuzz.get(name), "triton-interpret", fuzz.get_profile("ci"), database=None, seed=1
-    )
-    assert result.error is None
+    result = _hunt("fence_test_wild_load_softmax", wild, "load")
     found = next(f for f in result.found.values() if f.finding.cls == "out-of-bounds-read")
     assert "loaded outside every buffer of the launch" in found.finding.message, found.finding
     assert found.case.inputs["x"].shape == (1, 3), found.case.shapes()
