@@ -544,6 +544,12 @@ def describe(origin: dict[str, Any] | None) -> list[str]:
     ]
     if origin.get("detail"):
         lines.append(f"        {origin['detail']}")
+    root = origin.get("root")
+    if isinstance(root, dict) and root.get("line"):
+        lines.append(
+            f"        of the value of `{root.get('expression')}` at line {root['line']}: an "
+            "exponential's overflow (the bug's site)"
+        )
     caller = origin.get("caller")
     if caller:
         lines.append(

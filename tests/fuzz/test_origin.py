@@ -366,7 +366,7 @@ def test_an_overflow_of_an_exponentials_value_in_a_product_is_born_at_that_expon
     (round 12), each an overflow born at another line of one rescale: the exponential itself,
     and the products its huge value overflowed. Their sites are that exponential's; an overflow
     of an expression reading no exponential's value, or two, keeps its own."""
-    from fuzz.origin import _exp_root
+    from fuzz.origin import _exp_root, describe
     from fuzz.signatures import site
 
     src = tmp_path / "k.py"
@@ -389,6 +389,16 @@ def test_an_overflow_of_an_exponentials_value_in_a_product_is_born_at_that_expon
     for line, expression in ((4, "ell * alpha"), (5, "acc * alpha[:, None]")):
         assert site(born(line, expression)) == site(at_exp), (line, expression)
     assert site(born(4, "tl.sum(p, 1)")) == f"{src}:3: tl.exp(s - shift)"
+    said = describe(
+        {
+            **born(5, "acc * alpha[:, None]"),
+            "kind": "overflow",
+            "function": "f",
+            "source": "",
+            "interpreter": "i",
+        }
+    )
+    assert any("of the value of `tl.exp(m - shift)` at line 2" in line for line in said), said
     assert "root" not in born(6, "alpha * p")  # (two exponentials: neither is the cause)
     assert "root" not in born(7, "ell * 2.0")  # (ell is a sum, not an exponential)
     assert (
