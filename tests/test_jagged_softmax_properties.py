@@ -286,3 +286,51 @@ def test_moved_segments_may_differ_in_their_last_bits_but_not_by_their_neighbour
     assert check_case(right, backend, c, params=params, only=only).finding is None
     f = check_case(wrong, backend, c, params=params, only=only).finding
     assert f is not None and f.cls == MASKING and f.prop in only, f
+
+
+def test_a_kernel_that_writes_into_its_guarded_values_is_an_input_write():
+    """The Triton wrapper gets ``values`` as a view into a guarded copy: a kernel that
+    sanitizes its values in place (round 13's planted jagged kernel, ``values.nan_to_num_()``)
+    wrote into that copy, never into the launch's own inputs, and no property saw it. What it
+    wrote is written back into the launch's inputs: an ``input-write``, through the family's
+    own entry point and through the plugin API alike; the real kernel passes."""
+    import torch
+
+    import fuzz
+
+    sanitizing = planted(
+        "sanitized_in_place",
+        [
+            Edit(
+                "    n_rows, n_cols = values.shape\n",
+                "    values.nan_to_num_()\n    n_rows, n_cols = values.shape\n",
+            )
+        ],
+        [Edit("def jagged_softmax(", "def jagged_softmax(")],  # (the Pallas one as it is)
+    )
+    c = case([2])
+    c.inputs["values"][0, 0] = -np.inf
+    backend = get_backend("triton-interpret")
+    f = check_case(sanitizing, backend, c).finding
+    assert f is not None and (f.cls, f.prop) == ("input-write", "inputs-unchanged"), f
+    assert "values[0, 0]: -inf ->" in f.message
+    assert check_case(REAL, backend, c).finding is None
+
+    def sanitize(values, *, offsets, block_n, block_m):
+        values.nan_to_num_()
+        return ktriton.jagged_softmax(
+            values, offsets, block_n=block_n, block_m=block_m, interpret=True
+        )
+
+    name = "jagged_sanitizing_in_place"
+    if name not in {t.name for t in fuzz.all_targets()}:
+        fuzz.fuzz_kernel(
+            name,
+            family="jagged_softmax",
+            kernel=sanitize,
+            capabilities=fuzz.Capabilities(tiles={"block_n": (4,), "block_m": (4,)}),
+            description="a jagged softmax that sanitizes its values in place",
+        )
+    f = check_case(fuzz.get(name), backend, c).finding
+    assert f is not None and f.cls == "input-write", f
+    assert torch.isinf(torch.tensor(c.inputs["values"])).any()  # (the case's own, untouched)

@@ -87,6 +87,21 @@ def _guarded_torch(values: Any, offsets: Any, guard: str, block_n: int) -> tuple
     return view, obuf[1:-1]
 
 
+def write_back(inputs: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """What a launch wrote into the guarded copies of its inputs it was ``given``, written into
+    the launch's own ``inputs`` (torch tensors), where ``inputs-unchanged`` looks: a kernel that
+    sanitized its values in place was never seen writing into them (round 13's planted jagged
+    kernel, ``values.nan_to_num_()``)."""
+    for name, copy in given.items():
+        mine: Any = inputs.get(name)
+        if (
+            copy is not mine
+            and hasattr(mine, "copy_")
+            and getattr(copy, "shape", None) == mine.shape
+        ):
+            mine.copy_(copy)
+
+
 def entry(module: types.ModuleType):
     """The target entry point of a jagged softmax module (real or mutant, Triton or Pallas): the
     Triton wrapper gets ``values`` and ``offsets`` as views into poisoned buffers, the Pallas
@@ -107,11 +122,13 @@ def entry(module: types.ModuleType):
             "num_programs": params["num_programs"],
             "interpret": interpret,
         }
-        if type(values).__module__.split(".")[0] == "torch":
-            values, offsets = _guarded_torch(values, offsets, params["guard"], params["block_n"])
-        else:
+        if type(values).__module__.split(".")[0] != "torch":
             kw["pad_value"] = special_value(params["guard"], params["dtype"])
-        return {"y": module.jagged_softmax(values, offsets, **kw)}
+            return {"y": module.jagged_softmax(values, offsets, **kw)}
+        guarded = _guarded_torch(values, offsets, params["guard"], params["block_n"])
+        y = module.jagged_softmax(*guarded, **kw)
+        write_back(inputs, dict(zip(("values", "offsets"), guarded, strict=True)))
+        return {"y": y}
 
     return run
 

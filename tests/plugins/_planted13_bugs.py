@@ -77,7 +77,7 @@ PATTERNS: dict[str, Pattern] = {
                 "convention) becomes a column of equal finite values, written as 1 / length; "
                 "right for values without -inf",
                 "one row of one column, -inf (y 1 where 0, and the caller's -inf changed)",
-                "masking",
+                "input-write",
                 _of_classes("masking", "input-write", "accuracy"),
             ),
         ),
@@ -255,7 +255,10 @@ CPU: dict[str, dict[str, str]] = {
         "the family hands a Triton kernel its values as a view into a guard buffer, a copy "
         "(``fuzz.families._jagged_guards``), and inputs-unchanged compares the launch's own "
         "inputs, which the kernel never sees (a case whose -inf values do not change y, "
-        "[-inf, 0.5] in one segment, passes every property), 215 examples",
+        "[-inf, 0.5] in one segment, passes every property), 215 examples. Since then the "
+        "family writes what the kernel wrote into its guarded copy back into the launch's "
+        "inputs (``fuzz.targets.jagged_softmax.write_back``): the trigger is an input-write, "
+        "the class the round's author first expected",
     },
     "attention_values_loaded_without_key_mask": {
         "triton": "found, 3 rows: out-of-bounds-read/guard-bands (2 elements: one query on two "

@@ -24,7 +24,8 @@ bug's). Each bug, its trigger (the smallest input that shows it) and the failure
   place (values.nan_to_num_(), defensive code against NaN inputs) where a copy or nothing
   belongs: the caller's -inf values are changed, and a column with no finite value in a segment
   (0 by the family's convention) becomes equal finite values, written as 1 / length. Trigger:
-  one row of one column, -inf (y 1 where 0). Expected: masking.
+  one row of one column, -inf (y 1 where 0). Expected: input-write (the caller's -inf changed;
+  masking before the family wrote a guarded copy's changes back into the launch's inputs).
 - ``planted13_attention_values_loaded_without_key_mask_triton``: the value tile is loaded with
   the head-dim mask only, where the key tile's mask belongs too: the last head's last key tile
   reads past the end of v, and a key no query sees adds 0 * v (NaN where v is NaN or Inf).
