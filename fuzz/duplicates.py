@@ -36,7 +36,7 @@ from fuzz.backends import Backend, get_backend
 from fuzz.profiles import HuntOptions
 from fuzz.properties import check_case, properties_of
 from fuzz.results import Found
-from fuzz.signatures import Bug, bug_key, conditions, key_class, same_bug, site
+from fuzz.signatures import Bug, bug_key, conditions, key_class, same_bug, site, write_site
 from fuzz.target import Target
 
 
@@ -46,7 +46,7 @@ def bug_of(f: Found) -> Bug:
         f.key or f.finding.cls,
         frozenset(f.triggers),
         f.signature,
-        site(f.finding.details.get("origin")),
+        site(f.finding.details.get("origin")) or write_site(f.finding.details),
     )
 
 
@@ -351,6 +351,13 @@ class Duplicates:
         alike = self.explained_alike(f)
         if alike is not None:
             return alike, "explained"
+        # (a known bug of its key written alike: ``fuzz.signatures.write_site``)
+        written = next(
+            (b for b in self.known_bugs if b.key == bug.key and _written_alike(b, bug)), None
+        )
+        if written is not None:  # (its conditions another way to it: later examples are hits)
+            self.known_bugs.append(Bug(bug.key, bug.triggers, written.signature, bug.site))
+            return written, "site"
         others = [b for b in self.known_bugs if b.key != bug.key]
         twins = [b for b in self.known_bugs if b.key == bug.key and not same_bug(b, bug)]
         twin = self.same_site(f, twins + others)
@@ -889,6 +896,12 @@ class Duplicates:
                     self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
                 return b
         return None
+
+
+def _written_alike(a: Bug, b: Bug) -> bool:
+    """Whether two bugs are input writes of the same kinds of value (their sites, both
+    :func:`fuzz.signatures.write_site`'s)."""
+    return bool(a.site and a.site.startswith("writes into ") and a.site == b.site)
 
 
 def _half_of(triggers: Collection[str]) -> str | None:

@@ -118,6 +118,8 @@ class Launch:
     compiled: bool = False
     loaded: bool = False  # every compile it made was a persistent-cache hit
     input_writes: dict[str, str] = field(default_factory=dict)  # input -> what changed in it
+    # input -> the kinds of value it wrote over the kinds it held (``write_kinds``)
+    write_kinds: dict[str, list[str]] = field(default_factory=dict)
     # Stores Triton's interpreter dropped, and loads it read as their other value: outside every
     # buffer of the launch (fuzz.store_fence).
     fenced: list[str] = field(default_factory=list)
@@ -366,7 +368,7 @@ class Context:
                     result.fenced, result.wild_loads = store_fence.take(), store_fence.take_loads()
                 result.seconds, result.compiled = timer.seconds, timer.compiled
                 result.loaded = timer.loaded
-                result.input_writes = input_writes(adapter, inputs, case)
+                result.input_writes = input_writes(adapter, inputs, case, result.write_kinds)
                 result.guard_notes = dict(got.get(GUARD_REPORTS) or {})
                 missing = set(outputs) - set(got)
                 if missing:
@@ -550,10 +552,16 @@ class Context:
         )
 
 
-def input_writes(adapter: Any, inputs: Mapping[str, Any], case: Case) -> dict[str, str]:
+def input_writes(
+    adapter: Any,
+    inputs: Mapping[str, Any],
+    case: Case,
+    kinds: dict[str, list[str]] | None = None,
+) -> dict[str, str]:
     """What a launch changed in its own copy of the inputs (``inputs``, on the device) against
     the case's: input name -> how many elements changed and the first one (bit for bit: NaN
-    payloads count); an input the launch consumed (a donated buffer) says so."""
+    payloads count); an input the launch consumed (a donated buffer) says so. Into ``kinds``,
+    per float input changed, what kinds of value it wrote over what kinds (:func:`write_kinds`)."""
     changed: dict[str, str] = {}
     for name, want in case.inputs.items():
         try:
@@ -573,7 +581,33 @@ def input_writes(adapter: Any, inputs: Mapping[str, Any], case: Case) -> dict[st
         at = f"{name}[{', '.join(map(str, idx))}]"
         was, now = want[idx], got[idx]
         changed[name] = f"{int(differ.sum())} element(s) changed, first {at}: {was} -> {now}"
+        if kinds is not None and is_float(dtype_name(want.dtype)):
+            kinds[name] = write_kinds(want[differ], got[differ])
     return changed
+
+
+def write_kinds(was: np.ndarray, now: np.ndarray) -> list[str]:
+    """The kinds of value written over the kinds held, one ``"was -> now"`` each (NaN, +-inf,
+    0, the largest and lowest finite, finite), at most 8: what a kernel does to its inputs, the
+    same whatever the example (a wrapper sanitizing its values in place, ``nan_to_num_``, turns
+    -inf into the lowest finite in every example that holds one)."""
+    big = np.finfo(was.dtype).max if np.issubdtype(was.dtype, np.floating) else None
+
+    def kind(x: np.ndarray) -> np.ndarray:
+        out = np.full(x.shape, "finite", dtype=object)
+        for label, hit in (
+            ("0", x == 0),
+            ("largest finite", x == big),
+            ("lowest finite", x == -big if big is not None else False),
+            ("+inf", np.isposinf(x)),
+            ("-inf", np.isneginf(x)),
+            ("nan", np.isnan(x)),
+        ):
+            out[np.asarray(hit, bool)] = label
+        return out
+
+    pairs = {f"{a} -> {b}" for a, b in zip(kind(was).ravel(), kind(now).ravel(), strict=True)}
+    return sorted(pairs)[:8]
 
 
 def _check_output_dtype(name: str, got: Any, want: str) -> None:
@@ -711,12 +745,15 @@ def input_write_finding(ctx: Context, launch: Launch, prop: str, what: str) -> F
         return None
     name, change = next(iter(launch.input_writes.items()))
     more = len(launch.input_writes) - 1
+    details: dict[str, Any] = {"inputs": dict(launch.input_writes)}
+    if launch.write_kinds:
+        details["writes"] = dict(launch.write_kinds)
     return ctx.finding(
         F.INPUT_WRITE,
         prop,
         f"{what} wrote into its input {name}: {change}"
         + (f" (and into {more} other input(s))" if more else ""),
-        details={"inputs": dict(launch.input_writes)},
+        details=details,
     )
 
 

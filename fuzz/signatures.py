@@ -107,6 +107,24 @@ def site(origin: Mapping[str, Any] | None) -> str | None:
     return f"{origin.get('file')}:{origin.get('line')}: {expr}"
 
 
+def write_site(details: Mapping[str, Any] | None) -> str | None:
+    """What an ``input-write`` finding wrote into its inputs, as a site (``details["writes"]``:
+    per input, the kinds of value written over the kinds held, ``fuzz.properties.write_kinds``):
+    one kernel's write turns the same special values into the same values whatever else its
+    examples hold (round 13's jagged wrapper sanitizing its values in place came as two rows,
+    -inf made the lowest finite in both, of conditions that do not nest). None where it wrote
+    only finite values over finite ones: that says nothing of which write it was."""
+    writes = (details or {}).get("writes")
+    if not isinstance(writes, Mapping) or not writes:
+        return None
+    said = [
+        f"{name}: {', '.join(kinds)}"
+        for name, kinds in sorted(writes.items())
+        if isinstance(kinds, list) and any(k != "finite -> finite" for k in kinds)
+    ]
+    return f"writes into {'; '.join(said)}" if said else None
+
+
 def signature(target: str, key: str, triggers: Collection[str]) -> str:
     """The identifier of one bug of ``target`` (stable across runs and hosts: reports deduplicate
     and triage by it)."""

@@ -334,3 +334,51 @@ def test_a_kernel_that_writes_into_its_guarded_values_is_an_input_write():
     f = check_case(fuzz.get(name), backend, c).finding
     assert f is not None and f.cls == "input-write", f
     assert torch.isinf(torch.tensor(c.inputs["values"])).any()  # (the case's own, untouched)
+
+
+def test_two_input_writes_of_one_wrapper_are_one_bug_by_what_they_write():
+    """Round 13's wrapper sanitizing its values in place came as two ``input-write`` rows of
+    conditions that do not nest (a segment of two rows in one column; one row of four columns):
+    both turn -inf into the lowest finite value. Each finding says what kinds of value it wrote
+    over what kinds (``details["writes"]``), its site (``fuzz.signatures.write_site``), and the
+    duplicate check takes a known bug of its key written alike for the same bug. A kernel that
+    wrote finite values over finite ones has no such site: that says nothing of which write."""
+    from fuzz.duplicates import Duplicates, bug_of
+    from fuzz.profiles import HuntOptions, get_profile
+    from fuzz.results import Found
+    from fuzz.signatures import write_site
+
+    sanitizing = planted(
+        "sanitized_in_place",
+        [
+            Edit(
+                "    n_rows, n_cols = values.shape\n",
+                "    values.nan_to_num_()\n    n_rows, n_cols = values.shape\n",
+            )
+        ],
+        [Edit("def jagged_softmax(", "def jagged_softmax(")],  # (the Pallas one as it is)
+    )
+    backend = get_backend("triton-interpret")
+    two_rows, four_columns = case([2]), case([1], m=4)
+    two_rows.inputs["values"][0, 0] = -np.inf
+    four_columns.inputs["values"][0, 3] = -np.inf
+    found = {}
+    for label, c in (("two rows", two_rows), ("four columns", four_columns)):
+        outcome = check_case(sanitizing, backend, c)
+        f = outcome.finding
+        assert f.cls == "input-write" and f.details["writes"] == {
+            "values": ["-inf -> lowest finite"]
+        }
+        f.details["triggers"] = [label]  # (conditions that do not nest)
+        f.details["signature"] = label
+        found[label] = Found(
+            f, c, dict(outcome.params), 1, 0.0, choices=(1,), key="input-write|inputs-unchanged|-|-"
+        )
+    assert (
+        write_site(found["two rows"].finding.details) == "writes into values: -inf -> lowest finite"
+    )
+    options = HuntOptions.of(get_profile("ci"))
+    me = Duplicates(sanitizing, backend, options, found={}, known_bugs=[bug_of(found["two rows"])])
+    assert me.of(found["four columns"]) == (bug_of(found["two rows"]), "site")
+    assert write_site({"writes": {"values": ["finite -> finite"]}}) is None
+    assert write_site({"inputs": {"values": "..."}}) is None

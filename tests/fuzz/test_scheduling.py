@@ -558,6 +558,27 @@ def test_a_crash_that_passed_alone_takes_not_the_place_of_one_of_its_key_that_cr
     assert row["bugs"] == 1 and "big.py" not in led.superseded
 
 
+def test_two_input_writes_that_write_alike_are_one_row_and_other_writes_are_not():
+    """Across slices, the ledger takes two input-write records of conditions that do not nest
+    for one bug where they wrote the same kinds of value over the same kinds (round 13's
+    wrapper sanitizing its values in place: -inf made the lowest finite); a write of other
+    kinds, or of finite values only, stays a row of its own."""
+    key = "input-write|inputs-unchanged|-|-"
+
+    def rows(*writes):
+        p = _pair("p")
+        led = _Ledger(_policy([p]))
+        for i, w in enumerate(writes):
+            rec = _rec(f"w{i}", key=key, triggers=(f"t{i}",), shrunk=True, details={"writes": w})
+            led.record(p, rec)
+        return p.as_dict()["bugs"]
+
+    sanitized = {"values": ["-inf -> lowest finite"]}
+    assert rows(sanitized, sanitized) == 1
+    assert rows(sanitized, {"values": ["nan -> 0"]}) == 2
+    assert rows({"values": ["finite -> finite"]}, {"values": ["finite -> finite"]}) == 2
+
+
 def test_a_record_left_unshrunk_beside_a_shrunk_bug_of_its_key_is_not_a_distinct_bug(tmp_path):
     """A slice killed while shrinking leaves its first sight of a bug unshrunk; where a shrunk
     bug of the pair has its failure key, it may be that bug (a GPU campaign's last slice left a
