@@ -161,6 +161,10 @@ forms; states; packed sequences), but for two findings:
   four magnitude variants on the GPU), the oracle comparison 14.3 s, compiling about 20 s; in
   the campaign its launches took 243 s of the pair's 250 (217 launches beside four other
   fuzzing processes and six compiling ones on the one GPU), where alone they are a small part.
+  At 12b82ff (2026-12-01, ``bundled 450``, one H200): one fla row, the forward's NaN final state
+  (16 elements, fp32, one token; also seen through ``state-continuation``): the bug above. The
+  dq bug was not met: 88 backward examples checked, 1,132 refused by the compile share, its 221
+  launches 291 s of the pair's 295 (about 1.3 s each beside ten other processes on the GPU).
 """
 
 import contextlib

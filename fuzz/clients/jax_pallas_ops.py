@@ -252,6 +252,18 @@ Again (2026-11-30, night, at 1c26bd9: ``bash .ci/gpu-session two econ "economics
   masking 256 (``masked-poison``: keys past ``kv_seq_len`` set to float32's largest make o NaN;
   also seen through ``decode-equals-last-causal-row``, 49,152 and 262,144): finding 4.
 
+Again (2026-12-01, ``bash .ci/gpu-session bundled 450`` on one H200, 6 rows, 0 harness errors),
+each row read from its case:
+
+- ``mha`` and ``mha_varlen`` accuracy 16 (T = 1): finding 6; ``mha``'s row again also holds
+  sightings of finding 1 (lse 1,024, nondeterminism 1,024, NaN 98,304), joined by their minimal
+  examples failing finding 6's way too.
+- ``mha`` accuracy of ``lse``, 1,024 (causal, 64 queries on 32 keys): finding 1.
+- ``mha`` nondeterminism, 196,608 (causal, 1,024 queries on 512 keys): finding 1, its reads
+  past the keys; not shrunk (its compiled shrink and the twin's own search met NaN first).
+- ``gqa`` inf 256 (fp16, o = inf for 60,000; also seen as ``decode-equals-last-causal-row``,
+  ``masked-poison`` and NaN): finding 5, with finding 4's sightings among its ways.
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
