@@ -82,16 +82,18 @@ def child_main(argv: list[str]) -> int:
 
 def _check(spec: dict[str, Any], target: Any, backend: Any, out_path: Path) -> None:
     """The spec's case checked once on its backend (an interpreter), written to ``out_path``:
-    the key it failed as (None: it passed) and what held for it, or the check's error."""
+    the key it failed as (None: it passed) and what held for it, or the check's error. Nothing
+    runs on the compiled backend: no differential run."""
     from fuzz.failures import bug_key
+    from fuzz.profiles import HuntOptions
     from fuzz.properties import check_case
     from fuzz.signatures import conditions
 
     case = spec["case"]
+    # (no differential run: its twin is the compiled kernel whose launch lost a context)
+    options = HuntOptions.of(spec["options"], differential=False)
     try:
-        outcome = check_case(
-            target, backend, case, params=spec["params"], **spec["options"].check_kwargs()
-        )
+        outcome = check_case(target, backend, case, params=spec["params"], **options.check_kwargs())
         f = outcome.finding
         rec: dict[str, Any] = {"key": None if f is None else bug_key(f)}
         if f is not None:
