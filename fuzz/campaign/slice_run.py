@@ -26,9 +26,7 @@ _RAN: set[str] = set()
 
 
 def _found_dict(found: Any) -> dict[str, Any]:
-    d: dict[str, Any] = found.as_dict()
-    d["signature"] = found.signature
-    return d
+    return {**found.as_dict(), "signature": found.signature}
 
 
 class SliceRun:
@@ -51,11 +49,10 @@ class SliceRun:
         self.target, self.backend, self.ran_before = target, backend, sorted(_RAN - {plan.target})
         _RAN.add(plan.target)
         self.last_progress, self.t0 = 0.0, time.perf_counter()
-        # A warm-up slice (a compile worker's) ends as its plan says (``policy.WarmUp``).
-        self.warm_up = plan.warm_up
+        self.warm_up = plan.warm_up  # (a compile worker's warm-up ends as planned: ``WarmUp``)
         self.compiles, self.calm, self.warmed = 0, 0, False
         self.memo: Any = None  # the pair's structure memo (set by ``_hunt``), if any
-        self.relengthed = 0
+        self.relengthed = 0  # (its count of reuses with fresh lengths, after the last example)
         self.disk_was_full = False  # a file could not be written: the slice ended for it
 
     def hooks(self) -> Any:
@@ -162,8 +159,8 @@ class SliceRun:
         from fuzz.reproducer import kills_context
 
         if found.final and found.finding.cls in origin.TRACED_CLASSES:
-            # Its site (a NaN's birth, a store past a buffer) tells the campaign at once whether it is a known bug reached otherwise
-            # (``fuzz.signatures.same_bug``), whatever the slice's end brings.
+            # Its site (a NaN's birth, a store past a buffer) tells the campaign at once whether
+            # it is a known bug reached otherwise (``signatures.same_bug``), whatever comes next.
             self._trace(found)
         f = found.finding
         if f.cls == CRASH and self.ran_before:
@@ -213,9 +210,7 @@ class SliceRun:
             found.append(_found_dict(f))
         summary: dict[str, Any] = result.as_dict()
         summary.pop("findings")  # sent as "found" (with origins and fresh reproducer paths)
-        summary["found"] = found
-        summary["features"] = sorted(result.features)
-        return summary
+        return {**summary, "found": found, "features": sorted(result.features)}
 
 
 def _plots(target: Any, backend: Any, found: Any) -> list[dict[str, Any]]:
