@@ -48,7 +48,7 @@ from hypothesis import strategies as st
 
 from fuzz import failures as F
 from fuzz import known_crashes, store_fence
-from fuzz.arrays import POISON_KINDS, bits, dtype_name, is_float, to_float64
+from fuzz.arrays import POISON_KINDS, bits, dtype_name, finfo, is_float, to_float64
 from fuzz.backends import POISON_FINITE, POISON_NAN, ROW_GAP, Backend, adapter_for, get_backend
 from fuzz.compare import Metrics, measure, measure_naive
 from fuzz.failures import Finding, Unsupported
@@ -591,14 +591,14 @@ def write_kinds(was: np.ndarray, now: np.ndarray) -> list[str]:
     0, the largest and lowest finite, finite), at most 8: what a kernel does to its inputs, the
     same whatever the example (a wrapper sanitizing its values in place, ``nan_to_num_``, turns
     -inf into the lowest finite in every example that holds one)."""
-    big = np.finfo(was.dtype).max if np.issubdtype(was.dtype, np.floating) else None
+    big = finfo(dtype_name(was.dtype)).max  # (bfloat16's too: NumPy's finfo knows it not)
 
     def kind(x: np.ndarray) -> np.ndarray:
         out = np.full(x.shape, "finite", dtype=object)
         for label, hit in (
             ("0", x == 0),
             ("largest finite", x == big),
-            ("lowest finite", x == -big if big is not None else False),
+            ("lowest finite", x == -big),
             ("+inf", np.isposinf(x)),
             ("-inf", np.isneginf(x)),
             ("nan", np.isnan(x)),

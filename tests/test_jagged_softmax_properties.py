@@ -381,4 +381,12 @@ def test_two_input_writes_of_one_wrapper_are_one_bug_by_what_they_write():
     me = Duplicates(sanitizing, backend, options, found={}, known_bugs=[bug_of(found["two rows"])])
     assert me.of(found["four columns"]) == (bug_of(found["two rows"]), "site")
     assert write_site({"writes": {"values": ["finite -> finite"]}}) is None
+    import ml_dtypes
+
+    from fuzz.properties import write_kinds
+
+    for dtype in (np.float16, ml_dtypes.bfloat16):  # (every float dtype's own largest)
+        low = -ml_dtypes.finfo(dtype).max
+        kinds = write_kinds(np.array([-np.inf], dtype), np.array([low], dtype))
+        assert kinds == ["-inf -> lowest finite"], (dtype, kinds)
     assert write_site({"inputs": {"values": "..."}}) is None
