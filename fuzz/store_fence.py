@@ -80,17 +80,20 @@ def reset() -> None:
 def take() -> list[str]:
     """What this thread's launches dropped since :func:`reset`, one line per store, and forgets
     it."""
-    dropped = list(getattr(_state, "dropped", []))
-    _state.dropped = []
-    return dropped
+    return _taken("dropped")
 
 
 def take_loads() -> list[str]:
     """The loads outside every buffer this thread's launches made since :func:`reset`, one line
     per load, and forgets them."""
-    wild = list(getattr(_state, "wild_loads", []))
-    _state.wild_loads = []
-    return wild
+    return _taken("wild_loads")
+
+
+def _taken(what: str) -> list[str]:
+    """This thread's list of dropped stores or wild loads, emptied."""
+    got = list(getattr(_state, what, []))
+    setattr(_state, what, [])
+    return got
 
 
 def _outside(ptrs: Any, on: Any, size: int) -> tuple[Any, str] | None:
@@ -127,7 +130,7 @@ def _noted(what: str) -> list[str]:
 
 
 def install() -> None:
-    """Fences the interpreter's stores (once per process; a no-op without Triton)."""
+    """Fences the interpreter's loads and stores (once per process; a no-op without Triton)."""
     global _installed
     if _installed:  # (every interpreted launch calls this)
         return
