@@ -326,6 +326,37 @@ class Duplicates:
             self.cut += 1
             return None
 
+    def bridges(self, f: Found, twin: tuple[Bug, str]) -> list[Bug]:
+        """The other known rows (bugs of other signatures than ``twin``'s and ``f``'s own) that
+        ``f``, found to be ``twin`` (:meth:`of`), is as well, each by evidence of
+        :data:`BRIDGING` (as ``twin`` must be): ``f`` is one bug, so they are the twin's bug.
+        A record joins one row, and two rows of one key whose conditions do not nest, each failing
+        no way of the other, stayed two although a third minimal example was each of them (a
+        planted Pallas kernel's reshape bug, two rows on the CPU). Evidence of likeness alone
+        (``influence``, ``explained``) bridges nothing: a small example of one of two positional
+        bugs reads as the other too; nor do two rows of free choices apart (:func:`_independent`:
+        an example holding both bugs' conditions, which shrinking could not take apart, fails
+        each way). Stops at :attr:`deadline` with what it found."""
+        if twin[1] not in BRIDGING:
+            return []
+        known, found = self.known_bugs, self.found
+        out: list[Bug] = []
+        apart = {twin[0].signature, f.signature}
+        try:
+            while True:
+                self.known_bugs = [b for b in known if b.signature not in apart]
+                self.found = {k: v for k, v in found.items() if v.signature not in apart}
+                got = self._of(f) if self.known_bugs or self.found else None
+                if got is None:
+                    return out
+                apart.add(got[0].signature)  # (a row not bridged: the others still asked)
+                if got[1] in BRIDGING and not _independent(twin[0], got[0]):
+                    out.append(got[0])
+        except _OutOfTime:
+            return out
+        finally:
+            self.known_bugs, self.found = known, found
+
     def _in_time(self) -> None:
         """Raises :class:`_OutOfTime` once :attr:`deadline` has passed."""
         if self.deadline is not None and self.clock() > self.deadline:
@@ -896,6 +927,20 @@ class Duplicates:
                     self.known_bugs.append(Bug(b.key, frozenset(f.triggers), b.signature, here))
                 return b
         return None
+
+
+# The evidence by which one record bridges two rows (:meth:`Duplicates.bridges`): one kernel
+# call, a way failed with the row's conditions, one birth site or write, one example once its
+# incidental conditions are gone, each example in the other's half dtype.
+BRIDGING = frozenset({"case", "property", "site", "conditions", "dtype"})
+
+
+def _independent(a: Bug, b: Bug) -> bool:
+    """Whether two bugs are reached through free choices apart (each needs an optional feature
+    or half dtype, and they share none): two independent bugs look so, fp16 inputs for one and
+    bf16 for the other, a causal mask for one and a window for the other."""
+    mine, theirs = _free(a.triggers), _free(b.triggers)
+    return bool(mine and theirs and not mine & theirs)
 
 
 def _written_alike(a: Bug, b: Bug) -> bool:

@@ -1167,6 +1167,7 @@ class _Hunter:
                     "twin": twin.signature,
                     "triggers": sorted(f.triggers),
                     "how": how,
+                    "also": self.bridges(f, dup),
                 }
             )
         result.seconds = time.perf_counter() - self.t0
@@ -1449,6 +1450,7 @@ class _Hunter:
                 "how": how,
                 "resumes": entry.sighting,
                 "recheck": bool(entry.example),
+                "also": self.bridges(got, twin),
             }
         )
         return True
@@ -1548,6 +1550,14 @@ class _Hunter:
                 "be one of them seen another way"
             )
         return twin
+
+    def bridges(self, f: Found, twin: tuple[Bug, str]) -> list[str]:
+        """The signatures of the other rows that ``f``, a duplicate of ``twin`` by
+        :meth:`duplicate_of`'s check (run just before, against the same bugs), is as well
+        (:meth:`fuzz.duplicates.Duplicates.bridges`): the campaign joins them into one row."""
+        if self.duplicates is None:
+            return []
+        return sorted({b.signature for b in self.duplicates.bridges(f, twin)})
 
     def name(self, f: Found) -> None:
         """What ``f``'s kernel computed instead, on its finding where a hypothesis of

@@ -60,6 +60,7 @@ SEEN_HOW = {
     "dtype": "minimal examples each failing the other's way in the other's half-precision dtype",
     "same": "minimal example of the bug's key, under fewer conditions than that way",
     "explained": "minimal examples both matching the oracle under one mix-up (fuzz.explain)",
+    "bridge": "a third minimal example that is each of the two rows' bug by its evidence",
 }
 
 
@@ -513,9 +514,27 @@ class BugLedger:
         born at the twin's site): its record goes, its example counts as a hit of the twin (in
         the slice's hits), and a twin by site notes its conditions as another way to it."""
         out = self._withdraw(sighting, dup)
+        self._bridge(out, dup)
         self._join_shared(out)
         self._join_flaky(out)
         return out
+
+    def _bridge(self, out: Recorded, dup: Mapping[str, Any]) -> None:
+        """Joins the rows a withdrawn record is as well as its twin (``dup["also"]``: the
+        engine's duplicate check found its minimal example to be each of them, by evidence
+        that bridges): one example is one bug, so they are one. The row of the smallest minimal
+        example stands, the others kept beside it."""
+        rows = [self.current(str(s)) for s in [dup["twin"], *(dup.get("also") or ())]]
+        rows = list(dict.fromkeys(r for r in rows if r in self.found))
+        if len(rows) < 2:
+            return
+        keep = rows[0]
+        for r in rows[1:]:
+            if smaller(self.found[r], self.found[keep]):
+                keep = r
+        for r in rows:
+            if r != keep:
+                self._fold(out, r, keep, "bridge")
 
     def _withdraw(self, sighting: str, dup: Mapping[str, Any]) -> Recorded:
         out = Recorded()

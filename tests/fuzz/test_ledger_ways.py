@@ -338,3 +338,43 @@ def test_rows_are_queued_to_be_checked_again_when_more_is_known():
     assert set(led.found) == {"small", "crash", "big2"} and out.signature == "small"
     assert [w["signature"] for w in led.found["small"]["also_seen"]] == ["big"]
     assert RECHECKS == 2
+
+
+def test_rows_one_withdrawn_record_is_each_of_are_one_row():
+    """Two rows of one key whose conditions do not nest, neither failing the other's way, are
+    joined where a third record, withdrawn into one of them, was found to be the other as well
+    (``dup["also"]``: the engine's duplicate check, ``Duplicates.bridges``): one example is one
+    bug. The smallest minimal example stands, the other row kept beside it with its reproducer;
+    without that evidence they stay two."""
+    for also in ([], ["b"]):
+        led = BugLedger()
+        assert led.record(
+            _rec("a", ORACLE, {"partial-tile", "feature bias"}, 40), sighting="1:0:a"
+        ).new
+        assert led.record(_rec("b", ORACLE, {"multi-tile", "subnormal"}, 6), sighting="2:0:b").new
+        assert led.record(_rec("c", ORACLE, {"feature scale"}, 12), sighting="3:0:c").new
+        dup = {"twin": "a", "how": "conditions", "triggers": ["feature scale"], "also": also}
+        out = led.withdraw("3:0:c", dup)
+        if not also:
+            assert set(led.found) == {"a", "b"}
+            continue
+        assert set(led.found) == {"b"} and out.signature == "b"
+        seen = {w["signature"]: w for w in led.found["b"]["also_seen"]}
+        assert seen["a"]["how"] == "bridge" and seen["a"]["reproducer"] == "/nowhere/a.py"
+        assert led.current("a") == led.current("c") == "b"
+        assert ("a", "b", "also", "accuracy") in out.merged
+        assert "/nowhere/a.py" not in out.superseded
+
+
+def test_a_bridge_to_a_row_already_joined_or_gone_changes_nothing_more():
+    """``also`` names rows by the signatures the check knew: one since taken into the twin's
+    row, or into another row, is followed to the row standing for it now."""
+    led = BugLedger()
+    led.record(_rec("a", ORACLE, {"partial-tile"}, 40), sighting="1:0:a")
+    led.record(_rec("b", ORACLE, {"multi-tile"}, 6), sighting="2:0:b")
+    led.record(_rec("c", ORACLE, {"feature scale"}, 12), sighting="3:0:c")
+    led.withdraw("3:0:c", {"twin": "a", "how": "conditions", "triggers": [], "also": ["b"]})
+    assert set(led.found) == {"b"}
+    led.record(_rec("d", ORACLE, {"feature softcap"}, 9), sighting="4:0:d")
+    out = led.withdraw("4:0:d", {"twin": "a", "how": "site", "triggers": [], "also": ["b", "c"]})
+    assert set(led.found) == {"b"} and out.signature == "b"

@@ -736,3 +736,57 @@ def test_a_sticky_cuda_error_is_keyed_by_its_name_not_by_the_call_that_reported_
         bug_key(crash("RuntimeError", "row 3 out of range"))
         == "crash|crash|-|RuntimeError: row # out of range"
     )
+
+
+def test_an_example_that_is_two_rows_of_one_key_bridges_them_unless_free_choices_part_them():
+    """Two rows of one key whose conditions do not nest (the rescale bug's, met under a partial
+    tile and under a scale) and an example of it under a bias: once its bias is dropped it fails
+    alike under conditions that nest with each row's, so it is each of them, and they are one
+    bug (``Duplicates.bridges``; the campaign's ledger joins them). Rows of half dtypes apart,
+    fp16 for one and bf16 for the other, are reached through free choices apart: two bugs may
+    look so, and nothing bridges them. Past its deadline the check bridges nothing."""
+    import time
+
+    from fuzz.backends import get_backend
+    from fuzz.duplicates import Duplicates
+    from fuzz.profiles import HuntOptions
+
+    row = np.zeros((1, 32), np.float32)
+    row[0, 20] = 50.0
+    params = {"dtype": "float32", "scale": None, "block_m": 16, "block_n": 16}
+    bias = np.full((1, 32), 0.5, np.float32)
+    f = _found(
+        "accuracy",
+        "oracle",
+        Case({"x": row, "bias": bias}, dict(params)),
+        triggers=("feature bias", "multi-tile"),
+    )
+    key = "accuracy|oracle|y|-"
+
+    def checker(*known):
+        return Duplicates(
+            get("two_bugs_softmax"),
+            get_backend("triton-interpret"),
+            HuntOptions.of(fuzz.get_profile("ci")),
+            found={},
+            known_bugs=list(known),
+        )
+
+    tile = Bug(key, frozenset({"multi-tile", "partial-tile"}), "tile")
+    scaled = Bug(key, frozenset({"multi-tile", "feature scale"}), "scaled")
+    me = checker(tile, scaled)
+    got = me.of(f)
+    assert got == (tile, "conditions")
+    assert me.bridges(f, got) == [scaled]
+    assert me.known_bugs == [tile, scaled]  # (as it was)
+    fp16 = Bug(key, frozenset({"multi-tile", "dtype float16"}), "fp16")
+    bf16 = Bug(key, frozenset({"multi-tile", "dtype bfloat16"}), "bf16")
+    me = checker(fp16, bf16)
+    got = me.of(f)
+    assert got == (fp16, "conditions")
+    assert me.needs_fewer(f, [bf16]) is bf16  # (each alone: the check would say so)
+    assert me.bridges(f, got) == []
+    assert checker(tile, scaled).bridges(f, (tile, "influence")) == []  # (likeness: nothing)
+    me = checker(tile, scaled)
+    me.deadline = time.perf_counter() - 1.0
+    assert me.bridges(f, (tile, "conditions")) == []
