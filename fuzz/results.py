@@ -8,6 +8,7 @@ campaign's (target, backend) pair, which sums the hunts of many slices.
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,7 +188,8 @@ def maybe_note(f: dict[str, Any]) -> str | None:
     if not f.get("maybe_of"):
         return None
     if f.get("maybe_why") == ON_TWIN:
-        twin = (f.get("details") or {}).get("twin") or {}
+        twin = (f.get("details") or {}).get("twin")
+        twin = twin if isinstance(twin, Mapping) else {}
         return (
             f"its example, checked on {twin.get('backend')} (the interpreter of its kernel "
             f"source, where an access out of bounds does not fault), fails as bug "

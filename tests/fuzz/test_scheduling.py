@@ -506,6 +506,38 @@ def test_a_crash_that_fails_on_its_interpreter_as_a_row_does_is_maybe_that_row()
     assert not marked(None, holds)[1]["crash"].get("maybe_of")  # (it passed there)
 
 
+def test_a_backend_divergence_beside_a_checked_crash_is_no_harness_error():
+    """A ``backend-divergence`` finding names the backend it differs from as its ``twin`` (a
+    string), where a crash's check on its interpreter keeps a mapping: on an H200 a planted
+    Pallas softmax's divergence ended a campaign with a harness error when the pair's table was
+    written. Each is read as what it is: the crash still maybe its row, the divergence a row."""
+    from fuzz.ledger import ON_TWIN, mark_maybe_of
+    from fuzz.results import maybe_note
+
+    crash_key = "crash|crash|-|JaxRuntimeError: sticky CUDA error: illegal memory access"
+    p = _pair("p")
+    led = _Ledger(_policy([p]))
+    row = _rec("row", key="masking|oracle|y|-", triggers=("single-row-segments",), shrunk=True)
+    twin = {"backend": "pallas-interpret", "key": row["bug_key"], "holds": list(row["triggers"])}
+    crash = _rec("crash", key=crash_key, shrunk=True, details={"alone": [crash_key], "twin": twin})
+    diverged = _rec(
+        "div",
+        key="backend-divergence|backend-agreement|y|-",
+        triggers=("multi-tile",),
+        shrunk=True,
+        details={"twin": "pallas-interpret", "twin_value": 0.5},
+    )
+    for rec in (row, diverged, crash):
+        assert led.record(p, rec)
+    pair = p.as_dict()
+    assert pair["bugs"] == 2, pair["findings"]
+    by = {f["signature"]: {**f, "target": "p", "maybe_of": None} for f in pair["findings"]}
+    got = mark_maybe_of(by)
+    assert got["crash"]["maybe_of"] == "row" and not got["div"].get("maybe_of")
+    said = maybe_note({**got["div"], "maybe_of": "row", "maybe_why": ON_TWIN})
+    assert said is not None and "fails as bug row" in said  # (a string twin read as none)
+
+
 def test_a_slices_crash_names_the_kernels_its_process_ran_before(monkeypatch):
     """Each slice of a worker process knows the kernels the process ran before it, and a crash
     it streams names them (the ledger's evidence above); other findings do not."""
