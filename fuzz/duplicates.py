@@ -36,7 +36,16 @@ from fuzz.backends import Backend, get_backend
 from fuzz.profiles import HuntOptions
 from fuzz.properties import check_case, properties_of
 from fuzz.results import Found
-from fuzz.signatures import Bug, bug_key, conditions, key_class, same_bug, site, write_site
+from fuzz.signatures import (
+    Bug,
+    bug_key,
+    conditions,
+    key_class,
+    raise_site,
+    same_bug,
+    site,
+    write_site,
+)
 from fuzz.target import Target
 
 
@@ -46,7 +55,9 @@ def bug_of(f: Found) -> Bug:
         f.key or f.finding.cls,
         frozenset(f.triggers),
         f.signature,
-        site(f.finding.details.get("origin")) or write_site(f.finding.details),
+        site(f.finding.details.get("origin"))
+        or write_site(f.finding.details)
+        or raise_site(f.finding.details),
     )
 
 
@@ -382,7 +393,8 @@ class Duplicates:
         alike = self.explained_alike(f)
         if alike is not None:
             return alike, "explained"
-        # (a known bug of its key written alike: ``fuzz.signatures.write_site``)
+        # (a known bug of its key written alike, or raised at one line of the kernel's code:
+        # ``fuzz.signatures.write_site``, ``raise_site``)
         written = next(
             (b for b in self.known_bugs if b.key == bug.key and _written_alike(b, bug)), None
         )
@@ -944,9 +956,10 @@ def _independent(a: Bug, b: Bug) -> bool:
 
 
 def _written_alike(a: Bug, b: Bug) -> bool:
-    """Whether two bugs are input writes of the same kinds of value (their sites, both
-    :func:`fuzz.signatures.write_site`'s)."""
-    return bool(a.site and a.site.startswith("writes into ") and a.site == b.site)
+    """Whether two bugs are input writes of the same kinds of value, or exceptions raised at one
+    line of the kernel's code (their sites, both :func:`fuzz.signatures.write_site`'s or
+    :func:`fuzz.signatures.raise_site`'s)."""
+    return bool(a.site and a.site.startswith(("writes into ", "raised at ")) and a.site == b.site)
 
 
 def _half_of(triggers: Collection[str]) -> str | None:

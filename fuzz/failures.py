@@ -6,6 +6,8 @@ Hypothesis treats two classes as two distinct bugs and shrinks each one separate
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
@@ -227,6 +229,52 @@ def sticky_error_name(text: str) -> str | None:
         if any(w.lower() in low for w in words):
             return name
     return None
+
+
+def raised_at(e: BaseException) -> str | None:
+    """Where exception ``e`` was raised in the kernel's own code: the innermost frame of its
+    traceback outside the harness and the libraries it runs kernels on (Triton, JAX, PyTorch,
+    NumPy, the standard library...), as ``file:line: source``, or None (no such frame: it was
+    raised by the harness, or by a library called from it). Two examples of one exception raised
+    at one line of the kernel's wrapper are one bug, whatever each held (``fuzz.signatures``:
+    round 13's jagged slab filled from its end raised one ``ValueError`` of a broadcast at one
+    line for a leading and for a trailing empty segment, two rows on an H200)."""
+    import traceback
+
+    try:
+        frames = traceback.extract_tb(e.__traceback__)
+    except Exception:
+        return None
+    outside = _outside()
+    for frame in reversed(frames):
+        path = os.path.abspath(frame.filename)
+        if frame.filename.startswith("<") or path.startswith(outside[0]):
+            continue
+        if path.startswith(outside[1]) and not path.startswith(outside[2]):
+            continue  # (the harness's own code; its bundled clients are kernels' code)
+        return f"{os.path.basename(path)}:{frame.lineno}: {(frame.line or '').strip()}"
+    return None
+
+
+@functools.cache
+def _outside() -> tuple[tuple[str, ...], str, str]:
+    """The folders of the libraries a kernel runs on, the harness's, and its bundled clients'."""
+    import importlib.util
+    import sysconfig
+
+    folders = [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")]
+    for name in ("triton", "jax", "jaxlib", "torch", "numpy", "hypothesis", "_pytest", "pytest"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            folders += list(spec.submodule_search_locations)
+        elif spec is not None and spec.origin:
+            folders.append(spec.origin)
+    harness = os.path.dirname(os.path.abspath(__file__))
+    own = tuple(os.path.join(os.path.abspath(f), "") for f in folders)
+    return own, os.path.join(harness, ""), os.path.join(harness, "clients", "")
 
 
 def status_of(expected_class: str | None, classes: Collection[str], *, error: str | None) -> str:

@@ -651,7 +651,11 @@ def _crash(ctx: Context, _: Any) -> Finding | None:
                 F.CRASH,
                 "crash",
                 exception_summary(e),
-                details={"exception": type(e).__name__, "text": str(e)[:4000]},
+                details={
+                    "exception": type(e).__name__,
+                    "text": str(e)[:4000],
+                    "raised_at": F.raised_at(e),
+                },
             )
     for name, shape in ctx.clean.shapes.items():
         if shape != ctx.oracle[name].shape:

@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fuzz.failures import CLASSES, Finding, bug_key
+from fuzz.failures import CLASSES, Finding, bug_key, sticky_error_name
 
 if TYPE_CHECKING:
     from fuzz.case import Case
@@ -123,6 +123,17 @@ def write_site(details: Mapping[str, Any] | None) -> str | None:
         if isinstance(kinds, list) and any(k != "finite -> finite" for k in kinds)
     ]
     return f"writes into {'; '.join(said)}" if said else None
+
+
+def raise_site(details: Mapping[str, Any] | None) -> str | None:
+    """Where a crash's exception was raised in the kernel's own code (``details["raised_at"]``,
+    ``fuzz.failures.raised_at``), as a site; None for a sticky CUDA error, which the next call
+    that asks the device reports wherever it is (the fault is elsewhere), and for none."""
+    details = details or {}
+    at = details.get("raised_at")
+    if not isinstance(at, str) or not at or sticky_error_name(str(details.get("text", ""))):
+        return None
+    return f"raised at {at}"
 
 
 def signature(target: str, key: str, triggers: Collection[str]) -> str:

@@ -790,3 +790,61 @@ def test_an_example_that_is_two_rows_of_one_key_bridges_them_unless_free_choices
     me = checker(tile, scaled)
     me.deadline = time.perf_counter() - 1.0
     assert me.bridges(f, (tile, "conditions")) == []
+
+
+def test_one_exception_raised_at_one_line_of_a_kernels_code_is_one_bug():
+    """Round 13's jagged slab filled from its end raises one broadcast ``ValueError`` at one
+    line of its wrapper for a trailing and for a leading empty segment: conditions that do not
+    nest, two crash rows on an H200. Where a crash was raised in the kernel's own code (the
+    innermost frame outside the harness and the libraries it runs on) is its site: one bug,
+    in the ledger and in the duplicate check. Another line is another site; a sticky CUDA
+    error, reported wherever the next call asks the device, has none; a library's frames are
+    passed over for the line of the kernel's code that called it."""
+    from fuzz.backends import get_backend
+    from fuzz.failures import raised_at
+    from fuzz.ledger import BugLedger, bug_of_record
+    from fuzz.properties import check_case
+    from fuzz.signatures import raise_site
+
+    load_plugin(str(PLUGINS / "planted13_pallas.py"))
+    target = get("planted13_jagged_slab_filled_from_its_end_pallas")
+
+    def crash(lengths, columns):
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        values = np.ones((sum(lengths), columns), np.float32)
+        params = {"dtype": "float32", "block_n": 4, "block_m": 4, "num_programs": None}
+        case = Case({"values": values, "offsets": offsets}, {**params, "guard": "nan"})
+        f = check_case(target, get_backend("pallas-interpret"), case).finding
+        assert f is not None and f.cls == "crash", f
+        return f
+
+    trailing, leading = crash([1, 0], 4), crash([0, 2], 1)
+    here = raise_site(trailing.details)
+    assert here is not None and here.startswith("raised at planted13_pallas.py:")
+    assert raise_site(leading.details) == here and bug_key(trailing) == bug_key(leading)
+    led = BugLedger()
+    for sig, f, triggers in (("t", trailing, ["single-row-segments"]), ("l", leading, ["x"])):
+        rec = {
+            "signature": sig,
+            "class": "crash",
+            "bug_key": bug_key(f),
+            "triggers": ["empty-segments", *triggers],
+            "case_size": 4,
+            "shrunk": True,
+            "message": f.message,
+            "details": dict(f.details),
+            "reproducer": f"/nowhere/{sig}.py",
+        }
+        led.record(rec, sighting=f"{sig}:0:{sig}")
+    assert len(led.found) == 1
+    # another line, a sticky CUDA error, the harness's own exception: no such site
+    other = dict(trailing.details, raised_at="planted13_pallas.py:300: x = y")
+    assert raise_site(other) != here
+    sticky = dict(trailing.details, text="CUDA error: an illegal memory access was encountered")
+    assert raise_site(sticky) is None
+    rec = {"signature": "s", "class": "crash", "bug_key": "k", "details": sticky}
+    assert bug_of_record(rec).site is None
+    try:
+        np.linalg.inv(np.zeros((2, 2)))
+    except np.linalg.LinAlgError as e:  # (raised in NumPy's code: the line that called it)
+        assert raised_at(e).startswith("test_signatures.py:") and "np.linalg.inv" in raised_at(e)
