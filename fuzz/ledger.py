@@ -278,6 +278,7 @@ class BugLedger:
             sighting = None
         out = self._record(rec, sighting)
         self._join_shared(out)
+        self._join_ways(out)
         self._join_flaky(out)
         return out
 
@@ -304,6 +305,38 @@ class BugLedger:
             a, b = pair
             keep, other = (b, a) if smaller(self.found[b], self.found[a]) else (a, b)
             self._fold(out, other, keep, "shared")
+
+    def _join_ways(self, out: Recorded) -> None:
+        """Joins each shrunk row that is a way another row was seen (its key, triggers that nest:
+        ``same_bug``), as a record met after that way is (:meth:`_way_of`), whichever came first:
+        a planted varlen kernel's ``accuracy`` row of ``o`` stayed a row of its own on the CPU
+        when the ``inf`` row of ``lse`` was later seen as that way, under one condition more.
+        The row of the smaller minimal example stands, the other kept beside it."""
+        while True:
+            pair = next(
+                (
+                    (sig, other)
+                    for sig, rec in self.found.items()
+                    if rec.get("shrunk") and rec.get("bug_key")
+                    for other, row in self.found.items()
+                    if other != sig
+                    and {_alone(rec), _alone(row)} != {True, False}
+                    and any(
+                        w.get("bug_key")
+                        and same_bug(
+                            bug_of_record(rec),
+                            Bug(w["bug_key"], frozenset(w.get("triggers") or ()), other),
+                        )
+                        for w in row.get("also_seen", [])
+                    )
+                ),
+                None,
+            )
+            if pair is None:
+                return
+            a, b = pair
+            keep, other = (a, b) if smaller(self.found[a], self.found[b]) else (b, a)
+            self._fold(out, other, keep, "same")
 
     def _join_flaky(self, out: Recorded) -> None:
         """Joins each flaky row (an example whose runs differ: ``details["run_keys"]``, how its
@@ -518,6 +551,7 @@ class BugLedger:
         out = self._withdraw(sighting, dup)
         self._bridge(out, dup)
         self._join_shared(out)
+        self._join_ways(out)
         self._join_flaky(out)
         return out
 

@@ -378,3 +378,26 @@ def test_a_bridge_to_a_row_already_joined_or_gone_changes_nothing_more():
     led.record(_rec("d", ORACLE, {"feature softcap"}, 9), sighting="4:0:d")
     out = led.withdraw("4:0:d", {"twin": "a", "how": "site", "triggers": [], "also": ["b", "c"]})
     assert set(led.found) == {"b"} and out.signature == "b"
+
+
+def test_a_row_that_is_a_way_another_row_was_seen_is_that_bug_whichever_came_first():
+    """A row whose first sight (not shrunk) came before another row was seen its way (its key,
+    under one condition more), and whose minimal example then came with the first sight's
+    signature, is that way, as a record met after the way is: a planted varlen kernel's
+    ``accuracy`` row of ``o`` stayed beside the ``inf`` row of ``lse`` so on the CPU. The
+    smaller minimal example stands; triggers that do not nest keep them two."""
+    acc_o, inf_lse = "accuracy|oracle|o|-", "inf|oracle|lse|-"
+    three = {"partial-kv-tile", "row-without-visible-key", "sequence-without-keys"}
+    for way, rows in ((three | {"single-visible-key"}, 1), ({"feature window"}, 2)):
+        led = BugLedger()
+        assert led.record(_rec("acc", acc_o, three, 40, shrunk=False), sighting="1:0:acc").new
+        seen = {**_rec("w", acc_o, way, 3), "how": "property"}
+        inf = {**_rec("inf", inf_lse, three | {"single-visible-key"}, 3), "also_seen": [seen]}
+        assert led.record(inf, sighting="2:0:inf").new
+        assert set(led.found) == {"acc", "inf"}  # (the first sight: not shrunk)
+        led.record(_rec("acc", acc_o, three, 4), sighting="1:0:acc")
+        assert len(led.found) == rows, (way, set(led.found))
+        if rows == 1:
+            assert set(led.found) == {"inf"}
+            also = {w["signature"]: w for w in led.found["inf"]["also_seen"]}
+            assert {"acc", "w"} <= set(also) and also["acc"]["reproducer"] == "/nowhere/acc.py"
