@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -866,8 +866,10 @@ class BugLedger:
         kernel's Inf row of 60 elements, unshrunk, had the key its shrunk accuracy row had
         also been seen as). And crashes whose example passed replayed alone in a fresh process,
         where one of the pair crashed alone: that crash's (``mark_maybe_of``); and crashes whose
-        example fails on the kernel's interpreter as a bug does (:func:`_fails_on_twin_as`).
-        Kept, with their reproducers, and not counted as distinct bugs."""
+        example fails on the kernel's interpreter as a bug does (:func:`_fails_on_twin_as`); and
+        records whose example holds every condition of a shrunk bug's way of its class and
+        output (:func:`_holds_conditions_of`). Kept, with their reproducers, and not counted as
+        distinct bugs."""
         shrunk: dict[str, str] = {}
         records = [(sig, f) for sig, f in self.found.items() if f.get("shrunk")]
         for first in (True, False):  # (a bug's own key first, then the ways it was seen)
@@ -883,7 +885,8 @@ class BugLedger:
             and f.get("class") not in (F.CRASH, F.HANG)
             and f.get("bug_key") in shrunk
         }
-        return maybe | _crashed_elsewhere(self.found.items()) | _fails_on_twin_as(self.found)
+        crashes = _crashed_elsewhere(self.found.items()) | _fails_on_twin_as(self.found)
+        return maybe | _holds_conditions_of(self.found, maybe) | crashes
 
     @property
     def classes(self) -> set[str]:
@@ -969,14 +972,54 @@ def mark_maybe_of(findings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
         findings[sig]["maybe_of"] = findings[twin].get("signature")
         findings[sig]["maybe_why"] = ON_TWIN
     shrunk = [(f, set(keys_of(f))) for f in findings.values() if f.get("shrunk")]
-    for f in findings.values():
-        if f.get("shrunk") is not False or f.get("maybe_of") or f.get("class") in (F.CRASH, F.HANG):
+    told = {sig for sig, f in findings.items() if f.get("maybe_why")}
+    for sig, f in findings.items():
+        if f.get("shrunk") is not False or sig in told or f.get("class") in (F.CRASH, F.HANG):
             continue
         for g, keys in shrunk:
             if g.get("target") == f.get("target") and f.get("bug_key") in keys - {None}:
-                f["maybe_of"] = g.get("signature")
+                f["maybe_of"] = f.get("maybe_of") or g.get("signature")
+                told.add(sig)  # (its key: a pair's ledger may have marked it already)
                 break
+    for sig, twin in _holds_conditions_of(findings, told).items():
+        findings[sig]["maybe_of"] = findings[twin].get("signature")
+        findings[sig]["maybe_why"] = HOLDS
     return findings
+
+
+# ``maybe_why`` of a record not shrunk whose example holds every condition of a shrunk bug's
+# way of its class and output (:func:`_holds_conditions_of`).
+HOLDS = "holds that bug's conditions"
+
+
+def _holds_conditions_of(
+    findings: Mapping[str, Mapping[str, Any]], marked: Collection[str]
+) -> dict[str, str]:
+    """Records not shrunk, no crash nor hang, not ``marked`` (by another rule), whose example holds every condition of a way a shrunk record of its target was seen (or its
+    own) that fails the same output as the same class, through another property -> that
+    record's signature. A property checked on a large example fails where the bug it holds is
+    (a planted GLA kernel's clamped decay, shrunk to an ``ht`` row also seen as ``accuracy`` of
+    ``o``, came on an H200 as an unshrunk ``chunk-independence`` row of ``o`` found 58 s before
+    the budget's end, all of that way's conditions among its ten)."""
+    out: dict[str, str] = {}
+    for sig, f in findings.items():
+        if f.get("shrunk") is not False or f.get("class") in (F.CRASH, F.HANG):
+            continue
+        if sig in marked or not f.get("bug_key"):
+            continue
+        cls, _prop, output, *_ = [*str(f["bug_key"]).split("|"), "", "", ""]
+        holds = set(f.get("triggers") or ())
+        for other, g in findings.items():
+            if other == sig or not g.get("shrunk") or g.get("target") != f.get("target"):
+                continue
+            for key, triggers in _ways(g):
+                parts = str(key or "").split("|")
+                if len(parts) >= 3 and (parts[0], parts[2]) == (cls, output) and triggers <= holds:
+                    out[sig] = other
+                    break
+            if sig in out:
+                break
+    return out
 
 
 # ``maybe_why`` of a crash whose example did not crash replayed alone (:func:`mark_maybe_of`),

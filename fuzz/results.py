@@ -15,7 +15,7 @@ from typing import Any
 
 from fuzz.case import Case
 from fuzz.failures import Finding, status_of
-from fuzz.ledger import AFTER_ANOTHER, NOT_ALONE, ON_TWIN
+from fuzz.ledger import AFTER_ANOTHER, HOLDS, NOT_ALONE, ON_TWIN
 from fuzz.properties import Stats
 
 TRACE_CHARS = 6000  # of a harness error's traceback kept with it (its last frames)
@@ -196,6 +196,12 @@ def maybe_note(f: dict[str, Any]) -> str | None:
             f"{f['maybe_of']} does or was seen ({twin.get('key')}, that way's conditions "
             "holding): maybe that bug, at a size where the device faults; not counted as a "
             "distinct one"
+        )
+    if f.get("maybe_why") == HOLDS:
+        return (
+            f"not shrunk; its example holds every condition of bug {f['maybe_of']} (or a way it "
+            f"was seen), failing the same output as {f.get('class')} through another property: "
+            "maybe that bug; not counted as a distinct one"
         )
     if f.get("maybe_why") in (NOT_ALONE, AFTER_ANOTHER):
         where = "" if f["maybe_why"] == NOT_ALONE else ", a kernel its process had run before,"

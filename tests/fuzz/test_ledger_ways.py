@@ -401,3 +401,34 @@ def test_a_row_that_is_a_way_another_row_was_seen_is_that_bug_whichever_came_fir
             assert set(led.found) == {"inf"}
             also = {w["signature"]: w for w in led.found["inf"]["also_seen"]}
             assert {"acc", "w"} <= set(also) and also["acc"]["reproducer"] == "/nowhere/acc.py"
+
+
+def test_an_unshrunk_record_holding_a_bugs_conditions_is_maybe_that_bug():
+    """A record not shrunk (found near the budget's end) through another property, failing the
+    output a shrunk row's way fails as the same class, with every condition of that way among
+    its own, is maybe that bug: kept, said why, not counted. Missing one condition, another
+    output or another class, it is a row of its own."""
+    from fuzz.ledger import HOLDS, mark_maybe_of
+    from fuzz.results import maybe_note
+
+    way = {"chunk-exp-overflow", "feature g_gamma", "partial-chunk"}
+    ci = "accuracy|chunk-independence|o|-"
+
+    def ledger(key, triggers):
+        led = BugLedger()
+        seen = {**_rec("o", ORACLE, way, 240), "how": "property"}
+        ht = {**_rec("ht", "accuracy|oracle|ht|-", way | {"feature final_state"}, 160)}
+        assert led.record({**ht, "also_seen": [seen]}, sighting="1:0:ht").new
+        assert led.record(_rec("ci", key, triggers, 4352, shrunk=False), sighting="2:0:ci").new
+        return led
+
+    assert ledger(ci, way | {"multi-chunk", "dtype float16"}).maybe_known() == {"ci": "ht"}
+    assert ledger(ci, {"chunk-exp-overflow", "feature g_gamma"}).maybe_known() == {}
+    assert ledger("accuracy|chunk-independence|ht2|-", way).maybe_known() == {}
+    assert ledger("nan|chunk-independence|o|-", way).maybe_known() == {}
+    led = ledger(ci, way | {"multi-chunk"})
+    found = {sig: {**rec, "target": "t"} for sig, rec in led.found.items()}
+    got = mark_maybe_of(found)
+    assert got["ci"]["maybe_of"] == "ht" and got["ci"]["maybe_why"] == HOLDS
+    assert "holds every condition of bug ht" in maybe_note(got["ci"])
+    assert not got["ht"].get("maybe_of")
