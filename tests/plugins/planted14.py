@@ -113,8 +113,9 @@ def _softmax_shift(m):
 @triton.jit
 def _softmax_tile_sum(p, BUG: tl.constexpr):
     """Each row's sum of a tile's exponentials ``p [BLOCK_M, BLOCK_N]``."""
-    if BUG == SUM_OVER_ROW_BLOCK:  # planted: no axis, the whole block's sum
-        return tl.sum(p)
+    if BUG == SUM_OVER_ROW_BLOCK:  # planted: no axis, the whole block's sum (every row's)
+        # (broadcast to the rows: compiled Triton refuses branches returning two shapes)
+        return tl.zeros_like(tl.sum(p, 1)) + tl.sum(p)
     return tl.sum(p, 1)
 
 
