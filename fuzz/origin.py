@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 import traceback
 from typing import TYPE_CHECKING, Any
@@ -203,6 +204,22 @@ def tracer_of(cls: str | None) -> Any:
     if cls in LOAD_CLASSES:
         return trace_accesses
     return None
+
+
+def _or_poison_loads(tracer: Any) -> Any:
+    """``tracer``, then where it finds nothing, :func:`trace_poison_loads` (a ``masked-poison``
+    failure: its masked-out elements lie inside the buffers)."""
+
+    def both(
+        target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        o = tracer(target, backend, case, params)
+        if o.get("found") or "error" in o:
+            return o
+        loads = trace_poison_loads(target, backend, case, params)
+        return loads if loads.get("found") else o
+
+    return both
 
 
 def trace_finding_or_access(
@@ -436,6 +453,148 @@ class _Accesses:
             )
 
 
+def trace_poison_loads(
+    target: Target, backend: str, case: Case, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Where the poison of a ``masked-poison`` failure enters the kernel's outputs (``kind``
+    "load of masked-out elements"): each input whose masked-out elements, poisoned as the
+    failure drew (``params["masked-poison"]``, ``Target.poison``) with the others clean, move an
+    output is run in Triton's interpreter beside the clean case, each load's values recorded in
+    launch order; each kernel line whose loads differ between the two is put back to its clean
+    values in a third run, and the first line that so gives the clean outputs bit for bit is the
+    site. A kernel may load masked-out elements and discard them (a key's scores masked after
+    the load): only the load whose values reach the outputs is named, and only where one input
+    of several moves the outputs (where every input does, or there is one, the poison enters
+    where any masking bug lets it: no site). A planted attention
+    kernel that loaded its value tile without the key mask came as an ``out-of-bounds-read``
+    row (past the buffer) and two ``masked-poison`` rows (keys padded, keys outside a window),
+    one load (``fuzz.signatures.site``)."""
+    if not (backend.startswith("triton") or "triton" in target.kernels):
+        return {
+            "found": False,
+            "note": f"loads are traced in Triton's interpreter only ({backend})",
+        }
+    kind = (params or {}).get("masked-poison")
+    poisoned = None if kind is None or target.poison is None else target.poison(case, str(kind))
+    if poisoned is None:
+        return {"found": False, "note": "no masked-out elements to poison in this case"}
+    from fuzz.backends import get_backend
+    from fuzz.properties import Context, compare_runs
+
+    interp = get_backend("triton-interpret")
+    reason = interp.unavailable_reason()
+    if reason:
+        return {"found": False, "note": f"the Triton interpreter cannot run here: {reason}"}
+    import triton.runtime.interpreter as ti
+
+    from fuzz import store_fence
+
+    def run(c: Case, replace: Mapping[int, Any] | None = None) -> tuple[Any, _Loads]:
+        spy = _Loads(ti, replace)
+        with spy.spying():
+            launch = Context(target, interp, c).launch()
+        return launch, spy
+
+    def same(a: Any, b: Any) -> bool:
+        return a.error is None and all(
+            k in a.outputs and compare_runs(a.outputs[k], v) is None for k, v in b.outputs.items()
+        )
+
+    store_fence.install()
+    with _interpreter_clock():
+        base, clean = run(case)
+        if base.error is not None or base.declined is not None:
+            return {"found": False, "note": "the clean case does not run in the interpreter"}
+        names = [
+            n
+            for n, a in sorted(poisoned.inputs.items())
+            if n in case.inputs and not np.array_equal(a, case.inputs[n], equal_nan=True)
+        ]
+        moving = []
+        for name in names:
+            _in_time()
+            one = case.replace(inputs={name: poisoned.inputs[name]})
+            moved, spy = run(one)
+            if moved.error is None and moved.declined is None and not same(moved, base):
+                moving.append((name, one, spy))
+        if len(names) < 2 or len(moving) != 1:
+            # Poisoned through every input that masks apply to (a key's scores and values), or
+            # through the one input there is: where the poison enters says nothing of a fault
+            # (two bugs of one mask enter through one load); one input of several moving the
+            # outputs, the masks holding for the others, is a load that lacks its mask.
+            said = "the one input poisoned" if len(names) < 2 else f"{len(moving)} inputs of "
+            said += "" if len(names) < 2 else f"{len(names)} poisoned"
+            return {"found": False, "note": f"no load told apart: {said} move the outputs"}
+        name, one, spy = moving[0]
+        for line in spy.differing(clean):
+            back = {i: v for i, (at, v) in enumerate(clean.seen) if at == line}
+            fixed, _ = run(one, back)
+            if same(fixed, base):
+                return {
+                    "found": True,
+                    "interpreter": "Triton interpreter",
+                    **spy.where[line],
+                    "kind": "load of masked-out elements",
+                    "detail": f"of the inputs poisoned where masked out ({kind}), only {name} "
+                    "moves the outputs, through this load: with its values clean, every output "
+                    "is the clean run's (the masks hold for the others: the load lacks its own)",
+                }
+    return {"found": False, "note": "no one load carries the poison to the outputs"}
+
+
+class _Loads:
+    """The spy of :func:`trace_poison_loads` on Triton's interpreter: each load's kernel line
+    and values in launch order (:attr:`seen`), a line's record once (:attr:`where`); with
+    ``replace`` (the index of a load in that order -> values), those loads' values are
+    replaced."""
+
+    def __init__(self, ti: Any, replace: Mapping[int, Any] | None = None) -> None:
+        self.ti, self.replace = ti, dict(replace or {})
+        self.real = ti.interpreter_builder.create_masked_load
+        self.seen: list[tuple[tuple[str, int], Any]] = []
+        self.where: dict[tuple[str, int], dict[str, Any]] = {}
+        self.libs = _library_dirs()
+
+    @contextlib.contextmanager
+    def spying(self) -> Any:
+        builder = self.ti.interpreter_builder
+        builder.create_masked_load = self.load
+        try:
+            yield
+        finally:
+            builder.create_masked_load = self.real
+
+    def load(self, ptrs: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
+        got = self.real(ptrs, mask, *rest, **kw)
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(self.libs):
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is None:
+            return got
+        line = (frame.f_code.co_filename, frame.f_lineno)
+        if line not in self.where:
+            f = traceback.extract_stack(frame, limit=1)[-1]
+            self.where[line] = _frame_record(
+                f.filename, f.lineno or 0, f.name, f.colno, f.end_lineno, f.end_colno
+            )
+        i = len(self.seen)
+        if i in self.replace:
+            got.data = np.array(self.replace[i], copy=True)
+        self.seen.append((line, np.array(got.data, copy=True)))
+        return got
+
+    def differing(self, clean: _Loads) -> list[tuple[str, int]]:
+        """The kernel lines whose loads here differ, bit for bit, from ``clean``'s, in the order
+        of their first difference."""
+        out: list[tuple[str, int]] = []
+        for (line, a), (other, b) in zip(self.seen, clean.seen, strict=False):
+            if line != other:
+                break  # (the two runs went other ways: nothing more to compare)
+            if line not in out and (a.shape != b.shape or a.tobytes() != b.tobytes()):
+                out.append(line)
+        return out
+
+
 def _addresses(ptrs: Any, mask: Any) -> np.ndarray:
     return np.asarray(ptrs.data, np.uint64)[np.asarray(mask.data, bool)].astype(np.int64)
 
@@ -497,6 +656,8 @@ def of_finding(
         return {"found": False, "note": why}  # (not kept: a smaller example of it may be traced)
     if "origin" not in details:
         tracer = tracer_of(getattr(found.finding, "cls", None)) or trace_finding
+        if getattr(found.finding, "prop", None) == "masked-poison":
+            tracer = _or_poison_loads(tracer)
         _DEADLINES.append(time.perf_counter() + max(0.0, seconds))
         try:
             details["origin"] = tracer(target, backend, found.case, found.params)

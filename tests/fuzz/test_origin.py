@@ -405,3 +405,61 @@ def test_an_overflow_of_an_exponentials_value_in_a_product_is_born_at_that_expon
         _exp_root("invalid operation", {"file": str(src), "line": 4, "expression": "ell * alpha"})
         == {}
     )
+
+
+def _attention(tq, tk, window=None):
+    rng = np.random.default_rng(0)
+    inputs = {n: rng.standard_normal((1, 1, t, 1)).astype(np.float32) for n, t in
+              (("q", tq), ("k", tk), ("v", tk))}  # fmt: skip
+    params = {
+        "dtype": "float32", "causal": False, "window": window, "scale": None, "softcap": None,
+        "alibi": None, "block_q": 16, "block_k": 16,
+    }  # fmt: skip
+    return Case(inputs, params)
+
+
+def test_a_masked_poison_failure_is_traced_to_the_load_that_lacks_its_mask():
+    """Round 13's attention kernel loads its value tile without the key mask: a key outside a
+    window or padded out, poisoned, reaches ``o`` through that load (a masked key's zero weight
+    times NaN), and a tile past the keys reads outside the buffer there. Each row's site is that
+    load (one bug, ``fuzz.signatures.site``). Put back to its clean values, only that load
+    gives the clean outputs; the keys, poisoned alone, move nothing (the scores' masks hold).
+    Where the one input poisoned moves the outputs, or every input does, where the poison
+    enters names no fault: no site. The bug-free control's poison moves nothing."""
+    import os
+
+    from fuzz.signatures import site
+    from fuzz.target import load_plugin
+
+    plugins = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins")
+    load_plugin(os.path.join(plugins, "planted13.py"))
+    target = get("planted13_attention_values_loaded_without_key_mask_triton")
+    nan = {"masked-poison": "nan"}
+    windowed = _attention(1, 16, window=[0, 0])  # (a whole tile: nothing read past it)
+    f = check_case(target, get_backend("triton-interpret"), windowed, params=nan).finding
+    assert f is not None and (f.cls, f.prop) == ("masking", "masked-poison"), f
+    got = origin.trace_poison_loads(target, "triton-interpret", windowed, nan)
+    assert got["found"] and got["kind"] == "load of masked-out elements", got
+    assert "tl.load(v_ptr" in got["source"] and "only v moves" in got["detail"]
+    past = origin.trace_loads(target, "triton-interpret", _attention(1, 1), {})
+    assert past["found"] and site(past) == site(got)  # (the out-of-bounds read's load)
+    found = SimpleNamespace(finding=f, case=windowed, params=nan)
+    assert site(origin.of_finding(found, target, "triton-interpret")) == site(got)
+    control = get("control13_attention_triton")
+    said = origin.trace_poison_loads(control, "triton-interpret", windowed, nan)
+    assert not said["found"] and "0 inputs of 2" in said["note"], said
+    only_v = dataclasses.replace(
+        target, poison=lambda c, k: c.replace(inputs={"v": target.poison(c, k).inputs["v"]})
+    )
+    said = origin.trace_poison_loads(only_v, "triton-interpret", windowed, nan)
+    assert not said["found"] and "the one input poisoned" in said["note"], said
+
+    def seen_keys_too(c, k):  # (a key every query sees, poisoned as well: both inputs move)
+        p = target.poison(c, k)
+        keys = p.inputs["k"].copy()
+        keys[..., -1, :] = np.nan
+        return p.replace(inputs={"k": keys})
+
+    both = dataclasses.replace(target, poison=seen_keys_too)
+    said = origin.trace_poison_loads(both, "triton-interpret", windowed, nan)
+    assert not said["found"] and "2 inputs of 2" in said["note"], said
