@@ -312,6 +312,44 @@ def test_a_campaign_whose_workers_cannot_start_is_a_harness_error(tmp_path):
     assert "Harness errors" in (out / "report.md").read_text()
 
 
+FAILING_FIRST_WRITE = """
+from fuzz.campaign import report
+from fuzz.target import load_plugin
+load_plugin({fake!r})
+_real, _said = report.campaign_report, []
+
+
+def _first_write_fails(record, final=False):
+    if not final and not _said:
+        _said.append(1)
+        raise AttributeError("'str' object has no attribute 'get'")
+    return _real(record, final=final)
+
+
+report.campaign_report = _first_write_fails
+"""
+
+
+def test_a_report_write_that_fails_mid_campaign_is_a_harness_error_not_its_end(tmp_path):
+    """A fault of the report's own while the campaign runs (on an H200, a record of another
+    shape ended a campaign at 281 s of 300): said once as a harness error (the report is not
+    ``complete``), and the campaign fuzzes on to its end and writes its final report."""
+    plugin = tmp_path / "failing_first_write.py"
+    plugin.write_text(FAILING_FIRST_WRITE.format(fake=FAKE))
+    out = tmp_path / "out"
+    proc = fuzz_cli(
+        "run", "--profile", "ci", "--plugin", str(plugin), "--targets", "fake_double",
+        "--backends", "fake", "--examples", "30", "--budget", "600", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr  # (a harness error: exit 2)
+    report = json.loads((out / "report.json").read_text())
+    assert report["interrupted"] is None and report["summary"]["examples"] >= 30
+    assert [r["status"] for r in report["results"]] == ["pass"]  # (fuzzed to its end)
+    errors = report["summary"]["harness_errors"]
+    assert errors == ["the report could not be written: AttributeError: 'str' object has no "
+                      "attribute 'get'"], errors  # fmt: skip
+
+
 BAD_STRATEGY = """
 import dataclasses
 from hypothesis import strategies as st
