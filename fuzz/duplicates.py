@@ -380,6 +380,28 @@ class Duplicates:
         return min(origin.TRACE_SECONDS, max(0.0, self.deadline - self.clock()))
 
     def _of(self, f: Found) -> tuple[Bug, str] | None:
+        """:meth:`_first`, passing over a known bug told by likeness or by a way of its row
+        (``property``, ``influence``) whose row's free choices (:meth:`_needs`) do not nest with
+        ``f``'s: a way's example may hold two bugs' choices (a causal mask and a window), and
+        through it a two-positional-bugs kernel's causal row became its window row's on the
+        CPU. The other checks are evidence whatever the choices (one call, one site, the
+        incidental conditions dropped, the other half dtype, one mix-up)."""
+        known, found, apart = self.known_bugs, self.found, set()
+        try:
+            while True:
+                got = self._first(f)
+                if got is None or got[1] not in ("property", "influence"):
+                    return got
+                free, needs = _free(f.triggers), self._needs(got[0])
+                if free <= needs or needs <= free:
+                    return got
+                apart.add(got[0].signature)
+                self.known_bugs = [b for b in known if b.signature not in apart]
+                self.found = {k: v for k, v in found.items() if v.signature not in apart}
+        finally:
+            self.known_bugs, self.found = known, found
+
+    def _first(self, f: Found) -> tuple[Bug, str] | None:
         bug = bug_of(f)
         same_call = self.same_call(f)
         if same_call is not None:
@@ -886,13 +908,21 @@ class Duplicates:
             return None
         free = _free(f.triggers)
         for bug, old in self._known_examples(f, twins=True):
-            theirs = _free(bug.triggers)
+            theirs = self._needs(bug)
             if not (free <= theirs or theirs <= free):
                 continue
             other = self.anomalies(old, bug.key)
             if other and (mine <= other or other <= mine):
                 return bug
         return None
+
+    def _needs(self, bug: Bug) -> frozenset[str]:
+        """The free choices (:func:`_free`) of every way known bug ``bug``'s row was seen (its
+        signature's): those the bug needs. A way's example may hold another bug's choices too:
+        on the CPU a two-positional-bugs kernel's window row took in an example with a causal
+        mask and a window, and through that way a causal row whose wrong elements read alike."""
+        ways = [_free(b.triggers) for b in self.known_bugs if b.signature == bug.signature]
+        return frozenset.intersection(_free(bug.triggers), *ways)
 
     def same_site(self, f: Found, twins: list[Bug]) -> Bug | None:
         """The bug of ``twins`` (NaN or Inf bugs: of ``f``'s key, or another) whose NaN or Inf

@@ -361,3 +361,32 @@ def test_an_example_too_large_to_explain_makes_no_kernel_call(monkeypatch):
     monkeypatch.setattr(explain, "MAX_ELEMENTS", found.case.size - 1)
     monkeypatch.setattr(duplicates, "check_case", lambda *a, **k: pytest.fail("a kernel call"))
     assert me.explained(found) is None
+
+
+def test_a_way_holding_both_positional_bugs_choices_takes_neither_bug_into_the_other():
+    """The window row of the two-positional-bugs kernel took in, as a way it was seen, an
+    example with a causal mask and a window (both bugs' free choices); the causal bug's example
+    then read alike with that way's and the two rows became one on the CPU (one row at b3b59f5
+    too). A bug's free choices are those of every way its row was seen (the window alone): the
+    causal example's do not nest with them, and it stays a bug of its own."""
+    import dataclasses
+
+    from fuzz.signatures import Bug
+
+    load_plugin(os.path.join(PLUGINS, "two_positional_bugs.py"))
+    target = get("two_positional_bugs")
+    backend = get_backend("triton-interpret")
+    window = CHECKS.as_found(target, backend, _attention(1, 2, window=[-1, 0]))
+    causal = CHECKS.as_found(target, backend, _attention(1, 2, causal=True))
+    both = CHECKS.as_found(target, backend, _attention(1, 2, causal=True, window=[-1, 0]))
+    # (met as its lse: -inf, no key left by the two masks, where the oracle has both keys)
+    lse = "inf|oracle|lse|-"
+    shown = check_case(target, backend, both.case, params=both.params, prefer=lse).finding
+    assert shown.cls == "inf" and shown.output == "lse", shown
+    both = dataclasses.replace(both, key=lse)
+    window.seen_as.append(both)
+    me = Duplicates(target, backend, CHECKS.options(), found={"w": window}, known_bugs=[])
+    me.known_bugs = [bug_of(window), Bug(both.key, frozenset(both.triggers), window.signature)]
+    alike = {me.anomalies(x, x.key) for x in (window, both, causal)}
+    assert len(alike) == 1 and None not in alike  # (each reads alike: the check's evidence)
+    assert me.reads_alike(causal) is None and me.of(causal) is None
