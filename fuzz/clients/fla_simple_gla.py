@@ -165,6 +165,13 @@ forms; states; packed sequences), but for two findings:
   (16 elements, fp32, one token; also seen through ``state-continuation``): the bug above. The
   dq bug was not met: 88 backward examples checked, 1,132 refused by the compile share, its 221
   launches 291 s of the pair's 295 (about 1.3 s each beside ten other processes on the GPU).
+  At 979d8f6 (2026-12-01, the next session, the same command): the forward's NaN final state
+  (16 elements, fp32, one token, traced to ``chunk_h.py``'s ``exp2``): the bug above. The
+  backward's illegal memory access once more (fp16, g_gamma, three sequences of 106 tokens, 64
+  heads, K = 128, V = 16: 2,605,056 elements; it lost the context replayed alone in a fresh
+  process too, and three child processes found no smaller example that crashes so): a bug of
+  fla's with evidence, not localized. The dq bug was not met: 213 backward examples checked
+  (439 launches, 230 s), 732 refused by the compile share.
 """
 
 import contextlib

@@ -264,6 +264,20 @@ each row read from its case:
 - ``gqa`` inf 256 (fp16, o = inf for 60,000; also seen as ``decode-equals-last-causal-row``,
   ``masked-poison`` and NaN): finding 5, with finding 4's sightings among its ways.
 
+Again (2026-12-01, the next session, at 979d8f6, the same command and host: 7 rows of the
+campaign, 5 of them JAX's, 0 harness errors), each row read from its case:
+
+- ``mha`` and ``mha_varlen`` accuracy 16 (T = 1: 1.19 for 0.149, compiled only): finding 6.
+  ``mha``'s row again holds finding 1's sightings (runs that differ, 1,024 and 786,432; lse
+  1,024 and 786,432), joined by their evidence.
+- ``mha`` masking 384 (``masked-poison``: keys past ``key_lengths`` set to float32's largest
+  make o NaN; one query on 8 keys; ``pallas-interpret`` passes): finding 4's kind on ``mha``'s
+  key padding on the GPU, as ``mha_varlen``'s masking row above.
+- ``gqa`` masking 256 (``masked-poison``, the largest value past ``kv_seq_len``: NaN): finding 4.
+- ``gqa`` accuracy 2,621,440 through ``decode-equals-last-causal-row``: the dense ``mha``
+  sibling's prefill of 1 is the one off the oracle, finding 6, not a ``gqa`` bug; not shrunk
+  further (its smaller shapes were left to the compile workers when the budget ended).
+
 Within the bounds otherwise (fp32, fp16, bf16; causal, key padding, packed sequences, GQA,
 splits). On an H100 (``pallas-gpu``, JAX 0.11.2, a 150 s campaign: ``bash .ci/gpu-session
 plugins 150``) the same bugs show, no other: ``gqa``'s fp16 inf (5), its NaN from a finite key
