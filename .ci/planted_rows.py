@@ -9,13 +9,14 @@ path; ``--round 3``: ``planted3.py`` and ``planted3_pallas.py``; ``--round 4``: 
 ``planted9_pallas.py``; ``--round 10``: ``planted10.py`` and ``planted10_pallas.py``; ``--round
 11``: ``planted11.py`` and ``planted11_pallas.py``; ``--round 12``: ``planted12.py`` and
 ``planted12_pallas.py``; ``--round 13``: ``planted13.py`` and ``planted13_pallas.py``; ``--round
-14``: ``planted14.py`` and ``planted14_pallas.py``), and prints one line per planted kernel: its rows (findings) in the report, their classes and element counts
+14``: ``planted14.py`` and ``planted14_pallas.py``; ``--round 15``: ``planted15.py`` and
+``planted15_pallas.py``), and prints one line per planted kernel: its rows (findings) in the report, their classes and element counts
 (``case_size``) and the ways each row's bug was also seen, whether each planted bug was found (a row
 its record matches, or a way a row's bug was also seen: by default one of its expected class), then
 the totals: rows per planted bug, the median and largest row size, rows over 4,096 elements. Rows of
 the bug-free controls (``control_*``, ``control3_*``, ``control4_*``, ``control5_*``,
 ``control6_*``, ``control7_*``, ``control8_*``, ``control9_*``, ``control10_*``,
-``control11_*``, ``control12_*``, ``control13_*``, ``control14_*``), where a campaign ran them, are listed after: they are not planted bugs (a row there is a false positive of the
+``control11_*``, ``control12_*``, ``control13_*``, ``control14_*``, ``control15_*``), where a campaign ran them, are listed after: they are not planted bugs (a row there is a false positive of the
 harness, or a bug of the kernel itself).
 
     python .ci/planted_rows.py OUT                 # a campaign folder (or its report.json)
@@ -42,6 +43,8 @@ harness, or a bug of the kernel itself).
     python .ci/planted_rows.py --round 13 --cpu-campaign 150 --targets 'control13_*'  # its controls
     python .ci/planted_rows.py --round 14 --cpu-campaign 300            # round 14's
     python .ci/planted_rows.py --round 14 --cpu-campaign 150 --targets 'control14_*'  # its controls
+    python .ci/planted_rows.py --round 15 --cpu-campaign 300            # round 15's
+    python .ci/planted_rows.py --round 15 --cpu-campaign 150 --targets 'control15_*'  # its controls
 
 ``--cpu-campaign SECONDS`` runs ``python -m fuzz run --targets 'planted_*' --backends
 triton-interpret,pallas-interpret --budget SECONDS --db none --seed 1`` with both plugins into
@@ -54,7 +57,8 @@ plugins; ``--round 9``: ``--targets 'planted9_*'`` with round 9's plugins; ``--r
 ``--targets 'planted10_*'`` with round 10's plugins; ``--round 11``: ``--targets 'planted11_*'``
 with round 11's plugins; ``--round 12``: ``--targets 'planted12_*'`` with round 12's plugins;
 ``--round 13``: ``--targets 'planted13_*'`` with round 13's plugins; ``--round 14``:
-``--targets 'planted14_*'`` with round 14's plugins; ``--targets GLOBS`` replaces the targets).
+``--targets 'planted14_*'`` with round 14's plugins; ``--round 15``: ``--targets 'planted15_*'``
+with round 15's plugins; ``--targets GLOBS`` replaces the targets).
 Exit status: 0, or 2 for a usage error (no report, a plugin that does not import).
 """
 
@@ -90,7 +94,7 @@ ROUNDS = {
     1: (PLUGINS, "planted_*"),
     3: _round(3),
     4: ((ROOT / "tests" / "plugins" / "planted4.py",), "planted4_*"),
-    **{n: _round(n) for n in range(5, 15)},
+    **{n: _round(n) for n in range(5, 16)},
 }
 # the bug-free targets' name prefixes
 CONTROLS = (
@@ -107,6 +111,7 @@ CONTROLS = (
     "control12_",
     "control13_",
     "control14_",
+    "control15_",
 )
 LARGE = 4096  # elements: a row larger than this is not a reproducer a maintainer reads
 
@@ -312,7 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "planted10_pallas.py, 'planted10_*'; 11: planted11.py and planted11_pallas.py, "
         "'planted11_*'; 12: planted12.py and planted12_pallas.py, 'planted12_*'; 13: "
         "planted13.py and planted13_pallas.py, 'planted13_*'; 14: planted14.py and "
-        "planted14_pallas.py, 'planted14_*')",
+        "planted14_pallas.py, 'planted14_*'; 15: planted15.py and planted15_pallas.py, "
+        "'planted15_*')",
     )
     parser.add_argument(
         "--targets",
