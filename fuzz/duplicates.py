@@ -380,28 +380,6 @@ class Duplicates:
         return min(origin.TRACE_SECONDS, max(0.0, self.deadline - self.clock()))
 
     def _of(self, f: Found) -> tuple[Bug, str] | None:
-        """:meth:`_first`, passing over a known bug told by likeness or by a way of its row
-        (``property``, ``influence``) whose row's free choices (:meth:`_needs`) do not nest with
-        ``f``'s: a way's example may hold two bugs' choices (a causal mask and a window), and
-        through it a two-positional-bugs kernel's causal row became its window row's on the
-        CPU. The other checks are evidence whatever the choices (one call, one site, the
-        incidental conditions dropped, the other half dtype, one mix-up)."""
-        known, found, apart = self.known_bugs, self.found, set()
-        try:
-            while True:
-                got = self._first(f)
-                if got is None or got[1] not in ("property", "influence"):
-                    return got
-                free, needs = _free(f.triggers), self._needs(got[0])
-                if free <= needs or needs <= free:
-                    return got
-                apart.add(got[0].signature)
-                self.known_bugs = [b for b in known if b.signature not in apart]
-                self.found = {k: v for k, v in found.items() if v.signature not in apart}
-        finally:
-            self.known_bugs, self.found = known, found
-
-    def _first(self, f: Found) -> tuple[Bug, str] | None:
         bug = bug_of(f)
         same_call = self.same_call(f)
         if same_call is not None:
@@ -643,7 +621,12 @@ class Duplicates:
             mine = [
                 b
                 for b in others
-                if b.key == key and (holds < b.triggers if under_more else b.triggers <= forms)
+                if b.key == key
+                and (
+                    holds < b.triggers and self._nests(forms, b)
+                    if under_more
+                    else b.triggers <= forms
+                )
             ]
             if mine:
                 return max(mine, key=lambda b: len(b.triggers))
@@ -703,6 +686,8 @@ class Duplicates:
         holds = _free(f.triggers)
         mine = _param_of(f, f.key)
         for bug, old in self._known_examples(f):
+            if not self._nests(self._forms(holds), bug):
+                continue  # (a way of a row whose example holds another bug's choices too)
             failing = self._fails_as_drawn(old, bug.key, f.key, () if mine is None else [mine])
             if failing is None:
                 continue
@@ -915,6 +900,15 @@ class Duplicates:
             if other and (mine <= other or other <= mine):
                 return bug
         return None
+
+    def _nests(self, forms: frozenset[str], bug: Bug) -> bool:
+        """Whether the free choices among ``forms`` (an example's conditions and their recast
+        forms, :meth:`_forms`) nest with those known bug ``bug`` needs (:meth:`_needs`). Under
+        more conditions, a way's example may hold another bug's choices: the two-positional-bugs
+        kernel's causal example failed, under fewer conditions, a way of its window row whose
+        example held a causal mask and a window, and the two rows became one on the CPU."""
+        free, needs = _free(forms), self._needs(bug)
+        return free <= needs or needs <= free
 
     def _needs(self, bug: Bug) -> frozenset[str]:
         """The free choices (:func:`_free`) of every way known bug ``bug``'s row was seen (its
