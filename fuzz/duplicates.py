@@ -44,6 +44,7 @@ from fuzz.signatures import (
     raise_site,
     same_bug,
     site,
+    unwritten_site,
     write_site,
 )
 from fuzz.target import Target
@@ -57,7 +58,8 @@ def bug_of(f: Found) -> Bug:
         f.signature,
         site(f.finding.details.get("origin"))
         or write_site(f.finding.details)
-        or raise_site(f.finding.details),
+        or raise_site(f.finding.details)
+        or unwritten_site(f.finding.details),
     )
 
 
@@ -946,7 +948,7 @@ class Duplicates:
         if here is None:
             return None
         for b in twins:
-            there = b.site
+            there = None if b.site is None or b.site.startswith(NOT_TRACED) else b.site
             if there is None:
                 old = next((o for o in self.found.values() if o.signature == b.signature), None)
                 there = (
@@ -979,11 +981,17 @@ def _independent(a: Bug, b: Bug) -> bool:
     return bool(mine and theirs and not mine & theirs)
 
 
+# The sites a finding has without a trace (``fuzz.signatures``: what it wrote into its inputs,
+# where it raised, what it left unwritten): a traced origin may still name a kernel line.
+NOT_TRACED = ("writes into ", "raised at ", "leaves unwritten: ")
+
+
 def _written_alike(a: Bug, b: Bug) -> bool:
-    """Whether two bugs are input writes of the same kinds of value, or exceptions raised at one
-    line of the kernel's code (their sites, both :func:`fuzz.signatures.write_site`'s or
-    :func:`fuzz.signatures.raise_site`'s)."""
-    return bool(a.site and a.site.startswith(("writes into ", "raised at ")) and a.site == b.site)
+    """Whether two bugs are input writes of the same kinds of value, exceptions raised at one
+    line of the kernel's code, or outputs left unwritten alike (their sites, both
+    :func:`fuzz.signatures.write_site`'s, :func:`~fuzz.signatures.raise_site`'s or
+    :func:`~fuzz.signatures.unwritten_site`'s)."""
+    return bool(a.site and a.site.startswith(NOT_TRACED) and a.site == b.site)
 
 
 def _half_of(triggers: Collection[str]) -> str | None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz import failures as F
-from fuzz.signatures import Bug, Resume, raise_site, same_bug, site, write_site
+from fuzz.signatures import Bug, Resume, raise_site, same_bug, site, unwritten_site, write_site
 
 NEW = "new"
 RESUMES = 3  # the slices that may take one bug left unshrunk to shrink it (BugLedger.requeue)
@@ -85,7 +85,8 @@ def bug_of_record(rec: Mapping[str, Any], triggers: Any = None) -> Bug:
         rec["signature"],
         site((rec.get("details") or {}).get("origin"))
         or write_site(rec.get("details"))
-        or raise_site(rec.get("details")),
+        or raise_site(rec.get("details"))
+        or unwritten_site(rec.get("details")),
         example=rec.get("reproducer") if rec.get("shrunk") else None,
     )
 

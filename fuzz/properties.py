@@ -777,6 +777,7 @@ def _poisoned_output(ctx: Context, _: Any) -> Finding | None:
         unwritten = np.isnan(fa) & (fb == POISON_FINITE)
         if unwritten.any():
             idx = _first_index(unwritten)
+            which = unwritten_kind(unwritten, ctx.fixed.get(name))
             first.add(
                 ctx.finding(
                     F.NAN,
@@ -787,9 +788,24 @@ def _poisoned_output(ctx: Context, _: Any) -> Finding | None:
                     index=idx,
                     kernel_value=float("nan"),
                     oracle_value=float(ctx.oracle[name][idx]),
+                    **({"details": {"unwritten": which}} if which else {}),
                 )
             )
     return first.finding
+
+
+def unwritten_kind(unwritten: np.ndarray, fixed: np.ndarray | None) -> str | None:
+    """Which of an output's elements a launch left unwritten, against those the family decides
+    without arithmetic (``Target.fixed_outputs``: masked-out keys, rows with none): "every
+    fixed element and no other", "fixed only", or None (others among them, or no
+    such elements). What a kernel leaves unwritten is one store's doing whatever else its
+    examples hold: a planted softmax that stored its kept keys only came as two rows, a row
+    whose one key was masked and a row of a kept and a masked key."""
+    if fixed is None or fixed.shape != unwritten.shape or not fixed.any():
+        return None
+    if (unwritten & ~fixed).any():
+        return None
+    return "every fixed element and no other" if (unwritten == fixed).all() else "fixed only"
 
 
 def _differing_run(ctx: Context, other: Launch, runs: int) -> Finding | None:

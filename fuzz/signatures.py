@@ -125,6 +125,14 @@ def write_site(details: Mapping[str, Any] | None) -> str | None:
     return f"writes into {'; '.join(said)}" if said else None
 
 
+def unwritten_site(details: Mapping[str, Any] | None) -> str | None:
+    """Which elements of an output a launch left unwritten, against those its family decides
+    without arithmetic (``details["unwritten"]``, ``fuzz.properties.unwritten_kind``), as a
+    site: one missing store leaves the same kind unwritten whatever else its examples hold."""
+    which = (details or {}).get("unwritten")
+    return f"leaves unwritten: {which}" if isinstance(which, str) and which else None
+
+
 def raise_site(details: Mapping[str, Any] | None) -> str | None:
     """Where a crash's exception was raised in the kernel's own code (``details["raised_at"]``,
     ``fuzz.failures.raised_at``), as a site; None for a sticky CUDA error, which the next call

@@ -848,3 +848,46 @@ def test_one_exception_raised_at_one_line_of_a_kernels_code_is_one_bug():
         np.linalg.inv(np.zeros((2, 2)))
     except np.linalg.LinAlgError as e:  # (raised in NumPy's code: the line that called it)
         assert raised_at(e).startswith("test_signatures.py:") and "np.linalg.inv" in raised_at(e)
+
+
+def test_outputs_left_unwritten_alike_are_one_bug():
+    """Round 15's softmax stored its kept keys only: a row whose one key is masked and a row of
+    a kept and a masked key left, each, every element the family fixes (masked-out keys, rows
+    with none) unwritten and no other: two rows of triggers that do not nest on the CPU, one
+    missing store. What is left unwritten is their site (``unwritten_site``), and the ledger
+    joins them; a kernel that leaves an element it computes unwritten has no such site."""
+    from fuzz.backends import get_backend
+    from fuzz.ledger import BugLedger
+    from fuzz.properties import check_case, unwritten_kind
+    from fuzz.signatures import unwritten_site
+
+    load_plugin(str(PLUGINS / "planted15.py"))
+    target = get("planted15_softmax_store_masked_by_keep_triton")
+
+    def unwritten(mask):
+        x = np.zeros((1, len(mask)), np.float32)
+        case = Case({"x": x, "mask": np.asarray([mask], bool)},
+                    {"dtype": "float32", "scale": None, "block_m": 4, "block_n": 16})  # fmt: skip
+        f = check_case(
+            target, get_backend("triton-interpret"), case, only=("poisoned-output",)
+        ).finding
+        assert f is not None and (f.cls, f.prop) == ("nan", "poisoned-output"), f
+        return f
+
+    alone, beside = unwritten([False]), unwritten([True, False])
+    here = unwritten_site(alone.details)
+    assert here == "leaves unwritten: every fixed element and no other"
+    assert unwritten_site(beside.details) == here
+    led = BugLedger()
+    for sig, f, triggers in (("a", alone, ["row-without-valid-key"]), ("b", beside, ["x"])):
+        rec = {
+            "signature": sig, "class": f.cls, "bug_key": bug_key(f), "triggers": triggers,
+            "case_size": 2, "shrunk": True, "message": f.message, "details": dict(f.details),
+            "reproducer": f"/nowhere/{sig}.py",
+        }  # fmt: skip
+        led.record(rec, sighting=f"{sig}:0:{sig}")
+    assert len(led.found) == 1
+    fixed = np.array([[True, True, False]])
+    assert unwritten_kind(np.array([[True, False, False]]), fixed) == "fixed only"
+    assert unwritten_kind(np.array([[True, True, True]]), fixed) is None  # (a computed one)
+    assert unwritten_kind(np.array([[True, False, False]]), fixed & False) is None
