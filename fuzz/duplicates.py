@@ -37,15 +37,14 @@ from fuzz.profiles import HuntOptions
 from fuzz.properties import check_case, properties_of
 from fuzz.results import Found
 from fuzz.signatures import (
+    NOT_TRACED,
     Bug,
     bug_key,
     conditions,
+    finding_site,
     key_class,
-    raise_site,
     same_bug,
     site,
-    unwritten_site,
-    write_site,
 )
 from fuzz.target import Target
 
@@ -56,10 +55,7 @@ def bug_of(f: Found) -> Bug:
         f.key or f.finding.cls,
         frozenset(f.triggers),
         f.signature,
-        site(f.finding.details.get("origin"))
-        or write_site(f.finding.details)
-        or raise_site(f.finding.details)
-        or unwritten_site(f.finding.details),
+        finding_site(f.finding.details),
     )
 
 
@@ -979,11 +975,6 @@ def _independent(a: Bug, b: Bug) -> bool:
     bf16 for the other, a causal mask for one and a window for the other."""
     mine, theirs = _free(a.triggers), _free(b.triggers)
     return bool(mine and theirs and not mine & theirs)
-
-
-# The sites a finding has without a trace (``fuzz.signatures``: what it wrote into its inputs,
-# where it raised, what it left unwritten): a traced origin may still name a kernel line.
-NOT_TRACED = ("writes into ", "raised at ", "leaves unwritten: ")
 
 
 def _written_alike(a: Bug, b: Bug) -> bool:

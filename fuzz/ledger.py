@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz import failures as F
-from fuzz.signatures import Bug, Resume, raise_site, same_bug, site, unwritten_site, write_site
+from fuzz.signatures import Bug, Resume, finding_site, same_bug, site
 
 NEW = "new"
 RESUMES = 3  # the slices that may take one bug left unshrunk to shrink it (BugLedger.requeue)
@@ -83,10 +83,7 @@ def bug_of_record(rec: Mapping[str, Any], triggers: Any = None) -> Bug:
         rec.get("bug_key") or rec["class"],
         frozenset(rec.get("triggers", ()) if triggers is None else triggers),
         rec["signature"],
-        site((rec.get("details") or {}).get("origin"))
-        or write_site(rec.get("details"))
-        or raise_site(rec.get("details"))
-        or unwritten_site(rec.get("details")),
+        finding_site(rec.get("details")),
         example=rec.get("reproducer") if rec.get("shrunk") else None,
     )
 
@@ -996,9 +993,10 @@ HOLDS = "holds that bug's conditions"
 def _holds_conditions_of(
     findings: Mapping[str, Mapping[str, Any]], marked: Collection[str]
 ) -> dict[str, str]:
-    """Records not shrunk, no crash nor hang, not ``marked`` (by another rule), whose example holds every condition of a way a shrunk record of its target was seen (or its
-    own) that fails the same output as the same class, through another property -> that
-    record's signature. A property checked on a large example fails where the bug it holds is
+    """Records not shrunk, no crash nor hang, not ``marked`` (by another rule), whose example
+    holds every condition of a way a shrunk record of its target was seen (or its own) that
+    fails the same output as the same class, through another property -> that record's
+    signature. A property checked on a large example fails where the bug it holds is
     (a planted GLA kernel's clamped decay, shrunk to an ``ht`` row also seen as ``accuracy`` of
     ``o``, came on an H200 as an unshrunk ``chunk-independence`` row of ``o`` found 58 s before
     the budget's end, all of that way's conditions among its ten)."""

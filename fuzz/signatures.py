@@ -144,6 +144,24 @@ def raise_site(details: Mapping[str, Any] | None) -> str | None:
     return f"raised at {at}"
 
 
+# The sites a finding has without a trace (what it wrote into its inputs, where it raised,
+# what it left unwritten): a traced origin may still name a kernel line beside them.
+NOT_TRACED = ("writes into ", "raised at ", "leaves unwritten: ")
+
+
+def finding_site(details: Mapping[str, Any] | None) -> str | None:
+    """A finding's site (its ``details``): where its NaN or Inf was born or its wild access was
+    (:func:`site` of its traced origin), else what it wrote into its inputs, where it raised,
+    or what it left unwritten; None for none of these."""
+    details = details or {}
+    return (
+        site(details.get("origin"))
+        or write_site(details)
+        or raise_site(details)
+        or unwritten_site(details)
+    )
+
+
 def signature(target: str, key: str, triggers: Collection[str]) -> str:
     """The identifier of one bug of ``target`` (stable across runs and hosts: reports deduplicate
     and triage by it)."""
